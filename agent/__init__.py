@@ -1,0 +1,1 @@
+"""The turn: Ollama gateway, prompt assembly, the turn pipeline."""

@@ -1,0 +1,113 @@
+"""Every way a model call can fail, named for the user in one line, with its exit code.
+
+The ollama client raises different things depending on the path: `ResponseError` (404 for a
+model that is not pulled, -1 for an error line inside a stream), builtin `ConnectionError`
+when not streaming, raw `httpx` errors while streaming (ConnectError, ReadTimeout — whose
+str() is empty —, RemoteProtocolError), and `json`/pydantic errors for malformed lines.
+`classify` maps all of them onto the classes below.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+EXIT_MODEL_MISSING = 4
+EXIT_MODEL_ERROR = 5
+
+
+class GatewayError(Exception):
+    """A classified model-call failure; `str()` is the one-line message for the user."""
+
+    kind: ClassVar[str] = "model_error"
+    exit_code: ClassVar[int] = EXIT_MODEL_ERROR
+
+
+class OllamaUnreachable(GatewayError):
+    kind = "unreachable"
+    exit_code = EXIT_UNREACHABLE
+
+    def __init__(self, host: str) -> None:
+        super().__init__(
+            f"Ollama is not reachable at {host}: start it with `ollama serve` "
+            "(or the Ollama app), or point --ollama-host / OLLAMA_HOST at it"
+        )
+        self.host = host
+
+
+class ModelNotPulled(GatewayError):
+    kind = "model_missing"
+    exit_code = EXIT_MODEL_MISSING
+
+    def __init__(self, model: str) -> None:
+        super().__init__(f"model '{model}' is not pulled: run `ollama pull {model}`")
+        self.model = model
+
+
+class ModelTimeout(GatewayError):
+    kind = "timeout"
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"Ollama did not answer within {seconds:g} s "
+            "(raise STRAYLIGHT_HTTP_TIMEOUT_SECONDS if the model is just slow)"
+        )
+        self.seconds = seconds
+
+
+class StreamCutOff(GatewayError):
+    kind = "cut_off"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"the reply was cut off mid-stream: {detail}")
+        self.detail = detail
+
+
+class ModelError(GatewayError):
+    kind = "model_error"
+
+
+def classify(
+    error: BaseException, *, host: str, model: str, timeout: float, streamed: bool
+) -> GatewayError:
+    """Name a raw client error. `streamed` says whether some reply text already arrived."""
+    import httpx
+    import ollama
+    import pydantic
+
+    if isinstance(error, GatewayError):
+        return error
+    if isinstance(error, ollama.ResponseError):
+        if error.status_code == 404:
+            return ModelNotPulled(model)
+        detail = str(error.error or "").strip() or "unknown error"
+        if error.status_code == -1:
+            return (
+                StreamCutOff(f"Ollama reported: {detail}")
+                if streamed
+                else ModelError(f"Ollama reported an error: {detail}")
+            )
+        return ModelError(f"Ollama answered HTTP {error.status_code}: {_short(detail)}")
+    if isinstance(error, ConnectionError | httpx.ConnectError | httpx.ConnectTimeout):
+        return OllamaUnreachable(host)
+    if isinstance(error, httpx.TimeoutException):
+        return ModelTimeout(timeout)
+    if isinstance(error, httpx.TransportError):
+        if streamed:
+            return StreamCutOff("the connection to Ollama dropped")
+        return ModelError("Ollama closed the connection without answering")
+    if isinstance(error, json.JSONDecodeError | pydantic.ValidationError):
+        if streamed:
+            return StreamCutOff("Ollama sent a malformed line")
+        return ModelError("Ollama sent a malformed reply")
+    if isinstance(error, httpx.HTTPError):
+        return ModelError(f"HTTP error talking to Ollama: {type(error).__name__}")
+    return ModelError(f"unexpected error talking to Ollama: {type(error).__name__}")
+
+
+def _short(text: str, limit: int = 160) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,0 +1,147 @@
+"""The one door to Ollama: the official async client with explicit timeouts.
+
+`ollama` and `httpx` are imported on first use, never at module import, so the TUI paints
+its first frame before they load.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agent.gateway_errors import GatewayError, StreamCutOff, classify
+
+if TYPE_CHECKING:
+    import ollama
+
+log = logging.getLogger("straylight.gateway")
+
+
+@dataclass(frozen=True, slots=True)
+class OllamaStatus:
+    """What a health check found."""
+
+    host: str
+    reachable: bool
+    version: str | None = None
+    models: tuple[str, ...] = ()
+    error: str | None = None
+
+    def has_model(self, name: str) -> bool:
+        return normalise_model_name(name) in {normalise_model_name(m) for m in self.models}
+
+
+def normalise_model_name(name: str) -> str:
+    """`llama3.2` and `llama3.2:latest` are the same model."""
+    return name if ":" in name else f"{name}:latest"
+
+
+@dataclass(frozen=True, slots=True)
+class ChatDelta:
+    """A piece of reply text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChatDone:
+    """The final chunk: the model finished."""
+
+    eval_count: int | None = None
+    prompt_eval_count: int | None = None
+    total_duration_ns: int | None = None
+    done_reason: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+ChatEvent = ChatDelta | ChatDone
+
+
+class OllamaGateway:
+    """Chat and health checks against one Ollama host."""
+
+    def __init__(
+        self, host: str, *, read_timeout: float = 300.0, connect_timeout: float = 5.0
+    ) -> None:
+        self.host = host
+        self.read_timeout = read_timeout
+        self.connect_timeout = connect_timeout
+        self._client: ollama.AsyncClient | None = None
+
+    def _get_client(self) -> ollama.AsyncClient:
+        if self._client is None:
+            import httpx
+            import ollama
+
+            timeout = httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
+            self._client = ollama.AsyncClient(host=self.host, timeout=timeout)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    async def check(self) -> OllamaStatus:
+        """Version and pulled models; never raises."""
+        client = self._get_client()
+        try:
+            response = await client._client.get("/api/version", timeout=self.connect_timeout)
+            response.raise_for_status()
+            version = str(response.json().get("version", "")) or None
+            listed = await client.list()
+            models = tuple(m.model for m in listed.models if m.model)
+        except Exception as error:
+            named = classify(
+                error, host=self.host, model="", timeout=self.connect_timeout, streamed=False
+            )
+            log.info("ollama check failed: %r", error)
+            return OllamaStatus(self.host, reachable=False, error=str(named))
+        return OllamaStatus(self.host, reachable=True, version=version, models=models)
+
+    async def stream_chat(
+        self,
+        model: str,
+        messages: Sequence[dict[str, Any]],
+        *,
+        options: dict[str, Any] | None = None,
+    ) -> AsyncIterator[ChatEvent]:
+        """Yield reply text as it arrives, then one `ChatDone`.
+
+        Raises a `GatewayError`; a stream that ends without Ollama's final chunk raises
+        `StreamCutOff`. Cancelling the consumer closes the HTTP stream.
+        """
+        client = self._get_client()
+        streamed = False
+        finished = False
+        try:
+            stream = await client.chat(
+                model=model, messages=list(messages), stream=True, options=options
+            )
+            async for part in stream:
+                text = part.message.content or ""
+                if text:
+                    streamed = True
+                    yield ChatDelta(text)
+                if part.done:
+                    finished = True
+                    yield ChatDone(
+                        eval_count=part.eval_count,
+                        prompt_eval_count=part.prompt_eval_count,
+                        total_duration_ns=part.total_duration,
+                        done_reason=part.done_reason,
+                    )
+                    break
+        except GatewayError:
+            raise
+        except Exception as error:
+            named = classify(
+                error, host=self.host, model=model, timeout=self.read_timeout, streamed=streamed
+            )
+            log.warning("chat with %s failed: %s (%r)", model, named, error, exc_info=error)
+            raise named from error
+        if not finished:
+            log.warning("chat with %s ended without a final chunk", model)
+            raise StreamCutOff("Ollama closed the stream before the reply finished")

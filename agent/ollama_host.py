@@ -1,0 +1,38 @@
+"""Parse OLLAMA_HOST exactly like the official ollama client does (`ollama._client._parse_host`).
+
+Kept here, dependency-free, so reading settings does not import the client (start-up time);
+a test checks it against the client's own parser.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import urllib.parse
+
+DEFAULT_PORT = 11434
+
+
+def parse_ollama_host(host: str | None) -> str:
+    """`None`/'' → http://127.0.0.1:11434; 'h' → http://h:11434; 'https://h' → https://h:443."""
+    host, port = host or "", DEFAULT_PORT
+    scheme, _, hostport = host.partition("://")
+    if not hostport:
+        scheme, hostport = "http", host
+    elif scheme == "http":
+        port = 80
+    elif scheme == "https":
+        port = 443
+
+    split = urllib.parse.urlsplit(f"{scheme}://{hostport}")
+    host = split.hostname or "127.0.0.1"
+    port = split.port or port
+
+    try:
+        if isinstance(ipaddress.ip_address(host), ipaddress.IPv6Address):
+            host = f"[{host}]"
+    except ValueError:
+        pass
+
+    if path := split.path.strip("/"):
+        return f"{scheme}://{host}:{port}/{path}"
+    return f"{scheme}://{host}:{port}"

@@ -1,0 +1,1 @@
+"""Benchmarks (`just bench`)."""

@@ -1,0 +1,1 @@
+"""APScheduler wiring (later issues)."""

@@ -1,0 +1,23 @@
+# Straylight task runner (`just --list`).
+
+# Start the chat TUI (extra arguments go to `straylight`).
+run *ARGS:
+    straylight {{ARGS}}
+
+# The whole test suite: unit, pilot, snapshot and CLI tests.
+test *ARGS:
+    python -m pytest -q {{ARGS}}
+
+# Lint and format check.
+lint:
+    ruff check .
+    ruff format --check .
+
+# Format the code in place.
+fmt:
+    ruff format .
+    ruff check --fix .
+
+# Benchmarks: start-up to first frame and streaming throughput.
+bench:
+    python -m bench.run_all

@@ -1,0 +1,1 @@
+"""Memory policy: save filter, recall, facts (later issues)."""

@@ -1,0 +1,1 @@
+"""Bytes on disk: daily Markdown logs, longterm.md, the clock. No policy."""

@@ -1,0 +1,258 @@
+"""Layer 1: one Markdown file a day, `conversation/YYYY-MM-DD.md`, one block a message.
+
+The format is the interface — the agent reads its short-term history back through
+`parse_messages`, so it must survive whatever a message or a human puts in it::
+
+    ### user
+    <!-- straylight {"time": "2026-11-29T21:04:38Z", "conversation": "…", "model": "llama3.2"} -->
+    the message body, any Markdown
+
+    ### assistant
+    <!-- straylight {"time": "…", "conversation": "…", "model": "llama3.2", "status": "cut_off"} -->
+    …
+
+A message starts at a line that is exactly `### user` or `### assistant` (trailing blanks
+allowed) and nowhere else (the seed's LESSONS §29). A body line that would read as a header
+or as our metadata comment gets one extra leading backslash on write and loses one on read,
+so any text round-trips. Each message is appended with one `write` and fsynced: a crash can
+cut short only the message being written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime
+from pathlib import Path
+from typing import Literal
+
+from store.clock import format_instant, parse_instant
+from store.private_files import append_private_bytes, ensure_private_dir
+
+Role = Literal["user", "assistant"]
+ROLES: tuple[Role, ...] = ("user", "assistant")
+
+# A message boundary: a whole line that is a known role header, nothing else.
+HEADER_RE = re.compile(r"^### (user|assistant)[ \t]*$", re.MULTILINE)
+META_PREFIX = "<!-- straylight "
+META_RE = re.compile(r"^<!-- straylight (\{.*\}) -->[ \t]*$")
+# Body lines that must not be read as structure: headers and our metadata comment,
+# with any number of leading backslashes (so escaping stays reversible).
+_GUARDED = r"(?:### (?:user|assistant)[ \t]*|<!-- straylight .*)"
+_ESCAPE_RE = re.compile(rf"^(\\*{_GUARDED})$", re.MULTILINE)
+_UNESCAPE_RE = re.compile(rf"^\\(\\*{_GUARDED})$", re.MULTILINE)
+_DAY_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
+
+MessageStatus = Literal["complete", "cut_off", "cancelled", "truncated"]
+
+
+@dataclass(frozen=True, slots=True)
+class LogMessage:
+    """One message as stored in (and read back from) a daily log."""
+
+    role: Role
+    content: str
+    conversation_id: str = ""
+    time: datetime | None = None
+    model: str | None = None
+    status: MessageStatus = "complete"
+    reason: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        """The stable JSON shape of `straylight history --json`."""
+        return {
+            "role": self.role,
+            "content": self.content,
+            "conversation_id": self.conversation_id,
+            "time": format_instant(self.time) if self.time else None,
+            "model": self.model,
+            "status": self.status,
+            "reason": self.reason,
+        }
+
+
+def escape_body(text: str) -> str:
+    """Give every header-like or metadata-like body line one more leading backslash."""
+    return _ESCAPE_RE.sub(r"\\\1", text)
+
+
+def unescape_body(text: str) -> str:
+    """Inverse of `escape_body`."""
+    return _UNESCAPE_RE.sub(r"\1", text)
+
+
+def _meta_line(message: LogMessage) -> str:
+    meta: dict[str, object] = {}
+    if message.time is not None:
+        meta["time"] = format_instant(message.time)
+    meta["conversation"] = message.conversation_id
+    if message.model:
+        meta["model"] = message.model
+    if message.status != "complete":
+        meta["status"] = message.status
+    if message.reason:
+        meta["reason"] = message.reason
+    meta.update(message.extra)
+    # ">" only occurs inside JSON strings; escaping it keeps "-->" out of the comment.
+    payload = json.dumps(meta, ensure_ascii=False).replace(">", "\\u003e")
+    return f"{META_PREFIX}{payload} -->"
+
+
+def format_message(message: LogMessage) -> str:
+    """The exact text one message adds to a daily log."""
+    return f"### {message.role}\n{_meta_line(message)}\n{escape_body(message.content)}\n\n"
+
+
+def _read_meta(line: str) -> dict[str, object] | None:
+    match = META_RE.match(line)
+    if match is None:
+        return None
+    try:
+        value = json.loads(match.group(1))
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _message_from(role: Role, body: str, meta: dict[str, object], inherited: str) -> LogMessage:
+    time_value: datetime | None = None
+    raw_time = meta.get("time")
+    if isinstance(raw_time, str):
+        try:
+            time_value = parse_instant(raw_time)
+        except ValueError:
+            time_value = None
+    status = meta.get("status")
+    known: tuple[str, ...] = ("complete", "cut_off", "cancelled", "truncated")
+    conversation = meta.get("conversation")
+    model = meta.get("model")
+    reason = meta.get("reason")
+    return LogMessage(
+        role=role,
+        content=unescape_body(body),
+        conversation_id=conversation if isinstance(conversation, str) else inherited,
+        time=time_value,
+        model=model if isinstance(model, str) else None,
+        status=status if isinstance(status, str) and status in known else "complete",  # type: ignore[arg-type]
+        reason=reason if isinstance(reason, str) else None,
+    )
+
+
+def parse_messages(text: str) -> list[LogMessage]:
+    """Split a daily log into messages on anchored header lines only.
+
+    Tolerates hand edits: text before the first header is ignored, a header without a
+    metadata line is a message without metadata (it inherits the conversation of the
+    message before it), and a last message cut short by a crash is returned with status
+    `truncated`.
+    """
+    headers = list(HEADER_RE.finditer(text))
+    messages: list[LogMessage] = []
+    conversation = ""
+    for index, header in enumerate(headers):
+        role: Role = "user" if header.group(1) == "user" else "assistant"
+        is_last = index + 1 == len(headers)
+        end = len(text) if is_last else headers[index + 1].start()
+        start = header.end() + 1  # past the header's newline
+        if start > end:  # a header at the very end of the file, without its newline
+            start = end
+        meta: dict[str, object] = {}
+        newline = text.find("\n", start, end)
+        first_line = text[start:end] if newline == -1 else text[start:newline]
+        read = _read_meta(first_line) if first_line.startswith(META_PREFIX) else None
+        if read is not None:
+            meta = read
+            start = end if newline == -1 else newline + 1
+        region = text[start:end]
+        cut_short = is_last and not region.endswith("\n\n")
+        body = region[:-2] if region.endswith("\n\n") else region.rstrip("\n")
+        message = _message_from(role, body, meta, conversation)
+        if cut_short and message.status == "complete":
+            message = replace(message, status="truncated")
+        conversation = message.conversation_id
+        messages.append(message)
+    return messages
+
+
+@dataclass(slots=True)
+class DailyLog:
+    """The `conversation/` folder of a data dir."""
+
+    root: Path
+
+    def path_for(self, day: date) -> Path:
+        return self.root / f"{day.isoformat()}.md"
+
+    def append(self, message: LogMessage, day: date) -> Path:
+        """Append one message to the file of `day` (one write, fsync, mode 0600)."""
+        ensure_private_dir(self.root)
+        path = self.path_for(day)
+        data = format_message(message).encode("utf-8")
+        separator = _separator_needed(path)
+        append_private_bytes(path, separator + data)
+        return path
+
+    def days(self) -> list[date]:
+        """Dates that have a log file, oldest first."""
+        if not self.root.is_dir():
+            return []
+        found: list[date] = []
+        for entry in self.root.iterdir():
+            match = _DAY_FILE_RE.match(entry.name)
+            if match and entry.is_file():
+                try:
+                    found.append(date.fromisoformat(match.group(1)))
+                except ValueError:
+                    continue
+        return sorted(found)
+
+    def read_day(self, day: date) -> list[LogMessage]:
+        """All messages of one day; a missing file is an empty day."""
+        path = self.path_for(day)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return []
+        return parse_messages(raw.decode("utf-8", errors="replace"))
+
+    def iter_days_newest_first(self) -> Iterator[tuple[date, list[LogMessage]]]:
+        for day in reversed(self.days()):
+            yield day, self.read_day(day)
+
+    def recent(self, conversation_id: str, limit: int) -> list[LogMessage]:
+        """The last `limit` messages of one conversation, oldest first.
+
+        Walks the day files newest first and stops once it has enough, or once it has
+        passed the day the conversation started.
+        """
+        if limit <= 0:
+            return []
+        collected: list[LogMessage] = []
+        for _day, messages in self.iter_days_newest_first():
+            mine = [m for m in messages if m.conversation_id == conversation_id]
+            if not mine and collected:
+                break
+            collected = mine + collected
+            if len(collected) >= limit:
+                break
+        return collected[-limit:]
+
+
+def _separator_needed(path: Path) -> bytes:
+    """Newlines that make an earlier, crash-truncated message end cleanly."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            if size == 0:
+                return b""
+            handle.seek(max(0, size - 2))
+            tail = handle.read()
+    except FileNotFoundError:
+        return b""
+    if tail.endswith(b"\n\n"):
+        return b""
+    return b"\n" if tail.endswith(b"\n") else b"\n\n"

@@ -1,0 +1,1 @@
+"""Textual app and the command-line entry (`straylight …`)."""

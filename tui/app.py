@@ -1,0 +1,355 @@
+"""The chat TUI: a streaming chat log, a message box, a status sidebar.
+
+Heavy libraries (ollama, httpx, duckdb, usearch, Markdown) are not imported here: the
+first frame comes first. Model calls and file I/O run in workers that report back with
+messages; nothing blocks typing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from agent.ollama_gateway import OllamaGateway, OllamaStatus
+from agent.settings import Settings
+from agent.turn import (
+    LongtermWarning,
+    ReplyDelta,
+    ReplyFailed,
+    ReplyFinished,
+    TurnEngine,
+    new_conversation_id,
+)
+from tui.startup_timer import seconds_since_start
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.chat_message import ChatMessage, ChatNotice
+from tui.widgets.status_sidebar import SidebarState, StatusSidebar
+
+if TYPE_CHECKING:
+    from store.longterm_file import LongtermState
+
+log = logging.getLogger("straylight.tui")
+
+SLASH_COMMANDS: dict[str, str] = {
+    "/help": "show keys and commands",
+    "/new": "start a new conversation",
+    "/model": "/model NAME switches the chat model; /model alone lists pulled models",
+}
+
+
+@dataclass
+class StatusChecked(Message):
+    """A background check of Ollama and longterm.md finished."""
+
+    ollama: OllamaStatus
+    longterm: LongtermState
+
+
+class StraylightApp(App[int]):
+    """Straylight's chat screen."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "Straylight"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel_reply", "Cancel reply", id="cancel_reply"),
+        Binding("ctrl+n", "new_conversation", "New chat", id="new_conversation"),
+        Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="toggle_sidebar"),
+        Binding("f1", "help", "Help", id="help"),
+        Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
+    ]
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        poll_online_seconds: float = 30.0,
+        poll_offline_seconds: float = 3.0,
+    ) -> None:
+        super().__init__()
+        self.settings = settings
+        self.poll_online_seconds = poll_online_seconds
+        self.poll_offline_seconds = poll_offline_seconds
+        self.gateway = OllamaGateway(
+            settings.ollama_host,
+            read_timeout=settings.http_timeout_seconds,
+            connect_timeout=settings.connect_timeout_seconds,
+        )
+        self.engine = TurnEngine(settings, self.gateway)
+        self.model = settings.model
+        self.conversation_id = new_conversation_id(settings.clock)
+        self.conversation_started: datetime = settings.clock.now()
+        self.ollama_status: OllamaStatus | None = None
+        self.replying = False
+        self._sidebar_state = SidebarState(
+            host=settings.ollama_host,
+            model=self.model,
+            conversation_started=self.conversation_started,
+            longterm_budget=settings.longterm_budget_bytes,
+        )
+
+    # ---- layout ---------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="main"):
+            with Vertical(id="chat-column"):
+                yield VerticalScroll(id="chat-log")
+                yield ChatInput(id="input")
+            yield StatusSidebar(id="sidebar")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(ChatInput).focus()
+        self.query_one("#chat-log", VerticalScroll).anchor()
+        self._publish_sidebar()
+        self.call_after_refresh(self._log_first_frame)
+        self.check_status()
+
+    def _log_first_frame(self) -> None:
+        log.info("first frame after %.0f ms", seconds_since_start() * 1000)
+
+    async def on_unmount(self) -> None:
+        await self.gateway.aclose()
+
+    # ---- sidebar and background checks -------------------------------------------
+    def _publish_sidebar(self, **changes: object) -> None:
+        self._sidebar_state = self._sidebar_state.with_changes(**changes)
+        self.query_one(StatusSidebar).state = self._sidebar_state
+
+    @work(exclusive=True, group="status", exit_on_error=False)
+    async def check_status(self) -> None:
+        """Ask Ollama how it is and re-read longterm.md's state, off the event loop."""
+        await asyncio.to_thread(self.engine.longterm.ensure_template)
+        ollama = await self.gateway.check()
+        longterm = await asyncio.to_thread(self.engine.longterm.load)
+        self.post_message(StatusChecked(ollama, longterm))
+
+    def on_status_checked(self, message: StatusChecked) -> None:
+        self._apply_ollama_status(message.ollama)
+        self._apply_longterm(message.longterm)
+        delay = self.poll_online_seconds if message.ollama.reachable else self.poll_offline_seconds
+        self.set_timer(delay, self.check_status, name="ollama-recheck")
+
+    def _apply_ollama_status(self, status: OllamaStatus) -> None:
+        was_offline = self.ollama_status is not None and not self.ollama_status.reachable
+        self.ollama_status = status
+        if status.reachable:
+            detail = f"version {status.version}" if status.version else None
+            self._publish_sidebar(
+                ollama="online", ollama_detail=detail, model_pulled=status.has_model(self.model)
+            )
+            if was_offline:
+                self.notify(f"Ollama is back at {status.host}", timeout=4)
+        else:
+            self._publish_sidebar(ollama="offline", ollama_detail=status.error, model_pulled=None)
+
+    def _apply_longterm(self, state: LongtermState) -> None:
+        self._publish_sidebar(
+            longterm_bytes=state.size_bytes,
+            longterm_budget=state.budget_bytes,
+            longterm_warning=state.warning,
+        )
+
+    # ---- sending -----------------------------------------------------------------
+    async def on_chat_input_submitted(self, message: ChatInput.Submitted) -> None:
+        text = message.text
+        if text.lstrip().startswith("/"):
+            message.input.clear()
+            await self.run_slash_command(text.strip())
+            return
+        if self.replying:
+            self.notify("A reply is still streaming: Esc cancels it.", severity="warning")
+            return
+        message.input.clear()
+        self.replying = True
+        self.send_turn(text)
+
+    @work(exclusive=True, group="reply", exit_on_error=False)
+    async def send_turn(self, text: str) -> None:
+        chat_log = self.query_one("#chat-log", VerticalScroll)
+        now = self.settings.clock.now()
+        await chat_log.mount(ChatMessage("user", text, time=now))
+        reply = ChatMessage("assistant", time=now, model=self.model)
+        await chat_log.mount(reply)
+        chat_log.scroll_end(animate=False)
+        finished = False
+        try:
+            async for event in self.engine.run(
+                text, conversation_id=self.conversation_id, model=self.model
+            ):
+                if isinstance(event, ReplyDelta):
+                    await reply.append(event.text)
+                elif isinstance(event, ReplyFinished):
+                    finished = True
+                    await reply.finish(event.text, "complete")
+                    self._publish_sidebar(last_reply=_reply_stats(event))
+                elif isinstance(event, ReplyFailed):
+                    finished = True
+                    await self._show_failure(reply, event)
+                elif isinstance(event, LongtermWarning):
+                    self._publish_sidebar(longterm_warning=event.text)
+        except asyncio.CancelledError:
+            await reply.finish(status="cancelled")
+            raise
+        finally:
+            self.replying = False
+            if not finished and reply.status == "streaming":
+                await reply.finish(status="cancelled")
+
+    async def _show_failure(self, reply: ChatMessage, event: ReplyFailed) -> None:
+        chat_log = self.query_one("#chat-log", VerticalScroll)
+        if event.partial:
+            await reply.finish(event.partial, "cut_off")
+            note = f"⚠ {event.error} — the partial reply above is kept, marked cut off."
+        else:
+            await reply.remove()
+            note = f"⚠ {event.error}"
+        await chat_log.mount(ChatNotice(note, kind="error"))
+        chat_log.scroll_end(animate=False)
+        if event.error.kind == "unreachable":
+            self._publish_sidebar(ollama="offline", ollama_detail=str(event.error))
+            self.check_status()
+        elif event.error.kind == "model_missing":
+            self._publish_sidebar(model_pulled=False)
+
+    # ---- actions -----------------------------------------------------------------
+    def action_cancel_reply(self) -> None:
+        if self.replying:
+            self.workers.cancel_group(self, "reply")
+            self.notify("Reply cancelled; what arrived is kept.", timeout=3)
+
+    async def action_new_conversation(self) -> None:
+        if self.replying:
+            self.workers.cancel_group(self, "reply")
+        self.conversation_id = new_conversation_id(self.settings.clock)
+        self.conversation_started = self.settings.clock.now()
+        await self.query_one("#chat-log", VerticalScroll).remove_children()
+        self._publish_sidebar(conversation_started=self.conversation_started, last_reply=None)
+        self.notify("New conversation.", timeout=3)
+
+    def action_toggle_sidebar(self) -> None:
+        sidebar = self.query_one(StatusSidebar)
+        sidebar.display = not sidebar.display
+
+    def action_help(self) -> None:
+        from tui.screens.help_screen import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_check_ollama(self) -> None:
+        self.check_status()
+
+    async def switch_model(self, name: str) -> None:
+        self.model = name
+        pulled = self.ollama_status.has_model(name) if self.ollama_status else None
+        if self.ollama_status is not None and not self.ollama_status.reachable:
+            pulled = None
+        self._publish_sidebar(model=name, model_pulled=pulled)
+        note = f"Model for this session: {name}."
+        if pulled is False:
+            note += f" It is not pulled: run `ollama pull {name}`."
+        await self._notice(note, kind="warning" if pulled is False else "info")
+
+    async def _notice(self, text: str, *, kind: str = "info") -> None:
+        chat_log = self.query_one("#chat-log", VerticalScroll)
+        await chat_log.mount(ChatNotice(text, kind=kind))
+        chat_log.scroll_end(animate=False)
+
+    async def run_slash_command(self, line: str) -> None:
+        command, _, argument = line.partition(" ")
+        argument = argument.strip()
+        if command == "/help":
+            self.action_help()
+        elif command == "/new":
+            await self.action_new_conversation()
+        elif command == "/model":
+            if argument:
+                await self.switch_model(argument)
+            else:
+                await self._notice(self._models_text())
+        else:
+            known = ", ".join(SLASH_COMMANDS)
+            await self._notice(f"Unknown command {command}. Known: {known}.", kind="error")
+
+    def _models_text(self) -> str:
+        status = self.ollama_status
+        if status is None or not status.reachable:
+            return f"Model: {self.model}. Ollama is offline, so the pulled models are unknown."
+        pulled = ", ".join(status.models) or "none"
+        return f"Model: {self.model}. Pulled: {pulled}. `/model NAME` switches."
+
+    # ---- command palette ---------------------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand(
+            "New conversation", "Start a new conversation", self.action_new_conversation
+        )
+        yield SystemCommand(
+            "Cancel reply", "Stop the reply that is streaming", self.action_cancel_reply
+        )
+        yield SystemCommand("Help: keys and commands", "Show the help screen", self.action_help)
+        yield SystemCommand(
+            "Toggle sidebar", "Show or hide the status sidebar", self.action_toggle_sidebar
+        )
+        yield SystemCommand(
+            "Check Ollama now", "Re-check the Ollama server", self.action_check_ollama
+        )
+        if self.ollama_status is not None and self.ollama_status.reachable:
+            for name in self.ollama_status.models:
+                yield SystemCommand(
+                    f"Switch model: {name}",
+                    "Chat with this model for the rest of the session",
+                    _switch_callback(self, name),
+                    discover=False,
+                )
+
+    # ---- errors never print a traceback on the user's screen ---------------------
+    def _handle_exception(self, error: Exception) -> None:
+        log.error("unhandled error in the TUI", exc_info=error)
+        self._crash_message = f"{type(error).__name__}: {error}"
+        super()._handle_exception(error)
+
+    def _print_error_renderables(self) -> None:
+        if self._exit_renderables:
+            message = getattr(self, "_crash_message", "unexpected error")
+            self.error_console.print(
+                f"straylight: the TUI stopped on an unexpected error: {message} "
+                f"(details in {self.settings.log_file})",
+                markup=False,
+                highlight=False,
+            )
+            self._exit_renderables.clear()
+
+
+def _switch_callback(app: StraylightApp, name: str) -> object:
+    async def switch() -> None:
+        await app.switch_model(name)
+
+    return switch
+
+
+def _reply_stats(event: ReplyFinished) -> str | None:
+    stats = event.stats
+    if stats.eval_count and stats.total_duration_ns:
+        rate = stats.eval_count / (stats.total_duration_ns / 1e9)
+        return f"last reply {stats.eval_count} tokens, {rate:.0f} tok/s"
+    if stats.eval_count:
+        return f"last reply {stats.eval_count} tokens"
+    return None
+
+
+def run_app(settings: Settings) -> int:
+    app = StraylightApp(settings)
+    result = app.run()
+    return app.return_code or (result if isinstance(result, int) else 0)

@@ -1,0 +1,293 @@
+"""`straylight` — the TUI with no subcommand; `ask`, `history`, `status`, `config` headless.
+
+Exit codes: 0 ok, 1 unexpected error, 2 usage or configuration, 3 Ollama unreachable,
+4 model not pulled, 5 timeout or other model error. Errors are one line on stderr; details
+go to `straylight.log` in the data dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from datetime import date
+from typing import Any, NoReturn
+
+from agent.gateway_errors import EXIT_MODEL_ERROR, EXIT_OK, EXIT_USAGE
+from agent.settings import ResolvedSettings, Settings, SettingsError, load_settings
+
+log = logging.getLogger("straylight.cli")
+PROG = "straylight"
+EXIT_UNEXPECTED = 1
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """Bad command-line use; exit 2 with the message."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{PROG}: {message}\n")
+
+
+def _common_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    default = None if top else argparse.SUPPRESS
+    parser.add_argument("--home", metavar="DIR", default=default, help="data dir")
+    parser.add_argument("--ollama-host", metavar="HOST", default=default, help="Ollama address")
+    parser.add_argument("--model", metavar="NAME", default=default, help="chat model")
+    parser.add_argument("--config", metavar="FILE", default=default, help="config.toml to read")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="Terminal chat for local Ollama models, with a memory that lasts.",
+        epilog="Without a command, the chat TUI starts.",
+    )
+    _common_options(parser, top=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    ask = commands.add_parser("ask", help="run one turn and stream the reply to stdout")
+    _common_options(ask, top=False)
+    ask.add_argument("text", metavar="TEXT", help="the message ('-' reads standard input)")
+    ask.add_argument(
+        "--conversation", "-c", metavar="ID", help="continue this conversation (default: new)"
+    )
+
+    history = commands.add_parser("history", help="print the messages of one day's log")
+    _common_options(history, top=False)
+    history.add_argument("--date", metavar="YYYY-MM-DD", help="the day (default: today)")
+    history.add_argument("--conversation", "-c", metavar="ID", help="only this conversation")
+    history.add_argument("--json", action="store_true", help="print JSON")
+
+    status = commands.add_parser("status", help="Ollama, longterm.md and log status")
+    _common_options(status, top=False)
+    status.add_argument("--json", action="store_true", help="print JSON")
+
+    config = commands.add_parser("config", help="print every effective setting and its source")
+    _common_options(config, top=False)
+    config.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+def _resolve(args: argparse.Namespace) -> ResolvedSettings:
+    from pathlib import Path
+
+    flags = {"home": args.home, "ollama_host": args.ollama_host, "model": args.model}
+    config = Path(args.config) if args.config else None
+    return load_settings(flags=flags, config_path=config)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        resolved = _resolve(args)
+    except SettingsError as error:
+        return _fail(str(error), EXIT_USAGE)
+    settings = resolved.settings
+    try:
+        from tui.logging_setup import setup_file_logging
+
+        setup_file_logging(settings.log_file)
+    except OSError as error:
+        return _fail(f"cannot use data dir {settings.home}: {error.strerror or error}", 1)
+    try:
+        return _dispatch(args, resolved)
+    except UsageError as error:
+        return _fail(str(error), EXIT_USAGE)
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED)
+    except Exception as error:
+        log.exception("unexpected error")
+        return _fail(
+            f"unexpected error: {type(error).__name__}: {error} (details in {settings.log_file})",
+            EXIT_UNEXPECTED,
+        )
+
+
+def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
+    settings = resolved.settings
+    if args.command is None:
+        from tui.app import run_app
+
+        return run_app(settings)
+    if args.command == "ask":
+        return asyncio.run(_ask(settings, _ask_text(args.text), args.conversation))
+    if args.command == "history":
+        return _history(settings, args.date, args.conversation, as_json=args.json)
+    if args.command == "status":
+        return asyncio.run(_status(settings, as_json=args.json))
+    if args.command == "config":
+        return _config(resolved, as_json=args.json)
+    raise UsageError(f"unknown command {args.command!r}")
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"{PROG}: {message}", file=sys.stderr)
+    return code
+
+
+def _ask_text(raw: str) -> str:
+    text = sys.stdin.read() if raw == "-" else raw
+    if not text.strip():
+        raise UsageError("ask needs a non-empty TEXT")
+    return text
+
+
+async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
+    from agent.ollama_gateway import OllamaGateway
+    from agent.turn import (
+        LongtermWarning,
+        ReplyDelta,
+        ReplyFailed,
+        ReplyFinished,
+        TurnEngine,
+        new_conversation_id,
+    )
+
+    gateway = OllamaGateway(
+        settings.ollama_host,
+        read_timeout=settings.http_timeout_seconds,
+        connect_timeout=settings.connect_timeout_seconds,
+    )
+    engine = TurnEngine(settings, gateway)
+    engine.longterm.ensure_template()
+    conversation_id = conversation or new_conversation_id(settings.clock)
+    code = EXIT_MODEL_ERROR
+    wrote_text = False
+    try:
+        async for event in engine.run(text, conversation_id=conversation_id, model=settings.model):
+            if isinstance(event, ReplyDelta):
+                sys.stdout.write(event.text)
+                sys.stdout.flush()
+                wrote_text = True
+            elif isinstance(event, ReplyFinished):
+                code = EXIT_OK
+            elif isinstance(event, ReplyFailed):
+                code = event.error.exit_code
+                if wrote_text:
+                    sys.stdout.write("\n")
+                kept = " (the partial reply is kept in the log, marked cut off)"
+                _fail(str(event.error) + (kept if event.partial else ""), code)
+                wrote_text = False
+            elif isinstance(event, LongtermWarning):
+                print(f"{PROG}: warning: {event.text}", file=sys.stderr)
+    finally:
+        await gateway.aclose()
+    if wrote_text:
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+    log.info("ask finished in conversation %s with exit code %d", conversation_id, code)
+    return code
+
+
+def _history(
+    settings: Settings, day_text: str | None, conversation: str | None, *, as_json: bool
+) -> int:
+    from store.daily_log import DailyLog
+
+    if day_text:
+        try:
+            day = date.fromisoformat(day_text)
+        except ValueError:
+            raise UsageError(f"--date wants YYYY-MM-DD, got {day_text!r}") from None
+    else:
+        day = settings.clock.now().astimezone().date()
+    messages = DailyLog(settings.home / "conversation").read_day(day)
+    if conversation:
+        messages = [m for m in messages if m.conversation_id == conversation]
+    if as_json:
+        print(json.dumps([m.to_json() for m in messages], ensure_ascii=False, indent=2))
+        return EXIT_OK
+    if not messages:
+        print(f"no messages on {day.isoformat()}")
+        return EXIT_OK
+    for message in messages:
+        stamp = message.time.astimezone().strftime("%H:%M:%S") if message.time else "--:--:--"
+        marker = "" if message.status == "complete" else f" [{message.status.replace('_', ' ')}]"
+        print(f"── {stamp} {message.role} · {message.conversation_id}{marker}")
+        print(message.content)
+        print()
+    return EXIT_OK
+
+
+async def _status(settings: Settings, *, as_json: bool) -> int:
+    from agent.ollama_gateway import OllamaGateway
+    from store.daily_log import DailyLog
+    from store.longterm_file import LongtermFile
+
+    gateway = OllamaGateway(
+        settings.ollama_host,
+        read_timeout=settings.connect_timeout_seconds,
+        connect_timeout=settings.connect_timeout_seconds,
+    )
+    try:
+        ollama = await gateway.check()
+    finally:
+        await gateway.aclose()
+    longterm = LongtermFile(settings.home / "longterm.md", settings.longterm_budget_bytes).load()
+    today = settings.clock.now().astimezone().date()
+    today_messages = DailyLog(settings.home / "conversation").read_day(today)
+    longterm_warning = longterm.warning
+    if longterm_warning is None and longterm.over_budget:
+        longterm_warning = (
+            f"longterm.md is {longterm.size_bytes} bytes, over its budget of "
+            f"{longterm.budget_bytes} bytes: every turn pays for it"
+        )
+    report: dict[str, Any] = {
+        "home": str(settings.home),
+        "ollama": {
+            "host": ollama.host,
+            "reachable": ollama.reachable,
+            "version": ollama.version,
+            "model": settings.model,
+            "model_pulled": ollama.has_model(settings.model) if ollama.reachable else None,
+            "error": ollama.error,
+        },
+        "longterm": {
+            "path": str(longterm.path),
+            "size_bytes": longterm.size_bytes,
+            "budget_bytes": longterm.budget_bytes,
+            "over_budget": longterm.over_budget,
+            "warning": longterm_warning,
+        },
+        "log": {"today": today.isoformat(), "messages_today": len(today_messages)},
+    }
+    if as_json:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    state = f"online, Ollama {ollama.version}" if ollama.reachable else f"offline: {ollama.error}"
+    print(f"data dir   {settings.home}")
+    print(f"ollama     {ollama.host} ({state})")
+    pulled = report["ollama"]["model_pulled"]
+    model_note = "" if pulled is None else (" (pulled)" if pulled else " (not pulled)")
+    print(f"model      {settings.model}{model_note}")
+    print(f"longterm   {longterm.size_bytes} / {longterm.budget_bytes} bytes")
+    if longterm_warning:
+        print(f"warning    {longterm_warning}")
+    print(f"today      {len(today_messages)} messages in {today.isoformat()}.md")
+    return EXIT_OK
+
+
+def _config(resolved: ResolvedSettings, *, as_json: bool) -> int:
+    described = resolved.describe()
+    if as_json:
+        print(json.dumps(described, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    found = "" if resolved.config_found else " (not found; defaults apply)"
+    print(f"# config file: {resolved.config_path}{found}")
+    width = max(len(name) for name in described)
+    for name, entry in described.items():
+        origin = f" {entry['origin']}" if entry["origin"] else ""
+        value = json.dumps(entry["value"], ensure_ascii=False)
+        print(f"{name:<{width}} = {value}  # {entry['source']}{origin}")
+    return EXIT_OK
+
+
+def entry() -> None:
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Modal and full screens."""

@@ -1,0 +1,56 @@
+"""F1 / `/help`: keys and slash commands."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP_TEXT = """\
+# Straylight — help
+
+## Keys
+| key | what it does |
+|---|---|
+| Enter | send the message |
+| Ctrl+J (Shift+Enter where the terminal reports it) | new line in the message |
+| Esc | cancel the reply that is streaming (what arrived is kept, marked cancelled) |
+| Ctrl+N | new conversation |
+| Ctrl+B | show or hide the sidebar |
+| Ctrl+P | command palette |
+| F1 | this help |
+| Ctrl+Q | quit |
+
+## Slash commands
+| command | what it does |
+|---|---|
+| `/help` | this help |
+| `/new` | start a new conversation (the log keeps the old one) |
+| `/model NAME` | chat with another model from now on; `/model` alone lists the pulled ones |
+
+## Where things are
+Every message is appended to `conversation/YYYY-MM-DD.md` in the data dir the moment it is
+sent; `longterm.md` there goes into every prompt. `straylight status` and
+`straylight config` tell you the paths.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    """A scrollable help page over the chat."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss_help", "Close", id="close_help"),
+        Binding("f1", "dismiss_help", "Close", show=False),
+        Binding("q", "dismiss_help", "Close", show=False),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body"):
+            yield Markdown(HELP_TEXT)
+
+    def action_dismiss_help(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,54 @@
+"""The message box: multi-line; Enter sends, Ctrl+J (or Shift+Enter) starts a new line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.widgets import TextArea
+
+NEWLINE_KEYS = frozenset({"ctrl+j", "shift+enter", "alt+enter"})
+
+
+class ChatInput(TextArea):
+    """A TextArea that submits on Enter."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "submit", "Send", id="send", show=True, priority=False),
+        Binding("ctrl+j", "newline", "New line", id="newline", show=True),
+    ]
+
+    @dataclass
+    class Submitted(Message):
+        """The user pressed Enter with this text; the receiver clears the box if it accepts it."""
+
+        input: ChatInput
+        text: str
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            self.action_submit()
+            return
+        if event.key in NEWLINE_KEYS:
+            event.stop()
+            event.prevent_default()
+            self.action_newline()
+            return
+        await super()._on_key(event)
+
+    def action_submit(self) -> None:
+        text = self.text
+        if text.strip():
+            self.post_message(self.Submitted(self, text))
+
+    def action_newline(self) -> None:
+        start, end = self.selection
+        self.replace("\n", start, end, maintain_selection_offset=False)

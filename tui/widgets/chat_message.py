@@ -1,0 +1,89 @@
+"""One message in the chat log: a title line and a Markdown body that can stream."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from textual.widgets import Markdown
+    from textual.widgets.markdown import MarkdownStream
+
+STATUS_LABELS = {
+    "complete": "",
+    "streaming": " · …",
+    "cut_off": " · ⚠ cut off",
+    "cancelled": " · cancelled",
+    "failed": " · ⚠ failed",
+}
+
+
+class ChatMessage(Vertical):
+    """A user or assistant message; assistant replies stream through `MarkdownStream`."""
+
+    DEFAULT_CLASSES = "chat-message"
+
+    def __init__(
+        self, role: str, text: str = "", *, time: datetime | None = None, model: str | None = None
+    ) -> None:
+        super().__init__(classes=f"chat-message -{role}")
+        self.role = role
+        self.text = text
+        self.time = time
+        self.model = model
+        self.status = "complete"
+        self._stream: MarkdownStream | None = None
+
+    def compose(self) -> ComposeResult:
+        from textual.widgets import Markdown
+
+        yield Static(self._title_text(), classes="message-title")
+        yield Markdown(self.text, classes="message-body")
+
+    def _title_text(self) -> Text:
+        who = "you" if self.role == "user" else (self.model or "assistant")
+        when = f" · {self.time.astimezone():%H:%M}" if self.time else ""
+        return Text(f"{who}{when}{STATUS_LABELS.get(self.status, '')}")
+
+    @property
+    def body(self) -> Markdown:
+        from textual.widgets import Markdown
+
+        return self.query_one(".message-body", Markdown)
+
+    def _set_status(self, status: str) -> None:
+        self.status = status
+        self.set_class(status in ("cut_off", "failed"), "-problem")
+        self.query_one(".message-title", Static).update(self._title_text())
+
+    async def append(self, fragment: str) -> None:
+        """Stream a fragment of reply text into the body."""
+        if self._stream is None:
+            from textual.widgets import Markdown
+
+            self._set_status("streaming")
+            self._stream = Markdown.get_stream(self.body)
+        self.text += fragment
+        await self._stream.write(fragment)
+
+    async def finish(self, text: str | None = None, status: str = "complete") -> None:
+        """Stop streaming and render the whole text once, properly."""
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            await stream.stop()
+        if text is not None:
+            self.text = text
+        await self.body.update(self.text)
+        self._set_status(status)
+
+
+class ChatNotice(Static):
+    """A one-line notice in the chat log: an error, a cut-off, a command's answer."""
+
+    def __init__(self, text: str, *, kind: str = "info") -> None:
+        super().__init__(Text(text), classes=f"chat-notice -{kind}")

@@ -1,0 +1,95 @@
+"""The right-hand status sidebar: Ollama host, state and model; the conversation; longterm.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.reactive import reactive
+from textual.widgets import Static
+
+
+@dataclass(frozen=True, slots=True)
+class SidebarState:
+    """Everything the sidebar shows; replaced whole, never mutated."""
+
+    host: str
+    model: str
+    ollama: str = "checking"  # checking | online | offline
+    ollama_detail: str | None = None
+    model_pulled: bool | None = None
+    conversation_started: datetime | None = None
+    longterm_bytes: int = 0
+    longterm_budget: int = 8192
+    longterm_warning: str | None = None
+    last_reply: str | None = None
+
+    def with_changes(self, **changes: object) -> SidebarState:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _section(title: str, lines: list[tuple[str, str]]) -> Text:
+    text = Text(title.upper() + "\n", style="bold")
+    for index, (line, style) in enumerate(lines):
+        text.append(line, style=style)
+        if index + 1 < len(lines):
+            text.append("\n")
+    return text
+
+
+class StatusSidebar(VerticalScroll):
+    """Re-renders its blocks whenever `state` changes."""
+
+    state: reactive[SidebarState | None] = reactive(None, init=False)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="sidebar-ollama", classes="sidebar-block")
+        yield Static(id="sidebar-conversation", classes="sidebar-block")
+        yield Static(id="sidebar-longterm", classes="sidebar-block")
+
+    def watch_state(self, state: SidebarState | None) -> None:
+        if state is None or not self.is_mounted:
+            return
+        self.query_one("#sidebar-ollama", Static).update(self._ollama_block(state))
+        self.query_one("#sidebar-conversation", Static).update(self._conversation_block(state))
+        self.query_one("#sidebar-longterm", Static).update(self._longterm_block(state))
+        self.set_class(state.ollama == "offline", "-offline")
+
+    def on_mount(self) -> None:
+        self.watch_state(self.state)
+
+    @staticmethod
+    def _ollama_block(state: SidebarState) -> Text:
+        colour = {"online": "green", "offline": "red"}.get(state.ollama, "yellow")
+        lines = [(state.host, ""), (f"● {state.ollama}", f"bold {colour}")]
+        if state.ollama_detail:
+            lines.append((state.ollama_detail, "red" if state.ollama == "offline" else "dim"))
+        model_line = f"model {state.model}"
+        style = ""
+        if state.model_pulled is False:
+            model_line += f"\nnot pulled: run\n`ollama pull {state.model}`"
+            style = "yellow"
+        lines.append((model_line, style))
+        return _section("Ollama", lines)
+
+    @staticmethod
+    def _conversation_block(state: SidebarState) -> Text:
+        started = state.conversation_started
+        lines = [(f"started {started.astimezone():%Y-%m-%d %H:%M}" if started else "new", "")]
+        if state.last_reply:
+            lines.append((state.last_reply, "dim"))
+        return _section("Conversation", lines)
+
+    @staticmethod
+    def _longterm_block(state: SidebarState) -> Text:
+        over = state.longterm_bytes > state.longterm_budget
+        size = f"{state.longterm_bytes:,} / {state.longterm_budget:,} bytes"
+        lines = [(size, "bold yellow" if over else "")]
+        if over:
+            lines.append(("over budget: every turn pays for it", "yellow"))
+        if state.longterm_warning:
+            lines.append((state.longterm_warning, "red"))
+        return _section("longterm.md", lines)
