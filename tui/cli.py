@@ -291,3 +291,7 @@ def _config(resolved: ResolvedSettings, *, as_json: bool) -> int:
 
 def entry() -> None:
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,82 @@
+"""Shared fixtures: a data dir in tmp, a running Ollama stand-in, settings that point at both."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.settings import Settings, load_settings
+from tests.support.ollama_standin import OllamaStandIn
+
+FIXED_NOW = "2026-11-29T21:04:38Z"
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test reads the developer's config, data dir or Ollama."""
+    for name in list(os.environ):
+        if name.startswith(("STRAYLIGHT_", "MEMORY_")) or name == "OLLAMA_HOST":
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("TZ", "UTC")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def standin() -> Iterator[OllamaStandIn]:
+    with OllamaStandIn() as server:
+        yield server
+
+
+@pytest.fixture
+def make_settings(home: Path) -> Callable[..., Settings]:
+    """Settings for a test: the tmp data dir plus any overrides (e.g. ollama_host)."""
+
+    def make(**overrides: Any) -> Settings:
+        flags: dict[str, Any] = {"home": str(home)}
+        flags.update(overrides)
+        return load_settings(flags=flags, environ={}).settings
+
+    return make
+
+
+@pytest.fixture
+def settings(make_settings: Callable[..., Settings], standin: OllamaStandIn) -> Settings:
+    return make_settings(ollama_host=standin.host)
+
+
+@pytest.fixture
+def cli_env(home: Path, tmp_path: Path) -> Callable[..., dict[str, str]]:
+    """Environment for running `python -m tui.cli` in a subprocess."""
+
+    def make(**extra: str) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("STRAYLIGHT_", "MEMORY_")) and k != "OLLAMA_HOST"
+        }
+        env.update(
+            {
+                "STRAYLIGHT_HOME": str(home),
+                "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+                "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+                "TZ": "UTC",
+            }
+        )
+        env.update(extra)
+        return env
+
+    return make
+
+
+PYTHON = sys.executable

@@ -1,0 +1,5 @@
+"""`python -m tui` is `straylight`."""
+
+from tui.cli import entry
+
+entry()
