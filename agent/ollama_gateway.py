@@ -52,6 +52,7 @@ class ChatDone:
     eval_count: int | None = None
     prompt_eval_count: int | None = None
     total_duration_ns: int | None = None
+    eval_duration_ns: int | None = None
     done_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -131,6 +132,7 @@ class OllamaGateway:
                         eval_count=part.eval_count,
                         prompt_eval_count=part.prompt_eval_count,
                         total_duration_ns=part.total_duration,
+                        eval_duration_ns=part.eval_duration,
                         done_reason=part.done_reason,
                     )
                     break

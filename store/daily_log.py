@@ -37,7 +37,7 @@ ROLES: tuple[Role, ...] = ("user", "assistant")
 # A message boundary: a whole line that is a known role header, nothing else.
 HEADER_RE = re.compile(r"^### (user|assistant)[ \t]*$", re.MULTILINE)
 META_PREFIX = "<!-- straylight "
-META_RE = re.compile(r"^<!-- straylight (\{.*\}) -->[ \t]*$")
+META_RE = re.compile(r"^<!-- straylight (.*) -->[ \t]*$")
 # Body lines that must not be read as structure: headers and our metadata comment,
 # with any number of leading backslashes (so escaping stays reversible).
 _GUARDED = r"(?:### (?:user|assistant)[ \t]*|<!-- straylight .*)"

@@ -34,7 +34,7 @@ from agent.turn import (
 )
 from tui.startup_timer import seconds_since_start
 from tui.widgets.chat_input import ChatInput
-from tui.widgets.chat_message import ChatMessage, ChatNotice
+from tui.widgets.chat_message import ChatMessage, ChatNotice, EmptyChatHint
 from tui.widgets.status_sidebar import SidebarState, StatusSidebar
 
 if TYPE_CHECKING:
@@ -103,7 +103,8 @@ class StraylightApp(App[int]):
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
             with Vertical(id="chat-column"):
-                yield VerticalScroll(id="chat-log")
+                with VerticalScroll(id="chat-log"):
+                    yield EmptyChatHint()
                 yield ChatInput(id="input")
             yield StatusSidebar(id="sidebar")
         yield Footer()
@@ -177,6 +178,7 @@ class StraylightApp(App[int]):
     @work(exclusive=True, group="reply", exit_on_error=False)
     async def send_turn(self, text: str) -> None:
         chat_log = self.query_one("#chat-log", VerticalScroll)
+        await chat_log.query(EmptyChatHint).remove()
         now = self.settings.clock.now()
         await chat_log.mount(ChatMessage("user", text, time=now))
         reply = ChatMessage("assistant", time=now, model=self.model)
@@ -233,7 +235,9 @@ class StraylightApp(App[int]):
             self.workers.cancel_group(self, "reply")
         self.conversation_id = new_conversation_id(self.settings.clock)
         self.conversation_started = self.settings.clock.now()
-        await self.query_one("#chat-log", VerticalScroll).remove_children()
+        chat_log = self.query_one("#chat-log", VerticalScroll)
+        await chat_log.remove_children()
+        await chat_log.mount(EmptyChatHint())
         self._publish_sidebar(conversation_started=self.conversation_started, last_reply=None)
         self.notify("New conversation.", timeout=3)
 
@@ -341,8 +345,8 @@ def _switch_callback(app: StraylightApp, name: str) -> object:
 
 def _reply_stats(event: ReplyFinished) -> str | None:
     stats = event.stats
-    if stats.eval_count and stats.total_duration_ns:
-        rate = stats.eval_count / (stats.total_duration_ns / 1e9)
+    if stats.eval_count and stats.eval_duration_ns:
+        rate = stats.eval_count / (stats.eval_duration_ns / 1e9)
         return f"last reply {stats.eval_count} tokens, {rate:.0f} tok/s"
     if stats.eval_count:
         return f"last reply {stats.eval_count} tokens"

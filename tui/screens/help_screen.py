@@ -14,28 +14,23 @@ HELP_TEXT = """\
 # Straylight — help
 
 ## Keys
-| key | what it does |
-|---|---|
-| Enter | send the message |
-| Ctrl+J (Shift+Enter where the terminal reports it) | new line in the message |
-| Esc | cancel the reply that is streaming (what arrived is kept, marked cancelled) |
-| Ctrl+N | new conversation |
-| Ctrl+B | show or hide the sidebar |
-| Ctrl+P | command palette |
-| F1 | this help |
-| Ctrl+Q | quit |
+- **Enter** — send the message
+- **Ctrl+J** (or Shift+Enter where the terminal reports it) — new line in the message
+- **Esc** — cancel the streaming reply; what arrived is kept, marked cancelled
+- **Ctrl+N** — new conversation
+- **Ctrl+B** — show or hide the sidebar
+- **Ctrl+P** — command palette (every action is there)
+- **F1** — this help · **Ctrl+Q** — quit
 
 ## Slash commands
-| command | what it does |
-|---|---|
-| `/help` | this help |
-| `/new` | start a new conversation (the log keeps the old one) |
-| `/model NAME` | chat with another model from now on; `/model` alone lists the pulled ones |
+- `/help` — this help
+- `/new` — start a new conversation (the log keeps the old one)
+- `/model NAME` — chat with another model for this session; `/model` alone lists the pulled ones
 
 ## Where things are
 Every message is appended to `conversation/YYYY-MM-DD.md` in the data dir the moment it is
-sent; `longterm.md` there goes into every prompt. `straylight status` and
-`straylight config` tell you the paths.
+sent; `longterm.md` there goes into every prompt, whole. `straylight status` and
+`straylight config` show the paths and every setting.
 """
 
 

@@ -29,7 +29,13 @@ class ChatInput(TextArea):
         text: str
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
+        super().__init__(
+            id=id,
+            soft_wrap=True,
+            show_line_numbers=False,
+            tab_behavior="focus",
+            placeholder="Message — Enter sends, Ctrl+J new line, F1 help",
+        )
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":

@@ -87,3 +87,17 @@ class ChatNotice(Static):
 
     def __init__(self, text: str, *, kind: str = "info") -> None:
         super().__init__(Text(text), classes=f"chat-notice -{kind}")
+
+
+class EmptyChatHint(Static):
+    """What an empty chat says: where the memory lives and how to start."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            Text(
+                "A new conversation. Every message is kept in today's log in the data dir, "
+                "and longterm.md goes into every prompt.\n"
+                "Type below and press Enter · Ctrl+J new line · F1 help · Ctrl+P commands"
+            ),
+            classes="empty-hint",
+        )

@@ -1,0 +1,172 @@
+"""Layer 1: the daily log format survives any text, hand edits and crashes."""
+
+from __future__ import annotations
+
+import stat
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from store.daily_log import DailyLog, LogMessage, format_message, parse_messages
+
+DAY = date(2026, 11, 29)
+T0 = datetime(2026, 11, 29, 21, 4, 38, tzinfo=UTC)
+
+# Text that loves to look like structure: headers, our metadata comment, backslashes.
+tricky_lines = st.sampled_from(
+    [
+        "### user",
+        "### assistant",
+        "### user  ",
+        "\\### user",
+        "\\\\### assistant\t",
+        "### Summary",
+        "###user",
+        "<!-- straylight {} -->",
+        '<!-- straylight {"conversation": "evil"} -->',
+        "\\<!-- straylight x",
+        "",
+        "\\",
+        "```",
+        "über ✓ 日本語",
+        "\r",
+        "a\rb",
+    ]
+)
+message_text = st.one_of(
+    st.text(),
+    st.lists(st.one_of(tricky_lines, st.text()), max_size=8).map("\n".join),
+)
+messages_strategy = st.lists(
+    st.tuples(st.sampled_from(["user", "assistant"]), message_text), max_size=6
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(messages_strategy)
+def test_any_text_round_trips_through_write_and_parse(pairs: list[tuple[str, str]]) -> None:
+    messages = [LogMessage(role, text, conversation_id="c1", time=T0) for role, text in pairs]  # type: ignore[arg-type]
+    parsed = parse_messages("".join(format_message(m) for m in messages))
+    assert [(m.role, m.content) for m in parsed] == pairs
+    assert all(m.status == "complete" and m.conversation_id == "c1" for m in parsed)
+
+
+@settings(max_examples=100, deadline=None)
+@given(messages_strategy)
+def test_round_trip_through_the_file_on_disk(tmp_path_factory, pairs) -> None:
+    log = DailyLog(tmp_path_factory.mktemp("log"))
+    for role, text in pairs:
+        log.append(LogMessage(role, text, conversation_id="c1", time=T0), DAY)
+    assert [(m.role, m.content) for m in log.read_day(DAY)] == pairs
+
+
+def test_markdown_headings_inside_a_reply_do_not_split_it() -> None:
+    reply = "### Summary\nIt works.\n### Steps\n1. one\n### user\nnot a header"
+    text = format_message(LogMessage("assistant", reply)) + format_message(
+        LogMessage("user", "next")
+    )
+    parsed = parse_messages(text)
+    assert [(m.role, m.content) for m in parsed] == [("assistant", reply), ("user", "next")]
+
+
+def test_metadata_is_one_comment_line_after_the_header() -> None:
+    message = LogMessage("assistant", "hi", conversation_id="c9", time=T0, model="llama3.2")
+    lines = format_message(message).split("\n")
+    assert lines[0] == "### assistant"
+    assert lines[1].startswith("<!-- straylight {") and lines[1].endswith("} -->")
+    assert '"2026-11-29T21:04:38Z"' in lines[1] and '"c9"' in lines[1]
+    parsed = parse_messages(format_message(message))[0]
+    assert (parsed.time, parsed.model, parsed.conversation_id) == (T0, "llama3.2", "c9")
+
+
+def test_metadata_cannot_close_its_comment_early() -> None:
+    message = LogMessage("assistant", "x", reason="a --> b", model="m-->")
+    line = format_message(message).split("\n")[1]
+    assert line.count("-->") == 1
+    parsed = parse_messages(format_message(message))[0]
+    assert (parsed.reason, parsed.model, parsed.content) == ("a --> b", "m-->", "x")
+
+
+def test_hand_edits_are_tolerated() -> None:
+    text = (
+        "# My notes for today\n\n"
+        "### user\n"
+        '<!-- straylight {"conversation": "c1"} -->\n'
+        "first\n\n"
+        "### assistant   \n"  # trailing blanks, no metadata line
+        "typed by hand\n"
+        "### user\n"
+        "<!-- straylight {broken json -->\n"
+        "third\n"
+    )
+    parsed = parse_messages(text)
+    assert [(m.role, m.content) for m in parsed] == [
+        ("user", "first"),
+        ("assistant", "typed by hand"),
+        ("user", "third"),
+    ]
+    # A message without metadata belongs to the conversation it sits in.
+    assert [m.conversation_id for m in parsed] == ["c1", "c1", "c1"]
+
+
+def test_a_truncated_last_message_is_kept_and_marked() -> None:
+    whole = format_message(LogMessage("user", "hello", conversation_id="c"))
+    cut = format_message(LogMessage("assistant", "a long reply that was", conversation_id="c"))
+    parsed = parse_messages(whole + cut[:-5])
+    assert parsed[0].content == "hello" and parsed[0].status == "complete"
+    assert parsed[1].status == "truncated"
+    assert parsed[1].content.startswith("a long reply")
+
+
+def test_a_crash_mid_append_cuts_only_that_message(tmp_path: Path) -> None:
+    log = DailyLog(tmp_path / "conversation")
+    log.append(LogMessage("user", "kept one", conversation_id="c"), DAY)
+    log.append(LogMessage("assistant", "kept two", conversation_id="c"), DAY)
+    path = log.path_for(DAY)
+    # Simulate a crash in the middle of the third append: half its bytes reached the disk.
+    partial = format_message(LogMessage("user", "lost in the crash ü", conversation_id="c"))
+    data = partial.encode()
+    with path.open("ab") as handle:
+        handle.write(data[: len(data) // 2 + 1])
+    # The next run appends again: the earlier messages and the new one are intact.
+    log.append(LogMessage("user", "after restart", conversation_id="c"), DAY)
+    contents = [m.content for m in log.read_day(DAY)]
+    assert contents[:2] == ["kept one", "kept two"]
+    assert contents[-1] == "after restart"
+    assert len(contents) == 4
+
+
+def test_files_are_private(tmp_path: Path) -> None:
+    log = DailyLog(tmp_path / "conversation")
+    path = log.append(LogMessage("user", "secret plans"), DAY)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert path.name == "2026-11-29.md"
+
+
+def test_recent_returns_the_last_messages_of_one_conversation_across_days(
+    tmp_path: Path,
+) -> None:
+    log = DailyLog(tmp_path)
+    yesterday, today = date(2026, 11, 28), DAY
+    for index in range(4):
+        log.append(LogMessage("user", f"old {index}", conversation_id="a"), yesterday)
+    log.append(LogMessage("user", "other conversation", conversation_id="b"), today)
+    for index in range(3):
+        log.append(LogMessage("user", f"new {index}", conversation_id="a"), today)
+    assert [m.content for m in log.recent("a", 5)] == ["old 2", "old 3", "new 0", "new 1", "new 2"]
+    assert [m.content for m in log.recent("b", 5)] == ["other conversation"]
+    assert log.recent("a", 0) == []
+    assert log.recent("missing", 5) == []
+
+
+def test_non_utf8_bytes_do_not_stop_the_parser(tmp_path: Path) -> None:
+    log = DailyLog(tmp_path)
+    log.append(LogMessage("user", "fine", conversation_id="c"), DAY)
+    with log.path_for(DAY).open("ab") as handle:
+        handle.write(b"### assistant\n\xff\xfe broken bytes\n\n")
+    parsed = log.read_day(DAY)
+    assert [m.role for m in parsed] == ["user", "assistant"]
+    assert "broken bytes" in parsed[1].content

@@ -1,0 +1,119 @@
+"""The Ollama gateway names every failure, through the real client, over real HTTP."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from agent.gateway_errors import (
+    EXIT_MODEL_ERROR,
+    EXIT_MODEL_MISSING,
+    EXIT_UNREACHABLE,
+    ModelError,
+    ModelNotPulled,
+    ModelTimeout,
+    OllamaUnreachable,
+    StreamCutOff,
+)
+from agent.ollama_gateway import ChatDelta, ChatDone, OllamaGateway
+from tests.support.ollama_standin import OllamaStandIn
+
+MESSAGES = [{"role": "user", "content": "hello"}]
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def collect(gateway: OllamaGateway, model: str = "llama3.2") -> tuple[str, list[object]]:
+    text, events = "", []
+    async for event in gateway.stream_chat(model, MESSAGES):
+        events.append(event)
+        if isinstance(event, ChatDelta):
+            text += event.text
+    return text, events
+
+
+async def test_streams_the_reply_and_a_final_chunk(standin: OllamaStandIn) -> None:
+    standin.script_reply("Hello from the stand-in, in several tokens.")
+    gateway = OllamaGateway(standin.url)
+    text, events = await collect(gateway)
+    await gateway.aclose()
+    assert text == "Hello from the stand-in, in several tokens."
+    assert isinstance(events[-1], ChatDone) and events[-1].eval_count == len(events) - 1
+    assert standin.chat_requests()[-1]["messages"] == MESSAGES
+
+
+async def test_unreachable_names_the_host_and_how_to_start_it() -> None:
+    host = f"http://127.0.0.1:{closed_port()}"
+    gateway = OllamaGateway(host, connect_timeout=1.0)
+    with pytest.raises(OllamaUnreachable) as caught:
+        await collect(gateway)
+    assert host in str(caught.value) and "ollama serve" in str(caught.value)
+    assert caught.value.exit_code == EXIT_UNREACHABLE
+    status = await gateway.check()
+    assert not status.reachable and host in (status.error or "")
+
+
+async def test_missing_model_says_ollama_pull(standin: OllamaStandIn) -> None:
+    gateway = OllamaGateway(standin.url)
+    with pytest.raises(ModelNotPulled) as caught:
+        await collect(gateway, model="mistral")
+    assert "ollama pull mistral" in str(caught.value)
+    assert caught.value.exit_code == EXIT_MODEL_MISSING
+
+
+async def test_server_error_is_a_model_error(standin: OllamaStandIn) -> None:
+    standin.fail_next("status", status=500, message="out of memory", path="/api/chat")
+    gateway = OllamaGateway(standin.url)
+    with pytest.raises(ModelError) as caught:
+        await collect(gateway)
+    assert "500" in str(caught.value) and "out of memory" in str(caught.value)
+    assert caught.value.exit_code == EXIT_MODEL_ERROR
+
+
+async def test_a_stall_beyond_the_read_timeout_is_a_named_timeout(standin: OllamaStandIn) -> None:
+    standin.fail_next("delay", seconds=2.0, path="/api/chat")
+    gateway = OllamaGateway(standin.url, read_timeout=0.3)
+    with pytest.raises(ModelTimeout) as caught:
+        await collect(gateway)
+    assert "0.3 s" in str(caught.value)  # never the empty str() of httpx.ReadTimeout
+
+
+@pytest.mark.parametrize(
+    ("kind", "params", "needle"),
+    [
+        ("drop", {"after": 2}, "dropped"),
+        ("malformed", {"after": 2}, "malformed"),
+        ("error_line", {"after": 2, "message": "GPU fell over"}, "GPU fell over"),
+    ],
+)
+async def test_faults_mid_stream_are_cut_offs(
+    standin: OllamaStandIn, kind: str, params: dict[str, object], needle: str
+) -> None:
+    standin.script_reply("one two three four five six")
+    standin.fail_next(kind, **params)
+    gateway = OllamaGateway(standin.url)
+    received = ""
+    with pytest.raises(StreamCutOff) as caught:
+        async for event in gateway.stream_chat("llama3.2", MESSAGES):
+            if isinstance(event, ChatDelta):
+                received += event.text
+    assert received == "one two "
+    assert needle in str(caught.value)
+
+
+async def test_check_reports_version_and_models(standin: OllamaStandIn) -> None:
+    gateway = OllamaGateway(standin.url)
+    status = await gateway.check()
+    assert status.reachable and status.version
+    assert status.has_model("llama3.2") and status.has_model("llama3.2:latest")
+    assert not status.has_model("mistral")
+    standin.stop()
+    assert not (await gateway.check()).reachable
+    standin.start()
+    assert (await gateway.check()).reachable
+    await gateway.aclose()

@@ -1,0 +1,108 @@
+"""SVG snapshots of the chat screen, with a frozen clock and fixed hosts (review the SVGs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from agent.settings import Settings
+from tests.conftest import FIXED_NOW
+from tests.support.ollama_standin import OllamaStandIn
+from tests.support.pilot_helpers import wait_until
+from tui.app import StraylightApp
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.chat_message import ChatMessage
+from tui.widgets.status_sidebar import StatusSidebar
+
+SNAPSHOT_PORT = 38434  # fixed, so the host in the sidebar is the same on every run
+OFFLINE_HOST = "127.0.0.1:9"  # the discard port: nothing listens there
+SIZE = (100, 30)
+
+REPLY_WITH_CODE = """\
+Here is a tiny script that counts words:
+
+```python
+import sys
+
+words = sys.stdin.read().split()
+print(len(words))
+```
+
+Run it with `python count.py < notes.txt`.
+"""
+
+
+@pytest.fixture
+def fixed_standin() -> Iterator[OllamaStandIn]:
+    with OllamaStandIn(port=SNAPSHOT_PORT) as server:
+        yield server
+
+
+def frozen(make_settings: Callable[..., Settings], host: str) -> Settings:
+    return make_settings(ollama_host=host).model_copy(update={"now": _fixed_now()})
+
+
+def _fixed_now():
+    from store.clock import parse_instant
+
+    return parse_instant(FIXED_NOW)
+
+
+def ollama_state(app: StraylightApp) -> str:
+    state = app.query_one(StatusSidebar).state
+    return state.ollama if state else "none"
+
+
+async def settle(pilot, app: StraylightApp, expected: str) -> None:
+    app.query_one(ChatInput).cursor_blink = False
+    await wait_until(pilot, lambda: ollama_state(app) == expected, what=expected)
+    await pilot.pause()
+
+
+def test_empty_chat(snap_compare, make_settings, fixed_standin) -> None:
+    app = StraylightApp(frozen(make_settings, fixed_standin.host))
+
+    async def run_before(pilot) -> None:
+        await settle(pilot, app, "online")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_finished_reply_with_code_block(snap_compare, make_settings, fixed_standin) -> None:
+    fixed_standin.script_reply(REPLY_WITH_CODE)
+    app = StraylightApp(frozen(make_settings, fixed_standin.host))
+
+    async def run_before(pilot) -> None:
+        await settle(pilot, app, "online")
+        box = app.query_one(ChatInput)
+        box.text = "Write a word counter in Python"
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: [m.status for m in app.query(ChatMessage)] == ["complete", "complete"],
+            what="finished reply",
+        )
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_offline_state(snap_compare, make_settings) -> None:
+    app = StraylightApp(frozen(make_settings, OFFLINE_HOST), poll_offline_seconds=3600)
+
+    async def run_before(pilot) -> None:
+        await settle(pilot, app, "offline")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_help_screen(snap_compare, make_settings) -> None:
+    app = StraylightApp(frozen(make_settings, OFFLINE_HOST), poll_offline_seconds=3600)
+
+    async def run_before(pilot) -> None:
+        await settle(pilot, app, "offline")
+        await pilot.press("f1")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

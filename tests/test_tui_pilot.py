@@ -1,0 +1,222 @@
+"""The chat TUI driven by Textual's pilot against the Ollama stand-in, over real HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agent.settings import Settings
+from tests.support.ollama_standin import OllamaStandIn
+from tests.support.pilot_helpers import type_text, wait_until
+from tui.app import StraylightApp
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.chat_message import ChatMessage, ChatNotice
+from tui.widgets.status_sidebar import StatusSidebar
+
+SIZE = (110, 32)
+
+
+def messages(app: StraylightApp) -> list[ChatMessage]:
+    return list(app.query(ChatMessage))
+
+
+def notices(app: StraylightApp) -> list[str]:
+    return [str(n.render()) for n in app.query(ChatNotice)]
+
+
+def logged(app: StraylightApp):
+    return app.engine.daily_log.read_day(app.settings.clock.now().date())
+
+
+def sidebar(app: StraylightApp):
+    state = app.query_one(StatusSidebar).state
+    assert state is not None
+    return state
+
+
+async def test_send_streams_the_reply_and_logs_both_messages(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    standin.script_reply("Hello **Ada**, nice to meet you.")
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: sidebar(app).ollama == "online", what="online")
+        await type_text(pilot, "Hi, I am Ada")
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: len(messages(app)) == 2 and messages(app)[1].status == "complete",
+            what="reply",
+        )
+        user, reply = messages(app)
+        assert (user.role, user.text) == ("user", "Hi, I am Ada")
+        assert reply.text == "Hello **Ada**, nice to meet you."
+        assert app.query_one(ChatInput).text == ""
+        assert [(m.role, m.content) for m in logged(app)] == [
+            ("user", "Hi, I am Ada"),
+            ("assistant", "Hello **Ada**, nice to meet you."),
+        ]
+        assert "tokens" in (sidebar(app).last_reply or "")
+
+
+async def test_ctrl_j_makes_a_new_line_and_enter_sends_once(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "line one\nline two")
+        assert app.query_one(ChatInput).text == "line one\nline two"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(logged(app)) == 2, what="two logged messages")
+        assert logged(app)[0].content == "line one\nline two"
+        assert len(standin.chat_requests()) == 1
+
+
+async def test_escape_cancels_a_running_reply_and_keeps_what_arrived(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    standin.token_delay = 0.03
+    standin.script_reply(" ".join(f"token{i}" for i in range(300)))
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "go")
+        await pilot.press("enter")
+        await wait_until(
+            pilot, lambda: len(messages(app)) == 2 and "token3" in messages(app)[1].text
+        )
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not app.replying, what="the reply to stop")
+        reply = messages(app)[1]
+        assert reply.status == "cancelled"
+        kept = logged(app)[-1]
+        assert kept.status == "cancelled" and kept.content.startswith("token0 token1")
+        assert len(kept.content.split()) < 300
+        # The app stays usable: the next message goes through.
+        standin.token_delay = 0
+        await type_text(pilot, "again")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(logged(app)) == 4, what="the next turn")
+
+
+async def test_ollama_down_at_start_then_up_recovers_without_restart(
+    make_settings: Callable[..., Settings],
+) -> None:
+    server = OllamaStandIn().start()
+    server.stop()  # the port is known, nothing listens on it
+    settings = make_settings(ollama_host=server.host)
+    app = StraylightApp(settings, poll_offline_seconds=0.2)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: sidebar(app).ollama == "offline", what="offline")
+            assert "not reachable" in (sidebar(app).ollama_detail or "")
+            # Usable while offline: sending names the problem and keeps the message.
+            await type_text(pilot, "are you there?")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: bool(notices(app)), what="error notice")
+            assert "ollama serve" in notices(app)[-1]
+            assert [m.content for m in logged(app)] == ["are you there?"]
+            server.start()
+            await wait_until(pilot, lambda: sidebar(app).ollama == "online", what="recovery")
+            await type_text(pilot, "now?")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: len(logged(app)) == 3, what="a reply after recovery")
+            assert logged(app)[-1].content == "Stand-in reply to: now?"
+    finally:
+        server.stop()
+
+
+async def test_a_model_that_is_not_pulled_is_named_with_the_fix(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(make_settings(ollama_host=standin.host, model="mistral"))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: sidebar(app).model_pulled is False, what="not pulled")
+        await type_text(pilot, "hello")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(notices(app)), what="error notice")
+        assert "ollama pull mistral" in notices(app)[-1]
+        assert [m.role for m in messages(app)] == ["user"]
+        # `/model` switches to a pulled one and the next turn works.
+        await type_text(pilot, "/model llama3.2")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: sidebar(app).model == "llama3.2", what="model switch")
+        assert sidebar(app).model_pulled is True
+        await type_text(pilot, "hello again")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(logged(app)) == 3, what="reply")
+        assert logged(app)[-1].model == "llama3.2"
+
+
+async def test_new_conversation_clears_the_chat_and_starts_fresh_history(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "first conversation")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(logged(app)) == 2)
+        first_id = app.conversation_id
+        await type_text(pilot, "/new")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.conversation_id != first_id, what="new id")
+        assert messages(app) == []
+        await type_text(pilot, "second")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(logged(app)) == 4)
+        sent = standin.chat_requests()[-1]["messages"]
+        assert [m["content"] for m in sent[1:]] == ["second"]  # no history from the old one
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: messages(app) == [], what="ctrl+n clears")
+
+
+async def test_help_and_unknown_commands(settings: Settings, standin: OllamaStandIn) -> None:
+    from tui.screens.help_screen import HelpScreen
+
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "/help")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, HelpScreen))
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="F1 help")
+        await pilot.press("escape")
+        app.query_one(ChatInput).focus()
+        await type_text(pilot, "/frobnicate")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(notices(app)))
+        assert "Unknown command /frobnicate" in notices(app)[-1]
+        assert logged(app) == []  # slash commands are not chat messages
+
+
+async def test_a_second_message_while_streaming_is_refused_not_lost(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    standin.token_delay = 0.02
+    standin.script_reply(" ".join(["slow"] * 100))
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "first")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.replying)
+        # Under the pilot, key presses wait for an idle app, i.e. for the stream to end:
+        # fill the box and submit directly instead.
+        box = app.query_one(ChatInput)
+        box.text = "second"
+        box.action_submit()
+        await wait_until(pilot, lambda: bool(app._notifications), what="refusal notice")
+        assert app.replying
+        assert app.query_one(ChatInput).text == "second"  # kept in the box
+        await wait_until(pilot, lambda: not app.replying, timeout=10)
+        assert [m.content for m in logged(app) if m.role == "user"] == ["first"]
+
+
+async def test_sidebar_toggles(settings: Settings, standin: OllamaStandIn) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        bar = app.query_one(StatusSidebar)
+        assert bar.display
+        await pilot.press("ctrl+b")
+        assert not bar.display
+        await pilot.press("ctrl+b")
+        assert bar.display

@@ -1,0 +1,176 @@
+"""The turn engine: log first, prompt from longterm.md and the log, stream, log the reply."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
+
+from agent.ollama_gateway import OllamaGateway
+from agent.settings import Settings
+from agent.turn import (
+    LongtermWarning,
+    ReplyDelta,
+    ReplyFailed,
+    ReplyFinished,
+    TurnEngine,
+    TurnEvent,
+    UserMessageLogged,
+)
+from tests.support.ollama_standin import OllamaStandIn
+
+
+def engine_for(settings: Settings) -> TurnEngine:
+    return TurnEngine(settings, OllamaGateway(settings.ollama_host, read_timeout=5))
+
+
+async def run_turn(engine: TurnEngine, text: str, conversation: str = "c1") -> list[TurnEvent]:
+    return [
+        event async for event in engine.run(text, conversation_id=conversation, model="llama3.2")
+    ]
+
+
+def today(engine: TurnEngine):
+    return engine.daily_log.read_day(engine.clock.now().date())
+
+
+async def test_a_turn_logs_both_messages_in_order(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    standin.script_reply("Paris is the capital of France.")
+    engine = engine_for(settings)
+    events = await run_turn(engine, "What is the capital of France?")
+    assert isinstance(events[0], UserMessageLogged)
+    assert (
+        "".join(e.text for e in events if isinstance(e, ReplyDelta))
+        == "Paris is the capital of France."
+    )
+    assert isinstance(events[-1], ReplyFinished)
+    logged = today(engine)
+    assert [(m.role, m.content, m.status) for m in logged] == [
+        ("user", "What is the capital of France?", "complete"),
+        ("assistant", "Paris is the capital of France.", "complete"),
+    ]
+    assert logged[1].model == "llama3.2" and logged[1].conversation_id == "c1"
+
+
+async def test_the_user_message_is_logged_before_the_model_answers(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    standin.fail_next("delay", seconds=1.0, path="/api/chat")
+    engine = engine_for(settings)
+    stream = engine.run("typed and safe", conversation_id="c1", model="llama3.2")
+    first = await anext(stream)
+    assert isinstance(first, UserMessageLogged)
+    assert [m.content for m in today(engine)] == ["typed and safe"]
+    await stream.aclose()
+
+
+async def test_history_is_the_last_n_messages_of_this_conversation(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    settings = make_settings(ollama_host=standin.host)
+    settings = settings.model_copy(update={"history_turns": 3})
+    engine = engine_for(settings)
+    for index in range(3):
+        await run_turn(engine, f"question {index}", conversation="a")
+    await run_turn(engine, "unrelated", conversation="b")
+    standin.clear_requests()
+    await run_turn(engine, "question 3", conversation="a")
+    messages = standin.chat_requests()[-1]["messages"]
+    assert messages[0]["role"] == "system"
+    assert [m["content"] for m in messages[1:]] == [
+        "Stand-in reply to: question 1",
+        "question 2",
+        "Stand-in reply to: question 2",
+        "question 3",
+    ]
+
+
+async def test_longterm_md_is_in_every_prompt_and_reread_when_it_changes(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    engine = engine_for(settings)
+    assert engine.longterm.ensure_template()
+    await run_turn(engine, "hi")
+    system = standin.chat_requests()[-1]["messages"][0]["content"]
+    assert "Long-term memory" not in system  # the template is only comments
+    (settings.home / "longterm.md").write_text("<!-- note to self -->\nMy name is Ada.\n")
+    await run_turn(engine, "who am I?")
+    system = standin.chat_requests()[-1]["messages"][0]["content"]
+    assert "## Long-term memory\n\nMy name is Ada." in system
+    assert "note to self" not in system
+    (settings.home / "longterm.md").write_text("My name is Grace, really.\n")
+    await run_turn(engine, "and now?")
+    assert "Grace" in standin.chat_requests()[-1]["messages"][0]["content"]
+
+
+async def test_unreadable_longterm_warns_and_the_turn_proceeds(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    settings.home.mkdir(parents=True)
+    (settings.home / "longterm.md").write_bytes(b"caf\xe9 latin-1 bytes")
+    events = await run_turn(engine_for(settings), "hello")
+    warnings = [e for e in events if isinstance(e, LongtermWarning)]
+    assert len(warnings) == 1 and "not UTF-8" in warnings[0].text
+    assert isinstance(events[-1], ReplyFinished)
+
+
+async def test_a_reply_cut_off_mid_stream_is_kept_and_marked(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    standin.script_reply("The first part arrives and then the line dies")
+    standin.fail_next("drop", after=3)
+    engine = engine_for(settings)
+    events = await run_turn(engine, "tell me")
+    failure = events[-1]
+    assert isinstance(failure, ReplyFailed) and failure.partial == "The first part "
+    reply = today(engine)[-1]
+    assert (reply.role, reply.content, reply.status) == ("assistant", "The first part ", "cut_off")
+    assert "cut off" in (reply.reason or "")
+
+
+async def test_a_failure_before_any_text_logs_only_the_user_message(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    engine = engine_for(settings)
+    events = [e async for e in engine.run("hi", conversation_id="c", model="not-pulled")]
+    assert isinstance(events[-1], ReplyFailed) and events[-1].error.kind == "model_missing"
+    assert [m.role for m in today(engine)] == ["user"]
+
+
+async def test_cancelling_keeps_what_arrived_marked_cancelled(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    standin.token_delay = 0.05
+    standin.script_reply(" ".join(f"word{i}" for i in range(200)))
+    engine = engine_for(settings)
+    got_text = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in engine.run("long please", conversation_id="c", model="llama3.2"):
+            if isinstance(event, ReplyDelta):
+                got_text.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(got_text.wait(), 5)
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    reply = today(engine)[-1]
+    assert reply.status == "cancelled" and reply.content.startswith("word0 ")
+    assert len(reply.content.split()) < 200
+
+
+async def test_the_fixed_clock_decides_times_and_file_names(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    settings = make_settings(ollama_host=standin.host)
+    settings = settings.model_copy(update={"now": datetime(2031, 2, 3, 4, 5, 6, tzinfo=UTC)})
+    await run_turn(engine_for(settings), "hello from the future")
+    path = settings.home / "conversation" / "2031-02-03.md"
+    assert path.is_file()
+    assert '"time": "2031-02-03T04:05:06Z"' in path.read_text()
