@@ -94,7 +94,7 @@ class OllamaGateway:
             version = str(response.json().get("version", "")) or None
             listed = await client.list()
             models = tuple(m.model for m in listed.models if m.model)
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - any failure is a status line
             named = classify(
                 error, host=self.host, model="", timeout=self.connect_timeout, streamed=False
             )

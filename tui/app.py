@@ -130,7 +130,10 @@ class StraylightApp(App[int]):
     @work(exclusive=True, group="status", exit_on_error=False)
     async def check_status(self) -> None:
         """Ask Ollama how it is and re-read longterm.md's state, off the event loop."""
-        await asyncio.to_thread(self.engine.longterm.ensure_template)
+        try:
+            await asyncio.to_thread(self.engine.longterm.ensure_template)
+        except OSError as error:
+            log.warning("cannot create longterm.md: %s", error)
         ollama = await self.gateway.check()
         longterm = await asyncio.to_thread(self.engine.longterm.load)
         self.post_message(StatusChecked(ollama, longterm))
@@ -203,6 +206,14 @@ class StraylightApp(App[int]):
         except asyncio.CancelledError:
             await reply.finish(status="cancelled")
             raise
+        except Exception as error:  # named on screen, detailed in the log
+            log.exception("turn failed")
+            finished = True
+            await reply.finish(status="failed")
+            await self._notice(
+                f"⚠ {type(error).__name__}: {error} (details in {self.settings.log_file})",
+                kind="error",
+            )
         finally:
             self.replying = False
             if not finished and reply.status == "streaming":
