@@ -98,6 +98,8 @@ class Settings(BaseSettings):
     def _parse_now(cls, value: object) -> object:
         if isinstance(value, str):
             return parse_instant(value) if value.strip() else None
+        if isinstance(value, datetime):  # a TOML datetime; without a zone it is UTC too
+            return parse_instant(value.isoformat())
         return value
 
     @field_validator("home", mode="before")
@@ -199,24 +201,68 @@ def read_config_file(path: Path) -> dict[str, object]:
         name = _config_key(raw_key)
         if name is None:
             raise SettingsError(f"config file {path}: unknown key '{raw_key}'")
+        problem = _toml_type_problem(name, value)
+        if problem:
+            raise SettingsError(f"config file {path}: key '{raw_key}': {problem}")
         values[name] = value
     return values
 
 
+_TOML_TYPES: dict[str, tuple[type, ...]] = {
+    "bool": (bool,),
+    "int": (int,),
+    "float": (int, float),
+    "str": (str,),
+}
+
+
+def _toml_type_problem(name: str, value: object) -> str | None:
+    """TOML has types: `history_turns = true` or `= "20"` is a mistake, not a conversion."""
+    annotation = Settings.model_fields[name].annotation
+    kind = {bool: "bool", int: "int", float: "float", str: "str"}.get(annotation)  # type: ignore[arg-type]
+    if kind is None:  # home (a path string) and now (a datetime or ISO string)
+        expected: tuple[type, ...] = (str, datetime)
+        wanted = "a string" if name == "home" else "a datetime or an ISO 8601 string"
+        if name == "home":
+            expected = (str,)
+    else:
+        expected = _TOML_TYPES[kind]
+        wanted = {"bool": "true or false", "int": "an integer", "float": "a number"}.get(
+            kind, "a string"
+        )
+    if isinstance(value, bool) and bool not in expected:
+        return f"expected {wanted}, got a boolean ({str(value).lower()})"
+    if not isinstance(value, expected):
+        return f"expected {wanted}, got {type(value).__name__} {value!r}"
+    return None
+
+
 def _read_environment(environ: Mapping[str, str]) -> dict[str, tuple[str, str]]:
-    return {name: (environ[env], env) for name, env in ENV_NAMES.items() if env in environ}
+    """Set variables only: an empty one (`STRAYLIGHT_HOME=`) counts as unset."""
+    return {
+        name: (environ[env], env) for name, env in ENV_NAMES.items() if environ.get(env, "").strip()
+    }
 
 
 def load_settings(
     flags: Mapping[str, object] | None = None,
     environ: Mapping[str, str] | None = None,
     config_path: Path | None = None,
+    *,
+    require_config: bool = False,
 ) -> ResolvedSettings:
-    """Resolve every setting: flag > environment > config.toml > default."""
+    """Resolve every setting: flag > environment > config.toml > default.
+
+    A config file the user named (`--config`, with `require_config`, or
+    `STRAYLIGHT_CONFIG`) must exist; the platform default may be missing.
+    """
     environ = os.environ if environ is None else environ
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
-    if config_path is None:
-        config_path = Path(environ[CONFIG_ENV]) if environ.get(CONFIG_ENV) else None
+    named = config_path is not None and require_config
+    if config_path is None and environ.get(CONFIG_ENV, "").strip():
+        config_path, named = Path(environ[CONFIG_ENV]), True
+    if named and config_path is not None and not config_path.exists():
+        raise SettingsError(f"config file {config_path} does not exist")
     path = config_path or default_config_path()
     file_values = read_config_file(path)
 

@@ -92,6 +92,7 @@ class StraylightApp(App[int]):
         self.conversation_started: datetime = settings.clock.now()
         self.ollama_status: OllamaStatus | None = None
         self.replying = False
+        self.crashed = False
         self._sidebar_state = SidebarState(
             host=settings.ollama_host,
             model=self.model,
@@ -113,11 +114,12 @@ class StraylightApp(App[int]):
         self.query_one(ChatInput).focus()
         self.query_one("#chat-log", VerticalScroll).anchor()
         self._publish_sidebar()
-        self.call_after_refresh(self._log_first_frame)
-        self.check_status()
+        self.call_after_refresh(self._after_first_frame)
 
-    def _log_first_frame(self) -> None:
+    def _after_first_frame(self) -> None:
         log.info("first frame after %.0f ms", seconds_since_start() * 1000)
+        # Only now: the check imports httpx and the ollama client (~100 ms).
+        self.check_status()
 
     async def on_unmount(self) -> None:
         await self.gateway.aclose()
@@ -337,6 +339,7 @@ class StraylightApp(App[int]):
 
     def _print_error_renderables(self) -> None:
         if self._exit_renderables:
+            self.crashed = True
             message = getattr(self, "_crash_message", "unexpected error")
             self.error_console.print(
                 f"straylight: the TUI stopped on an unexpected error: {message} "
@@ -367,4 +370,6 @@ def _reply_stats(event: ReplyFinished) -> str | None:
 def run_app(settings: Settings) -> int:
     app = StraylightApp(settings)
     result = app.run()
+    if app.crashed:
+        return 1
     return app.return_code or (result if isinstance(result, int) else 0)

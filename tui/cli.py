@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import json
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from datetime import date
@@ -23,6 +24,7 @@ log = logging.getLogger("straylight.cli")
 PROG = "straylight"
 EXIT_UNEXPECTED = 1
 EXIT_INTERRUPTED = 130
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 class UsageError(Exception):
@@ -31,8 +33,7 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{PROG}: {message}\n")
+        self.exit(EXIT_USAGE, f"{PROG}: {message} (try '{self.prog} --help')\n")
 
 
 def _common_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -46,30 +47,39 @@ def _common_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
+        allow_abbrev=False,
         description="Terminal chat for local Ollama models, with a memory that lasts.",
         epilog="Without a command, the chat TUI starts.",
     )
     _common_options(parser, top=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    ask = commands.add_parser("ask", help="run one turn and stream the reply to stdout")
+    ask = commands.add_parser(
+        "ask", allow_abbrev=False, help="run one turn and stream the reply to stdout"
+    )
     _common_options(ask, top=False)
     ask.add_argument("text", metavar="TEXT", help="the message ('-' reads standard input)")
     ask.add_argument(
         "--conversation", "-c", metavar="ID", help="continue this conversation (default: new)"
     )
 
-    history = commands.add_parser("history", help="print the messages of one day's log")
+    history = commands.add_parser(
+        "history", allow_abbrev=False, help="print the messages of one day's log"
+    )
     _common_options(history, top=False)
     history.add_argument("--date", metavar="YYYY-MM-DD", help="the day (default: today)")
     history.add_argument("--conversation", "-c", metavar="ID", help="only this conversation")
     history.add_argument("--json", action="store_true", help="print JSON")
 
-    status = commands.add_parser("status", help="Ollama, longterm.md and log status")
+    status = commands.add_parser(
+        "status", allow_abbrev=False, help="Ollama, longterm.md and log status"
+    )
     _common_options(status, top=False)
     status.add_argument("--json", action="store_true", help="print JSON")
 
-    config = commands.add_parser("config", help="print every effective setting and its source")
+    config = commands.add_parser(
+        "config", allow_abbrev=False, help="print every effective setting and its source"
+    )
     _common_options(config, top=False)
     config.add_argument("--json", action="store_true", help="print JSON")
     return parser
@@ -80,7 +90,7 @@ def _resolve(args: argparse.Namespace) -> ResolvedSettings:
 
     flags = {"home": args.home, "ollama_host": args.ollama_host, "model": args.model}
     config = Path(args.config) if args.config else None
-    return load_settings(flags=flags, config_path=config)
+    return load_settings(flags=flags, config_path=config, require_config=config is not None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -90,12 +100,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as error:
         return _fail(str(error), EXIT_USAGE)
     settings = resolved.settings
-    try:
-        from tui.logging_setup import setup_file_logging
+    if args.command != "config":  # printing settings must not need a usable data dir
+        try:
+            from tui.logging_setup import setup_file_logging
 
-        setup_file_logging(settings.log_file)
-    except OSError as error:
-        return _fail(f"cannot use data dir {settings.home}: {error.strerror or error}", 1)
+            setup_file_logging(settings.log_file)
+        except OSError as error:
+            return _fail(f"cannot use data dir {settings.home}: {error.strerror or error}", 1)
     try:
         return _dispatch(args, resolved)
     except UsageError as error:
@@ -191,8 +202,10 @@ def _history(
 ) -> int:
     from store.daily_log import DailyLog
 
-    if day_text:
+    if day_text is not None:
         try:
+            if not _ISO_DAY.fullmatch(day_text):
+                raise ValueError(day_text)
             day = date.fromisoformat(day_text)
         except ValueError:
             raise UsageError(f"--date wants YYYY-MM-DD, got {day_text!r}") from None

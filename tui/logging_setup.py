@@ -10,12 +10,18 @@ from pathlib import Path
 from store.private_files import FILE_MODE, ensure_private_dir
 
 
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A rotating handler whose new files are 0600 too, after every rollover."""
+
+    def _open(self):  # type: ignore[no-untyped-def]  # noqa: ANN202 - stdlib signature
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+
+
 def setup_file_logging(log_file: Path, level: int = logging.INFO) -> None:
     """Route the root logger to a rotating 0600 file; quiet chatty libraries."""
     ensure_private_dir(log_file.parent)
-    if not log_file.exists():
-        os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE))
-    handler = logging.handlers.RotatingFileHandler(
+    handler = PrivateRotatingFileHandler(
         log_file, maxBytes=2_000_000, backupCount=3, encoding="utf-8"
     )
     handler.setFormatter(

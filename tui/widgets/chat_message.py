@@ -11,8 +11,11 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
     from textual.widgets import Markdown
     from textual.widgets.markdown import MarkdownStream
+
+FLUSH_HZ = 30  # screen updates per second while a reply streams
 
 STATUS_LABELS = {
     "complete": "",
@@ -38,6 +41,8 @@ class ChatMessage(Vertical):
         self.model = model
         self.status = "complete"
         self._stream: MarkdownStream | None = None
+        self._pending: list[str] = []
+        self._flush_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         from textual.widgets import Markdown
@@ -62,20 +67,42 @@ class ChatMessage(Vertical):
         self.query_one(".message-title", Static).update(self._title_text())
 
     async def append(self, fragment: str) -> None:
-        """Stream a fragment of reply text into the body."""
+        """Queue a fragment of reply text; it reaches the screen with the next flush.
+
+        Tokens arrive far faster than a growing Markdown document can re-render, so they
+        are gathered and written to the `MarkdownStream` at most `FLUSH_HZ` times a second.
+        """
+        if not fragment:
+            return
         if self._stream is None:
             from textual.widgets import Markdown
 
             self._set_status("streaming")
             self._stream = Markdown.get_stream(self.body)
         self.text += fragment
-        await self._stream.write(fragment)
+        self._pending.append(fragment)
+        if self._flush_timer is None:
+            self._flush_timer = self.set_timer(1 / FLUSH_HZ, self._flush_pending)
 
-    async def finish(self, text: str | None = None, status: str = "complete") -> None:
-        """Stop streaming and render the whole text once, properly."""
+    async def _flush_pending(self) -> None:
+        self._flush_timer = None
+        if self._pending and self._stream is not None:
+            chunk = "".join(self._pending)
+            self._pending.clear()
+            await self._stream.write(chunk)
+
+    async def stop_stream(self) -> None:
+        """Write what is still queued and stop the stream."""
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+        await self._flush_pending()
         if self._stream is not None:
             stream, self._stream = self._stream, None
             await stream.stop()
+
+    async def finish(self, text: str | None = None, status: str = "complete") -> None:
+        """Stop streaming and render the whole text once, properly."""
+        await self.stop_stream()
         if text is not None:
             self.text = text
         await self.body.update(self.text)

@@ -1,0 +1,208 @@
+"""Run every benchmark, print a table against the issue's targets, save the results.
+
+    python -m bench.run_all [--startup-runs 7] [--streaming-runs 3] [--only NAME ...]
+
+Each benchmark runs in its own interpreter (`python -m bench.<name> --json ...`), so one
+cannot warm or disturb the other. Results go to bench/results/latest.json.
+Exit status: 0 when every benchmark ran, MISSes included (benchmarks report, they do not
+gate); 1 when a benchmark could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench._common import REPO_ROOT, RESULTS_DIR, JsonDict, format_machine, machine_info, write_json
+
+BENCHMARKS = ("startup", "streaming")
+BENCH_TIMEOUT_SECONDS = 1200
+
+
+@dataclass
+class Row:
+    metric: str
+    value: str
+    target: str
+    verdict: str  # PASS, MISS or "" (information only)
+
+
+def run_benchmark(name: str, extra: list[str], out: Path) -> JsonDict | None:
+    """Run `python -m bench.<name>`; its report goes straight to our stdout."""
+    print(f"\n$ python -m bench.{name} {' '.join(extra)}".rstrip(), flush=True)
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", f"bench.{name}", "--json", str(out), *extra],
+            cwd=REPO_ROOT,
+            timeout=BENCH_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        print(f"bench.{name}: timed out after {BENCH_TIMEOUT_SECONDS} s", file=sys.stderr)
+        return None
+    print(f"(bench.{name} took {time.perf_counter() - started:.1f} s)", flush=True)
+    if done.returncode != 0 or not out.is_file():
+        print(f"bench.{name}: could not run (exit status {done.returncode})", file=sys.stderr)
+        return None
+    result: JsonDict = json.loads(out.read_text(encoding="utf-8"))
+    return result
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def startup_rows(result: JsonDict) -> list[Row]:
+    target = float(result["target_ms"])
+    rows: list[Row] = []
+    labels = {"ollama_down": "Ollama down", "ollama_up": "Ollama up"}
+    for key, label in labels.items():
+        scenario = result["scenarios"][key]
+        for measure, what in (("app_ms", "app log"), ("wall_ms", "harness wall")):
+            stats = scenario[f"{measure}_stats"]
+            primary = key == "ollama_down" and measure == "app_ms"
+            rows.append(
+                Row(
+                    f"start-up to first frame, {label}, {what}"
+                    + (" (headline)" if primary else ""),
+                    f"median {stats['median']:.0f} ms, p90 {stats['p90']:.0f} ms",
+                    f"<= {target:.0f} ms",
+                    _verdict(stats["median"] <= target),
+                )
+            )
+    imports = result["imports"]
+    rows.append(
+        Row(
+            "import tui.app (-X importtime, cumulative)",
+            f"{imports['tui_app_total_ms']:.0f} ms",
+            "",
+            "",
+        )
+    )
+    heavy = imports["heavy_imported"]
+    loaded = [name for name, yes in heavy.items() if yes]
+    rows.append(
+        Row(
+            f"`import tui.app, tui.cli` loads none of {'/'.join(heavy)}",
+            ", ".join(loaded) + " loaded" if loaded else "none loaded",
+            "none",
+            _verdict(not loaded),
+        )
+    )
+    return rows
+
+
+def streaming_rows(result: JsonDict) -> list[Row]:
+    target = float(result["target_tokens_per_second"])
+    tokens = result["reply"]["tokens"]
+    ui = result["ui_tokens_per_second_median"]
+    runs = result["ui_runs"]
+    intact = sum(1 for run in runs if run["intact"])
+    return [
+        Row(
+            f"streaming {tokens} tokens into the chat log (UI), median",
+            f"{ui:.0f} tokens/s",
+            f">= {target:.0f} tokens/s",
+            _verdict(ui >= target),
+        ),
+        Row(
+            "no dropped text (widget, Markdown source, daily log)",
+            f"{intact}/{len(runs)} runs intact",
+            "all",
+            _verdict(intact == len(runs) and result["headless_intact"]),
+        ),
+        Row(
+            "same reply, engine + gateway alone (no UI)",
+            f"{result['engine_tokens_per_second_median']:.0f} tokens/s",
+            "",
+            "",
+        ),
+        Row(
+            "same reply, gateway alone",
+            f"{result['gateway_tokens_per_second_median']:.0f} tokens/s",
+            "",
+            "",
+        ),
+    ]
+
+
+def print_table(rows: list[Row]) -> None:
+    headers = ("metric", "value", "target", "result")
+    cells = [(r.metric, r.value, r.target or "-", r.verdict or "info") for r in rows]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    print(line)
+    print("  ".join("-" * w for w in widths))
+    for cell in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(cell, widths, strict=True)).rstrip())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--startup-runs", type=int, default=7)
+    parser.add_argument("--streaming-runs", type=int, default=3)
+    parser.add_argument("--only", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS_DIR / "latest.json", help="results file"
+    )
+    args = parser.parse_args(argv)
+    info_before = machine_info()
+    print(format_machine(info_before))
+    extras = {
+        "startup": ["--runs", str(args.startup_runs)],
+        "streaming": ["--runs", str(args.streaming_runs)],
+    }
+    results: dict[str, Any] = {}
+    failed: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="straylight-bench-") as raw_tmp:
+        for name in args.only:
+            result = run_benchmark(name, extras[name], Path(raw_tmp) / f"{name}.json")
+            if result is None:
+                failed.append(name)
+            else:
+                results[name] = result
+    rows: list[Row] = []
+    if "startup" in results:
+        rows += startup_rows(results["startup"])
+    if "streaming" in results:
+        rows += streaming_rows(results["streaming"])
+    for name in failed:
+        rows.append(Row(f"bench.{name}", "could not run", "", "ERROR"))
+    info_after = machine_info()
+    print("\n== summary ==")
+    print(format_machine(info_after))
+    print_table(rows)
+    misses = [r.metric for r in rows if r.verdict == "MISS"]
+    write_json(
+        args.out,
+        {
+            "when": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": info_before,
+            "loadavg_after": info_after["loadavg"],
+            "summary": [r.__dict__ for r in rows],
+            "misses": misses,
+            "failed": failed,
+            "results": results,
+        },
+    )
+    out = args.out.resolve()
+    print(f"results: {out.relative_to(REPO_ROOT) if out.is_relative_to(REPO_ROOT) else out}")
+    if failed:
+        print(f"could not run: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    if misses:
+        print(f"{len(misses)} target(s) missed (reported, not gating)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,757 @@
+"""The headless CLI, run as a user runs it: `python -m tui.cli ...` in a subprocess.
+
+Every model call goes to the real-HTTP Ollama stand-in; exit codes, stdout, the one-line
+stderr, the daily log (read back through `history --json`) and file modes are checked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.ollama_standin import OllamaStandIn
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT = 20  # seconds, per subprocess; a healthy call takes well under one
+NOW = "2031-02-03T04:05:06Z"
+DAY = "2031-02-03"
+REPLY = "alpha beta gamma delta"  # streamed by the stand-in as 4 chunks
+PARTIAL = "alpha beta "  # what arrives before a fault injected `after=2`
+SLOW_LIMIT = 5  # seconds: a failing ask must not hang (generous for a loaded machine)
+
+Env = dict[str, str]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def run_cli(env: Env, *args: str, stdin: str | None = None, umask: int = -1) -> Any:
+    extra: dict[str, Any] = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
+    return subprocess.run(
+        [sys.executable, "-m", "tui.cli", *args],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        umask=umask,
+        **extra,
+    )
+
+
+def run_many(*calls: tuple[Env, list[str], str | None]) -> list[Any]:
+    """Run independent CLI calls (env, args, stdin) side by side; results in order."""
+    processes = []
+    for env, args, stdin in calls:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tui.cli", *args],
+            env=env,
+            cwd=REPO_ROOT,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        processes.append((process, stdin))
+    results = []
+    try:
+        for process, stdin in processes:
+            out, err = process.communicate(stdin, timeout=TIMEOUT)
+            results.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
+    finally:
+        for process, _ in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=TIMEOUT)
+    return results
+
+
+def assert_error(proc: Any, code: int, *fragments: str, label: object = "") -> str:
+    """Exit `code`, exactly one stderr line, no traceback; returns that line."""
+    seen = (label, proc.returncode, proc.stdout, proc.stderr)
+    assert proc.returncode == code, seen
+    assert "Traceback" not in proc.stderr, seen
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, seen
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, *seen)
+    return lines[0]
+
+
+def assert_ok(proc: Any) -> None:
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stderr == ""
+
+
+def history_json(env: Env, *args: str) -> list[dict[str, Any]]:
+    proc = run_cli(env, "history", "--json", *args)
+    assert_ok(proc)
+    return json.loads(proc.stdout)
+
+
+def status_json(env: Env, *args: str) -> dict[str, Any]:
+    proc = run_cli(env, "status", "--json", *args)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return json.loads(proc.stdout)
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def log_block(role: str, content: str, conversation: str, when: str) -> str:
+    """One message in the daily log's documented on-disk format."""
+    meta = json.dumps({"time": when, "conversation": conversation, "model": "llama3.2"})
+    return f"### {role}\n<!-- straylight {meta} -->\n{content}\n\n"
+
+
+def write_day(home: Path, day: str, text: str) -> Path:
+    folder = home / "conversation"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{day}.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def env(cli_env: Callable[..., Env], standin: OllamaStandIn) -> Env:
+    """Data dir in tmp, Ollama = the stand-in, clock frozen at NOW."""
+    return cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
+
+
+# --------------------------------------------------------------------------- ask: success
+
+
+def test_ask_prints_reply_and_logs_both_messages(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    standin.script_reply(REPLY)
+    proc = run_cli(env, "ask", "What comes after alpha?")
+    assert_ok(proc)
+    assert proc.stdout == REPLY + "\n"
+
+    request = standin.chat_requests()[-1]
+    assert request["model"] == "llama3.2"
+    assert request["messages"][0]["role"] == "system"
+    assert request["messages"][-1] == {"role": "user", "content": "What comes after alpha?"}
+
+    messages = history_json(env)
+    assert [(m["role"], m["content"], m["status"]) for m in messages] == [
+        ("user", "What comes after alpha?", "complete"),
+        ("assistant", REPLY, "complete"),
+    ]
+    assert messages[0]["conversation_id"] == messages[1]["conversation_id"] != ""
+    assert all(m["model"] == "llama3.2" for m in messages)
+
+
+def test_ask_streams_while_the_model_is_still_answering(env: Env, standin: OllamaStandIn) -> None:
+    standin.script_reply("first second third fourth")
+    standin.token_delay = 0.25
+    # A user's shell does not set PYTHONUNBUFFERED: the CLI must flush by itself.
+    buffered = {name: value for name, value in env.items() if name != "PYTHONUNBUFFERED"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli", "ask", "count"],
+        env=buffered,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        received = b""
+        deadline = time.monotonic() + TIMEOUT
+        while b"first" not in received and time.monotonic() < deadline:
+            ready, _, _ = select.select([process.stdout], [], [], 0.05)
+            if ready:
+                chunk = os.read(process.stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                received += chunk
+        assert b"first" in received
+        # The first words are on stdout while the rest is still on its way.
+        assert b"fourth" not in received
+        assert process.poll() is None
+        rest, err = process.communicate(timeout=TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=TIMEOUT)
+    assert process.returncode == 0, err
+    assert (received + rest).decode() == "first second third fourth\n"
+
+
+def test_ask_dash_reads_standard_input(env: Env, standin: OllamaStandIn) -> None:
+    # Lines that look like the log's own structure must come back intact.
+    text = "line one\n### assistant\n<!-- straylight {} -->\nline four with `code`\n"
+    proc = run_cli(env, "ask", "-", stdin=text)
+    assert_ok(proc)
+    assert standin.chat_requests()[-1]["messages"][-1] == {"role": "user", "content": text}
+    users = [m for m in history_json(env) if m["role"] == "user"]
+    assert [m["content"] for m in users] == [text]
+
+
+def test_ask_survives_a_pause_shorter_than_the_timeout(env: Env, standin: OllamaStandIn) -> None:
+    standin.script_reply(REPLY)
+    standin.fail_next("stall", after=1, seconds=0.3)
+    proc = run_cli(dict(env, STRAYLIGHT_HTTP_TIMEOUT_SECONDS="1.5"), "ask", "slowly")
+    assert_ok(proc)
+    assert proc.stdout == REPLY + "\n"
+
+
+def test_ollama_host_flag_beats_environment(cli_env: Callable[..., Env], standin: OllamaStandIn):
+    dead = cli_env(OLLAMA_HOST=f"127.0.0.1:{closed_port()}", STRAYLIGHT_NOW=NOW)
+    standin.script_reply(REPLY)
+    proc = run_cli(dead, "ask", "--ollama-host", standin.url, "hi")
+    assert_ok(proc)
+    assert proc.stdout == REPLY + "\n"
+
+
+def test_model_flag_and_env_choose_the_model(env: Env, standin: OllamaStandIn) -> None:
+    standin.set_models(["llama3.2", "qwen3:8b", "mistral"])
+    assert_ok(run_cli(dict(env, STRAYLIGHT_MODEL="qwen3:8b"), "ask", "one"))
+    assert standin.chat_requests()[-1]["model"] == "qwen3:8b"
+    assert_ok(run_cli(dict(env, STRAYLIGHT_MODEL="qwen3:8b"), "ask", "--model", "mistral", "two"))
+    assert standin.chat_requests()[-1]["model"] == "mistral"
+    assert [m["model"] for m in history_json(env)] == ["qwen3:8b"] * 2 + ["mistral"] * 2
+
+
+# --------------------------------------------------------------------------- ask: failures
+
+
+@pytest.mark.parametrize("how", ["stopped", "closed-port"])
+def test_ask_exits_3_when_ollama_is_unreachable(env: Env, standin: OllamaStandIn, how: str) -> None:
+    if how == "stopped":
+        standin.stop()
+        target = env
+    else:
+        target = dict(env, OLLAMA_HOST=f"127.0.0.1:{closed_port()}")
+    proc = run_cli(target, "ask", "anyone there?")
+    line = assert_error(proc, 3)
+    assert target["OLLAMA_HOST"].split(":")[-1] in line  # names where it looked
+    assert proc.stdout == ""
+
+
+def test_ask_exits_4_when_model_is_not_pulled(env: Env, standin: OllamaStandIn) -> None:
+    proc = run_cli(env, "ask", "--model", "phi9:404b", "hello")
+    assert_error(proc, 4, "phi9:404b")
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("fault", "params", "extra_env"),
+    [
+        ("status", {"status": 500, "message": "CUDA out of memory"}, {}),
+        ("status", {"status": 503, "message": "busy"}, {}),
+        ("delay", {"seconds": 2.0}, {"STRAYLIGHT_HTTP_TIMEOUT_SECONDS": "0.5"}),
+        ("stall", {"after": 0, "seconds": 2.0}, {"STRAYLIGHT_HTTP_TIMEOUT_SECONDS": "0.5"}),
+        ("drop", {"after": 0}, {}),
+        ("error_line", {"after": 0, "message": "model crashed"}, {}),
+        ("malformed", {"after": 0}, {}),
+    ],
+    ids=[
+        "http-500",
+        "http-503",
+        "timeout-before-headers",
+        "timeout-before-text",
+        "drop",
+        "error-line",
+        "malformed",
+    ],
+)
+def test_ask_exits_5_on_model_errors_before_any_text(
+    env: Env,
+    standin: OllamaStandIn,
+    home: Path,
+    fault: str,
+    params: dict[str, Any],
+    extra_env: Env,
+) -> None:
+    standin.script_reply(REPLY)
+    standin.fail_next(fault, path="/api/chat", **params)  # type: ignore[arg-type]
+    started = time.monotonic()
+    proc = run_cli(dict(env, **extra_env), "ask", "hello")
+    assert time.monotonic() - started < SLOW_LIMIT
+    assert_error(proc, 5)
+    assert "alpha" not in proc.stdout
+    # The user's message is kept; no assistant message was invented.
+    day_log = (home / "conversation" / f"{DAY}.md").read_text(encoding="utf-8")
+    assert day_log.count("### user\n") == 1
+    assert "### assistant" not in day_log
+
+
+@pytest.mark.parametrize(
+    ("fault", "params", "extra_env"),
+    [
+        ("stall", {"after": 2, "seconds": 2.0}, {"STRAYLIGHT_HTTP_TIMEOUT_SECONDS": "0.5"}),
+        ("drop", {"after": 2}, {}),
+        ("malformed", {"after": 2}, {}),
+        ("error_line", {"after": 2, "message": "model crashed"}, {}),
+    ],
+    ids=["stall-timeout", "drop", "malformed", "error-line"],
+)
+def test_ask_exits_5_and_logs_partial_reply_as_cut_off(
+    env: Env, standin: OllamaStandIn, fault: str, params: dict[str, Any], extra_env: Env
+) -> None:
+    standin.script_reply(REPLY)
+    standin.fail_next(fault, path="/api/chat", **params)  # type: ignore[arg-type]
+    started = time.monotonic()
+    proc = run_cli(dict(env, **extra_env), "ask", "hello")
+    assert time.monotonic() - started < SLOW_LIMIT
+    assert_error(proc, 5)
+    assert proc.stdout.startswith(PARTIAL)
+    assert "gamma" not in proc.stdout
+
+    user, assistant = history_json(env)
+    assert user["role"] == "user" and user["status"] == "complete"
+    assert assistant["role"] == "assistant"
+    assert assistant["content"] == PARTIAL
+    assert assistant["status"] == "cut_off"
+    assert assistant["reason"]
+    assert assistant["conversation_id"] == user["conversation_id"]
+    assert assistant["time"] == NOW
+
+
+# --------------------------------------------------------------------------- usage errors
+
+
+def test_ask_with_no_text_is_usage_error(env: Env, standin: OllamaStandIn, home: Path) -> None:
+    cases = {
+        "empty": (["ask", ""], None),
+        "blank": (["ask", "  \n\t "], None),
+        "empty-stdin": (["ask", "-"], ""),
+        "blank-stdin": (["ask", "-"], " \n"),
+    }
+    calls = [(env, args, stdin) for args, stdin in cases.values()]
+    for label, proc in zip(cases, run_many(*calls), strict=True):
+        assert_error(proc, 2, label=label)
+    assert standin.chat_requests() == []
+    assert not (home / "conversation").exists()
+
+
+BAD_COMMAND_LINES = {
+    "unknown-ask-flag": ["ask", "--bogus", "hi"],
+    "unknown-top-flag": ["--frobnicate", "status"],
+    "misspelt-flag": ["history", "--daet", DAY],
+    "missing-text": ["ask"],
+    "unknown-command": ["chat", "hi"],
+    "missing-option-value": ["ask", "hi", "--conversation"],
+}
+
+
+def test_bad_command_line_exits_2_without_traceback(env: Env, standin: OllamaStandIn) -> None:
+    calls = [(env, args, None) for args in BAD_COMMAND_LINES.values()]
+    for label, proc in zip(BAD_COMMAND_LINES, run_many(*calls), strict=True):
+        assert proc.returncode == 2, (label, proc.stderr)
+        assert "Traceback" not in proc.stderr, label
+        assert proc.stderr.strip(), label
+    assert standin.chat_requests() == []
+
+
+def test_bad_command_line_is_one_line(env: Env) -> None:
+    calls = [(env, args, None) for args in BAD_COMMAND_LINES.values()]
+    for label, proc in zip(BAD_COMMAND_LINES, run_many(*calls), strict=True):
+        assert_error(proc, 2, label=label)
+
+
+def test_history_bad_date_exits_2(env: Env) -> None:
+    days = ["2031-13-01", "2031-02-30", "yesterday", "03/02/2031", "2031-02-03T04:05"]
+    calls = [(env, ["history", "--date", day], None) for day in days]
+    for day, proc in zip(days, run_many(*calls), strict=True):
+        assert_error(proc, 2, label=day)
+        assert proc.stdout == "", day
+
+
+def test_history_empty_date_exits_2(env: Env) -> None:
+    assert_error(run_cli(env, "history", "--date", ""), 2)
+
+
+BAD_SETTINGS = {
+    "malformed-toml": ("history_turns = [1\n", {}, "TOML"),
+    "unknown-key": ("tokens = 5\n", {}, "tokens"),
+    "wrong-type": ("memory_top_k = 'five'\n", {}, "memory_top_k"),
+    "out-of-range": ("memory_min_score = 7\n", {}, "memory_min_score"),
+    "bad-env": (
+        "",
+        {"STRAYLIGHT_HTTP_TIMEOUT_SECONDS": "forever"},
+        "STRAYLIGHT_HTTP_TIMEOUT_SECONDS",
+    ),
+    "bad-host": ("", {"OLLAMA_HOST": "localhost:123456"}, "OLLAMA_HOST"),
+    "bad-now": ("", {"STRAYLIGHT_NOW": "tomorrow-ish"}, "STRAYLIGHT_NOW"),
+}
+
+
+def test_bad_settings_stop_ask_with_exit_2(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    calls = []
+    paths = {}
+    for label, (config, extra_env, _fragment) in BAD_SETTINGS.items():
+        # Each case gets its own platform config dir ($XDG_CONFIG_HOME/straylight/config.toml).
+        xdg = tmp_path / f"xdg-{label}"
+        paths[label] = xdg / "straylight" / "config.toml"
+        paths[label].parent.mkdir(parents=True)
+        paths[label].write_text(config, encoding="utf-8")
+        calls.append((dict(env, XDG_CONFIG_HOME=str(xdg), **extra_env), ["ask", "hello"], None))
+    for (label, (config, _env, fragment)), proc in zip(
+        BAD_SETTINGS.items(), run_many(*calls), strict=True
+    ):
+        line = assert_error(proc, 2, fragment, label=label)
+        if config:
+            assert str(paths[label]) in line, label
+        assert proc.stdout == "", label
+    assert standin.chat_requests() == []
+
+
+def test_config_option_and_env_select_the_file(env: Env, tmp_path: Path) -> None:
+    by_env = tmp_path / "env.toml"
+    by_env.write_text("memory_top_k = 11\n", encoding="utf-8")
+    by_flag = tmp_path / "flag.toml"
+    by_flag.write_text("memory_top_k = 12\n", encoding="utf-8")
+    with_env = dict(env, STRAYLIGHT_CONFIG=str(by_env))
+
+    described = json.loads(run_cli(with_env, "config", "--json").stdout)
+    assert described["memory_top_k"] == {"value": 11, "source": "file", "origin": str(by_env)}
+    proc = run_cli(with_env, "config", "--json", "--config", str(by_flag))
+    assert_ok(proc)
+    assert json.loads(proc.stdout)["memory_top_k"]["value"] == 12
+    described = json.loads(run_cli(dict(with_env, MEMORY_TOP_K="13"), "config", "--json").stdout)
+    assert described["memory_top_k"] == {"value": 13, "source": "env", "origin": "MEMORY_TOP_K"}
+
+
+# --------------------------------------------------------------------------- history
+
+
+def test_history_json_after_asks(env: Env, standin: OllamaStandIn) -> None:
+    standin.script_reply("first answer")
+    standin.script_reply("second answer")
+    assert_ok(run_cli(env, "ask", "first question"))
+    assert_ok(run_cli(env, "ask", "second question"))
+
+    messages = history_json(env)
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("user", "first question"),
+        ("assistant", "first answer"),
+        ("user", "second question"),
+        ("assistant", "second answer"),
+    ]
+    for message in messages:
+        assert {"role", "content", "conversation_id", "time", "model", "status", "reason"} <= set(
+            message
+        )
+        assert message["time"] == NOW
+        assert message["status"] == "complete"
+        assert message["reason"] is None
+    first, second = messages[0]["conversation_id"], messages[2]["conversation_id"]
+    assert first != second  # each plain `ask` starts a new conversation
+    assert messages[1]["conversation_id"] == first and messages[3]["conversation_id"] == second
+
+    assert history_json(env, "--date", DAY) == messages
+    assert history_json(env, "--date", "2031-02-04") == []
+    only = history_json(env, "--conversation", second)
+    assert [m["content"] for m in only] == ["second question", "second answer"]
+
+
+def test_history_text_marks_cut_off_replies(env: Env, standin: OllamaStandIn) -> None:
+    standin.script_reply(REPLY)
+    standin.fail_next("drop", after=2, path="/api/chat")
+    assert_error(run_cli(env, "ask", "hello"), 5)
+    proc = run_cli(env, "history")
+    assert_ok(proc)
+    assert "hello" in proc.stdout
+    assert PARTIAL.strip() in proc.stdout
+    assert "cut off" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("now", "day", "stamp"),
+    [
+        ("2031-02-03T23:30:00-05:00", "2031-02-04", "2031-02-04T04:30:00Z"),
+        ("2029-12-31T23:59:59", "2029-12-31", "2029-12-31T23:59:59Z"),
+    ],
+)
+def test_straylight_now_names_log_file_and_time(
+    cli_env: Callable[..., Env], standin: OllamaStandIn, home: Path, now: str, day: str, stamp: str
+) -> None:
+    fixed = cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=now)
+    assert_ok(run_cli(fixed, "ask", "what time is it?"))
+    assert sorted(p.name for p in (home / "conversation").iterdir()) == [f"{day}.md"]
+    messages = history_json(fixed)  # "today" is the frozen day
+    assert [m["time"] for m in messages] == [stamp, stamp]
+    compact = stamp[:19].replace("-", "").replace(":", "").replace("T", "-")
+    assert messages[0]["conversation_id"].startswith(compact)
+
+
+def test_history_of_a_day_without_log(env: Env) -> None:
+    assert history_json(env, "--date", "2001-01-01") == []
+    proc = run_cli(env, "history", "--date", "2001-01-01")
+    assert_ok(proc)
+    assert "2001-01-01" in proc.stdout
+
+
+# --------------------------------------------------------------------------- conversations
+
+
+def test_conversation_option_sends_history_and_longterm(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    home.mkdir(parents=True)
+    (home / "longterm.md").write_text(
+        "<!-- private note: do not send SECRET-COMMENT -->\n"
+        "My name is Ada.\n<!--\nmulti-line HIDDEN-TOO\n-->\nI prefer tea.\n",
+        encoding="utf-8",
+    )
+    standin.script_reply("Hi Ada.")
+    standin.script_reply("You said hello.")
+    standin.script_reply("Who?")
+    assert_ok(run_cli(env, "ask", "hello"))
+    conversation = history_json(env)[0]["conversation_id"]
+
+    assert_ok(run_cli(env, "ask", "--conversation", conversation, "what did I say?"))
+    messages = standin.chat_requests()[-1]["messages"]
+    assert [(m["role"], m["content"]) for m in messages[1:]] == [
+        ("user", "hello"),
+        ("assistant", "Hi Ada."),
+        ("user", "what did I say?"),
+    ]
+    system = messages[0]
+    assert system["role"] == "system"
+    assert "My name is Ada." in system["content"]
+    assert "I prefer tea." in system["content"]
+    assert "SECRET-COMMENT" not in system["content"]
+    assert "HIDDEN-TOO" not in system["content"]
+    assert "<!--" not in system["content"]
+
+    # A new conversation carries no history, but the same long-term memory.
+    assert_ok(run_cli(env, "ask", "-c", "fresh-one", "who am I?"))
+    fresh = standin.chat_requests()[-1]["messages"]
+    assert [m["role"] for m in fresh] == ["system", "user"]
+    assert "My name is Ada." in fresh[0]["content"]
+    logged = history_json(env, "--conversation", conversation)
+    assert [m["content"] for m in logged] == [
+        "hello",
+        "Hi Ada.",
+        "what did I say?",
+        "You said hello.",
+    ]
+
+
+@pytest.mark.parametrize(("turns", "kept"), [(None, 20), ("3", 3), ("0", 0)])
+def test_history_turns_limits_the_prompt(
+    env: Env, standin: OllamaStandIn, home: Path, turns: str | None, kept: int
+) -> None:
+    past: list[tuple[str, str]] = []
+    for number in range(12):
+        past += [("user", f"question {number}"), ("assistant", f"answer {number}")]
+    write_day(
+        home,
+        DAY,
+        log_block("user", "other conversation", "other", "2031-02-03T01:00:00Z")
+        + "".join(
+            log_block(role, text, "long", f"2031-02-03T02:{index:02d}:00Z")
+            for index, (role, text) in enumerate(past)
+        ),
+    )
+    run_env = env if turns is None else dict(env, STRAYLIGHT_HISTORY_TURNS=turns)
+    assert_ok(run_cli(run_env, "ask", "-c", "long", "and now?"))
+    messages = standin.chat_requests()[-1]["messages"]
+    assert messages[0]["role"] == "system"
+    assert messages[-1] == {"role": "user", "content": "and now?"}
+    sent = [(m["role"], m["content"]) for m in messages[1:-1]]
+    assert sent == (past[-kept:] if kept else [])
+
+
+# --------------------------------------------------------------------------- --home everywhere
+
+
+@pytest.mark.parametrize("command", ["ask", "history", "status", "config"])
+def test_home_option_works_before_and_after_every_command(
+    env: Env, standin: OllamaStandIn, home: Path, tmp_path: Path, command: str
+) -> None:
+    tail = {"ask": ["hello"], "history": ["--json"], "status": ["--json"], "config": ["--json"]}
+    others = {position: tmp_path / f"home {position}" for position in ("before", "after")}
+    calls = []
+    for position, other in others.items():
+        write_day(other, DAY, log_block("user", f"kept {position}", "c1", NOW))
+        option = ["--home", str(other)]
+        args = [*option, command] if position == "before" else [command, *option]
+        calls.append((env, [*args, *tail[command]], None))
+    for (position, other), proc in zip(others.items(), run_many(*calls), strict=True):
+        assert proc.returncode == 0, (position, proc.stderr)
+        assert proc.stderr == "", position
+        if command == "ask":
+            contents = (other / "conversation" / f"{DAY}.md").read_text(encoding="utf-8")
+            assert f"kept {position}" in contents and "hello" in contents
+            assert (other / "longterm.md").is_file()
+        elif command == "history":
+            assert [m["content"] for m in json.loads(proc.stdout)] == [f"kept {position}"]
+        elif command == "status":
+            report = json.loads(proc.stdout)
+            assert report["home"] == str(other)
+            assert report["longterm"]["path"] == str(other / "longterm.md")
+            assert report["log"]["messages_today"] == 1
+        else:
+            assert json.loads(proc.stdout)["home"] == {
+                "value": str(other),
+                "source": "flag",
+                "origin": "--home",
+            }
+    assert not home.exists()  # STRAYLIGHT_HOME was not touched
+
+
+# --------------------------------------------------------------------------- status
+
+
+def test_status_reports_reachable_ollama_and_pulled_model(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    assert_ok(run_cli(env, "ask", "hello"))
+    report = status_json(env)
+    assert report["ollama"]["reachable"] is True
+    assert report["ollama"]["model_pulled"] is True
+    assert report["ollama"]["host"] == standin.url
+    longterm = report["longterm"]
+    assert longterm["size_bytes"] == (home / "longterm.md").stat().st_size
+    assert longterm["budget_bytes"] == 8192
+    assert longterm["over_budget"] is False
+    assert longterm["warning"] is None
+    assert report["log"] == {"today": DAY, "messages_today": 2}
+
+    missing = status_json(env, "--model", "not-here")
+    assert missing["ollama"]["model_pulled"] is False
+
+
+def test_status_reports_unreachable_ollama(env: Env, standin: OllamaStandIn) -> None:
+    standin.stop()
+    report = status_json(env)
+    assert report["ollama"]["reachable"] is False
+    assert report["ollama"]["model_pulled"] is None
+    assert str(standin.port) in report["ollama"]["error"]
+    text = run_cli(env, "status")
+    assert "Traceback" not in text.stderr
+    assert "offline" in text.stdout
+
+
+@pytest.mark.parametrize(("size", "over"), [(8192, False), (8193, True)])
+def test_status_longterm_budget(env: Env, home: Path, size: int, over: bool) -> None:
+    home.mkdir(parents=True)
+    body = "My name is Ada.\n"
+    (home / "longterm.md").write_text(body + "x" * (size - len(body)), encoding="utf-8")
+    report = status_json(env)["longterm"]
+    assert report["size_bytes"] == size
+    assert report["over_budget"] is over
+    assert (report["warning"] is not None) is over
+    if over:
+        assert "budget" in report["warning"]
+        proc = run_cli(env, "status")
+        assert "warning" in proc.stdout
+
+
+def test_longterm_budget_setting_moves_the_threshold(env: Env, home: Path) -> None:
+    home.mkdir(parents=True)
+    (home / "longterm.md").write_text("y" * 100, encoding="utf-8")
+    report = status_json(dict(env, STRAYLIGHT_LONGTERM_BUDGET_BYTES="99"))["longterm"]
+    assert (report["budget_bytes"], report["over_budget"]) == (99, True)
+
+
+def test_non_utf8_longterm_warns_but_ask_still_works(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    home.mkdir(parents=True)
+    (home / "longterm.md").write_bytes(b"My name is Ad\xe9 NON-UTF8-MARKER\n")
+    report = status_json(env)["longterm"]
+    assert report["warning"] and "UTF-8" in report["warning"]
+
+    standin.script_reply(REPLY)
+    proc = run_cli(env, "ask", "hello")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == REPLY + "\n"
+    warning = assert_error(proc, 0, "warning")
+    assert "UTF-8" in warning
+    assert "NON-UTF8-MARKER" not in standin.chat_requests()[-1]["messages"][0]["content"]
+    # The user's file is left as it was.
+    assert (home / "longterm.md").read_bytes() == b"My name is Ad\xe9 NON-UTF8-MARKER\n"
+
+
+# --------------------------------------------------------------------------- file modes
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_files_are_private_even_with_a_permissive_umask(env: Env, home: Path) -> None:
+    assert_ok(run_cli(env, "ask", "secret", umask=0))
+    assert _mode(home) == 0o700
+    assert _mode(home / "conversation") == 0o700
+    assert _mode(home / "conversation" / f"{DAY}.md") == 0o600
+    assert _mode(home / "longterm.md") == 0o600
+    assert _mode(home / "straylight.log") == 0o600
+
+
+def test_existing_open_conversation_dir_is_tightened(env: Env, home: Path) -> None:
+    (home / "conversation").mkdir(parents=True)
+    os.chmod(home / "conversation", 0o755)
+    assert_ok(run_cli(env, "ask", "secret"))
+    assert _mode(home / "conversation") == 0o700
+    assert _mode(home / "conversation" / f"{DAY}.md") == 0o600
+
+
+# --------------------------------------------------------------------------- edges
+
+
+def test_history_date_must_be_exactly_yyyy_mm_dd(env: Env) -> None:
+    for bad in ("20311203", "2031-W05-1"):
+        assert_error(run_cli(env, "history", "--date", bad), 2, "YYYY-MM-DD", label=bad)
+
+
+def test_options_are_not_abbreviated(env: Env) -> None:
+    assert_error(run_cli(env, "history", "--dat", "2026-11-29"), 2, "--dat")
+
+
+def test_an_empty_variable_counts_as_unset(env: Env, tmp_path: Path) -> None:
+    env = {**env, "STRAYLIGHT_HOME": "", "XDG_DATA_HOME": str(tmp_path / "platform-data")}
+    proc = run_cli(env, "config", "--json")
+    assert proc.returncode == 0, proc.stderr
+    home = json.loads(proc.stdout)["home"]
+    assert home["source"] == "default"
+    assert home["value"] == str(tmp_path / "platform-data" / "straylight")
+
+
+def test_config_does_not_create_the_data_dir(env: Env, home: Path) -> None:
+    proc = run_cli(env, "config")
+    assert proc.returncode == 0 and not home.exists()
+
+
+def test_the_log_file_stays_private_after_rotation(tmp_path: Path) -> None:
+    import logging
+
+    from tui.logging_setup import PrivateRotatingFileHandler
+
+    old_umask = os.umask(0o022)
+    try:
+        path = tmp_path / "straylight.log"
+        handler = PrivateRotatingFileHandler(path, maxBytes=200, backupCount=2)
+        record = logging.LogRecord("t", logging.INFO, __file__, 1, "x" * 150, None, None)
+        for _ in range(4):
+            handler.emit(record)
+        handler.close()
+    finally:
+        os.umask(old_umask)
+    assert (tmp_path / "straylight.log.1").exists()
+    for name in ("straylight.log", "straylight.log.1"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600, name
