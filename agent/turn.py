@@ -78,24 +78,22 @@ class TurnEngine:
         moment = message.time or self.clock.now()
         self.daily_log.append(message, moment.astimezone().date())
 
-    def system_sections(self) -> tuple[list[PromptSection], str | None]:
-        """The named sections of this turn's system prompt, and a longterm warning."""
-        state = self.longterm.load()
-        sections = [PromptSection("persona", PERSONA), PromptSection("longterm", state.text)]
-        return sections, state.warning
-
-    def build_messages(self, conversation_id: str, current: LogMessage) -> list[dict[str, str]]:
-        """System prompt, the last N messages of the conversation, then the new message."""
-        sections, _warning = self.system_sections()
+    def prepare_prompt(
+        self, conversation_id: str, current: LogMessage
+    ) -> tuple[list[dict[str, str]], str | None]:
+        """The messages for Ollama — system prompt, the last N messages of the conversation
+        read back from the log, the new message — and a warning about longterm.md, if any."""
+        longterm = self.longterm.load()
+        sections = [PromptSection("persona", PERSONA), PromptSection("longterm", longterm.text)]
         limit = self.settings.history_turns
         recent = self.daily_log.recent(conversation_id, limit + 1)
         if recent and recent[-1].role == "user" and recent[-1].content == current.content:
-            recent = recent[:-1]
+            recent = recent[:-1]  # the message just logged is `current` itself
         history = recent[-limit:] if limit else []
         messages = [{"role": "system", "content": build_system_prompt(sections)}]
         messages += [{"role": m.role, "content": m.content} for m in history if m.content]
         messages.append({"role": "user", "content": current.content})
-        return messages
+        return messages, longterm.warning
 
     async def run(self, text: str, *, conversation_id: str, model: str) -> AsyncIterator[TurnEvent]:
         """One turn. Cancelling the consumer logs what arrived, marked `cancelled`."""
@@ -105,10 +103,11 @@ class TurnEngine:
         await asyncio.to_thread(self._append, user_message)
         yield UserMessageLogged(user_message)
 
-        _sections, warning = await asyncio.to_thread(self.system_sections)
+        messages, warning = await asyncio.to_thread(
+            self.prepare_prompt, conversation_id, user_message
+        )
         if warning:
             yield LongtermWarning(warning)
-        messages = await asyncio.to_thread(self.build_messages, conversation_id, user_message)
 
         parts: list[str] = []
         outcome: tuple[MessageStatus, str | None] | None = None

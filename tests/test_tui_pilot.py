@@ -220,3 +220,17 @@ async def test_sidebar_toggles(settings: Settings, standin: OllamaStandIn) -> No
         assert not bar.display
         await pilot.press("ctrl+b")
         assert bar.display
+
+
+async def test_a_multi_line_user_message_is_shown_as_typed(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    from textual.widgets import Static
+
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "first line\nsecond line")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(messages(app)) == 2)
+        body = messages(app)[0].query_one(".message-body", Static)
+        assert str(body.render()).splitlines() == ["first line", "second line"]

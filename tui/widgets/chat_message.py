@@ -27,7 +27,8 @@ STATUS_LABELS = {
 
 
 class ChatMessage(Vertical):
-    """A user or assistant message; assistant replies stream through `MarkdownStream`."""
+    """A message: the user's as typed, the assistant's as Markdown streamed through
+    `MarkdownStream` and rendered in full once it is complete."""
 
     DEFAULT_CLASSES = "chat-message"
 
@@ -45,10 +46,14 @@ class ChatMessage(Vertical):
         self._flush_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
-        from textual.widgets import Markdown
-
         yield Static(self._title_text(), classes="message-title")
-        yield Markdown(self.text, classes="message-body")
+        if self.role == "user":
+            # What the user typed, exactly: line breaks and all, no Markdown reflow.
+            yield Static(Text(self.text), classes="message-body")
+        else:
+            from textual.widgets import Markdown
+
+            yield Markdown(self.text, classes="message-body")
 
     def _title_text(self) -> Text:
         who = "you" if self.role == "user" else (self.model or "assistant")
