@@ -5,7 +5,8 @@
    N messages of this conversation, read back from the log through its parser.
 3. The reply streams from Ollama; every failure is a named `GatewayError`.
 4. The reply is logged when complete; cut off or cancelled, what arrived is logged and
-   marked. Progress is reported as an async iterator of `TurnEvent`s.
+   marked; failed before any text, an empty reply marked `failed` with the reason.
+   Progress is reported as an async iterator of `TurnEvent`s.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class ReplyFinished:
 
 @dataclass(frozen=True, slots=True)
 class ReplyFailed:
-    """The model call failed; `partial` (possibly empty) was logged as cut off."""
+    """The model call failed; `partial` (possibly empty) was logged, marked cut off or failed."""
 
     error: GatewayError
     partial: str
@@ -122,13 +123,14 @@ class TurnEngine:
                     await asyncio.to_thread(self._log_reply, reply, conversation_id, model, outcome)
                     yield ReplyFinished(reply, event)
         except GatewayError as error:
-            outcome = ("cut_off", str(error))
             partial = "".join(parts)
-            if partial:
-                await asyncio.to_thread(self._log_reply, partial, conversation_id, model, outcome)
+            # Cut off: what arrived is kept. Failed before any text: an empty reply marked
+            # `failed` with the reason, so the log says why the message went unanswered.
+            outcome = ("cut_off" if partial else "failed", str(error))
+            await asyncio.to_thread(self._log_reply, partial, conversation_id, model, outcome)
             yield ReplyFailed(error, partial)
         finally:
-            if outcome is None and parts:
+            if outcome is None:
                 # Cancelled (Esc, Ctrl-C, the consumer went away): keep what arrived.
                 self._log_reply(
                     "".join(parts), conversation_id, model, ("cancelled", "cancelled by the user")

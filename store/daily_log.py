@@ -35,17 +35,20 @@ Role = Literal["user", "assistant"]
 ROLES: tuple[Role, ...] = ("user", "assistant")
 
 # A message boundary: a whole line that is a known role header, nothing else.
-HEADER_RE = re.compile(r"^### (user|assistant)[ \t]*$", re.MULTILINE)
+# A file saved with CRLF line ends by an editor still parses (the `\r?`).
+HEADER_RE = re.compile(r"^### (user|assistant)[ \t]*(\r?)$", re.MULTILINE)
 META_PREFIX = "<!-- straylight "
-META_RE = re.compile(r"^<!-- straylight (.*) -->[ \t]*$")
+META_RE = re.compile(r"^<!-- straylight (.*) -->[ \t]*\r?$")
 # Body lines that must not be read as structure: headers and our metadata comment,
 # with any number of leading backslashes (so escaping stays reversible).
-_GUARDED = r"(?:### (?:user|assistant)[ \t]*|<!-- straylight .*)"
+_GUARDED = r"(?:### (?:user|assistant)[ \t]*\r?|<!-- straylight .*)"
 _ESCAPE_RE = re.compile(rf"^(\\*{_GUARDED})$", re.MULTILINE)
 _UNESCAPE_RE = re.compile(rf"^\\(\\*{_GUARDED})$", re.MULTILINE)
 _DAY_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
 
-MessageStatus = Literal["complete", "cut_off", "cancelled", "truncated"]
+MessageStatus = Literal["complete", "cut_off", "cancelled", "failed", "truncated"]
+# Metadata key on a message appended right after one that a crash cut short.
+PREVIOUS_CUT_SHORT = "previous_cut_short"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +129,7 @@ def _message_from(role: Role, body: str, meta: dict[str, object], inherited: str
         except ValueError:
             time_value = None
     status = meta.get("status")
-    known: tuple[str, ...] = ("complete", "cut_off", "cancelled", "truncated")
+    known: tuple[str, ...] = ("complete", "cut_off", "cancelled", "failed", "truncated")
     conversation = meta.get("conversation")
     model = meta.get("model")
     reason = meta.get("reason")
@@ -146,8 +149,9 @@ def parse_messages(text: str) -> list[LogMessage]:
 
     Tolerates hand edits: text before the first header is ignored, a header without a
     metadata line is a message without metadata (it inherits the conversation of the
-    message before it), and a last message cut short by a crash is returned with status
-    `truncated`.
+    message before it), a block saved with CRLF line ends reads as if saved with LF, and
+    a message cut short by a crash is returned with status `truncated` (the last one of
+    the file, or one followed by a message whose metadata says so).
     """
     headers = list(HEADER_RE.finditer(text))
     messages: list[LogMessage] = []
@@ -167,11 +171,15 @@ def parse_messages(text: str) -> list[LogMessage]:
             meta = read
             start = end if newline == -1 else newline + 1
         region = text[start:end]
+        if header.group(2):  # this block was saved with CRLF line ends
+            region = region.replace("\r\n", "\n")
         cut_short = is_last and not region.endswith("\n\n")
         body = region[:-2] if region.endswith("\n\n") else region.rstrip("\n")
         message = _message_from(role, body, meta, conversation)
         if cut_short and message.status == "complete":
             message = replace(message, status="truncated")
+        if meta.get(PREVIOUS_CUT_SHORT) and messages and messages[-1].status == "complete":
+            messages[-1] = replace(messages[-1], status="truncated")
         conversation = message.conversation_id
         messages.append(message)
     return messages
@@ -188,10 +196,12 @@ class DailyLog:
 
     def append(self, message: LogMessage, day: date) -> Path:
         """Append one message to the file of `day` (one write, fsync, mode 0600)."""
-        ensure_private_dir(self.root)
+        ensure_private_dir(self.root, tighten_existing=True)
         path = self.path_for(day)
-        data = format_message(message).encode("utf-8")
         separator = _separator_needed(path)
+        if separator:  # the message before was cut short by a crash: say so, durably
+            message = replace(message, extra={**message.extra, PREVIOUS_CUT_SHORT: "yes"})
+        data = format_message(message).encode("utf-8")
         append_private_bytes(path, separator + data)
         return path
 

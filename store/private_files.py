@@ -9,10 +9,16 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 
 
-def ensure_private_dir(path: Path) -> Path:
-    """Create `path` (and parents) as 0700 folders; tighten an existing one we own."""
-    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    if (path.stat().st_mode & 0o777) != DIR_MODE:
+def ensure_private_dir(path: Path, *, tighten_existing: bool = False) -> Path:
+    """Create `path` (and missing parents) as 0700 folders.
+
+    An existing folder keeps its mode — the data dir may be a folder the user chose and
+    shares — unless `tighten_existing` says the folder is Straylight's own (`conversation/`).
+    """
+    if not path.is_dir():
+        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        os.chmod(path, DIR_MODE)
+    elif tighten_existing and (path.stat().st_mode & 0o777) != DIR_MODE:
         os.chmod(path, DIR_MODE)
     return path
 

@@ -288,10 +288,13 @@ def test_ask_exits_5_on_model_errors_before_any_text(
     assert time.monotonic() - started < SLOW_LIMIT
     assert_error(proc, 5)
     assert "alpha" not in proc.stdout
-    # The user's message is kept; no assistant message was invented.
-    day_log = (home / "conversation" / f"{DAY}.md").read_text(encoding="utf-8")
-    assert day_log.count("### user\n") == 1
-    assert "### assistant" not in day_log
+    # The user's message is kept; the reply is an empty message marked failed, with why.
+    messages = history_json(env)
+    assert [(m["role"], m["content"], m["status"]) for m in messages] == [
+        ("user", "hello", "complete"),
+        ("assistant", "", "failed"),
+    ]
+    assert messages[1]["reason"] == proc.stderr.strip().removeprefix("straylight: ")
 
 
 @pytest.mark.parametrize(

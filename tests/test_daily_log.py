@@ -170,3 +170,30 @@ def test_non_utf8_bytes_do_not_stop_the_parser(tmp_path: Path) -> None:
     parsed = log.read_day(DAY)
     assert [m.role for m in parsed] == ["user", "assistant"]
     assert "broken bytes" in parsed[1].content
+
+
+def test_a_log_saved_with_crlf_line_ends_still_parses() -> None:
+    messages = [
+        LogMessage("user", "hello\nthere", conversation_id="c"),
+        LogMessage("assistant", "### Summary\nhi", conversation_id="c"),
+    ]
+    text = "".join(format_message(m) for m in messages).replace("\n", "\r\n")
+    parsed = parse_messages(text)
+    assert [(m.role, m.content, m.conversation_id) for m in parsed] == [
+        ("user", "hello\nthere", "c"),
+        ("assistant", "### Summary\nhi", "c"),
+    ]
+
+
+def test_a_message_cut_short_stays_marked_after_later_appends(tmp_path: Path) -> None:
+    log = DailyLog(tmp_path)
+    log.append(LogMessage("user", "complete one", conversation_id="c"), DAY)
+    data = format_message(LogMessage("assistant", "half a message here", conversation_id="c"))
+    with log.path_for(DAY).open("a") as handle:
+        handle.write(data[: len(data) - 8])
+    log.append(LogMessage("user", "next", conversation_id="c"), DAY)
+    log.append(LogMessage("assistant", "reply", conversation_id="c"), DAY)
+    statuses = [(m.content, m.status) for m in log.read_day(DAY)]
+    assert statuses[0] == ("complete one", "complete")
+    assert statuses[1][1] == "truncated" and statuses[1][0].startswith("half a mess")
+    assert statuses[2:] == [("next", "complete"), ("reply", "complete")]

@@ -113,12 +113,15 @@ async def test_ollama_down_at_start_then_up_recovers_without_restart(
             await pilot.press("enter")
             await wait_until(pilot, lambda: bool(notices(app)), what="error notice")
             assert "ollama serve" in notices(app)[-1]
-            assert [m.content for m in logged(app)] == ["are you there?"]
+            assert [(m.content, m.status) for m in logged(app)] == [
+                ("are you there?", "complete"),
+                ("", "failed"),
+            ]
             server.start()
             await wait_until(pilot, lambda: sidebar(app).ollama == "online", what="recovery")
             await type_text(pilot, "now?")
             await pilot.press("enter")
-            await wait_until(pilot, lambda: len(logged(app)) == 3, what="a reply after recovery")
+            await wait_until(pilot, lambda: len(logged(app)) == 4, what="a reply after recovery")
             assert logged(app)[-1].content == "Stand-in reply to: now?"
     finally:
         server.stop()
@@ -142,7 +145,7 @@ async def test_a_model_that_is_not_pulled_is_named_with_the_fix(
         assert sidebar(app).model_pulled is True
         await type_text(pilot, "hello again")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: len(logged(app)) == 3, what="reply")
+        await wait_until(pilot, lambda: len(logged(app)) == 4, what="reply")
         assert logged(app)[-1].model == "llama3.2"
 
 

@@ -132,13 +132,21 @@ async def test_a_reply_cut_off_mid_stream_is_kept_and_marked(
     assert "cut off" in (reply.reason or "")
 
 
-async def test_a_failure_before_any_text_logs_only_the_user_message(
+async def test_a_failure_before_any_text_is_logged_as_an_empty_failed_reply(
     settings: Settings, standin: OllamaStandIn
 ) -> None:
     engine = engine_for(settings)
     events = [e async for e in engine.run("hi", conversation_id="c", model="not-pulled")]
     assert isinstance(events[-1], ReplyFailed) and events[-1].error.kind == "model_missing"
-    assert [m.role for m in today(engine)] == ["user"]
+    user, reply = today(engine)
+    assert (user.role, user.content) == ("user", "hi")
+    assert (reply.role, reply.content, reply.status) == ("assistant", "", "failed")
+    assert "ollama pull not-pulled" in (reply.reason or "")
+    # The empty failed reply never reaches a later prompt.
+    standin.clear_requests()
+    await run_turn(engine, "again", conversation="c")
+    sent = standin.chat_requests()[-1]["messages"]
+    assert [m["content"] for m in sent[1:]] == ["hi", "again"]
 
 
 async def test_cancelling_keeps_what_arrived_marked_cancelled(

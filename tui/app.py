@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from agent.ollama_gateway import OllamaGateway, OllamaStatus
+from agent.ollama_gateway import OllamaGateway, OllamaStatus, normalise_model_name
 from agent.settings import Settings
 from agent.turn import (
     LongtermWarning,
@@ -186,7 +186,7 @@ class StraylightApp(App[int]):
         await chat_log.query(EmptyChatHint).remove()
         now = self.settings.clock.now()
         await chat_log.mount(ChatMessage("user", text, time=now))
-        reply = ChatMessage("assistant", time=now, model=self.model)
+        reply = ChatMessage("assistant", time=now, model=self.model, status="waiting")
         await chat_log.mount(reply)
         chat_log.scroll_end(animate=False)
         finished = False
@@ -202,10 +202,12 @@ class StraylightApp(App[int]):
                     self._publish_sidebar(last_reply=_reply_stats(event))
                 elif isinstance(event, ReplyFailed):
                     finished = True
+                    self._publish_sidebar(last_reply=None)
                     await self._show_failure(reply, event)
                 elif isinstance(event, LongtermWarning):
                     self._publish_sidebar(longterm_warning=event.text)
         except asyncio.CancelledError:
+            self._publish_sidebar(last_reply=None)
             await reply.finish(status="cancelled")
             raise
         except Exception as error:  # named on screen, detailed in the log
@@ -218,7 +220,7 @@ class StraylightApp(App[int]):
             )
         finally:
             self.replying = False
-            if not finished and reply.status == "streaming":
+            if not finished and reply.status in ("waiting", "streaming"):
                 await reply.finish(status="cancelled")
 
     async def _show_failure(self, reply: ChatMessage, event: ReplyFailed) -> None:
@@ -323,7 +325,10 @@ class StraylightApp(App[int]):
             "Check Ollama now", "Re-check the Ollama server", self.action_check_ollama
         )
         if self.ollama_status is not None and self.ollama_status.reachable:
+            embed = normalise_model_name(self.settings.embed_model)
             for name in self.ollama_status.models:
+                if normalise_model_name(name) == embed:
+                    continue  # the embedding model cannot chat
                 yield SystemCommand(
                     f"Switch model: {name}",
                     "Chat with this model for the rest of the session",

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -24,6 +25,8 @@ log = logging.getLogger("straylight.cli")
 PROG = "straylight"
 EXIT_UNEXPECTED = 1
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+COMMANDS_THAT_WRITE = frozenset({None, "ask"})  # the TUI and `ask` create the data dir
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -52,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Without a command, the chat TUI starts.",
     )
     _common_options(parser, top=True)
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     ask = commands.add_parser(
@@ -85,6 +89,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("straylight")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def _resolve(args: argparse.Namespace) -> ResolvedSettings:
     from pathlib import Path
 
@@ -100,19 +113,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as error:
         return _fail(str(error), EXIT_USAGE)
     settings = resolved.settings
-    if args.command != "config":  # printing settings must not need a usable data dir
-        try:
-            from tui.logging_setup import setup_file_logging
+    from tui.logging_setup import setup_file_logging, silence_logging
 
+    if args.command in COMMANDS_THAT_WRITE:
+        try:
             setup_file_logging(settings.log_file)
         except OSError as error:
-            return _fail(f"cannot use data dir {settings.home}: {error.strerror or error}", 1)
+            return _fail(f"cannot use data dir {settings.home}: {error.strerror or error}", 2)
+    else:  # read-only commands never create the data dir
+        try:
+            if settings.home.is_dir():
+                setup_file_logging(settings.log_file)
+            else:
+                silence_logging()
+        except OSError:
+            silence_logging()
     try:
         return _dispatch(args, resolved)
     except UsageError as error:
         return _fail(str(error), EXIT_USAGE)
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        # `straylight history | head`: the reader left; that is not an error.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except Exception as error:
         log.exception("unexpected error")
         return _fail(
@@ -218,11 +244,14 @@ def _history(
         print(json.dumps([m.to_json() for m in messages], ensure_ascii=False, indent=2))
         return EXIT_OK
     if not messages:
-        print(f"no messages on {day.isoformat()}")
+        missing = "" if settings.home.is_dir() else f" (no data dir at {settings.home} yet)"
+        print(f"no messages on {day.isoformat()}{missing}")
         return EXIT_OK
     for message in messages:
         stamp = message.time.astimezone().strftime("%H:%M:%S") if message.time else "--:--:--"
         marker = "" if message.status == "complete" else f" [{message.status.replace('_', ' ')}]"
+        if message.reason and message.status != "complete":
+            marker += f" {message.reason}"
         print(f"── {stamp} {message.role} · {message.conversation_id}{marker}")
         print(message.content)
         print()

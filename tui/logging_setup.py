@@ -34,3 +34,11 @@ def setup_file_logging(log_file: Path, level: int = logging.INFO) -> None:
     root.setLevel(level)
     for noisy in ("httpx", "httpcore", "asyncio", "markdown_it"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def silence_logging() -> None:
+    """No log file (read-only commands without a data dir): drop records, never print them."""
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(logging.NullHandler())

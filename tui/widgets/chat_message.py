@@ -19,6 +19,7 @@ FLUSH_HZ = 30  # screen updates per second while a reply streams
 
 STATUS_LABELS = {
     "complete": "",
+    "waiting": " · waiting for the model…",
     "streaming": " · …",
     "cut_off": " · ⚠ cut off",
     "cancelled": " · cancelled",
@@ -33,14 +34,20 @@ class ChatMessage(Vertical):
     DEFAULT_CLASSES = "chat-message"
 
     def __init__(
-        self, role: str, text: str = "", *, time: datetime | None = None, model: str | None = None
+        self,
+        role: str,
+        text: str = "",
+        *,
+        time: datetime | None = None,
+        model: str | None = None,
+        status: str = "complete",
     ) -> None:
         super().__init__(classes=f"chat-message -{role}")
         self.role = role
         self.text = text
         self.time = time
         self.model = model
-        self.status = "complete"
+        self.status = status
         self._stream: MarkdownStream | None = None
         self._pending: list[str] = []
         self._flush_timer: Timer | None = None

@@ -69,7 +69,9 @@ class StatusSidebar(VerticalScroll):
             lines.append((state.ollama_detail, "red" if state.ollama == "offline" else "dim"))
         model_line = f"model {state.model}"
         style = ""
-        if state.model_pulled is False:
+        if state.model_pulled:
+            model_line += " ✓ pulled"
+        elif state.model_pulled is False:
             model_line += f"\nnot pulled: run\n`ollama pull {state.model}`"
             style = "yellow"
         lines.append((model_line, style))
