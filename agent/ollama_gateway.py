@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent.gateway_errors import GatewayError, StreamCutOff, classify
+from agent.gateway_errors import GatewayError, ModelError, StreamCutOff, classify
 
 if TYPE_CHECKING:
     import ollama
@@ -70,6 +70,7 @@ class OllamaGateway:
         self.read_timeout = read_timeout
         self.connect_timeout = connect_timeout
         self._client: ollama.AsyncClient | None = None
+        self.embed_requests = 0  # /api/embed calls made by this gateway (status counts them)
 
     def _get_client(self) -> ollama.AsyncClient:
         if self._client is None:
@@ -147,3 +148,23 @@ class OllamaGateway:
         if not finished:
             log.warning("chat with %s ended without a final chunk", model)
             raise StreamCutOff("Ollama closed the stream before the reply finished")
+
+    async def embed(self, model: str, texts: Sequence[str]) -> list[list[float]]:
+        """One /api/embed request for all `texts`; raises a named `GatewayError`.
+
+        Vectors come back in input order; a reply with the wrong count is a `ModelError`.
+        """
+        client = self._get_client()
+        self.embed_requests += 1
+        try:
+            response = await client.embed(model=model, input=list(texts))
+        except Exception as error:  # classified and re-raised
+            named = classify(
+                error, host=self.host, model=model, timeout=self.read_timeout, streamed=False
+            )
+            log.warning("embedding with %s failed: %s (%r)", model, named, error)
+            raise named from error
+        vectors = [list(vector) for vector in response.embeddings]
+        if len(vectors) != len(texts):
+            raise ModelError(f"Ollama returned {len(vectors)} embeddings for {len(texts)} texts")
+        return vectors

@@ -1,0 +1,74 @@
+"""Split a structured Markdown document into entries, one per heading section.
+
+An entry's key is its heading path (`Lessons > §8 Timeouts`), made unique by a counter
+when two sections share a path, so an edit to one section changes one entry and the
+rest stay byte-identical (idempotent ingest re-embeds only what changed). Headings inside
+fenced code blocks are code, not structure. Text before the first heading is the entry
+`(preamble)`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_HEADING_RE = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_FENCE_RE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+PREAMBLE = "(preamble)"
+
+
+@dataclass(frozen=True, slots=True)
+class DocEntry:
+    """One section: its unique key and the text stored as a pinned doc point."""
+
+    key: str
+    content: str
+
+
+def split_markdown(text: str) -> list[DocEntry]:
+    """Entries in document order; empty sections (a heading with no body) are kept."""
+    sections: list[tuple[list[str], list[str]]] = []  # (heading path, body lines)
+    path: list[tuple[int, str]] = []
+    body: list[str] = []
+    current_path: list[str] = []
+    fence: str | None = None
+    started = False
+
+    def close() -> None:
+        if started or any(line.strip() for line in body):
+            sections.append((list(current_path), list(body)))
+
+    for line in text.replace("\r\n", "\n").split("\n"):
+        fence_match = _FENCE_RE.match(line)
+        if fence_match:
+            marker = fence_match.group(1)
+            if fence is None:
+                fence = marker
+            elif marker[0] == fence[0] and len(marker) >= len(fence):
+                fence = None
+        heading = None if fence is not None or fence_match else _HEADING_RE.match(line)
+        if heading is None:
+            body.append(line)
+            continue
+        close()
+        level, title = len(heading.group(1)), heading.group(2).strip()
+        path = [(lvl, name) for lvl, name in path if lvl < level] + [(level, title)]
+        current_path = [name for _lvl, name in path]
+        body = [line]
+        started = True
+    close()
+    return _unique_entries(sections)
+
+
+def _unique_entries(sections: list[tuple[list[str], list[str]]]) -> list[DocEntry]:
+    seen: dict[str, int] = {}
+    entries: list[DocEntry] = []
+    for heading_path, lines in sections:
+        base = " > ".join(heading_path) if heading_path else PREAMBLE
+        seen[base] = seen.get(base, 0) + 1
+        key = base if seen[base] == 1 else f"{base} ({seen[base]})"
+        content = "\n".join(lines).strip()
+        if len(heading_path) > 1:  # the parents give a section its context in recall
+            content = f"{' > '.join(heading_path[:-1])}\n{content}"
+        entries.append(DocEntry(key, content))
+    return entries
