@@ -34,7 +34,7 @@ MIGRATIONS: Sequence[tuple[str, ...]] = (
         """
         CREATE TABLE audit (
             id BIGINT PRIMARY KEY DEFAULT nextval('audit_id_seq'),
-            at TIMESTAMPTZ NOT NULL,
+            "at" TIMESTAMPTZ NOT NULL,  -- quoted: AT is a reserved word in DuckDB 2.0
             event VARCHAR NOT NULL,
             point_id BIGINT,
             rule VARCHAR,

@@ -1,0 +1,82 @@
+"""One process owns a data dir at a time: an advisory lock on `<data dir>/straylight.lock`.
+
+Taken before anything else opens the data dir — cheap (no DuckDB import), so the TUI can
+refuse a second instance before it paints. The file holds the owner's PID so the second
+process can name it. The kernel drops the lock when the owner exits, even on kill -9;
+a stale PID in the file is harmless.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import TracebackType
+
+from store.private_files import FILE_MODE, ensure_private_dir
+
+LOCK_FILENAME = "straylight.lock"
+
+
+class DataDirLocked(Exception):
+    """Another process holds the data dir; `str()` is the one line for the user."""
+
+    def __init__(self, home: Path, pid: int | None) -> None:
+        holder = f"PID {pid}" if pid else "another process"
+        super().__init__(
+            f"{home} is in use by {holder} (another Straylight?); close it or use --home"
+        )
+        self.home = home
+        self.pid = pid
+
+
+class DataDirLock:
+    """`with DataDirLock(home):` — raises `DataDirLocked` if another process has it."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.path = home / LOCK_FILENAME
+        self._fd: int | None = None
+
+    def acquire(self) -> DataDirLock:
+        import fcntl
+
+        ensure_private_dir(self.home)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _read_pid(fd)
+            os.close(fd)
+            raise DataDirLocked(self.home, pid) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)  # closing drops the flock
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def __enter__(self) -> DataDirLock:
+        return self.acquire()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()
+        return int(text) if text.isdigit() else None
+    except OSError:
+        return None
