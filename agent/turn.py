@@ -16,14 +16,20 @@ import logging
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agent.gateway_errors import GatewayError
 from agent.ollama_gateway import ChatDelta, ChatDone, OllamaGateway
 from agent.prompt import PERSONA, PromptSection, build_system_prompt
 from agent.settings import Settings
+from memory.secret_masking import mask_secrets
 from store.clock import Clock
 from store.daily_log import DailyLog, LogMessage, MessageStatus
-from store.longterm_file import LongtermFile
+from store.longterm_file import LongtermFile, LongtermState
+
+if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before the first frame
+    from memory.memory_store import RecallResult
+    from memory.turn_memory import TurnMemory, TurnRecall
 
 log = logging.getLogger("straylight.turn")
 
@@ -62,15 +68,28 @@ class ReplyFailed:
     partial: str
 
 
-TurnEvent = UserMessageLogged | LongtermWarning | ReplyDelta | ReplyFinished | ReplyFailed
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """What layer 3 put under `## Recalled context` this turn."""
+
+    result: RecallResult
+
+
+TurnEvent = (
+    UserMessageLogged | LongtermWarning | Recalled | ReplyDelta | ReplyFinished | ReplyFailed
+)
 
 
 class TurnEngine:
     """Runs turns against one data dir and one Ollama gateway."""
 
-    def __init__(self, settings: Settings, gateway: OllamaGateway) -> None:
+    def __init__(
+        self, settings: Settings, gateway: OllamaGateway, memory: TurnMemory | None = None
+    ) -> None:
         self.settings = settings
         self.gateway = gateway
+        self.memory = memory
+        self._saves: set[asyncio.Task[object]] = set()
         self.clock = settings.clock
         self.daily_log = DailyLog(settings.home / "conversation")
         self.longterm = LongtermFile(settings.home / "longterm.md", settings.longterm_budget_bytes)
@@ -79,36 +98,66 @@ class TurnEngine:
         moment = message.time or self.clock.now()
         self.daily_log.append(message, moment.astimezone().date())
 
-    def prepare_prompt(
+    def read_context(
         self, conversation_id: str, current: LogMessage
-    ) -> tuple[list[dict[str, str]], str | None]:
-        """The messages for Ollama — system prompt, the last N messages of the conversation
-        read back from the log, the new message — and a warning about longterm.md, if any."""
-        longterm = self.longterm.load()
-        sections = [PromptSection("persona", PERSONA), PromptSection("longterm", longterm.text)]
+    ) -> tuple[list[LogMessage], LongtermState]:
+        """The last N messages of the conversation before `current`, read back from the log
+        through its parser, and longterm.md's state."""
         limit = self.settings.history_turns
         recent = self.daily_log.recent(conversation_id, limit + 1)
         if recent and recent[-1].role == "user" and recent[-1].content == current.content:
             recent = recent[:-1]  # the message just logged is `current` itself
-        history = recent[-limit:] if limit else []
+        history = [m for m in (recent[-limit:] if limit else []) if m.content]
+        return history, self.longterm.load()
+
+    def assemble(
+        self,
+        history: list[LogMessage],
+        longterm: LongtermState,
+        current: LogMessage,
+        recalled_block: str = "",
+    ) -> list[dict[str, str]]:
+        """System prompt (persona, longterm.md, recalled context), history, the new message."""
+        sections = [
+            PromptSection("persona", PERSONA),
+            PromptSection("longterm", longterm.text),
+            PromptSection("recalled_context", recalled_block),
+        ]
         messages = [{"role": "system", "content": build_system_prompt(sections)}]
-        messages += [{"role": m.role, "content": m.content} for m in history if m.content]
+        messages += [{"role": m.role, "content": m.content} for m in history]
         messages.append({"role": "user", "content": current.content})
-        return messages, longterm.warning
+        return messages
+
+    def prepare_prompt(
+        self, conversation_id: str, current: LogMessage
+    ) -> tuple[list[dict[str, str]], str | None]:
+        """The messages for Ollama without recall, and a warning about longterm.md."""
+        history, longterm = self.read_context(conversation_id, current)
+        return self.assemble(history, longterm, current), longterm.warning
 
     async def run(self, text: str, *, conversation_id: str, model: str) -> AsyncIterator[TurnEvent]:
         """One turn. Cancelling the consumer logs what arrived, marked `cancelled`."""
+        text = mask_secrets(text)  # nothing unmasked is persisted, not even in the log
         user_message = LogMessage(
             "user", text, conversation_id=conversation_id, time=self.clock.now(), model=model
         )
         await asyncio.to_thread(self._append, user_message)
         yield UserMessageLogged(user_message)
 
-        messages, warning = await asyncio.to_thread(
-            self.prepare_prompt, conversation_id, user_message
+        history, longterm = await asyncio.to_thread(
+            self.read_context, conversation_id, user_message
         )
-        if warning:
-            yield LongtermWarning(warning)
+        if longterm.warning:
+            yield LongtermWarning(longterm.warning)
+        recall: TurnRecall | None = None
+        if self.memory is not None:
+            recall = await self.memory.recall_for_turn(
+                text, exclude_contents=[m.content for m in history]
+            )
+            if recall.result is not None:
+                yield Recalled(recall.result)
+        block = recall.result.block if recall and recall.result else ""
+        messages = self.assemble(history, longterm, user_message, block)
 
         parts: list[str] = []
         outcome: tuple[MessageStatus, str | None] | None = None
@@ -119,11 +168,12 @@ class TurnEngine:
                     yield ReplyDelta(event.text)
                 else:
                     outcome = ("complete", None)
-                    reply = "".join(parts)
+                    reply = mask_secrets("".join(parts))
                     await asyncio.to_thread(self._log_reply, reply, conversation_id, model, outcome)
+                    self._save_in_background(text, recall, reply, conversation_id)
                     yield ReplyFinished(reply, event)
         except GatewayError as error:
-            partial = "".join(parts)
+            partial = mask_secrets("".join(parts))
             # Cut off: what arrived is kept. Failed before any text: an empty reply marked
             # `failed` with the reason, so the log says why the message went unanswered.
             outcome = ("cut_off" if partial else "failed", str(error))
@@ -133,8 +183,41 @@ class TurnEngine:
             if outcome is None:
                 # Cancelled (Esc, Ctrl-C, the consumer went away): keep what arrived.
                 self._log_reply(
-                    "".join(parts), conversation_id, model, ("cancelled", "cancelled by the user")
+                    mask_secrets("".join(parts)),
+                    conversation_id,
+                    model,
+                    ("cancelled", "cancelled by the user"),
                 )
+
+    def _save_in_background(
+        self, user_text: str, recall: TurnRecall | None, reply: str, conversation_id: str
+    ) -> None:
+        """Save both points without making anyone wait (`drain` awaits them at exit)."""
+        if self.memory is None:
+            return
+        recalled = [hit.content for hit in recall.result.hits] if recall and recall.result else []
+        task = asyncio.get_running_loop().create_task(
+            self.memory.save_turn(
+                user_text=user_text,
+                user_vector=recall.query_vector if recall else None,
+                reply_text=reply,
+                conversation_id=conversation_id,
+                recalled_texts=recalled,
+            ),
+            name="memory-save",
+        )
+        self._saves.add(task)
+        task.add_done_callback(self._save_done)
+
+    def _save_done(self, task: asyncio.Task[object]) -> None:
+        self._saves.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background save failed", exc_info=task.exception())
+
+    async def drain(self, timeout: float = 30.0) -> None:
+        """Wait for background saves (at exit, and in `ask`)."""
+        if self._saves:
+            await asyncio.wait(set(self._saves), timeout=timeout)
 
     def _log_reply(
         self,

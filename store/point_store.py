@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -299,16 +299,36 @@ class PointStore:
 
     # --- writes ---------------------------------------------------------------------------
 
-    def add(self, new: NewPoint, *, audit_reason: str | None = None) -> int:
-        """Insert a point and its 'save' audit row in one transaction; return its id."""
+    def add(
+        self,
+        new: NewPoint,
+        *,
+        audit_reason: str | None = None,
+        also: Callable[[duckdb.DuckDBPyConnection, int], None] | None = None,
+    ) -> int:
+        """Insert a point and its 'save' audit row in one transaction; return its id.
+
+        `also(cursor, id)` runs inside that transaction (the lexical index of the point),
+        so both commit or neither does.
+        """
         now = self.db.clock.now()
         with self.db.transaction() as cur:
             point_id = self._insert(cur, new, now)
             self._audit(cur, now, "save", point_id=point_id, reason=audit_reason)
+            if also is not None:
+                also(cur, point_id)
         return point_id
 
-    def add_many(self, items: Iterable[NewPoint], *, audit_reason: str | None = None) -> list[int]:
-        """Insert points (each with a 'save' audit row) in one transaction; ids ascend in order."""
+    def add_many(
+        self,
+        items: Iterable[NewPoint],
+        *,
+        audit_reason: str | None = None,
+        also: Callable[[duckdb.DuckDBPyConnection, list[int]], None] | None = None,
+    ) -> list[int]:
+        """Insert points (each with a 'save' audit row) in one transaction; ids ascend in order.
+
+        `also(cursor, ids)` runs inside that transaction."""
         batch = list(items)
         if not batch:
             return []
@@ -328,12 +348,22 @@ class PointStore:
             with _registered(cur, views):
                 cur.execute(_INSERT_POINTS)
             cur.execute(_AUDIT_SAVES, [now, ids, audit_reason])
+            if also is not None:
+                also(cur, ids)
         return ids
 
-    def delete(self, point_id: int, *, reason: str | None) -> bool:
-        """Forget a point (and its lexical postings) with a 'forget' audit row.
+    def delete(
+        self,
+        point_id: int,
+        *,
+        reason: str | None,
+        event: str = "forget",
+        also: Callable[[duckdb.DuckDBPyConnection, int], None] | None = None,
+    ) -> bool:
+        """Forget a point (and its lexical postings) with an audit row (`event`).
 
-        False, and no audit row, for an unknown id.
+        False, and no audit row, for an unknown id. `also(cursor, id)` runs inside the
+        same transaction.
         """
         with self.db.transaction() as cur:
             gone = cur.execute("DELETE FROM points WHERE id = ? RETURNING id", [point_id])
@@ -341,7 +371,9 @@ class PointStore:
                 return False
             cur.execute("DELETE FROM lexical_postings WHERE point_id = ?", [point_id])
             cur.execute("DELETE FROM lexical_docs WHERE point_id = ?", [point_id])
-            self._audit(cur, self.db.clock.now(), "forget", point_id=point_id, reason=reason)
+            self._audit(cur, self.db.clock.now(), event, point_id=point_id, reason=reason)
+            if also is not None:
+                also(cur, point_id)
         return True
 
     def set_pinned(self, point_id: int, pinned: bool, *, reason: str | None) -> bool:

@@ -54,9 +54,22 @@ def ollama_state(app: StraylightApp) -> str:
     return state.ollama if state else "none"
 
 
+def memory_line(app: StraylightApp) -> str:
+    state = app.query_one(StatusSidebar).state
+    return state.memory_line if state else ""
+
+
 async def settle(pilot, app: StraylightApp, expected: str) -> None:
+    """Ollama checked, memory open and its background saves done, sidebar up to date."""
     app.query_one(ChatInput).cursor_blink = False
     await wait_until(pilot, lambda: ollama_state(app) == expected, what=expected)
+    await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+    await app.engine.drain()
+    total = app.engine.memory.store.points.counts()["total"]
+    app.refresh_memory_status()
+    await wait_until(
+        pilot, lambda: memory_line(app).startswith(f"{total} point"), what="memory line"
+    )
     await pilot.pause()
 
 
@@ -83,7 +96,7 @@ def test_finished_reply_with_code_block(snap_compare, make_settings, fixed_stand
             lambda: [m.status for m in app.query(ChatMessage)] == ["complete", "complete"],
             what="finished reply",
         )
-        await pilot.pause()
+        await settle(pilot, app, "online")
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 

@@ -32,13 +32,16 @@ from agent.turn import (
     TurnEngine,
     new_conversation_id,
 )
+from tui.memory_commands import MEMORY_COMMANDS, run_memory_command
 from tui.startup_timer import seconds_since_start
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_message import ChatMessage, ChatNotice, EmptyChatHint
 from tui.widgets.status_sidebar import SidebarState, StatusSidebar
 
 if TYPE_CHECKING:
+    from memory.turn_memory import TurnMemory
     from store.longterm_file import LongtermState
+    from tui.memory_session import MemorySession
 
 log = logging.getLogger("straylight.tui")
 
@@ -46,7 +49,16 @@ SLASH_COMMANDS: dict[str, str] = {
     "/help": "show keys and commands",
     "/new": "start a new conversation",
     "/model": "/model NAME switches the chat model; /model alone lists pulled models",
+    **MEMORY_COMMANDS,
 }
+
+
+@dataclass
+class MemoryOpened(Message):
+    """The memory worker finished opening layer 3 (or says why it could not)."""
+
+    memory: TurnMemory | None
+    problem: str | None
 
 
 @dataclass
@@ -93,6 +105,8 @@ class StraylightApp(App[int]):
         self.ollama_status: OllamaStatus | None = None
         self.replying = False
         self.crashed = False
+        self.memory_session: MemorySession | None = None
+        self.memory_problem = "still opening"
         self._sidebar_state = SidebarState(
             host=settings.ollama_host,
             model=self.model,
@@ -118,11 +132,63 @@ class StraylightApp(App[int]):
 
     def _after_first_frame(self) -> None:
         log.info("first frame after %.0f ms", seconds_since_start() * 1000)
-        # Only now: the check imports httpx and the ollama client (~100 ms).
+        # Only now: the check imports httpx and the ollama client (~100 ms), and the
+        # memory imports duckdb, numpy and usearch.
         self.check_status()
+        self.open_memory()
 
     async def on_unmount(self) -> None:
+        await self.engine.drain()
+        if self.memory_session is not None:
+            await asyncio.to_thread(self.memory_session.close)
         await self.gateway.aclose()
+
+    # ---- memory (layer 3) ----------------------------------------------------------
+    @work(thread=True, exclusive=True, group="memory-open", exit_on_error=False)
+    def open_memory(self) -> None:
+        from tui.memory_session import MemorySession
+
+        session = MemorySession(self.settings, self.gateway, take_lock=False)
+        try:
+            memory = session.open()
+        except Exception as error:
+            log.exception("cannot open the memory")
+            self.post_message(MemoryOpened(None, str(error)))
+            return
+        self.memory_session = session
+        self.post_message(MemoryOpened(memory, None))
+
+    async def on_memory_opened(self, message: MemoryOpened) -> None:
+        if message.memory is None:
+            self.memory_problem = message.problem or "unknown error"
+            self._publish_sidebar(memory_line=f"unavailable: {self.memory_problem}")
+            await self._notice(
+                f"⚠ Memory is not available: {self.memory_problem}. Chat works without it.",
+                kind="error",
+            )
+            return
+        self.engine.memory = message.memory
+        self.memory_problem = ""
+        self.refresh_memory_status()
+
+    @work(thread=True, exclusive=True, group="memory-status", exit_on_error=False)
+    def refresh_memory_status(self) -> None:
+        memory = self.engine.memory
+        if memory is None:
+            return
+        try:
+            status = memory.store.status()
+        except Exception:
+            log.exception("memory status failed")
+            return
+        points, index = status["points"], status["index"]
+        total = points["total"]
+        line = (
+            f"{total} point{'' if total == 1 else 's'}, {points['pinned']} pinned\n"
+            f"index {index['state']} · ~{status['ram_estimate_bytes'] / 2**20:.1f} MiB "
+            f"{status['headroom']}"
+        )
+        self.call_from_thread(self._publish_sidebar, memory_line=line)
 
     # ---- sidebar and background checks -------------------------------------------
     def _publish_sidebar(self, **changes: object) -> None:
@@ -200,6 +266,7 @@ class StraylightApp(App[int]):
                     finished = True
                     await reply.finish(event.text, "complete")
                     self._publish_sidebar(last_reply=_reply_stats(event))
+                    self.set_timer(1.0, self.refresh_memory_status)
                 elif isinstance(event, ReplyFailed):
                     finished = True
                     self._publish_sidebar(last_reply=None)
@@ -297,6 +364,16 @@ class StraylightApp(App[int]):
                 await self.switch_model(argument)
             else:
                 await self._notice(self._models_text())
+        elif command in MEMORY_COMMANDS:
+            memory = self.engine.memory
+            try:
+                await run_memory_command(
+                    memory, self.memory_problem, command, argument, self._notice
+                )
+            except Exception as error:  # named on screen, detailed in the log
+                log.exception("%s failed", command)
+                await self._notice(f"⚠ {command} failed: {error}", kind="error")
+            self.refresh_memory_status()
         else:
             known = ", ".join(SLASH_COMMANDS)
             await self._notice(f"Unknown command {command}. Known: {known}.", kind="error")

@@ -16,6 +16,7 @@ import re
 import sys
 from collections.abc import Sequence
 from datetime import date
+from pathlib import Path
 from typing import Any, NoReturn
 
 from agent.gateway_errors import EXIT_MODEL_ERROR, EXIT_OK, EXIT_USAGE
@@ -26,7 +27,9 @@ PROG = "straylight"
 EXIT_UNEXPECTED = 1
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
-COMMANDS_THAT_WRITE = frozenset({None, "ask"})  # the TUI and `ask` create the data dir
+# Commands that may create the data dir; the others only read it.
+COMMANDS_THAT_WRITE = frozenset({None, "ask", "remember", "forget", "recall", "import-doc"})
+EXIT_DATA_DIR_IN_USE = 6
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -81,6 +84,33 @@ def build_parser() -> argparse.ArgumentParser:
     _common_options(status, top=False)
     status.add_argument("--json", action="store_true", help="print JSON")
 
+    remember = commands.add_parser(
+        "remember", allow_abbrev=False, help="pin a memory (bypasses the save filter)"
+    )
+    _common_options(remember, top=False)
+    remember.add_argument("text", metavar="TEXT", help="what to remember ('-' reads stdin)")
+    remember.add_argument("--json", action="store_true", help="print JSON")
+
+    forget = commands.add_parser("forget", allow_abbrev=False, help="delete a memory point")
+    _common_options(forget, top=False)
+    forget.add_argument("id", metavar="ID", type=int, help="the point id")
+    forget.add_argument("--json", action="store_true", help="print JSON")
+
+    recall = commands.add_parser(
+        "recall", allow_abbrev=False, help="what would be recalled for a message"
+    )
+    _common_options(recall, top=False)
+    recall.add_argument("query", metavar="QUERY", help="the message")
+    recall.add_argument("--k", type=int, metavar="N", help="hits per group (default MEMORY_TOP_K)")
+    recall.add_argument("--json", action="store_true", help="print JSON")
+
+    import_doc = commands.add_parser(
+        "import-doc", allow_abbrev=False, help="ingest a Markdown file as pinned doc memories"
+    )
+    _common_options(import_doc, top=False)
+    import_doc.add_argument("path", metavar="PATH", help="a Markdown file")
+    import_doc.add_argument("--json", action="store_true", help="print JSON")
+
     config = commands.add_parser(
         "config", allow_abbrev=False, help="print every effective setting and its source"
     )
@@ -99,8 +129,6 @@ def _version() -> str:
 
 
 def _resolve(args: argparse.Namespace) -> ResolvedSettings:
-    from pathlib import Path
-
     flags = {"home": args.home, "ollama_host": args.ollama_host, "model": args.model}
     config = Path(args.config) if args.config else None
     return load_settings(flags=flags, config_path=config, require_config=config is not None)
@@ -134,12 +162,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(error), EXIT_USAGE)
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
-    except BrokenPipeError:
-        # `straylight history | head`: the reader left; that is not an error.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
     except Exception as error:
+        from store.data_dir_lock import DataDirLocked
+        from store.database import DatabaseError
+
+        if isinstance(error, DataDirLocked):
+            return _fail(str(error), EXIT_DATA_DIR_IN_USE)
+        if isinstance(error, DatabaseError):
+            log.error("database error: %s", error)
+            return _fail(str(error), EXIT_UNEXPECTED)
+        if isinstance(error, BrokenPipeError):
+            # `straylight history | head`: the reader left; that is not an error.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return EXIT_BROKEN_PIPE
         log.exception("unexpected error")
         return _fail(
             f"unexpected error: {type(error).__name__}: {error} (details in {settings.log_file})",
@@ -150,9 +186,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     settings = resolved.settings
     if args.command is None:
+        from store.data_dir_lock import DataDirLock
         from tui.app import run_app
 
-        return run_app(settings)
+        with DataDirLock(settings.home):  # a second instance stops here, before painting
+            return run_app(settings)
     if args.command == "ask":
         return asyncio.run(_ask(settings, _ask_text(args.text), args.conversation))
     if args.command == "history":
@@ -161,6 +199,22 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         return asyncio.run(_status(settings, as_json=args.json))
     if args.command == "config":
         return _config(resolved, as_json=args.json)
+    from tui import cli_memory
+
+    if args.command == "remember":
+        text = _ask_text(args.text)
+        return asyncio.run(cli_memory.remember(settings, text, as_json=args.json))
+    if args.command == "forget":
+        return asyncio.run(cli_memory.forget(settings, args.id, as_json=args.json))
+    if args.command == "recall":
+        if args.k is not None and args.k < 1:
+            raise UsageError("--k must be at least 1")
+        return asyncio.run(cli_memory.recall(settings, args.query, k=args.k, as_json=args.json))
+    if args.command == "import-doc":
+        path = Path(args.path).expanduser()
+        if not path.is_file():
+            raise UsageError(f"no such file: {path}")
+        return asyncio.run(cli_memory.import_doc(settings, path, as_json=args.json))
     raise UsageError(f"unknown command {args.command!r}")
 
 
@@ -186,13 +240,20 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
         TurnEngine,
         new_conversation_id,
     )
+    from tui.memory_session import MemorySession
 
     gateway = OllamaGateway(
         settings.ollama_host,
         read_timeout=settings.http_timeout_seconds,
         connect_timeout=settings.connect_timeout_seconds,
     )
-    engine = TurnEngine(settings, gateway)
+    session = MemorySession(settings, gateway)
+    try:
+        memory = session.open()
+    except BaseException:
+        await gateway.aclose()
+        raise
+    engine = TurnEngine(settings, gateway, memory)
     engine.longterm.ensure_template()
     conversation_id = conversation or new_conversation_id(settings.clock)
     code = EXIT_MODEL_ERROR
@@ -214,7 +275,9 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
                 wrote_text = False
             elif isinstance(event, LongtermWarning):
                 print(f"{PROG}: warning: {event.text}", file=sys.stderr)
+        await engine.drain()  # the two points are saved before the process ends
     finally:
+        session.close()
         await gateway.aclose()
     if wrote_text:
         sys.stdout.write("\n")
@@ -281,14 +344,23 @@ async def _status(settings: Settings, *, as_json: bool) -> int:
             f"longterm.md is {longterm.size_bytes} bytes, over its budget of "
             f"{longterm.budget_bytes} bytes: every turn pays for it"
         )
+    from tui.cli_memory import memory_status
+
+    memory = await asyncio.to_thread(memory_status, settings)
     report: dict[str, Any] = {
         "home": str(settings.home),
+        **memory,
+        "longterm_bytes": longterm.size_bytes,
         "ollama": {
             "host": ollama.host,
             "reachable": ollama.reachable,
             "version": ollama.version,
             "model": settings.model,
             "model_pulled": ollama.has_model(settings.model) if ollama.reachable else None,
+            "embed_model": settings.embed_model,
+            "embed_model_pulled": (
+                ollama.has_model(settings.embed_model) if ollama.reachable else None
+            ),
             "error": ollama.error,
         },
         "longterm": {
@@ -313,6 +385,19 @@ async def _status(settings: Settings, *, as_json: bool) -> int:
     if longterm_warning:
         print(f"warning    {longterm_warning}")
     print(f"today      {len(today_messages)} messages in {today.isoformat()}.md")
+    points = memory["points"]
+    print(
+        f"memory     {points['total']} points ({points['user']} user, {points['assistant']} "
+        f"assistant, {points['doc']} doc; {points['pinned']} pinned, "
+        f"{points['without_vector']} without vector)"
+    )
+    skips = ", ".join(f"{rule} {count}" for rule, count in memory["skips"].items()) or "none"
+    print(f"skipped    {skips}")
+    index = memory["index"]
+    print(f"index      {index['state']}, {index['size']} vectors")
+    mib = memory["ram_estimate_bytes"] / 2**20
+    print(f"ram        ~{mib:.1f} MiB estimated, headroom {memory['headroom']}")
+    print(f"embedding  {settings.embed_model}, {memory['embed_requests']} requests so far")
     return EXIT_OK
 
 

@@ -12,7 +12,8 @@ Only the standard library is used. Replies are deterministic:
   falling back to ``"Stand-in reply to: " + <last user message>``;
 * embeddings are a hashed bag of lowercase words plus a small sha256-seeded
   component, L2-normalised, so texts sharing words are more similar than
-  unrelated texts.
+  unrelated texts; an ``embedder`` callable (``list[str] -> list[list[float]]``,
+  e.g. `bench.minilm_embedder.load_minilm`) replaces them with real vectors.
 
 Faults are injected with `OllamaStandIn.fail_next` (``status``, ``delay``,
 ``stall``, ``drop``, ``malformed``, ``error_line``, ``embed_dim``), and
@@ -22,6 +23,7 @@ refused) while `OllamaStandIn.start` brings the server back on the same port.
 Run it by hand with::
 
     python -m tests.support.ollama_standin --port 11434 [--embed-dim 768] [--token-delay 0.02]
+        [--embedder minilm]
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "FAULT_KINDS",
+    "Embedder",
     "Fault",
     "FaultKind",
     "OllamaStandIn",
@@ -94,6 +97,7 @@ _NOISE_WEIGHT: Final = 0.15
 _POLL_INTERVAL: Final = 0.05
 
 JsonObject = dict[str, Any]
+Embedder = Callable[[list[str]], list[list[float]]]
 
 
 # --------------------------------------------------------------------------- data
@@ -500,12 +504,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         raw_input = body.get("input", [])
         texts = [raw_input] if isinstance(raw_input, str) else [str(t) for t in raw_input or []]
-        dim = self._embedding_dim("/api/embed")
+        embeddings = self._embeddings("/api/embed", texts)
+        if embeddings is None:
+            return
         self._send_json(
             200,
             {
                 "model": model,
-                "embeddings": [embed_text(text, dim) for text in texts],
+                "embeddings": embeddings,
                 "total_duration": 2_000_000,
                 "load_duration": 1_000_000,
                 "prompt_eval_count": sum(_word_count(text) for text in texts),
@@ -517,12 +523,36 @@ class _Handler(BaseHTTPRequestHandler):
         if self._standin._capabilities_of(model) is None:
             self._send_error_json(404, _not_found_error(model))
             return
-        dim = self._embedding_dim("/api/embeddings")
-        self._send_json(200, {"embedding": embed_text(str(body.get("prompt") or ""), dim)})
+        embeddings = self._embeddings("/api/embeddings", [str(body.get("prompt") or "")])
+        if embeddings is not None:
+            self._send_json(200, {"embedding": embeddings[0]})
 
-    def _embedding_dim(self, path: str) -> int:
+    def _embeddings(self, path: str, texts: list[str]) -> list[list[float]] | None:
+        """Vectors for ``texts``: embed_dim fault, else the embedder, else hashed.
+
+        None when the embedder failed and a 500 has been sent instead.
+        """
         fault = self._standin._take_fault(path, _EMBED_FAULTS)
-        return fault.dim if fault is not None else self._standin.embed_dim
+        if fault is not None:
+            return [embed_text(text, fault.dim) for text in texts]
+        embedder = self._standin.embedder
+        if embedder is None:
+            dim = self._standin.embed_dim
+            return [embed_text(text, dim) for text in texts]
+        if not texts:
+            return []
+        try:
+            vectors = [[float(value) for value in vector] for vector in embedder(texts)]
+        except Exception as exc:  # noqa: BLE001 - reported to the client like Ollama would
+            _log.exception("ollama stand-in: embedder failed")
+            self._send_error_json(500, f"embedder failed: {exc}")
+            return None
+        if len(vectors) != len(texts):
+            self._send_error_json(
+                500, f"embedder returned {len(vectors)} vectors for {len(texts)} inputs"
+            )
+            return None
+        return vectors
 
     # ---- streaming
 
@@ -611,7 +641,11 @@ class OllamaStandIn:
         embed_dim: int = 768,
         token_delay: float = 0.0,
         capabilities: Mapping[str, Sequence[str]] | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
+        """``embedder``, when given, computes /api/embed(dings) vectors instead of the
+        hashed `embed_text` (their size is then the embedder's, not ``embed_dim``;
+        ``embed_dim`` faults still return hashed vectors of the faulty size)."""
         if embed_dim < 1:
             raise ValueError(f"embed_dim must be >= 1, got {embed_dim}")
         self._lock = threading.Lock()
@@ -619,6 +653,7 @@ class OllamaStandIn:
         self._port = port
         self._embed_dim = embed_dim
         self._token_delay = token_delay
+        self._embedder = embedder
         self._models: list[str] = []
         self._capability_overrides: dict[str, tuple[str, ...]] = {}
         self._replies: deque[ScriptedReply] = deque()
@@ -704,6 +739,17 @@ class OllamaStandIn:
             raise ValueError(f"embed_dim must be >= 1, got {value}")
         with self._lock:
             self._embed_dim = value
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """Callable computing embeddings for a batch of texts; None: hashed `embed_text`."""
+        with self._lock:
+            return self._embedder
+
+    @embedder.setter
+    def embedder(self, value: Embedder | None) -> None:
+        with self._lock:
+            self._embedder = value
 
     @property
     def token_delay(self) -> float:
@@ -898,14 +944,36 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--models", nargs="+", default=list(DEFAULT_MODELS), help="installed model names"
     )
+    parser.add_argument(
+        "--embedder",
+        choices=("hash", "minilm"),
+        default="hash",
+        help="hash: hashed bag of words (default); minilm: real all-MiniLM-L6-v2 vectors "
+        "(384-d, needs the 'bench' extra; also installs the model name all-minilm)",
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve until Ctrl-C."""
     args = _parse_args(argv)
+    embedder: Embedder | None = None
+    models = list(args.models)
+    if args.embedder == "minilm":
+        from bench.minilm_embedder import MiniLMUnavailableError, load_minilm
+
+        try:
+            embedder = load_minilm()
+        except MiniLMUnavailableError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        models.append("all-minilm")
     standin = OllamaStandIn(
-        args.models, port=args.port, embed_dim=args.embed_dim, token_delay=args.token_delay
+        models,
+        port=args.port,
+        embed_dim=args.embed_dim,
+        token_delay=args.token_delay,
+        embedder=embedder,
     )
     with standin:
         print(f"Ollama stand-in listening on {standin.url}", flush=True)

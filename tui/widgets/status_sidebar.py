@@ -26,6 +26,7 @@ class SidebarState:
     longterm_budget: int = 8192
     longterm_warning: str | None = None
     last_reply: str | None = None
+    memory_line: str = "opening…"
 
     def with_changes(self, **changes: object) -> SidebarState:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -48,6 +49,7 @@ class StatusSidebar(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(id="sidebar-ollama", classes="sidebar-block")
         yield Static(id="sidebar-conversation", classes="sidebar-block")
+        yield Static(id="sidebar-memory", classes="sidebar-block")
         yield Static(id="sidebar-longterm", classes="sidebar-block")
 
     def watch_state(self, state: SidebarState | None) -> None:
@@ -55,6 +57,9 @@ class StatusSidebar(VerticalScroll):
             return
         self.query_one("#sidebar-ollama", Static).update(self._ollama_block(state))
         self.query_one("#sidebar-conversation", Static).update(self._conversation_block(state))
+        self.query_one("#sidebar-memory", Static).update(
+            _section("Memory", [(state.memory_line, "")])
+        )
         self.query_one("#sidebar-longterm", Static).update(self._longterm_block(state))
         self.set_class(state.ollama == "offline", "-offline")
 

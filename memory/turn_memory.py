@@ -1,0 +1,164 @@
+"""The async side of layer 3: embedding through a caller-given function, and fail-soft use.
+
+`TurnMemory` wraps a `MemoryStore` (whose methods block, so they run in threads) and an
+async `embed(texts) -> vectors` function (the agent passes the Ollama gateway's). A turn
+costs at most two embedding requests: the user's message is embedded once, for recall and
+again as its own point's vector; the reply once, when it is saved. When embedding fails
+(Ollama down, the model not pulled), points are stored without a vector and `backfill`
+embeds them later; recall falls back to words. Nothing here raises into a turn: every
+failure is logged and counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory.doc_splitter import split_markdown
+from memory.memory_store import IngestReport, MemoryStore, RecallResult, SaveResult
+
+log = logging.getLogger("straylight.memory")
+
+EmbedFn = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
+ProgressFn = Callable[[int, int], None]
+EMBED_BATCH = 16  # texts per /api/embed request in backfill and ingest
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecall:
+    """What recall gave a turn: the block (maybe empty) and the query vector to reuse."""
+
+    result: RecallResult | None
+    query_vector: list[float] | None
+
+
+class TurnMemory:
+    """Recall before a turn, save after it, pins, forget, backfill and doc ingest."""
+
+    def __init__(self, store: MemoryStore, embed: EmbedFn | None) -> None:
+        self.store = store
+        self.embed = embed
+
+    async def embed_texts(self, texts: Sequence[str]) -> list[list[float]] | None:
+        """One embedding request (counted); None when it fails."""
+        if self.embed is None or not texts:
+            return None
+        await asyncio.to_thread(self.store.count_embed_requests, 1)
+        try:
+            vectors = await self.embed(list(texts))
+        except Exception as error:  # noqa: BLE001 - fail-soft: stored without vectors
+            log.warning("embedding failed (%s): points wait for backfill", error)
+            return None
+        return vectors if len(vectors) == len(texts) else None
+
+    async def embed_one(self, text: str) -> list[float] | None:
+        vectors = await self.embed_texts([text])
+        return vectors[0] if vectors else None
+
+    async def recall_for_turn(self, query: str, *, exclude_contents: Sequence[str]) -> TurnRecall:
+        """Hybrid recall for the prompt; fail-soft (None result, cause logged and counted)."""
+        if not self.store.config.enabled or not query.strip():
+            return TurnRecall(None, None)
+        vector = await self.embed_one(query)
+        try:
+            result = await asyncio.to_thread(
+                self.store.recall, query, vector=vector, exclude_contents=exclude_contents
+            )
+        except Exception:
+            log.exception("recall failed; the turn goes on without recalled context")
+            await asyncio.to_thread(self.store.count_recall_failure)
+            return TurnRecall(None, vector)
+        return TurnRecall(result, vector)
+
+    async def save_turn(
+        self,
+        *,
+        user_text: str,
+        user_vector: list[float] | None,
+        reply_text: str,
+        conversation_id: str,
+        recalled_texts: Sequence[str] = (),
+    ) -> tuple[SaveResult, SaveResult]:
+        """Save the user message and the final reply as two points, through the filter.
+
+        The reply is embedded only if the filter keeps it (≤ 1 request here)."""
+        if not self.store.config.enabled:
+            return SaveResult(None, "disabled"), SaveResult(None, "disabled")
+        try:
+            user = await asyncio.to_thread(
+                self.store.save,
+                "user",
+                user_text,
+                conversation_id=conversation_id,
+                vector=user_vector,
+            )
+            rule = await asyncio.to_thread(
+                self.store.skip_rule, "assistant", reply_text, conversation_id, recalled_texts
+            )
+            if rule is not None:
+                return user, SaveResult(None, rule)
+            reply_vector = await self.embed_one(reply_text)
+            reply = await asyncio.to_thread(
+                self.store.save,
+                "assistant",
+                reply_text,
+                conversation_id=conversation_id,
+                vector=reply_vector,
+                use_filter=False,
+            )
+        except Exception:
+            log.exception("saving the turn's points failed")
+            raise
+        return user, reply
+
+    async def remember(self, text: str, *, conversation_id: str = "") -> int:
+        vector = await self.embed_one(text)
+        return await asyncio.to_thread(
+            self.store.remember, text, conversation_id=conversation_id, vector=vector
+        )
+
+    async def backfill(self, *, limit: int | None = None) -> int:
+        """Embed points stored without a vector (or with another model's); returns how many."""
+        ids = await asyncio.to_thread(self.store.ids_to_embed)
+        if limit is not None:
+            ids = ids[:limit]
+        done = 0
+        for start in range(0, len(ids), EMBED_BATCH):
+            batch = ids[start : start + EMBED_BATCH]
+            texts = await asyncio.to_thread(self.store.texts_of, batch)
+            order = [pid for pid in batch if pid in texts]
+            vectors = await self.embed_texts([texts[pid] for pid in order])
+            if vectors is None:
+                break  # Ollama is away: try again next time
+            done += await asyncio.to_thread(
+                self.store.store_vectors, list(zip(order, vectors, strict=True))
+            )
+        return done
+
+    async def ingest_doc(self, path: Path, *, progress: ProgressFn | None = None) -> IngestReport:
+        """Ingest a Markdown file as pinned doc points, idempotently (see doc_splitter).
+
+        Unchanged entries cost no embedding request; new and changed ones are embedded in
+        batches (each request well within the HTTP timeout), with `progress(done, total)`."""
+        resolved = path.expanduser().resolve()
+        text = await asyncio.to_thread(resolved.read_text, encoding="utf-8")
+        entries = [(entry.key, entry.content) for entry in split_markdown(text)]
+        plan = await asyncio.to_thread(self.store.plan_ingest, f"doc:{resolved}#", entries)
+        todo = plan.texts_to_embed()
+        vectors: dict[str, list[float] | None] = {}
+        requests = 0
+        for start in range(0, len(todo), EMBED_BATCH):
+            batch = todo[start : start + EMBED_BATCH]
+            got = await self.embed_texts([text for _source, text in batch])
+            requests += 1 if self.embed is not None else 0
+            for index, (source, _text) in enumerate(batch):
+                vectors[source] = got[index] if got else None
+            if progress is not None:
+                progress(min(start + EMBED_BATCH, len(todo)), len(todo))
+        report = await asyncio.to_thread(self.store.apply_ingest, plan, vectors)
+        return IngestReport(
+            report.added, report.updated, report.unchanged, report.removed, requests
+        )

@@ -1,0 +1,566 @@
+"""Layer 3 from the command line, as a user meets it: `remember`, `forget`, `recall`,
+`import-doc`, the memory part of `status`, and what `ask` saves and recalls.
+
+Every command runs as `python -m tui.cli ...` in a subprocess against the real-HTTP Ollama
+stand-in, with a real DuckDB file and a real usearch index in a temp data dir. Read-only
+checks share one module-scoped data dir (each subprocess costs about a second).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory.doc_splitter import split_markdown
+from tests.support.ollama_standin import OllamaStandIn
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT = 20  # seconds, per subprocess; a healthy call takes about one
+NOW = "2031-02-03T04:05:06Z"
+EMBED = "/api/embed"
+
+# The memory LESSONS §28 is about: symptom words ("empty error") and mechanism words
+# ("read timeout") must both find it. Long enough for the 50-character length floor.
+TIMEOUT_LESSON = (
+    "httpx ReadTimeout gives an empty error envelope when the batch embedding takes "
+    "longer than the timeout"
+)
+TIMEOUT_REPLY = (
+    "Noted: when a batch embedding outlasts the read timeout, httpx surfaces it as an "
+    "empty error envelope."
+)
+PIN = "Deploy rule: the batch embedding timeout is raised to 120 seconds in production."
+GITHUB_TOKEN = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
+SECRET_NOTE = f"The staging deploy bot authenticates with {GITHUB_TOKEN} on every push."
+
+Env = dict[str, str]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def make_env(home: Path, tmp: Path, standin: OllamaStandIn, **extra: str) -> Env:
+    """Like conftest's `cli_env`, usable from module-scoped fixtures too."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("STRAYLIGHT_", "MEMORY_")) and k != "OLLAMA_HOST"
+    }
+    env.update(
+        {
+            "STRAYLIGHT_HOME": str(home),
+            "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
+            "PYTHONPATH": str(REPO_ROOT),
+            "TZ": "UTC",
+            "OLLAMA_HOST": standin.host,
+            "STRAYLIGHT_NOW": NOW,
+        }
+    )
+    env.update(extra)
+    return env
+
+
+def run_cli(env: Env, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tui.cli", *args],
+        env=env,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+
+
+def run_many(env: Env, *commands: list[str]) -> list[subprocess.CompletedProcess[str]]:
+    """Independent CLI calls started side by side; results in order."""
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tui.cli", *args],
+            env=env,
+            cwd=REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for args in commands
+    ]
+    results = []
+    try:
+        for process in processes:
+            out, err = process.communicate(timeout=TIMEOUT)
+            results.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=TIMEOUT)
+    return results
+
+
+def assert_ok(proc: subprocess.CompletedProcess[str]) -> None:
+    assert proc.returncode == 0, (proc.args, proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+
+
+def assert_error(proc: subprocess.CompletedProcess[str], code: int, *fragments: str) -> str:
+    """Exit `code`, exactly one stderr line, no traceback; returns that line."""
+    seen = (proc.args, proc.returncode, proc.stdout, proc.stderr)
+    assert proc.returncode == code, seen
+    assert "Traceback" not in proc.stderr, seen
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, seen
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, *seen)
+    return lines[0]
+
+
+def cli_json(env: Env, *args: str) -> Any:
+    proc = run_cli(env, *args, "--json")
+    assert_ok(proc)
+    return json.loads(proc.stdout)
+
+
+def remember(env: Env, text: str) -> int:
+    proc = run_cli(env, "remember", text, "--json")
+    assert_ok(proc)
+    data = json.loads(proc.stdout)
+    assert list(data) == ["id"] and type(data["id"]) is int, proc.stdout
+    return data["id"]
+
+
+def recall(env: Env, query: str, *args: str) -> dict[str, Any]:
+    return cli_json(env, "recall", query, *args)
+
+
+def status(env: Env) -> dict[str, Any]:
+    return cli_json(env, "status")
+
+
+def ask(env: Env, standin: OllamaStandIn, text: str, reply: str, *args: str) -> int:
+    """One `ask` turn with a scripted reply; returns the /api/embed requests it made."""
+    before = embed_requests_seen(standin)
+    standin.script_reply(reply)
+    proc = run_cli(env, "ask", *args, text)
+    assert_ok(proc)
+    assert proc.stdout == reply + "\n"
+    return embed_requests_seen(standin) - before
+
+
+def embed_requests_seen(standin: OllamaStandIn) -> int:
+    return sum(1 for request in standin.requests if request.path == EMBED)
+
+
+def contents(result: dict[str, Any]) -> list[str]:
+    return [hit["content"] for hit in result["hits"]]
+
+
+def system_prompt(standin: OllamaStandIn) -> str:
+    return standin.chat_requests()[-1]["messages"][0]["content"]
+
+
+@pytest.fixture
+def env(cli_env: Callable[..., Env], standin: OllamaStandIn) -> Env:
+    return cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
+
+
+# ------------------------------------------------------------ the shared data dir
+
+
+@dataclass
+class Corpus:
+    home: Path
+    env: Env
+    standin: OllamaStandIn
+    pin_id: int
+    secret_id: int
+    lesson_embeds: int  # /api/embed requests made by the `ask` that saved the lesson
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Corpus]:
+    """A pinned rule, a pinned note with a secret, and one `ask` turn about a timeout."""
+    tmp = tmp_path_factory.mktemp("corpus")
+    home = tmp / "home"
+    with OllamaStandIn() as standin:
+        env = make_env(home, tmp, standin)
+        pin_id = remember(env, PIN)
+        secret_id = remember(env, SECRET_NOTE)
+        embeds = ask(env, standin, f"Note for later: {TIMEOUT_LESSON}.", TIMEOUT_REPLY)
+        yield Corpus(home, env, standin, pin_id, secret_id, embeds)
+
+
+# ------------------------------------------------------------------ remember / recall
+
+
+def test_remember_prints_the_new_id_only(corpus: Corpus) -> None:
+    # `remember` (in the fixture) checked stdout is exactly {"id": <int>}; ids are distinct.
+    assert corpus.pin_id != corpus.secret_id
+
+
+def test_recall_json_shape_and_pinned_first(corpus: Corpus) -> None:
+    result = recall(corpus.env, "batch embedding timeout")
+    assert set(result) == {"hits", "block"}
+    hits = result["hits"]
+    assert hits, result
+    for hit in hits:
+        assert set(hit) == {"id", "role", "score", "pinned", "created_at", "content"}, hit
+        assert type(hit["id"]) is int
+        assert hit["role"] in ("user", "assistant", "doc")
+        assert isinstance(hit["score"], int | float)
+        assert type(hit["pinned"]) is bool
+        assert datetime.fromisoformat(hit["created_at"].replace("Z", "+00:00")) == (
+            datetime.fromisoformat(NOW.replace("Z", "+00:00"))
+        )
+        assert isinstance(hit["content"], str) and hit["content"]
+    # The remembered rule is pinned and ranked first; every pin comes before the rest.
+    assert hits[0]["id"] == corpus.pin_id
+    assert hits[0]["pinned"] is True and hits[0]["content"] == PIN
+    flags = [hit["pinned"] for hit in hits]
+    assert flags == sorted(flags, reverse=True), flags
+    # The saved turn is found too (unpinned).
+    assert any(not hit["pinned"] and TIMEOUT_LESSON in hit["content"] for hit in hits)
+    # The block is what would be injected: the memories, one `[#id · …]` entry per hit.
+    block = result["block"]
+    assert block.startswith("Memories")
+    for hit in hits:
+        assert f"[#{hit['id']} ·" in block
+    assert block.index(f"[#{corpus.pin_id} ·") < block.index(f"[#{hits[-1]['id']} ·")
+    assert PIN in block
+
+
+def test_recall_k_limits_the_unpinned_hits(corpus: Corpus) -> None:
+    unpinned = [h for h in recall(corpus.env, "empty error envelope")["hits"] if not h["pinned"]]
+    assert len(unpinned) >= 2, unpinned  # the user message and the reply both match
+    limited = recall(corpus.env, "empty error envelope", "--k", "1")["hits"]
+    assert len([h for h in limited if not h["pinned"]]) == 1, limited
+    assert len([h for h in limited if h["pinned"]]) <= 1, limited
+
+
+@pytest.mark.parametrize("query", ["empty error message", "read timeout"])
+def test_recall_finds_a_memory_by_symptom_and_by_mechanism(corpus: Corpus, query: str) -> None:
+    result = recall(corpus.env, query)
+    assert any(TIMEOUT_LESSON in text for text in contents(result)), result
+    assert TIMEOUT_LESSON in result["block"]
+
+
+def test_secrets_are_masked_before_they_are_stored(corpus: Corpus) -> None:
+    result = recall(corpus.env, "staging deploy bot")
+    (hit,) = [h for h in result["hits"] if h["id"] == corpus.secret_id]
+    assert "[REDACTED:" in hit["content"], hit
+    assert GITHUB_TOKEN not in hit["content"]
+    assert GITHUB_TOKEN not in result["block"]
+    assert hit["content"].startswith("The staging deploy bot authenticates with ")
+    db = corpus.home / "straylight.duckdb"
+    assert GITHUB_TOKEN.encode() not in db.read_bytes()
+
+
+# ------------------------------------------------------------------------ status
+
+
+def test_status_json_reports_memory(corpus: Corpus) -> None:
+    report = status(corpus.env)
+    points = report["points"]
+    assert points == {
+        "total": 4,
+        "user": 3,  # two remembered, one from the turn
+        "assistant": 1,
+        "doc": 0,
+        "pinned": 2,
+        "without_vector": 0,
+    }
+    assert isinstance(report["skips"], dict)
+    assert all(type(n) is int for n in report["skips"].values())
+    # Every embedding request the stand-in saw was counted (recall checks run before this
+    # one in file order, so compare with the stand-in rather than a constant).
+    assert type(report["embed_requests"]) is int
+    assert report["embed_requests"] == embed_requests_seen(corpus.standin) >= 4
+    assert report["index"] == {"state": "in_sync", "size": 4}
+    assert type(report["ram_estimate_bytes"]) is int and report["ram_estimate_bytes"] > 0
+    assert report["headroom"] == "ok"
+    assert type(report["longterm_bytes"]) is int
+    ollama = report["ollama"]
+    assert ollama["host"].endswith(corpus.standin.host)
+    assert ollama["reachable"] is True
+    assert ollama["model"] == "llama3.2"
+    assert ollama["embed_model"] == "nomic-embed-text"
+
+
+@pytest.mark.parametrize(
+    ("variable", "expected"),
+    [("MEMORY_RAM_WARN_BYTES", "warn"), ("MEMORY_RAM_CRIT_BYTES", "critical")],
+)
+def test_status_headroom_follows_the_ram_thresholds(
+    corpus: Corpus, variable: str, expected: str
+) -> None:
+    report = status(dict(corpus.env, **{variable: "1"}))
+    assert report["headroom"] == expected
+
+
+def test_status_does_not_create_a_missing_data_dir(env: Env, home: Path) -> None:
+    assert not home.exists()
+    report = status(env)
+    assert not home.exists()
+    assert report["points"]["total"] == 0
+    assert report["index"]["state"] in ("in_sync", "rebuilding", "missing")
+    assert report["headroom"] == "ok"
+
+
+# ------------------------------------------------------------------ remember / forget
+
+
+def test_remember_with_ollama_down_still_stores_the_point(env: Env, standin: OllamaStandIn) -> None:
+    standin.stop()
+    point_id = remember(env, "The office wifi is called lighthouse-5g and it drops at noon.")
+    report = status(env)
+    assert report["ollama"]["reachable"] is False
+    assert report["points"]["total"] == 1
+    assert report["points"]["pinned"] == 1
+    assert report["points"]["without_vector"] == 1
+    # Found by its words until backfill gives it a vector.
+    result = recall(env, "office wifi")
+    assert [hit["id"] for hit in result["hits"]] == [point_id]
+
+
+def test_forget_removes_a_point_and_an_unknown_id_exits_1(env: Env) -> None:
+    keep = remember(env, "The harbour ferry leaves at seven every morning except Sunday.")
+    gone = remember(env, "The zanzibar lighthouse keeper works night shifts in the winter.")
+    assert gone in [hit["id"] for hit in recall(env, "zanzibar lighthouse keeper")["hits"]]
+
+    proc = run_cli(env, "forget", str(gone))
+    assert_ok(proc)
+    assert proc.stderr == ""
+    assert str(gone) in proc.stdout
+
+    result = recall(env, "zanzibar lighthouse keeper")
+    assert gone not in [hit["id"] for hit in result["hits"]]
+    assert "zanzibar" not in result["block"]
+    report = status(env)
+    assert report["points"]["total"] == 1
+    assert report["index"]["size"] == 1
+    assert keep != gone
+
+    # Forgetting it again: the id is unknown now.
+    line = assert_error(run_cli(env, "forget", str(gone)), 1, f"#{gone}")
+    assert "no memory point" in line
+
+
+# ------------------------------------------------------------------------ ask
+
+
+def test_ask_saves_two_points_per_turn_and_skips_short_messages(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    embeds = ask(
+        env,
+        standin,
+        "How should I size the connection pool for a small Postgres database server?",
+        "Start with twice the CPU cores plus the number of disks, then measure under load.",
+    )
+    assert 1 <= embeds <= 2, embeds  # the query vector is reused for the user's point
+    short_embeds = ask(env, standin, "hi", "Hello there!")
+    assert short_embeds <= 2
+    report = status(env)
+    assert report["points"]["user"] == 1
+    assert report["points"]["assistant"] == 1
+    assert report["points"]["total"] == 2
+    assert report["points"]["pinned"] == 0
+    assert report["points"]["without_vector"] == 0
+    assert report["skips"].get("length_floor") == 2, report["skips"]  # "hi" and its reply
+    assert report["embed_requests"] == embeds + short_embeds == embed_requests_seen(standin)
+
+
+def test_ask_turns_make_at_most_two_embedding_requests(corpus: Corpus) -> None:
+    # The lesson turn in the shared data dir: recall (query), then the reply's vector.
+    assert 1 <= corpus.lesson_embeds <= 2
+
+
+def test_recalled_context_only_when_relevant_and_never_repeats_history(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    a_user = "Tell me about the zanzibar lighthouse keeper schedule during the winter months."
+    a_reply = "The zanzibar lighthouse keeper works night shifts in winter, three nights a week."
+    ask(env, standin, a_user, a_reply, "--conversation", "conv-a")
+    assert "## Recalled context" not in system_prompt(standin)  # nothing stored yet
+
+    # Unrelated: no word and no meaning in common with what is stored.
+    c_user = "Which bread recipe suits rye flour and a sourdough starter baked at home?"
+    c_reply = "Use a long cold proof for rye sourdough, then bake hot with plenty of steam."
+    ask(env, standin, c_user, c_reply, "--conversation", "conv-c")
+    assert "## Recalled context" not in system_prompt(standin)
+
+    b_user = "Does the zanzibar lighthouse keeper get paid extra for those night shifts?"
+    b_reply = "Yes, the zanzibar lighthouse keeper earns a bonus for every winter night shift."
+    ask(env, standin, b_user, b_reply, "--conversation", "conv-b")
+    prompt = system_prompt(standin)
+    assert "## Recalled context" in prompt
+    assert a_user in prompt and a_reply in prompt
+
+    ask(
+        env,
+        standin,
+        "Remind me once more: what does the zanzibar lighthouse keeper do in winter?",
+        "In winter the zanzibar lighthouse keeper covers three night shifts every week.",
+        "--conversation",
+        "conv-b",
+    )
+    messages = standin.chat_requests()[-1]["messages"]
+    prompt = messages[0]["content"]
+    assert "## Recalled context" in prompt
+    assert a_user in prompt  # from another conversation: recalled
+    # conv-b's first turn is in the history messages, so it is not recalled again.
+    history = [m["content"] for m in messages[1:-1]]
+    assert b_user in history and b_reply in history
+    assert b_user not in prompt
+    assert b_reply not in prompt
+    assert c_user not in prompt
+
+
+# ------------------------------------------------------------------------ import-doc
+
+
+def test_import_doc_is_idempotent_across_edits(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    doc = tmp_path / "runbook.md"
+    alpha = "## Alpha\nRestart the ingest worker when the queue depth exceeds ten thousand.\n"
+    beta = "## Beta\nRotate the ferry schedule credentials on the first Monday of a month.\n"
+    gamma = "## Gamma\nThe lighthouse beacon runs a self test every night at three.\n"
+    doc.write_text(f"{alpha}\n{beta}\n{gamma}", encoding="utf-8")
+    assert len(split_markdown(doc.read_text(encoding="utf-8"))) == 3
+
+    first = cli_json(env, "import-doc", str(doc))
+    assert set(first) == {"added", "updated", "unchanged", "removed", "embed_requests"}
+    assert first["added"] == 3
+    assert first["updated"] == first["unchanged"] == first["removed"] == 0
+    assert first["embed_requests"] >= 1
+
+    before = embed_requests_seen(standin)
+    second = cli_json(env, "import-doc", str(doc))
+    assert second == {"added": 0, "updated": 0, "unchanged": 3, "removed": 0, "embed_requests": 0}
+    assert embed_requests_seen(standin) == before  # not one /api/embed request
+
+    beta_edited = "## Beta\nRotate the ferry schedule credentials on the last Friday instead.\n"
+    delta = "## Delta\nThe harbour crane needs a grease service after every storm.\n"
+    doc.write_text(f"{alpha}\n{beta_edited}\n{delta}", encoding="utf-8")
+    assert len(split_markdown(doc.read_text(encoding="utf-8"))) == 3
+    third = cli_json(env, "import-doc", str(doc))
+    assert {k: third[k] for k in ("added", "updated", "unchanged", "removed")} == {
+        "added": 1,
+        "updated": 1,
+        "unchanged": 1,
+        "removed": 1,
+    }
+    assert third["embed_requests"] >= 1
+
+    report = status(env)
+    assert report["points"]["doc"] == 3
+    assert report["points"]["pinned"] == 3
+    assert report["points"]["total"] == 3
+    assert report["points"]["without_vector"] == 0
+
+    result = recall(env, "ferry schedule credentials harbour crane lighthouse beacon")
+    hits = result["hits"]
+    assert hits and all(hit["role"] == "doc" and hit["pinned"] for hit in hits), hits
+    texts = "\n".join(contents(result))
+    assert "last Friday" in texts and "harbour crane" in texts
+    assert "first Monday" not in texts and "lighthouse beacon" not in texts
+
+    line = assert_error(run_cli(env, "import-doc", str(tmp_path / "missing.md"), "--json"), 2)
+    assert "missing.md" in line
+
+
+# ------------------------------------------------------------------ a second process
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from store.data_dir_lock import DataDirLock
+lock = DataDirLock(Path(sys.argv[1])).acquire()
+print("locked", flush=True)
+time.sleep(30)
+"""
+
+
+def test_a_held_data_dir_gives_one_line_and_exit_6(env: Env, home: Path) -> None:
+    # `status` only opens (and locks) a data dir that has a database: give it one.
+    from memory.memory_store import MemoryConfig, MemoryStore
+    from store.clock import Clock
+
+    MemoryStore.open(home, MemoryConfig(), clock=Clock()).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(home)],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "locked"
+        results = run_many(
+            env, ["ask", "hi"], ["remember", "one more thing to keep"], ["status", "--json"]
+        )
+        for proc in results:
+            line = assert_error(proc, 6)
+            assert line.startswith(f"straylight: {home} is in use by PID {holder.pid}"), line
+            assert proc.stdout == ""
+    finally:
+        holder.kill()
+        holder.wait(timeout=TIMEOUT)
+
+
+# ------------------------------------------------------------ Ollama down, then backfill
+
+
+def test_points_saved_while_embedding_fails_are_backfilled(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    standin.fail_next("status", path=EMBED, count=None, status=503, message="embedder down")
+    ask(
+        env,
+        standin,
+        "Where did we leave the spare keys for the boathouse after the autumn regatta?",
+        "They are in the blue tin on the top shelf of the boathouse workshop, left side.",
+    )
+    before = status(env)["points"]
+    assert before["total"] == 2
+    assert before["without_vector"] >= 1
+    standin.clear_faults()
+
+    from agent.ollama_gateway import OllamaGateway
+    from memory.memory_store import MemoryConfig, MemoryStore
+    from memory.turn_memory import TurnMemory
+    from store.clock import Clock
+
+    async def backfill(store: MemoryStore) -> int:
+        gateway = OllamaGateway(standin.url)
+
+        async def embed(texts: Any) -> list[list[float]]:
+            return await gateway.embed("nomic-embed-text", texts)
+
+        try:
+            return await TurnMemory(store, embed).backfill()
+        finally:
+            await gateway.aclose()
+
+    store = MemoryStore.open(home, MemoryConfig(), clock=Clock())
+    try:
+        assert asyncio.run(backfill(store)) == before["without_vector"]
+        after = store.status()
+        assert after["points"]["without_vector"] == 0
+        assert after["points"]["total"] == 2
+        assert after["index"]["size"] == 2
+    finally:
+        store.close()

@@ -1,0 +1,137 @@
+"""The turn with layer 3: recall into the prompt, two points saved after, ≤ 2 embeddings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.ollama_gateway import OllamaGateway
+from agent.settings import Settings
+from agent.turn import Recalled, ReplyFinished, TurnEngine
+from memory.memory_store import MemoryConfig, MemoryStore
+from memory.turn_memory import TurnMemory
+from tests.support.ollama_standin import OllamaStandIn
+from tui.memory_session import embedder_for
+
+FACT = "My staging server for the blyck project is called nebula-7 and runs Debian 12"
+REPLY = "Noted: blyck's staging server is nebula-7, running Debian 12. I will remember it."
+
+
+@pytest.fixture
+def engine(settings: Settings, standin: OllamaStandIn) -> Iterator[TurnEngine]:
+    gateway = OllamaGateway(settings.ollama_host, read_timeout=5)
+    store = MemoryStore.open(
+        settings.home, MemoryConfig.from_settings(settings), clock=settings.clock
+    )
+    memory = TurnMemory(store, embedder_for(gateway, settings.embed_model))
+    yield TurnEngine(settings, gateway, memory)
+    store.close()
+
+
+def embed_requests(standin: OllamaStandIn) -> int:
+    return sum(1 for r in standin.requests if r.path == "/api/embed")
+
+
+async def turn(engine: TurnEngine, text: str, conversation: str) -> list[object]:
+    events = [e async for e in engine.run(text, conversation_id=conversation, model="llama3.2")]
+    await engine.drain()
+    return events
+
+
+async def test_a_turn_saves_two_points_with_at_most_two_embeddings(
+    engine: TurnEngine, standin: OllamaStandIn
+) -> None:
+    standin.script_reply(REPLY)
+    before = embed_requests(standin)
+    events = await turn(engine, FACT, "first")
+    assert isinstance(events[-1], ReplyFinished)
+    assert embed_requests(standin) - before <= 2
+    store = engine.memory.store  # type: ignore[union-attr]
+    counts = store.points.counts()
+    assert (counts["user"], counts["assistant"], counts["without_vector"]) == (1, 1, 0)
+    assert store.status()["embed_requests"] == embed_requests(standin)
+
+
+async def test_a_later_conversation_recalls_it_into_the_system_prompt(
+    engine: TurnEngine, standin: OllamaStandIn
+) -> None:
+    standin.script_reply(REPLY)
+    await turn(engine, FACT, "first")
+    standin.clear_requests()
+    events = await turn(engine, "What is the name of the blyck staging server again?", "second")
+    recalled = [e for e in events if isinstance(e, Recalled)]
+    assert recalled and any("nebula-7" in hit.content for hit in recalled[0].result.hits)
+    system = standin.chat_requests()[-1]["messages"][0]["content"]
+    assert "## Recalled context" in system and "> My staging server" in system
+
+
+async def test_history_is_not_recalled_twice(engine: TurnEngine, standin: OllamaStandIn) -> None:
+    standin.script_reply(REPLY)
+    await turn(engine, FACT, "same")
+    await turn(engine, "And which Debian version runs on the blyck staging server?", "same")
+    system = standin.chat_requests()[-1]["messages"][0]["content"]
+    assert "> My staging server for the blyck project" not in system  # it is in the history
+
+
+async def test_ollama_down_while_saving_then_backfill(
+    engine: TurnEngine, standin: OllamaStandIn
+) -> None:
+    standin.script_reply(REPLY)
+    standin.fail_next("status", status=500, path="/api/embed", count=None)
+    await turn(engine, FACT, "first")
+    store = engine.memory.store  # type: ignore[union-attr]
+    assert store.points.counts()["without_vector"] == 2
+    # Recall still works, by words.
+    hits = store.recall("nebula-7 staging server").hits
+    assert any("nebula-7" in hit.content for hit in hits)
+    standin.clear_faults()
+    assert await engine.memory.backfill() == 2  # type: ignore[union-attr]
+    assert store.points.counts()["without_vector"] == 0
+    assert store.index_state() == ("in_sync", 2)
+
+
+async def test_secrets_never_reach_the_log_or_the_store(
+    engine: TurnEngine, standin: OllamaStandIn, settings: Settings
+) -> None:
+    secret = "postgres://app:S3cretPassw0rd@db.internal:5432/blyck"
+    standin.script_reply("Connected fine to the database with that connection string, thanks.")
+    await turn(engine, f"Please remember that our database url is {secret} for later", "c")
+    log_text = "".join(p.read_text() for p in (settings.home / "conversation").glob("*.md"))
+    assert "S3cretPassw0rd" not in log_text and "[REDACTED:password]" in log_text
+    store = engine.memory.store  # type: ignore[union-attr]
+    assert all("S3cretPassw0rd" not in p.content for p in store.points.list_points())
+    assert "S3cretPassw0rd" not in str(standin.chat_requests()[-1]["messages"])
+
+
+async def test_recall_failure_is_fail_soft(engine: TurnEngine, standin: OllamaStandIn) -> None:
+    store = engine.memory.store  # type: ignore[union-attr]
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("disk on fire")
+
+    store.recall = broken  # type: ignore[method-assign]
+    events = await turn(engine, "Does the turn survive a broken recall at all, really?", "c")
+    assert isinstance(events[-1], ReplyFinished)
+    assert store.status()["recall_failures"] == 1
+
+
+async def test_ingest_is_idempotent_and_costs_nothing_when_unchanged(
+    engine: TurnEngine, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    doc = tmp_path / "LESSONS.md"
+    doc.write_text("# Lessons\n\n## Timeouts\nslow calls\n\n## Parser\nanchored headers\n")
+    memory = engine.memory
+    assert memory is not None
+    first = await memory.ingest_doc(doc)
+    assert (first.added, first.unchanged, first.removed) == (3, 0, 0)
+    before = embed_requests(standin)
+    second = await memory.ingest_doc(doc)
+    assert (second.added, second.updated, second.unchanged, second.embed_requests) == (0, 0, 3, 0)
+    assert embed_requests(standin) == before
+    doc.write_text("# Lessons\n\n## Timeouts\nslow calls time out\n\n## Dates\nUTC\n")
+    third = await memory.ingest_doc(doc)
+    assert (third.added, third.updated, third.unchanged, third.removed) == (1, 1, 1, 1)
+    docs = memory.store.points.list_points(role="doc")
+    assert len(docs) == 3 and all(p.pinned for p in docs)

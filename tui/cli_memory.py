@@ -1,0 +1,135 @@
+"""The layer-3 commands: `remember`, `forget`, `recall`, `import-doc`, and status's memory part."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from agent.ollama_gateway import OllamaGateway
+from agent.settings import Settings
+from memory.memory_store import MemoryConfig, headroom
+from tui.memory_session import MemorySession
+
+EXIT_OK = 0
+EXIT_NOT_FOUND = 1
+
+
+def gateway_for(settings: Settings) -> OllamaGateway:
+    return OllamaGateway(
+        settings.ollama_host,
+        read_timeout=settings.http_timeout_seconds,
+        connect_timeout=settings.connect_timeout_seconds,
+    )
+
+
+def _print(data: dict[str, Any]) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+async def remember(settings: Settings, text: str, *, as_json: bool) -> int:
+    gateway = gateway_for(settings)
+    try:
+        with MemorySession(settings, gateway) as memory:
+            point_id = await memory.remember(text)
+            without_vector = memory.store.points.get(point_id)
+    finally:
+        await gateway.aclose()
+    if as_json:
+        _print({"id": point_id})
+    else:
+        note = (
+            ""
+            if without_vector and without_vector.embedding is not None
+            else (" (no vector yet: Ollama was not reachable; found by its words until backfill)")
+        )
+        print(f"remembered #{point_id}{note}")
+    return EXIT_OK
+
+
+async def forget(settings: Settings, point_id: int, *, as_json: bool) -> int:
+    gateway = gateway_for(settings)
+    try:
+        with MemorySession(settings, gateway) as memory:
+            gone = memory.store.forget(point_id)
+    finally:
+        await gateway.aclose()
+    if as_json:
+        _print({"id": point_id, "forgotten": gone})
+    elif gone:
+        print(f"forgot #{point_id}")
+    if not gone:
+        print(f"straylight: no memory point #{point_id}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    return EXIT_OK
+
+
+async def recall(settings: Settings, query: str, *, k: int | None, as_json: bool) -> int:
+    gateway = gateway_for(settings)
+    try:
+        with MemorySession(settings, gateway) as memory:
+            vector = await memory.embed_one(query)
+            result = memory.store.recall(query, vector=vector, k=k)
+    finally:
+        await gateway.aclose()
+    if as_json:
+        _print(result.to_json())
+        return EXIT_OK
+    if not result.hits:
+        print("nothing recalled")
+    else:
+        print(result.block)
+    if vector is None:
+        print("straylight: note: no query vector (Ollama unreachable): words only", file=sys.stderr)
+    return EXIT_OK
+
+
+async def import_doc(settings: Settings, path: Path, *, as_json: bool) -> int:
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    gateway = gateway_for(settings)
+
+    def progress(done: int, total: int) -> None:
+        if total > 16:
+            print(f"embedding {done}/{total}…", file=sys.stderr, flush=True)
+
+    try:
+        with MemorySession(settings, gateway) as memory:
+            report = await memory.ingest_doc(path, progress=progress)
+    finally:
+        await gateway.aclose()
+    if as_json:
+        _print(report.to_json())
+    else:
+        print(
+            f"{path}: {report.added} added, {report.updated} updated, "
+            f"{report.unchanged} unchanged, {report.removed} removed "
+            f"({report.embed_requests} embedding requests)"
+        )
+    return EXIT_OK
+
+
+def memory_status(settings: Settings) -> dict[str, Any]:
+    """The memory fields of `status`; a data dir without a database reports empty memory
+    (and is not created)."""
+    from store.database import database_path
+
+    if not database_path(settings.home).exists():
+        return _empty_status(MemoryConfig.from_settings(settings))
+    with MemorySession(settings, gateway_for(settings)) as memory:
+        memory.store.wait_until_ready(timeout=60)
+        return memory.store.status()
+
+
+def _empty_status(config: MemoryConfig) -> dict[str, Any]:
+    keys = ("total", "user", "assistant", "doc", "pinned", "without_vector")
+    return {
+        "points": dict.fromkeys(keys, 0),
+        "skips": {},
+        "embed_requests": 0,
+        "recall_failures": 0,
+        "index": {"state": "missing", "size": 0},
+        "ram_estimate_bytes": 0,
+        "headroom": headroom(0, config.ram_warn_bytes, config.ram_crit_bytes),
+    }

@@ -1,0 +1,120 @@
+"""The TUI's layer-3 slash commands: /remember, /forget, /recall, /memstatus, /import.
+
+Each runs the store call in a thread and answers with a notice in the chat log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memory.turn_memory import TurnMemory
+
+Notice = Callable[..., Awaitable[None]]
+
+MEMORY_COMMANDS: dict[str, str] = {
+    "/remember": "/remember TEXT pins a memory",
+    "/forget": "/forget ID deletes a memory point",
+    "/recall": "/recall QUERY shows what would be recalled",
+    "/memstatus": "memory counts, index and RAM headroom",
+    "/import": "/import PATH ingests a Markdown file as pinned doc memories",
+}
+
+
+async def run_memory_command(
+    memory: TurnMemory | None, unavailable: str, command: str, argument: str, notice: Notice
+) -> None:
+    """Run one memory command; `unavailable` says why `memory` is None."""
+    if memory is None:
+        await notice(f"Memory is not available: {unavailable}", kind="error")
+        return
+    if command == "/remember":
+        await _remember(memory, argument, notice)
+    elif command == "/forget":
+        await _forget(memory, argument, notice)
+    elif command == "/recall":
+        await _recall(memory, argument, notice)
+    elif command == "/memstatus":
+        await _memstatus(memory, notice)
+    elif command == "/import":
+        await _import(memory, argument, notice)
+
+
+async def _remember(memory: TurnMemory, text: str, notice: Notice) -> None:
+    if not text:
+        await notice("Usage: /remember TEXT", kind="error")
+        return
+    point_id = await memory.remember(text)
+    await notice(f"Remembered #{point_id} (pinned).")
+
+
+async def _forget(memory: TurnMemory, argument: str, notice: Notice) -> None:
+    if not argument.lstrip("#").isdigit():
+        await notice("Usage: /forget ID (the number shown as #ID)", kind="error")
+        return
+    point_id = int(argument.lstrip("#"))
+    gone = await asyncio.to_thread(memory.store.forget, point_id)
+    if gone:
+        await notice(f"Forgot #{point_id}.")
+    else:
+        await notice(f"No memory point #{point_id}.", kind="error")
+
+
+async def _recall(memory: TurnMemory, query: str, notice: Notice) -> None:
+    if not query:
+        await notice("Usage: /recall QUERY", kind="error")
+        return
+    vector = await memory.embed_one(query)
+    result = await asyncio.to_thread(memory.store.recall, query, vector=vector)
+    if not result.hits:
+        await notice("Nothing recalled.")
+        return
+    lines = [
+        f"#{hit.id} · {hit.role} · {hit.created_at:%Y-%m-%d} · {hit.score:.2f}"
+        f"{' · pinned' if hit.pinned else ''} — {_first_line(hit.content)}"
+        for hit in result.hits
+    ]
+    await notice("Recalled:\n" + "\n".join(lines))
+
+
+async def _memstatus(memory: TurnMemory, notice: Notice) -> None:
+    status = await asyncio.to_thread(memory.store.status)
+    points, index = status["points"], status["index"]
+    skips = ", ".join(f"{rule} {count}" for rule, count in status["skips"].items()) or "none"
+    await notice(
+        f"Memory: {points['total']} points ({points['pinned']} pinned, "
+        f"{points['without_vector']} without vector) · index {index['state']} "
+        f"({index['size']}) · RAM ~{status['ram_estimate_bytes'] / 2**20:.1f} MiB, "
+        f"headroom {status['headroom']} · skipped: {skips} · "
+        f"{status['embed_requests']} embedding requests",
+        kind="warning" if status["headroom"] != "ok" else "info",
+    )
+
+
+async def _import(memory: TurnMemory, argument: str, notice: Notice) -> None:
+    if not argument:
+        await notice("Usage: /import PATH", kind="error")
+        return
+    path = Path(argument).expanduser()
+    if not path.is_file():
+        await notice(f"No such file: {path}", kind="error")
+        return
+    await notice(f"Importing {path}…")
+    try:
+        report = await memory.ingest_doc(path)
+    except (OSError, UnicodeDecodeError) as error:
+        await notice(f"Cannot import {path}: {error}", kind="error")
+        return
+    await notice(
+        f"Imported {path}: {report.added} added, {report.updated} updated, "
+        f"{report.unchanged} unchanged, {report.removed} removed "
+        f"({report.embed_requests} embedding requests)."
+    )
+
+
+def _first_line(text: str, limit: int = 70) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,0 +1,63 @@
+"""Open layer 3 for one process: the data-dir lock, the database, the embedder.
+
+Used by the headless commands and by the TUI (which opens it in a worker after the first
+frame). Errors are one line: `DataDirLocked` (another process owns the data dir) and
+`store.database.DatabaseError` (a damaged or too-new database, named with a hint).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agent.ollama_gateway import OllamaGateway
+from agent.settings import Settings
+from memory.memory_store import MemoryConfig, MemoryStore
+from memory.turn_memory import TurnMemory
+from store.data_dir_lock import DataDirLock
+
+
+def embedder_for(gateway: OllamaGateway, model: str):  # noqa: ANN201 - an EmbedFn
+    async def embed(texts: Sequence[str]) -> list[list[float]]:
+        return await gateway.embed(model, texts)
+
+    return embed
+
+
+@dataclass
+class MemorySession:
+    """`with MemorySession(settings, gateway) as memory:` — a `TurnMemory`, cleaned up after."""
+
+    settings: Settings
+    gateway: OllamaGateway
+    take_lock: bool = True
+    lock: DataDirLock | None = field(default=None, init=False)
+    store: MemoryStore | None = field(default=None, init=False)
+
+    def open(self) -> TurnMemory:
+        if self.take_lock:
+            self.lock = DataDirLock(self.settings.home).acquire()
+        try:
+            self.store = MemoryStore.open(
+                self.settings.home,
+                MemoryConfig.from_settings(self.settings),
+                clock=self.settings.clock,
+            )
+        except BaseException:
+            self.close()
+            raise
+        return TurnMemory(self.store, embedder_for(self.gateway, self.settings.embed_model))
+
+    def close(self) -> None:
+        if self.store is not None:
+            store, self.store = self.store, None
+            store.close()
+        if self.lock is not None:
+            lock, self.lock = self.lock, None
+            lock.release()
+
+    def __enter__(self) -> TurnMemory:
+        return self.open()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
