@@ -188,6 +188,7 @@ class MemoryStore:
         self._rebuild_thread: threading.Thread | None = None
         self._lexical_thread: threading.Thread | None = None
         self._pinned: set[int] = set()
+        self._unsaved = 0  # index changes since vectors.usearch was last saved
 
     # ---- opening and closing ----------------------------------------------------------
     @classmethod
@@ -369,8 +370,10 @@ class MemoryStore:
             if index is None or not ids:
                 return
             index.add(np.asarray(ids, dtype=np.int64), np.asarray(vectors, dtype=np.float32))
-            if index.churn >= SAVE_EVERY:
+            self._unsaved += len(ids)
+            if self._unsaved >= SAVE_EVERY:
                 index.save()
+                self._unsaved = 0
 
     def _index_remove(self, ids: Sequence[int]) -> None:
         with self._index_lock:
