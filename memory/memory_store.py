@@ -44,6 +44,7 @@ INDEX_FILENAME = "vectors.usearch"
 SAVE_EVERY = 200  # index changes between two saves of vectors.usearch
 RRF_K = 60  # reciprocal rank fusion constant (Cormack et al.)
 CANDIDATES = 50  # candidates taken from each ranking before fusion
+PIN_FLOOR_FACTOR = 0.5  # pinned points need only half of MEMORY_MIN_SCORE (or a word match)
 META_EMBED_MODEL = "embed.model"
 META_EMBED_DIM = "embed.dim"
 META_EMBED_REQUESTS = "embed.requests"
@@ -629,9 +630,10 @@ class MemoryStore:
     def _pinned_ranking(
         self, query: str, query_vec: npt.NDArray[np.float32] | None
     ) -> tuple[list[int], dict[int, float]]:
-        """Every pinned point with any relevance (a word match, or cosine > 0: no floor),
-        ranked by RRF of exact cosine over the pinned vectors and BM25 over pinned ids;
-        and their cosines."""
+        """Pinned points that are about the query at all — a word match, or a cosine of at
+        least half the floor — ranked by RRF of exact cosine over the pinned vectors and
+        BM25 over pinned ids; and their cosines. Embedding models give almost any two texts
+        a positive cosine, so "no floor at all" would put every pin into every prompt."""
         pinned = sorted(self._pinned)
         with self.db.cursor() as cur:
             cache = self.lexical if self._lexical_ready else None
@@ -644,7 +646,8 @@ class MemoryStore:
             ids, matrix = self._pinned_vectors(pinned, dim)
             if len(ids):
                 found = exact_search(query_vec, ids, matrix, len(ids))
-                vector = [(int(p), float(s)) for p, s in found if s > 0.0]
+                least = self.config.min_score * PIN_FLOOR_FACTOR
+                vector = [(int(p), float(s)) for p, s in found if s >= least]
         fused = _rrf([[p for p, _ in vector], [p for p, _ in lexical]])
         return sorted(fused, key=lambda p: -fused[p]), dict(vector)
 

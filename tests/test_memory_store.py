@@ -222,3 +222,13 @@ def test_the_database_file_is_private_and_named(home: Path) -> None:
     store.close()
     assert database_path(home) == home / "straylight.duckdb"
     assert (home / "straylight.duckdb").stat().st_mode & 0o777 == 0o600
+
+
+def test_unrelated_pins_stay_out_of_the_prompt(home: Path) -> None:
+    store = open_store(home)
+    for fact in ("Kettle descaling happens monthly", "Tyre pressure should be 2.4 bar"):
+        store.remember(fact, vector=vec(fact))
+    result = store.recall("How tall is Mount Everest?", vector=vec("How tall is Mount Everest?"))
+    assert result.hits == [] and result.block == ""
+    assert store.recall("tyre pressure", vector=vec("tyre pressure")).hits[0].pinned
+    store.close()

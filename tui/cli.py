@@ -28,7 +28,7 @@ EXIT_UNEXPECTED = 1
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 # Commands that may create the data dir; the others only read it.
-COMMANDS_THAT_WRITE = frozenset({None, "ask", "remember", "forget", "recall", "import-doc"})
+COMMANDS_THAT_WRITE = frozenset({None, "ask", "remember", "forget", "import-doc"})
 EXIT_DATA_DIR_IN_USE = 6
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 

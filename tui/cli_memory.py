@@ -9,7 +9,7 @@ from typing import Any
 
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
-from memory.memory_store import MemoryConfig, headroom
+from memory.memory_store import MemoryConfig, RecallResult, headroom
 from tui.memory_session import MemorySession
 
 EXIT_OK = 0
@@ -33,7 +33,7 @@ async def remember(settings: Settings, text: str, *, as_json: bool) -> int:
     try:
         with MemorySession(settings, gateway) as memory:
             point_id = await memory.remember(text)
-            without_vector = memory.store.points.get(point_id)
+            point = memory.store.points.get(point_id)
     finally:
         await gateway.aclose()
     if as_json:
@@ -41,7 +41,7 @@ async def remember(settings: Settings, text: str, *, as_json: bool) -> int:
     else:
         note = (
             ""
-            if without_vector and without_vector.embedding is not None
+            if point and point.embedding is not None
             else (" (no vector yet: Ollama was not reachable; found by its words until backfill)")
         )
         print(f"remembered #{point_id}{note}")
@@ -66,6 +66,11 @@ async def forget(settings: Settings, point_id: int, *, as_json: bool) -> int:
 
 
 async def recall(settings: Settings, query: str, *, k: int | None, as_json: bool) -> int:
+    from store.database import database_path
+
+    if not database_path(settings.home).exists():  # nothing stored yet: create nothing
+        result, vector = RecallResult([], ""), None
+        return _print_recall(result, as_json=as_json, words_only=False)
     gateway = gateway_for(settings)
     try:
         with MemorySession(settings, gateway) as memory:
@@ -73,14 +78,15 @@ async def recall(settings: Settings, query: str, *, k: int | None, as_json: bool
             result = memory.store.recall(query, vector=vector, k=k)
     finally:
         await gateway.aclose()
+    return _print_recall(result, as_json=as_json, words_only=vector is None)
+
+
+def _print_recall(result: RecallResult, *, as_json: bool, words_only: bool) -> int:
     if as_json:
         _print(result.to_json())
         return EXIT_OK
-    if not result.hits:
-        print("nothing recalled")
-    else:
-        print(result.block)
-    if vector is None:
+    print(result.block if result.hits else "nothing recalled")
+    if words_only:
         print("straylight: note: no query vector (Ollama unreachable): words only", file=sys.stderr)
     return EXIT_OK
 
@@ -113,9 +119,12 @@ async def import_doc(settings: Settings, path: Path, *, as_json: bool) -> int:
 def memory_status(settings: Settings) -> dict[str, Any]:
     """The memory fields of `status`; a data dir without a database reports empty memory
     (and is not created)."""
+    from store.data_dir_lock import DataDirLock
     from store.database import database_path
 
     if not database_path(settings.home).exists():
+        if settings.home.is_dir():  # in use, even before its database exists? say so
+            DataDirLock(settings.home).acquire().release()
         return _empty_status(MemoryConfig.from_settings(settings))
     with MemorySession(settings, gateway_for(settings)) as memory:
         memory.store.wait_until_ready(timeout=60)
@@ -129,7 +138,7 @@ def _empty_status(config: MemoryConfig) -> dict[str, Any]:
         "skips": {},
         "embed_requests": 0,
         "recall_failures": 0,
-        "index": {"state": "missing", "size": 0},
+        "index": {"state": "in_sync", "size": 0},
         "ram_estimate_bytes": 0,
         "headroom": headroom(0, config.ram_warn_bytes, config.ram_crit_bytes),
     }
