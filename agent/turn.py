@@ -150,9 +150,10 @@ class TurnEngine:
         if longterm.warning:
             yield LongtermWarning(longterm.warning)
         recall: TurnRecall | None = None
+        answered = history[-1].content if history and history[-1].role == "assistant" else ""
         if self.memory is not None:
             recall = await self.memory.recall_for_turn(
-                text, exclude_contents=[m.content for m in history]
+                text, exclude_contents=[m.content for m in history], context=answered
             )
             if recall.result is not None:
                 yield Recalled(recall.result)
@@ -170,7 +171,7 @@ class TurnEngine:
                     outcome = ("complete", None)
                     reply = mask_secrets("".join(parts))
                     await asyncio.to_thread(self._log_reply, reply, conversation_id, model, outcome)
-                    self._save_in_background(text, recall, reply, conversation_id)
+                    self._save_in_background(text, recall, reply, conversation_id, answered)
                     yield ReplyFinished(reply, event)
         except GatewayError as error:
             partial = mask_secrets("".join(parts))
@@ -190,7 +191,12 @@ class TurnEngine:
                 )
 
     def _save_in_background(
-        self, user_text: str, recall: TurnRecall | None, reply: str, conversation_id: str
+        self,
+        user_text: str,
+        recall: TurnRecall | None,
+        reply: str,
+        conversation_id: str,
+        answered: str,
     ) -> None:
         """Save both points without making anyone wait (`drain` awaits them at exit)."""
         if self.memory is None:
@@ -203,6 +209,7 @@ class TurnEngine:
                 reply_text=reply,
                 conversation_id=conversation_id,
                 recalled_texts=recalled,
+                context=answered,
             ),
             name="memory-save",
         )

@@ -400,6 +400,7 @@ class MemoryStore:
         source: str = "turn",
         pinned: bool = False,
         use_filter: bool = True,
+        context: str = "",
     ) -> SaveResult:
         """Save one message as a point, through the save filter unless `use_filter` is off.
 
@@ -423,7 +424,9 @@ class MemoryStore:
             embedding=np.asarray(usable, dtype=np.float32) if usable is not None else None,
             embed_model=self.config.embed_model if usable is not None else None,
         )
-        point_id = self.points.add(new, also=self._index_lexically(text))
+        when = new.created_at or self.db.clock.now()
+        words = lexical_text(text, context=mask_secrets(context), when=when)
+        point_id = self.points.add(new, also=self._index_lexically(words))
         if source == "turn" and role in ("user", "assistant"):
             self.filter.record_saved(role, text, conversation_id)
         if pinned:
@@ -705,6 +708,18 @@ class MemoryStore:
 
 
 # ---- pure helpers ---------------------------------------------------------------------
+def lexical_text(text: str, *, context: str = "", when: datetime | None = None) -> str:
+    """What the word index sees of a point: its text, the message it answers (a turn's
+    words are often in its neighbour), and its date as words ("8 May 2023"), so "what did
+    I say in May" finds it. Only the index sees these; the point's content stays as said."""
+    parts = [text]
+    if context:
+        parts.append(context)
+    if when is not None:
+        parts.append(f"{when.day} {when:%B %Y}")
+    return "\n".join(parts)
+
+
 def _rrf(rankings: Sequence[Sequence[int]]) -> dict[int, float]:
     """Reciprocal rank fusion: Σ 1 / (RRF_K + rank), rank counted from 1."""
     fused: dict[int, float] = {}

@@ -12,6 +12,7 @@ failure is logged and counted.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,13 @@ log = logging.getLogger("straylight.memory")
 EmbedFn = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
 ProgressFn = Callable[[int, int], None]
 EMBED_BATCH = 16  # texts per /api/embed request in backfill and ingest
+CONTEXT_CHARS = 1000  # how much of the message answered goes along (its end)
+
+
+def with_context(text: str, context: str) -> str:
+    """The text to embed for a message: the end of the one it answers, then the message."""
+    context = context.strip()[-CONTEXT_CHARS:]
+    return f"{context}\n{text}" if context else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +66,17 @@ class TurnMemory:
         vectors = await self.embed_texts([text])
         return vectors[0] if vectors else None
 
-    async def recall_for_turn(self, query: str, *, exclude_contents: Sequence[str]) -> TurnRecall:
-        """Hybrid recall for the prompt; fail-soft (None result, cause logged and counted)."""
+    async def recall_for_turn(
+        self, query: str, *, exclude_contents: Sequence[str], context: str = ""
+    ) -> TurnRecall:
+        """Hybrid recall for the prompt; fail-soft (None result, cause logged and counted).
+
+        The query is embedded together with `context` (the reply it follows), so a
+        follow-up like "and the other one?" means what it means in the conversation; that
+        vector is reused as the user point's own."""
         if not self.store.config.enabled or not query.strip():
             return TurnRecall(None, None)
-        vector = await self.embed_one(query)
+        vector = await self.embed_one(with_context(query, context))
         try:
             result = await asyncio.to_thread(
                 self.store.recall, query, vector=vector, exclude_contents=exclude_contents
@@ -81,33 +95,43 @@ class TurnMemory:
         reply_text: str,
         conversation_id: str,
         recalled_texts: Sequence[str] = (),
+        context: str = "",
     ) -> tuple[SaveResult, SaveResult]:
         """Save the user message and the final reply as two points, through the filter.
 
-        The reply is embedded only if the filter keeps it (≤ 1 request here)."""
+        Each point is indexed with the message it answers (`context` for the user's, the
+        user's for the reply). The reply is embedded only if the filter keeps it (≤ 1
+        request here)."""
         if not self.store.config.enabled:
             return SaveResult(None, "disabled"), SaveResult(None, "disabled")
+        save = self.store.save
         try:
             user = await asyncio.to_thread(
-                self.store.save,
-                "user",
-                user_text,
-                conversation_id=conversation_id,
-                vector=user_vector,
+                functools.partial(
+                    save,
+                    "user",
+                    user_text,
+                    conversation_id=conversation_id,
+                    vector=user_vector,
+                    context=context,
+                )
             )
             rule = await asyncio.to_thread(
                 self.store.skip_rule, "assistant", reply_text, conversation_id, recalled_texts
             )
             if rule is not None:
                 return user, SaveResult(None, rule)
-            reply_vector = await self.embed_one(reply_text)
+            reply_vector = await self.embed_one(with_context(reply_text, user_text))
             reply = await asyncio.to_thread(
-                self.store.save,
-                "assistant",
-                reply_text,
-                conversation_id=conversation_id,
-                vector=reply_vector,
-                use_filter=False,
+                functools.partial(
+                    save,
+                    "assistant",
+                    reply_text,
+                    conversation_id=conversation_id,
+                    vector=reply_vector,
+                    use_filter=False,
+                    context=user_text,
+                )
             )
         except Exception:
             log.exception("saving the turn's points failed")
