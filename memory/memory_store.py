@@ -255,7 +255,6 @@ class MemoryStore:
             self._start_rebuild(index, dim)
 
     def _start_rebuild(self, index: VectorIndex, dim: int) -> None:
-        index.state = "rebuilding"
 
         def rebuild() -> None:
             try:

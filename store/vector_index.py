@@ -20,8 +20,8 @@ File format: the bytes of `usearch.Index.save()` followed by a 48-byte footer
 (b"STRAYVX1", payload length as little-endian u64, SHA-256 of the payload). usearch itself
 ignores the footer, so the file still loads in plain usearch. The footer exists because
 usearch does not verify its own data: in a fuzz run (2000 × 64-d index, 200 damaged copies)
-58 of 100 copies with random bytes overwritten loaded without error and then segfaulted on the
-first search or add. Truncated, zeroed, empty and random files raise cleanly, but only the
+58 of 100 copies with random bytes overwritten loaded without error and then segfaulted when
+searched or added to. Truncated, zeroed, empty and random files raise cleanly, but only the
 checksum makes a loadable-but-damaged file safe. Hashing costs ~0.7 ms per MB (~110 ms for a
 100k × 768 f16 index). A file without the footer (truncated, or written by plain usearch) is
 "stale" and gets rebuilt.
@@ -33,21 +33,46 @@ point leaves the previous file intact; `open()` deletes temp files whose process
 Concurrency: `_rw` is a readers-writer lock. Searches (and key reads, serialization) share it;
 each mutation step takes it exclusively. usearch may reallocate its node arrays inside `add`
 when it grows (`index_gt::reserve` frees the old arrays), which is not safe while another thread
-searches, so adds run in chunks of `ADD_CHUNK` vectors and a search waits at most for one chunk
-(~50 ms at 100k × 768). `_mutate` (a plain lock) serializes whole mutations and saves. Adds and
-removes made while a rebuild runs are also journaled and replayed onto the new index before it
-is swapped in, so none is lost.
+searches, so adds run in chunks of `ADD_CHUNK` vectors and a search waits for one chunk at most
+(a 64-vector chunk took 25-45 ms at 20k × 768; searches during a 2500-vector add: max 34-95 ms).
+Readers that waited through a write go before the next writer, so chunks cannot starve searches.
+`_mutate` (a plain lock) serializes whole mutations and saves. Adds and removes made while a
+rebuild runs are journaled too and replayed onto the new index before it is swapped in.
 
 Replacing vectors (remove + add of the same key) degrades the HNSW graph: on 5000 × 128-d
 clustered data with expansion_search 128, recall@10 fell from 0.97 to 0.85 after 2× churn
 (10 000 replacements). `churn` counts removals and replacements since the last load or rebuild;
 the policy layer decides when to rebuild.
 
-Parameters, measured by `python -m bench.vector_index_params` (768-d clustered, normalised
-synthetic embeddings; 500 held-out queries; recall against exact f32 cosine; single-query
-latency; 2 cores):
+Parameters, measured by `python -m bench.vector_index_params --n 20000 --confirm-n 100000`
+(768-d synthetic embedding-like data, profiles "hard" and "matched" described there; 500
+held-out queries; recall against exact f32 cosine; single-query latency; 2 shared cores).
+r@5/r@10 per expansion_search; p50 at expansion_search 128; build = `rebuild`; add1 = one
+vector added to the built index (p50):
 
-PARAMETER_TABLE
+ data   n    dtype M  ef_add | es 64       es 128      es 256      | p50ms build_s add1ms fileMB
+ hard   20k  f16   16 128    | 1.000/1.000 1.000/1.000 1.000/1.000 | 0.30    2.6   0.35   33.7
+ hard   20k  f32   16 128    | 0.999/0.999 0.999/1.000 0.999/1.000 | 0.49    4.5   0.60   64.4
+ hard   20k  f16   32 128    | 0.999/0.999 0.999/0.999 0.999/0.999 | 0.38    6.0   0.55   36.2
+ hard   20k  f16   16  64    | 1.000/0.999 1.000/0.999 1.000/0.999 | 0.28    3.2   0.29   33.7
+ hard   20k  f16   16 256    | 1.000/1.000 1.000/1.000 1.000/1.000 | 0.46   29.1   0.68   33.7
+ hard   20k  f16   32  64    | 1.000/1.000 1.000/1.000 1.000/1.000 | 0.28    6.7   0.23   36.2
+ matched 20k: all six configurations r@10 >= 0.997 at es 64, >= 0.999 at es 128
+ hard   100k f16   16 128    | 0.998/0.998 1.000/1.000 1.000/1.000 | 0.67   40.5*  0.81  168.5
+ hard   100k f16   16  64    | 0.958/0.959 0.988/0.989 0.992/0.993 | 0.51   46.5   0.41  168.5
+ MiniLM 9.2k f16   16 128    | 0.994/0.994 0.998/0.998 1.000/0.999 | 0.21    0.7   0.23    8.4
+
+MiniLM: real all-MiniLM-L6-v2 embeddings (384-d) of the LoCoMo turns. * 40.5 s on a quiet run,
+136 s while other jobs shared the two cores: timings on this machine vary up to 3× between runs.
+
+f16 vs f32: the same recall, half the file and RAM, faster builds and searches. Connectivity 32:
+no recall gain here, a larger file, slower searches. expansion_add 64 builds a weaker graph
+(r@10 0.959 at es 64 on 100k, against 0.998 with 128); 256 gains nothing and builds 4-10×
+slower. expansion_search 64 already passes at 100k with expansion_add 128; 128 is one doubling
+of margin for harder embedding sets (DEPENDENCIES.md: r@5 0.81 → 0.925 going 64 → 128 on
+another set) for +0.1-0.2 ms. Defaults: f16, connectivity 16, expansion_add 128,
+expansion_search 128. exact_search p50 (pre-normalised f32): 2-12 ms at 20k, 24 ms at 100k.
+A 100k × 768 f16 file is 168.5 MB; `open` (read + SHA-256 + load) of a 34 MB file took 0.10 s.
 
 Memory: `estimate_index_bytes` ≈ resident memory (RSS) of a loaded index:
     n × (ndim × dtype_bytes + 2 × connectivity × 4 + PER_VECTOR_OVERHEAD) + BASE_BYTES
@@ -72,7 +97,8 @@ from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
-from usearch.index import Index, MetricKind, ScalarKind
+from usearch.compiled import MetricKind, ScalarKind
+from usearch.index import Index
 
 from store.private_files import FILE_MODE, ensure_private_dir
 
@@ -113,19 +139,34 @@ class IndexFileError(Exception):
 
 
 class _ReadWriteLock:
-    """Many readers or one writer; a waiting writer holds back new readers. Not re-entrant."""
+    """Many readers or one writer, taking turns. Not re-entrant.
+
+    A waiting writer holds back new readers, and the readers that waited through a write go
+    before the next writer: back-to-back writes (a chunked add) cannot starve a search.
+    """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._readers = 0
+        self._readers_waiting = 0
+        self._admitted = 0  # waiting readers let in ahead of the next writer
         self._writing = False
         self._writers_waiting = 0
 
     @contextlib.contextmanager
     def read(self) -> Iterator[None]:
         with self._cond:
-            while self._writing or self._writers_waiting:
-                self._cond.wait()
+            self._readers_waiting += 1
+            try:
+                while self._writing or (self._writers_waiting and not self._admitted):
+                    self._cond.wait()
+            except BaseException:
+                self._admitted = min(self._admitted, self._readers_waiting - 1)
+                self._cond.notify_all()
+                raise
+            finally:
+                self._readers_waiting -= 1
+            self._admitted = max(0, self._admitted - 1)
             self._readers += 1
         try:
             yield
@@ -140,7 +181,7 @@ class _ReadWriteLock:
         with self._cond:
             self._writers_waiting += 1
             try:
-                while self._writing or self._readers:
+                while self._writing or self._readers or self._admitted:
                     self._cond.wait()
             finally:
                 self._writers_waiting -= 1
@@ -150,6 +191,7 @@ class _ReadWriteLock:
         finally:
             with self._cond:
                 self._writing = False
+                self._admitted = self._readers_waiting
                 self._cond.notify_all()
 
 
@@ -422,6 +464,8 @@ class VectorIndex:
     def open(self) -> IndexState:
         """Load the file if it is valid; otherwise start empty with state missing/stale."""
         with self._mutate:
+            if self._journal is not None:
+                raise RuntimeError("cannot open while a rebuild is running")
             remove_stale_temp_files(self.path)
             fresh = self._new_index()
             state, reason = self._load_into(fresh)
@@ -443,8 +487,6 @@ class VectorIndex:
             return "stale", str(exc)
         except (OSError, RuntimeError, ValueError) as exc:
             return "stale", f"cannot load: {exc}"
-        fresh.expansion_add = self.expansion_add
-        fresh.expansion_search = self.expansion_search
         return "in_sync", f"loaded {len(fresh)} vectors from {self.path.name}"
 
     # -- reading
@@ -488,7 +530,8 @@ class VectorIndex:
             raise ValueError(f"expansion_search must be positive, got {value}")
         with self._mutate, self._rw.write():
             self.expansion_search = value
-            self._index.expansion_search = value
+            # usearch declares the setter apart from its getter, so type checkers miss it
+            self._index.expansion_search = value  # type: ignore[misc]
 
     # -- mutating
 
@@ -560,7 +603,8 @@ class VectorIndex:
 
         Meant for a background thread. The old index answers searches until the swap; writes
         made meanwhile go to both (journaled and replayed onto the new one). Raises
-        RuntimeError if a rebuild is already running; on failure the old index and state stay.
+        RuntimeError if a rebuild is already running. If building fails, the old index and
+        state stay; if only the save fails, the new index stays in use and the error is raised.
         """
         key_arr, mat = _dedupe(as_keys(ids), as_matrix(matrix, self.ndim))
         previous = self._begin_rebuild()
@@ -589,7 +633,9 @@ class VectorIndex:
         with self._mutate:
             for keys, matrix in self._journal or []:
                 if matrix is None:
-                    fresh.remove(keys[np.asarray(fresh.contains(keys), dtype=bool)])
+                    present = keys[np.asarray(fresh.contains(keys), dtype=bool)]
+                    if len(present):
+                        fresh.remove(present)
                 else:
                     _upsert(fresh, keys, matrix)
             with self._rw.write():
