@@ -362,7 +362,7 @@ def evaluate(
 def format_table(reports: Mapping[str, Report], ks: Sequence[int] = DEFAULT_KS) -> str:
     """A plain-text table: one line per method, overall then each category."""
     columns = [f"R@{k}" for k in ks] + ["MRR"]
-    header = f"{'method':<22} {'scope':<12} {'n':>4} " + " ".join(f"{c:>6}" for c in columns)
+    header = f"{'method':<22} {'scope':<14} {'n':>4} " + " ".join(f"{c:>6}" for c in columns)
     lines = [header, "-" * len(header)]
     for method, report in reports.items():
         scopes = [("overall", report.overall)] + [
@@ -371,7 +371,7 @@ def format_table(reports: Mapping[str, Report], ks: Sequence[int] = DEFAULT_KS) 
         for index, (scope, metrics) in enumerate(scopes):
             values = [metrics.recall.get(k, 0.0) for k in ks] + [metrics.mrr]
             lines.append(
-                f"{method if index == 0 else '':<22} {scope:<12} {metrics.n:>4} "
+                f"{method if index == 0 else '':<22} {scope:<14} {metrics.n:>4} "
                 + " ".join(f"{v:>6.3f}" for v in values)
             )
     return "\n".join(lines)
@@ -379,195 +379,30 @@ def format_table(reports: Mapping[str, Report], ks: Sequence[int] = DEFAULT_KS) 
 
 # ---------------------------------------------------- naive reference retrieval
 
-# NLTK's English stopword list.
-STOPWORDS: Final = frozenset(
-    [
-        "i",
-        "me",
-        "my",
-        "myself",
-        "we",
-        "our",
-        "ours",
-        "ourselves",
-        "you",
-        "you're",
-        "you've",
-        "you'll",
-        "you'd",
-        "your",
-        "yours",
-        "yourself",
-        "yourselves",
-        "he",
-        "him",
-        "his",
-        "himself",
-        "she",
-        "she's",
-        "her",
-        "hers",
-        "herself",
-        "it",
-        "it's",
-        "its",
-        "itself",
-        "they",
-        "them",
-        "their",
-        "theirs",
-        "themselves",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "this",
-        "that",
-        "that'll",
-        "these",
-        "those",
-        "am",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "have",
-        "has",
-        "had",
-        "having",
-        "do",
-        "does",
-        "did",
-        "doing",
-        "a",
-        "an",
-        "the",
-        "and",
-        "but",
-        "if",
-        "or",
-        "because",
-        "as",
-        "until",
-        "while",
-        "of",
-        "at",
-        "by",
-        "for",
-        "with",
-        "about",
-        "against",
-        "between",
-        "into",
-        "through",
-        "during",
-        "before",
-        "after",
-        "above",
-        "below",
-        "to",
-        "from",
-        "up",
-        "down",
-        "in",
-        "out",
-        "on",
-        "off",
-        "over",
-        "under",
-        "again",
-        "further",
-        "then",
-        "once",
-        "here",
-        "there",
-        "when",
-        "where",
-        "why",
-        "how",
-        "all",
-        "any",
-        "both",
-        "each",
-        "few",
-        "more",
-        "most",
-        "other",
-        "some",
-        "such",
-        "no",
-        "nor",
-        "not",
-        "only",
-        "own",
-        "same",
-        "so",
-        "than",
-        "too",
-        "very",
-        "s",
-        "t",
-        "can",
-        "will",
-        "just",
-        "don",
-        "don't",
-        "should",
-        "should've",
-        "now",
-        "d",
-        "ll",
-        "m",
-        "o",
-        "re",
-        "ve",
-        "y",
-        "ain",
-        "aren",
-        "aren't",
-        "couldn",
-        "couldn't",
-        "didn",
-        "didn't",
-        "doesn",
-        "doesn't",
-        "hadn",
-        "hadn't",
-        "hasn",
-        "hasn't",
-        "haven",
-        "haven't",
-        "isn",
-        "isn't",
-        "ma",
-        "mightn",
-        "mightn't",
-        "mustn",
-        "mustn't",
-        "needn",
-        "needn't",
-        "shan",
-        "shan't",
-        "shouldn",
-        "shouldn't",
-        "wasn",
-        "wasn't",
-        "weren",
-        "weren't",
-        "won",
-        "won't",
-        "wouldn",
-        "wouldn't",
-    ]
-)
-_BM25_TOKEN_RE: Final = re.compile(r"[a-z0-9]+")
+_NLTK_ENGLISH_STOPWORDS: Final = """
+    i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself
+    yourselves he him his himself she she's her hers herself it it's its itself they them
+    their theirs themselves what which who whom this that that'll these those am is are was
+    were be been being have has had having do does did doing a an the and but if or because
+    as until while of at by for with about against between into through during before after
+    above below to from up down in out on off over under again further then once here there
+    when where why how all any both each few more most other some such no nor not only own
+    same so than too very s t can will just don don't should should've now d ll m o re ve y
+    ain aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven
+    haven't isn isn't ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn
+    shouldn't wasn wasn't weren weren't won won't wouldn wouldn't
+"""
+STOPWORDS: Final = frozenset(_NLTK_ENGLISH_STOPWORDS.split())
+"""NLTK's English stopword list (179 words), used by `bm25_tokens`."""
+_BM25_TOKEN_RE: Final = re.compile(r"[^\W\d_]+")
 
 
 def bm25_tokens(text: str) -> list[str]:
-    """Lowercase alphanumeric runs minus `STOPWORDS` (the reference's BM25 analyser)."""
+    """The reference's BM25 analyser: lowercase runs of letters, minus `STOPWORDS`.
+
+    Digits and punctuation split words and are dropped (``"Caroline's 8 May, 2023"`` ->
+    ``["caroline", "may"]``); no stemming.
+    """
     return [t for t in _BM25_TOKEN_RE.findall(text.lower()) if t not in STOPWORDS]
 
 
@@ -604,9 +439,9 @@ class BM25Index:
         return result
 
 
-def _ranking(ids: Sequence[str], scores: Sequence[float]) -> list[str]:
-    """Ids by descending score; ties keep document order."""
-    order = sorted(range(len(ids)), key=lambda i: -scores[i])
+def _lexical_ranking(ids: Sequence[str], scores: Sequence[float]) -> list[str]:
+    """Ids of the documents matching the query (score > 0), best first; ties in doc order."""
+    order = sorted((i for i in range(len(ids)) if scores[i] > 0.0), key=lambda i: -scores[i])
     return [ids[i] for i in order]
 
 
@@ -650,8 +485,12 @@ def reference_baseline(
     Per conversation, each turn is one document (`document_text`) and each
     question the query. Returns reports for ``"minilm"`` (cosine of ``embedder``
     vectors; all-MiniLM-L6-v2 via `bench.minilm_embedder.load_minilm` when None),
-    ``"bm25"`` (`BM25Index`, k1 1.2, b 0.75, `bm25_tokens`) and ``"rrf"`` (both
-    fused, k 60); only ``"bm25"`` when ``vectors`` is False.
+    ``"bm25"`` (`BM25Index`, k1 1.2, b 0.75, `bm25_tokens`; like an inverted index it
+    ranks only the documents sharing a term with the question) and ``"rrf"`` (`rrf_fuse`
+    of the full cosine ranking and the BM25 matches, k 60); only ``"bm25"`` when
+    ``vectors`` is False. On locomo-dev.json this gives recall@5/@10 of 0.430/0.522
+    (MiniLM), 0.530/0.596 (BM25) and 0.518/0.600 (RRF) against the README's
+    0.430/0.528, 0.523/0.593 and 0.520/0.609.
     """
     conversations = load_locomo(path)
     if vectors and embedder is None:
@@ -664,7 +503,8 @@ def reference_baseline(
         docs = [document_text(turn) for turn in conversation.turns]
         index = BM25Index([bm25_tokens(doc) for doc in docs])
         lexical = [
-            _ranking(ids, index.scores(bm25_tokens(q.question))) for q in conversation.questions
+            _lexical_ranking(ids, index.scores(bm25_tokens(question.question)))
+            for question in conversation.questions
         ]
         dense = _cosine_rankings(conversation, embedder, docs) if embedder and vectors else None
         for number, question in enumerate(conversation.questions):

@@ -1,6 +1,7 @@
 """Run every benchmark, print a table against the issue's targets, save the results.
 
-    python -m bench.run_all [--startup-runs 7] [--streaming-runs 3] [--only NAME ...]
+    python -m bench.run_all [--startup-runs 7] [--streaming-runs 3]
+                            [--memory-sizes 10000,100000] [--only NAME ...]
 
 Each benchmark runs in its own interpreter (`python -m bench.<name> --json ...`), so one
 cannot warm or disturb the other. Results go to bench/results/latest.json.
@@ -23,7 +24,7 @@ from typing import Any
 
 from bench._common import REPO_ROOT, RESULTS_DIR, JsonDict, format_machine, machine_info, write_json
 
-BENCHMARKS = ("startup", "streaming")
+BENCHMARKS = ("startup", "streaming", "memory_scale")
 BENCH_TIMEOUT_SECONDS = 1200
 
 
@@ -135,6 +136,44 @@ def streaming_rows(result: JsonDict) -> list[Row]:
     ]
 
 
+def memory_scale_rows(result: JsonDict) -> list[Row]:
+    targets = result["targets"]
+    rows: list[Row] = []
+    for size in result["sizes"]:
+        n = size["n"]
+        targeted = n >= targets["at_points"]
+        save, recall, ram, files = size["save"], size["recall"], size["ram"], size["files"]
+        rows += [
+            Row(
+                f"memory {n:,} pts: save (filter + DB + index), p50 / p95",
+                f"{save['p50_ms']:.1f} / {save['p95_ms']:.1f} ms",
+                f"p95 <= {targets['save_p95_ms']:.0f} ms" if targeted else "",
+                _verdict(save["p95_ms"] <= targets["save_p95_ms"]) if targeted else "",
+            ),
+            Row(
+                f"memory {n:,} pts: recall (hybrid, no embedding), p50 / p95",
+                f"{recall['p50_ms']:.1f} / {recall['p95_ms']:.1f} ms",
+                f"p95 <= {targets['recall_p95_ms']:.0f} ms" if targeted else "",
+                _verdict(recall["p95_ms"] <= targets["recall_p95_ms"]) if targeted else "",
+            ),
+            Row(f"memory {n:,} pts: index rebuild", f"{size['index_rebuild_s']:.1f} s", "", ""),
+            Row(
+                f"memory {n:,} pts: straylight.duckdb / vectors.usearch",
+                f"{files['duckdb_mb']:.0f} / {files['usearch_mb']:.0f} MB",
+                "",
+                "",
+            ),
+            Row(
+                f"memory {n:,} pts: ram_estimate_bytes / RSS growth",
+                f"{ram['ram_estimate_bytes'] / 2**20:.0f} / {ram['rss_growth_bytes'] / 2**20:.0f}"
+                " MB",
+                f"within {targets['ram_tolerance']:.0%}",
+                _verdict(bool(ram["within_tolerance"])),
+            ),
+        ]
+    return rows
+
+
 def print_table(rows: list[Row]) -> None:
     headers = ("metric", "value", "target", "result")
     cells = [(r.metric, r.value, r.target or "-", r.verdict or "info") for r in rows]
@@ -150,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--startup-runs", type=int, default=7)
     parser.add_argument("--streaming-runs", type=int, default=3)
+    parser.add_argument("--memory-sizes", default="10000,100000")
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
     parser.add_argument(
         "--out", type=Path, default=RESULTS_DIR / "latest.json", help="results file"
@@ -160,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     extras = {
         "startup": ["--runs", str(args.startup_runs)],
         "streaming": ["--runs", str(args.streaming_runs)],
+        "memory_scale": ["--sizes", args.memory_sizes],
     }
     results: dict[str, Any] = {}
     failed: list[str] = []
@@ -175,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += startup_rows(results["startup"])
     if "streaming" in results:
         rows += streaming_rows(results["streaming"])
+    if "memory_scale" in results:
+        rows += memory_scale_rows(results["memory_scale"])
     for name in failed:
         rows.append(Row(f"bench.{name}", "could not run", "", "ERROR"))
     info_after = machine_info()
