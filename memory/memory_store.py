@@ -35,7 +35,7 @@ from store import lexical_index
 from store.clock import Clock
 from store.database import Database, database_path, open_database
 from store.lexical_index import LexicalCache
-from store.point_store import NewPoint, Point, PointStore, content_hash
+from store.point_store import NewPoint, Point, PointStore, as_utc, content_hash
 from store.vector_index import VectorIndex, estimate_index_bytes, exact_search
 
 log = logging.getLogger("straylight.memory")
@@ -108,6 +108,19 @@ class MemoryConfig:
                 dedup_threshold=settings.memory_save_dedup_threshold,
             ),
         )
+
+
+_UNKNOWN = object()
+
+
+@dataclass(frozen=True, slots=True)
+class _HitRow:
+    id: int
+    role: str
+    pinned: bool
+    created_at: datetime
+    content: str
+    content_hash: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +209,10 @@ class MemoryStore:
         self._lexical_thread: threading.Thread | None = None
         self._pinned: set[int] = set()
         self._unsaved = 0  # index changes since vectors.usearch was last saved
+        self._dim: int | object | None = _UNKNOWN
+        self._pinned_vecs: dict[int, npt.NDArray[np.float32]] = {}  # for recall, in memory
+        self._fallback: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
+        self._saving: threading.Thread | None = None
 
     # ---- opening and closing ----------------------------------------------------------
     @classmethod
@@ -214,6 +231,7 @@ class MemoryStore:
 
     def _start(self) -> None:
         self._pinned = set(self._pinned_ids())
+        self._load_pinned_vectors(sorted(self._pinned))
         with self.db.transaction() as cur:
             current = lexical_index.ensure_analyzer(cur, analyzer=self.lexical.analyzer)
             if not current:  # the tokenizer changed since these points were indexed
@@ -226,6 +244,7 @@ class MemoryStore:
             self._delete_meta(META_EMBED_DIM)
             (self.home / INDEX_FILENAME).unlink(missing_ok=True)
             dim = None
+            self._dim = None
         if dim is not None:
             self._open_index(int(dim))
         self._lexical_thread = threading.Thread(
@@ -265,17 +284,20 @@ class MemoryStore:
         def rebuild() -> None:
             try:
                 ids, matrix = self._vector_ids_and_matrix(dim)
+                self._fallback = (ids, matrix)  # recall searches these exactly meanwhile
                 index.rebuild(ids, matrix)
                 log.info("vector index rebuilt with %d vectors", len(ids))
             except Exception:
                 log.exception("rebuilding the vector index failed")
+            finally:
+                self._fallback = None
 
         self._rebuild_thread = threading.Thread(target=rebuild, name="index-rebuild", daemon=True)
         self._rebuild_thread.start()
 
     def wait_until_ready(self, timeout: float | None = None) -> None:
         """Block until a background index rebuild and the lexical load finished (tests)."""
-        for thread in (self._rebuild_thread, self._lexical_thread):
+        for thread in (self._rebuild_thread, self._lexical_thread, self._saving):
             if thread is not None:
                 thread.join(timeout)
 
@@ -329,8 +351,11 @@ class MemoryStore:
 
     @property
     def embed_dim(self) -> int | None:
-        value = self._meta(META_EMBED_DIM)
-        return int(value) if value is not None else None
+        """The dimension of this store's vectors (None until the first one), kept in memory."""
+        if self._dim is _UNKNOWN:
+            value = self._meta(META_EMBED_DIM)
+            self._dim = int(value) if value is not None else None
+        return self._dim  # type: ignore[return-value]
 
     # ---- vectors ----------------------------------------------------------------------
     def _vector_ids_and_matrix(
@@ -338,9 +363,9 @@ class MemoryStore:
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         if only_ids:
             with self.db.cursor() as cur:
-                rows = cur.execute(
-                    "SELECT id FROM points WHERE embed_model = ? AND len(embedding) = ?",
-                    [self.config.embed_model, dim],
+                rows = cur.execute(  # the dimension is enforced on write: no len() scan
+                    "SELECT id FROM points WHERE embed_model = ? AND embedding IS NOT NULL",
+                    [self.config.embed_model],
                 ).fetchall()
             return np.asarray([r[0] for r in rows], dtype=np.int64), np.empty((0, dim), np.float32)
         return self.points.vectors(self.config.embed_model, dim)
@@ -363,6 +388,7 @@ class MemoryStore:
                 if self.embed_dim is None:
                     self._set_meta(META_EMBED_MODEL, self.config.embed_model)
                     self._set_meta(META_EMBED_DIM, str(dim))
+                    self._dim = dim
                     self._open_index(dim, first=True)
             return self.embed_dim == dim
         if current != dim:
@@ -377,9 +403,19 @@ class MemoryStore:
                 return
             index.add(np.asarray(ids, dtype=np.int64), np.asarray(vectors, dtype=np.float32))
             self._unsaved += len(ids)
-            if self._unsaved >= SAVE_EVERY:
-                index.save()
+            if self._unsaved >= SAVE_EVERY and not (self._saving and self._saving.is_alive()):
                 self._unsaved = 0
+                self._saving = threading.Thread(
+                    target=self._save_index, args=(index,), name="index-save", daemon=True
+                )
+                self._saving.start()
+
+    def _save_index(self, index: VectorIndex) -> None:
+        """Save vectors.usearch off the save path (searches go on; a crash is reconciled)."""
+        try:
+            index.save()
+        except OSError:
+            log.exception("saving the vector index failed (it is rebuilt on open)")
 
     def _index_remove(self, ids: Sequence[int]) -> None:
         with self._index_lock:
@@ -436,6 +472,8 @@ class MemoryStore:
             self.filter.record_saved(role, text, conversation_id)
         if pinned:
             self._pinned.add(point_id)
+            if usable is not None:
+                self._pinned_vecs[point_id] = np.asarray(usable, dtype=np.float32)
         if usable is not None:
             self._index_add([point_id], [usable])
         return SaveResult(point_id)
@@ -484,17 +522,22 @@ class MemoryStore:
         if not self.points.delete(point_id, reason=reason, also=unindex):
             return False
         self._pinned.discard(point_id)
+        self._pinned_vecs.pop(point_id, None)
         self._index_remove([point_id])
         return True
 
     def set_pinned(self, point_id: int, pinned: bool) -> bool:
         done = self.points.set_pinned(point_id, pinned, reason="by the user")
-        if done:
-            (self._pinned.add if pinned else self._pinned.discard)(point_id)
+        if done and pinned:
+            self._pinned.add(point_id)
+            self._load_pinned_vectors([point_id])
+        elif done:
+            self._pinned.discard(point_id)
+            self._pinned_vecs.pop(point_id, None)
         return done
 
     def ids_to_embed(self) -> list[int]:
-        return self.points.ids_without_vector(self.config.embed_model, self.embed_dim)
+        return self.points.ids_without_vector(self.config.embed_model)
 
     def store_vectors(self, items: Sequence[tuple[int, Sequence[float]]]) -> int:
         """Backfill: store vectors for existing points (and index them)."""
@@ -505,6 +548,9 @@ class MemoryStore:
             (pid, np.asarray(vec, dtype=np.float32), self.config.embed_model) for pid, vec in usable
         )
         self._index_add([pid for pid, _ in usable], [vec for _, vec in usable])
+        for pid, vec in usable:
+            if pid in self._pinned:
+                self._pinned_vecs[pid] = np.asarray(vec, dtype=np.float32)
         return stored
 
     def plan_ingest(self, source_prefix: str, entries: Sequence[tuple[str, str]]) -> IngestPlan:
@@ -604,9 +650,11 @@ class MemoryStore:
             {pid: score / lexical_top for pid, score in lexical_ranked} if lexical_top else {}
         )
         hits: list[RecallHit] = []
-        for group in (pinned_order[:k], regular):
+        for group in (pinned_order, regular):
+            wanted = group[: k + len(excluded)]  # enough to fill k after exclusions
+            rows = self._hit_rows(wanted)
             taken = 0
-            for point in self._points(group):
+            for point in (rows[pid] for pid in wanted if pid in rows):
                 if taken >= k:
                     break
                 if point.content_hash in excluded:
@@ -627,7 +675,8 @@ class MemoryStore:
             return []
         if index.state == "in_sync":
             return [(int(pid), float(score)) for pid, score in index.search(query, CANDIDATES)]
-        ids, matrix = self._vector_ids_and_matrix(index.ndim)  # rebuilding: exact search
+        fallback = self._fallback  # rebuilding: exact search over the stored vectors
+        ids, matrix = fallback if fallback else self._vector_ids_and_matrix(index.ndim)
         return [(int(pid), float(s)) for pid, s in exact_search(query, ids, matrix, CANDIDATES)]
 
     def _lexical_candidates(self, query: str) -> list[tuple[int, float]]:
@@ -662,24 +711,44 @@ class MemoryStore:
     def _pinned_vectors(
         self, pinned: list[int], dim: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        vectors = self._pinned_vecs
+        ids = [pid for pid in pinned if pid in vectors and len(vectors[pid]) == dim]
+        if not ids:
+            return np.empty(0, np.int64), np.empty((0, dim), np.float32)
+        return np.asarray(ids, dtype=np.int64), np.vstack([vectors[pid] for pid in ids])
+
+    def _load_pinned_vectors(self, ids: Sequence[int]) -> None:
+        """Keep the vectors of pinned points in memory (pins are few; recall scores all)."""
+        if not ids:
+            return
         with self.db.cursor() as cur:
             rows = cur.execute(
                 "SELECT id, embedding FROM points WHERE id IN (SELECT unnest(?::BIGINT[])) "
-                "AND embed_model = ? AND len(embedding) = ?",
-                [pinned, self.config.embed_model, dim],
+                "AND embed_model = ? AND embedding IS NOT NULL",
+                [list(ids), self.config.embed_model],
             ).fetchall()
-        if not rows:
-            return np.empty(0, np.int64), np.empty((0, dim), np.float32)
-        return (
-            np.asarray([r[0] for r in rows], dtype=np.int64),
-            np.asarray([r[1] for r in rows], dtype=np.float32),
-        )
+        for pid, vector in rows:
+            self._pinned_vecs[int(pid)] = np.asarray(vector, dtype=np.float32)
 
     def _points(self, ids: Sequence[int]) -> Iterable[Point]:
         for pid in ids:
             point = self.points.get(pid)
             if point is not None:
                 yield point
+
+    def _hit_rows(self, ids: Sequence[int]) -> dict[int, _HitRow]:
+        """What a hit shows, for many ids in one query (no embedding column)."""
+        if not ids:
+            return {}
+        with self.db.cursor() as cur:
+            rows = cur.execute(
+                "SELECT id, role, pinned, created_at, content, content_hash FROM points "
+                "WHERE id IN (SELECT unnest(?::BIGINT[]))",
+                [list(ids)],
+            ).fetchall()
+        return {
+            int(r[0]): _HitRow(int(r[0]), r[1], bool(r[2]), as_utc(r[3]), r[4], r[5]) for r in rows
+        }
 
     # ---- status -----------------------------------------------------------------------
     def index_state(self) -> tuple[str, int]:
@@ -698,8 +767,16 @@ class MemoryStore:
         state, size = self.index_state()
         with self.db.cursor() as cur:
             payload = cur.execute("SELECT coalesce(sum(strlen(content)), 0) FROM points").fetchall()
+            docs, postings = cur.execute(
+                "SELECT (SELECT count(*) FROM lexical_docs), "
+                "(SELECT count(*) FROM lexical_postings)"
+            ).fetchall()[0]
         ram = ram_estimate_bytes(
-            vectors=size, dim=self.embed_dim or 0, payload_bytes=int(payload[0][0])
+            vectors=size,
+            dim=self.embed_dim or 0,
+            payload_bytes=int(payload[0][0]),
+            lexical_docs=int(docs),
+            lexical_postings=int(postings),
         )
         return {
             "points": counts,
@@ -734,10 +811,36 @@ def _rrf(vector: Sequence[int], lexical: Sequence[int]) -> dict[int, float]:
     return fused
 
 
-def ram_estimate_bytes(*, vectors: int, dim: int, payload_bytes: int) -> int:
-    """vectors × dim × 2 (f16) + HNSW graph overhead (see `estimate_index_bytes`) + payload."""
+ENGINE_BYTES = 35 * 2**20  # DuckDB and usearch once loaded (measured: bench/memory_scale.py)
+LEXICAL_BASE_BYTES = 28 * 2**20
+LEXICAL_DOC_BYTES = 920
+LEXICAL_POSTING_BYTES = 128
+
+
+def ram_estimate_bytes(
+    *,
+    vectors: int,
+    dim: int,
+    payload_bytes: int,
+    lexical_docs: int = 0,
+    lexical_postings: int = 0,
+) -> int:
+    """What the memory costs in RAM, fitted on measured RSS growth (bench/memory_scale.py):
+
+    engine (35 MiB) + the usearch index (`estimate_index_bytes`: vectors × (dim × 2 + 16 ×
+    2 × 4 + 140) + 512 KiB) + the word index's in-memory mirror (28 MiB + 920 B a document
+    + 128 B a posting) + the stored text (payload).
+    """
     index = estimate_index_bytes(vectors, dim) if vectors and dim else 0
-    return index + payload_bytes
+    lexical = 0
+    if lexical_docs:
+        lexical = (
+            LEXICAL_BASE_BYTES
+            + LEXICAL_DOC_BYTES * lexical_docs
+            + LEXICAL_POSTING_BYTES * lexical_postings
+        )
+    engine = ENGINE_BYTES if vectors or lexical_docs else 0
+    return engine + index + lexical + payload_bytes
 
 
 def headroom(ram: int, warn: int, critical: int) -> Headroom:

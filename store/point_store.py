@@ -492,7 +492,7 @@ class PointStore:
             row = cur.execute(
                 "SELECT count(*), count(*) FILTER (WHERE role = 'user'), "
                 "count(*) FILTER (WHERE role = 'assistant'), count(*) FILTER (WHERE role = 'doc'), "
-                "count(*) FILTER (WHERE pinned), count(*) FILTER (WHERE embedding IS NULL) "
+                "count(*) FILTER (WHERE pinned), count(*) - count(embedding) "
                 "FROM points"
             ).fetchall()[0]
         keys = ("total", "user", "assistant", "doc", "pinned", "without_vector")
