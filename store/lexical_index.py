@@ -181,8 +181,12 @@ def index_point(
     *,
     analyzer: Analyzer | None = None,
     cache: LexicalCache | None = None,
+    new: bool = False,
 ) -> None:
     """Index one point's text: its postings and its length, in the caller's transaction.
+
+    `new=True` (a point inserted in this same transaction) skips the look-up for an
+    earlier version of it.
 
     Call it inside the transaction that inserts the point (see the module docstring), so that
     both commit or neither does. Touches only this point's rows. A point that is already
@@ -191,7 +195,10 @@ def index_point(
     """
     counts = Counter(_analyzer(analyzer, cache).terms(text))
     length = sum(counts.values())
-    if con.execute("SELECT 1 FROM lexical_docs WHERE point_id = ?", [point_id]).fetchall():
+    if (
+        not new
+        and con.execute("SELECT 1 FROM lexical_docs WHERE point_id = ?", [point_id]).fetchall()
+    ):
         _delete_rows(con, point_id)
     con.execute("INSERT INTO lexical_docs VALUES (?, ?)", [point_id, length])
     if counts:
