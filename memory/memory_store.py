@@ -629,12 +629,14 @@ class MemoryStore:
         excluded = {content_hash(text.strip()) for text in exclude_contents}
         query_vec = None if mode == "lexical" or vector is None else np.asarray(vector, np.float32)
         vector_ranked = self._vector_candidates(query_vec) if query_vec is not None else []
-        lexical_ranked = self._lexical_candidates(query) if mode != "vector" else []
+        lexical_ranked, pinned_lexical = (
+            self._lexical_candidates(query) if mode != "vector" else ([], [])
+        )
         cosine = dict(vector_ranked)
         fused = _rrf([pid for pid, _ in vector_ranked], [pid for pid, _ in lexical_ranked])
         floor = self.config.min_score
         pinned_order, pinned_cosine = (
-            self._pinned_ranking(query, query_vec) if self._pinned else ([], {})
+            self._pinned_ranking(query_vec, pinned_lexical) if self._pinned else ([], {})
         )
         cosine.update(pinned_cosine)
         lexical_ids = {pid for pid, _ in lexical_ranked}
@@ -679,24 +681,33 @@ class MemoryStore:
         ids, matrix = fallback if fallback else self._vector_ids_and_matrix(index.ndim)
         return [(int(pid), float(s)) for pid, s in exact_search(query, ids, matrix, CANDIDATES)]
 
-    def _lexical_candidates(self, query: str) -> list[tuple[int, float]]:
-        with self.db.cursor() as cur:
-            cache = self.lexical if self._lexical_ready else None
-            return lexical_index.search(cur, query, CANDIDATES, cache=cache)
-
-    def _pinned_ranking(
-        self, query: str, query_vec: npt.NDArray[np.float32] | None
-    ) -> tuple[list[int], dict[int, float]]:
-        """Pinned points that are about the query at all — a word match, or a cosine of at
-        least half the floor — ranked by RRF of exact cosine over the pinned vectors and
-        BM25 over pinned ids; and their cosines. Embedding models give almost any two texts
-        a positive cosine, so "no floor at all" would put every pin into every prompt."""
+    def _lexical_candidates(
+        self, query: str
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """The word ranking's candidates, and the ranking of the pinned points."""
         pinned = sorted(self._pinned)
         with self.db.cursor() as cur:
-            cache = self.lexical if self._lexical_ready else None
-            lexical = lexical_index.search(
-                cur, query, len(pinned), candidate_ids=pinned, cache=cache
+            if self._lexical_ready:
+                return self.lexical.search_and_subset(cur, query, CANDIDATES, pinned)
+            overall = lexical_index.search(cur, query, CANDIDATES)
+            within = (
+                lexical_index.search(cur, query, len(pinned), candidate_ids=pinned)
+                if pinned
+                else []
             )
+            return overall, within
+
+    def _pinned_ranking(
+        self,
+        query_vec: npt.NDArray[np.float32] | None,
+        lexical: list[tuple[int, float]],
+    ) -> tuple[list[int], dict[int, float]]:
+        """Pinned points that are about the query at all — a word match (`lexical`, the word
+        ranking within the pins), or a cosine of at least half the floor — ranked by RRF of
+        exact cosine over the pinned vectors and BM25; and their cosines. Embedding models
+        give almost any two texts a positive cosine, so "no floor at all" would put every
+        pin into every prompt."""
+        pinned = sorted(self._pinned)
         vector: list[tuple[int, float]] = []
         dim = self.embed_dim
         if query_vec is not None and dim == query_vec.shape[-1]:

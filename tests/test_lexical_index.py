@@ -401,3 +401,18 @@ def test_a_killed_process_keeps_committed_and_loses_uncommitted(db_path: Path, c
         assert ids(li.LexicalCache().search(reopened, "crash", 5)) == [1]
     finally:
         reopened.close()
+
+
+def test_one_pass_gives_the_ranking_and_the_subset_ranking(con):
+    docs = {
+        i: f"note {i} about the {'staging' if i % 3 else 'prod'} deploy key rotation"
+        for i in range(1, 40)
+    }
+    add(con, docs)
+    cache = li.LexicalCache()
+    cache.load(con)
+    pinned = [3, 6, 7, 30]
+    overall, within = cache.search_and_subset(con, "prod deploy key", 10, pinned)
+    assert overall == li.search(con, "prod deploy key", 10)
+    assert within == li.search(con, "prod deploy key", 4, candidate_ids=pinned)
+    assert cache.search_and_subset(con, "the", 10, pinned) == ([], [])
