@@ -100,13 +100,7 @@ class MemoryConfig:
             embed_model=settings.embed_model,
             ram_warn_bytes=settings.memory_ram_warn_bytes,
             ram_crit_bytes=settings.memory_ram_crit_bytes,
-            save_filter=SaveFilterConfig(
-                min_chars=settings.memory_save_min_chars,
-                footnote_ratio=settings.memory_save_footnote_ratio,
-                code_ratio=settings.memory_save_code_ratio,
-                dedup_lookback=settings.memory_save_dedup_lookback,
-                dedup_threshold=settings.memory_save_dedup_threshold,
-            ),
+            save_filter=SaveFilterConfig.from_settings(settings),
         )
 
 
