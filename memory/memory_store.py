@@ -35,7 +35,7 @@ from store import lexical_index
 from store.clock import Clock
 from store.database import Database, database_path, open_database
 from store.lexical_index import LexicalCache
-from store.point_store import NewPoint, Point, PointStore, as_utc, content_hash
+from store.point_store import NewPoint, PointStore, as_utc, content_hash
 from store.vector_index import VectorIndex, estimate_index_bytes, exact_search
 
 log = logging.getLogger("straylight.memory")
@@ -229,11 +229,16 @@ class MemoryStore:
         with self.db.transaction() as cur:
             current = lexical_index.ensure_analyzer(cur, analyzer=self.lexical.analyzer)
             if not current:  # the tokenizer changed since these points were indexed
-                rows = cur.execute("SELECT id, content FROM points").fetchall()
-                lexical_index.reindex_all(cur, rows, analyzer=self.lexical.analyzer)
+                rows = cur.execute("SELECT id, content, created_at FROM points").fetchall()
+                texts = [(pid, lexical_text(text, when=when)) for pid, text, when in rows]
+                lexical_index.reindex_all(cur, texts, analyzer=self.lexical.analyzer)
         model, dim = self._meta(META_EMBED_MODEL), self._meta(META_EMBED_DIM)
         if model is not None and model != self.config.embed_model:
-            log.info("embedding model changed from %s to %s: re-embedding", model, dim)
+            log.info(
+                "embedding model changed from %s to %s: re-embedding",
+                model,
+                self.config.embed_model,
+            )
             self._set_meta(META_EMBED_MODEL, self.config.embed_model)
             self._delete_meta(META_EMBED_DIM)
             (self.home / INDEX_FILENAME).unlink(missing_ok=True)
@@ -264,10 +269,10 @@ class MemoryStore:
         with self._index_lock:
             self._index = index
         if state == "in_sync":
-            ids, _ = self._vector_ids_and_matrix(dim, only_ids=True)
+            ids = self._vector_ids()
             report = index.reconcile(ids, lambda missing: self._fetch_vectors(missing, dim))
             if report.added or report.removed:
-                log.info("index reconciled: +%d −%d", len(report.added), len(report.removed))
+                log.info("index reconciled: +%d −%d", report.added, report.removed)
                 index.save()
         else:
             log.warning("vector index %s (%s): rebuilding in the background", state, index.reason)
@@ -352,16 +357,19 @@ class MemoryStore:
         return self._dim  # type: ignore[return-value]
 
     # ---- vectors ----------------------------------------------------------------------
+    def _vector_ids(self) -> npt.NDArray[np.int64]:
+        """Ids of the points with a vector of this model (the dimension is enforced on
+        write, so no len() scan of the vectors)."""
+        with self.db.cursor() as cur:
+            rows = cur.execute(
+                "SELECT id FROM points WHERE embed_model = ? AND embedding IS NOT NULL",
+                [self.config.embed_model],
+            ).fetchall()
+        return np.asarray([r[0] for r in rows], dtype=np.int64)
+
     def _vector_ids_and_matrix(
-        self, dim: int, *, only_ids: bool = False
+        self, dim: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        if only_ids:
-            with self.db.cursor() as cur:
-                rows = cur.execute(  # the dimension is enforced on write: no len() scan
-                    "SELECT id FROM points WHERE embed_model = ? AND embedding IS NOT NULL",
-                    [self.config.embed_model],
-                ).fetchall()
-            return np.asarray([r[0] for r in rows], dtype=np.int64), np.empty((0, dim), np.float32)
         return self.points.vectors(self.config.embed_model, dim)
 
     def _fetch_vectors(self, ids: npt.NDArray[Any], dim: int) -> npt.NDArray[np.float32]:
@@ -597,7 +605,7 @@ class MemoryStore:
         return IngestReport(len(plan.add), len(plan.update), plan.unchanged, len(plan.remove))
 
     def texts_of(self, ids: Sequence[int]) -> dict[int, str]:
-        return {point.id: point.content for point in self._points(ids)}
+        return {pid: row.content for pid, row in self._hit_rows(ids).items()}
 
     def _pinned_ids(self) -> list[int]:
         with self.db.cursor() as cur:
@@ -734,12 +742,6 @@ class MemoryStore:
             ).fetchall()
         for pid, vector in rows:
             self._pinned_vecs[int(pid)] = np.asarray(vector, dtype=np.float32)
-
-    def _points(self, ids: Sequence[int]) -> Iterable[Point]:
-        for pid in ids:
-            point = self.points.get(pid)
-            if point is not None:
-                yield point
 
     def _hit_rows(self, ids: Sequence[int]) -> dict[int, _HitRow]:
         """What a hit shows, for many ids in one query (no embedding column)."""

@@ -232,3 +232,29 @@ def test_unrelated_pins_stay_out_of_the_prompt(home: Path) -> None:
     assert result.hits == [] and result.block == ""
     assert store.recall("tyre pressure", vector=vec("tyre pressure")).hits[0].pinned
     store.close()
+
+
+def test_an_index_that_missed_writes_is_reconciled_on_open(home: Path) -> None:
+    from store.point_store import NewPoint
+
+    store = open_store(home)
+    texts = [f"Reconcile note {i} on server {name}" + LONG for i, name in enumerate("abc")]
+    ids = [
+        store.save("user", t, conversation_id=f"c{i}", vector=vec(t)).point_id
+        for i, t in enumerate(texts)
+    ]
+    store.close()  # vectors.usearch now holds the three
+    store = open_store(home)
+    # Writes the index file never saw (a crash between the commit and the index save):
+    store.points.delete(ids[0], reason="test")  # type: ignore[arg-type]
+    extra = "A point committed while the index was not saved" + LONG
+    added = store.points.add(
+        NewPoint("user", extra, "turn", embedding=vec(extra), embed_model="nomic-embed-text")
+    )
+    store.db.close()  # no index save: the file still has ids[0] and lacks `added`
+    store = open_store(home)
+    assert store.index_state() == ("in_sync", 3)
+    assert store._index is not None and ids[0] not in store._index and added in store._index
+    hits = store.recall("point committed while the index", vector=vec(extra)).hits
+    assert hits[0].id == added
+    store.close()
