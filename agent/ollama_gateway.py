@@ -16,6 +16,8 @@ from agent.gateway_errors import GatewayError, ModelError, StreamCutOff, classif
 if TYPE_CHECKING:
     import ollama
 
+    from agent.settings import Settings
+
 log = logging.getLogger("straylight.gateway")
 
 
@@ -71,6 +73,15 @@ class OllamaGateway:
         self.connect_timeout = connect_timeout
         self._client: ollama.AsyncClient | None = None
         self.embed_requests = 0  # /api/embed calls made by this gateway (status counts them)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OllamaGateway:
+        """The gateway to the configured host with the configured timeouts."""
+        return cls(
+            settings.ollama_host,
+            read_timeout=settings.http_timeout_seconds,
+            connect_timeout=settings.connect_timeout_seconds,
+        )
 
     def _get_client(self) -> ollama.AsyncClient:
         if self._client is None:

@@ -128,13 +128,6 @@ class TurnEngine:
         messages.append({"role": "user", "content": current.content})
         return messages
 
-    def prepare_prompt(
-        self, conversation_id: str, current: LogMessage
-    ) -> tuple[list[dict[str, str]], str | None]:
-        """The messages for Ollama without recall, and a warning about longterm.md."""
-        history, longterm = self.read_context(conversation_id, current)
-        return self.assemble(history, longterm, current), longterm.warning
-
     async def run(self, text: str, *, conversation_id: str, model: str) -> AsyncIterator[TurnEvent]:
         """One turn. Cancelling the consumer logs what arrived, marked `cancelled`."""
         text = mask_secrets(text)  # nothing unmasked is persisted, not even in the log

@@ -93,11 +93,7 @@ class StraylightApp(App[int]):
         self.settings = settings
         self.poll_online_seconds = poll_online_seconds
         self.poll_offline_seconds = poll_offline_seconds
-        self.gateway = OllamaGateway(
-            settings.ollama_host,
-            read_timeout=settings.http_timeout_seconds,
-            connect_timeout=settings.connect_timeout_seconds,
-        )
+        self.gateway = OllamaGateway.from_settings(settings)
         self.engine = TurnEngine(settings, self.gateway)
         self.model = settings.model
         self.conversation_id = new_conversation_id(settings.clock)

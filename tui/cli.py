@@ -242,11 +242,7 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
     )
     from tui.memory_session import MemorySession
 
-    gateway = OllamaGateway(
-        settings.ollama_host,
-        read_timeout=settings.http_timeout_seconds,
-        connect_timeout=settings.connect_timeout_seconds,
-    )
+    gateway = OllamaGateway.from_settings(settings)
     session = MemorySession(settings, gateway)
     try:
         memory = session.open()

@@ -16,20 +16,12 @@ EXIT_OK = 0
 EXIT_NOT_FOUND = 1
 
 
-def gateway_for(settings: Settings) -> OllamaGateway:
-    return OllamaGateway(
-        settings.ollama_host,
-        read_timeout=settings.http_timeout_seconds,
-        connect_timeout=settings.connect_timeout_seconds,
-    )
-
-
 def _print(data: dict[str, Any]) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2))
 
 
 async def remember(settings: Settings, text: str, *, as_json: bool) -> int:
-    gateway = gateway_for(settings)
+    gateway = OllamaGateway.from_settings(settings)
     try:
         with MemorySession(settings, gateway) as memory:
             point_id = await memory.remember(text)
@@ -49,7 +41,7 @@ async def remember(settings: Settings, text: str, *, as_json: bool) -> int:
 
 
 async def forget(settings: Settings, point_id: int, *, as_json: bool) -> int:
-    gateway = gateway_for(settings)
+    gateway = OllamaGateway.from_settings(settings)
     try:
         with MemorySession(settings, gateway) as memory:
             gone = memory.store.forget(point_id)
@@ -71,7 +63,7 @@ async def recall(settings: Settings, query: str, *, k: int | None, as_json: bool
     if not database_path(settings.home).exists():  # nothing stored yet: create nothing
         result, vector = RecallResult([], ""), None
         return _print_recall(result, as_json=as_json, words_only=False)
-    gateway = gateway_for(settings)
+    gateway = OllamaGateway.from_settings(settings)
     try:
         with MemorySession(settings, gateway) as memory:
             vector = await memory.embed_one(query)
@@ -94,7 +86,7 @@ def _print_recall(result: RecallResult, *, as_json: bool, words_only: bool) -> i
 async def import_doc(settings: Settings, path: Path, *, as_json: bool) -> int:
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
-    gateway = gateway_for(settings)
+    gateway = OllamaGateway.from_settings(settings)
 
     def progress(done: int, total: int) -> None:
         if total > 16:
@@ -126,7 +118,7 @@ def memory_status(settings: Settings) -> dict[str, Any]:
         if settings.home.is_dir():  # in use, even before its database exists? say so
             DataDirLock(settings.home).acquire().release()
         return _empty_status(MemoryConfig.from_settings(settings))
-    with MemorySession(settings, gateway_for(settings)) as memory:
+    with MemorySession(settings, OllamaGateway.from_settings(settings)) as memory:
         memory.store.wait_until_ready(timeout=60)
         return memory.store.status()
 
