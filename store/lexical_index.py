@@ -1,8 +1,9 @@
 """The lexical half of hybrid recall: Okapi BM25 over two DuckDB tables.
 
-DuckDB is the source of truth. Schema v1 (`store.schema`) holds the index:
+DuckDB is the source of truth. The schema (`store.schema`) holds the index:
 
-* `lexical_postings(term, point_id, tf)` — one row per distinct term of a point;
+* `lexical_postings(term, point_id, tf)` — one row per distinct term of a point (no key: unique
+  by construction, and DuckDB would use no index for `term = ?` anyway);
 * `lexical_docs(point_id, length)` — one row per indexed point, `length` = its term count;
 * `meta(key, value)` — `lexical.analyzer` (which `Analyzer` built the terms) and
   `lexical.generation` (bumped by `reindex_all`).
@@ -18,6 +19,9 @@ N, avgdl and df are over the whole index, also when `candidate_ids` narrows the 
 
 Writing — incremental and crash-consistent
 -------------------------------------------
+A new point's rows go in with the point itself: `PointStore.add(new, words=analyse(text))`
+writes point, audit row, postings and length in one statement (the save path); then stage
+them in the cache (`LexicalCache.stage_add`) before the commit. For an existing point:
 `index_point` and `remove_point` only run INSERT/DELETE statements on the connection they are
 given; they never begin or commit. **The caller must call them inside the same transaction that
 inserts or deletes the point** (`con.begin()` … insert point … `index_point(con, id, text)` …
@@ -174,6 +178,36 @@ def _flatten(groups: list[tuple[str, ...]]) -> tuple[list[str], list[int]]:
 # --- writing ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class PointWords:
+    """A point's row of the word index: how often each distinct term occurs in it.
+
+    `PointStore.add(..., words=...)` writes these rows in the statement that inserts the point
+    (one statement instead of three on the save path); `index_point` writes them for a point
+    that already exists."""
+
+    counts: Counter[str]
+
+    @property
+    def length(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def terms(self) -> list[str]:
+        return list(self.counts)
+
+    @property
+    def tfs(self) -> list[int]:
+        return list(self.counts.values())
+
+
+def analyse(
+    text: str, *, analyzer: Analyzer | None = None, cache: LexicalCache | None = None
+) -> PointWords:
+    """The word-index rows of `text` (with the cache's analyzer when a cache is given)."""
+    return PointWords(Counter(_analyzer(analyzer, cache).terms(text)))
+
+
 def index_point(
     con: duckdb.DuckDBPyConnection,
     point_id: int,
@@ -193,8 +227,8 @@ def index_point(
     indexed is replaced. `cache`, when given, is told about the change (it applies it once
     the change is committed). `analyzer` defaults to the cache's, else the default one.
     """
-    counts = Counter(_analyzer(analyzer, cache).terms(text))
-    length = sum(counts.values())
+    words = analyse(text, analyzer=analyzer, cache=cache)
+    counts, length = words.counts, words.length
     if (
         not new
         and con.execute("SELECT 1 FROM lexical_docs WHERE point_id = ?", [point_id]).fetchall()
@@ -204,7 +238,7 @@ def index_point(
     if counts:
         con.execute(
             "INSERT INTO lexical_postings SELECT unnest(?::VARCHAR[]), ?, unnest(?::INTEGER[])",
-            [list(counts), point_id, list(counts.values())],
+            [words.terms, point_id, words.tfs],
         )
     if cache is not None:
         cache.stage_add(point_id, length, counts)

@@ -7,15 +7,16 @@ recorded with `record_skip` ('skip' + the rule), anything else (e.g. 'ingest') w
 `record_event`. No policy lives here: what to save, mask or forget is decided in `memory/`.
 
 Times are aware UTC in and out (`created_at`, audit `at`); a naive datetime is refused.
-Embeddings are float32 vectors (read-only numpy arrays in a `Point`) stored as `FLOAT[]`
+Embeddings are float32 vectors (read-only numpy arrays in a `Point`) stored as BLOBs of
+little-endian float32 bytes (schema v2; `FLOAT[]` made every commit slower as the table grew)
 together with the name of the model that made them.
 
 Measured on the 2-core dev machine (other jobs running, so read these as upper bounds), with a
 440 MB database of 100,000 points × 768 floats:
 
 - `vectors(model)` (index rebuilds): one `fetchnumpy()` of (id, embedding), sorted by id in
-  numpy, stacked with `np.vstack` — ~0.6–0.7 s warm (query ~0.5 s, stacking ~0.15 s), 1.4–3 s
-  for the first call after opening (cold reads). pyarrow is not installed, so no arrow path.
+  numpy, the bytes joined and viewed as one float32 matrix — ~0.6–0.7 s warm (query ~0.5 s),
+  1.4–3 s for the first call after opening (cold reads). pyarrow is not installed, so no arrow path.
 - `add_many`: numpy columns scanned by DuckDB — 10,000 × 768 in ~0.8–1 s (~2 s under load);
   bound parameters would cost ~1.5 ms a point. `add`: ~3–5 ms (mostly the commit).
 - `set_embeddings`: 10,000 × 768 in ~1.2 s. `counts()` ~40 ms, `ids_without_vector` ~60 ms.
@@ -36,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from store.database import Database
+from store.lexical_index import PointWords
 
 ROLES = ("user", "assistant", "doc")
 
@@ -46,10 +48,27 @@ _POINT_COLUMNS = (
     "created_at, embedding, embed_model"
 )
 _AUDIT_COLUMNS = 'id, "at", event, point_id, rule, reason, detail'
-_INSERT_POINT = (
-    "INSERT INTO points (role, content, conversation_id, channel, pinned, tags, source, "
-    "content_hash, created_at, embedding, embed_model) "
-    "VALUES (?, ?, ?, ?, ?, ?::VARCHAR[], ?, ?, ?, ?, ?) RETURNING id"
+# A save is one statement (DuckDB runs data-modifying CTEs): the point, its 'save' audit row
+# and, with `words`, its word-index rows. Each statement costs ~0.5 ms at 100k points.
+_SAVE_POINT = """
+WITH p AS (
+    INSERT INTO points (id, role, content, conversation_id, channel, pinned, tags, source,
+        content_hash, created_at, embedding, embed_model)
+    VALUES (?, ?, ?, ?, ?, ?, ?::VARCHAR[], ?, ?, ?, ?, ?) RETURNING id
+),
+a AS (INSERT INTO audit ("at", event, point_id, reason) SELECT ?, 'save', id, ? FROM p RETURNING id)
+{words_cte}
+SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM a){words_count}
+"""
+_WORDS_CTE = """,
+d AS (INSERT INTO lexical_docs SELECT id, ? FROM p RETURNING point_id),
+t AS (
+    INSERT INTO lexical_postings SELECT unnest(?::VARCHAR[]), id, unnest(?::INTEGER[]) FROM p
+    RETURNING point_id
+)"""
+_SAVE_POINT_ONLY = _SAVE_POINT.format(words_cte="", words_count="")
+_SAVE_POINT_WITH_WORDS = _SAVE_POINT.format(
+    words_cte=_WORDS_CTE, words_count=", (SELECT count(*) FROM d), (SELECT count(*) FROM t)"
 )
 _INSERT_POINTS = """
 INSERT INTO points (id, role, content, conversation_id, channel, pinned, tags, source,
@@ -62,13 +81,13 @@ LEFT JOIN (
     SELECT id, list(tag::VARCHAR ORDER BY pos) AS tags FROM straylight_tags GROUP BY id
 ) AS t ON t.id = p.id
 LEFT JOIN (
-    SELECT id, embedding::FLOAT[] AS embedding, embed_model::VARCHAR AS embed_model
+    SELECT id, embedding::BLOB AS embedding, embed_model::VARCHAR AS embed_model
     FROM straylight_vectors
 ) AS v ON v.id = p.id
 ORDER BY p.id
 """
 _UPDATE_VECTORS = """
-UPDATE points SET embedding = v.embedding::FLOAT[], embed_model = v.embed_model::VARCHAR
+UPDATE points SET embedding = v.embedding::BLOB, embed_model = v.embed_model::VARCHAR
 FROM straylight_vectors AS v WHERE points.id = v.id
 RETURNING points.id
 """
@@ -102,6 +121,26 @@ def as_vector(values: npt.ArrayLike) -> FloatVector:
         raise ValueError("an embedding must not contain NaN or infinity")
     vector.flags.writeable = False
     return vector
+
+
+def vector_bytes(vector: FloatVector) -> bytes:
+    """The stored form of a vector: its little-endian float32 bytes."""
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def vector_from_bytes(blob: bytes) -> FloatVector:
+    """A stored vector back as a read-only float32 array."""
+    vector = np.frombuffer(blob, dtype="<f4").astype(np.float32, copy=False)
+    vector.flags.writeable = False
+    return vector
+
+
+def matrix_from_bytes(blobs: Sequence[bytes], dim: int) -> FloatVector:
+    """Stored vectors (all of `dim`) as one float32 (n, dim) matrix."""
+    if not len(blobs):
+        return np.empty((0, dim), dtype=np.float32)
+    flat = np.frombuffer(b"".join(blobs), dtype="<f4")
+    return flat.astype(np.float32, copy=False).reshape(len(blobs), dim)
 
 
 def _check_role(role: str) -> None:
@@ -181,7 +220,7 @@ def _point_from_row(row: Sequence[Any]) -> Point:
         source=row[7],
         content_hash=row[8],
         created_at=row[9].astimezone(UTC),
-        embedding=None if embedding is None else as_vector(embedding),
+        embedding=None if embedding is None else vector_from_bytes(embedding),
         embed_model=row[11],
     )
 
@@ -252,7 +291,7 @@ def _vector_columns(rows: Sequence[tuple[int, FloatVector, str]]) -> Columns:
     """Only rows that have a vector, so no column ever holds a NULL."""
     return {
         "id": np.asarray([row[0] for row in rows], dtype=np.int64),
-        "embedding": _objects([row[1] for row in rows]),
+        "embedding": _objects([vector_bytes(row[1]) for row in rows]),
         "embed_model": _objects([row[2] for row in rows]),
     }
 
@@ -304,17 +343,28 @@ class PointStore:
         new: NewPoint,
         *,
         audit_reason: str | None = None,
+        words: PointWords | None = None,
+        on_id: Callable[[int], None] | None = None,
         also: Callable[[duckdb.DuckDBPyConnection, int], None] | None = None,
     ) -> int:
-        """Insert a point and its 'save' audit row in one transaction; return its id.
+        """Insert a point, its 'save' audit row and (given `words`) its word-index rows in one
+        transaction; return its id.
 
-        `also(cursor, id)` runs inside that transaction (the lexical index of the point),
-        so both commit or neither does.
+        `on_id(id)` is called as soon as the id is allocated, before the rows are written (to
+        start work that can overlap the write, e.g. the vector index); `also(cursor, id)`
+        runs inside the transaction after them, so both commit or neither does.
         """
         now = self.db.clock.now()
         with self.db.transaction() as cur:
-            point_id = self._insert(cur, new, now)
-            self._audit(cur, now, "save", point_id=point_id, reason=audit_reason)
+            point_id = int(cur.execute("SELECT nextval('point_id_seq')").fetchall()[0][0])
+            if on_id is not None:
+                on_id(point_id)
+            params = [point_id, *self._point_params(new, now), now, audit_reason]
+            if words is None:
+                cur.execute(_SAVE_POINT_ONLY, params).fetchall()
+            else:
+                params += [words.length, words.terms, words.tfs]
+                cur.execute(_SAVE_POINT_WITH_WORDS, params).fetchall()
             if also is not None:
                 also(cur, point_id)
         return point_id
@@ -504,8 +554,8 @@ class PointStore:
         sql = "SELECT id FROM points WHERE embedding IS NULL OR embed_model IS DISTINCT FROM ?"
         params: list[Any] = [model]
         if dim is not None:
-            sql += " OR len(embedding) <> ?"
-            params.append(dim)
+            sql += " OR octet_length(embedding) <> ?"
+            params.append(4 * dim)
         with self.db.cursor() as cur:
             rows = cur.execute(sql + " ORDER BY id", params).fetchall()
         return [int(row[0]) for row in rows]
@@ -521,8 +571,8 @@ class PointStore:
         sql = "SELECT id, embedding FROM points WHERE embed_model = ? AND embedding IS NOT NULL"
         params: list[Any] = [model]
         if dim is not None:
-            sql += " AND len(embedding) = ?"
-            params.append(dim)
+            sql += " AND octet_length(embedding) = ?"
+            params.append(4 * dim)
         with self.db.cursor() as cur:
             columns = cur.execute(sql, params).fetchnumpy()
         ids = np.asarray(columns["id"], dtype=np.int64)
@@ -530,12 +580,12 @@ class PointStore:
             return ids, np.empty((0, dim or 0), dtype=np.float32)
         order = np.argsort(ids, kind="stable")
         rows = columns["embedding"][order]
-        lengths = {len(row) for row in rows}
+        lengths = {len(row) // 4 for row in rows}
         if len(lengths) > 1:
             raise ValueError(
                 f"vectors of {model!r} have several dimensions {sorted(lengths)}; pass dim="
             )
-        return ids[order], np.vstack(list(rows)).astype(np.float32, copy=False)
+        return ids[order], matrix_from_bytes(list(rows), lengths.pop())
 
     def audit_events(
         self, limit: int = 100, *, event: str | None = None, point_id: int | None = None
@@ -571,8 +621,8 @@ class PointStore:
         return [_point_from_row(row) for row in rows]
 
     @staticmethod
-    def _insert(cur: duckdb.DuckDBPyConnection, new: NewPoint, now: datetime) -> int:
-        params = [
+    def _point_params(new: NewPoint, now: datetime) -> list[Any]:
+        return [
             new.role,
             new.content,
             new.conversation_id,
@@ -582,10 +632,9 @@ class PointStore:
             new.source,
             content_hash(new.content),
             new.created_at or now,
-            new.embedding,
+            None if new.embedding is None else vector_bytes(new.embedding),
             new.embed_model,
         ]
-        return int(cur.execute(_INSERT_POINT, params).fetchall()[0][0])
 
     @staticmethod
     def _allocate_ids(cur: duckdb.DuckDBPyConnection, count: int) -> list[int]:

@@ -26,7 +26,7 @@ from store.database import (
     parse_lock_pid,
 )
 from store.point_store import NewPoint, PointStore
-from store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE
+from store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, run_statement
 
 ROOT = Path(__file__).resolve().parent.parent
 EARLIER = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -45,7 +45,7 @@ def build_at_version(path: Path, version: int) -> None:
         con.execute(VERSION_TABLE)
         for number, step in enumerate(MIGRATIONS[:version], start=1):
             for statement in step:
-                con.execute(statement)
+                run_statement(con, statement)
             con.execute("INSERT INTO schema_version VALUES (?, ?)", [number, EARLIER])
     finally:
         con.close()
@@ -121,6 +121,40 @@ def test_upgrade_from_every_earlier_version(db_path: Path, version: int) -> None
         assert db.schema_version() == SCHEMA_VERSION
     expected = [(v, EARLIER if v <= version else NOW) for v in range(1, SCHEMA_VERSION + 1)]
     assert applied_versions(db_path) == expected
+
+
+def test_upgrade_to_v2_keeps_every_v1_vector_and_point(db_path: Path) -> None:
+    """v1 stored FLOAT[] embeddings; v2 stores float32 bytes. Nothing is lost on the way."""
+    db_path.parent.mkdir(mode=0o700)
+    build_at_version(db_path, 1)
+    con = duckdb.connect(str(db_path))
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((12, 16)).astype(np.float32)
+    try:
+        for n in range(12):
+            embedding = [float(x) for x in vectors[n]] if n % 3 else None
+            con.execute(
+                "INSERT INTO points (role, content, source, content_hash, created_at, "
+                "embedding, embed_model, tags) VALUES ('user', ?, 'turn', 'h', ?, ?, ?, ['t'])",
+                [f"point {n}", EARLIER, embedding, "m" if embedding else None],
+            )
+    finally:
+        con.close()
+    with open_database(db_path, clock=CLOCK) as db:
+        store = PointStore(db)
+        points = list(store.iter_points())
+        assert [p.content for p in points] == [f"point {n}" for n in range(12)]
+        for n, point in enumerate(points):
+            if n % 3:
+                assert point.embedding is not None
+                np.testing.assert_array_equal(point.embedding, vectors[n])
+            else:
+                assert point.embedding is None
+        ids, matrix = store.vectors("m")
+        assert list(ids) == [p.id for n, p in enumerate(points) if n % 3]
+        np.testing.assert_array_equal(matrix, vectors[[n for n in range(12) if n % 3]])
+        assert store.by_source_prefix("tur") == points  # the source index was rebuilt
+        assert points[1].tags == ("t",) and points[1].created_at == EARLIER
 
 
 def test_upgrade_from_a_bare_duckdb_file_without_a_version_table(db_path: Path) -> None:

@@ -28,7 +28,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(schema.VERSION_TABLE)
     for step in schema.MIGRATIONS:
         for statement in step:
-            con.execute(statement)
+            schema.run_statement(con, statement)
 
 
 @pytest.fixture

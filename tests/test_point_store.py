@@ -18,6 +18,7 @@ import pytest
 
 from store.clock import Clock
 from store.database import Database, database_path, open_database
+from store.lexical_index import analyse
 from store.point_store import NewPoint, Point, PointStore, content_hash
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,6 +199,41 @@ def test_add_writes_a_save_audit_row(store: PointStore) -> None:
         "turn 3",
         NOW,
     )
+
+
+def test_add_with_words_writes_point_audit_and_word_rows_together(
+    store: PointStore, db: Database
+) -> None:
+    seen: list[int] = []
+    point_id = store.add(
+        SAMPLES[0], words=analyse("deploy the blyck deploy"), on_id=seen.append, audit_reason="r"
+    )
+    assert seen == [point_id]
+    with db.cursor() as cur:
+        postings = cur.execute(
+            "SELECT term, tf FROM lexical_postings WHERE point_id = ? ORDER BY term", [point_id]
+        ).fetchall()
+        docs = cur.execute("SELECT point_id, length FROM lexical_docs").fetchall()
+    assert postings == [("blyck", 1), ("deploy", 2)]
+    assert docs == [(point_id, 3)]
+    assert [(e.event, e.point_id) for e in store.audit_events()] == [("save", point_id)]
+
+
+def test_a_failed_add_leaves_no_point_no_audit_and_no_word_rows(
+    store: PointStore, db: Database
+) -> None:
+    seen: list[int] = []
+
+    def fail(_cur: object, _point_id: int) -> None:
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        store.add(SAMPLES[0], words=analyse("alpha beta"), on_id=seen.append, also=fail)
+    assert len(seen) == 1  # the id was handed out (to undo work started with it)
+    assert store.counts()["total"] == 0 and store.audit_events() == []
+    with db.cursor() as cur:
+        assert cur.execute("SELECT count(*) FROM lexical_postings").fetchall() == [(0,)]
+        assert cur.execute("SELECT count(*) FROM lexical_docs").fetchall() == [(0,)]
 
 
 def test_delete_forgets_audits_and_drops_the_lexical_rows(store: PointStore, db: Database) -> None:
@@ -425,5 +461,7 @@ def test_kill_9_while_adding_keeps_every_committed_point(db_path: Path) -> None:
         assert len(store.audit_events(10_000, event="save")) == store.counts()["total"]
         assert store.add(NewPoint("user", "after the crash", "s")) > max(printed)
         with db.cursor() as cur:  # every block of the table reads back
-            rows = cur.execute("SELECT count(*), sum(len(embedding)) FROM points").fetchall()
+            rows = cur.execute(
+                "SELECT count(*), sum(octet_length(embedding)) // 4 FROM points"
+            ).fetchall()
         assert rows == [(store.counts()["total"], 64 * (store.counts()["total"] - 1))]
