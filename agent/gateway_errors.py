@@ -70,6 +70,12 @@ class ModelError(GatewayError):
     kind = "model_error"
 
 
+class ToolsNotSupported(ModelError):
+    """The model refused a request with tools (HTTP 400 "… does not support tools")."""
+
+    kind = "tools_not_supported"
+
+
 def classify(
     error: BaseException, *, host: str, model: str, timeout: float, streamed: bool
 ) -> GatewayError:
@@ -90,6 +96,8 @@ def classify(
                 if streamed
                 else ModelError(f"Ollama reported an error: {detail}")
             )
+        if error.status_code == 400 and "does not support tools" in detail:
+            return ToolsNotSupported(f"{model} does not support tools")
         return ModelError(f"Ollama answered HTTP {error.status_code}: {_short(detail)}")
     if isinstance(error, ConnectionError | httpx.ConnectError | httpx.ConnectTimeout):
         return OllamaUnreachable(host)

@@ -7,7 +7,7 @@ its first frame before they load.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -59,7 +59,32 @@ class ChatDone:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-ChatEvent = ChatDelta | ChatDone
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One function call the model asked for; `arguments` as the model sent them."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatToolCalls:
+    """The model asked for tool calls (it waits for their results)."""
+
+    calls: tuple[ToolCall, ...]
+
+
+ChatEvent = ChatDelta | ChatDone | ChatToolCalls
+
+
+def _tool_calls(raw: Sequence[Any]) -> tuple[ToolCall, ...]:
+    calls = []
+    for call in raw:
+        function = getattr(call, "function", None)
+        name = str(getattr(function, "name", "") or "")
+        arguments = getattr(function, "arguments", None)
+        calls.append(ToolCall(name, dict(arguments) if isinstance(arguments, Mapping) else {}))
+    return tuple(calls)
 
 
 class OllamaGateway:
@@ -120,6 +145,7 @@ class OllamaGateway:
         messages: Sequence[dict[str, Any]],
         *,
         options: dict[str, Any] | None = None,
+        tools: Sequence[dict[str, Any]] | None = None,
     ) -> AsyncIterator[ChatEvent]:
         """Yield reply text as it arrives, then one `ChatDone`.
 
@@ -131,13 +157,19 @@ class OllamaGateway:
         finished = False
         try:
             stream = await client.chat(
-                model=model, messages=list(messages), stream=True, options=options
+                model=model,
+                messages=list(messages),
+                stream=True,
+                options=options,
+                tools=list(tools) if tools else None,
             )
             async for part in stream:
                 text = part.message.content or ""
                 if text:
                     streamed = True
                     yield ChatDelta(text)
+                if part.message.tool_calls:
+                    yield ChatToolCalls(_tool_calls(part.message.tool_calls))
                 if part.done:
                     finished = True
                     yield ChatDone(
@@ -159,6 +191,36 @@ class OllamaGateway:
         if not finished:
             log.warning("chat with %s ended without a final chunk", model)
             raise StreamCutOff("Ollama closed the stream before the reply finished")
+
+    async def chat_structured(
+        self, model: str, messages: Sequence[dict[str, Any]], schema: dict[str, Any]
+    ) -> str:
+        """One non-streamed reply constrained to a JSON schema (Ollama's `format`); the raw
+        text. Raises a named `GatewayError`."""
+        client = self._get_client()
+        try:
+            response = await client.chat(
+                model=model, messages=list(messages), stream=False, format=schema
+            )
+        except Exception as error:  # classified and re-raised
+            named = classify(
+                error, host=self.host, model=model, timeout=self.read_timeout, streamed=False
+            )
+            log.warning("structured chat with %s failed: %s (%r)", model, named, error)
+            raise named from error
+        return response.message.content or ""
+
+    async def capabilities(self, model: str) -> tuple[str, ...] | None:
+        """The model's capabilities from /api/show ("completion", "tools", …); None when
+        Ollama does not say (old servers) or cannot be asked."""
+        client = self._get_client()
+        try:
+            shown = await client.show(model)
+        except Exception as error:  # noqa: BLE001 - unknown, not fatal
+            log.info("could not read the capabilities of %s: %r", model, error)
+            return None
+        capabilities = getattr(shown, "capabilities", None)
+        return tuple(str(c) for c in capabilities) if capabilities is not None else None
 
     async def embed(self, model: str, texts: Sequence[str]) -> list[list[float]]:
         """One /api/embed request for all `texts`; raises a named `GatewayError`.

@@ -74,6 +74,23 @@ class Settings(BaseSettings):
     memory_save_dedup_threshold: float = Field(default=0.85, ge=0.0, le=1.0)
     memory_ram_warn_bytes: int = Field(default=268_435_456, ge=0)
     memory_ram_crit_bytes: int = Field(default=536_870_912, ge=0)
+    memory_facts_always_max: int = Field(default=20, ge=0)
+    """Cap on the rules and capabilities injected into every prompt (a note says what it cut)."""
+    memory_facts_top_k: int = Field(default=5, ge=0)
+    """Other facts (decisions, procedures, facts) injected when their key or body matches."""
+    memory_facts_max_chars: int = Field(default=3000, ge=0)
+    """Size cap of the `## Known facts` block, cut on a fact boundary."""
+    memory_facts_min_score: float = Field(default=0.5, ge=0.0, le=1.0)
+    """Cosine a fact's body needs with the message to count as a semantic match."""
+    memory_tools: bool = True
+    """Offer the model the memory_read / memory_write tools (if the model supports tools)."""
+    memory_reflection: bool = True
+    """At session end (/new, quit, idle), ask the model once for durable facts (candidates)."""
+    memory_reflection_idle_minutes: float = Field(default=30.0, gt=0)
+    """Idle time in the TUI after which the session counts as ended for the reflection pass."""
+    workspace: str | None = None
+    """The workspace facts belong to: default the git root of the current directory, else
+    the directory itself."""
 
     @classmethod
     def settings_customise_sources(
@@ -128,12 +145,14 @@ ENV_NAMES: dict[str, str] = {
     "connect_timeout_seconds": "STRAYLIGHT_CONNECT_TIMEOUT_SECONDS",
     "longterm_budget_bytes": "STRAYLIGHT_LONGTERM_BUDGET_BYTES",
     "now": "STRAYLIGHT_NOW",
+    "workspace": "STRAYLIGHT_WORKSPACE",
 } | {name: name.upper() for name in Settings.model_fields if name.startswith("memory_")}
 
 FLAG_NAMES: dict[str, str] = {
     "home": "--home",
     "ollama_host": "--ollama-host",
     "model": "--model",
+    "workspace": "--workspace",
 }
 
 CONFIG_ENV = "STRAYLIGHT_CONFIG"
@@ -222,8 +241,8 @@ def _toml_type_problem(name: str, value: object) -> str | None:
     kind = {bool: "bool", int: "int", float: "float", str: "str"}.get(annotation)  # type: ignore[arg-type]
     if kind is None:  # home (a path string) and now (a datetime or ISO string)
         expected: tuple[type, ...] = (str, datetime)
-        wanted = "a string" if name == "home" else "a datetime or an ISO 8601 string"
-        if name == "home":
+        wanted = "a string" if name in ("home", "workspace") else "a datetime or an ISO 8601 string"
+        if name in ("home", "workspace"):
             expected = (str,)
     else:
         expected = _TOML_TYPES[kind]

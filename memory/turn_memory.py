@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory.doc_splitter import split_markdown
+from memory.fact_drawer import FactDrawer
 from memory.memory_store import IngestReport, MemoryStore, RecallResult, SaveResult
 
 log = logging.getLogger("straylight.memory")
@@ -39,9 +40,12 @@ class TurnRecall:
 class TurnMemory:
     """Recall before a turn, save after it, pins, forget, backfill and doc ingest."""
 
-    def __init__(self, store: MemoryStore, embed: EmbedFn | None) -> None:
+    def __init__(
+        self, store: MemoryStore, embed: EmbedFn | None, facts: FactDrawer | None = None
+    ) -> None:
         self.store = store
         self.embed = embed
+        self.facts = facts  # layer 4, in the same database
 
     async def embed_texts(self, texts: Sequence[str]) -> list[list[float]] | None:
         """One embedding request (counted); None when it fails."""

@@ -122,6 +122,57 @@ MIGRATIONS: Sequence[tuple[Statement, ...]] = (
         "DROP TABLE lexical_postings",
         "ALTER TABLE lexical_postings_v2 RENAME TO lexical_postings",
     ),
+    # 3 — layer 4, the fact drawer: facts (unique per scope, workspace and key) and the
+    # candidates waiting at the approval gate. Every version of a fact is an audit row
+    # (`fact_key` + the whole version as JSON in `detail`).
+    (
+        "CREATE SEQUENCE fact_id_seq START 1",
+        """
+        CREATE TABLE facts (
+            id BIGINT PRIMARY KEY DEFAULT nextval('fact_id_seq'),
+            type VARCHAR NOT NULL
+                CHECK (type IN ('capability', 'decision', 'rule', 'procedure', 'fact')),
+            scope VARCHAR NOT NULL CHECK (scope IN ('workspace', 'global')),
+            workspace VARCHAR NOT NULL DEFAULT '',
+            key VARCHAR NOT NULL,
+            body VARCHAR NOT NULL,
+            confidence DOUBLE NOT NULL CHECK (confidence >= 0 AND confidence <= 1),
+            proof VARCHAR NOT NULL DEFAULT '',
+            status VARCHAR NOT NULL CHECK (status IN ('active', 'stale', 'retired')),
+            source VARCHAR NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL,
+            updated_at TIMESTAMPTZ NOT NULL,
+            last_seen TIMESTAMPTZ NOT NULL,
+            last_verified TIMESTAMPTZ,
+            requires VARCHAR[] NOT NULL DEFAULT [],
+            embedding BLOB,
+            embed_model VARCHAR,
+            UNIQUE (scope, workspace, key)
+        )
+        """,
+        "CREATE SEQUENCE candidate_id_seq START 1",
+        """
+        CREATE TABLE candidates (
+            id BIGINT PRIMARY KEY DEFAULT nextval('candidate_id_seq'),
+            type VARCHAR NOT NULL,
+            scope VARCHAR NOT NULL,
+            workspace VARCHAR NOT NULL DEFAULT '',
+            key VARCHAR NOT NULL,
+            body VARCHAR NOT NULL,
+            proof VARCHAR NOT NULL DEFAULT '',
+            confidence DOUBLE NOT NULL,
+            source VARCHAR NOT NULL,
+            origin VARCHAR NOT NULL CHECK (origin IN ('tool', 'promotion', 'reflection')),
+            requires VARCHAR[] NOT NULL DEFAULT [],
+            status VARCHAR NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'approved', 'rejected')),
+            conversation_id VARCHAR NOT NULL DEFAULT '',
+            created_at TIMESTAMPTZ NOT NULL,
+            decided_at TIMESTAMPTZ
+        )
+        """,
+        "ALTER TABLE audit ADD COLUMN fact_key VARCHAR",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

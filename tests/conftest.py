@@ -45,7 +45,7 @@ def make_settings(home: Path) -> Callable[..., Settings]:
     """Settings for a test: the tmp data dir plus any overrides (e.g. ollama_host)."""
 
     def make(**overrides: Any) -> Settings:
-        flags: dict[str, Any] = {"home": str(home)}
+        flags: dict[str, Any] = {"home": str(home), "workspace": "demo"}
         flags.update(overrides)
         return load_settings(flags=flags, environ={}).settings
 

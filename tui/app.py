@@ -25,13 +25,20 @@ from textual.widgets import Footer
 from agent.ollama_gateway import OllamaGateway, OllamaStatus, normalise_model_name
 from agent.settings import Settings
 from agent.turn import (
+    Approval,
+    CandidatesProposed,
+    CapabilityReminder,
+    FactsInjected,
     LongtermWarning,
     ReplyDelta,
     ReplyFailed,
     ReplyFinished,
+    ToolUsed,
     TurnEngine,
     new_conversation_id,
 )
+from agent.workspace import resolve_workspace
+from tui.fact_commands import FACT_COMMANDS, run_fact_command
 from tui.memory_commands import MEMORY_COMMANDS, run_memory_command
 from tui.startup_timer import seconds_since_start
 from tui.widgets.chat_input import ChatInput
@@ -40,6 +47,7 @@ from tui.widgets.status_sidebar import SidebarState, StatusSidebar
 
 if TYPE_CHECKING:
     from memory.turn_memory import TurnMemory
+    from store.fact_store import Candidate
     from store.longterm_file import LongtermState
     from tui.memory_session import MemorySession
 
@@ -50,7 +58,9 @@ SLASH_COMMANDS: dict[str, str] = {
     "/new": "start a new conversation",
     "/model": "/model NAME switches the chat model; /model alone lists pulled models",
     **MEMORY_COMMANDS,
+    **FACT_COMMANDS,
 }
+REFLECT_ON_QUIT_SECONDS = 30.0  # quitting waits this long at most for the reflection pass
 
 
 @dataclass
@@ -95,6 +105,10 @@ class StraylightApp(App[int]):
         self.poll_offline_seconds = poll_offline_seconds
         self.gateway = OllamaGateway.from_settings(settings)
         self.engine = TurnEngine(settings, self.gateway)
+        self.engine.approver = self.ask_approval
+        self.workspace = resolve_workspace(settings.workspace)
+        self.unreflected_turns = 0  # finished turns of this conversation since its reflection
+        self._quitting = False
         self.model = settings.model
         self.conversation_id = new_conversation_id(settings.clock)
         self.conversation_started: datetime = settings.clock.now()
@@ -108,6 +122,7 @@ class StraylightApp(App[int]):
             model=self.model,
             conversation_started=self.conversation_started,
             longterm_budget=settings.longterm_budget_bytes,
+            workspace=self.workspace,
         )
 
     # ---- layout ---------------------------------------------------------------------
@@ -165,6 +180,7 @@ class StraylightApp(App[int]):
             return
         self.engine.memory = message.memory
         self.memory_problem = ""
+        self.refresh_fact_status()
         self.refresh_memory_status()
 
     @work(thread=True, exclusive=True, group="memory-status", exit_on_error=False)
@@ -263,6 +279,16 @@ class StraylightApp(App[int]):
                     await reply.finish(event.text, "complete")
                     self._publish_sidebar(last_reply=_reply_stats(event))
                     self.set_timer(1.0, self.refresh_memory_status)
+                    self.unreflected_turns += 1
+                    self._restart_idle_timer()
+                elif isinstance(event, FactsInjected):
+                    self._publish_sidebar(injected_facts=len(event.injected.facts))
+                elif isinstance(event, ToolUsed):
+                    await self._notice(f"🗂 {event.name}: {event.summary}")
+                elif isinstance(event, CandidatesProposed):
+                    await self._announce_candidates(event.candidates)
+                elif isinstance(event, CapabilityReminder):
+                    await self._remind_capabilities(event)
                 elif isinstance(event, ReplyFailed):
                     finished = True
                     self._publish_sidebar(last_reply=None)
@@ -311,6 +337,7 @@ class StraylightApp(App[int]):
     async def action_new_conversation(self) -> None:
         if self.replying:
             self.workers.cancel_group(self, "reply")
+        self.reflect_in_background()
         self.conversation_id = new_conversation_id(self.settings.clock)
         self.conversation_started = self.settings.clock.now()
         chat_log = self.query_one("#chat-log", VerticalScroll)
@@ -343,6 +370,93 @@ class StraylightApp(App[int]):
             note += f" It is not pulled: run `ollama pull {name}`."
         await self._notice(note, kind="warning" if pulled is False else "info")
 
+    # ---- layer 4: approval, candidates, the "can't" check, reflection ----------------
+    async def ask_approval(self, candidate: Candidate) -> Approval:
+        """The engine's approver: an inline prompt in the chat log; the turn waits."""
+        from tui.widgets.candidate_prompt import CandidatePrompt
+
+        chat_log = self.query_one("#chat-log", VerticalScroll)
+        prompt = CandidatePrompt(candidate)
+        await chat_log.mount(prompt)
+        chat_log.scroll_end(animate=False)
+        prompt.focus()
+        try:
+            return await prompt.result
+        finally:
+            self.query_one(ChatInput).focus()
+
+    async def _announce_candidates(self, candidates: list[Candidate]) -> None:
+        lines = [f"#{c.id} {c.type} `{c.key}`: {c.body}" for c in candidates]
+        count = len(candidates)
+        await self._notice(
+            f"🗂 {count} fact candidate{'' if count == 1 else 's'} "
+            "(/candidates approve ID or reject ID):\n" + "\n".join(lines)
+        )
+        self.refresh_fact_status()
+
+    async def _remind_capabilities(self, event: CapabilityReminder) -> None:
+        lines = [f"{f.type} `{f.key}`: {f.body}" for f in event.facts]
+        await self._notice(
+            "↳ Known fact — this was done from here before; the next turn carries it:\n"
+            + "\n".join(lines),
+            kind="warning",
+        )
+
+    def _restart_idle_timer(self) -> None:
+        timer = getattr(self, "_idle_timer", None)
+        if timer is not None:
+            timer.stop()
+        minutes = self.settings.memory_reflection_idle_minutes
+        self._idle_timer = self.set_timer(minutes * 60, self.reflect_in_background)
+
+    def reflect_in_background(self) -> None:
+        """Session end (/new, idle): reflect on the conversation without blocking anyone."""
+        if self.unreflected_turns and self.engine.facts is not None:
+            self.unreflected_turns = 0
+            self.run_reflection(self.conversation_id)
+
+    @work(exclusive=False, group="reflection", exit_on_error=False)
+    async def run_reflection(self, conversation_id: str) -> None:
+        try:
+            proposed = await self.engine.reflect(conversation_id, self.model)
+        except Exception as error:  # noqa: BLE001 - logged, never on the way
+            log.warning("reflection on %s failed: %s", conversation_id, error)
+            return
+        if proposed and not self._quitting:
+            await self._announce_candidates(proposed)
+
+    async def action_quit(self) -> None:
+        """Quit; the session's reflection pass runs first (at most 30 s; Ctrl+Q again skips)."""
+        if self._quitting or not self.unreflected_turns or self.engine.facts is None:
+            self.exit()
+            return
+        self._quitting = True
+        self.unreflected_turns = 0
+        self.notify("Reflecting on the session before quitting… (Ctrl+Q again skips)")
+        if self.replying:
+            self.workers.cancel_group(self, "reply")
+        try:
+            await asyncio.wait_for(
+                self.engine.reflect(self.conversation_id, self.model), REFLECT_ON_QUIT_SECONDS
+            )
+        except Exception as error:  # noqa: BLE001 - quitting goes on regardless
+            log.warning("reflection at quit failed: %s", error)
+        self.exit()
+
+    @work(thread=True, exclusive=True, group="fact-status", exit_on_error=False)
+    def refresh_fact_status(self) -> None:
+        drawer = self.engine.facts
+        if drawer is None:
+            return
+        try:
+            counts = drawer.counts()
+            pending = len(drawer.pending())
+        except Exception:
+            log.exception("fact status failed")
+            return
+        line = f"{counts['active']} active, {counts['stale']} stale · {pending} pending"
+        self.call_from_thread(self._publish_sidebar, facts_line=line)
+
     async def _notice(self, text: str, *, kind: str = "info") -> None:
         chat_log = self.query_one("#chat-log", VerticalScroll)
         await chat_log.mount(ChatNotice(text, kind=kind))
@@ -360,6 +474,15 @@ class StraylightApp(App[int]):
                 await self.switch_model(argument)
             else:
                 await self._notice(self._models_text())
+        elif command in FACT_COMMANDS:
+            try:
+                await run_fact_command(
+                    self.engine.facts, self.memory_problem, command, argument, self._notice
+                )
+            except Exception as error:  # named on screen, detailed in the log
+                log.exception("%s failed", command)
+                await self._notice(f"⚠ {command} failed: {error}", kind="error")
+            self.refresh_fact_status()
         elif command in MEMORY_COMMANDS:
             memory = self.engine.memory
             try:

@@ -1,4 +1,4 @@
-"""`straylight` — the TUI with no subcommand; `ask`, `history`, `status`, `config` headless.
+"""`straylight` — the TUI with no subcommand; the headless commands otherwise.
 
 Exit codes: 0 ok, 1 unexpected error, 2 usage or configuration, 3 Ollama unreachable,
 4 model not pulled, 5 timeout or other model error. Errors are one line on stderr; details
@@ -28,7 +28,9 @@ EXIT_UNEXPECTED = 1
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 # Commands that may create the data dir; the others only read it.
-COMMANDS_THAT_WRITE = frozenset({None, "ask", "remember", "forget", "import-doc"})
+COMMANDS_THAT_WRITE = frozenset(
+    {None, "ask", "remember", "forget", "import-doc", "facts", "candidates", "reflect"}
+)
 EXIT_DATA_DIR_IN_USE = 6
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -48,6 +50,12 @@ def _common_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     parser.add_argument("--ollama-host", metavar="HOST", default=default, help="Ollama address")
     parser.add_argument("--model", metavar="NAME", default=default, help="chat model")
     parser.add_argument("--config", metavar="FILE", default=default, help="config.toml to read")
+    parser.add_argument(
+        "--workspace",
+        metavar="NAME",
+        default=default,
+        help="workspace of the facts (default: the git root of the current directory)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,12 +119,69 @@ def build_parser() -> argparse.ArgumentParser:
     import_doc.add_argument("path", metavar="PATH", help="a Markdown file")
     import_doc.add_argument("--json", action="store_true", help="print JSON")
 
+    _fact_commands(commands)
+
     config = commands.add_parser(
         "config", allow_abbrev=False, help="print every effective setting and its source"
     )
     _common_options(config, top=False)
     config.add_argument("--json", action="store_true", help="print JSON")
     return parser
+
+
+def _fact_commands(commands: Any) -> None:
+    """`facts …`, `candidates …` and `reflect`: layer 4 from the shell."""
+    from memory.fact_types import FACT_STATUSES, FACT_TYPES, SCOPES
+
+    def leaf(group: Any, name: str, text: str) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = group.add_parser(name, allow_abbrev=False, help=text)
+        _common_options(sub, top=False)
+        sub.add_argument("--json", action="store_true", help="print JSON")
+        return sub
+
+    facts = commands.add_parser("facts", allow_abbrev=False, help="the fact drawer (layer 4)")
+    _common_options(facts, top=False)
+    actions = facts.add_subparsers(
+        dest="action", metavar="ACTION", parser_class=_Parser, required=True
+    )
+    fact_set = leaf(actions, "set", "write a fact now (overwrites the key)")
+    fact_set.add_argument("key", metavar="KEY", help="e.g. deploy:blyck")
+    fact_set.add_argument("--type", required=True, choices=FACT_TYPES, help="the fact's type")
+    fact_set.add_argument("--body", required=True, help="the fact ('-' reads stdin)")
+    fact_set.add_argument("--scope", choices=SCOPES, default="workspace")
+    fact_set.add_argument("--proof", default="", help="the evidence")
+    fact_set.add_argument(
+        "--requires", nargs="*", default=[], metavar="KEY", help="keys a procedure needs"
+    )
+    leaf(actions, "get", "show a fact (revives a stale one)").add_argument("key", metavar="KEY")
+    fact_list = leaf(actions, "list", "list the facts of this workspace and the global ones")
+    fact_list.add_argument("--type", choices=FACT_TYPES)
+    fact_list.add_argument("--status", choices=FACT_STATUSES)
+    fact_list.add_argument("--all-workspaces", action="store_true", help="facts of every workspace")
+    leaf(actions, "retire", "retire a fact").add_argument("key", metavar="KEY")
+    leaf(actions, "history", "every version of a key").add_argument("key", metavar="KEY")
+    leaf(actions, "undo", "undo the last write of a key").add_argument("key", metavar="KEY")
+
+    candidates = commands.add_parser(
+        "candidates", allow_abbrev=False, help="facts waiting for approval"
+    )
+    _common_options(candidates, top=False)
+    verbs = candidates.add_subparsers(
+        dest="action", metavar="ACTION", parser_class=_Parser, required=True
+    )
+    leaf(verbs, "list", "the pending candidates")
+    approve = leaf(verbs, "approve", "make a candidate a fact")
+    approve.add_argument("id", metavar="ID", type=int)
+    approve.add_argument("--body", help="edit the body first")
+    approve.add_argument("--key", help="edit the key first")
+    leaf(verbs, "reject", "reject a candidate (not proposed again)").add_argument(
+        "id", metavar="ID", type=int
+    )
+
+    reflect = leaf(commands, "reflect", "run the reflection pass over a conversation now")
+    reflect.add_argument(
+        "--conversation", "-c", metavar="ID", help="the conversation (default: the latest)"
+    )
 
 
 def _version() -> str:
@@ -129,7 +194,12 @@ def _version() -> str:
 
 
 def _resolve(args: argparse.Namespace) -> ResolvedSettings:
-    flags = {"home": args.home, "ollama_host": args.ollama_host, "model": args.model}
+    flags = {
+        "home": args.home,
+        "ollama_host": args.ollama_host,
+        "model": args.model,
+        "workspace": args.workspace,
+    }
     config = Path(args.config) if args.config else None
     return load_settings(flags=flags, config_path=config, require_config=config is not None)
 
@@ -199,6 +269,10 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         return asyncio.run(_status(settings, as_json=args.json))
     if args.command == "config":
         return _config(resolved, as_json=args.json)
+    if args.command in ("facts", "candidates", "reflect"):
+        from tui import cli_facts
+
+        return cli_facts.dispatch(args, settings)
     from tui import cli_memory
 
     if args.command == "remember":
@@ -233,6 +307,8 @@ def _ask_text(raw: str) -> str:
 async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
     from agent.ollama_gateway import OllamaGateway
     from agent.turn import (
+        CandidatesProposed,
+        CapabilityReminder,
         LongtermWarning,
         ReplyDelta,
         ReplyFailed,
@@ -254,6 +330,8 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
     conversation_id = conversation or new_conversation_id(settings.clock)
     code = EXIT_MODEL_ERROR
     wrote_text = False
+    pending = 0
+    reminders: list[str] = []
     try:
         async for event in engine.run(text, conversation_id=conversation_id, model=settings.model):
             if isinstance(event, ReplyDelta):
@@ -271,6 +349,11 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
                 wrote_text = False
             elif isinstance(event, LongtermWarning):
                 print(f"{PROG}: warning: {event.text}", file=sys.stderr)
+            elif isinstance(event, CandidatesProposed):
+                pending += len(event.candidates)
+            elif isinstance(event, CapabilityReminder):
+                keys = ", ".join(f.key for f in event.facts)
+                reminders.append(f"{PROG}: known fact: this was done from here before ({keys})")
         await engine.drain()  # the two points are saved before the process ends
     finally:
         session.close()
@@ -278,6 +361,14 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
     if wrote_text:
         sys.stdout.write("\n")
         sys.stdout.flush()
+    for line in reminders:
+        print(line, file=sys.stderr)
+    if pending:
+        plural = "candidate waits" if pending == 1 else "candidates wait"
+        print(
+            f"{PROG}: {pending} fact {plural} for approval (straylight candidates list)",
+            file=sys.stderr,
+        )
     log.info("ask finished in conversation %s with exit code %d", conversation_id, code)
     return code
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
+from agent.workspace import resolve_workspace
+from memory.fact_drawer import FactDrawer, FactsConfig
 from memory.memory_store import MemoryConfig, MemoryStore
 from memory.turn_memory import TurnMemory
 from store.data_dir_lock import DataDirLock
@@ -46,7 +48,12 @@ class MemorySession:
         except BaseException:
             self.close()
             raise
-        return TurnMemory(self.store, embedder_for(self.gateway, self.settings.embed_model))
+        facts = FactDrawer(
+            self.store.db,
+            resolve_workspace(self.settings.workspace),
+            FactsConfig.from_settings(self.settings),
+        )
+        return TurnMemory(self.store, embedder_for(self.gateway, self.settings.embed_model), facts)
 
     def close(self) -> None:
         if self.store is not None:

@@ -488,6 +488,9 @@ class _Handler(BaseHTTPRequestHandler):
         if "completion" not in capabilities:
             self._send_error_json(400, f'"{model}" does not support chat')
             return
+        if body.get("tools") and "tools" not in capabilities:
+            self._send_error_json(400, f"registry.ollama.ai/library/{model} does not support tools")
+            return
         messages = _messages(body)
         reply = self._standin._next_reply(messages)
         prompt_count = _prompt_eval_count(messages)

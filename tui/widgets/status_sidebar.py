@@ -27,6 +27,9 @@ class SidebarState:
     longterm_warning: str | None = None
     last_reply: str | None = None
     memory_line: str = "opening…"
+    workspace: str = ""
+    facts_line: str = "opening…"
+    injected_facts: int | None = None
 
     def with_changes(self, **changes: object) -> SidebarState:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -41,6 +44,13 @@ def _section(title: str, lines: list[tuple[str, str]]) -> Text:
     return text
 
 
+def _short_workspace(workspace: str, limit: int = 22) -> str:
+    """A path workspace by its last parts: `…/projects/blyck`."""
+    if len(workspace) <= limit:
+        return workspace
+    return "…" + workspace[-(limit - 1) :]
+
+
 class StatusSidebar(VerticalScroll):
     """Re-renders its blocks whenever `state` changes."""
 
@@ -50,6 +60,7 @@ class StatusSidebar(VerticalScroll):
         yield Static(id="sidebar-ollama", classes="sidebar-block")
         yield Static(id="sidebar-conversation", classes="sidebar-block")
         yield Static(id="sidebar-memory", classes="sidebar-block")
+        yield Static(id="sidebar-facts", classes="sidebar-block")
         yield Static(id="sidebar-longterm", classes="sidebar-block")
 
     def watch_state(self, state: SidebarState | None) -> None:
@@ -60,6 +71,7 @@ class StatusSidebar(VerticalScroll):
         self.query_one("#sidebar-memory", Static).update(
             _section("Memory", [(state.memory_line, "")])
         )
+        self.query_one("#sidebar-facts", Static).update(self._facts_block(state))
         self.query_one("#sidebar-longterm", Static).update(self._longterm_block(state))
         self.set_class(state.ollama == "offline", "-offline")
 
@@ -89,6 +101,13 @@ class StatusSidebar(VerticalScroll):
         if state.last_reply:
             lines.append((state.last_reply, "dim"))
         return _section("Conversation", lines)
+
+    @staticmethod
+    def _facts_block(state: SidebarState) -> Text:
+        lines = [(f"workspace {_short_workspace(state.workspace)}", ""), (state.facts_line, "")]
+        if state.injected_facts is not None:
+            lines.append((f"{state.injected_facts} in the last prompt", "dim"))
+        return _section("Facts", lines)
 
     @staticmethod
     def _longterm_block(state: SidebarState) -> Text:

@@ -1,0 +1,583 @@
+"""Layer 4, the fact drawer: exact-key facts, the approval gate, injection and decay.
+
+Writes reach the drawer two ways only:
+
+1. explicitly, by the user (`set`: `/fact set`, `straylight facts set`), applied at once;
+2. through the gate: `propose` turns a `FactProposal` (a model's `memory_write`, a promoted
+   success event, the reflection pass) into a *candidate*; only `approve` makes it a fact.
+   `reject` is remembered: the same key and body are not proposed again.
+
+Every prompt gets a `## Known facts` block (`for_prompt`), without the model asking:
+
+* all active rules and capabilities of this workspace and the global scope, capped at
+  `always_max` (key matches first, then confidence, then the most recently verified), with a
+  note saying how many the cap cut;
+* then the top-k other active facts (decisions, procedures, facts) that match the message:
+  exact key match first (the key, or all its parts, appear in the message as words — stems,
+  so "deployed" matches `deploy:blyck`; some of its parts give a partial score), then a light
+  semantic match of the body (cosine of the turn's query vector with the fact's vector, when
+  ≥ `min_score`; without vectors, the share of the body's words found in the message),
+  weighted by confidence and recency (last seen; a 90-day half-life-ish curve).
+
+Stale and retired facts are never injected; injection updates `last_seen`. An explicit read
+(`get`, `memory_read` with a key) revives a stale fact. `decay` applies the status rules:
+decisions and facts go stale 90 days after they were last seen and retire after 180;
+capabilities, rules and procedures never decay. Secrets are masked in every body and proof.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from memory.fact_types import (
+    BODY_MAX_CHARS,
+    NON_DECAYING,
+    PROOF_MAX_CHARS,
+    FactError,
+    FactProposal,
+    check_scope,
+    check_status,
+    check_type,
+    key_parts,
+    normalise_key,
+)
+from memory.secret_masking import mask_secrets
+from store.database import Database
+from store.fact_store import Candidate, Fact, FactStore, FactVersion, FactWrite
+from store.text_terms import default_analyzer
+
+ALWAYS_TYPES = ("rule", "capability")
+STALE_AFTER = timedelta(days=90)
+RETIRE_AFTER = timedelta(days=180)
+RECENCY_DAYS = 90.0  # recency weight e^(-days unseen / 90)
+BODY_OVERLAP_FLOOR = 0.5  # without vectors: share of the body's words in the message
+
+
+class FactsSettings(Protocol):
+    memory_facts_always_max: int
+    memory_facts_top_k: int
+    memory_facts_max_chars: int
+    memory_facts_min_score: float
+    embed_model: str
+
+
+@dataclass(frozen=True, slots=True)
+class FactsConfig:
+    always_max: int = 20
+    top_k: int = 5
+    max_chars: int = 3000
+    min_score: float = 0.5
+    embed_model: str = "nomic-embed-text"
+
+    @classmethod
+    def from_settings(cls, settings: FactsSettings) -> FactsConfig:
+        return cls(
+            always_max=settings.memory_facts_always_max,
+            top_k=settings.memory_facts_top_k,
+            max_chars=settings.memory_facts_max_chars,
+            min_score=settings.memory_facts_min_score,
+            embed_model=settings.embed_model,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class InjectedFacts:
+    """What went under `## Known facts` this turn, and how many rules/capabilities the cap
+    left out."""
+
+    facts: list[Fact]
+    block: str
+    cut: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class GateOutcome:
+    """A proposal at the gate: the new candidate, or None and why not."""
+
+    candidate: Candidate | None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DecayReport:
+    stale: list[str] = field(default_factory=list)
+    retired: list[str] = field(default_factory=list)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _one_line(text: str) -> str:
+    """Facts are data in the prompt: one line each, no heading can start inside them."""
+    return " ".join(text.split())
+
+
+class FactDrawer:
+    """The facts of one workspace (plus the global ones). Methods block: run them in threads."""
+
+    def __init__(self, db: Database, workspace: str, config: FactsConfig | None = None) -> None:
+        self.db = db
+        self.workspace = workspace
+        self.config = config or FactsConfig()
+        self.store = FactStore(db)
+        self._analyzer = default_analyzer()
+
+    # --- explicit writes ------------------------------------------------------------------
+
+    def _write_for(
+        self,
+        *,
+        key: str,
+        type: str,
+        body: str,
+        scope: str,
+        proof: str,
+        source: str,
+        confidence: float,
+        requires: Sequence[str],
+        verified: bool,
+    ) -> FactWrite:
+        key = normalise_key(key)
+        body = _one_line(mask_secrets(body))
+        if not body:
+            raise FactError("a fact needs a body")
+        if len(body) > BODY_MAX_CHARS:
+            raise FactError(f"fact body is {len(body)} characters; at most {BODY_MAX_CHARS}")
+        if not 0.0 <= confidence <= 1.0:
+            raise FactError(f"confidence must be between 0 and 1, got {confidence}")
+        scope = check_scope(scope)
+        return FactWrite(
+            type=check_type(type),
+            scope=scope,
+            workspace=self.workspace if scope == "workspace" else "",
+            key=key,
+            body=body,
+            confidence=confidence,
+            proof=_clip(_one_line(mask_secrets(proof)), PROOF_MAX_CHARS),
+            status="active",
+            source=source,
+            last_verified=self.db.clock.now() if verified else None,
+            requires=tuple(normalise_key(r) for r in requires),
+        )
+
+    def set(
+        self,
+        key: str,
+        type: str,
+        body: str,
+        *,
+        scope: str = "workspace",
+        proof: str = "",
+        requires: Sequence[str] = (),
+        reason: str = "set by the user",
+    ) -> Fact:
+        """An explicit write by the user: applied at once, confidence 1.0, verified now."""
+        new = self._write_for(
+            key=key,
+            type=type,
+            body=body,
+            scope=scope,
+            proof=proof,
+            source="user",
+            confidence=1.0,
+            requires=requires,
+            verified=True,
+        )
+        return self.store.write(new, reason=reason)
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def get(self, key: str) -> list[Fact]:
+        """An explicit read of a key (workspace first, then global): a stale fact is revived
+        to active, and last_seen is updated."""
+        found = self.store.by_key(normalise_key(key), self.workspace)
+        result = []
+        for fact in found:
+            if fact.status == "stale":
+                fact = self.store.set_status(fact, "active", reason="revived by an explicit read")
+            result.append(fact)
+        self.store.touch_seen([f.id for f in result])
+        return [self._fresh(f) for f in result]
+
+    def _fresh(self, fact: Fact) -> Fact:
+        again = self.store.find(fact.scope, fact.workspace, fact.key)
+        return again or fact
+
+    def list(
+        self,
+        *,
+        type: str | None = None,
+        status: str | None = None,
+        all_workspaces: bool = False,
+    ) -> list[Fact]:
+        types = [check_type(type)] if type else None
+        statuses = [check_status(status)] if status else None
+        return self.store.visible(
+            self.workspace, types=types, statuses=statuses, all_workspaces=all_workspaces
+        )
+
+    def search(self, query: str, query_vector: Sequence[float] | None = None) -> list[Fact]:
+        """`memory_read(query=…)`: active facts ranked like injection's matches (top-k)."""
+        facts = self.store.visible(self.workspace, statuses=["active"])
+        ranked = self._rank(facts, query, query_vector)
+        hits = [fact for fact, _ in ranked[: max(self.config.top_k, 1)]]
+        self.store.touch_seen([f.id for f in hits])
+        return hits
+
+    def retire(self, key: str, *, reason: str = "retired by the user") -> list[Fact]:
+        """Retire the fact with this key (the workspace one, else the global one)."""
+        found = self.store.by_key(normalise_key(key), self.workspace)
+        if not found:
+            return []
+        fact = found[0]
+        return [self.store.set_status(fact, "retired", reason=reason)]
+
+    def history(self, key: str) -> list[FactVersion]:
+        return self.store.history(normalise_key(key))
+
+    def undo(self, key: str) -> Fact | None:
+        """Undo the last write of this key (the workspace one, else the global one): the
+        previous version comes back; a first write is removed. None if nothing to undo."""
+        found = self.store.by_key(normalise_key(key), self.workspace)
+        if not found:
+            return None
+        fact = found[0]
+        versions = [
+            v
+            for v in self.store.history(fact.key)
+            if v.fact.get("scope") == fact.scope and v.fact.get("workspace") == fact.workspace
+        ]
+        if not versions:
+            return None
+        previous = versions[-1].previous
+        if previous is None:
+            self.store.delete(fact, reason="undo of the first write")
+            return None
+        restored = FactWrite(
+            type=previous["type"],
+            scope=previous["scope"],
+            workspace=previous["workspace"],
+            key=previous["key"],
+            body=previous["body"],
+            confidence=float(previous["confidence"]),
+            proof=previous["proof"],
+            status=previous["status"],
+            source=previous["source"],
+            last_verified=(
+                datetime.fromisoformat(previous["last_verified"])
+                if previous["last_verified"]
+                else None
+            ),
+            requires=tuple(previous["requires"]),
+        )
+        return self.store.write(restored, reason="undo", event="fact_undo")
+
+    # --- the gate -------------------------------------------------------------------------
+
+    def propose(
+        self, proposal: FactProposal, *, origin: str, conversation_id: str = ""
+    ) -> GateOutcome:
+        """A proposal becomes a pending candidate, unless it was rejected before, is already
+        pending, or is already a fact with the same body."""
+        try:
+            new = self._write_for(
+                key=proposal.key,
+                type=proposal.type,
+                body=proposal.body,
+                scope=proposal.scope,
+                proof=proposal.proof,
+                source=proposal.source,
+                confidence=proposal.confidence,
+                requires=proposal.requires,
+                verified=False,
+            )
+        except FactError as error:
+            return GateOutcome(None, str(error))
+        if self.store.has_candidate(self.workspace, new.key, new.body, "rejected"):
+            return GateOutcome(None, "rejected before")
+        if self.store.has_candidate(self.workspace, new.key, new.body, "pending"):
+            return GateOutcome(None, "already pending")
+        known = self.store.find(new.scope, new.workspace, new.key)
+        if known is not None and known.body == new.body and known.status == "active":
+            return GateOutcome(None, "already a fact")
+        candidate = self.store.add_candidate(new, origin=origin, conversation_id=conversation_id)
+        return GateOutcome(candidate)
+
+    def pending(self) -> list[Candidate]:
+        return [
+            c
+            for c in self.store.candidates(status="pending")
+            if c.scope == "global" or c.workspace == self.workspace
+        ]
+
+    def candidate(self, candidate_id: int) -> Candidate | None:
+        return self.store.candidate(candidate_id)
+
+    def approve(
+        self,
+        candidate_id: int,
+        *,
+        key: str | None = None,
+        body: str | None = None,
+        type: str | None = None,
+        scope: str | None = None,
+    ) -> Fact:
+        """Make a pending candidate a fact (optionally edited first)."""
+        candidate = self._pending(candidate_id)
+        new = self._write_for(
+            key=key or candidate.key,
+            type=type or candidate.type,
+            body=body if body is not None else candidate.body,
+            scope=scope or candidate.scope,
+            proof=candidate.proof,
+            source=candidate.source,
+            confidence=candidate.confidence,
+            requires=candidate.requires,
+            verified=bool(candidate.proof),
+        )
+        edited = " (edited)" if (new.key, new.body) != (candidate.key, candidate.body) else ""
+        fact = self.store.write(
+            new, reason=f"approved candidate #{candidate.id} ({candidate.origin}){edited}"
+        )
+        self.store.decide(candidate, "approved", reason=f"fact #{fact.id}{edited}")
+        return fact
+
+    def reject(self, candidate_id: int) -> Candidate:
+        """Reject a pending candidate; its key and body will not be proposed again."""
+        candidate = self._pending(candidate_id)
+        return self.store.decide(candidate, "rejected", reason="rejected by the user")
+
+    def _pending(self, candidate_id: int) -> Candidate:
+        candidate = self.store.candidate(candidate_id)
+        if candidate is None:
+            raise FactError(f"no candidate #{candidate_id}")
+        if candidate.status != "pending":
+            raise FactError(f"candidate #{candidate_id} is already {candidate.status}")
+        return candidate
+
+    # --- injection ------------------------------------------------------------------------
+
+    def for_prompt(
+        self,
+        message: str,
+        query_vector: Sequence[float] | None = None,
+        *,
+        carry: Sequence[Fact] = (),
+        touch: bool = True,
+    ) -> InjectedFacts:
+        """The `## Known facts` block for this message (see the module docstring).
+
+        `carry`: facts that must be in this prompt whatever the cap (the "can't" check of the
+        previous reply)."""
+        active = self.store.visible(self.workspace, statuses=["active"])
+        if not active:
+            return InjectedFacts([], "")
+        words = self._terms(message)
+        lowered = message.lower()
+        always = [f for f in active if f.type in ALWAYS_TYPES]
+        always.sort(
+            key=lambda f: (
+                -self._key_score(f.key, words, lowered),
+                -f.confidence,
+                -(f.last_verified or f.updated_at).timestamp(),
+                f.key,
+            )
+        )
+        carried_ids = {f.id for f in carry}
+        carried = [f for f in active if f.id in carried_ids]
+        always = [f for f in always if f.id not in carried_ids]
+        cap = max(self.config.always_max - len(carried), 0)
+        cut = max(len(always) - cap, 0)
+        chosen_always = carried + always[:cap]
+        others = [f for f in active if f.type not in ALWAYS_TYPES and f.id not in carried_ids]
+        ranked = self._rank(others, message, query_vector, words=words)
+        chosen_others = [f for f, _ in ranked[: self.config.top_k]]
+        chosen = chosen_always + chosen_others
+        block, shown = self._format(chosen, cut, carried_ids)
+        if touch and shown:
+            self.store.touch_seen([f.id for f in shown])
+        return InjectedFacts(shown, block, cut)
+
+    def _terms(self, text: str) -> set[str]:
+        return set(self._analyzer.terms(text))
+
+    def _key_score(self, key: str, words: set[str], lowered: str) -> float:
+        """1.0 when the key or all its parts appear in the message; a share of 0.5 for some."""
+        if key in lowered:
+            return 1.0
+        parts = key_parts(key)
+        if not parts:
+            return 0.0
+        hits = 0
+        for part in parts:
+            stems = self._terms(part.replace("-", " "))
+            if stems and stems <= words:
+                hits += 1
+        if hits == len(parts):
+            return 1.0
+        return 0.5 * hits / len(parts)
+
+    def _semantic(
+        self, fact: Fact, query: npt.NDArray[np.float32] | None, words: set[str]
+    ) -> float:
+        if (
+            query is not None
+            and fact.embedding is not None
+            and fact.embed_model == self.config.embed_model
+            and fact.embedding.shape == query.shape
+        ):
+            norm = float(np.linalg.norm(fact.embedding) * np.linalg.norm(query))
+            cosine = float(fact.embedding @ query) / norm if norm else 0.0
+            return cosine if cosine >= self.config.min_score else 0.0
+        body = self._terms(fact.body)
+        if not body:
+            return 0.0
+        share = len(body & words) / len(body)
+        return share if share >= BODY_OVERLAP_FLOOR else 0.0
+
+    def _rank(
+        self,
+        facts: Sequence[Fact],
+        message: str,
+        query_vector: Sequence[float] | None,
+        *,
+        words: set[str] | None = None,
+    ) -> list[tuple[Fact, float]]:
+        words = self._terms(message) if words is None else words
+        lowered = message.lower()
+        query = np.asarray(query_vector, dtype=np.float32) if query_vector is not None else None
+        now = self.db.clock.now()
+        scored: list[tuple[Fact, float]] = []
+        for fact in facts:
+            relevance = self._key_score(fact.key, words, lowered) + 0.5 * self._semantic(
+                fact, query, words
+            )
+            if relevance <= 0:
+                continue
+            days = max((now - fact.last_seen).total_seconds() / 86400.0, 0.0)
+            weight = (0.5 + 0.5 * fact.confidence) * (0.5 + 0.5 * math.exp(-days / RECENCY_DAYS))
+            scored.append((fact, relevance * weight))
+        scored.sort(key=lambda item: (-item[1], item[0].key))
+        return scored
+
+    def _format(self, facts: Sequence[Fact], cut: int, carried: set[int]) -> tuple[str, list[Fact]]:
+        lines: list[str] = []
+        shown: list[Fact] = []
+        used = 0
+        limit = self.config.max_chars
+        for fact in facts:
+            line = format_fact_line(fact, carried=fact.id in carried)
+            if limit and used + len(line) + 1 > limit:
+                cut += 1 if fact.type in ALWAYS_TYPES else 0
+                continue
+            lines.append(line)
+            shown.append(fact)
+            used += len(line) + 1
+        if not lines:
+            return "", []
+        if cut:
+            lines.append(
+                f"({cut} more rules or capabilities are not shown here; "
+                "memory_read can fetch them by key.)"
+            )
+        return "\n".join(lines), shown
+
+    # --- decay ----------------------------------------------------------------------------
+
+    def decay(self) -> DecayReport:
+        """Decisions and facts: stale 90 days after last seen, retired after 180 (all
+        workspaces). Capabilities, rules and procedures never decay."""
+        now = self.db.clock.now()
+        report = DecayReport()
+        for fact in self.store.visible(self.workspace, all_workspaces=True):
+            if fact.type in NON_DECAYING or fact.status == "retired":
+                continue
+            unseen = now - fact.last_seen
+            if unseen >= RETIRE_AFTER:
+                self.store.set_status(fact, "retired", reason="decay: 180 days unseen")
+                report.retired.append(fact.key)
+            elif unseen >= STALE_AFTER and fact.status == "active":
+                self.store.set_status(fact, "stale", reason="decay: 90 days unseen")
+                report.stale.append(fact.key)
+        return report
+
+    # --- for the "can't" check and status -------------------------------------------------
+
+    def active_capabilities(self) -> list[Fact]:
+        return self.store.visible(self.workspace, types=["capability"], statuses=["active"])
+
+    def counts(self) -> dict[str, int]:
+        return self.store.counts(self.workspace)
+
+    def needs_vector(self) -> list[Fact]:
+        """Active facts without a vector of the configured embedding model."""
+        return [
+            f
+            for f in self.store.visible(self.workspace, statuses=["active"])
+            if f.embedding is None or f.embed_model != self.config.embed_model
+        ]
+
+    def set_vector(self, fact: Fact, vector: Sequence[float]) -> None:
+        self.store.set_embedding(
+            fact.id, np.asarray(vector, dtype=np.float32), self.config.embed_model
+        )
+
+
+def format_fact_line(fact: Fact, *, carried: bool = False) -> str:
+    """One fact as a prompt line: `- capability deploy:blyck — body (proof: …; confidence …)`."""
+    details = []
+    if fact.proof and fact.type in ("capability", "procedure"):
+        details.append(f"proof: {_clip(fact.proof, 160)}")
+    if fact.requires:
+        details.append("requires " + ", ".join(fact.requires))
+    details.append(f"confidence {fact.confidence:.2f}")
+    if fact.last_verified:
+        details.append(f"verified {fact.last_verified:%Y-%m-%d}")
+    where = " (global)" if fact.scope == "global" else ""
+    note = " — you said you could not do this; this fact says you can" if carried else ""
+    return f"- {fact.type} `{fact.key}`{where}: {fact.body} ({'; '.join(details)}){note}"
+
+
+def fact_json(fact: Fact) -> dict[str, Any]:
+    """The JSON shape of `straylight facts list/get --json`."""
+    return {
+        "key": fact.key,
+        "type": fact.type,
+        "scope": fact.scope,
+        "workspace": fact.workspace,
+        "body": fact.body,
+        "confidence": round(fact.confidence, 4),
+        "proof": fact.proof,
+        "status": fact.status,
+        "source": fact.source,
+        "last_seen": fact.last_seen.isoformat(),
+        "id": fact.id,
+        "requires": list(fact.requires),
+        "last_verified": fact.last_verified.isoformat() if fact.last_verified else None,
+        "updated_at": fact.updated_at.isoformat(),
+    }
+
+
+def candidate_json(candidate: Candidate) -> dict[str, Any]:
+    """The JSON shape of `straylight candidates list --json`."""
+    return {
+        "id": candidate.id,
+        "key": candidate.key,
+        "type": candidate.type,
+        "scope": candidate.scope,
+        "body": candidate.body,
+        "proof": candidate.proof,
+        "origin": candidate.origin,
+        "status": candidate.status,
+        "confidence": round(candidate.confidence, 4),
+        "workspace": candidate.workspace,
+        "created_at": candidate.created_at.isoformat(),
+    }

@@ -1,0 +1,150 @@
+"""Layer 4 from the command line: `facts set|get|list|retire|history|undo`, `candidates
+list|approve|reject`, `--workspace`, `reflect`, and what `ask` proposes — each a real
+`python -m tui.cli` subprocess against the HTTP stand-in and a real DuckDB file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.support.ollama_standin import OllamaStandIn
+from tests.test_cli_memory import Env, assert_error, assert_ok, make_env, run_cli
+
+FACT_FIELDS = {
+    "key",
+    "type",
+    "scope",
+    "workspace",
+    "body",
+    "confidence",
+    "proof",
+    "status",
+    "source",
+    "last_seen",
+}
+CANDIDATE_FIELDS = {"id", "key", "type", "scope", "body", "proof", "origin"}
+
+
+def env_for(tmp_path: Path, standin: OllamaStandIn, **extra: str) -> Env:
+    return make_env(tmp_path / "home", tmp_path, standin, STRAYLIGHT_WORKSPACE="blyck", **extra)
+
+
+def json_of(env: Env, *args: str) -> Any:
+    proc = run_cli(env, *args, "--json")
+    assert_ok(proc)
+    return json.loads(proc.stdout)
+
+
+def test_set_get_list_retire_with_the_documented_json(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    env = env_for(tmp_path, standin)
+    fact = json_of(
+        env,
+        "facts",
+        "set",
+        "Deploy: Blyck",
+        "--type",
+        "capability",
+        "--body",
+        "This PC can deploy blyck: npm run dist, aws s3 cp.",
+        "--proof",
+        "aws sts get-caller-identity ok",
+    )
+    assert set(fact) >= FACT_FIELDS
+    assert (fact["key"], fact["workspace"], fact["confidence"], fact["status"]) == (
+        "deploy:blyck",
+        "blyck",
+        1.0,
+        "active",
+    )
+    assert json_of(env, "facts", "get", "deploy:blyck")["body"].startswith("This PC can deploy")
+    listed = json_of(env, "facts", "list", "--type", "capability")
+    assert [f["key"] for f in listed] == ["deploy:blyck"]
+    assert json_of(env, "facts", "list", "--type", "rule") == []
+    other = json_of(env, "facts", "list", "--workspace", "elsewhere")
+    assert other == []  # workspace facts stay in their workspace
+    assert json_of(env, "facts", "retire", "deploy:blyck")["status"] == "retired"
+    assert json_of(env, "facts", "list", "--status", "retired")[0]["key"] == "deploy:blyck"
+
+
+def test_overwrite_history_and_undo(tmp_path: Path, standin: OllamaStandIn) -> None:
+    env = env_for(tmp_path, standin)
+    for body in ("Staging runs Postgres 15.", "Staging runs Postgres 16."):
+        assert_ok(run_cli(env, "facts", "set", "db:staging", "--type", "fact", "--body", body))
+    history = json_of(env, "facts", "history", "db:staging")
+    assert [v["fact"]["body"] for v in history] == [
+        "Staging runs Postgres 15.",
+        "Staging runs Postgres 16.",
+    ]
+    undone = json_of(env, "facts", "undo", "db:staging")
+    assert undone["restored"]["body"] == "Staging runs Postgres 15."
+
+
+def test_errors_are_one_line_with_stable_exit_codes(tmp_path: Path, standin: OllamaStandIn) -> None:
+    env = env_for(tmp_path, standin)
+    assert_error(run_cli(env, "facts", "get", "nope"), 1, "no fact")
+    assert_error(run_cli(env, "facts", "set", "k", "--type", "wish", "--body", "x"), 2)
+    assert_error(run_cli(env, "facts", "set", ":", "--type", "fact", "--body", "x"), 2, "key")
+    assert_error(run_cli(env, "candidates", "approve", "99"), 1, "no candidate")
+    assert json_of(env, "candidates", "list") == []
+
+
+def test_a_success_in_ask_is_a_candidate_until_approved(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    env = env_for(tmp_path, standin)
+    standin.script_reply("Nice, the deployment went through.")
+    assert_ok(run_cli(env, "ask", "I just deployed blyck to S3 with aws s3 cp and it worked."))
+    [candidate] = json_of(env, "candidates", "list")
+    assert set(candidate) >= CANDIDATE_FIELDS
+    assert (candidate["type"], candidate["origin"]) == ("capability", "promotion")
+    assert json_of(env, "facts", "list") == []  # not before approval
+    fact = json_of(env, "candidates", "approve", str(candidate["id"]))
+    assert fact["key"] == candidate["key"]
+    assert [f["key"] for f in json_of(env, "facts", "list")] == [candidate["key"]]
+    assert_error(run_cli(env, "candidates", "approve", str(candidate["id"])), 1, "already")
+
+
+def test_a_rejected_candidate_is_not_proposed_again(tmp_path: Path, standin: OllamaStandIn) -> None:
+    env = env_for(tmp_path, standin)
+    text = "I just deployed blyck to S3 with aws s3 cp and it worked."
+    standin.script_reply("Nice.")
+    assert_ok(run_cli(env, "ask", text))
+    [candidate] = json_of(env, "candidates", "list")
+    rejected = json_of(env, "candidates", "reject", str(candidate["id"]))
+    assert rejected == {"id": candidate["id"], "status": "rejected"}
+    standin.script_reply("Nice again.")
+    assert_ok(run_cli(env, "ask", text))
+    assert json_of(env, "candidates", "list") == []
+
+
+def test_known_facts_reach_the_prompt_of_ask(tmp_path: Path, standin: OllamaStandIn) -> None:
+    env = env_for(tmp_path, standin)
+    assert_ok(
+        run_cli(env, "facts", "set", "prod:db", "--type", "rule", "--body", "Never touch PROD.")
+    )
+    standin.script_reply("Understood.")
+    assert_ok(run_cli(env, "ask", "What should I keep in mind?"))
+    system = standin.chat_requests()[-1]["messages"][0]["content"]
+    assert "## Known facts" in system and "Never touch PROD." in system
+
+
+def test_reflect_proposes_candidates_from_the_latest_conversation(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    env = env_for(tmp_path, standin)
+    standin.script_reply("Noted.")
+    assert_ok(run_cli(env, "ask", "We decided: blyck uses Postgres 16 from now on."))
+    item = {
+        "type": "decision",
+        "key": "db:blyck",
+        "body": "blyck uses Postgres 16.",
+        "scope": "workspace",
+        "proof": "blyck uses Postgres 16 from now on",
+    }
+    standin.script_reply(json.dumps({"facts": [item]}))
+    result = json_of(env, "reflect")
+    assert [c["key"] for c in result["candidates"]] == ["db:blyck"]
+    assert [c["origin"] for c in json_of(env, "candidates", "list")] == ["reflection"]

@@ -1,0 +1,135 @@
+"""Layer 4 in the TUI, driven by the pilot against the HTTP stand-in: the inline approval of a
+model's memory_write (approve, edit, reject), /fact set, /candidates approve, the "can't"
+reminder under the reply, and the workspace in the sidebar."""
+
+from __future__ import annotations
+
+from agent.settings import Settings
+from memory.fact_drawer import FactDrawer
+from tests.support.ollama_standin import OllamaStandIn
+from tests.support.pilot_helpers import type_text, wait_until
+from tui.app import StraylightApp
+from tui.widgets.candidate_prompt import CandidatePrompt
+from tui.widgets.chat_message import ChatMessage, ChatNotice
+from tui.widgets.status_sidebar import StatusSidebar
+
+SIZE = (110, 32)
+WRITE = {
+    "name": "memory_write",
+    "arguments": {"key": "build:npm", "body": "npm run dist builds blyck.", "type": "capability"},
+}
+
+
+def notices(app: StraylightApp) -> list[str]:
+    return [str(n.render()) for n in app.query(ChatNotice)]
+
+
+def facts(app: StraylightApp) -> FactDrawer:
+    assert app.engine.facts is not None
+    return app.engine.facts
+
+
+def last_reply_done(app: StraylightApp) -> bool:
+    replies = [m for m in app.query(ChatMessage) if m.role == "assistant"]
+    return bool(replies) and replies[-1].status == "complete"
+
+
+async def opened(pilot, app: StraylightApp) -> None:
+    await wait_until(pilot, lambda: app.engine.facts is not None, what="memory open")
+
+
+async def send(pilot, text: str) -> None:
+    await type_text(pilot, text)
+    await pilot.press("enter")
+
+
+async def test_approving_a_memory_write_inline_stores_the_fact_and_the_turn_goes_on(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    standin.script_reply("", tool_calls=[WRITE])
+    standin.script_reply("Saved it.")
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot, app)
+        await send(pilot, "remember how we build")
+        await wait_until(pilot, lambda: len(app.query(CandidatePrompt)) == 1, what="prompt")
+        assert facts(app).list() == []  # nothing before the user says so
+        await pilot.press("a")
+        await wait_until(pilot, lambda: last_reply_done(app), what="the turn to finish")
+        assert [(f.key, f.body) for f in facts(app).list()] == [
+            ("build:npm", "npm run dist builds blyck.")
+        ]
+        assert "Saved it." in [m.text for m in app.query(ChatMessage)]
+
+
+async def test_editing_then_approving_stores_the_edited_body(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    standin.script_reply("", tool_calls=[WRITE])
+    standin.script_reply("Saved.")
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot, app)
+        await send(pilot, "remember how we build")
+        await wait_until(pilot, lambda: len(app.query(CandidatePrompt)) == 1, what="prompt")
+        await pilot.press("e")
+        for _ in range(len("blyck.")):
+            await pilot.press("backspace")
+        await type_text(pilot, "the app.")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: last_reply_done(app), what="the turn to finish")
+        assert [f.body for f in facts(app).list()] == ["npm run dist builds the app."]
+
+
+async def test_rejecting_inline_leaves_no_fact(settings: Settings, standin: OllamaStandIn) -> None:
+    standin.script_reply("", tool_calls=[WRITE])
+    standin.script_reply("Fine, forgotten.")
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot, app)
+        await send(pilot, "remember how we build")
+        await wait_until(pilot, lambda: len(app.query(CandidatePrompt)) == 1, what="prompt")
+        await pilot.press("r")
+        await wait_until(pilot, lambda: last_reply_done(app), what="the turn to finish")
+        assert facts(app).list() == [] and facts(app).pending() == []
+        assert facts(app).store.candidates(status="rejected")[0].key == "build:npm"
+
+
+async def test_fact_set_and_candidates_approve_by_slash_command(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot, app)
+        await send(pilot, "/fact set prod:db rule Don't touch the PROD database --proof incident")
+        await wait_until(pilot, lambda: any("Fact set" in n for n in notices(app)), what="set")
+        [rule] = facts(app).list()
+        assert (rule.key, rule.type, rule.body, rule.proof) == (
+            "prod:db",
+            "rule",
+            "Don't touch the PROD database",
+            "incident",
+        )
+        standin.script_reply("Congrats on the deploy.")
+        await send(pilot, "I just deployed blyck to S3 with aws s3 cp and it worked.")
+        await wait_until(pilot, lambda: bool(facts(app).pending()), what="a candidate")
+        candidate = facts(app).pending()[0]
+        await wait_until(pilot, lambda: last_reply_done(app), what="the reply")
+        await send(pilot, f"/candidates approve {candidate.id}")
+        await wait_until(pilot, lambda: facts(app).pending() == [], what="approval")
+        assert candidate.key in {f.key for f in facts(app).list()}
+        state = app.query_one(StatusSidebar).state
+        assert state is not None and state.workspace == "demo"
+
+
+async def test_a_cant_claim_shows_the_capability_under_the_reply(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot, app)
+        facts(app).set("deploy:blyck", "capability", "This PC deploys blyck with aws s3 cp.")
+        standin.script_reply("Sorry, I can't deploy blyck: I don't have access to the bucket.")
+        await send(pilot, "deploy blyck")
+        await wait_until(pilot, lambda: any("Known fact" in n for n in notices(app)), what="hint")
+        assert any("deploy:blyck" in n for n in notices(app))

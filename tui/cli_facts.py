@@ -1,0 +1,243 @@
+"""The layer-4 commands: `facts set|get|list|retire|history|undo`, `candidates list|approve|
+reject` and `reflect`.
+
+They open only the database (and take the data-dir lock), not the vector index or the word
+index, so they are quick on a big store. A written or approved fact's body is embedded once
+for the semantic half of injection; with Ollama down it is matched by its words until then.
+Exit codes: 0 ok, 1 no such key or candidate, 2 invalid input (type, key, empty body).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from agent.settings import Settings
+from agent.workspace import resolve_workspace
+from memory.fact_drawer import FactDrawer, FactsConfig, candidate_json, fact_json
+from memory.fact_types import FactError, normalise_key
+from store.data_dir_lock import DataDirLock
+from store.database import database_path, open_database
+from store.fact_store import Fact
+
+EXIT_OK = 0
+EXIT_NOT_FOUND = 1
+EXIT_INVALID = 2
+EMBED_TIMEOUT_SECONDS = 15.0
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"straylight: {message}", file=sys.stderr)
+    return code
+
+
+@contextlib.contextmanager
+def open_drawer(settings: Settings) -> Iterator[FactDrawer]:
+    """The fact drawer of this workspace, with the data dir locked for the duration."""
+    with DataDirLock(settings.home):
+        db = open_database(database_path(settings.home), clock=settings.clock)
+        try:
+            yield FactDrawer(
+                db, resolve_workspace(settings.workspace), FactsConfig.from_settings(settings)
+            )
+        finally:
+            db.close()
+
+
+def _embed(settings: Settings, drawer: FactDrawer, fact: Fact) -> None:
+    """Embed a fact's body (fail-soft: without a vector it is matched by its words)."""
+    from agent.ollama_gateway import OllamaGateway
+
+    async def run() -> list[list[float]] | None:
+        gateway = OllamaGateway.from_settings(settings)
+        try:
+            return await asyncio.wait_for(
+                gateway.embed(settings.embed_model, [fact.body]), EMBED_TIMEOUT_SECONDS
+            )
+        except Exception:  # noqa: BLE001 - fail-soft, logged by the gateway
+            return None
+        finally:
+            await gateway.aclose()
+
+    vectors = asyncio.run(run())
+    if vectors:
+        drawer.set_vector(fact, vectors[0])
+
+
+def _line(fact: Fact) -> str:
+    where = "global" if fact.scope == "global" else "workspace"
+    status = "" if fact.status == "active" else f" [{fact.status}]"
+    return f"{fact.key}  {fact.type} ({where}, {fact.confidence:.2f}){status}: {fact.body}"
+
+
+def dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "reflect":
+        return asyncio.run(_reflect(settings, args.conversation, as_json=args.json))
+    try:
+        if args.command == "facts":
+            return _facts(args, settings)
+        return _candidates(args, settings)
+    except FactError as error:
+        message = str(error)
+        code = EXIT_NOT_FOUND if message.startswith(("no candidate", "candidate #")) else 2
+        return _fail(message, code)
+
+
+def _facts(args: argparse.Namespace, settings: Settings) -> int:
+    action = args.action
+    if action == "set":
+        body = sys.stdin.read() if args.body == "-" else args.body
+        with open_drawer(settings) as drawer:
+            fact = drawer.set(
+                args.key,
+                args.type,
+                body,
+                scope=args.scope,
+                proof=args.proof,
+                requires=args.requires,
+            )
+            _embed(settings, drawer, fact)
+        if args.json:
+            _print_json(fact_json(fact))
+        else:
+            print(f"set {_line(fact)}")
+        return EXIT_OK
+    if action == "list":
+        if not database_path(settings.home).exists():
+            facts: list[Fact] = []
+        else:
+            with open_drawer(settings) as drawer:
+                facts = drawer.list(
+                    type=args.type, status=args.status, all_workspaces=args.all_workspaces
+                )
+        if args.json:
+            _print_json([fact_json(f) for f in facts])
+        else:
+            for fact in facts:
+                print(_line(fact))
+            if not facts:
+                print("no facts", file=sys.stderr)
+        return EXIT_OK
+    if not database_path(settings.home).exists():
+        return _fail(f"no fact {args.key!r}", EXIT_NOT_FOUND)
+    with open_drawer(settings) as drawer:
+        key = normalise_key(args.key)
+        if action == "get":
+            found = drawer.get(key)
+            data: Any = fact_json(found[0]) if found else None
+            text = "\n".join(_line(f) for f in found)
+            exists = bool(found)
+        elif action == "retire":
+            found = drawer.retire(key)
+            data = fact_json(found[0]) if found else None
+            text = f"retired {_line(found[0])}" if found else ""
+            exists = bool(found)
+        elif action == "history":
+            versions = drawer.history(key)
+            data = [
+                {"at": v.at.isoformat(), "event": v.event, "reason": v.reason, "fact": v.fact}
+                for v in versions
+            ]
+            text = "\n".join(
+                f"{v.at:%Y-%m-%d %H:%M} {v.event} ({v.reason}): {v.fact.get('body')}"
+                for v in versions
+            )
+            exists = bool(versions)
+        else:  # undo
+            exists = bool(drawer.store.by_key(key, drawer.workspace))
+            restored = drawer.undo(key) if exists else None
+            data = {"key": key, "restored": fact_json(restored) if restored else None}
+            text = f"restored {_line(restored)}" if restored else f"removed {key}"
+    if not exists:
+        return _fail(f"no fact {args.key!r}", EXIT_NOT_FOUND)
+    if args.json:
+        _print_json(data)
+    else:
+        print(text)
+    return EXIT_OK
+
+
+def _candidates(args: argparse.Namespace, settings: Settings) -> int:
+    if args.action == "list":
+        if not database_path(settings.home).exists():
+            pending = []
+        else:
+            with open_drawer(settings) as drawer:
+                pending = drawer.pending()
+        if args.json:
+            _print_json([candidate_json(c) for c in pending])
+        else:
+            for c in pending:
+                print(f"#{c.id} {c.key}  {c.type} ({c.scope}, from {c.origin}): {c.body}")
+                if c.proof:
+                    print(f"    proof: {c.proof}")
+            if not pending:
+                print("no pending candidates", file=sys.stderr)
+        return EXIT_OK
+    if not database_path(settings.home).exists():
+        return _fail(f"no candidate #{args.id}", EXIT_NOT_FOUND)
+    with open_drawer(settings) as drawer:
+        if args.action == "approve":
+            fact = drawer.approve(args.id, body=args.body, key=args.key)
+            _embed(settings, drawer, fact)
+            if args.json:
+                _print_json(fact_json(fact))
+            else:
+                print(f"approved #{args.id}: {_line(fact)}")
+            return EXIT_OK
+        rejected = drawer.reject(args.id)
+    if args.json:
+        _print_json({"id": rejected.id, "status": rejected.status})
+    else:
+        print(f"rejected #{rejected.id} ({rejected.key}); it will not be proposed again")
+    return EXIT_OK
+
+
+async def _reflect(settings: Settings, conversation: str | None, *, as_json: bool) -> int:
+    """Run the end-of-session reflection pass over one conversation (default: the latest)."""
+    from agent.gateway_errors import GatewayError
+    from agent.ollama_gateway import OllamaGateway
+    from agent.turn import TurnEngine
+    from tui.memory_session import MemorySession
+
+    gateway = OllamaGateway.from_settings(settings)
+    session = MemorySession(settings, gateway)
+    try:
+        memory = session.open()
+        engine = TurnEngine(settings, gateway, memory)
+        conversation = conversation or _latest_conversation(engine)
+        if conversation is None:
+            return _fail("no conversation to reflect on", EXIT_NOT_FOUND)
+        try:
+            proposed = await engine.reflect(conversation, settings.model)
+        except GatewayError as error:
+            return _fail(str(error), error.exit_code)
+    finally:
+        session.close()
+        await gateway.aclose()
+    if as_json:
+        _print_json(
+            {"conversation": conversation, "candidates": [candidate_json(c) for c in proposed]}
+        )
+    else:
+        for c in proposed:
+            print(f"#{c.id} {c.key}  {c.type}: {c.body}")
+        print(f"{len(proposed)} new candidates from {conversation}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _latest_conversation(engine: Any) -> str | None:
+    for _day, messages in engine.daily_log.iter_days_newest_first():
+        for message in reversed(messages):
+            if message.conversation_id:
+                return str(message.conversation_id)
+    return None

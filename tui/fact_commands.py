@@ -1,0 +1,134 @@
+"""The TUI's layer-4 slash commands: /fact, /facts, /candidates.
+
+    /fact set KEY TYPE BODY [--scope global] [--proof TEXT]   write now (overwrites KEY)
+    /fact get KEY · /fact retire KEY · /fact undo KEY
+    /facts                                                    this workspace's facts
+    /candidates [approve ID [BODY] | reject ID]               the approval gate
+
+BODY is the rest of the line (apostrophes welcome); `--scope` and `--proof` may follow it,
+`--proof` takes the rest of the line. Each runs in a thread and answers with a notice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from memory.fact_types import FACT_TYPES, FactError
+
+if TYPE_CHECKING:
+    from memory.fact_drawer import FactDrawer
+    from store.fact_store import Fact
+
+Notice = Callable[..., Awaitable[None]]
+
+FACT_COMMANDS: dict[str, str] = {
+    "/fact": "/fact set KEY TYPE BODY [--scope global] [--proof TEXT]; /fact get|retire|undo KEY",
+    "/facts": "the facts of this workspace and the global ones",
+    "/candidates": "/candidates lists facts waiting for approval; approve ID [BODY] | reject ID",
+}
+
+_SET = re.compile(r"^(?P<key>\S+)\s+(?P<type>\S+)\s+(?P<rest>.+)$", re.DOTALL)
+_PROOF = re.compile(r"\s--proof\s+(?P<proof>.*)$", re.DOTALL)
+_SCOPE = re.compile(r"\s--scope\s+(?P<scope>\S+)")
+
+
+def parse_fact_set(argument: str) -> tuple[str, str, str, str, str]:
+    """`KEY TYPE BODY [--scope S] [--proof P]` → (key, type, body, scope, proof)."""
+    match = _SET.match(argument.strip())
+    if match is None:
+        raise FactError("usage: /fact set KEY TYPE BODY [--scope global] [--proof TEXT]")
+    rest = " " + match["rest"]
+    proof = ""
+    if found := _PROOF.search(rest):
+        proof, rest = found["proof"].strip(), rest[: found.start()]
+    scope = "workspace"
+    if found := _SCOPE.search(rest):
+        scope, rest = found["scope"], rest[: found.start()] + rest[found.end() :]
+    if match["type"] not in FACT_TYPES:
+        raise FactError(f"unknown fact type {match['type']!r}; one of {', '.join(FACT_TYPES)}")
+    return match["key"], match["type"], rest.strip(), scope, proof
+
+
+def fact_line(fact: Fact) -> str:
+    where = " (global)" if fact.scope == "global" else ""
+    status = "" if fact.status == "active" else f" [{fact.status}]"
+    return f"{fact.type} `{fact.key}`{where}{status}: {fact.body}"
+
+
+async def run_fact_command(
+    drawer: FactDrawer | None, unavailable: str, command: str, argument: str, notice: Notice
+) -> None:
+    if drawer is None:
+        await notice(f"Facts are not available: {unavailable}", kind="error")
+        return
+    try:
+        if command == "/facts":
+            await _list(drawer, notice)
+        elif command == "/candidates":
+            await _candidates(drawer, argument, notice)
+        else:
+            await _fact(drawer, argument, notice)
+    except FactError as error:
+        await notice(str(error), kind="error")
+
+
+async def _fact(drawer: FactDrawer, argument: str, notice: Notice) -> None:
+    verb, _, rest = argument.strip().partition(" ")
+    rest = rest.strip()
+    if verb == "set":
+        key, kind, body, scope, proof = parse_fact_set(rest)
+        fact = await asyncio.to_thread(drawer.set, key, kind, body, scope=scope, proof=proof)
+        await notice(f"Fact set: {fact_line(fact)}")
+    elif verb in ("get", "retire", "undo") and rest:
+        if verb == "undo":
+            restored = await asyncio.to_thread(drawer.undo, rest)
+            await notice(f"Restored: {fact_line(restored)}" if restored else f"Undone: {rest}")
+            return
+        action = drawer.get if verb == "get" else drawer.retire
+        facts = await asyncio.to_thread(action, rest)
+        if not facts:
+            await notice(f"No fact {rest!r}.", kind="error")
+            return
+        prefix = "Retired: " if verb == "retire" else ""
+        await notice("\n".join(prefix + fact_line(f) for f in facts))
+    else:
+        await notice(f"Usage: {FACT_COMMANDS['/fact']}", kind="error")
+
+
+async def _list(drawer: FactDrawer, notice: Notice) -> None:
+    facts = await asyncio.to_thread(drawer.list)
+    shown = [f for f in facts if f.status != "retired"]
+    if not shown:
+        await notice(f"No facts yet for {drawer.workspace}. /fact set KEY TYPE BODY adds one.")
+        return
+    await notice(f"Facts ({drawer.workspace}):\n" + "\n".join(fact_line(f) for f in shown))
+
+
+async def _candidates(drawer: FactDrawer, argument: str, notice: Notice) -> None:
+    verb, _, rest = argument.strip().partition(" ")
+    if not verb:
+        pending = await asyncio.to_thread(drawer.pending)
+        if not pending:
+            await notice("No candidates wait for approval.")
+            return
+        lines = [
+            f"#{c.id} {c.type} `{c.key}` (from {c.origin}): {c.body}"
+            + (f"\n    proof: {c.proof}" if c.proof else "")
+            for c in pending
+        ]
+        await notice("Candidates (/candidates approve ID or reject ID):\n" + "\n".join(lines))
+        return
+    number, _, body = rest.strip().partition(" ")
+    if verb not in ("approve", "reject") or not number.lstrip("#").isdigit():
+        await notice(f"Usage: {FACT_COMMANDS['/candidates']}", kind="error")
+        return
+    candidate_id = int(number.lstrip("#"))
+    if verb == "approve":
+        fact = await asyncio.to_thread(drawer.approve, candidate_id, body=body.strip() or None)
+        await notice(f"Approved #{candidate_id}: {fact_line(fact)}")
+    else:
+        rejected = await asyncio.to_thread(drawer.reject, candidate_id)
+        await notice(f"Rejected #{candidate_id} ({rejected.key}); it will not be proposed again.")
