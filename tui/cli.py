@@ -485,6 +485,11 @@ async def _status(settings: Settings, *, as_json: bool) -> int:
     mib = memory["ram_estimate_bytes"] / 2**20
     print(f"ram        ~{mib:.1f} MiB estimated, headroom {memory['headroom']}")
     print(f"embedding  {settings.embed_model}, {memory['embed_requests']} requests so far")
+    facts = memory["facts"]
+    print(
+        f"facts      {facts['active']} active, {facts['stale']} stale, {facts['retired']} "
+        f"retired; {facts['pending_candidates']} candidates pending ({memory['workspace']})"
+    )
     return EXIT_OK
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
+from agent.workspace import resolve_workspace
 from memory.memory_store import MemoryConfig, RecallResult, headroom
 from tui.memory_session import MemorySession
 
@@ -117,13 +118,29 @@ def memory_status(settings: Settings) -> dict[str, Any]:
     if not database_path(settings.home).exists():
         if settings.home.is_dir():  # in use, even before its database exists? say so
             DataDirLock(settings.home).acquire().release()
-        return _empty_status(MemoryConfig.from_settings(settings))
+        return _empty_status(
+            MemoryConfig.from_settings(settings), resolve_workspace(settings.workspace)
+        )
     with MemorySession(settings, OllamaGateway.from_settings(settings)) as memory:
         memory.store.wait_until_ready(timeout=60)
-        return memory.store.status()
+        status = memory.store.status()
+        if memory.facts is not None:
+            status["facts"] = fact_status(memory.facts.counts(), len(memory.facts.pending()))
+            status["workspace"] = memory.facts.workspace
+        return status
 
 
-def _empty_status(config: MemoryConfig) -> dict[str, Any]:
+def fact_status(counts: dict[str, int], pending: int) -> dict[str, int]:
+    """`status`'s `facts`: {active, stale, retired, pending_candidates}."""
+    return {
+        "active": counts.get("active", 0),
+        "stale": counts.get("stale", 0),
+        "retired": counts.get("retired", 0),
+        "pending_candidates": pending,
+    }
+
+
+def _empty_status(config: MemoryConfig, workspace: str) -> dict[str, Any]:
     keys = ("total", "user", "assistant", "doc", "pinned", "without_vector")
     return {
         "points": dict.fromkeys(keys, 0),
@@ -133,4 +150,6 @@ def _empty_status(config: MemoryConfig) -> dict[str, Any]:
         "index": {"state": "in_sync", "size": 0},
         "ram_estimate_bytes": 0,
         "headroom": headroom(0, config.ram_warn_bytes, config.ram_crit_bytes),
+        "facts": fact_status({}, 0),
+        "workspace": workspace,
     }

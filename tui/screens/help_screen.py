@@ -26,6 +26,14 @@ HELP_TEXT = """\
 - `/help` — this help
 - `/new` — start a new conversation (the log keeps the old one)
 - `/model NAME` — chat with another model for this session; `/model` alone lists the pulled ones
+- `/remember TEXT` · `/forget ID` · `/recall QUERY` · `/memstatus` · `/import PATH` — memories
+- `/fact set KEY TYPE BODY [--scope global] [--proof TEXT]` — write a fact now
+- `/fact get|retire|undo KEY` · `/facts` — read, retire, undo; list this workspace's facts
+- `/candidates` — facts waiting for approval; `/candidates approve ID [BODY]` or `reject ID`
+
+## When the model wants to remember a fact
+A box appears in the chat: **a** approve · **e** edit (Enter saves) · **r** reject ·
+**l** later (it stays a candidate). The reply goes on after your answer.
 
 ## Where things are
 Every message is appended to `conversation/YYYY-MM-DD.md` in the data dir the moment it is
