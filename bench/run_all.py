@@ -1,5 +1,7 @@
 """Run every benchmark, print a table against the issue's targets, save the results.
 
+Benchmarks: start-up, streaming, memory at scale, and the fact classifier's precision/recall.
+
     python -m bench.run_all [--startup-runs 7] [--streaming-runs 3]
                             [--memory-sizes 10000,100000] [--only NAME ...]
 
@@ -24,7 +26,7 @@ from typing import Any
 
 from bench._common import REPO_ROOT, RESULTS_DIR, JsonDict, format_machine, machine_info, write_json
 
-BENCHMARKS = ("startup", "streaming", "memory_scale")
+BENCHMARKS = ("startup", "streaming", "memory_scale", "fact_classifier")
 BENCH_TIMEOUT_SECONDS = 1200
 
 
@@ -174,6 +176,25 @@ def memory_scale_rows(result: JsonDict) -> list[Row]:
     return rows
 
 
+def fact_classifier_rows(result: JsonDict) -> list[Row]:
+    """The success-event/rule classifier on its labelled table (issue 4)."""
+    return [
+        Row(
+            f"fact classifier on {result['sentences']} labelled sentences: precision / recall",
+            f"{result['precision']:.3f} / {result['recall']:.3f}",
+            "",
+            "",
+        ),
+        Row(
+            "fact classifier: tp / fp / fn / tn",
+            f"{result['tp']} / {result['fp']} / {result['fn']} / {result['tn']}",
+            "",
+            "",
+        ),
+        Row("fact classifier: per sentence, p95", f"{result['p95_us']:.0f} µs", "", ""),
+    ]
+
+
 def print_table(rows: list[Row]) -> None:
     headers = ("metric", "value", "target", "result")
     cells = [(r.metric, r.value, r.target or "-", r.verdict or "info") for r in rows]
@@ -201,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         "startup": ["--runs", str(args.startup_runs)],
         "streaming": ["--runs", str(args.streaming_runs)],
         "memory_scale": ["--sizes", args.memory_sizes],
+        "fact_classifier": [],
     }
     results: dict[str, Any] = {}
     failed: list[str] = []
@@ -218,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += streaming_rows(results["streaming"])
     if "memory_scale" in results:
         rows += memory_scale_rows(results["memory_scale"])
+    if "fact_classifier" in results:
+        rows += fact_classifier_rows(results["fact_classifier"])
     for name in failed:
         rows.append(Row(f"bench.{name}", "could not run", "", "ERROR"))
     info_after = machine_info()

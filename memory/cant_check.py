@@ -1,0 +1,477 @@
+"""Verify before claiming impossibility: find where a reply says the assistant cannot do
+something for lack of access or credentials, and the active capability facts that say
+otherwise.
+
+`find_cant_claims(reply)` returns the claims; `match_capabilities(claims, capabilities)` the
+keys of the active capability facts on the same subject, best first. The UI shows those facts
+under the reply and the next turn's prompt carries them. Both are pure and cheap (regular
+expressions and a word-form lookup; no model call): a 2.8 KB reply with 20 claims takes
+~2 ms, matching them against 50 capabilities ~3 ms (Python 3.11, 2-core x86_64).
+
+What counts as a claim
+----------------------
+The reply is cleaned first: fenced code blocks (``` / ~~~, an unclosed fence runs to the end)
+and block quotes (``>`` lines: someone else's words) are removed; inline code keeps its text
+without the backticks (`` `just deploy` `` names the subject); curly apostrophes become ``'``.
+It is split into sentences (line breaks, and ``.``/``!``/``?`` before a space). Questions
+(ending in ``?``) are never claims. A sentence is tested clause by clause (split at ``;`` and
+at but / however / although / though / whereas / aber / jedoch / allerdings / sondern; the
+conjunction is dropped from the claim), so that "I can deploy the docs, but I can't push
+without permissions" claims only the second half. Only when no clause is a claim is the whole
+sentence tested, and then rule 2 alone applies (a first-person lack must stand in one clause:
+"Du hast keinen Zugriff, aber ich kann das machen" is no claim). A clause without any
+negation cue (n't, not, no, cannot, unable, without, lack, missing, impossible, nicht, kein…,
+ohne, mangels, fehl…, unmöglich) is skipped before the patterns run.
+
+A clause is a claim when it has, outside a condition (``if`` / ``unless`` / ``when`` /
+``whether`` / ``wenn`` / ``falls`` / ``sofern`` / ``ob`` just before it):
+
+1. a first-person lack of access: "I don't have access to your server", "I have no
+   credentials", "I lack permissions", "I'm not authorized / logged in", "my token has
+   expired", "Ich habe keinen Zugriff auf den Server", "mir fehlen die Zugangsdaten", "ich
+   bin nicht berechtigt"; or
+2. a first-person inability — "I can't / cannot / couldn't / am unable to / am not able to /
+   won't be able to / have no way to", "it is not possible for me to", German ``ich`` with
+   kann / konnte / darf / durfte / könnte and a negation (nicht, nichts, kein…, nie) after
+   the first of them, all in one comma-free stretch not opened by wenn / falls / ob, "es ist
+   mir nicht möglich", "ich bin nicht in der Lage" — together with either
+   a. a lack of access anywhere in the clause, whoever lacks it: "because I don't have
+      credentials", "without the password", "lacking permissions", "until you give me
+      access", "the token is missing", "mangels Zugangsdaten", "ohne Zugangsdaten", "weil mir
+      die Zugangsdaten fehlen", "keinen SSH-Zugang"; or
+   b. an access verb as what cannot be done: "I cannot access / connect to / log in to /
+      ssh into / reach …", German zugreifen / einloggen / anmelden / verbinden / erreichen.
+
+Credential words: credentials, creds, password, passphrase, access, permission(s), rights,
+privileges, (api / ssh / access / deploy / private) key(s), token(s), login, account,
+authorization, certificate, secret, sudo, root; German Zugangsdaten, Anmeldedaten, Zugriff,
+Zugang, Rechte, Berechtigung, Passwort, Kennwort, Schlüssel, Token, Credentials, also inside
+compounds (Datenbankzugriff, Schreibrechte). Between a lack word and the credential word at
+most three words may stand, each a determiner or a content word (not a stopword): "no
+valid deploy token" is a lack, "I don't have a clue what credentials you need" is not.
+
+Not claims: an inability without access ("I can't recommend that", "I cannot stress enough
+that the password must stay secret"), someone else's inability or a rule ("you can't deploy
+on Fridays", "Du kannst freitags nicht deployen"), an ability ("I can deploy it"), a
+condition ("if you don't have credentials, ask your admin", "wenn du keine Zugangsdaten
+hast"), questions, code and quotes. "We can't …" is not taken as the assistant's claim: it
+is as often a team rule.
+
+Subject words
+-------------
+`CantClaim.subject_words` are the content words of the claim, lower case, in order, without
+repeats and **unstemmed** (readable; word forms are matched later, see below): ``\\w+`` tokens
+without English and German stopwords, one-letter tokens and numbers, the credential words, the
+inability and lack words (can, unable, without, lacking, kann, mangels, ohne, fehlen, …), the
+access verbs (access, connect, log, zugreifen, …) and fillers (sorry, unfortunately,
+currently, leider, …). A German compound that ends in a credential word gives its first part
+instead (Datenbankzugriff → datenbank). When a claim has no subject words ("Ohne Zugangsdaten
+kann ich das nicht."), those of the sentence before it are used: "das" / "that" points back.
+
+Matching capabilities
+---------------------
+`match_capabilities` compares word *forms*: a word stands for itself, its Snowball English
+stem and its Snowball German stem (`store.text_terms.snowball`, PyStemmer), and the canonical
+word of a synonym group if any form is in one. So deploy / deploying / deployed / deployment /
+deployments / deployen / Deployment meet in ``deploy``, push / pushing / pushen in ``push``,
+server / servern in ``serv``, and the groups join database / databases / db / dbs /
+Datenbank / Datenbanken, repo / repository / Repo, postgres / postgresql / psql, kubernetes /
+k8s, github / gh. A capability's words are its key parts (`key_parts`) and its body's content
+words (same filtering as claims). A claim's subject word found among the key parts counts 2,
+found only in the body 1; a capability's score is its best claim's sum. Keys with a score
+above 0 are returned, highest score first, ties in the order given, each key once.
+German compounds are not split beyond the credential-word rule above.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from memory.fact_types import key_parts
+from store.text_terms import ENGLISH_STOPWORDS, GERMAN_STOPWORDS, snowball
+
+
+@dataclass(frozen=True, slots=True)
+class CantClaim:
+    """A sentence (or clause) of a reply in which the assistant says it lacks access, and the
+    words naming what it cannot do or reach."""
+
+    sentence: str
+    subject_words: tuple[str, ...]
+
+
+# ------------------------------------------------------------------------ vocabulary
+
+_F = re.IGNORECASE | re.UNICODE
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_STOPWORDS: frozenset[str] = ENGLISH_STOPWORDS | GERMAN_STOPWORDS
+# Determiners and modifiers that may stand between a lack word and a credential word even
+# though some are stopwords.
+_DETERMINERS = _words(
+    """
+    the a an any your my our their its some enough sufficient necessary required proper valid
+    correct right die der das den dem des ein eine einen einem einer deine ihre meine nötigen
+    nötige erforderlichen passenden gültigen gültige
+    """
+)
+_MODIFIER_STOP = sorted(_STOPWORDS - set(_DETERMINERS), key=len, reverse=True)
+_MODIFIER = (
+    r"(?:(?:" + "|".join(_DETERMINERS) + r")\s+"
+    r"|(?!(?:" + "|".join(re.escape(word) for word in _MODIFIER_STOP) + r")\b)[\w-]+\s+)"
+)
+_MODS = rf"{_MODIFIER}{{0,3}}?"
+
+_EN_CRED = (
+    r"(?:credentials?|creds|passwords?|passphrases?|passcodes?|access|permissions?|rights|"
+    r"privileges?|(?:api|ssh|access|deploy|private)[\s-]keys?|keys?|tokens?|logins?|"
+    r"log-?in\s+(?:details|data|info)|accounts?|authori[sz]ation|auth|certificates?|certs?|"
+    r"secrets?|sudo|root)\b"
+)
+_DE_CRED_STEMS = (
+    "zugangsdaten",
+    "anmeldedaten",
+    "logindaten",
+    "zugriff",
+    "zugang",
+    "zugänge",
+    "berechtigung",
+    "rechte",
+    "passwort",
+    "passwörter",
+    "kennwort",
+    "schlüssel",
+    "token",
+    "credentials",
+)
+_DE_CRED = r"(?:[\w]*?(?:" + "|".join(_DE_CRED_STEMS) + r")\w*)\b"
+_CRED = rf"(?:[\w]+-)?(?:{_EN_CRED}|{_DE_CRED})"
+
+_ADV = r"(?:\w+ly|just|still|also|even|therefore|thus|now|simply|currently)"
+
+_EN_INABILITY = re.compile(
+    rf"\bI\s+(?:{_ADV}\s+)?(?:can't|cant|cannot|can\s+not|couldn't|could\s+not|"
+    r"won't\s+be\s+able\s+to|will\s+not\s+be\s+able\s+to|wasn't\s+able\s+to|"
+    r"was\s+not\s+able\s+to|have\s+no\s+(?:way|means)\s+(?:to|of)|"
+    r"(?:don't|do\s+not)\s+have\s+(?:the\s+|any\s+)?(?:ability|means|way)\s+to)"
+    rf"|\bI(?:'m|\s+am)\s+(?:{_ADV}\s+)?(?:not\s+able|unable|not\s+allowed|not\s+permitted|"
+    r"not\s+authori[sz]ed|not\s+in\s+a\s+position)\s+to"
+    r"|\b(?:not\s+possible|impossible)\s+for\s+me\s+to|\bno\s+way\s+for\s+me\s+to",
+    _F,
+)
+_EN_ACCESS_VERB = (
+    r"(?:access|connect|log\s*in|log\s+into|login|sign\s+in|authenticate|ssh|reach|"
+    r"get\s+(?:into|onto|in))\b"
+)
+# The inability immediately followed by an access verb: "I cannot access", "unable to ssh".
+_EN_INABILITY_ACCESS = re.compile(
+    rf"(?:{_EN_INABILITY.pattern})\s+(?:{_ADV}\s+)?{_EN_ACCESS_VERB}", _F
+)
+
+_EN_FIRST_PERSON_LACK = re.compile(
+    rf"\bI\s+(?:{_ADV}\s+)?(?:don't|dont|do\s+not)\s+(?:{_ADV}\s+)?(?:have|possess|hold)\s+"
+    rf"{_MODS}{_CRED}"
+    rf"|\bI(?:\s+{_ADV})?(?:\s+have|'ve)\s+(?:no|not\s+(?:been\s+)?(?:given|granted|got))\s+"
+    rf"{_MODS}{_CRED}"
+    rf"|\bI\s+(?:haven't|have\s+not)\s+(?:been\s+)?(?:got|given|granted|received)\s+"
+    rf"{_MODS}{_CRED}"
+    rf"|\bI\s+(?:{_ADV}\s+)?lack\s+{_MODS}{_CRED}"
+    rf"|\bI(?:'m|\s+am)\s+(?:{_ADV}\s+)?not\s+(?:authori[sz]ed|permitted|allowed|logged\s+in|"
+    r"signed\s+in|authenticated)\b"
+    rf"|\bmy\s+{_CRED}\s+(?:is|are|was|were|has|have)\s+(?:been\s+)?(?:missing|revoked|"
+    r"expired|denied|invalid|rejected)\b",
+    _F,
+)
+_EN_LACK = re.compile(
+    rf"\b(?:without|lacking|lack\s+of|missing|no|need|needs|needed|require|requires|required)\s+"
+    rf"{_MODS}{_CRED}"
+    rf"|\b(?:give|gives|gave|provide|provides|grant|grants|share|send)\s+(?:me\s+)?{_MODS}{_CRED}"
+    rf"|\b(?:don't|dont|do\s+not|doesn't|does\s+not|didn't|did\s+not|haven't|have\s+not|"
+    r"hasn't|has\s+not)\s+(?:have|got|been\s+given|given|provided|shared|granted)\s+"
+    rf"(?:me\s+)?{_MODS}{_CRED}"
+    rf"|\b(?=[\w-]+\s+(?:is|are|was|were|has|have)\s){_CRED}\s+(?:is|are|was|were|has\s+been|have\s+been)\s+(?:\w+\s+)?(?:missing|denied|"
+    r"revoked|expired|not\s+(?:available|set|configured|provided|given))\b",
+    _F,
+)
+
+_DE_LACK = re.compile(
+    rf"\b(?:mangels|ohne|fehlende[nmrs]?|kein|keine|keinen|keiner|keinem)\s+{_MODS}{_CRED}"
+    rf"|\b(?=[\w-]+\s+(?:[\w-]+\s+){{0,3}}fehl){_CRED}\s+{_MODS}(?:fehlen|fehlt|fehlten|fehlte)\b"
+    rf"|\b(?:fehlen|fehlt|fehlten|fehlte)\s+(?:mir\s+)?{_MODS}{_CRED}"
+    r"|\b(?:bin|sind)\s+(?:\w+\s+)?nicht\s+(?:berechtigt|angemeldet|eingeloggt|autorisiert|"
+    r"befugt)\b"
+    rf"|\b(?:habe|hab|besitze|verfüge)\s+(?:\w+\s+){{0,2}}?nicht\s+(?:über\s+)?{_MODS}{_CRED}",
+    _F,
+)
+_DE_FIRST_PERSON = re.compile(r"\b(?:ich|mir|mich)\b", _F)
+_DE_MODAL = re.compile(r"\b(?:kann|konnte|könnte|darf|durfte)\b", _F)
+_DE_NEGATION = re.compile(r"\b(?:nicht|nichts|kein\w*|nie|niemals)\b", _F)
+_DE_INABILITY_PHRASE = re.compile(
+    r"\b(?:ist\s+es\s+mir|es\s+ist\s+mir|ist\s+mir)\s+(?:\w+\s+){0,2}?(?:nicht\s+möglich|"
+    r"unmöglich)\b"
+    r"|\bich\s+bin\s+(?:\w+\s+)?nicht\s+in\s+der\s+lage|\bbin\s+ich\s+(?:\w+\s+)?nicht\s+in\s+"
+    r"der\s+lage|\bes\s+gelingt\s+mir\s+nicht",
+    _F,
+)
+_DE_ACCESS_VERB = re.compile(
+    r"\b(?:zugreifen|zuzugreifen|einloggen|einzuloggen|anmelden|anzumelden|verbinden|"
+    r"erreichen|reinkommen|hineinkommen|rankommen)\b",
+    _F,
+)
+
+# Every claim has one of these; a sentence without any is skipped before the costly patterns.
+_CUE = re.compile(
+    r"n't|\bnot\b|\bno\b|\bcannot\b|\bcant\b|\bunable\b|\bwithout\b|\black|\bmissing\b"
+    r"|impossible|\bnicht\b|\bkein|\bohne\b|\bmangels\b|\bfehl|unmöglich",
+    _F,
+)
+_CONDITION_BEFORE = re.compile(
+    r"(?:\bif|\bunless|\bwhen|\bwhether|\bwenn|\bfalls|\bsofern|\bob)\s+(?:[\w']+\s+){0,2}\Z", _F
+)
+_CONDITION_START = re.compile(r"^\W*(?:if|unless|when|whether|wenn|falls|sofern|ob)\b", _F)
+
+
+_CLAIM_WORDS = _wordset(
+    """
+    can cannot cant able unable allowed permitted authorized authorised position possible
+    impossible way means ability lack lacking lacks missing without need needs needed require
+    requires required give gave provide grant share send expired revoked denied invalid
+    rejected available configured set given granted received got possess hold logged signed
+    authenticated afraid sorry unfortunately currently actually really simply still just even
+    right now yet therefore thus directly here there help unless whether
+    kann konnte könnte darf durfte nicht nichts kein keine keinen keiner keinem nie niemals
+    mangels ohne fehlen fehlt fehlten fehlte fehlende fehlenden möglich unmöglich lage
+    gelingt berechtigt angemeldet eingeloggt autorisiert befugt besitze verfüge leider derzeit
+    momentan gerade aktuell direkt hab habe weil denn deshalb daher dafür damit
+    want wants wanted like would please make do willst möchtest möchte möchten hast hat
+    machen mache tun since until till due first
+    """
+)
+_ACCESS_WORDS = _wordset(
+    """
+    access connect connecting log login logins sign authenticate reach zugreifen zuzugreifen
+    einloggen einzuloggen anmelden anzumelden verbinden erreichen reinkommen hineinkommen
+    rankommen
+    """
+)
+_EN_CRED_WORDS = _wordset(
+    """
+    credential credentials creds password passwords passphrase passphrases passcode passcodes
+    access permission permissions rights privilege privileges key keys token tokens login
+    logins account accounts authorization authorisation auth certificate certificates cert
+    certs secret secrets sudo root details
+    """
+)
+_DE_CRED_WORD = re.compile(rf"^{_DE_CRED}$", _F)
+_DE_CRED_SUFFIX = re.compile(r"^(?P<head>\w{3,}?)s?(?:" + "|".join(_DE_CRED_STEMS) + r")\w*$", _F)
+
+# Synonym groups: every form of a member also stands for the group's first word.
+_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("database", "databas", "databases", "db", "dbs", "datenbank", "datenbanken"),
+    ("repository", "repositori", "repo", "repos", "repositories"),
+    ("postgres", "postgresql", "psql", "pg"),
+    ("kubernetes", "k8s"),
+    ("github", "gh"),
+)
+_SYNONYMS: dict[str, str] = {word: group[0] for group in _SYNONYM_GROUPS for word in group}
+
+
+# --------------------------------------------------------------------------- cleaning
+
+_FENCE = re.compile(
+    r"^[ \t]*(?P<fence>`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*(?P=fence)[ \t]*$|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
+_QUOTE_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_CLAUSE_SPLIT = re.compile(
+    r"\s*;\s*|,?\s+(?=\b(?:but|however|although|though|whereas|aber|jedoch|allerdings|"
+    r"sondern)\b)",
+    _F,
+)
+_LEADING_CONJUNCTION = re.compile(
+    r"^(?:but|however|although|though|whereas|aber|jedoch|allerdings|sondern)\b[\s,]*", _F
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _clean(reply: str) -> str:
+    """The reply without code blocks and quotes, inline code unwrapped, apostrophes plain."""
+    text = _FENCE.sub("\n", reply)
+    text = _QUOTE_LINE.sub("", text)
+    text = text.replace("`", "").replace("**", "").replace("__", "")
+    return text.translate(str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "´": "'"}))
+
+
+def _sentences(text: str) -> list[str]:
+    sentences: list[str] = []
+    for line in text.splitlines():
+        line = _LIST_MARKER.sub("", line).strip()
+        for piece in _SENTENCE_END.split(line):
+            piece = " ".join(piece.split())
+            if piece:
+                sentences.append(piece)
+    return sentences
+
+
+# -------------------------------------------------------------------------- detection
+
+
+def _unconditional(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether `pattern` matches somewhere in `text` not right after if / wenn / …."""
+    return any(
+        _CONDITION_BEFORE.search(text, 0, match.start()) is None for match in pattern.finditer(text)
+    )
+
+
+def _german_inability(text: str) -> bool:
+    """``ich`` and a modal, then a negation, in one comma-free stretch not opened by a
+    condition; or a fixed phrase (es ist mir nicht möglich …)."""
+    if _unconditional(_DE_INABILITY_PHRASE, text):
+        return True
+    for stretch in re.split(r"[,;:]", text):
+        if _CONDITION_START.search(stretch):
+            continue
+        pronoun = re.search(r"\bich\b", stretch, _F)
+        modal = _DE_MODAL.search(stretch)
+        if pronoun is None or modal is None:
+            continue
+        if _DE_NEGATION.search(stretch, min(pronoun.start(), modal.start())):
+            return True
+    return False
+
+
+def _german_first_person_lack(text: str) -> bool:
+    """A German lack of access with ich / mir / mich in the same comma-free stretch."""
+    for stretch in re.split(r"[,;:]", text):
+        if _DE_FIRST_PERSON.search(stretch) and _unconditional(_DE_LACK, stretch):
+            return True
+    return False
+
+
+def _is_claim(text: str, *, whole_sentence: bool = False) -> bool:
+    """Whether a clause says the assistant cannot do something for lack of access. A whole
+    sentence (tested when none of its clauses is a claim) needs an inability: a first-person
+    lack must stand in one clause."""
+    if _CUE.search(text) is None:
+        return False
+    if not whole_sentence and (
+        _unconditional(_EN_FIRST_PERSON_LACK, text) or _german_first_person_lack(text)
+    ):
+        return True
+    english = _unconditional(_EN_INABILITY, text)
+    german = _german_inability(text)
+    if not (english or german):
+        return False
+    lack = _unconditional(_EN_LACK, text) or _unconditional(_DE_LACK, text)
+    if lack:
+        return True
+    if english and _unconditional(_EN_INABILITY_ACCESS, text):
+        return True
+    return german and _DE_ACCESS_VERB.search(text) is not None
+
+
+def _content_words(text: str) -> list[str]:
+    """Lower-case content words of `text`, in order, without repeats (see the docstring)."""
+    words: list[str] = []
+    for token in _WORD.findall(text.lower()):
+        candidates = [token]
+        if _DE_CRED_WORD.match(token):
+            compound = _DE_CRED_SUFFIX.match(token)
+            candidates = [compound.group("head")] if compound else []
+        for word in candidates:
+            if (
+                len(word) < 2
+                or word.isdigit()
+                or word in _STOPWORDS
+                or word in _CLAIM_WORDS
+                or word in _ACCESS_WORDS
+                or word in _EN_CRED_WORDS
+                or _DE_CRED_WORD.match(word)
+                or word in words
+            ):
+                continue
+            words.append(word)
+    return words
+
+
+def find_cant_claims(reply: str) -> list[CantClaim]:
+    """The sentences (or clauses) of `reply` in which the assistant says it cannot do
+    something for lack of access or credentials, in order."""
+    claims: list[CantClaim] = []
+    sentences = _sentences(_clean(reply))
+    for index, sentence in enumerate(sentences):
+        if sentence.endswith("?"):
+            continue
+        clauses = [clause for clause in _CLAUSE_SPLIT.split(sentence) if clause.strip()]
+        found = [clause for clause in clauses if _is_claim(clause)]
+        if not found and len(clauses) > 1 and _is_claim(sentence, whole_sentence=True):
+            found = [sentence]
+        for clause in found:
+            text = _LEADING_CONJUNCTION.sub("", clause.strip())
+            subject = _content_words(text)
+            if not subject and index > 0:
+                subject = _content_words(sentences[index - 1])
+            claims.append(CantClaim(text, tuple(subject)))
+    return claims
+
+
+# --------------------------------------------------------------------------- matching
+
+
+@lru_cache(maxsize=4096)
+def word_forms(word: str) -> frozenset[str]:
+    """The forms a word is matched by: itself, its English and German Snowball stems, and
+    its synonym group's canonical word."""
+    lowered = word.lower()
+    forms = {lowered, snowball("en")(lowered), snowball("de")(lowered)}
+    forms |= {_SYNONYMS[form] for form in forms if form in _SYNONYMS}
+    return frozenset(form for form in forms if form)
+
+
+def _forms_of(words: Iterable[str]) -> frozenset[str]:
+    return frozenset(form for word in words for form in word_forms(word))
+
+
+def _claim_score(subject: Sequence[str], key_forms: frozenset[str], body: frozenset[str]) -> int:
+    score = 0
+    for word in subject:
+        forms = word_forms(word)
+        if forms & key_forms:
+            score += 2
+        elif forms & body:
+            score += 1
+    return score
+
+
+def match_capabilities(
+    claims: Sequence[CantClaim], capabilities: Sequence[tuple[str, str]]
+) -> list[str]:
+    """The keys of the capabilities (``(key, body)`` of active capability facts) on the
+    subject of a claim: best overlap first, ties in the given order, no repeats."""
+    if not claims:
+        return []
+    scored: dict[str, tuple[int, int]] = {}
+    seen: set[str] = set()
+    for position, (key, body) in enumerate(capabilities):
+        if key in seen:
+            continue
+        seen.add(key)
+        key_forms = _forms_of(word.lower() for word in key_parts(key))
+        body_forms = _forms_of(_content_words(body))
+        score = max(_claim_score(claim.subject_words, key_forms, body_forms) for claim in claims)
+        if score > 0:
+            scored[key] = (score, position)
+    return sorted(scored, key=lambda key: (-scored[key][0], scored[key][1]))
