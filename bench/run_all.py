@@ -191,6 +191,13 @@ def fact_classifier_rows(result: JsonDict) -> list[Row]:
             "",
             "",
         ),
+        Row(
+            "fact classifier, last held-out batch (labelled before it was run)",
+            f"{result['held_out']['precision']:.3f} / {result['held_out']['recall']:.3f}"
+            f" on {result['held_out']['sentences']}",
+            "",
+            "",
+        ),
         Row("fact classifier: per sentence, p95", f"{result['p95_us']:.0f} µs", "", ""),
     ]
 

@@ -119,3 +119,29 @@ def test_help_screen(snap_compare, make_settings) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_inline_candidate_prompt(snap_compare, make_settings, fixed_standin) -> None:
+    """The model called memory_write: the inline approval box waits for a/e/r/l."""
+    from tui.widgets.candidate_prompt import CandidatePrompt
+
+    write = {
+        "name": "memory_write",
+        "arguments": {
+            "key": "deploy:blyck",
+            "body": "This PC can deploy blyck: npm run dist, then aws s3 cp to the bucket.",
+            "type": "capability",
+        },
+    }
+    fixed_standin.script_reply("I will remember that.", tool_calls=[write])
+    fixed_standin.script_reply("Saved.")
+    app = StraylightApp(frozen(make_settings, fixed_standin.host))
+
+    async def run_before(pilot) -> None:
+        await settle(pilot, app, "online")
+        app.query_one(ChatInput).text = "Remember how we deploy blyck"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(app.query(CandidatePrompt)) == 1, what="prompt")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

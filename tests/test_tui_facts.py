@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from agent.settings import Settings
 from memory.fact_drawer import FactDrawer
+from store.database import database_path, open_database
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import type_text, wait_until
 from tui.app import StraylightApp
@@ -133,3 +134,25 @@ async def test_a_cant_claim_shows_the_capability_under_the_reply(
         await send(pilot, "deploy blyck")
         await wait_until(pilot, lambda: any("Known fact" in n for n in notices(app)), what="hint")
         assert any("deploy:blyck" in n for n in notices(app))
+
+
+async def test_quitting_after_a_turn_runs_the_reflection_pass_first(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    reflection = (
+        '{"facts": [{"type": "decision", "key": "db:blyck", "body": "blyck uses Postgres 16.",'
+        ' "scope": "workspace", "proof": "blyck uses Postgres 16 from now on"}]}'
+    )
+    standin.script_reply("Noted.")
+    standin.script_reply(reflection)
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot, app)
+        await send(pilot, "We decided: blyck uses Postgres 16 from now on.")
+        await wait_until(pilot, lambda: last_reply_done(app), what="the reply")
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: not app.is_running, what="the app to exit")
+    with open_database(database_path(settings.home), clock=settings.clock) as db:
+        [candidate] = FactDrawer(db, "demo").pending()
+    assert (candidate.key, candidate.origin) == ("db:blyck", "reflection")
+    assert standin.chat_requests()[-1].get("format")  # the structured reflection call

@@ -426,18 +426,23 @@ class StraylightApp(App[int]):
             await self._announce_candidates(proposed)
 
     async def action_quit(self) -> None:
-        """Quit; the session's reflection pass runs first (at most 30 s; Ctrl+Q again skips)."""
+        """Quit; the session's reflection pass runs first, in a worker so the screen stays
+        live (at most 30 s; Ctrl+Q again quits at once)."""
         if self._quitting or not self.unreflected_turns or self.engine.facts is None:
             self.exit()
             return
         self._quitting = True
         self.unreflected_turns = 0
-        self.notify("Reflecting on the session before quitting… (Ctrl+Q again skips)")
         if self.replying:
             self.workers.cancel_group(self, "reply")
+        self.notify("Reflecting on the session before quitting… (Ctrl+Q again quits now)")
+        self.reflect_then_exit(self.conversation_id)
+
+    @work(exclusive=True, group="quit", exit_on_error=False)
+    async def reflect_then_exit(self, conversation_id: str) -> None:
         try:
             await asyncio.wait_for(
-                self.engine.reflect(self.conversation_id, self.model), REFLECT_ON_QUIT_SECONDS
+                self.engine.reflect(conversation_id, self.model), REFLECT_ON_QUIT_SECONDS
             )
         except Exception as error:  # noqa: BLE001 - quitting goes on regardless
             log.warning("reflection at quit failed: %s", error)
