@@ -18,8 +18,8 @@ FactSource = Literal[
     "user", "incident", "user-feedback", "inference", "external", "generated-hypothesis"
 ]
 # Where a candidate came from: the model's memory_write call, the success-event classifier,
-# the end-of-session reflection pass.
-Origin = Literal["tool", "promotion", "reflection"]
+# the end-of-session reflection pass, a validated hypothesis card.
+Origin = Literal["tool", "promotion", "reflection", "hypothesis"]
 
 FACT_TYPES: tuple[str, ...] = get_args(FactType)
 SCOPES: tuple[str, ...] = get_args(Scope)

@@ -173,6 +173,72 @@ MIGRATIONS: Sequence[tuple[Statement, ...]] = (
         """,
         "ALTER TABLE audit ADD COLUMN fact_key VARCHAR",
     ),
+    # 4 — background jobs: each job's last run (catch-up after downtime), hypothesis cards of
+    # the dream run, and seed 003's confidence bookkeeping (how many 30-day periods without
+    # verification were already charged) for facts and pinned points.
+    (
+        """
+        CREATE TABLE job_runs (
+            name VARCHAR PRIMARY KEY,
+            last_run TIMESTAMPTZ NOT NULL,
+            status VARCHAR NOT NULL CHECK (status IN ('ok', 'error', 'skipped')),
+            result VARCHAR NOT NULL DEFAULT ''
+        )
+        """,
+        "CREATE SEQUENCE hypothesis_id_seq START 1",
+        """
+        CREATE TABLE hypotheses (
+            id BIGINT PRIMARY KEY DEFAULT nextval('hypothesis_id_seq'),
+            statement VARCHAR NOT NULL,
+            source_ids VARCHAR[] NOT NULL,
+            prediction VARCHAR NOT NULL,
+            measurement VARCHAR NOT NULL,
+            confidence DOUBLE NOT NULL,
+            source VARCHAR NOT NULL DEFAULT 'generated-hypothesis',
+            status VARCHAR NOT NULL DEFAULT 'open'
+                CHECK (status IN ('open', 'validated', 'refuted', 'deleted')),
+            workspace VARCHAR NOT NULL DEFAULT '',
+            created_at TIMESTAMPTZ NOT NULL,
+            due_at TIMESTAMPTZ NOT NULL,
+            decided_at TIMESTAMPTZ,
+            last_alerted DATE
+        )
+        """,
+        "ALTER TABLE facts ADD COLUMN decay_periods INTEGER DEFAULT 0",
+        # a validated hypothesis proposes a fact: one more candidate origin
+        """
+        CREATE TABLE candidates_v4 (
+            id BIGINT PRIMARY KEY DEFAULT nextval('candidate_id_seq'),
+            type VARCHAR NOT NULL,
+            scope VARCHAR NOT NULL,
+            workspace VARCHAR NOT NULL DEFAULT '',
+            key VARCHAR NOT NULL,
+            body VARCHAR NOT NULL,
+            proof VARCHAR NOT NULL DEFAULT '',
+            confidence DOUBLE NOT NULL,
+            source VARCHAR NOT NULL,
+            origin VARCHAR NOT NULL
+                CHECK (origin IN ('tool', 'promotion', 'reflection', 'hypothesis')),
+            requires VARCHAR[] NOT NULL DEFAULT [],
+            status VARCHAR NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'approved', 'rejected')),
+            conversation_id VARCHAR NOT NULL DEFAULT '',
+            created_at TIMESTAMPTZ NOT NULL,
+            decided_at TIMESTAMPTZ
+        )
+        """,
+        "INSERT INTO candidates_v4 SELECT * FROM candidates",
+        "DROP TABLE candidates",
+        "ALTER TABLE candidates_v4 RENAME TO candidates",
+        """
+        CREATE TABLE point_confidence (
+            point_id BIGINT PRIMARY KEY,
+            confidence DOUBLE NOT NULL,
+            last_verified TIMESTAMPTZ NOT NULL,
+            decay_periods INTEGER NOT NULL DEFAULT 0
+        )
+        """,
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
