@@ -88,6 +88,12 @@ class Settings(BaseSettings):
     """At session end (/new, quit, idle), ask the model once for durable facts (candidates)."""
     memory_reflection_idle_minutes: float = Field(default=30.0, gt=0)
     """Idle time in the TUI after which the session counts as ended for the reflection pass."""
+    jobs_enabled: bool = True
+    """Run the background jobs in the TUI (they can always be run with `straylight jobs run`)."""
+    jobs_dream_hour: int = Field(default=3, ge=0, le=23)
+    """Local hour of the nightly dream run."""
+    jobs_binding_limit_days: int = Field(default=90, ge=1)
+    """How recently a fact a procedure requires must have been verified."""
     workspace: str | None = None
     """The workspace facts belong to: default the git root of the current directory, else
     the directory itself."""
@@ -147,6 +153,9 @@ ENV_NAMES: dict[str, str] = {
     "now": "STRAYLIGHT_NOW",
     "workspace": "STRAYLIGHT_WORKSPACE",
 } | {name: name.upper() for name in Settings.model_fields if name.startswith("memory_")}
+ENV_NAMES |= {
+    name: f"STRAYLIGHT_{name.upper()}" for name in Settings.model_fields if name.startswith("jobs_")
+}
 
 FLAG_NAMES: dict[str, str] = {
     "home": "--home",

@@ -288,7 +288,8 @@ class TurnEngine:
                 await asyncio.to_thread(self._log_reply, reply, conversation_id, model, outcome)
                 self._save_in_background(text, recall, reply, conversation_id, answered)
                 yield ReplyFinished(reply, done)
-                async for followup in self._after_reply(text, reply, conversation_id):
+                used = self._used_memories(injected, recall)
+                async for followup in self._after_reply(text, reply, conversation_id, used):
                     yield followup
                 break
         except GatewayError as error:
@@ -386,13 +387,35 @@ class TurnEngine:
         used = ToolUsed(MEMORY_WRITE, f"candidate #{candidate.id} waits for approval")
         return json.dumps(result), used, [candidate]
 
+    @staticmethod
+    def _used_memories(
+        injected: InjectedFacts | None, recall: TurnRecall | None
+    ) -> tuple[list[Fact], list[tuple[int, str]]]:
+        """The facts and pinned points this turn's prompt carried (for the confidence boost)."""
+        facts = list(injected.facts) if injected is not None else []
+        hits = recall.result.hits if recall is not None and recall.result is not None else []
+        return facts, [(hit.id, hit.content) for hit in hits if hit.pinned]
+
     async def _after_reply(
-        self, user_text: str, reply: str, conversation_id: str
+        self,
+        user_text: str,
+        reply: str,
+        conversation_id: str,
+        used: tuple[list[Fact], list[tuple[int, str]]] = ([], []),
     ) -> AsyncIterator[TurnEvent]:
-        """Promotion of success events and the "can't" check; fail-soft."""
+        """Promotion of success events, the "can't" check, and the confidence boost of the
+        facts and pinned memories the reply used; fail-soft."""
         drawer = self.facts
         if drawer is None:
             return
+        facts, pinned = used
+        if facts or pinned:
+            from memory.confidence import boost_used
+
+            try:
+                await asyncio.to_thread(boost_used, drawer.db, reply, facts, pinned)
+            except Exception:
+                log.exception("the confidence boost failed")
         proposed: list[Candidate] = []
         reminder: list[Fact] = []
         try:

@@ -788,6 +788,30 @@ class MemoryStore:
         }
 
     # ---- status -----------------------------------------------------------------------
+    def upkeep_index(self) -> dict[str, Any]:
+        """The index-upkeep job: reconcile `vectors.usearch` with the database and save it
+        (atomically) when it changed. Does nothing while a rebuild runs."""
+        with self._index_lock:
+            index = self._index
+        if index is None:
+            return {"state": "none", "added": 0, "removed": 0, "saved": False}
+        if index.state != "in_sync":
+            return {"state": index.state, "added": 0, "removed": 0, "saved": False}
+        dim = index.ndim
+        report = index.reconcile(self._vector_ids(), lambda ids: self._fetch_vectors(ids, dim))
+        saved = False
+        if index.dirty:
+            index.save()
+            with self._index_lock:
+                self._unsaved = 0
+            saved = True
+        return {
+            "state": index.state,
+            "added": report.added,
+            "removed": report.removed,
+            "saved": saved,
+        }
+
     def index_state(self) -> tuple[str, int]:
         with self._index_lock:
             index = self._index

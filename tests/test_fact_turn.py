@@ -244,3 +244,17 @@ async def test_reflection_with_invalid_output_applies_nothing(
     standin.script_reply("this is not json {")
     assert await engine.reflect("c1", MODEL) == []
     assert drawer(engine).pending() == [] and drawer(engine).list() == []
+
+
+async def test_a_fact_the_reply_used_gains_confidence(
+    engine: TurnEngine, standin: OllamaStandIn
+) -> None:
+    d = drawer(engine)
+    fact = d.set("deploy:blyck", "capability", "This PC deploys blyck with npm run dist.")
+    d.store.set_confidence(fact, 0.8, reason="test")
+    unused = d.set("build:cargo", "capability", "cargo build works for the rust tools.")
+    d.store.set_confidence(unused, 0.8, reason="test")
+    standin.script_reply("Sure: this PC deploys blyck with npm run dist, so I will do that.")
+    await turn(engine, "deploy blyck")
+    confidence = {f.key: round(f.confidence, 4) for f in d.list()}
+    assert confidence == {"deploy:blyck": 0.85, "build:cargo": 0.8}

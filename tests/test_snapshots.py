@@ -40,7 +40,10 @@ def fixed_standin() -> Iterator[OllamaStandIn]:
 
 
 def frozen(make_settings: Callable[..., Settings], host: str) -> Settings:
-    return make_settings(ollama_host=host).model_copy(update={"now": _fixed_now()})
+    """Fixed clock; no background jobs (their start-up catch-up would race the picture)."""
+    return make_settings(ollama_host=host, jobs_enabled=False).model_copy(
+        update={"now": _fixed_now()}
+    )
 
 
 def _fixed_now():

@@ -46,6 +46,8 @@ from tui.widgets.chat_message import ChatMessage, ChatNotice, EmptyChatHint
 from tui.widgets.status_sidebar import SidebarState, StatusSidebar
 
 if TYPE_CHECKING:
+    from jobs.job_functions import JobResult
+    from jobs.scheduler import JobScheduler
     from memory.turn_memory import TurnMemory
     from store.fact_store import Candidate
     from store.longterm_file import LongtermState
@@ -59,6 +61,7 @@ SLASH_COMMANDS: dict[str, str] = {
     "/model": "/model NAME switches the chat model; /model alone lists pulled models",
     **MEMORY_COMMANDS,
     **FACT_COMMANDS,
+    "/dream": "run the dream now: at most one hypothesis card from related memories",
 }
 REFLECT_ON_QUIT_SECONDS = 30.0  # quitting waits this long at most for the reflection pass
 
@@ -69,6 +72,14 @@ class MemoryOpened(Message):
 
     memory: TurnMemory | None
     problem: str | None
+
+
+@dataclass
+class JobFinished(Message):
+    """A background job ran (scheduled, caught up, or run by a command)."""
+
+    name: str
+    result: JobResult
 
 
 @dataclass
@@ -108,6 +119,8 @@ class StraylightApp(App[int]):
         self.engine.approver = self.ask_approval
         self.workspace = resolve_workspace(settings.workspace)
         self.unreflected_turns = 0  # finished turns of this conversation since its reflection
+        self.scheduler: JobScheduler | None = None
+        self.job_alerts: dict[str, tuple[str, ...]] = {}  # job name → its current alert lines
         self._quitting = False
         self.model = settings.model
         self.conversation_id = new_conversation_id(settings.clock)
@@ -149,6 +162,8 @@ class StraylightApp(App[int]):
         self.open_memory()
 
     async def on_unmount(self) -> None:
+        if self.scheduler is not None:
+            await self.scheduler.stop()
         await self.engine.drain()
         if self.memory_session is not None:
             await asyncio.to_thread(self.memory_session.close)
@@ -181,6 +196,71 @@ class StraylightApp(App[int]):
         self.engine.memory = message.memory
         self.memory_problem = ""
         self.refresh_fact_status()
+        if self.settings.jobs_enabled:
+            self._start_jobs(message.memory)
+
+    # ---- background jobs -------------------------------------------------------------
+    def _start_jobs(self, memory: TurnMemory) -> None:
+        from jobs.job_functions import JobContext
+        from jobs.runner import JobRunner
+        from jobs.scheduler import JobScheduler
+
+        runner = JobRunner(JobContext(self.settings, memory, self.gateway, self.model))
+        self.scheduler = JobScheduler(
+            runner, lambda name, result: self.post_message(JobFinished(name, result))
+        )
+        try:
+            self.scheduler.start()
+        except Exception:
+            log.exception("the job scheduler did not start; jobs run only from the shell")
+            self.scheduler = None
+
+    def on_job_finished(self, message: JobFinished) -> None:
+        result = message.result
+        for notice in result.notices:
+            severity = {"warning": "warning", "error": "error"}.get(notice.level, "information")
+            self.notify(notice.text, severity=severity, timeout=10)  # type: ignore[arg-type]
+        if message.name == "memstatus" and result.status == "ok":
+            self._publish_sidebar(headroom=str(result.data.get("headroom", "ok")))
+        elif message.name == "overdue-hypotheses" and result.status == "ok":
+            overdue = int(result.data.get("overdue", 0))
+            lines = (f"{overdue} hypothesis card(s) overdue",) if overdue else ()
+            self._set_alerts("hypotheses", lines)
+            self._publish_sidebar(
+                hypotheses=(int(result.data.get("open", 0)), overdue),
+            )
+        elif message.name == "bindings" and result.status == "ok":
+            self._set_alerts("bindings", tuple(result.data.get("alerts", ())))
+        elif message.name in ("decay", "dream"):
+            self.refresh_fact_status()
+        if message.name in ("backfill", "index-upkeep", "decay"):
+            self.refresh_memory_status()
+
+    def _set_alerts(self, source: str, lines: tuple[str, ...]) -> None:
+        self.job_alerts[source] = lines
+        merged = tuple(line for group in self.job_alerts.values() for line in group)
+        self._publish_sidebar(alerts=merged)
+
+    @work(exclusive=False, group="jobs-now", exit_on_error=False)
+    async def run_job_now(self, name: str, announce: bool = False) -> None:
+        if self.scheduler is None:
+            if announce:
+                await self._notice("Background jobs are off (jobs_enabled = false).")
+            return
+        result = await self.scheduler.run_now(name)
+        if announce:
+            await self._notice(f"{name}: {result.summary}")
+
+    @work(thread=True, exclusive=False, group="turn-count", exit_on_error=False)
+    def count_turn_for_memstatus(self) -> None:
+        """Every MEMORY_STATUS_EVERY_N turns, memstatus runs (besides every 10 minutes)."""
+        from memory.memstatus_notice import count_turn
+
+        memory = self.engine.memory
+        if memory is None or self.scheduler is None:
+            return
+        if count_turn(memory.store.db) >= self.settings.memory_status_every_n:
+            self.call_from_thread(self.run_job_now, "memstatus")
         self.refresh_memory_status()
 
     @work(thread=True, exclusive=True, group="memory-status", exit_on_error=False)
@@ -281,6 +361,7 @@ class StraylightApp(App[int]):
                     self.set_timer(1.0, self.refresh_memory_status)
                     self.unreflected_turns += 1
                     self._restart_idle_timer()
+                    self.count_turn_for_memstatus()
                 elif isinstance(event, FactsInjected):
                     self._publish_sidebar(injected_facts=len(event.injected.facts))
                 elif isinstance(event, ToolUsed):
@@ -479,6 +560,8 @@ class StraylightApp(App[int]):
                 await self.switch_model(argument)
             else:
                 await self._notice(self._models_text())
+        elif command == "/dream":
+            self.run_job_now("dream", announce=True)
         elif command in FACT_COMMANDS:
             try:
                 await run_fact_command(

@@ -29,7 +29,7 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 # Commands that may create the data dir; the others only read it.
 COMMANDS_THAT_WRITE = frozenset(
-    {None, "ask", "remember", "forget", "import-doc", "facts", "candidates", "reflect"}
+    {None, "ask", "remember", "forget", "import-doc", "facts", "candidates", "reflect", "jobs"}
 )
 EXIT_DATA_DIR_IN_USE = 6
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -120,6 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
     import_doc.add_argument("--json", action="store_true", help="print JSON")
 
     _fact_commands(commands)
+    from tui import cli_jobs
+
+    cli_jobs.register(commands, _common_options, _Parser)
+    from tui import cli_hypotheses
+
+    cli_hypotheses.register(commands, _common_options, _Parser)
 
     config = commands.add_parser(
         "config", allow_abbrev=False, help="print every effective setting and its source"
@@ -269,6 +275,14 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         return asyncio.run(_status(settings, as_json=args.json))
     if args.command == "config":
         return _config(resolved, as_json=args.json)
+    if args.command == "hypotheses":
+        from tui import cli_hypotheses
+
+        return cli_hypotheses.dispatch(args, settings)
+    if args.command == "jobs":
+        from tui import cli_jobs
+
+        return cli_jobs.dispatch(args, settings)
     if args.command in ("facts", "candidates", "reflect"):
         from tui import cli_facts
 
@@ -355,6 +369,8 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
                 keys = ", ".join(f.key for f in event.facts)
                 reminders.append(f"{PROG}: known fact: this was done from here before ({keys})")
         await engine.drain()  # the two points are saved before the process ends
+        if code == EXIT_OK:
+            reminders += await _memstatus_after_turn(settings, memory, gateway)
     finally:
         session.close()
         await gateway.aclose()
@@ -371,6 +387,25 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
         )
     log.info("ask finished in conversation %s with exit code %d", conversation_id, code)
     return code
+
+
+async def _memstatus_after_turn(settings: Settings, memory: Any, gateway: Any) -> list[str]:
+    """Every MEMORY_STATUS_EVERY_N turns the memstatus job runs; its notice (only on
+    escalation) becomes one stderr line."""
+    from jobs.job_functions import JobContext
+    from jobs.runner import JobRunner
+    from memory.memstatus_notice import count_turn
+
+    try:
+        turns = await asyncio.to_thread(count_turn, memory.store.db)
+        if turns < settings.memory_status_every_n:
+            return []
+        runner = JobRunner(JobContext(settings, memory, gateway, settings.model))
+        result = await runner.run("memstatus")
+    except Exception:  # never in the way of the reply
+        log.exception("memstatus after the turn failed")
+        return []
+    return [f"{PROG}: {notice.text}" for notice in result.notices]
 
 
 def _history(
@@ -485,6 +520,8 @@ async def _status(settings: Settings, *, as_json: bool) -> int:
     mib = memory["ram_estimate_bytes"] / 2**20
     print(f"ram        ~{mib:.1f} MiB estimated, headroom {memory['headroom']}")
     print(f"embedding  {settings.embed_model}, {memory['embed_requests']} requests so far")
+    cards = memory["hypotheses"]
+    print(f"hypotheses {cards['open']} open, {cards['overdue']} overdue")
     facts = memory["facts"]
     print(
         f"facts      {facts['active']} active, {facts['stale']} stale, {facts['retired']} "

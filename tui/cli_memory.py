@@ -127,6 +127,10 @@ def memory_status(settings: Settings) -> dict[str, Any]:
         if memory.facts is not None:
             status["facts"] = fact_status(memory.facts.counts(), len(memory.facts.pending()))
             status["workspace"] = memory.facts.workspace
+        from store.hypothesis_store import HypothesisStore
+
+        counts = HypothesisStore(memory.store.db).counts(settings.clock.now())
+        status["hypotheses"] = {"open": counts["open"], "overdue": counts["overdue"]}
         return status
 
 
@@ -152,4 +156,5 @@ def _empty_status(config: MemoryConfig, workspace: str) -> dict[str, Any]:
         "headroom": headroom(0, config.ram_warn_bytes, config.ram_crit_bytes),
         "facts": fact_status({}, 0),
         "workspace": workspace,
+        "hypotheses": {"open": 0, "overdue": 0},
     }

@@ -30,6 +30,9 @@ class SidebarState:
     workspace: str = ""
     facts_line: str = "opening…"
     injected_facts: int | None = None
+    headroom: str = "ok"  # the last memstatus level: ok | warn | critical
+    hypotheses: tuple[int, int] | None = None  # (open, overdue)
+    alerts: tuple[str, ...] = ()  # overdue hypotheses, broken bindings
 
     def with_changes(self, **changes: object) -> SidebarState:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -68,9 +71,14 @@ class StatusSidebar(VerticalScroll):
             return
         self.query_one("#sidebar-ollama", Static).update(self._ollama_block(state))
         self.query_one("#sidebar-conversation", Static).update(self._conversation_block(state))
+        memory_style = {"warn": "bold yellow", "critical": "bold red"}.get(state.headroom, "")
         self.query_one("#sidebar-memory", Static).update(
-            _section("Memory", [(state.memory_line, "")])
+            _section("Memory", [(state.memory_line, memory_style)])
         )
+        memory_block = self.query_one("#sidebar-memory", Static)
+        memory_block.remove_class("-warn", "-critical")
+        if state.headroom in ("warn", "critical"):
+            memory_block.add_class(f"-{state.headroom}")
         self.query_one("#sidebar-facts", Static).update(self._facts_block(state))
         self.query_one("#sidebar-longterm", Static).update(self._longterm_block(state))
         self.set_class(state.ollama == "offline", "-offline")
@@ -107,6 +115,12 @@ class StatusSidebar(VerticalScroll):
         lines = [(f"workspace {_short_workspace(state.workspace)}", ""), (state.facts_line, "")]
         if state.injected_facts is not None:
             lines.append((f"{state.injected_facts} in the last prompt", "dim"))
+        if state.hypotheses is not None:
+            open_cards, overdue = state.hypotheses
+            style = "bold yellow" if overdue else ""
+            lines.append((f"hypotheses {open_cards} open, {overdue} overdue", style))
+        for alert in state.alerts:
+            lines.append((f"⚠ {alert}", "yellow"))
         return _section("Facts", lines)
 
     @staticmethod

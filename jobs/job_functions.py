@@ -1,0 +1,190 @@
+"""The seven background jobs. Each is idempotent, uses the injectable clock, takes a
+`JobContext` and returns a `JobResult` (a one-line summary and the notices for the user).
+
+| job                | schedule                       | what it does                              |
+|--------------------|--------------------------------|-------------------------------------------|
+| memstatus          | every 10 min and every N turns | headroom notice, only on escalation       |
+| decay              | daily                          | fact status and confidence                |
+| dream              | nightly at `jobs_dream_hour`   | at most one falsifiable hypothesis card   |
+| overdue-hypotheses | hourly and at start-up         | overdue cards: once per card per day      |
+| bindings           | daily                          | procedures whose required facts broke     |
+| backfill           | every minute                   | embeds points stored without a vector     |
+| index-upkeep       | every 10 min and on quit       | reconciles and saves `vectors.usearch`    |
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from agent.ollama_gateway import OllamaGateway
+    from agent.settings import Settings
+    from memory.turn_memory import TurnMemory
+
+NoticeKind = Literal["memstatus", "hypothesis", "binding", "dream", "info"]
+
+
+@dataclass(frozen=True, slots=True)
+class JobNotice:
+    """Something the user should see: a toast in the TUI, a stderr line after `ask`."""
+
+    kind: NoticeKind
+    text: str
+    level: str = "info"  # info | warning | error (the TUI's severity)
+
+
+@dataclass(frozen=True, slots=True)
+class JobResult:
+    status: Literal["ok", "skipped", "error"]
+    summary: str
+    notices: list[JobNotice] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class JobContext:
+    settings: Settings
+    memory: TurnMemory
+    gateway: OllamaGateway
+    model: str
+
+
+JobFn = Callable[[JobContext], Awaitable[JobResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    name: str
+    run: JobFn
+    every: timedelta  # the interval (the dream's is a day, at `jobs_dream_hour`)
+    at_hour: bool = False  # scheduled at the configured hour instead of every interval
+    at_startup: bool = False  # run at start-up even when not due
+
+
+async def memstatus(ctx: JobContext) -> JobResult:
+    from memory.memstatus_notice import announce, reset_turns
+
+    store = ctx.memory.store
+    status = await asyncio.to_thread(store.status)
+    level = status["headroom"]
+    text = await asyncio.to_thread(
+        announce,
+        store.db,
+        level,
+        status,
+        warn_bytes=ctx.settings.memory_ram_warn_bytes,
+        crit_bytes=ctx.settings.memory_ram_crit_bytes,
+    )
+    await asyncio.to_thread(reset_turns, store.db)
+    mib = status["ram_estimate_bytes"] / 2**20
+    notices = []
+    if text is not None:
+        severity = "error" if level == "critical" else "warning"
+        notices.append(JobNotice("memstatus", text, severity))
+    summary = f"headroom {level} (~{mib:.1f} MiB)" + (", announced" if text else "")
+    return JobResult("ok", summary, notices, {"headroom": level})
+
+
+async def decay(ctx: JobContext) -> JobResult:
+    from memory.confidence import decay_confidence
+
+    drawer = ctx.memory.facts
+    if drawer is None:
+        return JobResult("skipped", "no fact drawer")
+    statuses = await asyncio.to_thread(drawer.decay)
+    now = ctx.settings.clock.now()
+    confidence = await asyncio.to_thread(decay_confidence, ctx.memory.store.db, now)
+    summary = (
+        f"{len(statuses.stale)} stale, {len(statuses.retired)} retired; "
+        f"confidence: {confidence.summary()}"
+    )
+    return JobResult("ok", summary, [], {"stale": statuses.stale, "retired": statuses.retired})
+
+
+async def dream(ctx: JobContext) -> JobResult:
+    from agent.dream_run import run_dream
+
+    drawer = ctx.memory.facts
+    if drawer is None:
+        return JobResult("skipped", "no fact drawer")
+    outcome = await run_dream(
+        ctx.memory.store.db, drawer, ctx.gateway, ctx.model, workspace=drawer.workspace
+    )
+    if outcome.card is None:
+        return JobResult("ok", f"no card: {outcome.reason}")
+    card = outcome.card
+    text = f"New hypothesis #{card.id} (confidence 0.30, due in 14 days): {card.statement}"
+    return JobResult("ok", f"card #{card.id}", [JobNotice("dream", text)], {"card": card.id})
+
+
+async def overdue_hypotheses(ctx: JobContext) -> JobResult:
+    from store.hypothesis_store import HypothesisStore
+
+    book = HypothesisStore(ctx.memory.store.db)
+    now = ctx.settings.clock.now()
+    due = await asyncio.to_thread(book.due_alerts, now)
+    counts = await asyncio.to_thread(book.counts, now)
+    notices = [
+        JobNotice(
+            "hypothesis",
+            f"Hypothesis #{card.id} is overdue: validate, refute or delete it "
+            f"(straylight hypotheses). {card.statement}",
+            "warning",
+        )
+        for card in due
+    ]
+    summary = f"{counts['open']} open, {counts['overdue']} overdue"
+    return JobResult("ok", summary, notices, dict(counts))
+
+
+async def bindings(ctx: JobContext) -> JobResult:
+    from memory.bindings import check_bindings
+
+    drawer = ctx.memory.facts
+    if drawer is None:
+        return JobResult("skipped", "no fact drawer")
+    facts = await asyncio.to_thread(drawer.list)
+    alerts = check_bindings(
+        facts, ctx.settings.clock.now(), limit_days=ctx.settings.jobs_binding_limit_days
+    )
+    notices = [JobNotice("binding", alert.detail, "warning") for alert in alerts]
+    summary = f"{len(alerts)} broken binding{'' if len(alerts) == 1 else 's'}"
+    return JobResult("ok", summary, notices, {"alerts": [a.detail for a in alerts]})
+
+
+async def backfill(ctx: JobContext) -> JobResult:
+    store = ctx.memory.store
+    waiting = len(await asyncio.to_thread(store.ids_to_embed))
+    if not waiting:
+        return JobResult("skipped", "every point has a vector")
+    status = await ctx.gateway.check()
+    if not status.reachable:
+        return JobResult("skipped", f"{waiting} waiting; Ollama is not reachable")
+    done = await ctx.memory.backfill()
+    return JobResult("ok", f"embedded {done} of {waiting}", [], {"embedded": done})
+
+
+async def index_upkeep(ctx: JobContext) -> JobResult:
+    report = await asyncio.to_thread(ctx.memory.store.upkeep_index)
+    summary = f"index {report['state']}: +{report['added']} −{report['removed']}" + (
+        ", saved" if report["saved"] else ""
+    )
+    return JobResult("ok", summary, [], report)
+
+
+JOBS: dict[str, JobSpec] = {
+    spec.name: spec
+    for spec in (
+        JobSpec("memstatus", memstatus, timedelta(minutes=10)),
+        JobSpec("decay", decay, timedelta(days=1)),
+        JobSpec("dream", dream, timedelta(days=1), at_hour=True),
+        JobSpec("overdue-hypotheses", overdue_hypotheses, timedelta(hours=1), at_startup=True),
+        JobSpec("bindings", bindings, timedelta(days=1)),
+        JobSpec("backfill", backfill, timedelta(minutes=1)),
+        JobSpec("index-upkeep", index_upkeep, timedelta(minutes=10)),
+    )
+}

@@ -1,0 +1,368 @@
+"""Seed 003, concept 1: confidence that fades unverified and grows when a memory is used.
+
+Facts (every workspace) and pinned points carry a confidence between 0 and 1:
+
+* **Decay.** −0.05 for every *full* 30 days without verification, floored at 0
+  (`decay_confidence`, run by the daily `decay` job). It is idempotent: only periods not yet
+  charged are charged, and the count of charged periods is kept (`facts.decay_periods`,
+  `point_confidence.decay_periods`), so running it twice on one day, or after a week of
+  downtime, charges each period exactly once. Status decay (stale/retired) is a different
+  rule and lives in `FactDrawer.decay`; confidence decays for every type, capabilities and
+  rules included. Retired facts are skipped (a revived one catches up on its next run).
+* **Reference time.** A fact's is `last_verified`, else `created_at`. A verification restarts
+  the count at 0: a fact whose `last_verified` is not older than its last decay charge (the
+  latest 'fact_confidence' audit row with a `decay:` reason; every charge writes one, also at
+  the floor) is counted from 0 again. (`FactStore.write` leaves `decay_periods` as it is, so
+  the audit trail is what tells a new verification from the one the count was charged for.)
+  A pinned point's is the point's `created_at`, or its latest pin (a 'pin' audit row) when
+  that is newer; a (re-)pin restarts the count at 0 and leaves the confidence as it is.
+* **Pinned points** get their `point_confidence` row lazily (confidence 1.0, verified at the
+  point's `created_at`) the first time decay or a boost touches them.
+* **Boost.** +0.05, capped at 1.0, for each fact or pinned point that was injected into a turn
+  and actually *used* in the reply (`boost_used`); a boost is not a verification.
+
+"Used" (`used_in_reply`) — conservative, because a boost should mean the memory mattered:
+
+1. *The body shows up in the reply.* Body and reply are normalised (NFKC, case-folded, every
+   run of punctuation/space → one space). The units are the whole body and each of its
+   sentences, those over 240 characters cut into pieces of whole words (a 4,000-character
+   unit against a 7,000-character reply costs 0.5 s; 240 characters 0.2 ms), keeping those of
+   at least 20 characters. A unit no longer than the reply is found in it when
+   `rapidfuzz.fuzz.partial_ratio(unit, reply) ≥ 85` (the best-aligned window of the reply
+   differs by at most ~15 % of edits: a quote, a near-quote, a close paraphrase).
+2. *The reply names the fact's key.* At least two distinct content parts of the key (its
+   `:`/`-` separated words, stopwords and one-letter parts dropped) all occur in the reply as
+   words, compared as stems (`deploy:blyck` is used by "I deployed blyck"). A one-part key
+   is too generic to count; its body must show up instead.
+
+A reply that merely shares a common word with a memory is not use, nor is a paraphrase far
+from the body's wording. The user's message is not known here, so a reply that repeats the
+question's words may name a key without having needed the fact: an accepted, small boost.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import duckdb
+from rapidfuzz import fuzz
+
+from memory.fact_types import key_parts
+from store.database import Database
+from store.fact_store import Fact, FactStore
+from store.point_store import as_utc
+from store.text_terms import default_analyzer
+
+PERIOD = timedelta(days=30)
+DECAY_STEP = 0.05
+BOOST_STEP = 0.05
+POINT_START_CONFIDENCE = 1.0
+USED_MIN_SCORE = 85.0  # rapidfuzz partial_ratio, 0–100
+USED_MIN_CHARS = 20  # a body unit shorter than this (normalised) is too generic to match
+USED_MAX_UNIT_CHARS = 240  # longer units are cut: partial_ratio's cost grows with the unit
+USED_MIN_KEY_PARTS = 2
+DECAY_REASON_PREFIX = "decay:"
+BOOST_REASON = "boost: used in a reply"
+
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+@dataclass
+class ConfidenceReport:
+    """What one decay run did."""
+
+    facts: list[str] = field(default_factory=list)  # keys of facts whose confidence fell
+    points: list[int] = field(default_factory=list)  # ids of pinned points whose fell
+    charged: int = 0  # 30-day periods charged in all (also those charged at the floor)
+    started: int = 0  # pinned points that got their confidence row in this run
+
+    def summary(self) -> str:
+        """One line for the job log: `2 facts and 1 pinned point lower`."""
+        parts = []
+        if self.facts:
+            parts.append(f"{len(self.facts)} fact{'' if len(self.facts) == 1 else 's'}")
+        if self.points:
+            noun = "pinned point" if len(self.points) == 1 else "pinned points"
+            parts.append(f"{len(self.points)} {noun}")
+        return f"{' and '.join(parts)} lower" if parts else "nothing lower"
+
+
+def periods_without_verification(reference: datetime, now: datetime) -> int:
+    """Full 30-day periods from `reference` to `now` (0 when `now` is not later)."""
+    elapsed = as_utc(now) - as_utc(reference)
+    if elapsed <= timedelta(0):
+        return 0
+    return elapsed // PERIOD
+
+
+def _lowered(confidence: float, periods: int) -> float:
+    return round(max(0.0, confidence - DECAY_STEP * periods), 6)
+
+
+def _raised(confidence: float) -> float:
+    return round(min(1.0, confidence + BOOST_STEP), 6)
+
+
+# ---- decay -------------------------------------------------------------------------------
+
+
+def decay_confidence(db: Database, now: datetime) -> ConfidenceReport:
+    """Charge every period not yet charged, for facts (all workspaces, not retired) and for
+    pinned points; fact changes are audited ('fact_confidence', reason `decay: N×30 days
+    unverified` with N the periods since the reference)."""
+    report = ConfidenceReport()
+    _decay_facts(db, now, report)
+    _decay_points(db, now, report)
+    return report
+
+
+def _fact_bookkeeping(db: Database) -> tuple[dict[int, int], dict[int, datetime]]:
+    """(fact id → periods charged, fact id → time of its latest decay charge)."""
+    with db.cursor() as cur:
+        charged = cur.execute("SELECT id, coalesce(decay_periods, 0) FROM facts").fetchall()
+        charges = cur.execute(
+            "SELECT TRY_CAST(json_extract_string(detail, '$.fact.id') AS BIGINT) AS fact_id, "
+            "max(\"at\") FROM audit WHERE event = 'fact_confidence' "
+            "AND starts_with(reason, ?) GROUP BY fact_id",
+            [DECAY_REASON_PREFIX],
+        ).fetchall()
+    return (
+        {int(fact_id): int(periods) for fact_id, periods in charged},
+        {int(fact_id): as_utc(at) for fact_id, at in charges if fact_id is not None},
+    )
+
+
+def _already_charged(fact: Fact, stored: int, last_charge: datetime | None) -> int:
+    """Periods already charged against the fact's current reference time: the stored count,
+    unless the fact was verified at or after the last charge (then that count was for an
+    older reference and the count restarts at 0)."""
+    if stored <= 0:
+        return 0
+    if fact.last_verified is not None and (
+        last_charge is None or fact.last_verified >= last_charge
+    ):
+        return 0
+    return stored
+
+
+def _decay_facts(db: Database, now: datetime, report: ConfidenceReport) -> None:
+    store = FactStore(db)
+    facts = store.visible("", statuses=["active", "stale"], all_workspaces=True)
+    stored, last_charges = _fact_bookkeeping(db)
+    for fact in facts:
+        reference = fact.last_verified or fact.created_at
+        total = periods_without_verification(reference, now)
+        charged = _already_charged(fact, stored.get(fact.id, 0), last_charges.get(fact.id))
+        if total <= charged:
+            if charged != stored.get(fact.id, 0):
+                _set_fact_periods(db, fact.id, charged)  # a verification restarted the count
+            continue
+        new = _lowered(fact.confidence, total - charged)
+        # The count first: a crash between the two statements loses a charge rather than
+        # charging it twice on the next run.
+        _set_fact_periods(db, fact.id, total)
+        store.set_confidence(fact, new, reason=f"decay: {total}×30 days unverified")
+        report.charged += total - charged
+        if new < fact.confidence:
+            report.facts.append(fact.key)
+
+
+def _set_fact_periods(db: Database, fact_id: int, periods: int) -> None:
+    with db.transaction() as cur:
+        cur.execute("UPDATE facts SET decay_periods = ? WHERE id = ?", [periods, fact_id])
+
+
+def _start_point_rows(cur: duckdb.DuckDBPyConnection, ids: Sequence[int] | None) -> int:
+    """Give pinned points (all, or those of `ids`) their confidence row, and restart the count
+    of every row whose point was pinned after its last verification. Returns rows created."""
+    only = "" if ids is None else "AND p.id IN (SELECT unnest(?::BIGINT[]))"
+    params: list[Any] = [POINT_START_CONFIDENCE] + ([] if ids is None else [list(ids)])
+    created = cur.execute(
+        "INSERT INTO point_confidence (point_id, confidence, last_verified, decay_periods) "
+        "SELECT p.id, ?, p.created_at, 0 FROM points AS p "
+        f"WHERE p.pinned {only} AND NOT EXISTS "
+        "(SELECT 1 FROM point_confidence AS c WHERE c.point_id = p.id) RETURNING point_id",
+        params,
+    ).fetchall()
+    cur.execute(
+        "UPDATE point_confidence SET last_verified = pins.at, decay_periods = 0 FROM ("
+        "SELECT point_id, max(\"at\") AS at FROM audit WHERE event = 'pin' "
+        "AND point_id IS NOT NULL GROUP BY point_id) AS pins "
+        "WHERE pins.point_id = point_confidence.point_id "
+        "AND pins.at > point_confidence.last_verified"
+    )
+    return len(created)
+
+
+def _decay_points(db: Database, now: datetime, report: ConfidenceReport) -> None:
+    with db.transaction() as cur:
+        report.started += _start_point_rows(cur, None)
+        rows = cur.execute(
+            "SELECT c.point_id, c.confidence, c.last_verified, c.decay_periods "
+            "FROM point_confidence AS c JOIN points AS p ON p.id = c.point_id "
+            "WHERE p.pinned AND c.last_verified <= ? ORDER BY c.point_id",
+            [as_utc(now) - PERIOD],
+        ).fetchall()
+        ids: list[int] = []
+        values: list[float] = []
+        periods: list[int] = []
+        for point_id, confidence, last_verified, charged in rows:
+            total = periods_without_verification(as_utc(last_verified), now)
+            if total <= int(charged):
+                continue
+            new = _lowered(float(confidence), total - int(charged))
+            ids.append(int(point_id))
+            values.append(new)
+            periods.append(total)
+            report.charged += total - int(charged)
+            if new < float(confidence):
+                report.points.append(int(point_id))
+        if ids:
+            cur.execute(
+                "UPDATE point_confidence SET confidence = u.confidence, "
+                "decay_periods = u.decay_periods FROM (SELECT unnest(?::BIGINT[]) AS point_id, "
+                "unnest(?::DOUBLE[]) AS confidence, unnest(?::INTEGER[]) AS decay_periods) AS u "
+                "WHERE point_confidence.point_id = u.point_id",
+                [ids, values, periods],
+            )
+
+
+# ---- use and boost -----------------------------------------------------------------------
+
+
+def _normalise(text: str) -> str:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(_NON_WORD.sub(" ", folded).split())
+
+
+def _chunks(unit: str) -> list[str]:
+    """`unit` in pieces of whole words of at most USED_MAX_UNIT_CHARS (a longer word alone)."""
+    if len(unit) <= USED_MAX_UNIT_CHARS:
+        return [unit]
+    pieces: list[str] = []
+    current = ""
+    for word in unit.split(" "):
+        if current and len(current) + 1 + len(word) > USED_MAX_UNIT_CHARS:
+            pieces.append(current)
+            current = word
+        else:
+            current = f"{current} {word}" if current else word
+    pieces.append(current)
+    return pieces
+
+
+def _body_units(body: str) -> list[str]:
+    """The normalised body and its sentences, long ones in pieces of at most
+    USED_MAX_UNIT_CHARS; only those of at least USED_MIN_CHARS."""
+    whole = _normalise(body)
+    units = [whole] if len(whole) <= USED_MAX_UNIT_CHARS else []
+    for sentence in _SENTENCE_END.split(body):
+        units.extend(_chunks(_normalise(sentence)))
+    return [unit for unit in dict.fromkeys(units) if len(unit) >= USED_MIN_CHARS]
+
+
+def _key_named(reply: str, key: str) -> bool:
+    analyzer = default_analyzer()
+    groups_by_part: dict[tuple[tuple[str, ...], ...], None] = {}
+    for part in key_parts(key.casefold()):
+        groups = tuple(analyzer.query_terms(part))
+        if groups:
+            groups_by_part[groups] = None
+    if len(groups_by_part) < USED_MIN_KEY_PARTS:
+        return False
+    words = set(analyzer.terms(reply))
+    return all(
+        any(alternative in words for alternative in group)
+        for groups in groups_by_part
+        for group in groups
+    )
+
+
+def used_in_reply(reply: str, *, key: str | None, body: str) -> bool:
+    """Whether a memory injected into a turn was used in its reply (rules: module docstring)."""
+    text = _normalise(reply)
+    if not text:
+        return False
+    for unit in _body_units(body):
+        if len(unit) <= len(text) and (
+            fuzz.partial_ratio(unit, text, score_cutoff=USED_MIN_SCORE) >= USED_MIN_SCORE
+        ):
+            return True
+    return key is not None and _key_named(reply, key)
+
+
+def boost_used(
+    db: Database,
+    reply: str,
+    facts: Sequence[Fact],
+    pinned: Sequence[tuple[int, str]],
+) -> list[str]:
+    """+0.05 (capped at 1.0) for each injected fact and pinned point (id, content) used in
+    `reply`. Returns what rose: fact keys, and pinned points as `#id`. A memory already at
+    1.0 does not rise (and its fact gets no audit row); a fact boost is audited
+    ('fact_confidence', reason `boost: used in a reply`)."""
+    boosted: list[str] = []
+    store = FactStore(db)
+    seen: set[int] = set()
+    for fact in facts:
+        if fact.id in seen or not used_in_reply(reply, key=fact.key, body=fact.body):
+            continue
+        seen.add(fact.id)
+        current = store.find(fact.scope, fact.workspace, fact.key)
+        if current is None or current.id != fact.id or current.confidence >= 1.0:
+            continue
+        store.set_confidence(current, _raised(current.confidence), reason=BOOST_REASON)
+        boosted.append(current.key)
+    used = list(
+        dict.fromkeys(
+            point_id for point_id, content in pinned if used_in_reply(reply, key=None, body=content)
+        )
+    )
+    boosted.extend(f"#{point_id}" for point_id in _boost_points(db, used))
+    return boosted
+
+
+def _boost_points(db: Database, ids: Sequence[int]) -> list[int]:
+    if not ids:
+        return []
+    with db.transaction() as cur:
+        _start_point_rows(cur, ids)
+        rows = cur.execute(
+            "SELECT c.point_id, c.confidence FROM point_confidence AS c "
+            "JOIN points AS p ON p.id = c.point_id "
+            "WHERE p.pinned AND c.point_id IN (SELECT unnest(?::BIGINT[])) AND c.confidence < 1",
+            [list(ids)],
+        ).fetchall()
+        raised = {int(point_id): _raised(float(confidence)) for point_id, confidence in rows}
+        if raised:
+            cur.execute(
+                "UPDATE point_confidence SET confidence = u.confidence FROM ("
+                "SELECT unnest(?::BIGINT[]) AS point_id, unnest(?::DOUBLE[]) AS confidence) AS u "
+                "WHERE point_confidence.point_id = u.point_id",
+                [list(raised), list(raised.values())],
+            )
+    return [point_id for point_id in ids if point_id in raised]
+
+
+def confidence_of_points(db: Database, ids: Iterable[int]) -> dict[int, float]:
+    """The confidence of each of `ids` that has one: its row's, or 1.0 for a pinned point not
+    yet touched by decay or a boost. Unknown and unpinned points without a row are left out.
+    Read-only: no row is created."""
+    wanted = list(dict.fromkeys(int(point_id) for point_id in ids))
+    if not wanted:
+        return {}
+    with db.cursor() as cur:
+        rows = cur.execute(
+            "SELECT p.id, coalesce(c.confidence, CASE WHEN p.pinned THEN ? END) "
+            "FROM points AS p LEFT JOIN point_confidence AS c ON c.point_id = p.id "
+            "WHERE p.id IN (SELECT unnest(?::BIGINT[]))",
+            [POINT_START_CONFIDENCE, wanted],
+        ).fetchall()
+    found = {int(point_id): float(value) for point_id, value in rows if value is not None}
+    return {point_id: found[point_id] for point_id in wanted if point_id in found}

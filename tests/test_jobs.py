@@ -1,0 +1,222 @@
+"""The background jobs with the injected clock: each job's effect, catch-up after a week of
+downtime, and the scheduler starting and stopping with the app (pilot) without errors."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from agent.ollama_gateway import OllamaGateway
+from agent.settings import Settings
+from jobs.job_functions import JOBS, JobContext
+from jobs.runner import JobRunner, next_at_hour
+from memory.fact_drawer import FactDrawer, FactsConfig
+from memory.memory_store import MemoryConfig, MemoryStore
+from memory.turn_memory import TurnMemory
+from store.hypothesis_store import HypothesisStore
+from tests.support.ollama_standin import OllamaStandIn
+from tests.support.pilot_helpers import wait_until
+from tests.test_cli_memory import assert_ok, make_env, run_cli
+from tui.app import StraylightApp
+from tui.memory_session import embedder_for
+
+T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+class Memory:
+    """A store, drawer and runner at one instant; `at(t)` reopens at another (as after
+    downtime)."""
+
+    def __init__(self, make_settings: Callable[..., Settings], host: str) -> None:
+        self.make_settings = make_settings
+        self.host = host
+        self.store: MemoryStore | None = None
+
+    def at(self, when: datetime, **overrides: object) -> JobRunner:
+        self.close()
+        settings = self.make_settings(ollama_host=self.host, now=when.isoformat(), **overrides)
+        self.settings = settings
+        gateway = OllamaGateway(settings.ollama_host, read_timeout=5)
+        self.store = MemoryStore.open(
+            settings.home, MemoryConfig.from_settings(settings), clock=settings.clock
+        )
+        self.drawer = FactDrawer(self.store.db, "demo", FactsConfig.from_settings(settings))
+        memory = TurnMemory(self.store, embedder_for(gateway, settings.embed_model), self.drawer)
+        self.memory = memory
+        return JobRunner(JobContext(settings, memory, gateway, settings.model))
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+
+@pytest.fixture
+def mem(make_settings: Callable[..., Settings], standin: OllamaStandIn) -> Iterator[Memory]:
+    m = Memory(make_settings, standin.host)
+    yield m
+    m.close()
+
+
+async def test_every_job_runs_and_is_recorded(mem: Memory) -> None:
+    runner = mem.at(T0)
+    for name in JOBS:
+        result = await runner.run(name)
+        assert result.status in ("ok", "skipped"), (name, result)
+    infos = {info.name: info for info in runner.infos()}
+    assert set(infos) == set(JOBS)
+    assert all(info.last_run == T0 for info in infos.values())
+    assert infos["decay"].next_run == T0 + timedelta(days=1)
+    assert infos["memstatus"].next_run == T0 + timedelta(minutes=10)
+
+
+async def test_catch_up_after_a_week_of_downtime(mem: Memory) -> None:
+    runner = mem.at(T0)
+    for name in JOBS:
+        await runner.run(name)
+    soon = mem.at(T0 + timedelta(seconds=30))
+    assert soon.due() == ["overdue-hypotheses"]  # only the start-up job
+    later = mem.at(T0 + timedelta(days=7))
+    assert set(later.due()) == set(JOBS)  # everything was missed, the dream's hour too
+    for name in later.due():
+        await later.run(name)
+    assert mem.at(T0 + timedelta(days=7, seconds=30)).due() == ["overdue-hypotheses"]
+
+
+def test_the_dream_is_due_at_its_local_hour() -> None:
+    after = datetime(2026, 6, 1, 1, 0, tzinfo=UTC)
+    first = next_at_hour(after, 3)
+    assert first > after and first.astimezone().hour == 3
+    assert next_at_hour(first, 3) == first + timedelta(days=1)
+
+
+async def test_decay_job_makes_an_unseen_decision_stale(mem: Memory) -> None:
+    runner = mem.at(T0)
+    mem.drawer.set("db:engine", "decision", "We chose Postgres.")
+    mem.drawer.set("deploy:blyck", "capability", "This PC deploys blyck.")
+    later = mem.at(T0 + timedelta(days=90))
+    result = await later.run("decay")
+    assert result.data["stale"] == ["db:engine"]
+    statuses = {f.key: f.status for f in mem.drawer.list()}
+    assert statuses == {"db:engine": "stale", "deploy:blyck": "active"}
+    assert runner is not later
+
+
+async def test_memstatus_announces_an_escalation_once(mem: Memory) -> None:
+    runner = mem.at(T0, memory_ram_warn_bytes=1, memory_ram_crit_bytes=10**12)
+    await mem.memory.remember("A pinned note that takes some room in the memory.")
+    first = await runner.run("memstatus")
+    assert first.data["headroom"] == "warn" and len(first.notices) == 1
+    assert "warn" in first.notices[0].text.lower()
+    second = await runner.run("memstatus")
+    assert second.notices == []  # never twice in a row for the same level
+    critical = mem.at(T0, memory_ram_warn_bytes=1, memory_ram_crit_bytes=2)
+    third = await critical.run("memstatus")
+    assert len(third.notices) == 1 and third.notices[0].level == "error"
+
+
+async def test_backfill_after_ollama_comes_back(mem: Memory, standin: OllamaStandIn) -> None:
+    runner = mem.at(T0)
+    await mem.memory.remember("A pin saved while the embedding model answered.")
+    standin.stop()
+    await mem.memory.remember("A pin saved while Ollama was down, without a vector.")
+    assert mem.store is not None and mem.store.points.counts()["without_vector"] == 1
+    down = await runner.run("backfill")
+    assert down.status == "skipped" and "not reachable" in down.summary
+    standin.start()
+    up = await runner.run("backfill")
+    assert up.status == "ok" and up.data["embedded"] == 1
+    assert mem.store.points.counts()["without_vector"] == 0
+    assert (await runner.run("backfill")).status == "skipped"
+
+
+async def test_index_upkeep_reconciles_and_saves(mem: Memory) -> None:
+    runner = mem.at(T0)
+    await mem.memory.remember("One pinned note with a vector in the index.")
+    result = await runner.run("index-upkeep")
+    assert result.status == "ok" and result.data["saved"] is True
+    assert (mem.settings.home / "vectors.usearch").is_file()
+    again = await runner.run("index-upkeep")
+    assert again.data["saved"] is False
+
+
+async def test_bindings_job_names_the_procedure_and_the_broken_binding(mem: Memory) -> None:
+    runner = mem.at(T0)
+    mem.drawer.set(
+        "deploy:blyck",
+        "procedure",
+        "npm run dist, then aws s3 cp.",
+        requires=["aws:credentials", "build:npm"],
+    )
+    mem.drawer.set("build:npm", "capability", "npm run dist builds blyck.")
+    result = await runner.run("bindings")
+    assert len(result.notices) == 1
+    assert "deploy:blyck" in result.notices[0].text and "aws:credentials" in result.notices[0].text
+
+
+async def test_overdue_hypotheses_alert_once_a_day(mem: Memory) -> None:
+    runner = mem.at(T0)
+    assert mem.store is not None
+    HypothesisStore(mem.store.db).create(
+        statement="Saves get slower when the word index is large.",
+        source_ids=("fact:1", "point:2"),
+        prediction="save p95 grows above 5 ms at 200k points",
+        measurement="run bench.memory_scale at 200k points",
+        workspace="demo",
+    )
+    assert (await runner.run("overdue-hypotheses")).notices == []
+    late = mem.at(T0 + timedelta(days=14))
+    first = await late.run("overdue-hypotheses")
+    assert len(first.notices) == 1 and first.data == {"open": 1, "overdue": 1}
+    assert (await late.run("overdue-hypotheses")).notices == []  # once per card per day
+    next_day = mem.at(T0 + timedelta(days=15))
+    assert len((await next_day.run("overdue-hypotheses")).notices) == 1
+
+
+async def test_a_failing_job_is_recorded_not_raised(mem: Memory, standin: OllamaStandIn) -> None:
+    runner = mem.at(T0)
+    mem.drawer.set("a:b", "fact", "One fact about alpha beta.")
+    mem.drawer.set("a:c", "fact", "Another fact about alpha gamma.")
+    standin.fail_next("status", status=500)
+    result = await runner.run("dream")
+    assert result.status == "ok" and result.summary.startswith("no card")
+    assert [i.last_status for i in runner.infos() if i.name == "dream"] == ["ok"]
+
+
+# --- the scheduler inside the app ------------------------------------------------------------
+
+
+async def test_the_scheduler_starts_and_stops_with_the_app(
+    settings: Settings, standin: OllamaStandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    app = StraylightApp(settings)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_until(pilot, lambda: app.scheduler is not None, what="scheduler")
+        scheduler = app.scheduler
+        assert scheduler is not None and scheduler.started
+        assert scheduler.next_run("memstatus") is not None
+        await wait_until(pilot, lambda: "catching up" in caplog.text, what="the start-up catch-up")
+    assert not scheduler.started
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [], [r.getMessage() for r in errors]
+    assert "was missed" not in caplog.text
+
+
+def test_jobs_from_the_shell(tmp_path: Path, standin: OllamaStandIn) -> None:
+    env = make_env(tmp_path / "home", tmp_path, standin)
+    proc = run_cli(env, "jobs", "run", "decay", "--json")
+    assert_ok(proc)
+    ran = json.loads(proc.stdout)
+    assert (ran["name"], ran["status"]) == ("decay", "ok")
+    proc = run_cli(env, "jobs", "list", "--json")
+    assert_ok(proc)
+    listed = {job["name"]: job for job in json.loads(proc.stdout)}
+    assert set(listed) == set(JOBS)
+    assert set(listed["decay"]) >= {"name", "last_run", "next_run", "last_result"}
+    assert listed["decay"]["last_run"] is not None and listed["memstatus"]["last_run"] is None

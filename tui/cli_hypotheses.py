@@ -1,0 +1,174 @@
+"""`straylight hypotheses list|validate ID|refute ID|delete ID`: the dream run's cards.
+
+`list` shows the cards of this workspace (`--all-workspaces`: every card), overdue first, then
+by due date; `--status` limits it to one status (default: every status but deleted). The actions
+print the changed card; `validate` also proposes a fact candidate (see `straylight candidates
+list`). `--json` prints the data: a list of cards, or one card (`validate` adds
+``"candidate": {…}`` or ``null``). A card is
+``{"id", "statement", "source_ids", "prediction", "measurement", "confidence", "status",
+"created_at", "due_at", "overdue"}`` (times ISO 8601 UTC).
+
+Exit codes: 0 ok, 1 no such card, 2 a change the card's status does not allow.
+These commands open only the database and hold the data-dir lock while they run. Importing
+this module and `register` load nothing heavy (no DuckDB, no numpy): `dispatch` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from agent.settings import Settings
+    from store.hypothesis_store import Hypothesis
+
+COMMAND = "hypotheses"
+# `store.hypothesis_store.HYPOTHESIS_STATUSES` (a test keeps them equal): registering the
+# parser must not import DuckDB, it runs on the way to the TUI's first frame.
+STATUSES = ("open", "validated", "refuted", "deleted")
+EXIT_OK = 0
+EXIT_NOT_FOUND = 1
+EXIT_INVALID = 2
+
+
+class CommonOptions(Protocol):
+    """`tui.cli._common_options`: adds --home, --workspace, … to a sub-parser."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *, top: bool) -> None: ...
+
+
+def register(
+    commands: Any, common_options: CommonOptions, parser_class: type[argparse.ArgumentParser]
+) -> None:
+    """Add `hypotheses` and its actions to the `commands` sub-parsers action."""
+    group = commands.add_parser(
+        COMMAND, allow_abbrev=False, help="hypothesis cards of the dream run"
+    )
+    common_options(group, top=False)
+    actions = group.add_subparsers(
+        dest="action", metavar="ACTION", parser_class=parser_class, required=True
+    )
+
+    def leaf(name: str, text: str) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = actions.add_parser(name, allow_abbrev=False, help=text)
+        common_options(sub, top=False)
+        sub.add_argument("--json", action="store_true", help="print JSON")
+        return sub
+
+    listing = leaf("list", "the cards, overdue first")
+    listing.add_argument(
+        "--status", choices=STATUSES, help="only this status (default: not deleted)"
+    )
+    listing.add_argument("--all-workspaces", action="store_true", help="cards of every workspace")
+    for name, text in (
+        ("validate", "validate a card: confidence up, and a fact candidate for approval"),
+        ("refute", "refute a card (confidence 0)"),
+        ("delete", "delete a card (kept in the audit trail)"),
+    ):
+        leaf(name, text).add_argument("id", metavar="ID", type=int, help="the card's id")
+
+
+def card_json(card: Hypothesis, now: datetime) -> dict[str, Any]:
+    """The JSON shape of one card in `hypotheses … --json`."""
+    return {
+        "id": card.id,
+        "statement": card.statement,
+        "source_ids": list(card.source_ids),
+        "prediction": card.prediction,
+        "measurement": card.measurement,
+        "confidence": round(card.confidence, 4),
+        "status": card.status,
+        "created_at": card.created_at.isoformat(),
+        "due_at": card.due_at.isoformat(),
+        "overdue": card.is_overdue(now),
+    }
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"straylight: {message}", file=sys.stderr)
+    return code
+
+
+def _lines(card: Hypothesis, now: datetime) -> list[str]:
+    state = "overdue" if card.is_overdue(now) else card.status
+    return [
+        f"#{card.id} [{state}] {card.confidence:.2f}, due {card.due_at:%Y-%m-%d}: {card.statement}",
+        f"    sources: {', '.join(card.source_ids)}",
+        f"    prediction: {card.prediction}",
+        f"    measurement: {card.measurement}",
+    ]
+
+
+def dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    """Run `hypotheses <action>`; the exit code."""
+    from store.database import database_path
+
+    now = settings.clock.now()
+    if args.action == "list":
+        return _list(args, settings, now)
+    if not database_path(settings.home).exists():
+        return _fail(f"no hypothesis #{args.id}", EXIT_NOT_FOUND)
+    from agent.dream_run import CardStateError, delete_card, refute_card, validate_card
+    from memory.fact_drawer import candidate_json
+    from tui.cli_facts import open_drawer
+
+    candidate: dict[str, Any] | None = None
+    try:
+        with open_drawer(settings) as drawer:
+            if args.action == "validate":
+                card, made = validate_card(drawer.db, drawer, args.id)
+                candidate = candidate_json(made) if made is not None else None
+            elif args.action == "refute":
+                card = refute_card(drawer.db, args.id)
+            else:
+                card = delete_card(drawer.db, args.id)
+    except LookupError as error:
+        return _fail(str(error), EXIT_NOT_FOUND)
+    except CardStateError as error:
+        return _fail(str(error), EXIT_INVALID)
+    if args.json:
+        data = card_json(card, now)
+        if args.action == "validate":
+            data["candidate"] = candidate
+        _print_json(data)
+        return EXIT_OK
+    verb = {"validate": "validated", "refute": "refuted", "delete": "deleted"}[args.action]
+    print(f"{verb} #{card.id} (confidence {card.confidence:.2f}): {card.statement}")
+    if args.action == "validate":
+        if candidate is not None:
+            print(
+                f"proposed fact candidate #{candidate['id']} ({candidate['key']}); "
+                "approve it with `straylight candidates approve "
+                f"{candidate['id']}`"
+            )
+        else:
+            print("no new fact candidate (already pending or already a fact)", file=sys.stderr)
+    return EXIT_OK
+
+
+def _list(args: argparse.Namespace, settings: Settings, now: datetime) -> int:
+    from store.database import database_path
+    from store.hypothesis_store import HypothesisStore
+    from tui.cli_facts import open_drawer
+
+    cards: list[Hypothesis] = []
+    if database_path(settings.home).exists():
+        statuses = [args.status] if args.status else ["open", "validated", "refuted"]
+        with open_drawer(settings) as drawer:
+            workspace = None if args.all_workspaces else drawer.workspace
+            cards = HypothesisStore(drawer.db).list(statuses, now=now, workspace=workspace)
+    if args.json:
+        _print_json([card_json(card, now) for card in cards])
+        return EXIT_OK
+    for card in cards:
+        print("\n".join(_lines(card, now)))
+    if not cards:
+        print("no hypothesis cards", file=sys.stderr)
+    return EXIT_OK

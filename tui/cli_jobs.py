@@ -1,0 +1,85 @@
+"""`straylight jobs list|run NAME`: the background jobs from the shell (cron, tests, support).
+
+`list` prints `[{"name", "last_run", "next_run", "last_result", "last_status"}]` (`next_run`
+from the last run and the schedule; a job that never ran is due now). `run NAME` runs one job
+once, records it like the scheduler does, prints its summary (stdout) and its notices (one
+line each on stderr); `--json` prints `{"name", "status", "result", "notices", "data"}`.
+Exit codes: 0 ok or skipped, 1 the job failed (details in the log file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+from agent.settings import Settings
+from jobs.job_functions import JOBS
+
+EXIT_OK = 0
+EXIT_JOB_FAILED = 1
+
+
+def register(commands: Any, common: Any, parser_class: type) -> None:
+    jobs = commands.add_parser("jobs", allow_abbrev=False, help="the background jobs")
+    common(jobs, top=False)
+    actions = jobs.add_subparsers(
+        dest="action", metavar="ACTION", parser_class=parser_class, required=True
+    )
+    listing = actions.add_parser("list", allow_abbrev=False, help="every job, last and next run")
+    common(listing, top=False)
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    run = actions.add_parser("run", allow_abbrev=False, help="run one job now")
+    common(run, top=False)
+    run.add_argument("name", metavar="NAME", choices=list(JOBS), help=", ".join(JOBS))
+    run.add_argument("--json", action="store_true", help="print JSON")
+
+
+def dispatch(args: Any, settings: Settings) -> int:
+    return asyncio.run(_main(args, settings))
+
+
+async def _main(args: Any, settings: Settings) -> int:
+    from agent.ollama_gateway import OllamaGateway
+    from jobs.job_functions import JobContext
+    from jobs.runner import JobRunner
+    from tui.memory_session import MemorySession
+
+    gateway = OllamaGateway.from_settings(settings)
+    session = MemorySession(settings, gateway)
+    try:
+        memory = session.open()
+        runner = JobRunner(JobContext(settings, memory, gateway, settings.model))
+        if args.action == "list":
+            infos = await asyncio.to_thread(runner.infos)
+            if args.json:
+                print(json.dumps([i.as_json() for i in infos], ensure_ascii=False, indent=2))
+            else:
+                for info in infos:
+                    last = f"{info.last_run:%Y-%m-%d %H:%M}" if info.last_run else "never"
+                    print(
+                        f"{info.name:<19} last {last:<16} next {info.next_run:%Y-%m-%d %H:%M}"
+                        f"  {info.last_result or ''}"
+                    )
+            return EXIT_OK
+        if args.name == "backfill" or args.name == "index-upkeep":
+            memory.store.wait_until_ready(timeout=60)
+        result = await runner.run(args.name)
+    finally:
+        session.close()
+        await gateway.aclose()
+    if args.json:
+        data = {
+            "name": args.name,
+            "status": result.status,
+            "result": result.summary,
+            "notices": [{"kind": n.kind, "text": n.text, "level": n.level} for n in result.notices],
+            "data": result.data,
+        }
+        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        print(f"{args.name}: {result.status}: {result.summary}")
+        for notice in result.notices:
+            print(f"straylight: {notice.text}", file=sys.stderr)
+    return EXIT_JOB_FAILED if result.status == "error" else EXIT_OK
