@@ -220,3 +220,34 @@ def test_jobs_from_the_shell(tmp_path: Path, standin: OllamaStandIn) -> None:
     assert set(listed) == set(JOBS)
     assert set(listed["decay"]) >= {"name", "last_run", "next_run", "last_result"}
     assert listed["decay"]["last_run"] is not None and listed["memstatus"]["last_run"] is None
+
+
+def test_ask_prints_one_memstatus_line_on_escalation_only(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    env = make_env(
+        tmp_path / "home",
+        tmp_path,
+        standin,
+        MEMORY_STATUS_EVERY_N="1",
+        MEMORY_RAM_WARN_BYTES="1",
+    )
+    standin.script_reply("A reply long enough to be saved as a point of its own, surely.")
+    first = run_cli(env, "ask", "Tell me something worth remembering about the blyck project.")
+    assert_ok(first)
+    assert "past the warn line" in first.stderr
+    standin.script_reply("Another reply that is long enough to be kept as a point too.")
+    second = run_cli(env, "ask", "And one more thing worth remembering about the blyck project?")
+    assert_ok(second)
+    assert "past the warn line" not in second.stderr  # never twice in a row
+
+
+def test_status_reports_hypotheses(tmp_path: Path, standin: OllamaStandIn) -> None:
+    env = make_env(tmp_path / "home", tmp_path, standin)
+    assert_ok(run_cli(env, "remember", "A pin so that the database exists."))
+    proc = run_cli(env, "status", "--json")
+    assert_ok(proc)
+    assert json.loads(proc.stdout)["hypotheses"] == {"open": 0, "overdue": 0}
+    listed = run_cli(env, "hypotheses", "list", "--json")
+    assert_ok(listed)
+    assert json.loads(listed.stdout) == []

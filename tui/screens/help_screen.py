@@ -30,6 +30,7 @@ HELP_TEXT = """\
 - `/fact set KEY TYPE BODY [--scope global] [--proof TEXT]` — write a fact now
 - `/fact get|retire|undo KEY` · `/facts` — read, retire, undo; list this workspace's facts
 - `/candidates` — facts waiting for approval; `/candidates approve ID [BODY]` or `reject ID`
+- `/dream` — run the dream now: at most one hypothesis card (`straylight hypotheses`)
 
 ## When the model wants to remember a fact
 A box appears in the chat: **a** approve · **e** edit (Enter saves) · **r** reject ·
