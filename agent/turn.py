@@ -230,7 +230,7 @@ class TurnEngine:
         block = recall.result.block if recall and recall.result else ""
         query_vector = recall.query_vector if recall else None
         injected = await self._inject_facts(text, query_vector)
-        if injected is not None and injected.facts:
+        if injected is not None:
             yield FactsInjected(injected)
         facts_block = injected.block if injected is not None else ""
         messages = self.assemble(history, longterm, user_message, block, facts_block)

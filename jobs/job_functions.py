@@ -126,8 +126,9 @@ async def overdue_hypotheses(ctx: JobContext) -> JobResult:
 
     book = HypothesisStore(ctx.memory.store.db)
     now = ctx.settings.clock.now()
-    due = await asyncio.to_thread(book.due_alerts, now)
-    counts = await asyncio.to_thread(book.counts, now)
+    workspace = ctx.memory.facts.workspace if ctx.memory.facts is not None else None
+    due = await asyncio.to_thread(lambda: book.due_alerts(now, workspace=workspace))
+    counts = await asyncio.to_thread(lambda: book.counts(now, workspace=workspace))
     notices = [
         JobNotice(
             "hypothesis",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from jobs.job_functions import JOBS, JobContext, JobResult, JobSpec
 from store.job_runs import JobRun, JobRuns
@@ -26,6 +26,13 @@ def next_at_hour(after: datetime, hour: int) -> datetime:
     if candidate <= local:
         candidate += timedelta(days=1)
     return candidate
+
+
+def next_run_of(spec: JobSpec, last: JobRun | None, now: datetime, dream_hour: int) -> datetime:
+    """When a job runs next (UTC): never run → now (the dream: its next hour)."""
+    if spec.at_hour:
+        return next_at_hour(last.last_run if last else now, dream_hour).astimezone(UTC)
+    return last.last_run + spec.every if last else now
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +62,7 @@ class JobRunner:
         self._locks = {name: asyncio.Lock() for name in JOBS}
 
     def next_run(self, spec: JobSpec, last: JobRun | None, now: datetime) -> datetime:
-        if spec.at_hour:
-            return next_at_hour(last.last_run if last else now, self.ctx.settings.jobs_dream_hour)
-        return last.last_run + spec.every if last else now
+        return next_run_of(spec, last, now, self.ctx.settings.jobs_dream_hour)
 
     def infos(self) -> list[JobInfo]:
         now = self.ctx.settings.clock.now()

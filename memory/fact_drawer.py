@@ -28,6 +28,7 @@ capabilities, rules and procedures never decay. Secrets are masked in every body
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -48,12 +49,14 @@ from memory.fact_types import (
     key_parts,
     normalise_key,
 )
-from memory.secret_masking import mask_secrets
+from memory.secret_masking import find_secrets, mask_secrets
 from store.database import Database
 from store.fact_store import Candidate, Fact, FactStore, FactVersion, FactWrite
 from store.text_terms import default_analyzer
 
 ALWAYS_TYPES = ("rule", "capability")
+# Secret kinds found by a keyword (`password = …`): in a key like `password:db` they are names.
+KEYWORD_KINDS = frozenset({"password", "secret", "token", "api_key", "connection_string"})
 STALE_AFTER = timedelta(days=90)
 RETIRE_AFTER = timedelta(days=180)
 RECENCY_DAYS = 90.0  # recency weight e^(-days unseen / 90)
@@ -115,9 +118,16 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def clean_text(text: str) -> str:
+    """Text that can be stored and printed: undecodable bytes (lone surrogates from a non-UTF-8
+    argument or file) become U+FFFD, control characters (NUL, ESC …) are dropped."""
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    return "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) != "Cc")
+
+
 def _one_line(text: str) -> str:
     """Facts are data in the prompt: one line each, no heading can start inside them."""
-    return " ".join(text.split())
+    return " ".join(clean_text(text).split())
 
 
 class FactDrawer:
@@ -144,8 +154,12 @@ class FactDrawer:
         confidence: float,
         requires: Sequence[str],
         verified: bool,
+        workspace: str | None = None,
     ) -> FactWrite:
-        key = normalise_key(key)
+        key = normalise_key(clean_text(key))
+        # a credential-shaped key (a token, a key id); `password:db` names one, holds none
+        if any(m.kind not in KEYWORD_KINDS for m in find_secrets(key)):
+            raise FactError("a fact key must not hold a secret")
         body = _one_line(mask_secrets(body))
         if not body:
             raise FactError("a fact needs a body")
@@ -157,7 +171,7 @@ class FactDrawer:
         return FactWrite(
             type=check_type(type),
             scope=scope,
-            workspace=self.workspace if scope == "workspace" else "",
+            workspace=(workspace or self.workspace) if scope == "workspace" else "",
             key=key,
             body=body,
             confidence=confidence,
@@ -199,6 +213,7 @@ class FactDrawer:
         """An explicit read of a key (workspace first, then global): a stale fact is revived
         to active, and last_seen is updated."""
         found = self.store.by_key(normalise_key(key), self.workspace)
+        found.sort(key=lambda f: f.status == "retired")  # a live fact before a retired one
         result = []
         for fact in found:
             if fact.status == "stale":
@@ -234,33 +249,50 @@ class FactDrawer:
 
     def retire(self, key: str, *, reason: str = "retired by the user") -> list[Fact]:
         """Retire the fact with this key (the workspace one, else the global one)."""
-        found = self.store.by_key(normalise_key(key), self.workspace)
-        if not found:
+        live = [
+            f
+            for f in self.store.by_key(normalise_key(key), self.workspace)
+            if f.status != "retired"
+        ]
+        if not live:
             return []
-        fact = found[0]
-        return [self.store.set_status(fact, "retired", reason=reason)]
+        return [self.store.set_status(live[0], "retired", reason=reason)]
 
     def history(self, key: str) -> list[FactVersion]:
-        return self.store.history(normalise_key(key))
+        """Every version of the key visible from this workspace (its own and the global)."""
+        return [
+            v
+            for v in self.store.history(normalise_key(key))
+            if v.fact.get("scope") == "global" or v.fact.get("workspace") == self.workspace
+        ]
 
     def undo(self, key: str) -> Fact | None:
         """Undo the last write of this key (the workspace one, else the global one): the
-        previous version comes back; a first write is removed. None if nothing to undo."""
+        version written before it comes back (undo again to go further back); a first write
+        is removed. Status and confidence changes (decay, revive, boost) are not writes.
+        None if the fact was removed or there is nothing to undo."""
         found = self.store.by_key(normalise_key(key), self.workspace)
         if not found:
             return None
         fact = found[0]
-        versions = [
-            v
-            for v in self.store.history(fact.key)
-            if v.fact.get("scope") == fact.scope and v.fact.get("workspace") == fact.workspace
-        ]
-        if not versions:
-            return None
-        previous = versions[-1].previous
-        if previous is None:
+        written: list[dict[str, Any]] = []  # the stack of content versions, newest last
+        for version in self.store.history(fact.key):
+            same = (version.fact.get("scope"), version.fact.get("workspace")) == (
+                fact.scope,
+                fact.workspace,
+            )
+            if not same:
+                continue
+            if version.event == "fact_set":
+                written.append(version.fact)
+            elif version.event == "fact_undo" and written:
+                written.pop()
+            elif version.event == "fact_delete":
+                written.clear()
+        if len(written) <= 1:
             self.store.delete(fact, reason="undo of the first write")
             return None
+        previous = written[-2]
         restored = FactWrite(
             type=previous["type"],
             scope=previous["scope"],
@@ -269,7 +301,7 @@ class FactDrawer:
             body=previous["body"],
             confidence=float(previous["confidence"]),
             proof=previous["proof"],
-            status=previous["status"],
+            status="active",
             source=previous["source"],
             last_verified=(
                 datetime.fromisoformat(previous["last_verified"])
@@ -308,6 +340,8 @@ class FactDrawer:
         known = self.store.find(new.scope, new.workspace, new.key)
         if known is not None and known.body == new.body and known.status == "active":
             return GateOutcome(None, "already a fact")
+        if self.store.has_candidate(self.workspace, new.key, new.body, "approved"):
+            return GateOutcome(None, "approved before")  # maybe edited since: do not undo that
         candidate = self.store.add_candidate(new, origin=origin, conversation_id=conversation_id)
         return GateOutcome(candidate)
 
@@ -342,6 +376,7 @@ class FactDrawer:
             confidence=candidate.confidence,
             requires=candidate.requires,
             verified=bool(candidate.proof),
+            workspace=candidate.workspace or None,
         )
         edited = " (edited)" if (new.key, new.body) != (candidate.key, candidate.body) else ""
         fact = self.store.write(
@@ -481,7 +516,7 @@ class FactDrawer:
             lines.append(line)
             shown.append(fact)
             used += len(line) + 1
-        if not lines:
+        if not lines and not cut:
             return "", []
         if cut:
             lines.append(

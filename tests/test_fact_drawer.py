@@ -274,3 +274,53 @@ def test_vectors_round_trip(drawer: FactDrawer) -> None:
     assert drawer.needs_vector() == []
     drawer.set("x:y", "fact", "A changed body needs a new vector.")
     assert [f.key for f in drawer.needs_vector()] == ["x:y"]
+
+
+# --- found by review: undo, workspaces, re-proposal, odd input --------------------------------
+
+
+def test_undo_walks_back_through_writes_not_through_status_changes(drawer: FactDrawer) -> None:
+    drawer.set("j:k", "rule", "Version A.")
+    fact = drawer.set("j:k", "rule", "Version B.")
+    drawer.set("j:k", "rule", "Version C.")
+    drawer.store.set_confidence(fact, 0.7, reason="decay: 1×30 days unverified")
+    assert drawer.undo("j:k").body == "Version B."  # type: ignore[union-attr]
+    assert drawer.undo("j:k").body == "Version A."  # type: ignore[union-attr]
+    assert drawer.undo("j:k") is None and drawer.get("j:k") == []
+
+
+def test_an_approved_candidate_lands_in_its_own_workspace(drawer: FactDrawer) -> None:
+    candidate = drawer.propose(PROPOSAL, origin="promotion").candidate
+    assert candidate is not None
+    elsewhere = FactDrawer(drawer.db, "/home/me/other")
+    fact = elsewhere.approve(candidate.id)
+    assert fact.workspace == WS and elsewhere.list() == []
+    assert [f.key for f in drawer.list()] == ["deploy:blyck"]
+
+
+def test_history_shows_only_what_this_workspace_may_see(drawer: FactDrawer) -> None:
+    drawer.set("secret:plan", "fact", "The private plan of this workspace.")
+    assert FactDrawer(drawer.db, "/home/me/other").history("secret:plan") == []
+    assert len(drawer.history("secret:plan")) == 1
+
+
+def test_an_approved_proposal_is_not_proposed_again_after_an_edit(drawer: FactDrawer) -> None:
+    candidate = drawer.propose(PROPOSAL, origin="promotion").candidate
+    assert candidate is not None
+    drawer.approve(candidate.id, body="blyck deploys from here with the release script.")
+    assert drawer.propose(PROPOSAL, origin="promotion").reason == "approved before"
+
+
+def test_undecodable_and_control_characters_never_reach_the_store(drawer: FactDrawer) -> None:
+    fact = drawer.set("odd:input", "fact", "bad \udcff byte and \x1b[31mred\x1b[0m and \x00 nul")
+    assert "\x1b" not in fact.body and "\x00" not in fact.body and "\udcff" not in fact.body
+    with pytest.raises(FactError, match="secret"):
+        drawer.set("ghp_1234567890abcdefghijklmnopqrstuvwxyzAB", "fact", "a token as key")
+
+
+def test_a_cap_that_cuts_everything_still_says_so(db_file: Path) -> None:
+    d = drawer_at(db_file, T0, always_max=0)
+    d.set("rule:a", "rule", "Always answer briefly.")
+    injected = d.for_prompt("hello")
+    assert injected.facts == [] and "1 more rules or capabilities" in injected.block
+    d.db.close()

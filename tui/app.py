@@ -244,11 +244,21 @@ class StraylightApp(App[int]):
     @work(exclusive=False, group="jobs-now", exit_on_error=False)
     async def run_job_now(self, name: str, announce: bool = False) -> None:
         if self.scheduler is None:
-            if announce:
-                await self._notice("Background jobs are off (jobs_enabled = false).")
+            memory = self.engine.memory
+            if memory is None:
+                await self._notice(f"Memory is not available: {self.memory_problem}")
+                return
+            from jobs.job_functions import JobContext
+            from jobs.runner import JobRunner
+
+            runner = JobRunner(JobContext(self.settings, memory, self.gateway, self.model))
+            result = await runner.run(name)  # jobs are off: run this one by hand anyway
+            self.post_message(JobFinished(name, result))
+            if announce and not result.notices:
+                await self._notice(f"{name}: {result.summary}")
             return
         result = await self.scheduler.run_now(name)
-        if announce:
+        if announce and not result.notices:  # a notice is shown as a toast already
             await self._notice(f"{name}: {result.summary}")
 
     @work(thread=True, exclusive=False, group="turn-count", exit_on_error=False)
@@ -463,10 +473,17 @@ class StraylightApp(App[int]):
         prompt.focus()
         try:
             return await prompt.result
+        except asyncio.CancelledError:
+            prompt.leave_for_later()  # the reply was cancelled: the candidate stays pending
+            raise
         finally:
             self.query_one(ChatInput).focus()
 
     async def _announce_candidates(self, candidates: list[Candidate]) -> None:
+        candidates = [c for c in candidates if c.origin != "tool"]  # its line is shown
+        if not candidates:
+            self.refresh_fact_status()
+            return
         lines = [f"#{c.id} {c.type} `{c.key}`: {c.body}" for c in candidates]
         count = len(candidates)
         await self._notice(

@@ -31,6 +31,8 @@ EXIT_BROKEN_PIPE = 141
 COMMANDS_THAT_WRITE = frozenset(
     {None, "ask", "remember", "forget", "import-doc", "facts", "candidates", "reflect", "jobs"}
 )
+# Sub-commands that only read: they never create the data dir (a mistyped --home is reported).
+READ_ACTIONS = frozenset({"list", "get", "history"})
 EXIT_DATA_DIR_IN_USE = 6
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -219,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = resolved.settings
     from tui.logging_setup import setup_file_logging, silence_logging
 
-    if args.command in COMMANDS_THAT_WRITE:
+    if args.command in COMMANDS_THAT_WRITE and getattr(args, "action", None) not in READ_ACTIONS:
         try:
             setup_file_logging(settings.log_file)
         except OSError as error:

@@ -217,6 +217,8 @@ async def _reflect(settings: Settings, conversation: str | None, *, as_json: boo
         conversation = conversation or _latest_conversation(engine)
         if conversation is None:
             return _fail("no conversation to reflect on", EXIT_NOT_FOUND)
+        if not engine.daily_log.recent(conversation, 1):
+            return _fail(f"no conversation {conversation!r} in the logs", EXIT_NOT_FOUND)
         try:
             proposed = await engine.reflect(conversation, settings.model)
         except GatewayError as error:

@@ -40,12 +40,32 @@ def dispatch(args: Any, settings: Settings) -> int:
     return asyncio.run(_main(args, settings))
 
 
+def _print_infos(infos: list[Any], *, as_json: bool) -> None:
+    """JSON in UTC; the table in local time."""
+    if as_json:
+        print(json.dumps([i.as_json() for i in infos], ensure_ascii=False, indent=2))
+        return
+    for info in infos:
+        last = f"{info.last_run.astimezone():%Y-%m-%d %H:%M}" if info.last_run else "never"
+        upcoming = f"{info.next_run.astimezone():%Y-%m-%d %H:%M}"
+        print(f"{info.name:<19} last {last:<16} next {upcoming}  {info.last_result or ''}")
+
+
 async def _main(args: Any, settings: Settings) -> int:
     from agent.ollama_gateway import OllamaGateway
     from jobs.job_functions import JobContext
-    from jobs.runner import JobRunner
+    from jobs.runner import JobInfo, JobRunner, next_run_of
+    from store.database import database_path
     from tui.memory_session import MemorySession
 
+    if args.action == "list" and not database_path(settings.home).exists():
+        now = settings.clock.now()  # nothing ran yet; do not create the data dir to say so
+        infos = [
+            JobInfo(name, None, next_run_of(spec, None, now, settings.jobs_dream_hour), None, None)
+            for name, spec in JOBS.items()
+        ]
+        _print_infos(infos, as_json=args.json)
+        return EXIT_OK
     gateway = OllamaGateway.from_settings(settings)
     session = MemorySession(settings, gateway)
     try:
@@ -53,15 +73,7 @@ async def _main(args: Any, settings: Settings) -> int:
         runner = JobRunner(JobContext(settings, memory, gateway, settings.model))
         if args.action == "list":
             infos = await asyncio.to_thread(runner.infos)
-            if args.json:
-                print(json.dumps([i.as_json() for i in infos], ensure_ascii=False, indent=2))
-            else:
-                for info in infos:
-                    last = f"{info.last_run:%Y-%m-%d %H:%M}" if info.last_run else "never"
-                    print(
-                        f"{info.name:<19} last {last:<16} next {info.next_run:%Y-%m-%d %H:%M}"
-                        f"  {info.last_result or ''}"
-                    )
+            _print_infos(infos, as_json=args.json)
             return EXIT_OK
         if args.name == "backfill" or args.name == "index-upkeep":
             memory.store.wait_until_ready(timeout=60)

@@ -129,7 +129,8 @@ def memory_status(settings: Settings) -> dict[str, Any]:
             status["workspace"] = memory.facts.workspace
         from store.hypothesis_store import HypothesisStore
 
-        counts = HypothesisStore(memory.store.db).counts(settings.clock.now())
+        workspace = memory.facts.workspace if memory.facts is not None else None
+        counts = HypothesisStore(memory.store.db).counts(settings.clock.now(), workspace=workspace)
         status["hypotheses"] = {"open": counts["open"], "overdue": counts["overdue"]}
         return status
 

@@ -84,6 +84,9 @@ async def _fact(drawer: FactDrawer, argument: str, notice: Notice) -> None:
         await notice(f"Fact set: {fact_line(fact)}")
     elif verb in ("get", "retire", "undo") and rest:
         if verb == "undo":
+            if not await asyncio.to_thread(drawer.get, rest):
+                await notice(f"No fact {rest!r}.", kind="error")
+                return
             restored = await asyncio.to_thread(drawer.undo, rest)
             await notice(f"Restored: {fact_line(restored)}" if restored else f"Undone: {rest}")
             return

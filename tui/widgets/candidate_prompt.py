@@ -80,10 +80,17 @@ class CandidatePrompt(Vertical, can_focus=True):
         else:
             self._resolve(Approval("later"))
 
+    def leave_for_later(self) -> None:
+        """The turn went away (Esc): show the candidate as pending, take no more keys."""
+        self._show(Approval("later"))
+
     def _resolve(self, approval: Approval) -> None:
         if self.result.done():
             return
         self.result.set_result(approval)
+        self._show(approval)
+
+    def _show(self, approval: Approval) -> None:
         words = {"approve": "approved", "reject": "rejected", "later": "left for later"}
         self.query_one(".candidate-title", Static).update(
             Text(f"Fact {self.candidate.key}: {words[approval.verdict]}", style="bold")
