@@ -286,6 +286,9 @@ def open_database(path: Path, *, clock: Clock, create: bool = True) -> Database:
     return Database(path, con, clock)
 
 
+CLOSE_WAIT_SECONDS = 30.0
+
+
 class Database:
     """One open `straylight.duckdb`: a connection, cursors per call, serialised writes."""
 
@@ -295,6 +298,8 @@ class Database:
         self._con: duckdb.DuckDBPyConnection | None = con
         self._write_lock = threading.Lock()
         self._writer: int | None = None
+        self._cursors = 0  # cursors in use; close() waits for them (DuckDB refuses otherwise)
+        self._idle = threading.Condition()
 
     def __repr__(self) -> str:
         state = "open" if self._con is not None else "closed"
@@ -312,11 +317,16 @@ class Database:
     @contextlib.contextmanager
     def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A fresh cursor for this call (safe from any thread), closed afterwards."""
-        cur = self._connection().cursor()
+        with self._idle:
+            cur = self._connection().cursor()
+            self._cursors += 1
         try:
             yield cur
         finally:
             cur.close()
+            with self._idle:
+                self._cursors -= 1
+                self._idle.notify_all()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -346,7 +356,10 @@ class Database:
         """Close the connection (waits for a running write transaction). Idempotent."""
         if self._writer == threading.get_ident():
             raise RuntimeError("Database.close() inside a transaction")
-        with self._write_lock:
+        with self._write_lock, self._idle:
+            # a reader in another thread (a job cancelled at quit, a status refresh) may still
+            # be inside a query: let it finish first, for at most CLOSE_WAIT_SECONDS
+            self._idle.wait_for(lambda: self._cursors == 0, timeout=CLOSE_WAIT_SECONDS)
             con, self._con = self._con, None
             if con is not None:
                 con.close()
