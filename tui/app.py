@@ -216,6 +216,8 @@ class StraylightApp(App[int]):
             self.scheduler = None
 
     def on_job_finished(self, message: JobFinished) -> None:
+        if not self.is_running or not self.screen_stack:
+            return  # a job that ended while the app shut down: its run is recorded anyway
         result = message.result
         for notice in result.notices:
             severity = {"warning": "warning", "error": "error"}.get(notice.level, "information")
@@ -295,7 +297,8 @@ class StraylightApp(App[int]):
     # ---- sidebar and background checks -------------------------------------------
     def _publish_sidebar(self, **changes: object) -> None:
         self._sidebar_state = self._sidebar_state.with_changes(**changes)
-        self.query_one(StatusSidebar).state = self._sidebar_state
+        for sidebar in self.query(StatusSidebar):  # none while the app shuts down
+            sidebar.state = self._sidebar_state
 
     @work(exclusive=True, group="status", exit_on_error=False)
     async def check_status(self) -> None:
