@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     """Local hour of the nightly dream run."""
     jobs_binding_limit_days: int = Field(default=90, ge=1)
     """How recently a fact a procedure requires must have been verified."""
+    keymap: dict[str, str] = Field(default_factory=dict)
+    """config.toml `[keymap]`: binding id → keys (`new_conversation = "ctrl+o"`; several keys
+    comma-separated). The ids are listed in the README and the help screen."""
     workspace: str | None = None
     """The workspace facts belong to: default the git root of the current directory, else
     the directory itself."""
@@ -246,6 +249,13 @@ _TOML_TYPES: dict[str, tuple[type, ...]] = {
 
 def _toml_type_problem(name: str, value: object) -> str | None:
     """TOML has types: `history_turns = true` or `= "20"` is a mistake, not a conversion."""
+    if name == "keymap":
+        if not isinstance(value, dict):
+            return 'expected a table: [keymap] with binding_id = "keys" lines'
+        for binding, keys in value.items():
+            if not isinstance(keys, str) or not keys.strip():
+                return f"keymap.{binding}: expected keys as a string, got {keys!r}"
+        return None
     annotation = Settings.model_fields[name].annotation
     kind = {bool: "bool", int: "int", float: "float", str: "str"}.get(annotation)  # type: ignore[arg-type]
     if kind is None:  # home (a path string) and now (a datetime or ISO string)

@@ -39,6 +39,7 @@ from agent.turn import (
 )
 from agent.workspace import resolve_workspace
 from tui.fact_commands import FACT_COMMANDS, run_fact_command
+from tui.keymap import split_keymap
 from tui.memory_commands import MEMORY_COMMANDS, run_memory_command
 from tui.startup_timer import seconds_since_start
 from tui.widgets.chat_input import ChatInput
@@ -149,6 +150,11 @@ class StraylightApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        known, unknown = split_keymap(self.settings.keymap)
+        if known:
+            self.set_keymap(known)
+        if unknown:
+            self.call_after_refresh(self._report_unknown_bindings, unknown)
         self.query_one(ChatInput).focus()
         self.query_one("#chat-log", VerticalScroll).anchor()
         self._publish_sidebar()
@@ -463,6 +469,13 @@ class StraylightApp(App[int]):
         if pulled is False:
             note += f" It is not pulled: run `ollama pull {name}`."
         await self._notice(note, kind="warning" if pulled is False else "info")
+
+    async def _report_unknown_bindings(self, unknown: list[str]) -> None:
+        await self._notice(
+            f"config.toml [keymap]: unknown binding id {', '.join(unknown)} (ignored); "
+            "F1 lists the ids.",
+            kind="error",
+        )
 
     # ---- layer 4: approval, candidates, the "can't" check, reflection ----------------
     async def ask_approval(self, candidate: Candidate) -> Approval:

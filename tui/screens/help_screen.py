@@ -36,6 +36,11 @@ HELP_TEXT = """\
 A box appears in the chat: **a** approve · **e** edit (Enter saves) · **r** reject ·
 **l** later (it stays a candidate). The reply goes on after your answer.
 
+## Remapping keys
+In config.toml, `[keymap]` with `binding_id = "keys"` lines (several keys comma-separated):
+`send`, `newline`, `cancel_reply`, `new_conversation`, `toggle_sidebar`, `help`, `quit`,
+`close_help`, `candidate_approve`, `candidate_edit`, `candidate_reject`, `candidate_later`.
+
 ## Where things are
 Every message is appended to `conversation/YYYY-MM-DD.md` in the data dir the moment it is
 sent; `longterm.md` there goes into every prompt, whole. `straylight status` and

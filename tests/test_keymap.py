@@ -1,0 +1,65 @@
+"""config.toml `[keymap]`: a binding id gets new keys; unknown ids and bad types are named."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agent.settings import Settings, SettingsError, load_settings
+from tests.support.ollama_standin import OllamaStandIn
+from tests.support.pilot_helpers import wait_until
+from tui.app import StraylightApp
+from tui.keymap import BINDING_IDS, split_keymap
+from tui.widgets.chat_message import ChatNotice
+
+
+def test_every_binding_id_in_the_app_is_documented() -> None:
+    from tui.screens.help_screen import HelpScreen
+    from tui.widgets.candidate_prompt import CandidatePrompt
+    from tui.widgets.chat_input import ChatInput
+
+    ids = {
+        binding.id
+        for owner in (StraylightApp, ChatInput, CandidatePrompt, HelpScreen)
+        for binding in owner.BINDINGS
+        if getattr(binding, "id", None)
+    }
+    assert ids == set(BINDING_IDS)
+
+
+def test_split_keymap_keeps_known_ids_and_names_the_rest() -> None:
+    known, unknown = split_keymap({"help": "f2, ctrl+h", "nope": "x"})
+    assert known == {"help": "f2,ctrl+h"} and unknown == ["nope"]
+
+
+def test_a_keymap_table_is_read_from_config_toml(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[keymap]\nnew_conversation = "ctrl+o"\n', encoding="utf-8")
+    resolved = load_settings(environ={}, config_path=config, require_config=True)
+    assert resolved.settings.keymap == {"new_conversation": "ctrl+o"}
+    config.write_text("[keymap]\nnew_conversation = 5\n", encoding="utf-8")
+    with pytest.raises(SettingsError, match=r"keymap\.new_conversation"):
+        load_settings(environ={}, config_path=config, require_config=True)
+    config.write_text('keymap = "ctrl+o"\n', encoding="utf-8")
+    with pytest.raises(SettingsError, match="expected a table"):
+        load_settings(environ={}, config_path=config, require_config=True)
+
+
+async def test_a_remapped_key_runs_the_action_and_unknown_ids_are_named(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    settings = make_settings(
+        ollama_host=standin.host, keymap={"new_conversation": "ctrl+o", "frobnicate": "x"}
+    )
+    app = StraylightApp(settings)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_until(
+            pilot,
+            lambda: any("frobnicate" in str(n.render()) for n in app.query(ChatNotice)),
+            what="the unknown-id notice",
+        )
+        before = app.conversation_id
+        await pilot.press("ctrl+o")
+        await wait_until(pilot, lambda: app.conversation_id != before, what="new conversation")
