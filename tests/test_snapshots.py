@@ -148,3 +148,12 @@ def test_inline_candidate_prompt(snap_compare, make_settings, fixed_standin) -> 
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_narrow_terminal_folds_the_sidebar(snap_compare, make_settings, fixed_standin) -> None:
+    app = StraylightApp(frozen(make_settings, fixed_standin.host))
+
+    async def run_before(pilot) -> None:
+        await settle(pilot, app, "online")
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -237,3 +237,22 @@ async def test_a_multi_line_user_message_is_shown_as_typed(
         await wait_until(pilot, lambda: len(messages(app)) == 2)
         body = messages(app)[0].query_one(".message-body", Static)
         assert str(body.render()).splitlines() == ["first line", "second line"]
+
+
+async def test_at_80_columns_the_sidebar_folds_into_one_line(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    from tui.widgets.status_sidebar import SidebarSummary
+
+    app = StraylightApp(settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: sidebar(app).ollama == "online", what="online")
+        summary = app.query_one(SidebarSummary)
+        assert not app.query_one(StatusSidebar).display and summary.display
+        await wait_until(pilot, lambda: "online" in str(summary.render()), what="summary")
+        await pilot.press("ctrl+b")
+        assert app.query_one(StatusSidebar).display and not summary.display
+        await pilot.press("ctrl+b")
+        assert not app.query_one(StatusSidebar).display and summary.display
+        await type_text(pilot, "still typing")
+        assert app.query_one(ChatInput).text == "still typing"

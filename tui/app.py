@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -44,7 +44,7 @@ from tui.memory_commands import MEMORY_COMMANDS, run_memory_command
 from tui.startup_timer import seconds_since_start
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_message import ChatMessage, ChatNotice, EmptyChatHint
-from tui.widgets.status_sidebar import SidebarState, StatusSidebar
+from tui.widgets.status_sidebar import SidebarState, SidebarSummary, StatusSidebar
 
 if TYPE_CHECKING:
     from jobs.job_functions import JobResult
@@ -65,6 +65,7 @@ SLASH_COMMANDS: dict[str, str] = {
     "/dream": "run the dream now: at most one hypothesis card from related memories",
 }
 REFLECT_ON_QUIT_SECONDS = 30.0  # quitting waits this long at most for the reflection pass
+NARROW_COLUMNS = 100  # below this the sidebar (34 columns) would squeeze the chat
 
 
 @dataclass
@@ -123,6 +124,8 @@ class StraylightApp(App[int]):
         self.scheduler: JobScheduler | None = None
         self.job_alerts: dict[str, tuple[str, ...]] = {}  # job name → its current alert lines
         self._quitting = False
+        self._narrow = False  # under NARROW_COLUMNS the sidebar folds into one line
+        self._sidebar_chosen = False  # Ctrl+B overrides the fold until the width changes
         self.model = settings.model
         self.conversation_id = new_conversation_id(settings.clock)
         self.conversation_started: datetime = settings.clock.now()
@@ -143,6 +146,7 @@ class StraylightApp(App[int]):
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
             with Vertical(id="chat-column"):
+                yield SidebarSummary(id="sidebar-summary")
                 with VerticalScroll(id="chat-log"):
                     yield EmptyChatHint()
                 yield ChatInput(id="input")
@@ -305,6 +309,8 @@ class StraylightApp(App[int]):
         self._sidebar_state = self._sidebar_state.with_changes(**changes)
         for sidebar in self.query(StatusSidebar):  # none while the app shuts down
             sidebar.state = self._sidebar_state
+        for summary in self.query(SidebarSummary):
+            summary.state = self._sidebar_state
 
     @work(exclusive=True, group="status", exit_on_error=False)
     async def check_status(self) -> None:
@@ -449,6 +455,22 @@ class StraylightApp(App[int]):
     def action_toggle_sidebar(self) -> None:
         sidebar = self.query_one(StatusSidebar)
         sidebar.display = not sidebar.display
+        self._sidebar_chosen = True
+        self._show_summary()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Under NARROW_COLUMNS the sidebar folds into one line (Ctrl+B still opens it)."""
+        narrow = event.size.width < NARROW_COLUMNS
+        if narrow != self._narrow:
+            self._narrow = narrow
+            self._sidebar_chosen = False
+        if not self._sidebar_chosen:
+            self.query_one(StatusSidebar).display = not narrow
+        self._show_summary()
+
+    def _show_summary(self) -> None:
+        summary = self.query_one(SidebarSummary)
+        summary.display = self._narrow and not self.query_one(StatusSidebar).display
 
     def action_help(self) -> None:
         from tui.screens.help_screen import HelpScreen

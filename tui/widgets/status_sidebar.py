@@ -133,3 +133,35 @@ class StatusSidebar(VerticalScroll):
         if state.longterm_warning:
             lines.append((state.longterm_warning, "red"))
         return _section("longterm.md", lines)
+
+
+def summary_text(state: SidebarState) -> Text:
+    """The sidebar in one line, for terminals too narrow for it (about 80 columns)."""
+    colour = {"online": "green", "offline": "red"}.get(state.ollama, "yellow")
+    text = Text()
+    text.append(f"● {state.ollama}", style=f"bold {colour}")
+    text.append(f" · {state.model}")
+    points = state.memory_line.split(",")[0].split("\n")[0]
+    text.append(f" · {points}")
+    headroom_style = {"warn": "bold yellow", "critical": "bold red"}.get(state.headroom, "")
+    text.append(f" · RAM {state.headroom}", style=headroom_style)
+    counts, _, pending = state.facts_line.partition("·")
+    active = counts.split(",")[0].replace("active", "").strip()
+    text.append(f" · {active} facts" if active.isdigit() else " · facts …")
+    waiting = pending.replace("pending", "").strip()
+    if waiting.isdigit() and int(waiting):
+        text.append(f", {waiting} pending", style="yellow")
+    if state.alerts:
+        text.append(f" · ⚠ {len(state.alerts)}", style="yellow")
+    text.append(" · ^B sidebar", style="dim")
+    return text
+
+
+class SidebarSummary(Static):
+    """One line above the chat when the sidebar is folded away on a narrow terminal."""
+
+    state: reactive[SidebarState | None] = reactive(None, init=False)
+
+    def watch_state(self, state: SidebarState | None) -> None:
+        if state is not None:
+            self.update(summary_text(state))
