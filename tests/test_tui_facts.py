@@ -156,3 +156,32 @@ async def test_quitting_after_a_turn_runs_the_reflection_pass_first(
         [candidate] = FactDrawer(db, "demo").pending()
     assert (candidate.key, candidate.origin) == ("db:blyck", "reflection")
     assert standin.chat_requests()[-1].get("format")  # the structured reflection call
+
+
+async def test_hypotheses_by_slash_command_and_the_palette_entries(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    from store.hypothesis_store import HypothesisStore
+
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot, app)
+        card = HypothesisStore(facts(app).db).create(
+            statement="Saves slow down when the word index is large.",
+            source_ids=("fact:1", "point:2"),
+            prediction="save p95 grows above 5 ms at 200k points",
+            measurement="run bench.memory_scale at 200k points and compare p95",
+            workspace="demo",
+        )
+        await send(pilot, "/hypotheses")
+        await wait_until(
+            pilot, lambda: any(f"#{card.id} [open" in n for n in notices(app)), what="list"
+        )
+        await send(pilot, f"/hypotheses validate {card.id}")
+        await wait_until(
+            pilot, lambda: any("Validated" in n for n in notices(app)), what="validate"
+        )
+        assert HypothesisStore(facts(app).db).get(card.id).status == "validated"  # type: ignore[union-attr]
+        assert [c.origin for c in facts(app).pending()] == ["hypothesis"]
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        assert {"Facts", "Fact candidates", "Hypotheses", "Dream now", "Memory status"} <= titles

@@ -38,7 +38,12 @@ from agent.turn import (
     new_conversation_id,
 )
 from agent.workspace import resolve_workspace
-from tui.fact_commands import FACT_COMMANDS, run_fact_command
+from tui.fact_commands import (
+    FACT_COMMANDS,
+    HYPOTHESIS_COMMANDS,
+    run_fact_command,
+    run_hypothesis_command,
+)
 from tui.keymap import split_keymap
 from tui.memory_commands import MEMORY_COMMANDS, run_memory_command
 from tui.startup_timer import seconds_since_start
@@ -62,6 +67,7 @@ SLASH_COMMANDS: dict[str, str] = {
     "/model": "/model NAME switches the chat model; /model alone lists pulled models",
     **MEMORY_COMMANDS,
     **FACT_COMMANDS,
+    **HYPOTHESIS_COMMANDS,
     "/dream": "run the dream now: at most one hypothesis card from related memories",
 }
 REFLECT_ON_QUIT_SECONDS = 30.0  # quitting waits this long at most for the reflection pass
@@ -617,6 +623,13 @@ class StraylightApp(App[int]):
                 await self._notice(self._models_text())
         elif command == "/dream":
             self.run_job_now("dream", announce=True)
+        elif command in HYPOTHESIS_COMMANDS:
+            try:
+                await run_hypothesis_command(self.engine.facts, argument, self._notice)
+            except Exception as error:  # named on screen, detailed in the log
+                log.exception("%s failed", command)
+                await self._notice(f"⚠ {command} failed: {error}", kind="error")
+            self.refresh_fact_status()
         elif command in FACT_COMMANDS:
             try:
                 await run_fact_command(
@@ -663,6 +676,8 @@ class StraylightApp(App[int]):
         yield SystemCommand(
             "Check Ollama now", "Re-check the Ollama server", self.action_check_ollama
         )
+        for command, title, help_text in PALETTE_COMMANDS:
+            yield SystemCommand(title, help_text, _slash_callback(self, command))
         if self.ollama_status is not None and self.ollama_status.reachable:
             embed = normalise_model_name(self.settings.embed_model)
             for name in self.ollama_status.models:
@@ -692,6 +707,22 @@ class StraylightApp(App[int]):
                 highlight=False,
             )
             self._exit_renderables.clear()
+
+
+PALETTE_COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("/memstatus", "Memory status", "Points, index, RAM estimate and headroom"),
+    ("/facts", "Facts", "The facts of this workspace and the global ones"),
+    ("/candidates", "Fact candidates", "Facts waiting for your approval"),
+    ("/hypotheses", "Hypotheses", "The dream's hypothesis cards, overdue first"),
+    ("/dream", "Dream now", "At most one hypothesis card from related memories"),
+)
+
+
+def _slash_callback(app: StraylightApp, command: str) -> object:
+    async def run() -> None:
+        await app.run_slash_command(command)
+
+    return run
 
 
 def _switch_callback(app: StraylightApp, name: str) -> object:

@@ -135,3 +135,57 @@ async def _candidates(drawer: FactDrawer, argument: str, notice: Notice) -> None
     else:
         rejected = await asyncio.to_thread(drawer.reject, candidate_id)
         await notice(f"Rejected #{candidate_id} ({rejected.key}); it will not be proposed again.")
+
+
+HYPOTHESIS_COMMANDS: dict[str, str] = {
+    "/hypotheses": "/hypotheses lists the cards, overdue first; validate|refute|delete ID",
+}
+
+
+async def run_hypothesis_command(drawer: FactDrawer | None, argument: str, notice: Notice) -> None:
+    """`/hypotheses [validate|refute|delete ID]` — the dream's cards (see `straylight
+    hypotheses`)."""
+    if drawer is None:
+        await notice("Hypotheses are not available: the memory is not open.", kind="error")
+        return
+    from agent.dream_run import CardStateError, delete_card, refute_card, validate_card
+    from store.hypothesis_store import HypothesisStore
+
+    verb, _, number = argument.strip().partition(" ")
+    db = drawer.db
+    if not verb:
+        now = db.clock.now()
+        cards = await asyncio.to_thread(
+            lambda: HypothesisStore(db).list(
+                ["open", "validated"], now=now, workspace=drawer.workspace
+            )
+        )
+        if not cards:
+            await notice("No hypothesis cards. /dream may make one from related memories.")
+            return
+        lines = [
+            f"#{c.id} [{c.status}{', overdue' if c.is_overdue(now) else ''}] "
+            f"{c.confidence:.2f} due {c.due_at:%Y-%m-%d}: {c.statement}"
+            for c in cards
+        ]
+        await notice("Hypotheses (/hypotheses validate|refute|delete ID):\n" + "\n".join(lines))
+        return
+    if verb not in ("validate", "refute", "delete") or not number.strip().lstrip("#").isdigit():
+        await notice(f"Usage: {HYPOTHESIS_COMMANDS['/hypotheses']}", kind="error")
+        return
+    card_id = int(number.strip().lstrip("#"))
+    try:
+        if verb == "validate":
+            card, candidate = await asyncio.to_thread(validate_card, db, drawer, card_id)
+            extra = f"; fact candidate #{candidate.id} waits for approval" if candidate else ""
+            await notice(f"Validated #{card.id} (confidence {card.confidence:.2f}){extra}.")
+        elif verb == "refute":
+            card = await asyncio.to_thread(refute_card, db, card_id)
+            await notice(f"Refuted #{card.id}.")
+        else:
+            card = await asyncio.to_thread(delete_card, db, card_id)
+            await notice(f"Deleted #{card.id}.")
+    except LookupError:
+        await notice(f"No hypothesis #{card_id}.", kind="error")
+    except CardStateError as error:
+        await notice(str(error), kind="error")

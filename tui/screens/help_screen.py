@@ -30,7 +30,8 @@ HELP_TEXT = """\
 - `/fact set KEY TYPE BODY [--scope global] [--proof TEXT]` — write a fact now
 - `/fact get|retire|undo KEY` · `/facts` — read, retire, undo; list this workspace's facts
 - `/candidates` — facts waiting for approval; `/candidates approve ID [BODY]` or `reject ID`
-- `/dream` — run the dream now: at most one hypothesis card (`straylight hypotheses`)
+- `/dream` — run the dream now: at most one hypothesis card
+- `/hypotheses` — the cards, overdue first; `/hypotheses validate|refute|delete ID`
 
 ## When the model wants to remember a fact
 A box appears in the chat: **a** approve · **e** edit (Enter saves) · **r** reject ·
