@@ -16,13 +16,22 @@ from tui.widgets.chat_message import ChatNotice
 
 
 def test_every_binding_id_in_the_app_is_documented() -> None:
+    from tui.screens.confirm_screen import ConfirmScreen
     from tui.screens.help_screen import HelpScreen
     from tui.widgets.candidate_prompt import CandidatePrompt
     from tui.widgets.chat_input import ChatInput
+    from tui.widgets.chat_message import ChatMessage
 
     ids = {
         binding.id
-        for owner in (StraylightApp, ChatInput, CandidatePrompt, HelpScreen)
+        for owner in (
+            StraylightApp,
+            ChatInput,
+            CandidatePrompt,
+            HelpScreen,
+            ChatMessage,
+            ConfirmScreen,
+        )
         for binding in owner.BINDINGS
         if getattr(binding, "id", None)
     }

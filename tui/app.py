@@ -109,6 +109,7 @@ class StraylightApp(App[int]):
         Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="toggle_sidebar"),
         Binding("f1", "help", "Help", id="help"),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
+        Binding("ctrl+up", "select_message(0)", "Select message", id="select_message", show=False),
     ]
 
     def __init__(
@@ -458,6 +459,70 @@ class StraylightApp(App[int]):
         self._publish_sidebar(conversation_started=self.conversation_started, last_reply=None)
         self.notify("New conversation.", timeout=3)
 
+    # ---- the selected message: pin, forget, copy -----------------------------------------
+    def action_select_message(self, step: int) -> None:
+        """Ctrl+Up selects the last message; Up/Down on a message move the selection."""
+        chat = list(self.query(ChatMessage))
+        if not chat:
+            return
+        current = self.focused
+        if step == 0 or not isinstance(current, ChatMessage) or current not in chat:
+            target = chat[-1]
+        else:
+            index = chat.index(current) + step
+            if index >= len(chat):
+                self.action_focus_input()
+                return
+            target = chat[max(index, 0)]
+        target.focus()
+        target.scroll_visible(animate=False)
+
+    def action_focus_input(self) -> None:
+        self.query_one(ChatInput).focus()
+
+    def _selected(self) -> ChatMessage | None:
+        focused = self.focused
+        return focused if isinstance(focused, ChatMessage) and focused.text.strip() else None
+
+    def action_copy_message(self) -> None:
+        message = self._selected()
+        if message is not None:
+            self.copy_to_clipboard(message.text)  # OSC 52: works over ssh too
+            self.notify("Copied the message.", timeout=3)
+
+    async def action_pin_message(self) -> None:
+        message = self._selected()
+        memory = self.engine.memory
+        if message is None:
+            return
+        if memory is None:
+            await self._notice(f"Memory is not available: {self.memory_problem}", kind="error")
+            return
+        point_id, created = await _pin_text(memory, message.text)
+        note = "pinned as a new memory" if created else "pinned"
+        await self._notice(f"#{point_id} {note}: {message.text[:60].strip()}…")
+        self.refresh_memory_status()
+
+    def action_forget_message(self) -> None:
+        message = self._selected()
+        memory = self.engine.memory
+        if message is None or memory is None:
+            return
+        from tui.screens.confirm_screen import ConfirmScreen
+
+        async def answered(yes: bool | None) -> None:
+            if not yes:
+                return
+            gone = await _forget_text(memory, message.text)
+            text = f"Forgot {len(gone)} memory point(s)." if gone else "No memory point for it."
+            await self._notice(text, kind="info" if gone else "warning")
+            self.refresh_memory_status()
+
+        self.push_screen(
+            ConfirmScreen("Forget this message's memory point? The log keeps the message."),
+            answered,
+        )
+
     def action_toggle_sidebar(self) -> None:
         sidebar = self.query_one(StatusSidebar)
         sidebar.display = not sidebar.display
@@ -723,6 +788,34 @@ def _slash_callback(app: StraylightApp, command: str) -> object:
         await app.run_slash_command(command)
 
     return run
+
+
+async def _pin_text(memory: TurnMemory, text: str) -> tuple[int, bool]:
+    """Pin the saved point of this message; a message that was not saved (the filter skipped
+    it) becomes a new pinned point. (id, created)."""
+    from memory.secret_masking import mask_secrets
+    from store.point_store import content_hash
+
+    digest = content_hash(mask_secrets(text).strip())
+    found = await asyncio.to_thread(memory.store.points.find_by_hash, digest)
+    if found:
+        await asyncio.to_thread(memory.store.set_pinned, found[-1].id, True)
+        return found[-1].id, False
+    return await memory.remember(text), True
+
+
+async def _forget_text(memory: TurnMemory, text: str) -> list[int]:
+    """Forget every point holding exactly this message; the ids forgotten."""
+    from memory.secret_masking import mask_secrets
+    from store.point_store import content_hash
+
+    digest = content_hash(mask_secrets(text).strip())
+    found = await asyncio.to_thread(memory.store.points.find_by_hash, digest)
+    gone = []
+    for point in found:
+        if await asyncio.to_thread(memory.store.forget, point.id):
+            gone.append(point.id)
+    return gone
 
 
 def _switch_callback(app: StraylightApp, name: str) -> object:

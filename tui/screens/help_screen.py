@@ -21,6 +21,8 @@ HELP_TEXT = """\
 - **Ctrl+B** — show or hide the sidebar
 - **Ctrl+P** — command palette (every action is there)
 - **F1** — this help · **Ctrl+Q** — quit
+- **Ctrl+Up** — select the last message; **Up/Down** move; on a message **p** pins it,
+  **f** forgets its memory point (asks first), **c** copies it; **Esc** back to typing
 
 ## Slash commands
 - `/help` — this help
@@ -40,7 +42,9 @@ A box appears in the chat: **a** approve · **e** edit (Enter saves) · **r** re
 ## Remapping keys
 In config.toml, `[keymap]` with `binding_id = "keys"` lines (several keys comma-separated):
 `send`, `newline`, `cancel_reply`, `new_conversation`, `toggle_sidebar`, `help`, `quit`,
-`close_help`, `candidate_approve`, `candidate_edit`, `candidate_reject`, `candidate_later`.
+`select_message`, `message_previous`, `message_next`, `message_pin`, `message_forget`,
+`message_copy`, `message_done`, `confirm_yes`, `confirm_no`, `close_help`,
+`candidate_approve`, `candidate_edit`, `candidate_reject`, `candidate_later`.
 
 ## Where things are
 Every message is appended to `conversation/YYYY-MM-DD.md` in the data dir the moment it is

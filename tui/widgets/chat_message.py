@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Static
 
@@ -27,11 +28,23 @@ STATUS_LABELS = {
 }
 
 
-class ChatMessage(Vertical):
+class ChatMessage(Vertical, can_focus=True):
     """A message: the user's as typed, the assistant's as Markdown streamed through
-    `MarkdownStream` and rendered in full once it is complete."""
+    `MarkdownStream` and rendered in full once it is complete.
+
+    Selectable (Ctrl+Up from the message box, or a click): Up/Down move between messages,
+    p pins it, f forgets its memory point (after a confirmation), c copies it, Esc goes back
+    to the message box."""
 
     DEFAULT_CLASSES = "chat-message"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "app.select_message(-1)", "Previous", id="message_previous", show=False),
+        Binding("down", "app.select_message(1)", "Next", id="message_next", show=False),
+        Binding("p", "app.pin_message", "Pin", id="message_pin"),
+        Binding("f", "app.forget_message", "Forget", id="message_forget"),
+        Binding("c", "app.copy_message", "Copy", id="message_copy"),
+        Binding("escape", "app.focus_input", "Back to typing", id="message_done"),
+    ]
 
     def __init__(
         self,

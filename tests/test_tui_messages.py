@@ -1,0 +1,65 @@
+"""Selecting a message by keyboard and pinning, forgetting (confirmed) and copying it — the
+store changes, checked through the real DuckDB file."""
+
+from __future__ import annotations
+
+from agent.settings import Settings
+from store.point_store import content_hash
+from tests.support.ollama_standin import OllamaStandIn
+from tests.support.pilot_helpers import type_text, wait_until
+from tui.app import StraylightApp
+from tui.screens.confirm_screen import ConfirmScreen
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.chat_message import ChatMessage
+
+SIZE = (110, 32)
+QUESTION = "Where does the blyck staging server live and what does it run these days?"
+REPLY = "The blyck staging server is nebula-7 in the Frankfurt rack, running Debian 12."
+
+
+def points_with(app: StraylightApp, text: str):
+    assert app.engine.memory is not None
+    return app.engine.memory.store.points.find_by_hash(content_hash(text))
+
+
+async def test_select_pin_copy_and_forget_a_message(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    standin.script_reply(REPLY)
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        await type_text(pilot, QUESTION)
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: [m.status for m in app.query(ChatMessage)] == ["complete", "complete"],
+            what="the reply",
+        )
+        await app.engine.drain()
+        assert [p.pinned for p in points_with(app, REPLY)] == [False]
+
+        await pilot.press("ctrl+up")  # the last message: the reply
+        assert isinstance(app.focused, ChatMessage) and app.focused.text == REPLY
+        await pilot.press("p")
+        await wait_until(pilot, lambda: points_with(app, REPLY)[0].pinned, what="pinned")
+
+        await pilot.press("up")  # the question
+        assert isinstance(app.focused, ChatMessage) and app.focused.text == QUESTION
+        await pilot.press("c")
+        assert app.clipboard == QUESTION
+
+        await pilot.press("down")
+        await pilot.press("f")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        await pilot.press("n")  # declined: nothing happens
+        await pilot.pause()
+        assert len(points_with(app, REPLY)) == 1
+        await pilot.press("f")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: points_with(app, REPLY) == [], what="forgotten")
+        assert app.engine.daily_log.recent(app.conversation_id, 5)[-1].content == REPLY
+
+        await pilot.press("escape")
+        assert isinstance(app.focused, ChatInput)
