@@ -63,3 +63,25 @@ async def test_select_pin_copy_and_forget_a_message(
 
         await pilot.press("escape")
         assert isinstance(app.focused, ChatInput)
+
+
+async def test_the_sidebar_shows_what_the_last_prompt_carried(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    from tui.widgets.status_sidebar import StatusSidebar
+
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.facts is not None, what="memory open")
+        app.engine.facts.set("deploy:blyck", "capability", "This PC deploys blyck.")  # type: ignore[union-attr]
+        point = await app.engine.memory.remember(REPLY)  # type: ignore[union-attr]
+        standin.script_reply("It is nebula-7.")
+        await type_text(pilot, "which server is blyck staging on")
+        await pilot.press("enter")
+
+        def state():
+            return app.query_one(StatusSidebar).state
+
+        await wait_until(pilot, lambda: bool(state() and state().recalled), what="recalled")
+        assert any(line.startswith(f"#{point} ") for line in state().recalled)
+        assert state().injected == ("deploy:blyck",)

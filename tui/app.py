@@ -30,6 +30,7 @@ from agent.turn import (
     CapabilityReminder,
     FactsInjected,
     LongtermWarning,
+    Recalled,
     ReplyDelta,
     ReplyFailed,
     ReplyFinished,
@@ -395,7 +396,12 @@ class StraylightApp(App[int]):
                     self._restart_idle_timer()
                     self.count_turn_for_memstatus()
                 elif isinstance(event, FactsInjected):
-                    self._publish_sidebar(injected_facts=len(event.injected.facts))
+                    self._publish_sidebar(
+                        injected_facts=len(event.injected.facts),
+                        injected=tuple(f.key for f in event.injected.facts),
+                    )
+                elif isinstance(event, Recalled):
+                    self._publish_sidebar(recalled=_recalled_lines(event))
                 elif isinstance(event, ToolUsed):
                     await self._notice(f"🗂 {event.name}: {event.summary}")
                 elif isinstance(event, CandidatesProposed):
@@ -788,6 +794,16 @@ def _slash_callback(app: StraylightApp, command: str) -> object:
         await app.run_slash_command(command)
 
     return run
+
+
+def _recalled_lines(event: Recalled) -> tuple[str, ...]:
+    """`#12 0.82 · the first words…` for each hit (pinned ones marked)."""
+    lines = []
+    for hit in event.result.hits[:6]:
+        words = " ".join(hit.content.split())[:18]
+        pin = "📌" if hit.pinned else ""
+        lines.append(f"#{hit.id} {hit.score:.2f}{pin} {words}…")
+    return tuple(lines)
 
 
 async def _pin_text(memory: TurnMemory, text: str) -> tuple[int, bool]:

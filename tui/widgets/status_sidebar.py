@@ -33,6 +33,8 @@ class SidebarState:
     headroom: str = "ok"  # the last memstatus level: ok | warn | critical
     hypotheses: tuple[int, int] | None = None  # (open, overdue)
     alerts: tuple[str, ...] = ()  # overdue hypotheses, broken bindings
+    recalled: tuple[str, ...] | None = None  # the last turn's recalled hits, one line each
+    injected: tuple[str, ...] = ()  # the last turn's injected fact keys
 
     def with_changes(self, **changes: object) -> SidebarState:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -64,6 +66,7 @@ class StatusSidebar(VerticalScroll):
         yield Static(id="sidebar-conversation", classes="sidebar-block")
         yield Static(id="sidebar-memory", classes="sidebar-block")
         yield Static(id="sidebar-facts", classes="sidebar-block")
+        yield Static(id="sidebar-why", classes="sidebar-block")
         yield Static(id="sidebar-longterm", classes="sidebar-block")
 
     def watch_state(self, state: SidebarState | None) -> None:
@@ -80,6 +83,9 @@ class StatusSidebar(VerticalScroll):
         if state.headroom in ("warn", "critical"):
             memory_block.add_class(f"-{state.headroom}")
         self.query_one("#sidebar-facts", Static).update(self._facts_block(state))
+        why = self.query_one("#sidebar-why", Static)
+        why.display = state.recalled is not None or bool(state.injected)
+        why.update(self._why_block(state))
         self.query_one("#sidebar-longterm", Static).update(self._longterm_block(state))
         self.set_class(state.ollama == "offline", "-offline")
 
@@ -122,6 +128,18 @@ class StatusSidebar(VerticalScroll):
         for alert in state.alerts:
             lines.append((f"⚠ {alert}", "yellow"))
         return _section("Facts", lines)
+
+    @staticmethod
+    def _why_block(state: SidebarState) -> Text:
+        """Why the model said what it said: what the last prompt carried."""
+        lines: list[tuple[str, str]] = []
+        if state.recalled is not None:
+            if not state.recalled:
+                lines.append(("nothing recalled", "dim"))
+            lines += [(line, "") for line in state.recalled]
+        if state.injected:
+            lines.append(("facts: " + ", ".join(state.injected), "dim"))
+        return _section("Last prompt", lines)
 
     @staticmethod
     def _longterm_block(state: SidebarState) -> Text:
