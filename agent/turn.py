@@ -440,12 +440,9 @@ class TurnEngine:
     ) -> list[Candidate]:
         from memory.success_classifier import classify_turn
 
-        proposed = []
-        for proposal in classify_turn(user_text, reply):
-            gate = drawer.propose(proposal, origin="promotion", conversation_id=conversation_id)
-            if gate.candidate is not None:
-                proposed.append(gate.candidate)
-        return proposed
+        return drawer.propose_all(
+            classify_turn(user_text, reply), origin="promotion", conversation_id=conversation_id
+        )
 
     @staticmethod
     def _cant_check(drawer: FactDrawer, reply: str) -> list[Fact]:
@@ -477,13 +474,11 @@ class TurnEngine:
         result = parse_reflection(raw, transcript_text="\n".join(t for _, t in transcript))
         for preview, reason in result.dropped:
             log.warning("reflection item dropped (%s): %s", reason, preview)
-        proposed = []
-        for proposal in result.proposals:
-            gate = await asyncio.to_thread(
-                drawer.propose, proposal, origin="reflection", conversation_id=conversation_id
+        proposed = await asyncio.to_thread(
+            lambda: drawer.propose_all(
+                result.proposals, origin="reflection", conversation_id=conversation_id
             )
-            if gate.candidate is not None:
-                proposed.append(gate.candidate)
+        )
         log.info(
             "reflection on %s: %d candidates, %d dropped",
             conversation_id,

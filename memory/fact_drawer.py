@@ -345,6 +345,15 @@ class FactDrawer:
         candidate = self.store.add_candidate(new, origin=origin, conversation_id=conversation_id)
         return GateOutcome(candidate)
 
+    def propose_all(
+        self, proposals: Sequence[FactProposal], *, origin: str, conversation_id: str = ""
+    ) -> list[Candidate]:
+        """`propose` each; the candidates made (the others were refused, see `propose`)."""
+        outcomes = [
+            self.propose(p, origin=origin, conversation_id=conversation_id) for p in proposals
+        ]
+        return [o.candidate for o in outcomes if o.candidate is not None]
+
     def pending(self) -> list[Candidate]:
         return [
             c

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from memory.turn_memory import TurnMemory
     from store.fact_store import Candidate
     from store.longterm_file import LongtermState
+    from store.point_store import Point
     from tui.memory_session import MemorySession
 
 log = logging.getLogger("straylight.tui")
@@ -274,10 +275,8 @@ class StraylightApp(App[int]):
             runner = JobRunner(JobContext(self.settings, memory, self.gateway, self.model))
             result = await runner.run(name)  # jobs are off: run this one by hand anyway
             self.post_message(JobFinished(name, result))
-            if announce and not result.notices:
-                await self._notice(f"{name}: {result.summary}")
-            return
-        result = await self.scheduler.run_now(name)
+        else:
+            result = await self.scheduler.run_now(name)  # the scheduler posts JobFinished
         if announce and not result.notices:  # a notice is shown as a toast already
             await self._notice(f"{name}: {result.summary}")
 
@@ -806,14 +805,19 @@ def _recalled_lines(event: Recalled) -> tuple[str, ...]:
     return tuple(lines)
 
 
-async def _pin_text(memory: TurnMemory, text: str) -> tuple[int, bool]:
-    """Pin the saved point of this message; a message that was not saved (the filter skipped
-    it) becomes a new pinned point. (id, created)."""
+async def _points_of(memory: TurnMemory, text: str) -> list[Point]:
+    """The points saved from this message (the save path masks and strips it first)."""
     from memory.secret_masking import mask_secrets
     from store.point_store import content_hash
 
     digest = content_hash(mask_secrets(text).strip())
-    found = await asyncio.to_thread(memory.store.points.find_by_hash, digest)
+    return await asyncio.to_thread(memory.store.points.find_by_hash, digest)
+
+
+async def _pin_text(memory: TurnMemory, text: str) -> tuple[int, bool]:
+    """Pin the saved point of this message; a message that was not saved (the filter skipped
+    it) becomes a new pinned point. (id, created)."""
+    found = await _points_of(memory, text)
     if found:
         await asyncio.to_thread(memory.store.set_pinned, found[-1].id, True)
         return found[-1].id, False
@@ -822,13 +826,8 @@ async def _pin_text(memory: TurnMemory, text: str) -> tuple[int, bool]:
 
 async def _forget_text(memory: TurnMemory, text: str) -> list[int]:
     """Forget every point holding exactly this message; the ids forgotten."""
-    from memory.secret_masking import mask_secrets
-    from store.point_store import content_hash
-
-    digest = content_hash(mask_secrets(text).strip())
-    found = await asyncio.to_thread(memory.store.points.find_by_hash, digest)
     gone = []
-    for point in found:
+    for point in await _points_of(memory, text):
         if await asyncio.to_thread(memory.store.forget, point.id):
             gone.append(point.id)
     return gone

@@ -21,9 +21,9 @@ from typing import Any, NoReturn
 
 from agent.gateway_errors import EXIT_MODEL_ERROR, EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, Settings, SettingsError, load_settings
+from tui.cli_output import PROG, fail
 
 log = logging.getLogger("straylight.cli")
-PROG = "straylight"
 EXIT_UNEXPECTED = 1
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
@@ -217,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         resolved = _resolve(args)
     except SettingsError as error:
-        return _fail(str(error), EXIT_USAGE)
+        return fail(str(error), EXIT_USAGE)
     settings = resolved.settings
     from tui.logging_setup import setup_file_logging, silence_logging
 
@@ -225,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             setup_file_logging(settings.log_file)
         except OSError as error:
-            return _fail(f"cannot use data dir {settings.home}: {error.strerror or error}", 2)
+            return fail(f"cannot use data dir {settings.home}: {error.strerror or error}", 2)
     else:  # read-only commands never create the data dir
         try:
             if settings.home.is_dir():
@@ -237,25 +237,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args, resolved)
     except UsageError as error:
-        return _fail(str(error), EXIT_USAGE)
+        return fail(str(error), EXIT_USAGE)
     except KeyboardInterrupt:
-        return _fail("interrupted", EXIT_INTERRUPTED)
+        return fail("interrupted", EXIT_INTERRUPTED)
     except Exception as error:
         from store.data_dir_lock import DataDirLocked
         from store.database import DatabaseError
 
         if isinstance(error, DataDirLocked):
-            return _fail(str(error), EXIT_DATA_DIR_IN_USE)
+            return fail(str(error), EXIT_DATA_DIR_IN_USE)
         if isinstance(error, DatabaseError):
             log.error("database error: %s", error)
-            return _fail(str(error), EXIT_UNEXPECTED)
+            return fail(str(error), EXIT_UNEXPECTED)
         if isinstance(error, BrokenPipeError):
             # `straylight history | head`: the reader left; that is not an error.
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             return EXIT_BROKEN_PIPE
         log.exception("unexpected error")
-        return _fail(
+        return fail(
             f"unexpected error: {type(error).__name__}: {error} (details in {settings.log_file})",
             EXIT_UNEXPECTED,
         )
@@ -308,11 +308,6 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     raise UsageError(f"unknown command {args.command!r}")
 
 
-def _fail(message: str, code: int) -> int:
-    print(f"{PROG}: {message}", file=sys.stderr)
-    return code
-
-
 def _ask_text(raw: str) -> str:
     text = sys.stdin.read() if raw == "-" else raw
     if not text.strip():
@@ -361,7 +356,7 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
                 if wrote_text:
                     sys.stdout.write("\n")
                 kept = " (the partial reply is kept in the log, marked cut off)"
-                _fail(str(event.error) + (kept if event.partial else ""), code)
+                fail(str(event.error) + (kept if event.partial else ""), code)
                 wrote_text = False
             elif isinstance(event, LongtermWarning):
                 print(f"{PROG}: warning: {event.text}", file=sys.stderr)

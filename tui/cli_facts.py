@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -24,20 +23,12 @@ from memory.fact_types import FactError, normalise_key
 from store.data_dir_lock import DataDirLock
 from store.database import database_path, open_database
 from store.fact_store import Fact
+from tui.cli_output import fail, print_json
 
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1
 EXIT_INVALID = 2
 EMBED_TIMEOUT_SECONDS = 15.0
-
-
-def _print_json(data: Any) -> None:
-    print(json.dumps(data, ensure_ascii=False, indent=2))
-
-
-def _fail(message: str, code: int) -> int:
-    print(f"straylight: {message}", file=sys.stderr)
-    return code
 
 
 @contextlib.contextmanager
@@ -89,7 +80,7 @@ def dispatch(args: argparse.Namespace, settings: Settings) -> int:
     except FactError as error:
         message = str(error)
         code = EXIT_NOT_FOUND if message.startswith(("no candidate", "candidate #")) else 2
-        return _fail(message, code)
+        return fail(message, code)
 
 
 def _facts(args: argparse.Namespace, settings: Settings) -> int:
@@ -107,7 +98,7 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
             )
             _embed(settings, drawer, fact)
         if args.json:
-            _print_json(fact_json(fact))
+            print_json(fact_json(fact))
         else:
             print(f"set {_line(fact)}")
         return EXIT_OK
@@ -120,7 +111,7 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
                     type=args.type, status=args.status, all_workspaces=args.all_workspaces
                 )
         if args.json:
-            _print_json([fact_json(f) for f in facts])
+            print_json([fact_json(f) for f in facts])
         else:
             for fact in facts:
                 print(_line(fact))
@@ -128,7 +119,7 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
                 print("no facts", file=sys.stderr)
         return EXIT_OK
     if not database_path(settings.home).exists():
-        return _fail(f"no fact {args.key!r}", EXIT_NOT_FOUND)
+        return fail(f"no fact {args.key!r}", EXIT_NOT_FOUND)
     with open_drawer(settings) as drawer:
         key = normalise_key(args.key)
         if action == "get":
@@ -158,9 +149,9 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
             data = {"key": key, "restored": fact_json(restored) if restored else None}
             text = f"restored {_line(restored)}" if restored else f"removed {key}"
     if not exists:
-        return _fail(f"no fact {args.key!r}", EXIT_NOT_FOUND)
+        return fail(f"no fact {args.key!r}", EXIT_NOT_FOUND)
     if args.json:
-        _print_json(data)
+        print_json(data)
     else:
         print(text)
     return EXIT_OK
@@ -174,7 +165,7 @@ def _candidates(args: argparse.Namespace, settings: Settings) -> int:
             with open_drawer(settings) as drawer:
                 pending = drawer.pending()
         if args.json:
-            _print_json([candidate_json(c) for c in pending])
+            print_json([candidate_json(c) for c in pending])
         else:
             for c in pending:
                 print(f"#{c.id} {c.key}  {c.type} ({c.scope}, from {c.origin}): {c.body}")
@@ -184,19 +175,19 @@ def _candidates(args: argparse.Namespace, settings: Settings) -> int:
                 print("no pending candidates", file=sys.stderr)
         return EXIT_OK
     if not database_path(settings.home).exists():
-        return _fail(f"no candidate #{args.id}", EXIT_NOT_FOUND)
+        return fail(f"no candidate #{args.id}", EXIT_NOT_FOUND)
     with open_drawer(settings) as drawer:
         if args.action == "approve":
             fact = drawer.approve(args.id, body=args.body, key=args.key)
             _embed(settings, drawer, fact)
             if args.json:
-                _print_json(fact_json(fact))
+                print_json(fact_json(fact))
             else:
                 print(f"approved #{args.id}: {_line(fact)}")
             return EXIT_OK
         rejected = drawer.reject(args.id)
     if args.json:
-        _print_json({"id": rejected.id, "status": rejected.status})
+        print_json({"id": rejected.id, "status": rejected.status})
     else:
         print(f"rejected #{rejected.id} ({rejected.key}); it will not be proposed again")
     return EXIT_OK
@@ -216,18 +207,18 @@ async def _reflect(settings: Settings, conversation: str | None, *, as_json: boo
         engine = TurnEngine(settings, gateway, memory)
         conversation = conversation or _latest_conversation(engine)
         if conversation is None:
-            return _fail("no conversation to reflect on", EXIT_NOT_FOUND)
+            return fail("no conversation to reflect on", EXIT_NOT_FOUND)
         if not engine.daily_log.recent(conversation, 1):
-            return _fail(f"no conversation {conversation!r} in the logs", EXIT_NOT_FOUND)
+            return fail(f"no conversation {conversation!r} in the logs", EXIT_NOT_FOUND)
         try:
             proposed = await engine.reflect(conversation, settings.model)
         except GatewayError as error:
-            return _fail(str(error), error.exit_code)
+            return fail(str(error), error.exit_code)
     finally:
         session.close()
         await gateway.aclose()
     if as_json:
-        _print_json(
+        print_json(
             {"conversation": conversation, "candidates": [candidate_json(c) for c in proposed]}
         )
     else:

@@ -16,10 +16,11 @@ this module and `register` load nothing heavy (no DuckDB, no numpy): `dispatch` 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
+
+from tui.cli_output import fail, print_json
 
 if TYPE_CHECKING:
     from agent.settings import Settings
@@ -87,15 +88,6 @@ def card_json(card: Hypothesis, now: datetime) -> dict[str, Any]:
     }
 
 
-def _print_json(data: Any) -> None:
-    print(json.dumps(data, ensure_ascii=False, indent=2))
-
-
-def _fail(message: str, code: int) -> int:
-    print(f"straylight: {message}", file=sys.stderr)
-    return code
-
-
 def _lines(card: Hypothesis, now: datetime) -> list[str]:
     state = "overdue" if card.is_overdue(now) else card.status
     return [
@@ -114,7 +106,7 @@ def dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "list":
         return _list(args, settings, now)
     if not database_path(settings.home).exists():
-        return _fail(f"no hypothesis #{args.id}", EXIT_NOT_FOUND)
+        return fail(f"no hypothesis #{args.id}", EXIT_NOT_FOUND)
     from agent.dream_run import CardStateError, delete_card, refute_card, validate_card
     from memory.fact_drawer import candidate_json
     from tui.cli_facts import open_drawer
@@ -130,14 +122,14 @@ def dispatch(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 card = delete_card(drawer.db, args.id)
     except LookupError as error:
-        return _fail(str(error), EXIT_NOT_FOUND)
+        return fail(str(error), EXIT_NOT_FOUND)
     except CardStateError as error:
-        return _fail(str(error), EXIT_INVALID)
+        return fail(str(error), EXIT_INVALID)
     if args.json:
         data = card_json(card, now)
         if args.action == "validate":
             data["candidate"] = candidate
-        _print_json(data)
+        print_json(data)
         return EXIT_OK
     verb = {"validate": "validated", "refute": "refuted", "delete": "deleted"}[args.action]
     print(f"{verb} #{card.id} (confidence {card.confidence:.2f}): {card.statement}")
@@ -165,7 +157,7 @@ def _list(args: argparse.Namespace, settings: Settings, now: datetime) -> int:
             workspace = None if args.all_workspaces else drawer.workspace
             cards = HypothesisStore(drawer.db).list(statuses, now=now, workspace=workspace)
     if args.json:
-        _print_json([card_json(card, now) for card in cards])
+        print_json([card_json(card, now) for card in cards])
         return EXIT_OK
     for card in cards:
         print("\n".join(_lines(card, now)))

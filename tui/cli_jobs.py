@@ -10,12 +10,12 @@ Exit codes: 0 ok or skipped, 1 the job failed (details in the log file).
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from typing import Any
 
 from agent.settings import Settings
 from jobs.job_functions import JOBS
+from tui.cli_output import print_json
 
 EXIT_OK = 0
 EXIT_JOB_FAILED = 1
@@ -43,7 +43,7 @@ def dispatch(args: Any, settings: Settings) -> int:
 def _print_infos(infos: list[Any], *, as_json: bool) -> None:
     """JSON in UTC; the table in local time."""
     if as_json:
-        print(json.dumps([i.as_json() for i in infos], ensure_ascii=False, indent=2))
+        print_json([i.as_json() for i in infos])
         return
     for info in infos:
         last = f"{info.last_run.astimezone():%Y-%m-%d %H:%M}" if info.last_run else "never"
@@ -89,7 +89,7 @@ async def _main(args: Any, settings: Settings) -> int:
             "notices": [{"kind": n.kind, "text": n.text, "level": n.level} for n in result.notices],
             "data": result.data,
         }
-        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        print_json(data)
     else:
         print(f"{args.name}: {result.status}: {result.summary}")
         for notice in result.notices:

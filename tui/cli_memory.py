@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,14 +10,11 @@ from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
 from agent.workspace import resolve_workspace
 from memory.memory_store import MemoryConfig, RecallResult, headroom
+from tui.cli_output import print_json
 from tui.memory_session import MemorySession
 
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1
-
-
-def _print(data: dict[str, Any]) -> None:
-    print(json.dumps(data, ensure_ascii=False, indent=2))
 
 
 async def remember(settings: Settings, text: str, *, as_json: bool) -> int:
@@ -30,7 +26,7 @@ async def remember(settings: Settings, text: str, *, as_json: bool) -> int:
     finally:
         await gateway.aclose()
     if as_json:
-        _print({"id": point_id})
+        print_json({"id": point_id})
     else:
         note = (
             ""
@@ -49,7 +45,7 @@ async def forget(settings: Settings, point_id: int, *, as_json: bool) -> int:
     finally:
         await gateway.aclose()
     if as_json:
-        _print({"id": point_id, "forgotten": gone})
+        print_json({"id": point_id, "forgotten": gone})
     elif gone:
         print(f"forgot #{point_id}")
     if not gone:
@@ -76,7 +72,7 @@ async def recall(settings: Settings, query: str, *, k: int | None, as_json: bool
 
 def _print_recall(result: RecallResult, *, as_json: bool, words_only: bool) -> int:
     if as_json:
-        _print(result.to_json())
+        print_json(result.to_json())
         return EXIT_OK
     print(result.block if result.hits else "nothing recalled")
     if words_only:
@@ -99,7 +95,7 @@ async def import_doc(settings: Settings, path: Path, *, as_json: bool) -> int:
     finally:
         await gateway.aclose()
     if as_json:
-        _print(report.to_json())
+        print_json(report.to_json())
     else:
         print(
             f"{path}: {report.added} added, {report.updated} updated, "

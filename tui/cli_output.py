@@ -1,0 +1,20 @@
+"""How every headless command prints: JSON to stdout, one error line to stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+PROG = "straylight"
+
+
+def print_json(data: Any) -> None:
+    """Indented UTF-8 JSON on stdout (times and other odd values as strings)."""
+    print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def fail(message: str, code: int) -> int:
+    """`straylight: MESSAGE` on stderr; returns the exit code to use."""
+    print(f"{PROG}: {message}", file=sys.stderr)
+    return code
