@@ -15,7 +15,8 @@ from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_message import ChatMessage
 from tui.widgets.status_sidebar import StatusSidebar
 
-SNAPSHOT_PORT = 38434  # fixed, so the host in the sidebar is the same on every run
+SNAPSHOT_PORT = 28434  # fixed, so the sidebar shows the same host; below the ephemeral range
+# (32768–60999 on Linux), where a client socket of another test could hold it
 OFFLINE_HOST = "127.0.0.1:9"  # the discard port: nothing listens there
 SIZE = (100, 30)
 
