@@ -1,0 +1,63 @@
+"""The frame every full-screen memory view shares: a title line, its body, a status line and
+the Footer; Esc closes it. Subclasses yield their widgets from `compose_body` and report
+what they did with `say`."""
+
+from __future__ import annotations
+
+from typing import ClassVar, TypeVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+ResultT = TypeVar("ResultT")
+
+
+class MemoryScreen(Screen[ResultT]):
+    """A full-screen view over the memory; `dismiss()` (Esc) returns to the chat."""
+
+    TITLE_TEXT: ClassVar[str] = "Memory"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close", id="screen_close"),
+    ]
+    DEFAULT_CSS = """
+    MemoryScreen {
+        layout: vertical;
+    }
+    MemoryScreen #screen-title {
+        height: 1;
+        padding: 0 1;
+        background: $panel;
+        text-style: bold;
+    }
+    MemoryScreen #screen-status {
+        height: auto;
+        max-height: 3;
+        padding: 0 1;
+        color: $text-muted;
+    }
+    MemoryScreen #screen-status.-error {
+        color: $error;
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(self.TITLE_TEXT), id="screen-title")
+        yield from self.compose_body()
+        yield Static("", id="screen-status")
+        yield Footer()
+
+    def compose_body(self) -> ComposeResult:
+        """The view's own widgets, between the title and the status line."""
+        yield from ()
+
+    def say(self, text: str, *, error: bool = False) -> None:
+        """One line under the view: what the last action did, or why it could not."""
+        status = self.query_one("#screen-status", Static)
+        status.update(Text(text))
+        status.set_class(error, "-error")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
