@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
@@ -44,6 +44,7 @@ META_RE = re.compile(r"^<!-- straylight (.*) -->[ \t]*\r?$")
 _GUARDED = r"(?:### (?:user|assistant)[ \t]*\r?|<!-- straylight .*)"
 _ESCAPE_RE = re.compile(rf"^(\\*{_GUARDED})$", re.MULTILINE)
 _UNESCAPE_RE = re.compile(rf"^\\(\\*{_GUARDED})$", re.MULTILINE)
+_CONVERSATION_DAY_RE = re.compile(r"^(\d{4})(\d{2})(\d{2})-\d{6}-")
 _DAY_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
 
 MessageStatus = Literal["complete", "cut_off", "cancelled", "failed", "truncated"]
@@ -236,19 +237,37 @@ class DailyLog:
         """The last `limit` messages of one conversation, oldest first.
 
         Walks the day files newest first and stops once it has enough, or once it has
-        passed the day the conversation started.
+        passed the day the conversation started: the date in an id like
+        `20261129-210438-3fa9c1` (UTC, so one day earlier is read too, for local file
+        dates). A conversation continued weeks later keeps its history across the days in
+        between. An id without a date stops at the first day without its messages.
         """
         if limit <= 0:
             return []
+        floor = _start_day(conversation_id)
         collected: list[LogMessage] = []
-        for _day, messages in self.iter_days_newest_first():
-            mine = [m for m in messages if m.conversation_id == conversation_id]
-            if not mine and collected:
+        for day in reversed(self.days()):
+            if floor is not None and day < floor:
+                break
+            mine = [m for m in self.read_day(day) if m.conversation_id == conversation_id]
+            if floor is None and not mine and collected:
                 break
             collected = mine + collected
             if len(collected) >= limit:
                 break
         return collected[-limit:]
+
+
+def _start_day(conversation_id: str) -> date | None:
+    """The day before the UTC date a conversation id starts with, or None for other ids."""
+    match = _CONVERSATION_DAY_RE.match(conversation_id)
+    if match is None:
+        return None
+    try:
+        started = date(int(match[1]), int(match[2]), int(match[3]))
+    except ValueError:
+        return None
+    return started - timedelta(days=1)
 
 
 def _separator_needed(path: Path) -> bytes:

@@ -162,6 +162,20 @@ def test_recent_returns_the_last_messages_of_one_conversation_across_days(
     assert log.recent("missing", 5) == []
 
 
+def test_a_conversation_continued_weeks_later_keeps_its_history(tmp_path: Path) -> None:
+    """Days in between without the conversation do not cut its history off (its id says
+    the day it started); older days than that are not read."""
+    log = DailyLog(tmp_path)
+    cid = "20261101-090000-abcdef"
+    log.append(LogMessage("user", "before it started", conversation_id=cid), date(2026, 10, 20))
+    log.append(LogMessage("user", "first", conversation_id=cid), date(2026, 11, 1))
+    log.append(LogMessage("assistant", "reply", conversation_id=cid), date(2026, 11, 1))
+    log.append(LogMessage("user", "elsewhere", conversation_id="other"), date(2026, 11, 15))
+    log.append(LogMessage("user", "back again", conversation_id=cid), date(2026, 11, 29))
+    assert [m.content for m in log.recent(cid, 10)] == ["first", "reply", "back again"]
+    assert [m.content for m in log.recent(cid, 2)] == ["reply", "back again"]
+
+
 def test_non_utf8_bytes_do_not_stop_the_parser(tmp_path: Path) -> None:
     log = DailyLog(tmp_path)
     log.append(LogMessage("user", "fine", conversation_id="c"), DAY)
