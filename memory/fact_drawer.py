@@ -247,16 +247,36 @@ class FactDrawer:
         self.store.touch_seen([f.id for f in hits])
         return hits
 
-    def retire(self, key: str, *, reason: str = "retired by the user") -> list[Fact]:
-        """Retire the fact with this key (the workspace one, else the global one)."""
-        live = [
-            f
-            for f in self.store.by_key(normalise_key(key), self.workspace)
-            if f.status != "retired"
-        ]
+    def _with_key(self, key: str, scope: str | None) -> list[Fact]:
+        """The facts with this key visible here (the workspace one first); only those of
+        `scope` when it is given."""
+        wanted = check_scope(scope) if scope is not None else None
+        found = self.store.by_key(normalise_key(key), self.workspace)
+        return [f for f in found if wanted is None or f.scope == wanted]
+
+    def retire(
+        self, key: str, *, reason: str = "retired by the user", scope: str | None = None
+    ) -> list[Fact]:
+        """Retire the fact with this key (the workspace one, else the global one; `scope`
+        picks one)."""
+        live = [f for f in self._with_key(key, scope) if f.status != "retired"]
         if not live:
             return []
         return [self.store.set_status(live[0], "retired", reason=reason)]
+
+    def revive(
+        self, key: str, *, reason: str = "revived by the user", scope: str | None = None
+    ) -> list[Fact]:
+        """Make the retired or stale fact with this key active again (the workspace one, else
+        the global one; `scope` picks one). It counts as seen now, so decay starts over.
+        Audited like every status change ('fact_status'); not a write, so `undo` skips it.
+        [] when there is no such fact or it is already active."""
+        dormant = [f for f in self._with_key(key, scope) if f.status != "active"]
+        if not dormant:
+            return []
+        fact = self.store.set_status(dormant[0], "active", reason=reason)
+        self.store.touch_seen([fact.id])
+        return [self._fresh(fact)]
 
     def history(self, key: str) -> list[FactVersion]:
         """Every version of the key visible from this workspace (its own and the global)."""
@@ -264,6 +284,14 @@ class FactDrawer:
             v
             for v in self.store.history(normalise_key(key))
             if v.fact.get("scope") == "global" or v.fact.get("workspace") == self.workspace
+        ]
+
+    def history_of(self, fact: Fact) -> list[FactVersion]:
+        """Every version of exactly this fact (its key, scope and workspace), oldest first."""
+        return [
+            v
+            for v in self.store.history(fact.key)
+            if (v.fact.get("scope"), v.fact.get("workspace")) == (fact.scope, fact.workspace)
         ]
 
     def undo(self, key: str) -> Fact | None:

@@ -260,6 +260,11 @@ class FactStore:
         with self.db.cursor() as cur:
             return self._find(cur, scope, workspace, key)
 
+    def by_id(self, fact_id: int) -> Fact | None:
+        """The fact with this row id, in any scope and status (None if there is none)."""
+        with self.db.cursor() as cur:
+            return self._by_id(cur, fact_id)
+
     def by_key(self, key: str, workspace: str) -> list[Fact]:
         """The fact with this key in `workspace`, then the global one (0, 1 or 2 facts)."""
         with self.db.cursor() as cur:
