@@ -23,6 +23,7 @@ STATUS_LABELS = {
     "waiting": " · waiting for the model…",
     "streaming": " · …",
     "cut_off": " · ⚠ cut off",
+    "truncated": " · ⚠ truncated",
     "cancelled": " · cancelled",
     "failed": " · ⚠ failed",
 }

@@ -1,0 +1,158 @@
+"""Layer 1 seen as conversations: the daily logs grouped by day and conversation id.
+
+Pure (no Textual), so the Conversations screen can run it in a worker thread and tests can
+call it directly. Reading is lazy by day: `iter_day_summaries` parses one day file at a time,
+newest first, so a caller can show the newest days while older ones are still being read.
+
+A conversation that spans midnight (or that was continued days later) appears under every
+day it has messages in; `load_conversation` gathers all of its messages, oldest first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from store.daily_log import DailyLog, LogMessage
+
+# Statuses that mean a message did not arrive whole: shown with a warning mark.
+PROBLEM_STATUSES = frozenset({"truncated", "failed", "cut_off"})
+FIRST_LINE_WIDTH = 72  # characters of the first user line kept in a summary
+# `new_conversation_id`: `20261129-210438-3fa9c1`, the UTC start time first.
+_ID_START_RE = re.compile(r"^(\d{8})-\d{6}-[0-9a-f]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """One conversation's messages within one day file."""
+
+    day: date
+    conversation_id: str
+    started: datetime | None
+    ended: datetime | None
+    message_count: int
+    first_line: str
+    models: tuple[str, ...]
+    statuses: tuple[str, ...]  # the statuses other than "complete", first seen first
+
+    @property
+    def has_problem(self) -> bool:
+        """Whether any message of it was truncated, failed or cut off."""
+        return any(status in PROBLEM_STATUSES for status in self.statuses)
+
+
+@dataclass(frozen=True, slots=True)
+class DaySummary:
+    """The conversations of one day file, the one started last first."""
+
+    day: date
+    conversations: tuple[ConversationSummary, ...]
+
+
+def trim_line(text: str, width: int = FIRST_LINE_WIDTH) -> str:
+    """The first non-blank line of `text`, blanks collapsed, at most `width` characters."""
+    for line in text.splitlines():
+        words = " ".join(line.split())
+        if words:
+            return words if len(words) <= width else words[: width - 1].rstrip() + "…"
+    return ""
+
+
+def summarize_conversation(
+    day: date, conversation_id: str, messages: list[LogMessage]
+) -> ConversationSummary:
+    """The summary of one conversation's messages (non-empty, file order) in one day."""
+    times = [m.time for m in messages if m.time is not None]
+    first_user = next((m.content for m in messages if m.role == "user" and m.content.strip()), "")
+    return ConversationSummary(
+        day=day,
+        conversation_id=conversation_id,
+        started=min(times) if times else None,
+        ended=max(times) if times else None,
+        message_count=len(messages),
+        first_line=trim_line(first_user),
+        models=_distinct(m.model for m in messages if m.model),
+        statuses=_distinct(m.status for m in messages if m.status != "complete"),
+    )
+
+
+def summarize_messages(day: date, messages: list[LogMessage]) -> DaySummary:
+    """Group one day's messages by conversation; the latest-started conversation first."""
+    groups: dict[str, list[LogMessage]] = {}
+    for message in messages:
+        groups.setdefault(message.conversation_id, []).append(message)
+    summaries = [summarize_conversation(day, cid, group) for cid, group in groups.items()]
+    # Newest first; a conversation without any time sorts after the timed ones, in file order.
+    order = sorted(
+        range(len(summaries)), key=lambda i: (_start_key(summaries[i]), -i), reverse=True
+    )
+    return DaySummary(day=day, conversations=tuple(summaries[i] for i in order))
+
+
+def summarize_day(daily_log: DailyLog, day: date) -> DaySummary:
+    """Read and summarize one day file."""
+    return summarize_messages(day, daily_log.read_day(day))
+
+
+def iter_day_summaries(daily_log: DailyLog) -> Iterator[DaySummary]:
+    """Every day that has messages, newest first, reading one file per step."""
+    for day in reversed(daily_log.days()):
+        summary = summarize_day(daily_log, day)
+        if summary.conversations:
+            yield summary
+
+
+def conversation_index(daily_log: DailyLog) -> list[DaySummary]:
+    """All days with their conversations, newest day first (reads every day file)."""
+    return list(iter_day_summaries(daily_log))
+
+
+def conversation_days(days: Iterable[DaySummary]) -> dict[str, list[date]]:
+    """Each conversation id → the days it has messages in, oldest first."""
+    found: dict[str, list[date]] = {}
+    for summary in sorted(days, key=lambda s: s.day):
+        for conversation in summary.conversations:
+            found.setdefault(conversation.conversation_id, []).append(summary.day)
+    return found
+
+
+def load_conversation(
+    daily_log: DailyLog, conversation_id: str, days: Iterable[date] | None = None
+) -> list[LogMessage]:
+    """All messages of one conversation from every day file, oldest day first, file order.
+
+    `days` (from an index: `conversation_days`) limits the files read. Without it, the
+    days before the start encoded in a `new_conversation_id` id are skipped (one day of
+    slack: ids are UTC, file names local dates); any other id reads every file.
+    """
+    wanted = sorted(set(days)) if days is not None else _days_from_start(daily_log, conversation_id)
+    collected: list[LogMessage] = []
+    for day in wanted:
+        collected.extend(m for m in daily_log.read_day(day) if m.conversation_id == conversation_id)
+    return collected
+
+
+def _days_from_start(daily_log: DailyLog, conversation_id: str) -> list[date]:
+    """The day files that can hold messages of this conversation, oldest first."""
+    all_days = daily_log.days()
+    match = _ID_START_RE.match(conversation_id)
+    if match is None:
+        return all_days
+    try:
+        started = datetime.strptime(match.group(1), "%Y%m%d").date()
+    except ValueError:
+        return all_days
+    earliest = started - timedelta(days=1)
+    return [day for day in all_days if day >= earliest]
+
+
+def _start_key(summary: ConversationSummary) -> float:
+    """A sort key for the start time; no time at all sorts as the earliest."""
+    return summary.started.timestamp() if summary.started is not None else float("-inf")
+
+
+def _distinct(values: Iterable[str]) -> tuple[str, ...]:
+    """The values without repeats, in first-seen order."""
+    return tuple(dict.fromkeys(values))
