@@ -1,9 +1,11 @@
 """Run every benchmark, print a table against the issue's targets, save the results.
 
-Benchmarks: start-up, streaming, memory at scale, and the fact classifier's precision/recall.
+Benchmarks: start-up, streaming, memory at scale, the fact classifier's precision/recall, and
+the memory browser at scale (first paint, scrolling).
 
     python -m bench.run_all [--startup-runs 7] [--streaming-runs 3]
-                            [--memory-sizes 10000,100000] [--only NAME ...]
+                            [--memory-sizes 10000,100000] [--browser-points 100000]
+                            [--only NAME ...]
 
 Each benchmark runs in its own interpreter (`python -m bench.<name> --json ...`), so one
 cannot warm or disturb the other. Results go to bench/results/latest.json.
@@ -26,7 +28,7 @@ from typing import Any
 
 from bench._common import REPO_ROOT, RESULTS_DIR, JsonDict, format_machine, machine_info, write_json
 
-BENCHMARKS = ("startup", "streaming", "memory_scale", "fact_classifier")
+BENCHMARKS = ("startup", "streaming", "memory_scale", "fact_classifier", "memory_browser")
 BENCH_TIMEOUT_SECONDS = 1200
 
 
@@ -202,6 +204,21 @@ def fact_classifier_rows(result: JsonDict) -> list[Row]:
     ]
 
 
+def memory_browser_rows(result: JsonDict) -> list[Row]:
+    """The memory browser over a large store (first paint, scrolling, search)."""
+    from bench.memory_browser import rows_for
+
+    targets = result["targets"]
+    checks = {
+        0: result["first_paint"]["paint"]["p50_ms"] <= targets["first_paint_ms"],
+        2: result["scroll"]["p95_ms"] <= targets["step_p95_ms"],
+    }
+    return [
+        Row(metric, value, target, _verdict(checks[index]) if index in checks else "")
+        for index, (metric, value, target) in enumerate(rows_for(result))
+    ]
+
+
 def print_table(rows: list[Row]) -> None:
     headers = ("metric", "value", "target", "result")
     cells = [(r.metric, r.value, r.target or "-", r.verdict or "info") for r in rows]
@@ -218,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--startup-runs", type=int, default=7)
     parser.add_argument("--streaming-runs", type=int, default=3)
     parser.add_argument("--memory-sizes", default="10000,100000")
+    parser.add_argument("--browser-points", type=int, default=100_000)
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
     parser.add_argument(
         "--out", type=Path, default=RESULTS_DIR / "latest.json", help="results file"
@@ -230,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         "streaming": ["--runs", str(args.streaming_runs)],
         "memory_scale": ["--sizes", args.memory_sizes],
         "fact_classifier": [],
+        "memory_browser": ["--points", str(args.browser_points)],
     }
     results: dict[str, Any] = {}
     failed: list[str] = []
@@ -249,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += memory_scale_rows(results["memory_scale"])
     if "fact_classifier" in results:
         rows += fact_classifier_rows(results["fact_classifier"])
+    if "memory_browser" in results:
+        rows += memory_browser_rows(results["memory_browser"])
     for name in failed:
         rows.append(Row(f"bench.{name}", "could not run", "", "ERROR"))
     info_after = machine_info()

@@ -207,6 +207,57 @@ class AuditEvent:
     detail: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class PointRow:
+    """One line of a point list: what a browser shows without the full content or vector.
+
+    `head` is the start of the content (at most `ROW_HEAD_CHARS` characters)."""
+
+    id: int
+    role: str
+    pinned: bool
+    created_at: datetime
+    head: str
+
+
+@dataclass(frozen=True, slots=True)
+class PointFilter:
+    """Which points a list shows: a role, pinned only, and a half-open time range
+    [`since`, `until`) of aware datetimes. None means no bound."""
+
+    role: str | None = None
+    pinned_only: bool = False
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.role is not None:
+            _check_role(self.role)
+        for name in ("since", "until"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, as_utc(value))
+
+    def clauses(self) -> tuple[list[str], list[Any]]:
+        """SQL conditions on `points` and their parameters."""
+        clauses, params = _filters(self.role, True if self.pinned_only else None)
+        if self.since is not None:
+            clauses.append("created_at >= ?")
+            params.append(self.since)
+        if self.until is not None:
+            clauses.append("created_at < ?")
+            params.append(self.until)
+        return clauses, params
+
+
+ROW_HEAD_CHARS = 240
+_ROW_COLUMNS = f"id, role, pinned, created_at, left(content, {ROW_HEAD_CHARS})"
+
+
+def _row_from_tuple(row: Sequence[Any]) -> PointRow:
+    return PointRow(int(row[0]), row[1], bool(row[2]), row[3].astimezone(UTC), row[4])
+
+
 def _point_from_row(row: Sequence[Any]) -> Point:
     embedding = row[10]
     return Point(
@@ -525,6 +576,49 @@ class PointStore:
             if len(batch) < batch_size:
                 return
             after = batch[-1].id
+
+    def page_rows(
+        self, where: PointFilter | None = None, *, before_id: int | None = None, limit: int = 200
+    ) -> list[PointRow]:
+        """One page of list rows, newest (highest id) first: those with an id below
+        `before_id` (keyset paging: pass the last id of the previous page)."""
+        clauses, params = (where or PointFilter()).clauses()
+        if before_id is not None:
+            clauses.insert(0, "id < ?")
+            params.insert(0, before_id)
+        sql = f"SELECT {_ROW_COLUMNS} FROM points{_where(clauses)} ORDER BY id DESC LIMIT ?"
+        with self.db.cursor() as cur:
+            rows = cur.execute(sql, [*params, limit]).fetchall()
+        return [_row_from_tuple(row) for row in rows]
+
+    def rows_newer_than(
+        self, point_id: int, where: PointFilter | None = None, *, limit: int = 200
+    ) -> list[PointRow]:
+        """The `limit` rows just above `point_id` (the next higher ids), newest first: what a
+        list opened at that point shows above it."""
+        clauses, params = (where or PointFilter()).clauses()
+        clauses.insert(0, "id > ?")
+        params.insert(0, point_id)
+        sql = f"SELECT {_ROW_COLUMNS} FROM points{_where(clauses)} ORDER BY id ASC LIMIT ?"
+        with self.db.cursor() as cur:
+            rows = cur.execute(sql, [*params, limit]).fetchall()
+        return [_row_from_tuple(row) for row in reversed(rows)]
+
+    def rows_of(self, ids: Sequence[int]) -> dict[int, PointRow]:
+        """The list rows of the given ids that exist, by id (one query)."""
+        if not ids:
+            return {}
+        sql = f"SELECT {_ROW_COLUMNS} FROM points WHERE id IN (SELECT unnest(?::BIGINT[]))"
+        with self.db.cursor() as cur:
+            rows = cur.execute(sql, [[int(point_id) for point_id in ids]]).fetchall()
+        return {int(row[0]): _row_from_tuple(row) for row in rows}
+
+    def count_matching(self, where: PointFilter | None = None) -> int:
+        """How many points pass the filter."""
+        clauses, params = (where or PointFilter()).clauses()
+        with self.db.cursor() as cur:
+            rows = cur.execute(f"SELECT count(*) FROM points{_where(clauses)}", params).fetchall()
+        return int(rows[0][0])
 
     def by_source_prefix(self, prefix: str) -> list[Point]:
         """Points whose `source` starts with `prefix` (e.g. one ingested document), by id."""
