@@ -16,11 +16,18 @@ from tui.widgets.chat_message import ChatNotice
 
 
 def test_every_binding_id_in_the_app_is_documented() -> None:
+    from tui.screens.candidates_screen import CandidatesScreen
     from tui.screens.confirm_screen import ConfirmScreen
+    from tui.screens.conversations_screen import ConversationReader, ConversationsScreen
+    from tui.screens.facts_screen import FactsScreen
     from tui.screens.help_screen import HelpScreen
+    from tui.screens.hypotheses_screen import HypothesesScreen
+    from tui.screens.memory_browser import MemoryBrowserScreen
+    from tui.screens.memory_screen import MemoryScreen
     from tui.widgets.candidate_prompt import CandidatePrompt
     from tui.widgets.chat_input import ChatInput
     from tui.widgets.chat_message import ChatMessage
+    from tui.widgets.recalled_hits import RecalledHits
 
     ids = {
         binding.id
@@ -31,6 +38,14 @@ def test_every_binding_id_in_the_app_is_documented() -> None:
             HelpScreen,
             ChatMessage,
             ConfirmScreen,
+            MemoryScreen,
+            RecalledHits,
+            ConversationsScreen,
+            ConversationReader,
+            FactsScreen,
+            CandidatesScreen,
+            HypothesesScreen,
+            MemoryBrowserScreen,
         )
         for binding in owner.BINDINGS
         if getattr(binding, "id", None)

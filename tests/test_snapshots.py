@@ -158,3 +158,49 @@ def test_narrow_terminal_folds_the_sidebar(snap_compare, make_settings, fixed_st
         await settle(pilot, app, "online")
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+@pytest.mark.parametrize(
+    ("level", "warn_bytes", "crit_bytes"),
+    [
+        pytest.param("ok", 2**30, 2**31, id="ok"),
+        pytest.param("warn", 1, 2**31, id="warn"),
+        pytest.param("critical", 1, 2, id="critical"),
+    ],
+)
+def test_sidebar_headroom(
+    snap_compare, make_settings, fixed_standin, level: str, warn_bytes: int, crit_bytes: int
+) -> None:
+    """The sidebar after a turn that recalled memories and carried a fact, with the RAM
+    estimate under, over the warn and over the critical threshold (the real estimate of
+    the real store; only the thresholds differ)."""
+    settings = make_settings(
+        ollama_host=fixed_standin.host,
+        jobs_enabled=False,
+        memory_ram_warn_bytes=warn_bytes,
+        memory_ram_crit_bytes=crit_bytes,
+    ).model_copy(update={"now": _fixed_now()})
+    fixed_standin.script_reply("Staging runs on nebula-7; deploy with npm run dist.")
+    app = StraylightApp(settings)
+
+    async def run_before(pilot) -> None:
+        await settle(pilot, app, "online")
+        memory, facts = app.engine.memory, app.engine.facts
+        assert memory is not None and facts is not None
+        facts.set("deploy:blyck", "capability", "This PC deploys blyck: npm run dist.")
+        await memory.remember("The blyck staging server is nebula-7.")
+        await memory.remember("Deploys of blyck go out on Fridays only.")
+        app.query_one(ChatInput).text = "where does blyck staging run"
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: [m.status for m in app.query(ChatMessage)] == ["complete", "complete"],
+            what="finished reply",
+        )
+        app.refresh_fact_status()
+        await settle(pilot, app, "online")
+        state = app.query_one(StatusSidebar).state
+        assert state is not None and state.headroom == level
+        await wait_until(pilot, lambda: "1 active" in app.query_one(StatusSidebar).state.facts_line)
+
+    assert snap_compare(app, terminal_size=(100, 40), run_before=run_before)

@@ -173,7 +173,7 @@ async def test_hypotheses_by_slash_command_and_the_palette_entries(
             measurement="run bench.memory_scale at 200k points and compare p95",
             workspace="demo",
         )
-        await send(pilot, "/hypotheses")
+        await send(pilot, "/hypotheses list")
         await wait_until(
             pilot, lambda: any(f"#{card.id} [open" in n for n in notices(app)), what="list"
         )

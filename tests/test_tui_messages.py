@@ -83,5 +83,56 @@ async def test_the_sidebar_shows_what_the_last_prompt_carried(
             return app.query_one(StatusSidebar).state
 
         await wait_until(pilot, lambda: bool(state() and state().recalled), what="recalled")
-        assert any(line.startswith(f"#{point} ") for line in state().recalled)
+        assert any(line.text.startswith(f"#{point} ") for line in state().recalled)
         assert state().injected == ("deploy:blyck",)
+
+
+async def test_a_recalled_hit_in_the_sidebar_opens_in_the_browser_and_can_be_forgotten(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    from tui.widgets.recalled_hits import RecalledHits
+
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        memory = app.engine.memory
+        assert memory is not None
+        point = await memory.remember(REPLY)
+        standin.script_reply("It is nebula-7.")
+        await type_text(pilot, "which server is blyck staging on")
+        await pilot.press("enter")
+        hits = app.query_one(RecalledHits)
+        await wait_until(pilot, lambda: hits.option_count > 0, what="recalled hits listed")
+        await wait_until(pilot, lambda: not app.replying, what="the reply")
+
+        await pilot.press("ctrl+r")
+        assert app.focused is hits
+        hits.highlighted = next(
+            i for i in range(hits.option_count) if hits.get_option_at_index(i).id == str(point)
+        )
+        await pilot.press("enter")  # open: the memory browser shows that point
+        from tui.screens.memory_browser import MemoryBrowserScreen
+
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, MemoryBrowserScreen) and app.screen.preview_id == point,
+            what="the browser at the hit",
+        )
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: len(app.screen_stack) == 1, what="back in the chat")
+        await pilot.press("ctrl+r")
+        assert app.focused is hits
+        await pilot.press("f")
+        await pilot.press("n")  # no: nothing changes
+        assert memory.store.points.get(point) is not None
+        await pilot.press("f")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: memory.store.points.get(point) is None, what="forgotten")
+        await wait_until(
+            pilot,
+            lambda: all(line.point_id != point for line in hits.state_lines),
+            what="the hit gone from the sidebar",
+        )
+        if hits.option_count:
+            await pilot.press("escape")
+        assert isinstance(app.focused, ChatInput)

@@ -8,11 +8,12 @@ messages; nothing blocks typing.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -50,6 +51,7 @@ from tui.memory_commands import MEMORY_COMMANDS, run_memory_command
 from tui.startup_timer import seconds_since_start
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_message import ChatMessage, ChatNotice, EmptyChatHint
+from tui.widgets.recalled_hits import RecalledHits, RecalledLine
 from tui.widgets.status_sidebar import SidebarState, SidebarSummary, StatusSidebar
 
 if TYPE_CHECKING:
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
     from store.longterm_file import LongtermState
     from store.point_store import Point
     from tui.memory_session import MemorySession
+    from tui.screens.conversations_screen import ContinueConversation
 
 log = logging.getLogger("straylight.tui")
 
@@ -71,6 +74,31 @@ SLASH_COMMANDS: dict[str, str] = {
     **FACT_COMMANDS,
     **HYPOTHESIS_COMMANDS,
     "/dream": "run the dream now: at most one hypothesis card from related memories",
+    "/conversations": "the daily logs by day and conversation: read one, continue it",
+    "/longterm": "edit longterm.md in $VISUAL / $EDITOR (the TUI waits)",
+}
+CHAT_SCREEN_ACTIONS = frozenset(
+    {
+        "cancel_reply",
+        "new_conversation",
+        "toggle_sidebar",
+        "select_message",
+        "focus_recalled",
+        "open_memory_browser",
+        "open_facts",
+        "open_candidates",
+        "open_hypotheses",
+        "open_conversations",
+        "edit_longterm",
+    }
+)
+SCREEN_COMMANDS: dict[str, str] = {  # without an argument these open their screen
+    "/recall": "open_memory_browser",
+    "/facts": "open_facts",
+    "/candidates": "open_candidates",
+    "/hypotheses": "open_hypotheses",
+    "/conversations": "open_conversations",
+    "/longterm": "edit_longterm",
 }
 REFLECT_ON_QUIT_SECONDS = 30.0  # quitting waits this long at most for the reflection pass
 NARROW_COLUMNS = 100  # below this the sidebar (34 columns) would squeeze the chat
@@ -106,12 +134,19 @@ class StraylightApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "Straylight"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel_reply", "Cancel reply", id="cancel_reply"),
+        Binding("escape", "cancel_reply", "Cancel", id="cancel_reply"),
         Binding("ctrl+n", "new_conversation", "New chat", id="new_conversation"),
         Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="toggle_sidebar"),
         Binding("f1", "help", "Help", id="help"),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
         Binding("ctrl+up", "select_message(0)", "Select message", id="select_message", show=False),
+        Binding("f2", "open_memory_browser", "Memory", id="open_memory_browser"),
+        Binding("f3", "open_facts", "Facts", id="open_facts"),
+        Binding("f4", "open_candidates", "Candidates", id="open_candidates", show=False),
+        Binding("f5", "open_hypotheses", "Hypotheses", id="open_hypotheses", show=False),
+        Binding("ctrl+o", "open_conversations", "Chats", id="open_conversations", show=False),
+        Binding("ctrl+g", "edit_longterm", "longterm.md", id="edit_longterm", show=False),
+        Binding("ctrl+r", "focus_recalled", "Recalled hits", id="focus_recalled", show=False),
     ]
 
     def __init__(
@@ -302,14 +337,11 @@ class StraylightApp(App[int]):
         except Exception:
             log.exception("memory status failed")
             return
-        points, index = status["points"], status["index"]
-        total = points["total"]
-        line = (
-            f"{total} point{'' if total == 1 else 's'}, {points['pinned']} pinned\n"
-            f"index {index['state']} · ~{status['ram_estimate_bytes'] / 2**20:.1f} MiB "
-            f"{status['headroom']}"
+        self.call_from_thread(
+            self._publish_sidebar,
+            memory_line=memory_status_line(status),
+            headroom=str(status["headroom"]),
         )
-        self.call_from_thread(self._publish_sidebar, memory_line=line)
 
     # ---- sidebar and background checks -------------------------------------------
     def _publish_sidebar(self, **changes: object) -> None:
@@ -575,6 +607,158 @@ class StraylightApp(App[int]):
             kind="error",
         )
 
+    # ---- the memory screens, longterm.md in $EDITOR, the recalled hits ---------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The chat's own keys work (and show in the Footer) only on the chat screen; a
+        memory screen or the help has its own keys, and Esc closes it first."""
+        return not (action in CHAT_SCREEN_ACTIONS and len(self.screen_stack) > 1)
+
+    def _memory_or_say(self) -> TurnMemory | None:
+        memory = self.engine.memory
+        if memory is None:
+            self.notify(f"Memory is not available: {self.memory_problem}", severity="error")
+        return memory
+
+    def _open_screen(self, screen: Screen[Any], on_close: Any = None) -> None:
+        """Push a memory screen (one of each kind at a time); the sidebar is refreshed after."""
+        if type(self.screen) is type(screen):
+            return
+
+        async def closed(result: object) -> None:
+            self.refresh_memory_status()
+            self.refresh_fact_status()
+            if on_close is not None:
+                outcome = on_close(result)
+                if inspect.isawaitable(outcome):
+                    await outcome
+
+        self.push_screen(screen, closed)
+
+    def action_open_memory_browser(self, point_id: int | None = None) -> None:
+        if (memory := self._memory_or_say()) is None:
+            return
+        from tui.screens.memory_browser import MemoryBrowserScreen
+
+        self._open_screen(MemoryBrowserScreen(memory, point_id=point_id))
+
+    def action_open_facts(self) -> None:
+        if self._memory_or_say() is None or self.engine.facts is None:
+            return
+        from tui.screens.facts_screen import FactsScreen
+
+        self._open_screen(FactsScreen(self.engine.facts))
+
+    def action_open_candidates(self) -> None:
+        if self._memory_or_say() is None or self.engine.facts is None:
+            return
+        from tui.screens.candidates_screen import CandidatesScreen
+
+        self._open_screen(CandidatesScreen(self.engine.facts))
+
+    def action_open_hypotheses(self) -> None:
+        if self._memory_or_say() is None or self.engine.facts is None:
+            return
+        from tui.screens.hypotheses_screen import HypothesesScreen
+
+        self._open_screen(HypothesesScreen(self.engine.facts))
+
+    def action_open_conversations(self) -> None:
+        from tui.screens.conversations_screen import ConversationsScreen
+
+        self._open_screen(
+            ConversationsScreen(self.engine.daily_log, self.conversation_id),
+            self._continue_conversation,
+        )
+
+    async def _continue_conversation(self, chosen: ContinueConversation | None) -> None:
+        """The conversations screen chose one to continue: show it and make it current."""
+        if chosen is None or chosen.conversation_id == self.conversation_id:
+            return
+        from tui.screens.conversations_screen import chat_widgets
+
+        if self.replying:
+            self.workers.cancel_group(self, "reply")
+        self.reflect_in_background()  # the conversation being left gets its reflection
+        self.conversation_id = chosen.conversation_id
+        first = chosen.started or self.settings.clock.now()
+        self.conversation_started = first
+        chat_log = self.query_one("#chat-log", VerticalScroll)
+        await chat_log.remove_children()
+        await chat_log.mount_all(chat_widgets(chosen.messages))
+        chat_log.scroll_end(animate=False)
+        self._publish_sidebar(conversation_started=first, last_reply=None, recalled=None)
+        await self._notice(
+            f"Continuing conversation {chosen.conversation_id}: the next message goes on it."
+        )
+        self.query_one(ChatInput).focus()
+
+    def action_edit_longterm(self) -> None:
+        """Suspend the TUI, edit longterm.md in $VISUAL / $EDITOR, re-read it after."""
+        from textual.app import SuspendNotSupported
+
+        from tui.external_editor import EditorError, edit_file
+
+        path = self.engine.longterm.path
+        try:
+            self.engine.longterm.ensure_template()
+            try:
+                with self.suspend():  # the editor owns the terminal until it exits
+                    edit_file(path)
+            except SuspendNotSupported:
+                if not self.is_headless:
+                    raise EditorError(
+                        f"this terminal cannot hand over to an editor; edit {path} yourself"
+                    ) from None
+                edit_file(path)  # headless (tests): there is no terminal to hand over
+        except (EditorError, OSError) as error:
+            self.notify(str(error), severity="error", timeout=8)
+            return
+        self.check_status()  # re-reads longterm.md and updates the sidebar
+        self.notify(f"longterm.md saved; the next turn reads it ({path})", timeout=4)
+
+    def action_focus_recalled(self) -> None:
+        hits = self.query_one(RecalledHits)
+        if not hits.option_count:
+            self.notify("No recalled hits yet: they appear after a turn that recalled some.")
+            return
+        sidebar = self.query_one(StatusSidebar)
+        if not sidebar.display:
+            sidebar.display = True
+            self._sidebar_chosen = True
+            self._show_summary()
+        hits.focus()
+        if hits.highlighted is None:
+            hits.highlighted = 0
+
+    def on_recalled_hits_open_hit(self, message: RecalledHits.OpenHit) -> None:
+        self.action_open_memory_browser(message.point_id)
+
+    def on_recalled_hits_leave(self, _message: RecalledHits.Leave) -> None:
+        self.action_focus_input()
+
+    def on_recalled_hits_forget_hit(self, message: RecalledHits.ForgetHit) -> None:
+        memory = self._memory_or_say()
+        if memory is None:
+            return
+        from tui.screens.confirm_screen import ConfirmScreen
+
+        point_id = message.point_id
+
+        async def answered(yes: bool | None) -> None:
+            if not yes:
+                return
+            gone = await asyncio.to_thread(memory.store.forget, point_id)
+            recalled = tuple(
+                line for line in self._sidebar_state.recalled or () if line.point_id != point_id
+            )
+            self._publish_sidebar(recalled=recalled)
+            if not recalled:
+                self.action_focus_input()  # the list is gone with its last hit
+            self.notify(f"Forgot #{point_id}." if gone else f"#{point_id} was already gone.")
+            self.refresh_memory_status()
+
+        self.push_screen(ConfirmScreen(f"Forget memory point #{point_id}?"), answered)
+
     # ---- layer 4: approval, candidates, the "can't" check, reflection ----------------
     async def ask_approval(self, candidate: Candidate) -> Approval:
         """The engine's approver: an inline prompt in the chat log; the turn waits."""
@@ -682,7 +866,9 @@ class StraylightApp(App[int]):
     async def run_slash_command(self, line: str) -> None:
         command, _, argument = line.partition(" ")
         argument = argument.strip()
-        if command == "/help":
+        if command in SCREEN_COMMANDS and not argument:
+            await self.run_action(SCREEN_COMMANDS[command])
+        elif command == "/help":
             self.action_help()
         elif command == "/new":
             await self.action_new_conversation()
@@ -746,6 +932,11 @@ class StraylightApp(App[int]):
         yield SystemCommand(
             "Check Ollama now", "Re-check the Ollama server", self.action_check_ollama
         )
+        yield SystemCommand(
+            "Recalled hits",
+            "Go to the last prompt's recalled hits (Ctrl+R)",
+            self.action_focus_recalled,
+        )
         for command, title, help_text in PALETTE_COMMANDS:
             yield SystemCommand(title, help_text, _slash_callback(self, command))
         if self.ollama_status is not None and self.ollama_status.reachable:
@@ -780,12 +971,27 @@ class StraylightApp(App[int]):
 
 
 PALETTE_COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("/recall", "Memory browser", "Search, filter, pin and forget memory points (F2)"),
     ("/memstatus", "Memory status", "Points, index, RAM estimate and headroom"),
-    ("/facts", "Facts", "The facts of this workspace and the global ones"),
-    ("/candidates", "Fact candidates", "Facts waiting for your approval"),
-    ("/hypotheses", "Hypotheses", "The dream's hypothesis cards, overdue first"),
+    ("/facts", "Facts", "Facts by type, status and workspace: edit, retire, revive (F3)"),
+    ("/candidates", "Fact candidates", "Approve, edit or reject what waits for approval (F4)"),
+    ("/hypotheses", "Hypotheses", "The dream's cards, overdue first: validate, refute (F5)"),
+    ("/conversations", "Conversations", "The daily logs: read one, continue it (Ctrl+O)"),
+    ("/longterm", "Edit longterm.md", "Open longterm.md in $VISUAL / $EDITOR (Ctrl+G)"),
     ("/dream", "Dream now", "At most one hypothesis card from related memories"),
 )
+
+
+def memory_status_line(status: dict[str, Any]) -> str:
+    """The sidebar's memory block: points (total, pinned, without a vector), the index, the
+    RAM estimate and its headroom level (coloured by the sidebar)."""
+    points, index = status["points"], status["index"]
+    total = points["total"]
+    lines = f"{total:,} point{'' if total == 1 else 's'}, {points['pinned']:,} pinned"
+    if points["without_vector"]:
+        lines += f"\n{points['without_vector']:,} without a vector"
+    ram = status["ram_estimate_bytes"] / 2**20
+    return f"{lines}\nindex {index['state']}\nRAM ~{ram:.1f} MiB · {status['headroom']}"
 
 
 def _slash_callback(app: StraylightApp, command: str) -> object:
@@ -795,13 +1001,13 @@ def _slash_callback(app: StraylightApp, command: str) -> object:
     return run
 
 
-def _recalled_lines(event: Recalled) -> tuple[str, ...]:
-    """`#12 0.82 · the first words…` for each hit (pinned ones marked)."""
+def _recalled_lines(event: Recalled) -> tuple[RecalledLine, ...]:
+    """`#12 0.82 the first words…` for each hit (pinned ones marked)."""
     lines = []
     for hit in event.result.hits[:6]:
         words = " ".join(hit.content.split())[:18]
         pin = "📌" if hit.pinned else ""
-        lines.append(f"#{hit.id} {hit.score:.2f}{pin} {words}…")
+        lines.append(RecalledLine(hit.id, f"#{hit.id} {hit.score:.2f}{pin} {words}…"))
     return tuple(lines)
 
 

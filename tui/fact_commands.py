@@ -2,8 +2,9 @@
 
     /fact set KEY TYPE BODY [--scope global] [--proof TEXT]   write now (overwrites KEY)
     /fact get KEY · /fact retire KEY · /fact undo KEY
-    /facts                                                    this workspace's facts
-    /candidates [approve ID [BODY] | reject ID]               the approval gate
+    /facts list                                               this workspace's facts
+    /candidates [list | approve ID [BODY] | reject ID]        the approval gate
+    (/facts, /candidates and /hypotheses alone open their screens: tui/app.py)
 
 BODY is the rest of the line (apostrophes welcome); `--scope` and `--proof` may follow it,
 `--proof` takes the rest of the line. Each runs in a thread and answers with a notice.
@@ -26,8 +27,8 @@ Notice = Callable[..., Awaitable[None]]
 
 FACT_COMMANDS: dict[str, str] = {
     "/fact": "/fact set KEY TYPE BODY [--scope global] [--proof TEXT]; /fact get|retire|undo KEY",
-    "/facts": "the facts of this workspace and the global ones",
-    "/candidates": "/candidates lists facts waiting for approval; approve ID [BODY] | reject ID",
+    "/facts": "opens the facts screen; /facts list prints this workspace's and the global ones",
+    "/candidates": "opens the candidates screen; /candidates list | approve ID [BODY] | reject ID",
 }
 
 _SET = re.compile(r"^(?P<key>\S+)\s+(?P<type>\S+)\s+(?P<rest>.+)$", re.DOTALL)
@@ -112,7 +113,7 @@ async def _list(drawer: FactDrawer, notice: Notice) -> None:
 
 async def _candidates(drawer: FactDrawer, argument: str, notice: Notice) -> None:
     verb, _, rest = argument.strip().partition(" ")
-    if not verb:
+    if verb in ("", "list"):
         pending = await asyncio.to_thread(drawer.pending)
         if not pending:
             await notice("No candidates wait for approval.")
@@ -138,7 +139,7 @@ async def _candidates(drawer: FactDrawer, argument: str, notice: Notice) -> None
 
 
 HYPOTHESIS_COMMANDS: dict[str, str] = {
-    "/hypotheses": "/hypotheses lists the cards, overdue first; validate|refute|delete ID",
+    "/hypotheses": "opens the hypotheses screen; /hypotheses list | validate|refute|delete ID",
 }
 
 
@@ -153,7 +154,7 @@ async def run_hypothesis_command(drawer: FactDrawer | None, argument: str, notic
 
     verb, _, number = argument.strip().partition(" ")
     db = drawer.db
-    if not verb:
+    if verb in ("", "list"):
         now = db.clock.now()
         cards = await asyncio.to_thread(
             lambda: HypothesisStore(db).list(

@@ -10,7 +10,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
-HELP_TEXT = """\
+from tui.keymap import BINDING_IDS
+
+HELP_TEMPLATE = """\
 # Straylight — help
 
 ## Keys
@@ -23,17 +25,26 @@ HELP_TEXT = """\
 - **F1** — this help · **Ctrl+Q** — quit
 - **Ctrl+Up** — select the last message; **Up/Down** move; on a message **p** pins it,
   **f** forgets its memory point (asks first), **c** copies it; **Esc** back to typing
+- **Ctrl+R** — the last prompt's recalled hits in the sidebar: **Enter** opens one in the
+  memory browser, **f** forgets it (asks first), **Esc** back to typing
+- **F2** memory browser · **F3** facts · **F4** candidates · **F5** hypotheses ·
+  **Ctrl+O** conversations — full screens; **Esc** closes them
+- **Ctrl+G** — edit longterm.md in `$VISUAL` / `$EDITOR`; it is re-read when you save
 
 ## Slash commands
 - `/help` — this help
 - `/new` — start a new conversation (the log keeps the old one)
 - `/model NAME` — chat with another model for this session; `/model` alone lists the pulled ones
-- `/remember TEXT` · `/forget ID` · `/recall QUERY` · `/memstatus` · `/import PATH` — memories
+- `/remember TEXT` · `/forget ID` · `/recall QUERY` · `/memstatus` · `/import PATH` — memories;
+  `/recall` alone opens the memory browser
 - `/fact set KEY TYPE BODY [--scope global] [--proof TEXT]` — write a fact now
-- `/fact get|retire|undo KEY` · `/facts` — read, retire, undo; list this workspace's facts
-- `/candidates` — facts waiting for approval; `/candidates approve ID [BODY]` or `reject ID`
+- `/fact get|retire|undo KEY` — read, retire, undo; `/facts` opens the facts screen,
+  `/facts list` prints them here
+- `/candidates` — the candidates screen; `/candidates list`, `approve ID [BODY]`, `reject ID`
 - `/dream` — run the dream now: at most one hypothesis card
-- `/hypotheses` — the cards, overdue first; `/hypotheses validate|refute|delete ID`
+- `/hypotheses` — the cards' screen, overdue first; `/hypotheses list|validate|refute|delete ID`
+- `/conversations` — the daily logs by day: read one, continue it · `/longterm` — edit
+  longterm.md
 
 ## When the model wants to remember a fact
 A box appears in the chat: **a** approve · **e** edit (Enter saves) · **r** reject ·
@@ -41,16 +52,16 @@ A box appears in the chat: **a** approve · **e** edit (Enter saves) · **r** re
 
 ## Remapping keys
 In config.toml, `[keymap]` with `binding_id = "keys"` lines (several keys comma-separated):
-`send`, `newline`, `cancel_reply`, `new_conversation`, `toggle_sidebar`, `help`, `quit`,
-`select_message`, `message_previous`, `message_next`, `message_pin`, `message_forget`,
-`message_copy`, `message_done`, `confirm_yes`, `confirm_no`, `close_help`,
-`candidate_approve`, `candidate_edit`, `candidate_reject`, `candidate_later`.
+{binding_ids}.
 
 ## Where things are
 Every message is appended to `conversation/YYYY-MM-DD.md` in the data dir the moment it is
 sent; `longterm.md` there goes into every prompt, whole. `straylight status` and
 `straylight config` show the paths and every setting.
 """
+HELP_TEXT = HELP_TEMPLATE.replace(
+    "{binding_ids}", ", ".join(f"`{binding}`" for binding in BINDING_IDS)
+)
 
 
 class HelpScreen(ModalScreen[None]):

@@ -18,7 +18,7 @@ class ChatInput(TextArea):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "submit", "Send", id="send", show=True, priority=False),
-        Binding("ctrl+j", "newline", "New line", id="newline", show=True),
+        Binding("ctrl+j", "newline", "New line", id="newline", show=False),
     ]
 
     @dataclass

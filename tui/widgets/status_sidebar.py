@@ -11,6 +11,8 @@ from textual.containers import VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from tui.widgets.recalled_hits import RecalledHits, RecalledLine
+
 
 @dataclass(frozen=True, slots=True)
 class SidebarState:
@@ -33,7 +35,7 @@ class SidebarState:
     headroom: str = "ok"  # the last memstatus level: ok | warn | critical
     hypotheses: tuple[int, int] | None = None  # (open, overdue)
     alerts: tuple[str, ...] = ()  # overdue hypotheses, broken bindings
-    recalled: tuple[str, ...] | None = None  # the last turn's recalled hits, one line each
+    recalled: tuple[RecalledLine, ...] | None = None  # the last turn's recalled hits
     injected: tuple[str, ...] = ()  # the last turn's injected fact keys
 
     def with_changes(self, **changes: object) -> SidebarState:
@@ -66,7 +68,9 @@ class StatusSidebar(VerticalScroll):
         yield Static(id="sidebar-conversation", classes="sidebar-block")
         yield Static(id="sidebar-memory", classes="sidebar-block")
         yield Static(id="sidebar-facts", classes="sidebar-block")
-        yield Static(id="sidebar-why", classes="sidebar-block")
+        yield Static(id="sidebar-why")
+        yield RecalledHits(id="sidebar-hits")
+        yield Static(id="sidebar-why-facts", classes="sidebar-block")
         yield Static(id="sidebar-longterm", classes="sidebar-block")
 
     def watch_state(self, state: SidebarState | None) -> None:
@@ -83,9 +87,7 @@ class StatusSidebar(VerticalScroll):
         if state.headroom in ("warn", "critical"):
             memory_block.add_class(f"-{state.headroom}")
         self.query_one("#sidebar-facts", Static).update(self._facts_block(state))
-        why = self.query_one("#sidebar-why", Static)
-        why.display = state.recalled is not None or bool(state.injected)
-        why.update(self._why_block(state))
+        self._show_why(state)
         self.query_one("#sidebar-longterm", Static).update(self._longterm_block(state))
         self.set_class(state.ollama == "offline", "-offline")
 
@@ -129,17 +131,24 @@ class StatusSidebar(VerticalScroll):
             lines.append((f"⚠ {alert}", "yellow"))
         return _section("Facts", lines)
 
-    @staticmethod
-    def _why_block(state: SidebarState) -> Text:
-        """Why the model said what it said: what the last prompt carried."""
-        lines: list[tuple[str, str]] = []
-        if state.recalled is not None:
-            if not state.recalled:
-                lines.append(("nothing recalled", "dim"))
-            lines += [(line, "") for line in state.recalled]
-        if state.injected:
-            lines.append(("facts: " + ", ".join(state.injected), "dim"))
-        return _section("Last prompt", lines)
+    def _show_why(self, state: SidebarState) -> None:
+        """Why the model said what it said: the hits and facts the last prompt carried."""
+        shown = state.recalled is not None or bool(state.injected)
+        title = Text("LAST PROMPT", style="bold")
+        if state.recalled is not None and not state.recalled:
+            title.append("\nnothing recalled", style="dim")
+        why = self.query_one("#sidebar-why", Static)
+        why.display = shown
+        why.update(title)
+        hits = self.query_one(RecalledHits)
+        if hits.state_lines != (state.recalled or ()):
+            hits.state_lines = state.recalled or ()
+            hits.show_lines(hits.state_lines)
+        hits.display = shown and bool(state.recalled)
+        facts = self.query_one("#sidebar-why-facts", Static)
+        facts.display = shown
+        injected = ", ".join(state.injected)
+        facts.update(Text(f"facts: {injected}", style="dim") if injected else "")
 
     @staticmethod
     def _longterm_block(state: SidebarState) -> Text:

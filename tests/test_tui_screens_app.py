@@ -1,0 +1,92 @@
+"""The memory screens from the chat: their keys, slash commands and palette entries, and
+continuing an old conversation (its history reaches the next prompt)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+from agent.settings import Settings
+from store.daily_log import DailyLog, LogMessage
+from tests.support.ollama_standin import OllamaStandIn
+from tests.support.pilot_helpers import type_text, wait_until
+from tui.app import PALETTE_COMMANDS, SCREEN_COMMANDS, StraylightApp
+from tui.screens.conversations_screen import ConversationsScreen
+from tui.widgets.chat_message import ChatMessage
+
+SIZE = (110, 32)
+OLD = "20261101-090000-abcdef"
+
+
+def write_old_conversation(log: DailyLog) -> None:
+    when = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+    log.append(LogMessage("user", "Our staging box is nebula-7.", OLD, when), date(2026, 11, 1))
+    log.append(
+        LogMessage("assistant", "Noted: staging is nebula-7.", OLD, when, model="llama3.2"),
+        date(2026, 11, 1),
+    )
+
+
+async def test_ctrl_o_then_c_continues_an_old_conversation_with_its_history(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    write_old_conversation(app.engine.daily_log)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        await pilot.press("ctrl+o")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConversationsScreen), what="open")
+        screen = app.screen
+        assert isinstance(screen, ConversationsScreen)
+        await wait_until(pilot, lambda: screen.index_complete, what="the index")
+        await pilot.press("down")  # from the day line to its conversation
+        await pilot.press("c")
+        await wait_until(pilot, lambda: app.conversation_id == OLD, what="continued")
+        assert [m.text for m in app.query(ChatMessage)] == [
+            "Our staging box is nebula-7.",
+            "Noted: staging is nebula-7.",
+        ]
+        standin.clear_requests()
+        standin.script_reply("Yes, nebula-7.")
+        await type_text(pilot, "which box was staging")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(standin.chat_requests()), what="the chat request")
+        history = [m["content"] for m in standin.chat_requests()[-1]["messages"]]
+        assert "Noted: staging is nebula-7." in history
+        await wait_until(pilot, lambda: not app.replying, what="the reply")
+    logged = app.engine.daily_log.recent(OLD, 10)
+    assert [m.content for m in logged][-2:] == ["which box was staging", "Yes, nebula-7."]
+
+
+async def test_every_screen_opens_by_key_and_by_slash_command_and_esc_closes_it(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    from tui.screens.candidates_screen import CandidatesScreen
+    from tui.screens.facts_screen import FactsScreen
+    from tui.screens.hypotheses_screen import HypothesesScreen
+    from tui.screens.memory_browser import MemoryBrowserScreen
+
+    screens = {
+        "f2": ("/recall", MemoryBrowserScreen),
+        "f3": ("/facts", FactsScreen),
+        "f4": ("/candidates", CandidatesScreen),
+        "f5": ("/hypotheses", HypothesesScreen),
+        "ctrl+o": ("/conversations", ConversationsScreen),
+    }
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.facts is not None, what="memory open")
+        for key, (command, kind) in screens.items():
+            await pilot.press(key)
+            await wait_until(pilot, lambda k=kind: isinstance(app.screen, k), what=key)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda k=kind: not isinstance(app.screen, k), what="closed")
+            await type_text(pilot, command)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda k=kind: isinstance(app.screen, k), what=command)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda k=kind: not isinstance(app.screen, k), what="closed")
+
+
+def test_every_screen_command_has_a_palette_entry() -> None:
+    palette = {command for command, _title, _help in PALETTE_COMMANDS}
+    assert set(SCREEN_COMMANDS) <= palette
