@@ -173,6 +173,12 @@ async def test_hypotheses_by_slash_command_and_the_palette_entries(
             measurement="run bench.memory_scale at 200k points and compare p95",
             workspace="demo",
         )
+        app.refresh_fact_status()
+        await wait_until(
+            pilot,
+            lambda: app.query_one(StatusSidebar).state.hypotheses == (1, 0),  # type: ignore[union-attr]
+            what="the sidebar's card count",
+        )
         await send(pilot, "/hypotheses list")
         await wait_until(
             pilot, lambda: any(f"#{card.id} [open" in n for n in notices(app)), what="list"
@@ -183,5 +189,10 @@ async def test_hypotheses_by_slash_command_and_the_palette_entries(
         )
         assert HypothesisStore(facts(app).db).get(card.id).status == "validated"  # type: ignore[union-attr]
         assert [c.origin for c in facts(app).pending()] == ["hypothesis"]
+        await wait_until(
+            pilot,
+            lambda: app.query_one(StatusSidebar).state.hypotheses == (0, 0),  # type: ignore[union-attr]
+            what="the validated card leaves the open count",
+        )
         titles = {c.title for c in app.get_system_commands(app.screen)}
         assert {"Facts", "Fact candidates", "Hypotheses", "Dream now", "Memory status"} <= titles

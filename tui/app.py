@@ -849,14 +849,23 @@ class StraylightApp(App[int]):
         drawer = self.engine.facts
         if drawer is None:
             return
+        from store.hypothesis_store import HypothesisStore
+
         try:
             counts = drawer.counts()
             pending = len(drawer.pending())
+            cards = HypothesisStore(drawer.db).counts(
+                self.settings.clock.now(), workspace=drawer.workspace
+            )
         except Exception:
             log.exception("fact status failed")
             return
         line = f"{counts['active']} active, {counts['stale']} stale · {pending} pending"
-        self.call_from_thread(self._publish_sidebar, facts_line=line)
+        self.call_from_thread(
+            self._publish_sidebar,
+            facts_line=line,
+            hypotheses=(cards["open"], cards["overdue"]),
+        )
 
     async def _notice(self, text: str, *, kind: str = "info") -> None:
         chat_log = self.query_one("#chat-log", VerticalScroll)
