@@ -386,3 +386,20 @@ def test_snapshot_conversations_screen(snap_compare, make_settings) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)
+
+
+def test_snapshot_conversation_reader(snap_compare, make_settings) -> None:
+    """Enter on a conversation: the whole of it, full width, read-only (no message box)."""
+    app = StraylightApp(frozen_offline(make_settings), poll_offline_seconds=3600)
+    write_sample_logs(app.engine.daily_log)
+
+    async def run_before(pilot) -> None:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        screen = await open_screen(pilot, app, [])
+        await pilot.press("down", "down")
+        await wait_until(pilot, lambda: len(preview_texts(screen)) == 4, what="release")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConversationReader), what="reader")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)
