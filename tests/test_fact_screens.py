@@ -285,6 +285,25 @@ async def test_candidates_edit_then_enter_approves_the_edited_body(settings: Set
         assert "(edited)" in status_line(screen)
 
 
+async def test_a_refused_edit_keeps_the_typed_text_in_the_box(settings: Settings) -> None:
+    """Too long a body is refused with one line; what was typed stays to be fixed."""
+    from textual.widgets import Input
+
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        drawer = await opened(pilot, app)
+        cid = propose(drawer, "build:npm", "npm run dist builds blyck.")
+        screen = CandidatesScreen(drawer)
+        await show(pilot, app, screen)
+        await pilot.press("e")
+        editor = screen.query_one("#editor-input", Input)
+        editor.value = "x" * 3000
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "at most" in status_line(screen), what="the refusal")
+        assert screen.editing is not None and editor.value == "x" * 3000
+        assert drawer.store.candidate(cid).status == "pending"  # type: ignore[union-attr]
+
+
 async def test_candidates_reject_leaves_no_fact(settings: Settings) -> None:
     app = StraylightApp(settings)
     async with app.run_test(size=SIZE) as pilot:

@@ -75,7 +75,8 @@ async def test_a_remapped_key_runs_the_action_and_unknown_ids_are_named(
     make_settings: Callable[..., Settings], standin: OllamaStandIn
 ) -> None:
     settings = make_settings(
-        ollama_host=standin.host, keymap={"new_conversation": "ctrl+o", "frobnicate": "x"}
+        ollama_host=standin.host,
+        keymap={"new_conversation": "ctrl+t", "open_facts": "f10", "frobnicate": "x"},
     )
     app = StraylightApp(settings)
     async with app.run_test(size=(110, 32)) as pilot:
@@ -85,5 +86,14 @@ async def test_a_remapped_key_runs_the_action_and_unknown_ids_are_named(
             what="the unknown-id notice",
         )
         before = app.conversation_id
-        await pilot.press("ctrl+o")
+        await pilot.press("ctrl+t")
         await wait_until(pilot, lambda: app.conversation_id != before, what="new conversation")
+        from tui.screens.facts_screen import FactsScreen
+
+        await wait_until(pilot, lambda: app.engine.facts is not None, what="memory open")
+        await pilot.press("f10")  # a screen key remapped
+        await wait_until(pilot, lambda: isinstance(app.screen, FactsScreen), what="facts by F10")
+        await pilot.press("escape")
+        await pilot.press("f3")  # its old key no longer opens it
+        await pilot.pause()
+        assert not isinstance(app.screen, FactsScreen)

@@ -207,6 +207,10 @@ async def test_a_bad_date_is_named_and_nothing_breaks(settings: Settings) -> Non
         await pilot.press("enter")
         await pilot.pause()
         assert "before it starts" in status(app)
+        await pilot.press("escape")  # a refused range is not applied by another filter key
+        await pilot.press("r")
+        await wait_until(pilot, lambda: screen.filters.role == "user", what="the role filter")
+        assert (screen.filters.since, screen.filters.until) == (None, None)
 
 
 async def test_typing_in_a_box_types_letters_instead_of_running_bindings(

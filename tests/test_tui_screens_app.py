@@ -75,6 +75,13 @@ async def test_every_screen_opens_by_key_and_by_slash_command_and_esc_closes_it(
     app = StraylightApp(settings)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.engine.facts is not None, what="memory open")
+        on_chat = {c.title for c in app.get_system_commands(app.screen)}
+        assert {"Memory browser", "Facts", "Conversations", "Edit longterm.md"} <= on_chat
+        await pilot.press("f3")
+        await wait_until(pilot, lambda: isinstance(app.screen, FactsScreen), what="facts")
+        on_facts = {c.title for c in app.get_system_commands(app.screen)}
+        assert "Memory browser" not in on_facts and "Help: keys and commands" in on_facts
+        await pilot.press("escape")
         for key, (command, kind) in screens.items():
             await pilot.press(key)
             await wait_until(pilot, lambda k=kind: isinstance(app.screen, k), what=key)

@@ -40,6 +40,7 @@ from agent.turn import (
     new_conversation_id,
 )
 from agent.workspace import resolve_workspace
+from tui.display_text import printable
 from tui.fact_commands import (
     FACT_COMMANDS,
     HYPOTHESIS_COMMANDS,
@@ -493,7 +494,13 @@ class StraylightApp(App[int]):
         chat_log = self.query_one("#chat-log", VerticalScroll)
         await chat_log.remove_children()
         await chat_log.mount(EmptyChatHint())
-        self._publish_sidebar(conversation_started=self.conversation_started, last_reply=None)
+        self._publish_sidebar(
+            conversation_started=self.conversation_started,
+            last_reply=None,
+            recalled=None,
+            injected=(),
+            injected_facts=None,
+        )
         self.notify("New conversation.", timeout=3)
 
     # ---- the selected message: pin, forget, copy -----------------------------------------
@@ -542,8 +549,10 @@ class StraylightApp(App[int]):
 
     def action_forget_message(self) -> None:
         message = self._selected()
-        memory = self.engine.memory
-        if message is None or memory is None:
+        if message is None:
+            return
+        memory = self._memory_or_say()
+        if memory is None:
             return
         from tui.screens.confirm_screen import ConfirmScreen
 
@@ -651,6 +660,15 @@ class StraylightApp(App[int]):
     def action_open_candidates(self) -> None:
         if self._memory_or_say() is None or self.engine.facts is None:
             return
+        from tui.widgets.candidate_prompt import CandidatePrompt
+
+        if any(not prompt.result.done() for prompt in self.query(CandidatePrompt)):
+            self.notify(
+                "A fact waits for your answer in the chat: a approve · e edit · r reject · "
+                "l later (then the candidates screen shows the rest).",
+                severity="warning",
+            )
+            return
         from tui.screens.candidates_screen import CandidatesScreen
 
         self._open_screen(CandidatesScreen(self.engine.facts))
@@ -672,7 +690,10 @@ class StraylightApp(App[int]):
 
     async def _continue_conversation(self, chosen: ContinueConversation | None) -> None:
         """The conversations screen chose one to continue: show it and make it current."""
-        if chosen is None or chosen.conversation_id == self.conversation_id:
+        if chosen is None:
+            return
+        if chosen.conversation_id == self.conversation_id:
+            self.notify("That is the conversation you are in.", timeout=3)
             return
         from tui.screens.conversations_screen import chat_widgets
 
@@ -686,7 +707,13 @@ class StraylightApp(App[int]):
         await chat_log.remove_children()
         await chat_log.mount_all(chat_widgets(chosen.messages))
         chat_log.scroll_end(animate=False)
-        self._publish_sidebar(conversation_started=first, last_reply=None, recalled=None)
+        self._publish_sidebar(
+            conversation_started=first,
+            last_reply=None,
+            recalled=None,
+            injected=(),
+            injected_facts=None,
+        )
         await self._notice(
             f"Continuing conversation {chosen.conversation_id}: the next message goes on it."
         )
@@ -775,7 +802,8 @@ class StraylightApp(App[int]):
             prompt.leave_for_later()  # the reply was cancelled: the candidate stays pending
             raise
         finally:
-            self.query_one(ChatInput).focus()
+            for box in self.query(ChatInput):  # none while the app shuts down
+                box.focus()
 
     async def _announce_candidates(self, candidates: list[Candidate]) -> None:
         candidates = [c for c in candidates if c.origin != "tool"]  # its line is shown
@@ -927,19 +955,23 @@ class StraylightApp(App[int]):
 
     # ---- command palette ---------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Ctrl+P: every action. The chat's own (and opening a memory screen) are offered on
+        the chat screen only, as their keys are; a memory screen lists its own keys."""
         yield from super().get_system_commands(screen)
+        yield SystemCommand("Help: keys and commands", "Show the help screen", self.action_help)
+        yield SystemCommand(
+            "Check Ollama now", "Re-check the Ollama server", self.action_check_ollama
+        )
+        if screen is not self.screen_stack[0]:
+            return
         yield SystemCommand(
             "New conversation", "Start a new conversation", self.action_new_conversation
         )
         yield SystemCommand(
             "Cancel reply", "Stop the reply that is streaming", self.action_cancel_reply
         )
-        yield SystemCommand("Help: keys and commands", "Show the help screen", self.action_help)
         yield SystemCommand(
             "Toggle sidebar", "Show or hide the status sidebar", self.action_toggle_sidebar
-        )
-        yield SystemCommand(
-            "Check Ollama now", "Re-check the Ollama server", self.action_check_ollama
         )
         yield SystemCommand(
             "Recalled hits",
@@ -1014,7 +1046,7 @@ def _recalled_lines(event: Recalled) -> tuple[RecalledLine, ...]:
     """`#12 0.82 the first words…` for each hit (pinned ones marked)."""
     lines = []
     for hit in event.result.hits[:6]:
-        words = " ".join(hit.content.split())[:18]
+        words = " ".join(printable(hit.content).split())[:18]
         pin = "📌" if hit.pinned else ""
         lines.append(RecalledLine(hit.id, f"#{hit.id} {hit.score:.2f}{pin} {words}…"))
     return tuple(lines)

@@ -104,6 +104,8 @@ class CandidatesScreen(RecordScreen["Candidate"]):
 
     def _approve(self, candidate: Candidate, body: str | None) -> None:
         def approved(fact: Fact) -> None:
+            if self.editing is not None:
+                self.close_editor()
             edited = " (edited)" if body is not None and body != candidate.body else ""
             self.say(f"Approved {candidate_label(candidate)}{edited}: {clip(fact.body, 60)}")
             self.reload()

@@ -37,6 +37,7 @@ from tui.conversation_index import (
     iter_day_summaries,
     load_conversation,
 )
+from tui.display_text import printable
 from tui.screens.memory_screen import MemoryScreen
 from tui.widgets.chat_message import STATUS_LABELS, ChatMessage
 
@@ -140,7 +141,7 @@ def conversation_label(
         label.append(" current", style="bold reverse")
     label.append(" ↳" if continued else "", style="dim")
     label.append(" ")
-    first_line = summary.first_line or "(no user message)"
+    first_line = printable(summary.first_line) or "(no user message)"
     label.append(first_line, style="" if summary.first_line else "dim")
     return label
 
@@ -150,7 +151,7 @@ def describe(conversation_id: str, messages: Sequence[LogMessage], *, current: b
     days = sorted({m.time.astimezone().date() for m in messages if m.time is not None})
     models = list(dict.fromkeys(m.model for m in messages if m.model))
     problems = [m.status for m in messages if m.status in PROBLEM_STATUSES]
-    text = Text(conversation_id or "(no conversation id)", style="bold")
+    text = Text(printable(conversation_id) or "(no conversation id)", style="bold")
     if current:
         text.append(" · current", style="bold")
     facts = [f"{len(messages)} message{'' if len(messages) == 1 else 's'}"]

@@ -260,6 +260,7 @@ class RecordScreen(MemoryScreen[None], Generic[RecordT]):
         return self._editing
 
     def close_editor(self) -> None:
+        """Hide the editor (if open) and go back to the table."""
         self._editing = None
         self.query_one("#editor").remove_class("-open")
         self.table.focus()
@@ -275,8 +276,8 @@ class RecordScreen(MemoryScreen[None], Generic[RecordT]):
         if not text:
             self.say("The text is empty: type something, or Esc to cancel.", error=True)
             return
-        self.close_editor()
-        self.edit_submitted(record, text)
+        self.edit_submitted(record, text)  # the subclass closes the editor once it is saved:
+        # a refused text (too long, a credential-shaped key…) stays in the box to be fixed
 
     @on(EditInput.Cancelled)
     def _cancelled(self, event: EditInput.Cancelled) -> None:

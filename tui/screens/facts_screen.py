@@ -273,6 +273,7 @@ class FactsScreen(RecordScreen["Fact"]):
             )
 
         def written(fact: Fact) -> None:
+            self.close_editor()
             self.say(f"Saved {fact_label(fact)}: {clip(fact.body, 60)}")
             self.reload()
 

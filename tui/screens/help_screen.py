@@ -46,6 +46,15 @@ HELP_TEMPLATE = """\
 - `/conversations` — the daily logs by day: read one, continue it · `/longterm` — edit
   longterm.md
 
+## On the memory screens (Esc closes them)
+- **Memory browser** (F2): **/** search (hybrid recall) · **r** role filter · **o** pinned only ·
+  **d** date range (Enter applies) · **p** pin/unpin · **f** forget (asks first)
+- **Facts** (F3): **t** type · **s** status · **w** workspace filters · **e** edit (Enter saves,
+  Ctrl+T changes the type) · **r** retire (asks first) · **v** revive
+- **Candidates** (F4): **a** approve · **e** edit, then Enter approves · **r** reject
+- **Hypotheses** (F5): **v** validate · **x** refute · **d** delete (asks first)
+- **Conversations** (Ctrl+O): **Enter** read one full-width · **c** continue it in the chat
+
 ## When the model wants to remember a fact
 A box appears in the chat: **a** approve · **e** edit (Enter saves) · **r** reject ·
 **l** later (it stays a candidate). The reply goes on after your answer.

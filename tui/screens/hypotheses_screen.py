@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.text import Text
 from textual.binding import Binding, BindingType
 
+from tui.display_text import printable
 from tui.screens.confirm_screen import ConfirmScreen
 from tui.screens.fact_rows import Column, RecordScreen, clip, day
 
@@ -62,7 +63,7 @@ def cited_lines(db: Database, source_ids: Sequence[str]) -> list[str]:
             text = f"{fact.type} {fact.key} — {fact.body}"
         elif point is not None:
             text = point.content
-        lines.append(f"{source} {clip(text, CITED_CHARS)}")
+        lines.append(f"{source} {clip(printable(text), CITED_CHARS)}")
     return lines
 
 
@@ -118,7 +119,8 @@ class HypothesesScreen(RecordScreen["Hypothesis"]):
         if self.loaded:
             now = self.clock.now()
             overdue = sum(card.is_overdue(now) for card in self.records)
-            line.append(f"  · {len(self.records)} cards", style="dim")
+            count = len(self.records)
+            line.append(f"  · {count} card{'' if count == 1 else 's'}", style="dim")
             if overdue:
                 line.append(f", {overdue} overdue", style="bold red")
         return line

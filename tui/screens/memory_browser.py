@@ -30,6 +30,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
+from tui.display_text import printable
 from tui.screens.confirm_screen import ConfirmScreen
 from tui.screens.memory_screen import MemoryScreen
 
@@ -64,8 +65,8 @@ def local_stamp(when: datetime) -> str:
 
 
 def first_line(text: str) -> str:
-    """The first non-blank line of a text, stripped."""
-    for line in text.splitlines():
+    """The first non-blank line of a text, stripped (control characters shown as symbols)."""
+    for line in printable(text).splitlines():
         if line.strip():
             return line.strip()
     return ""
@@ -262,7 +263,7 @@ def preview_text(point: Point, confidence: float | None) -> Text:
         text.append(f"{label:<13}", style="dim")
         text.append(f"{value}\n")
     text.append("─" * 24 + "\n", style="dim")
-    text.append(point.content)
+    text.append(printable(point.content))
     return text
 
 
@@ -612,10 +613,10 @@ class MemoryBrowserScreen(MemoryScreen[None]):
     def action_cycle_role(self) -> None:
         index = ROLE_CYCLE.index(self.filters.role)
         role = ROLE_CYCLE[(index + 1) % len(ROLE_CYCLE)]
-        self._apply(BrowserFilter(role, self.filters.pinned_only, *self._days()))
+        self._apply(replace(self.filters, role=role))
 
     def action_toggle_pinned(self) -> None:
-        self._apply(BrowserFilter(self.filters.role, not self.filters.pinned_only, *self._days()))
+        self._apply(replace(self.filters, pinned_only=not self.filters.pinned_only))
 
     def action_close(self) -> None:
         """Esc: from a box back to the list; from the list, close the browser."""
@@ -702,7 +703,7 @@ class MemoryBrowserScreen(MemoryScreen[None]):
     @on(Input.Submitted, ".date")
     def _dates_submitted(self, _event: Input.Submitted) -> None:
         try:
-            since, until = self._days(strict=True)
+            since, until = self._days()
         except ValueError as error:
             self.say(str(error), error=True)
             return
@@ -712,20 +713,12 @@ class MemoryBrowserScreen(MemoryScreen[None]):
         self.table.focus()
         self._apply(BrowserFilter(self.filters.role, self.filters.pinned_only, since, until))
 
-    def _days(self, *, strict: bool = False) -> tuple[date | None, date | None]:
-        """The day range in the boxes; an unreadable box keeps the applied day (or raises)."""
-        days: list[date | None] = []
-        for box_id, applied in (
-            ("#date-from", self.filters.since),
-            ("#date-to", self.filters.until),
-        ):
-            try:
-                days.append(parse_day(self.query_one(box_id, Input).value))
-            except ValueError:
-                if strict:
-                    raise
-                days.append(applied)
-        return days[0], days[1]
+    def _days(self) -> tuple[date | None, date | None]:
+        """The day range typed in the boxes (ValueError names a bad date). Only Enter in a
+        box applies it; the other filter keys keep the range that was applied."""
+        since = parse_day(self.query_one("#date-from", Input).value)
+        until = parse_day(self.query_one("#date-to", Input).value)
+        return since, until
 
     def _apply(self, filters: BrowserFilter) -> None:
         self.filters = filters

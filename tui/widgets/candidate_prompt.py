@@ -82,7 +82,8 @@ class CandidatePrompt(Vertical, can_focus=True):
 
     def leave_for_later(self) -> None:
         """The turn went away (Esc): show the candidate as pending, take no more keys."""
-        self._show(Approval("later"))
+        if self.is_attached:  # not while the app shuts down
+            self._show(Approval("later"))
 
     def _resolve(self, approval: Approval) -> None:
         if self.result.done():

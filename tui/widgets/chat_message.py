@@ -11,6 +11,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from tui.display_text import printable
+
 if TYPE_CHECKING:
     from textual.timer import Timer
     from textual.widgets import Markdown
@@ -70,11 +72,11 @@ class ChatMessage(Vertical, can_focus=True):
         yield Static(self._title_text(), classes="message-title")
         if self.role == "user":
             # What the user typed, exactly: line breaks and all, no Markdown reflow.
-            yield Static(Text(self.text), classes="message-body")
+            yield Static(Text(printable(self.text)), classes="message-body")
         else:
             from textual.widgets import Markdown
 
-            yield Markdown(self.text, classes="message-body")
+            yield Markdown(printable(self.text), classes="message-body")
 
     def _title_text(self) -> Text:
         who = "you" if self.role == "user" else (self.model or "assistant")
@@ -115,7 +117,7 @@ class ChatMessage(Vertical, can_focus=True):
         if self._pending and self._stream is not None:
             chunk = "".join(self._pending)
             self._pending.clear()
-            await self._stream.write(chunk)
+            await self._stream.write(printable(chunk))
 
     async def stop_stream(self) -> None:
         """Write what is still queued and stop the stream."""
@@ -131,7 +133,7 @@ class ChatMessage(Vertical, can_focus=True):
         await self.stop_stream()
         if text is not None:
             self.text = text
-        await self.body.update(self.text)
+        await self.body.update(printable(self.text))
         self._set_status(status)
 
 

@@ -1,0 +1,25 @@
+"""Text that is safe to draw: a memory, a log or a reply can hold terminal control
+characters (ESC sequences that clear the screen, retitle the window or write the clipboard
+with OSC 52). Textual passes them through to the terminal, so everything the TUI shows from
+the store, the logs or the model goes through `printable` first."""
+
+from __future__ import annotations
+
+import re
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)  # ␛ for ESC, ␇ for BEL, … (Unicode control pictures)
+    return "␡" if code == 0x7F else "\ufffd"  # DEL, and the C1 controls
+
+
+def printable(text: str) -> str:
+    """`text` with every control character except newline and tab shown as a symbol
+    (CRLF becomes a newline first)."""
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(_visible, text.replace("\r\n", "\n"))
