@@ -8,6 +8,14 @@ run *ARGS:
 test *ARGS:
     python -m pytest -q {{ARGS}}
 
+# The reliability suite, including its cases over a minute (crash loops; `just test` runs the rest).
+reliability *ARGS:
+    python -m pytest -q -m "slow or not slow" tests/reliability {{ARGS}}
+
+# Long fuzzing runs (hypothesis, many more examples) of the log parser, save filter, masker, doc splitter.
+fuzz *ARGS:
+    HYPOTHESIS_PROFILE=fuzz python -m pytest -q -m "slow or not slow" tests/reliability/test_fuzz.py {{ARGS}}
+
 # Lint and format check.
 lint:
     ruff check .

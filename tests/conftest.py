@@ -10,11 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from agent.settings import Settings, load_settings
 from tests.support.ollama_standin import OllamaStandIn
 
 FIXED_NOW = "2026-11-29T21:04:38Z"
+
+# `just fuzz` runs the property tests with HYPOTHESIS_PROFILE=fuzz: many more examples, no
+# time limit per example. `just test` uses hypothesis' defaults (or each test's own).
+hypothesis_settings.register_profile(
+    "fuzz", max_examples=20_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture(autouse=True)
