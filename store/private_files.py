@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -40,15 +41,23 @@ def append_private_bytes(path: Path, data: bytes) -> None:
     """Append `data` in one write to a 0600 file, then fsync.
 
     One `write` on an O_APPEND descriptor: a crash can cut only these bytes short, never
-    touch what the file held before.
+    touch what the file held before. A write that fails (disk full: ENOSPC, or EFBIG past a
+    file size limit, often after a short write) takes back the part that got in, so the file
+    ends where it did, and raises OSError naming the file.
     """
     ensure_private_dir(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise OSError(error.errno, error.strerror, str(path)) from error
     finally:
         os.close(fd)

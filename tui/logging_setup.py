@@ -17,6 +17,14 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
+    def handleError(self, record: logging.LogRecord) -> None:
+        """A record that cannot be written (disk full, file gone) is dropped. The default
+        prints a traceback to stderr for every record, which would land on the user's
+        screen; whatever failed for the user is reported by the command itself."""
+        self.failed_records += 1
+
+    failed_records = 0  # records dropped because the log file could not be written
+
 
 def setup_file_logging(log_file: Path, level: int = logging.INFO) -> None:
     """Route the root logger to a rotating 0600 file; quiet chatty libraries."""

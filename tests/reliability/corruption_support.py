@@ -1,0 +1,242 @@
+"""Helpers for the reliability suite: run `python -m tui.cli` as a user does, seed a data dir
+with committed turns, and check that nothing outside the data dir was touched.
+
+Every subprocess gets its own `HOME`, `TMPDIR` and working directory inside the test's tmp dir,
+so a stray write anywhere but the data dir shows up in `outside_snapshot`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 30  # seconds per subprocess; a healthy call takes about one
+NOW = "2031-02-03T04:05:06Z"
+DAY = "2031-02-03"
+MODEL = "llama3.2"
+
+# The committed turn every case starts from: both messages pass the save filter (≥ 50 chars),
+# so the seed holds two points with vectors.
+SEED_QUESTION = "What powers the lighthouse beacon on the northern island these days?"
+SEED_REPLY = "The keeper says the lighthouse beacon runs on a rebuilt diesel generator now."
+SEED_QUERY = "lighthouse beacon diesel generator"
+SEED_POINTS = 2
+
+Env = dict[str, str]
+
+# `python -m tui.cli` with RLIMIT_FSIZE: every file the process writes stops growing at `limit`
+# bytes (EFBIG, "File too large" — the kernel's disk-full for one process, unprivileged and as
+# root alike; SIGXFSZ is ignored so the write raises instead of killing the process).
+_LIMITED = (
+    "import resource, runpy, signal, sys\n"
+    "limit = int(sys.argv[1])\n"
+    "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+    "resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))\n"
+    "sys.argv = ['straylight', *sys.argv[2:]]\n"
+    "runpy.run_module('tui.cli', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def make_env(home: Path, tmp: Path, ollama_host: str, **extra: str) -> Env:
+    """The environment of one user: data dir, Ollama, a frozen clock, private HOME and TMPDIR."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("STRAYLIGHT_", "MEMORY_")) and k not in ("OLLAMA_HOST", "TMPDIR")
+    }
+    for name in ("user-home", "tmpdir", "cwd", "xdg-config"):
+        (tmp / name).mkdir(exist_ok=True)
+    env.update(
+        {
+            "STRAYLIGHT_HOME": str(home),
+            "STRAYLIGHT_NOW": NOW,
+            "STRAYLIGHT_WORKSPACE": "demo",
+            "OLLAMA_HOST": ollama_host,
+            "HOME": str(tmp / "user-home"),
+            "TMPDIR": str(tmp / "tmpdir"),
+            "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
+            "XDG_DATA_HOME": str(tmp / "xdg-data"),
+            "PYTHONPATH": str(REPO_ROOT),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "TZ": "UTC",
+        }
+    )
+    env.update(extra)
+    return env
+
+
+def _cwd(env: Env) -> Path:
+    return Path(env["HOME"]).parent / "cwd"
+
+
+def cli_command(*args: str, file_size_limit: int | None = None) -> list[str]:
+    if file_size_limit is None:
+        return [sys.executable, "-m", "tui.cli", *args]
+    return [sys.executable, "-c", _LIMITED, str(file_size_limit), *args]
+
+
+def run_cli(env: Env, *args: str, file_size_limit: int | None = None) -> Any:
+    return subprocess.run(
+        cli_command(*args, file_size_limit=file_size_limit),
+        env=env,
+        cwd=_cwd(env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+
+
+def popen_cli(env: Env, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        cli_command(*args),
+        env=env,
+        cwd=_cwd(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def run_many(env: Env, *commands: list[str]) -> list[Any]:
+    """Run CLI calls side by side (only for calls that do not contend for the data dir)."""
+    processes = [
+        subprocess.Popen(
+            cli_command(*args),
+            env=env,
+            cwd=_cwd(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for args in commands
+    ]
+    results = []
+    try:
+        for process in processes:
+            out, err = process.communicate(timeout=TIMEOUT)
+            results.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=TIMEOUT)
+    return results
+
+
+def assert_one_line(proc: Any, code: int, *fragments: str) -> str:
+    """Exit `code`, exactly one stderr line, no traceback, each fragment in it."""
+    seen = (proc.args[3:], proc.returncode, proc.stdout[-500:], proc.stderr)
+    assert proc.returncode == code, seen
+    assert "Traceback" not in proc.stderr, seen
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, seen
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, *seen)
+    return lines[0]
+
+
+def assert_ok(proc: Any) -> None:
+    assert (proc.returncode, proc.stderr) == (0, ""), (proc.args[3:], proc.stdout[-500:])
+
+
+def history_json(env: Env, *args: str) -> list[dict[str, Any]]:
+    proc = run_cli(env, "history", "--json", "--date", DAY, *args)
+    assert_ok(proc)
+    return json.loads(proc.stdout)
+
+
+def status_json(env: Env) -> dict[str, Any]:
+    proc = run_cli(env, "status", "--json")
+    assert_ok(proc)
+    return json.loads(proc.stdout)
+
+
+def recall_json(env: Env, query: str = SEED_QUERY) -> dict[str, Any]:
+    proc = run_cli(env, "recall", "--json", query)
+    assert_ok(proc)
+    return json.loads(proc.stdout)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def outside_snapshot(tmp: Path, home: Path) -> dict[str, str]:
+    """Every file and folder under `tmp` except the data dir: path → content hash ("dir")."""
+    found: dict[str, str] = {}
+    for root, dirs, files in os.walk(tmp):
+        here = Path(root)
+        if here == home or home in here.parents:
+            dirs[:] = []
+            continue
+        for name in dirs:
+            if here / name != home:
+                found[str((here / name).relative_to(tmp))] = "dir"
+        for name in files:
+            found[str((here / name).relative_to(tmp))] = sha256(here / name)
+    return found
+
+
+def data_dir_listing(home: Path) -> set[str]:
+    return {str(p.relative_to(home)) for p in home.rglob("*")}
+
+
+def day_log(home: Path) -> Path:
+    return home / "conversation" / f"{DAY}.md"
+
+
+def log_block(role: str, content: str, conversation: str, *, meta: bool = True) -> str:
+    """One message in the daily log's documented on-disk format."""
+    header = f"### {role}\n"
+    if meta:
+        data = json.dumps({"time": NOW, "conversation": conversation, "model": MODEL})
+        header += f"<!-- straylight {data} -->\n"
+    return f"{header}{content}\n\n"
+
+
+def seed_data_dir(template: Path, tmp: Path, ollama_host: str, standin: Any) -> None:
+    """One committed turn (two points) in `template`, made by the real `ask`."""
+    standin.script_reply(SEED_REPLY)
+    proc = run_cli(make_env(template, tmp, ollama_host), "ask", SEED_QUESTION)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
+    assert proc.stdout == SEED_REPLY + "\n"
+
+
+def copy_seed(template: Path, home: Path) -> None:
+    shutil.copytree(template, home)
+
+
+def seed_messages() -> list[tuple[str, str, str]]:
+    return [("user", SEED_QUESTION, "complete"), ("assistant", SEED_REPLY, "complete")]
+
+
+def summary(messages: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    return [(m["role"], m["content"], m["status"]) for m in messages]
+
+
+def history_and_status(env: Env) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Today's messages (`history --json`) and `status --json`, run side by side."""
+    history, status = run_many(env, ["history", "--json", "--date", DAY], ["status", "--json"])
+    assert_ok(history)
+    assert_ok(status)
+    return json.loads(history.stdout), json.loads(status.stdout)
+
+
+def assert_seed_intact(env: Env, *, points: int = SEED_POINTS, recall: bool = False) -> None:
+    """The committed turn is all there: its two log messages first in today's log, `points`
+    points in the database, and — with `recall` — recall finds it."""
+    messages, status = history_and_status(env)
+    assert summary(messages)[:2] == seed_messages()
+    assert status["points"]["total"] == points
+    if recall:
+        hits = recall_json(env)["hits"]
+        assert SEED_QUESTION in [hit["content"] for hit in hits]

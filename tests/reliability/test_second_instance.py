@@ -1,0 +1,191 @@
+"""Issue 7, part 5: a second Straylight on the same data dir.
+
+A real `straylight ask` holds the data dir while its reply streams slowly from the Ollama
+stand-in (seconds between chunks, until the test lets the rest through); meanwhile the user
+runs other commands on the same data dir. Each one that opens the memory stops with one line
+naming the holder's PID (exit 6, README "Headless commands"); `history` and `config` still
+work; the holder finishes its turn as if nothing happened.
+
+Unit-level coverage not repeated here: tests/test_data_dir_lock.py (the lock itself),
+tests/test_database.py::test_a_second_process_gets_a_one_line_message_with_the_holders_pid
+(DuckDB's own lock), tests/test_cli_memory.py::test_a_held_data_dir_gives_one_line_and_exit_6
+(the commands against a bare lock holder, not a running turn).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.reliability.corruption_support import (
+    DAY,
+    SEED_POINTS,
+    Env,
+    assert_ok,
+    assert_one_line,
+    assert_seed_intact,
+    copy_seed,
+    history_json,
+    make_env,
+    outside_snapshot,
+    popen_cli,
+    run_cli,
+    run_many,
+    seed_data_dir,
+    seed_messages,
+    summary,
+)
+from tests.support.ollama_standin import OllamaStandIn
+
+EXIT_DATA_DIR_IN_USE = 6
+HOLDER_QUESTION = "Which harbour does the night ferry to the northern island leave from?"
+HOLDER_REPLY = "The night ferry leaves from the old harbour, pier four, at a quarter past eleven."
+SLOW_CHUNKS = 2.0  # seconds between the holder's reply chunks, until the test says go
+WAIT = 20.0
+
+
+@pytest.fixture(scope="module")
+def seed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("seed")
+    with OllamaStandIn() as server:
+        seed_data_dir(tmp / "home", tmp, server.host, server)
+    return tmp / "home"
+
+
+@pytest.fixture
+def home(tmp_path: Path, seed_template: Path) -> Path:
+    copy_seed(seed_template, tmp_path / "home")
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def env(home: Path, tmp_path: Path, standin: OllamaStandIn) -> Env:
+    return make_env(home, tmp_path, standin.host)
+
+
+@pytest.fixture
+def holder(env: Env, standin: OllamaStandIn) -> Iterator[Holder]:
+    """`straylight ask` mid-reply: it holds the data dir until the stall ends."""
+    standin.script_reply(HOLDER_REPLY)
+    standin.token_delay = SLOW_CHUNKS
+    process = popen_cli(env, "ask", HOLDER_QUESTION)
+    running = Holder(process)
+    try:
+        running.wait_for_first_words()
+        yield running
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=WAIT)
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()
+        process.stderr.close()
+
+
+class Holder:
+    """The first instance: a running `straylight ask` and what it printed so far."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self.received = b""
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def wait_for_first_words(self) -> None:
+        """The first chunk is on stdout: the lock is taken and the memory is open."""
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + WAIT
+        while not self.received and time.monotonic() < deadline:
+            ready, _, _ = select.select([self.process.stdout], [], [], 0.05)
+            if ready:
+                self.received += os.read(self.process.stdout.fileno(), 4096)
+        assert self.received, "the holder never started its reply"
+
+    def finish(self) -> tuple[int, str, str]:
+        out, err = self.process.communicate(timeout=WAIT)
+        return self.process.returncode, (self.received + out).decode(), err.decode()
+
+
+def test_a_second_instance_names_the_holder_and_the_first_is_unaffected(
+    env: Env, home: Path, tmp_path: Path, holder: Holder, standin: OllamaStandIn
+) -> None:
+    outside = outside_snapshot(tmp_path, home)
+    second = run_many(
+        env,
+        ["ask", "Is the night ferry running tonight as well, or only on weekdays?"],
+        ["status", "--json"],
+        ["remember", "The night ferry is cancelled when the wind is above force eight."],
+        ["recall", "night ferry"],
+        [],  # the TUI: refused before it paints
+    )
+    history, config = run_many(env, ["history", "--json", "--date", DAY], ["config", "--json"])
+    assert holder.running(), "the holder ended before the second instances ran"
+    for proc in second:
+        line = assert_one_line(proc, EXIT_DATA_DIR_IN_USE, f"PID {holder.pid}")
+        assert line == (
+            f"straylight: {home} is in use by PID {holder.pid} (another Straylight?); "
+            "close it or use --home"
+        )
+        assert proc.stdout == ""
+    # Reading the logs and the settings never needs the lock.
+    assert_ok(history)
+    assert summary(json.loads(history.stdout)) == [
+        *seed_messages(),
+        ("user", HOLDER_QUESTION, "complete"),
+    ]
+    assert_ok(config)
+
+    # The first instance finishes its turn as if alone.
+    standin.token_delay = 0.0
+    code, out, err = holder.finish()
+    assert (code, out, err) == (0, HOLDER_REPLY + "\n", "")
+    assert len(standin.chat_requests()) == 1  # the second `ask` never reached the model
+    messages = history_json(env)
+    assert summary(messages) == [
+        *seed_messages(),
+        ("user", HOLDER_QUESTION, "complete"),
+        ("assistant", HOLDER_REPLY, "complete"),
+    ]
+    assert_seed_intact(env, points=SEED_POINTS + 2)  # the holder's two points, nothing else
+    assert outside_snapshot(tmp_path, home) == outside
+
+
+def test_a_holder_killed_mid_reply_frees_the_data_dir(
+    env: Env, home: Path, tmp_path: Path, holder: Holder, standin: OllamaStandIn
+) -> None:
+    outside = outside_snapshot(tmp_path, home)
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.process.wait(timeout=WAIT)
+    standin.token_delay = 0.0
+
+    # The kernel dropped the lock with the process: the next instance starts at once.
+    standin.script_reply("Yes, it runs every night of the week except on Mondays in winter.")
+    proc = run_cli(env, "ask", "Does the night ferry run on every single night of the week?")
+    assert_ok(proc)
+    assert proc.stdout == "Yes, it runs every night of the week except on Mondays in winter.\n"
+    # The killed turn's message was committed before the reply began; it stays.
+    assert summary(history_json(env)) == [
+        *seed_messages(),
+        ("user", HOLDER_QUESTION, "complete"),
+        ("user", "Does the night ferry run on every single night of the week?", "complete"),
+        (
+            "assistant",
+            "Yes, it runs every night of the week except on Mondays in winter.",
+            "complete",
+        ),
+    ]
+    assert_seed_intact(env, points=SEED_POINTS + 2)  # the new turn's; the killed one saved none
+    assert outside_snapshot(tmp_path, home) == outside
