@@ -8,6 +8,10 @@ run *ARGS:
 test *ARGS:
     python -m pytest -q {{ARGS}}
 
+# Scaling of the memory from 1k to 1M points, with plots in bench/results/ (~40 min at 1M; needs the bench extra).
+scaling sizes="1000,10000,100000,1000000":
+    nice -n 10 python -m bench.scaling --sizes {{sizes}}
+
 # The reliability suite, including its cases over a minute (crash loops; `just test` runs the rest).
 reliability *ARGS:
     python -m pytest -q -m "slow or not slow" tests/reliability {{ARGS}}

@@ -531,7 +531,14 @@ def _profile_text(profiler: Any) -> str | None:
 # --------------------------------------------------------------------------- orchestration
 
 
-def run_worker(phase: str, home: Path, n: int, args: argparse.Namespace) -> JsonDict:
+def run_worker(
+    phase: str,
+    home: Path,
+    n: int,
+    args: argparse.Namespace,
+    timeout: float = WORKER_TIMEOUT_SECONDS,
+) -> JsonDict:
+    """One phase in its own interpreter (bench/scaling.py passes a longer `timeout` at 1M)."""
     out = home.parent / f"{phase}-{n}.json"
     command = [
         sys.executable,
@@ -555,7 +562,7 @@ def run_worker(phase: str, home: Path, n: int, args: argparse.Namespace) -> Json
     if args.profile:
         command.append("--profile")
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO_ROOT, timeout=WORKER_TIMEOUT_SECONDS, check=False)
+    done = subprocess.run(command, cwd=REPO_ROOT, timeout=timeout, check=False)
     if done.returncode != 0 or not out.is_file():
         raise RuntimeError(f"{phase} worker for {n} points failed (exit {done.returncode})")
     result: JsonDict = json.loads(out.read_text(encoding="utf-8"))

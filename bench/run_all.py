@@ -1,10 +1,12 @@
 """Run every benchmark, print a table against the issue's targets, save the results.
 
 Benchmarks: start-up, streaming, memory at scale, the fact classifier's precision/recall, and
-the memory browser at scale (first paint, scrolling).
+the memory browser at scale (first paint, scrolling). Opt-in, never in the default list:
+`--only scaling` (bench/scaling.py, 1k to 1M points with plots; the 1M size takes ~40 min).
 
     python -m bench.run_all [--startup-runs 7] [--streaming-runs 3]
                             [--memory-sizes 10000,100000] [--browser-points 100000]
+                            [--scaling-sizes 1000,10000,100000,1000000]
                             [--only NAME ...]
 
 Each benchmark runs in its own interpreter (`python -m bench.<name> --json ...`), so one
@@ -29,7 +31,9 @@ from typing import Any
 from bench._common import REPO_ROOT, RESULTS_DIR, JsonDict, format_machine, machine_info, write_json
 
 BENCHMARKS = ("startup", "streaming", "memory_scale", "fact_classifier", "memory_browser")
+OPT_IN = ("scaling",)  # run only when named in --only
 BENCH_TIMEOUT_SECONDS = 1200
+TIMEOUT_SECONDS = {"scaling": 4 * 3600}
 
 
 @dataclass
@@ -48,11 +52,12 @@ def run_benchmark(name: str, extra: list[str], out: Path) -> JsonDict | None:
         done = subprocess.run(
             [sys.executable, "-m", f"bench.{name}", "--json", str(out), *extra],
             cwd=REPO_ROOT,
-            timeout=BENCH_TIMEOUT_SECONDS,
+            timeout=TIMEOUT_SECONDS.get(name, BENCH_TIMEOUT_SECONDS),
             check=False,
         )
     except subprocess.TimeoutExpired:
-        print(f"bench.{name}: timed out after {BENCH_TIMEOUT_SECONDS} s", file=sys.stderr)
+        timeout = TIMEOUT_SECONDS.get(name, BENCH_TIMEOUT_SECONDS)
+        print(f"bench.{name}: timed out after {timeout} s", file=sys.stderr)
         return None
     print(f"(bench.{name} took {time.perf_counter() - started:.1f} s)", flush=True)
     if done.returncode != 0 or not out.is_file():
@@ -219,6 +224,17 @@ def memory_browser_rows(result: JsonDict) -> list[Row]:
     ]
 
 
+def scaling_rows(result: JsonDict) -> list[Row]:
+    """bench/scaling.py: one row a metric, the sizes side by side."""
+    from bench.scaling import table_rows
+
+    sizes = " / ".join(f"{size['n']:,}" for size in result["sizes"])
+    return [
+        Row(f"scaling {metric} at {sizes}", " | ".join(cells), "", "")
+        for metric, *cells in table_rows(result["sizes"])
+    ]
+
+
 def print_table(rows: list[Row]) -> None:
     headers = ("metric", "value", "target", "result")
     cells = [(r.metric, r.value, r.target or "-", r.verdict or "info") for r in rows]
@@ -236,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--streaming-runs", type=int, default=3)
     parser.add_argument("--memory-sizes", default="10000,100000")
     parser.add_argument("--browser-points", type=int, default=100_000)
-    parser.add_argument("--only", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
+    parser.add_argument("--scaling-sizes", default="1000,10000,100000,1000000")
+    parser.add_argument("--only", nargs="+", choices=BENCHMARKS + OPT_IN, default=list(BENCHMARKS))
     parser.add_argument(
         "--out", type=Path, default=RESULTS_DIR / "latest.json", help="results file"
     )
@@ -249,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         "memory_scale": ["--sizes", args.memory_sizes],
         "fact_classifier": [],
         "memory_browser": ["--points", str(args.browser_points)],
+        "scaling": ["--sizes", args.scaling_sizes],
     }
     results: dict[str, Any] = {}
     failed: list[str] = []
@@ -270,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += fact_classifier_rows(results["fact_classifier"])
     if "memory_browser" in results:
         rows += memory_browser_rows(results["memory_browser"])
+    if "scaling" in results:
+        rows += scaling_rows(results["scaling"])
     for name in failed:
         rows.append(Row(f"bench.{name}", "could not run", "", "ERROR"))
     info_after = machine_info()

@@ -251,6 +251,7 @@ class StraylightApp(App[int]):
         self.engine.memory = message.memory
         self.memory_problem = ""
         self.refresh_fact_status()
+        self.refresh_memory_status()  # the point count, without waiting for a turn or a job
         if self.settings.jobs_enabled:
             self._start_jobs(message.memory)
 
