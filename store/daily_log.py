@@ -157,6 +157,7 @@ def parse_messages(text: str) -> list[LogMessage]:
     headers = list(HEADER_RE.finditer(text))
     messages: list[LogMessage] = []
     conversation = ""
+    fragment_before = ""  # a header fragment that ended the previous message's region
     for index, header in enumerate(headers):
         role: Role = "user" if header.group(1) == "user" else "assistant"
         is_last = index + 1 == len(headers)
@@ -174,16 +175,41 @@ def parse_messages(text: str) -> list[LogMessage]:
         region = text[start:end]
         if header.group(2):  # this block was saved with CRLF line ends
             region = region.replace("\r\n", "\n")
+        if is_last and (fragment := _header_fragment(region)):
+            region = region[: -len(fragment)]  # the next append died inside its header
         cut_short = is_last and not region.endswith("\n\n")
         body = region[:-2] if region.endswith("\n\n") else region.rstrip("\n")
         message = _message_from(role, body, meta, conversation)
         if cut_short and message.status == "complete":
             message = replace(message, status="truncated")
-        if meta.get(PREVIOUS_CUT_SHORT) and messages and messages[-1].status == "complete":
-            messages[-1] = replace(messages[-1], status="truncated")
+        if meta.get(PREVIOUS_CUT_SHORT) and messages:
+            if fragment_before:  # what was cut short was that header, not the message
+                before = messages[-1]
+                content = before.content.removesuffix("\n\n" + fragment_before)
+                messages[-1] = replace(before, content=content)
+            elif messages[-1].status == "complete":
+                messages[-1] = replace(messages[-1], status="truncated")
+        fragment_before = _header_fragment(region[:-2]) if region.endswith("\n\n") else ""
         conversation = message.conversation_id
         messages.append(message)
     return messages
+
+
+_HEADERS = ("### user", "### assistant")
+
+
+def _header_fragment(region: str) -> str:
+    """The start of a header a crash cut short at the end of a message's region
+    (`\n\n### us`): the part after the last blank line, when it is a proper prefix of a
+    header line. A kill during `write()` can stop at any page boundary, even there. (A body
+    cut right after a blank line and the first bytes of a `### …` heading reads the same way;
+    that message was the one being written, so only its last few bytes are lost.)"""
+    _, blank, tail = region.rpartition("\n\n")
+    if not blank or not tail or "\n" in tail:
+        return ""
+    if any(header.startswith(tail) and header != tail for header in _HEADERS):
+        return tail
+    return ""
 
 
 @dataclass(slots=True)

@@ -211,3 +211,26 @@ def test_a_message_cut_short_stays_marked_after_later_appends(tmp_path: Path) ->
     assert statuses[0] == ("complete one", "complete")
     assert statuses[1][1] == "truncated" and statuses[1][0].startswith("half a mess")
     assert statuses[2:] == [("next", "complete"), ("reply", "complete")]
+
+
+def test_a_header_cut_short_by_a_crash_leaves_the_message_before_it_alone(
+    tmp_path: Path,
+) -> None:
+    """A kill inside the next append's header line ("### us") is not glued onto the
+    committed message before it — neither right after the crash nor after the next append.
+    A message that really ends in a line like "#" keeps it when nothing was cut."""
+    log = DailyLog(tmp_path)
+    log.append(LogMessage("assistant", "Paris.", conversation_id="a"), DAY)
+    with log.path_for(DAY).open("ab") as handle:
+        handle.write(b"### us")
+    [only] = log.read_day(DAY)
+    assert (only.content, only.status) == ("Paris.", "complete")
+    log.append(LogMessage("user", "after the restart", conversation_id="b"), DAY)
+    first, second = log.read_day(DAY)
+    assert (first.content, first.status) == ("Paris.", "complete")
+    assert (second.content, second.status) == ("after the restart", "complete")
+
+    other = DailyLog(tmp_path / "other")
+    other.append(LogMessage("user", "Use a heading:\n\n#", conversation_id="c"), DAY)
+    other.append(LogMessage("assistant", "Done.", conversation_id="c"), DAY)
+    assert [m.content for m in other.read_day(DAY)] == ["Use a heading:\n\n#", "Done."]
