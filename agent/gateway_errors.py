@@ -3,7 +3,8 @@
 The ollama client raises different things depending on the path: `ResponseError` (404 for a
 model that is not pulled, -1 for an error line inside a stream), builtin `ConnectionError`
 when not streaming, raw `httpx` errors while streaming (ConnectError, ReadTimeout — whose
-str() is empty —, RemoteProtocolError), and `json`/pydantic errors for malformed lines.
+str() is empty —, RemoteProtocolError), and `json`/pydantic errors (or AttributeError, for a
+line that is JSON but not an object) for malformed lines.
 `classify` maps all of them onto the classes below.
 """
 
@@ -107,7 +108,9 @@ def classify(
         if streamed:
             return StreamCutOff("the connection to Ollama dropped")
         return ModelError("Ollama closed the connection without answering")
-    if isinstance(error, json.JSONDecodeError | pydantic.ValidationError):
+    # A line that is JSON but not an object (`[1]`, `"x"`, `null`): the client calls `.get`
+    # on it and raises AttributeError. Malformed all the same.
+    if isinstance(error, json.JSONDecodeError | pydantic.ValidationError | AttributeError):
         if streamed:
             return StreamCutOff("Ollama sent a malformed line")
         return ModelError("Ollama sent a malformed reply")

@@ -7,6 +7,7 @@ its first frame before they load.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from agent.settings import Settings
 
 log = logging.getLogger("straylight.gateway")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +167,8 @@ class OllamaGateway:
             )
             async for part in stream:
                 text = part.message.content or ""
+                if not text.isascii():  # a "\ud800" escape: not text, and not writable
+                    text = _LONE_SURROGATE.sub("\ufffd", text)
                 if text:
                     streamed = True
                     yield ChatDelta(text)

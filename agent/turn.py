@@ -28,7 +28,7 @@ from agent.fact_tools import (
     run_read,
     unknown_tool,
 )
-from agent.gateway_errors import GatewayError, ToolsNotSupported
+from agent.gateway_errors import GatewayError, ModelError, ToolsNotSupported
 from agent.ollama_gateway import ChatDelta, ChatDone, ChatToolCalls, OllamaGateway, ToolCall
 from agent.prompt import PERSONA, PromptSection, build_system_prompt
 from agent.settings import Settings
@@ -281,7 +281,14 @@ class TurnEngine:
                         if proposed:
                             yield CandidatesProposed(proposed)
                         messages.append({"role": "tool", "content": result, "tool_name": call.name})
+                    if rounds == MAX_ROUNDS:
+                        tools = None  # the last request: the model must answer in text
                     continue
+                if calls and not parts:
+                    raise ModelError(
+                        f"the model asked for tools again after {MAX_ROUNDS} rounds "
+                        "and gave no answer"
+                    )
                 assert done is not None
                 outcome = ("complete", None)
                 reply = mask_secrets("".join(parts))

@@ -917,7 +917,9 @@ def format_recall_block(hits: Sequence[RecallHit], max_chars: int) -> str:
     """The `## Recalled context` body: one quoted entry a hit, cut on a hit boundary.
 
     Every line of a memory is quoted (`> `), so text that claims to be a heading or an
-    instruction stays data inside the prompt."""
+    instruction stays data inside the prompt. Lines are split at every line break, not only
+    at `\\n`: Markdown also ends a line at a bare `\\r`, and a model may read `\\u2028` or
+    `\\x85` as one, so `> note\\r## Recalled context` would start a heading."""
     if not hits:
         return ""
     parts: list[str] = [
@@ -928,7 +930,8 @@ def format_recall_block(hits: Sequence[RecallHit], max_chars: int) -> str:
     for hit in hits:
         tag = " · pinned" if hit.pinned else ""
         head = f"[#{hit.id} · {hit.role} · {hit.created_at:%Y-%m-%d} · {hit.score:.2f}{tag}]"
-        quoted = "\n".join(f"> {line}" if line else ">" for line in hit.content.split("\n"))
+        lines = hit.content.splitlines() or [""]
+        quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
         entry = f"{head}\n{quoted}"
         if used + len(entry) + 2 > max_chars:
             break
