@@ -60,7 +60,11 @@ class UserMessageLogged:
 
 @dataclass(frozen=True, slots=True)
 class LongtermWarning:
+    """longterm.md could not be used (`over_budget` False), or it is over its budget and
+    goes into the prompt anyway, every turn (True)."""
+
     text: str
+    over_budget: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +159,7 @@ class TurnEngine:
         self.gateway = gateway
         self.memory = memory
         self._saves: set[asyncio.Task[object]] = set()
+        self._save_failures: list[BaseException] = []  # background saves that failed
         self.clock = settings.clock
         self.daily_log = DailyLog(settings.home / "conversation")
         self.longterm = LongtermFile(settings.home / "longterm.md", settings.longterm_budget_bytes)
@@ -219,6 +224,12 @@ class TurnEngine:
         )
         if longterm.warning:
             yield LongtermWarning(longterm.warning)
+        elif longterm.over_budget:
+            yield LongtermWarning(
+                f"{longterm.path} is {longterm.size_bytes:,} bytes, over its budget of "
+                f"{longterm.budget_bytes:,}: every turn sends all of it",
+                over_budget=True,
+            )
         recall: TurnRecall | None = None
         answered = history[-1].content if history and history[-1].role == "assistant" else ""
         if self.memory is not None:
@@ -522,13 +533,17 @@ class TurnEngine:
 
     def _save_done(self, task: asyncio.Task[object]) -> None:
         self._saves.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("background save failed", exc_info=task.exception())
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.error("background save failed", exc_info=error)
+            self._save_failures.append(error)
 
-    async def drain(self, timeout: float = 30.0) -> None:
-        """Wait for background saves (at exit, and in `ask`)."""
+    async def drain(self, timeout: float = 30.0) -> list[BaseException]:
+        """Wait for background saves (at exit, and in `ask`); the errors of the saves that
+        failed since the last drain (the turn itself is in the daily log either way)."""
         if self._saves:
             await asyncio.wait(set(self._saves), timeout=timeout)
+        failures, self._save_failures = self._save_failures, []
+        return failures
 
     def _log_reply(
         self,

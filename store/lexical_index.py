@@ -90,7 +90,7 @@ import threading
 import time
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -457,6 +457,13 @@ class _Staged:
     counts: Counter[str] | None
 
 
+LOAD_BATCH_TERMS = 2_000  # terms fetched at a time while loading (a stop is checked between)
+
+
+class LoadStopped(Exception):
+    """`LexicalCache.load` was asked to stop (the store is closing)."""
+
+
 class LexicalCache:
     """An in-memory mirror of `lexical_postings`/`lexical_docs` that answers BM25 in ms.
 
@@ -537,12 +544,22 @@ class LexicalCache:
 
     # -- loading and syncing
 
-    def load(self, con: duckdb.DuckDBPyConnection) -> None:
-        """(Re)build the whole cache from what is committed in `con`'s database."""
+    def load(
+        self, con: duckdb.DuckDBPyConnection, *, stop: Callable[[], bool] | None = None
+    ) -> None:
+        """(Re)build the whole cache from what is committed in `con`'s database. `stop()`
+        is asked between batches of rows: True abandons the load (LoadStopped), leaving the
+        cache empty — the store is closing, and nobody should wait for it."""
         with self._lock, _read_snapshot(con) as snapshot:
-            self._load(snapshot)
+            self._load(snapshot, stop=stop)
 
-    def _load(self, con: duckdb.DuckDBPyConnection, *, new_generation: bool = False) -> None:
+    def _load(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        *,
+        new_generation: bool = False,
+        stop: Callable[[], bool] | None = None,
+    ) -> None:
         """Rebuild from the tables. Staged changes stay staged (they may commit later), unless
         the index was rebuilt (`reindex_all`): its terms may be another analyzer's."""
         self._clear()
@@ -555,20 +572,24 @@ class LexicalCache:
         self._doc_length = {int(pid): int(length) for pid, length in docs}
         # Slots are the row numbers of lexical_docs by point id: the join assigns them in SQL
         # and drops orphan postings (check_consistency reports those).
-        rows = con.execute(
+        result = con.execute(
             "SELECT p.term, list(d.slot), list(p.tf), list(d.length) "
             "FROM lexical_postings p JOIN ("
             " SELECT point_id, length, (row_number() OVER (ORDER BY point_id) - 1)::INTEGER AS slot"
             " FROM lexical_docs) d ON d.point_id = p.point_id "
             "GROUP BY p.term"
-        ).fetchall()
+        )
         doc_terms: list[list[str]] = [[] for _ in docs]
-        for term, slots, tfs, lengths in rows:
-            self._postings[term] = _Postings(
-                array("i", slots), array("i", tfs), array("i", lengths), len(slots)
-            )
-            for slot in slots:
-                doc_terms[slot].append(term)
+        while batch := result.fetchmany(LOAD_BATCH_TERMS):
+            if stop is not None and stop():
+                self._clear()
+                raise LoadStopped("the word-index load was stopped")
+            for term, slots, tfs, lengths in batch:
+                self._postings[term] = _Postings(
+                    array("i", slots), array("i", tfs), array("i", lengths), len(slots)
+                )
+                for slot in slots:
+                    doc_terms[slot].append(term)
         self._doc_terms = {
             pid: tuple(terms) for pid, terms in zip(self._point_of, doc_terms, strict=True)
         }

@@ -445,8 +445,8 @@ class StraylightApp(App[int]):
                     finished = True
                     self._publish_sidebar(last_reply=None)
                     await self._show_failure(reply, event)
-                elif isinstance(event, LongtermWarning):
-                    self._publish_sidebar(longterm_warning=event.text)
+                elif isinstance(event, LongtermWarning) and not event.over_budget:
+                    self._publish_sidebar(longterm_warning=event.text)  # (over budget: shown)
         except asyncio.CancelledError:
             self._publish_sidebar(last_reply=None)
             await reply.finish(status="cancelled")

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from agent.gateway_errors import EXIT_MODEL_ERROR, EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, Settings, SettingsError, load_settings
-from tui.cli_output import PROG, fail
+from tui.cli_output import PROG, fail, read_stdin_text
 
 log = logging.getLogger("straylight.cli")
 EXIT_UNEXPECTED = 1
@@ -302,14 +302,19 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         return asyncio.run(cli_memory.recall(settings, args.query, k=args.k, as_json=args.json))
     if args.command == "import-doc":
         path = Path(args.path).expanduser()
+        if path.is_dir():
+            raise UsageError(f"{path} is a directory, not a Markdown file")
         if not path.is_file():
             raise UsageError(f"no such file: {path}")
-        return asyncio.run(cli_memory.import_doc(settings, path, as_json=args.json))
+        try:
+            return asyncio.run(cli_memory.import_doc(settings, path, as_json=args.json))
+        except UnicodeDecodeError as error:
+            raise UsageError(f"{path} is not UTF-8 text (byte {error.start})") from None
     raise UsageError(f"unknown command {args.command!r}")
 
 
 def _ask_text(raw: str) -> str:
-    text = sys.stdin.read() if raw == "-" else raw
+    text = read_stdin_text() if raw == "-" else raw
     if not text.strip():
         raise UsageError("ask needs a non-empty TEXT")
     return text
@@ -365,7 +370,16 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
             elif isinstance(event, CapabilityReminder):
                 keys = ", ".join(f.key for f in event.facts)
                 reminders.append(f"{PROG}: known fact: this was done from here before ({keys})")
-        await engine.drain()  # the two points are saved before the process ends
+        failures = await engine.drain()  # the two points are saved before the process ends
+        if failures and code == EXIT_OK:  # (a failed reply has its line already)
+            from store.database import database_path
+
+            cause = " ".join(str(failures[0]).split()) or type(failures[0]).__name__
+            code = fail(
+                f"the turn is in the daily log, but its memory points were not saved to "
+                f"{database_path(settings.home)}: {cause}",
+                EXIT_UNEXPECTED,
+            )
         if code == EXIT_OK:
             reminders += await _memstatus_after_turn(settings, memory, gateway)
     finally:

@@ -23,7 +23,7 @@ from memory.fact_types import FactError, normalise_key
 from store.data_dir_lock import DataDirLock
 from store.database import database_path, open_database
 from store.fact_store import Fact
-from tui.cli_output import fail, print_json
+from tui.cli_output import fail, print_json, read_stdin_text
 
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1
@@ -86,7 +86,7 @@ def dispatch(args: argparse.Namespace, settings: Settings) -> int:
 def _facts(args: argparse.Namespace, settings: Settings) -> int:
     action = args.action
     if action == "set":
-        body = sys.stdin.read() if args.body == "-" else args.body
+        body = read_stdin_text() if args.body == "-" else args.body
         with open_drawer(settings) as drawer:
             fact = drawer.set(
                 args.key,

@@ -18,3 +18,10 @@ def fail(message: str, code: int) -> int:
     """`straylight: MESSAGE` on stderr; returns the exit code to use."""
     print(f"{PROG}: {message}", file=sys.stderr)
     return code
+
+
+def read_stdin_text() -> str:
+    """All of standard input as text. Bytes that are not UTF-8 become U+FFFD instead of
+    stopping the command (whatever the locale says), and CRLF becomes LF, as a text-mode
+    read did."""
+    return sys.stdin.buffer.read().decode("utf-8", "replace").replace("\r\n", "\n")

@@ -218,11 +218,6 @@ def test_a_ten_mib_longterm_is_reported_by_status_and_left_untouched(
     assert_seed_intact(env)  # "hello" and "Noted." are below the save floor: still 2 points
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`ask` says nothing about a longterm.md far over its budget (10 MiB go into every "
-    "prompt silently): agent/turn.py yields LongtermWarning only for an unusable file",
-)
 def test_a_ten_mib_longterm_is_named_by_ask(env: Env, home: Path, standin: OllamaStandIn) -> None:
     longterm = _ten_mib_longterm(home)
     standin.script_reply("Noted.")

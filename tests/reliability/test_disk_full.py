@@ -190,12 +190,6 @@ def test_points_that_cannot_be_saved_leave_everything_earlier_intact(
     assert status_json(env)["points"]["total"] == saved + 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a turn whose points could not be saved exits 0 in silence: "
-    "memory/turn_memory.py save_turn logs the failure and returns, agent/turn.py _save_done "
-    "only logs it, and tui/cli.py _ask never hears of it",
-)
 def test_points_that_cannot_be_saved_are_reported(
     env: Env, home: Path, standin: OllamaStandIn
 ) -> None:
