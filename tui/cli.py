@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from agent.gateway_errors import EXIT_MODEL_ERROR, EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, Settings, SettingsError, load_settings
-from tui.cli_output import PROG, fail, read_stdin_text
+from tui.cli_output import PROG, fail, for_terminal, read_stdin_text
 
 log = logging.getLogger("straylight.cli")
 EXIT_UNEXPECTED = 1
@@ -351,7 +351,7 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
     try:
         async for event in engine.run(text, conversation_id=conversation_id, model=settings.model):
             if isinstance(event, ReplyDelta):
-                sys.stdout.write(event.text)
+                sys.stdout.write(for_terminal(event.text))
                 sys.stdout.flush()
                 wrote_text = True
             elif isinstance(event, ReplyFinished):
@@ -448,8 +448,8 @@ def _history(
         marker = "" if message.status == "complete" else f" [{message.status.replace('_', ' ')}]"
         if message.reason and message.status != "complete":
             marker += f" {message.reason}"
-        print(f"── {stamp} {message.role} · {message.conversation_id}{marker}")
-        print(message.content)
+        print(for_terminal(f"── {stamp} {message.role} · {message.conversation_id}{marker}"))
+        print(for_terminal(message.content))
         print()
     return EXIT_OK
 

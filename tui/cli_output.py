@@ -25,3 +25,14 @@ def read_stdin_text() -> str:
     stopping the command (whatever the locale says), and CRLF becomes LF, as a text-mode
     read did."""
     return sys.stdin.buffer.read().decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+def for_terminal(text: str) -> str:
+    """Stored or streamed text as it may reach a terminal: control characters (an ESC
+    sequence that clears the screen or writes the clipboard) shown as symbols. Into a pipe
+    or a file the text goes unchanged."""
+    if not sys.stdout.isatty():
+        return text
+    from tui.display_text import printable
+
+    return printable(text)

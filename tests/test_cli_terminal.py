@@ -1,0 +1,64 @@
+"""Text from the logs or the model that reaches a terminal cannot drive it: `history` and
+`ask` show control characters as symbols on a terminal, and pass them through to a pipe."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from store.daily_log import DailyLog, LogMessage
+from tests.support.ollama_standin import OllamaStandIn
+
+HOSTILE = "clear \x1b[2J title \x1b]0;PWNED\x07 done"
+
+
+def on_a_terminal(env: dict[str, str], *args: str) -> str:
+    """Run `straylight ARGS` with its stdout on a pseudo-terminal; what it printed."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli", *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=subprocess.PIPE,
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=60)
+    os.close(leader)
+    assert proc.returncode == 0, proc.stderr.read()
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_history_and_ask_show_escape_sequences_as_symbols_on_a_terminal(
+    cli_env: Callable[..., dict[str, str]], standin: OllamaStandIn, home
+) -> None:
+    env = cli_env(OLLAMA_HOST=standin.host)
+    when = datetime.now(UTC)
+    DailyLog(home / "conversation").append(
+        LogMessage("user", HOSTILE, "c-1", when), when.astimezone().date()
+    )
+    shown = on_a_terminal(env, "history")
+    assert "\x1b]0;PWNED" not in shown and "\x1b[2J" not in shown
+    assert "␛[2J" in shown and "␛]0;PWNED␇" in shown
+
+    standin.script_reply(HOSTILE)
+    shown = on_a_terminal(env, "ask", "say it")
+    assert "\x1b[2J" not in shown and "␛[2J" in shown
+
+    piped = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "history"], env=env, capture_output=True, text=True
+    )
+    assert HOSTILE in piped.stdout  # a pipe gets the text as stored
