@@ -16,6 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.support.ollama_standin import OllamaStandIn
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 30  # seconds per subprocess; a healthy call takes about one
 NOW = "2031-02-03T04:05:06Z"
@@ -240,3 +244,30 @@ def assert_seed_intact(env: Env, *, points: int = SEED_POINTS, recall: bool = Fa
     if recall:
         hits = recall_json(env)["hits"]
         assert SEED_QUESTION in [hit["content"] for hit in hits]
+
+
+# ---- fixtures shared by the corruption, second-instance and disk-full tests ----------------
+# (imported by those files: a conftest.py here would replace the suite-wide `home` fixture
+# for every reliability test)
+
+
+@pytest.fixture(scope="module")
+def seed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data dir with one saved turn, made once per module by the real `straylight ask`."""
+    tmp = tmp_path_factory.mktemp("seed")
+    with OllamaStandIn() as server:
+        seed_data_dir(tmp / "home", tmp, server.host, server)
+    return tmp / "home"
+
+
+@pytest.fixture
+def home(tmp_path: Path, seed_template: Path) -> Path:
+    """A fresh copy of the seeded data dir for one test."""
+    copy_seed(seed_template, tmp_path / "home")
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def env(home: Path, tmp_path: Path, standin: OllamaStandIn) -> Env:
+    """The environment of `straylight` subprocesses on that data dir (sandboxed HOME etc.)."""
+    return make_env(home, tmp_path, standin.host)

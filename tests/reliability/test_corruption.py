@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.corruption_support import (
+from tests.reliability.corruption_support import (  # noqa: F401 - the fixtures
     DAY,
     MODEL,
     SEED_POINTS,
@@ -45,7 +45,9 @@ from tests.reliability.corruption_support import (
     copy_seed,
     data_dir_listing,
     day_log,
+    env,
     history_json,
+    home,
     log_block,
     make_env,
     outside_snapshot,
@@ -53,6 +55,7 @@ from tests.reliability.corruption_support import (
     run_many,
     seed_data_dir,
     seed_messages,
+    seed_template,
     sha256,
     status_json,
     summary,
@@ -61,25 +64,6 @@ from tests.support.ollama_standin import OllamaStandIn
 
 EXIT_UNEXPECTED = 1  # README: a damaged database is not a usage error; the line names the file
 EXIT_USAGE = 2
-
-
-@pytest.fixture(scope="module")
-def seed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("seed")
-    with OllamaStandIn() as server:
-        seed_data_dir(tmp / "home", tmp, server.host, server)
-    return tmp / "home"
-
-
-@pytest.fixture
-def home(tmp_path: Path, seed_template: Path) -> Path:
-    copy_seed(seed_template, tmp_path / "home")
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def env(home: Path, tmp_path: Path, standin: OllamaStandIn) -> Env:
-    return make_env(home, tmp_path, standin.host)
 
 
 @pytest.fixture

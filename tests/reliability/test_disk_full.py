@@ -21,9 +21,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-from tests.reliability.corruption_support import (
+from tests.reliability.corruption_support import (  # noqa: F401 - the fixtures
     DAY,
     MODEL,
     NOW,
@@ -35,7 +33,9 @@ from tests.reliability.corruption_support import (
     assert_seed_intact,
     copy_seed,
     day_log,
+    env,
     history_and_status,
+    home,
     log_block,
     make_env,
     outside_snapshot,
@@ -43,6 +43,7 @@ from tests.reliability.corruption_support import (
     run_cli,
     seed_data_dir,
     seed_messages,
+    seed_template,
     sha256,
     status_json,
     summary,
@@ -54,25 +55,6 @@ QUESTION = "When does the last ferry of the evening leave the northern harbour t
 REPLY = "The last ferry of the evening leaves the northern harbour at twenty past ten."
 PADDING_BYTES = 64 * 1024
 WAL_LIMIT = 8192  # the day log and straylight.log stay below it; one turn's WAL does not
-
-
-@pytest.fixture(scope="module")
-def seed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("seed")
-    with OllamaStandIn() as server:
-        seed_data_dir(tmp / "home", tmp, server.host, server)
-    return tmp / "home"
-
-
-@pytest.fixture
-def home(tmp_path: Path, seed_template: Path) -> Path:
-    copy_seed(seed_template, tmp_path / "home")
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def env(home: Path, tmp_path: Path, standin: OllamaStandIn) -> Env:
-    return make_env(home, tmp_path, standin.host)
 
 
 def _pad_day_log(home: Path) -> list[tuple[str, str, str]]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.corruption_support import (
+from tests.reliability.corruption_support import (  # noqa: F401 - the fixtures
     DAY,
     SEED_POINTS,
     Env,
@@ -33,7 +33,9 @@ from tests.reliability.corruption_support import (
     assert_one_line,
     assert_seed_intact,
     copy_seed,
+    env,
     history_json,
+    home,
     make_env,
     outside_snapshot,
     popen_cli,
@@ -41,6 +43,7 @@ from tests.reliability.corruption_support import (
     run_many,
     seed_data_dir,
     seed_messages,
+    seed_template,
     summary,
 )
 from tests.support.ollama_standin import OllamaStandIn
@@ -50,25 +53,6 @@ HOLDER_QUESTION = "Which harbour does the night ferry to the northern island lea
 HOLDER_REPLY = "The night ferry leaves from the old harbour, pier four, at a quarter past eleven."
 SLOW_CHUNKS = 2.0  # seconds between the holder's reply chunks, until the test says go
 WAIT = 20.0
-
-
-@pytest.fixture(scope="module")
-def seed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("seed")
-    with OllamaStandIn() as server:
-        seed_data_dir(tmp / "home", tmp, server.host, server)
-    return tmp / "home"
-
-
-@pytest.fixture
-def home(tmp_path: Path, seed_template: Path) -> Path:
-    copy_seed(seed_template, tmp_path / "home")
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def env(home: Path, tmp_path: Path, standin: OllamaStandIn) -> Env:
-    return make_env(home, tmp_path, standin.host)
 
 
 @pytest.fixture
