@@ -42,7 +42,7 @@ def on_a_terminal(env: dict[str, str], *args: str) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
-def test_history_and_ask_show_escape_sequences_as_symbols_on_a_terminal(
+def test_history_ask_and_recall_show_escape_sequences_as_symbols_on_a_terminal(
     cli_env: Callable[..., dict[str, str]], standin: OllamaStandIn, home
 ) -> None:
     env = cli_env(OLLAMA_HOST=standin.host)
@@ -56,6 +56,10 @@ def test_history_and_ask_show_escape_sequences_as_symbols_on_a_terminal(
 
     standin.script_reply(HOSTILE)
     shown = on_a_terminal(env, "ask", "say it")
+    assert "\x1b[2J" not in shown and "␛[2J" in shown
+
+    on_a_terminal(env, "remember", HOSTILE)
+    shown = on_a_terminal(env, "recall", "clear title done")
     assert "\x1b[2J" not in shown and "␛[2J" in shown
 
     piped = subprocess.run(

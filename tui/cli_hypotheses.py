@@ -20,7 +20,7 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tui.cli_output import fail, print_json
+from tui.cli_output import fail, for_terminal, print_json
 
 if TYPE_CHECKING:
     from agent.settings import Settings
@@ -132,7 +132,7 @@ def dispatch(args: argparse.Namespace, settings: Settings) -> int:
         print_json(data)
         return EXIT_OK
     verb = {"validate": "validated", "refute": "refuted", "delete": "deleted"}[args.action]
-    print(f"{verb} #{card.id} (confidence {card.confidence:.2f}): {card.statement}")
+    print(for_terminal(f"{verb} #{card.id} (confidence {card.confidence:.2f}): {card.statement}"))
     if args.action == "validate":
         if candidate is not None:
             print(
@@ -160,7 +160,7 @@ def _list(args: argparse.Namespace, settings: Settings, now: datetime) -> int:
         print_json([card_json(card, now) for card in cards])
         return EXIT_OK
     for card in cards:
-        print("\n".join(_lines(card, now)))
+        print(for_terminal("\n".join(_lines(card, now))))
     if not cards:
         print("no hypothesis cards", file=sys.stderr)
     return EXIT_OK

@@ -10,7 +10,7 @@ from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
 from agent.workspace import resolve_workspace
 from memory.memory_store import MemoryConfig, RecallResult, headroom
-from tui.cli_output import print_json
+from tui.cli_output import for_terminal, print_json
 from tui.memory_session import MemorySession
 
 EXIT_OK = 0
@@ -74,7 +74,7 @@ def _print_recall(result: RecallResult, *, as_json: bool, words_only: bool) -> i
     if as_json:
         print_json(result.to_json())
         return EXIT_OK
-    print(result.block if result.hits else "nothing recalled")
+    print(for_terminal(result.block) if result.hits else "nothing recalled")
     if words_only:
         print("straylight: note: no query vector (Ollama unreachable): words only", file=sys.stderr)
     return EXIT_OK
