@@ -7,12 +7,12 @@ its first frame before they load.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent.gateway_errors import GatewayError, ModelError, StreamCutOff, classify
+from memory.secret_masking import replace_lone_surrogates
 
 if TYPE_CHECKING:
     import ollama
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from agent.settings import Settings
 
 log = logging.getLogger("straylight.gateway")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,8 +166,7 @@ class OllamaGateway:
             )
             async for part in stream:
                 text = part.message.content or ""
-                if not text.isascii():  # a "\ud800" escape: not text, and not writable
-                    text = _LONE_SURROGATE.sub("\ufffd", text)
+                text = replace_lone_surrogates(text)  # a "\ud800" escape is not writable
                 if text:
                     streamed = True
                     yield ChatDelta(text)

@@ -212,7 +212,7 @@ class FactDrawer:
     def get(self, key: str) -> list[Fact]:
         """An explicit read of a key (workspace first, then global): a stale fact is revived
         to active, and last_seen is updated."""
-        found = self.store.by_key(normalise_key(key), self.workspace)
+        found = self._with_key(key, None)
         found.sort(key=lambda f: f.status == "retired")  # a live fact before a retired one
         result = []
         for fact in found:
@@ -299,7 +299,7 @@ class FactDrawer:
         version written before it comes back (undo again to go further back); a first write
         is removed. Status and confidence changes (decay, revive, boost) are not writes.
         None if the fact was removed or there is nothing to undo."""
-        found = self.store.by_key(normalise_key(key), self.workspace)
+        found = self._with_key(key, None)
         if not found:
             return None
         fact = found[0]

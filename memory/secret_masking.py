@@ -406,14 +406,21 @@ def find_secrets(text: str) -> list[SecretMatch]:
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
+def replace_lone_surrogates(text: str) -> str:
+    """`text` writable as UTF-8: each lone surrogate (a byte that was not UTF-8, decoded with
+    ``surrogateescape``, or a ``\\ud800`` escape in JSON) becomes U+FFFD, one for one."""
+    if text.isascii() or not _SURROGATE_RE.search(text):
+        return text
+    return _SURROGATE_RE.sub("\ufffd", text)
+
+
 def mask_secrets(text: str) -> str:
     """``text`` with every secret replaced by ``[REDACTED:kind]``; idempotent.
 
     Every text passes here before it is persisted, so here it also becomes writable as UTF-8:
     a lone surrogate (a byte that was not UTF-8 in an argument or on stdin, which Python
     decodes with ``surrogateescape``) becomes U+FFFD, one for one, so positions stay."""
-    if not text.isascii() and _SURROGATE_RE.search(text):
-        text = _SURROGATE_RE.sub("\ufffd", text)
+    text = replace_lone_surrogates(text)
     matches = find_secrets(text)
     if not matches:
         return text

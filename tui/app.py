@@ -58,6 +58,7 @@ from tui.widgets.status_sidebar import SidebarState, SidebarSummary, StatusSideb
 if TYPE_CHECKING:
     from jobs.job_functions import JobResult
     from jobs.scheduler import JobScheduler
+    from memory.fact_drawer import FactDrawer
     from memory.turn_memory import TurnMemory
     from store.fact_store import Candidate
     from store.longterm_file import LongtermState
@@ -629,6 +630,10 @@ class StraylightApp(App[int]):
             self.notify(f"Memory is not available: {self.memory_problem}", severity="error")
         return memory
 
+    def _facts_or_say(self) -> FactDrawer | None:
+        """The fact drawer (it opens with the memory), or None after saying why not."""
+        return self.engine.facts if self._memory_or_say() is not None else None
+
     def _open_screen(self, screen: Screen[Any], on_close: Any = None) -> None:
         """Push a memory screen (one of each kind at a time); the sidebar is refreshed after."""
         if type(self.screen) is type(screen):
@@ -652,14 +657,14 @@ class StraylightApp(App[int]):
         self._open_screen(MemoryBrowserScreen(memory, point_id=point_id))
 
     def action_open_facts(self) -> None:
-        if self._memory_or_say() is None or self.engine.facts is None:
+        if (facts := self._facts_or_say()) is None:
             return
         from tui.screens.facts_screen import FactsScreen
 
-        self._open_screen(FactsScreen(self.engine.facts))
+        self._open_screen(FactsScreen(facts))
 
     def action_open_candidates(self) -> None:
-        if self._memory_or_say() is None or self.engine.facts is None:
+        if (facts := self._facts_or_say()) is None:
             return
         from tui.widgets.candidate_prompt import CandidatePrompt
 
@@ -672,14 +677,14 @@ class StraylightApp(App[int]):
             return
         from tui.screens.candidates_screen import CandidatesScreen
 
-        self._open_screen(CandidatesScreen(self.engine.facts))
+        self._open_screen(CandidatesScreen(facts))
 
     def action_open_hypotheses(self) -> None:
-        if self._memory_or_say() is None or self.engine.facts is None:
+        if (facts := self._facts_or_say()) is None:
             return
         from tui.screens.hypotheses_screen import HypothesesScreen
 
-        self._open_screen(HypothesesScreen(self.engine.facts))
+        self._open_screen(HypothesesScreen(facts))
 
     def action_open_conversations(self) -> None:
         from tui.screens.conversations_screen import ConversationsScreen

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from store.daily_log import DailyLog, LogMessage
+from tui.display_text import ellipsize, first_line
 
 # Statuses that mean a message did not arrive whole: shown with a warning mark.
 PROBLEM_STATUSES = frozenset({"truncated", "failed", "cut_off"})
@@ -53,11 +54,7 @@ class DaySummary:
 
 def trim_line(text: str, width: int = FIRST_LINE_WIDTH) -> str:
     """The first non-blank line of `text`, blanks collapsed, at most `width` characters."""
-    for line in text.splitlines():
-        words = " ".join(line.split())
-        if words:
-            return words if len(words) <= width else words[: width - 1].rstrip() + "…"
-    return ""
+    return ellipsize(" ".join(first_line(text).split()), width)
 
 
 def summarize_conversation(

@@ -23,3 +23,16 @@ def printable(text: str) -> str:
     if not _CONTROL.search(text):
         return text
     return _CONTROL.sub(_visible, text.replace("\r\n", "\n"))
+
+
+def first_line(text: str) -> str:
+    """The first line of `text` that is not blank, stripped ("" when there is none)."""
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def ellipsize(line: str, width: int) -> str:
+    """`line` cut to `width` characters, the last one an ellipsis when it is cut."""
+    return line if len(line) <= width else line[: max(width - 1, 0)].rstrip() + "…"

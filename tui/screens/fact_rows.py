@@ -25,6 +25,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Label, Static
 from textual.worker import get_current_worker
 
+from tui.display_text import ellipsize, first_line
 from tui.screens.memory_screen import MemoryScreen
 
 log = logging.getLogger("straylight.tui")
@@ -47,8 +48,7 @@ class Column:
 
 def clip(text: str, width: int) -> str:
     """The first line of `text`, cut to `width` cells with an ellipsis."""
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= width else line[: max(width - 1, 0)].rstrip() + "…"
+    return ellipsize(first_line(text), width)
 
 
 def day(value: datetime | None) -> str:

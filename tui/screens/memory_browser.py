@@ -30,7 +30,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
-from tui.display_text import printable
+from tui.display_text import first_line, printable
 from tui.screens.confirm_screen import ConfirmScreen
 from tui.screens.memory_screen import MemoryScreen
 
@@ -64,12 +64,9 @@ def local_stamp(when: datetime) -> str:
     return f"{when.astimezone():%Y-%m-%d %H:%M}"
 
 
-def first_line(text: str) -> str:
+def shown_line(text: str) -> str:
     """The first non-blank line of a text, stripped (control characters shown as symbols)."""
-    for line in printable(text).splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
+    return first_line(printable(text))
 
 
 def parse_day(text: str) -> date | None:
@@ -236,7 +233,7 @@ def row_cells(listed: ListedRow) -> list[Text | str]:
         local_stamp(row.created_at),
         Text(PIN_MARK if row.pinned else "", style="bold"),
         ROLE_SHORT.get(row.role, row.role),
-        Text(first_line(row.head), no_wrap=True, overflow="ellipsis"),
+        Text(shown_line(row.head), no_wrap=True, overflow="ellipsis"),
     ]
 
 
