@@ -91,7 +91,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memory.fact_types import key_parts
-from store.text_terms import ENGLISH_STOPWORDS, GERMAN_STOPWORDS, snowball
+from memory.text.cues import NEGATIONS_DE
+from memory.text.markdown import QUOTE_LINE_RE, plain_apostrophes, without_fenced_blocks
+from memory.text.sentences import split_sentences
+from memory.text.words import ENGLISH_STOPWORDS, GERMAN_STOPWORDS, snowball, word_list, word_set
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,20 +109,10 @@ class CantClaim:
 # ------------------------------------------------------------------------ vocabulary
 
 _F = re.IGNORECASE | re.UNICODE
-
-
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
-def _wordset(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
 _STOPWORDS: frozenset[str] = ENGLISH_STOPWORDS | GERMAN_STOPWORDS
 # Determiners and modifiers that may stand between a lack word and a credential word even
 # though some are stopwords.
-_DETERMINERS = _words(
+_DETERMINERS = word_list(
     """
     the a an any your my our their its some enough sufficient necessary required proper valid
     correct right die der das den dem des ein eine einen einem einer deine ihre meine nötigen
@@ -216,7 +209,8 @@ _DE_LACK = re.compile(
 )
 _DE_FIRST_PERSON = re.compile(r"\b(?:ich|mir|mich)\b", _F)
 _DE_MODAL = re.compile(r"\b(?:kann|konnte|könnte|darf|durfte)\b", _F)
-_DE_NEGATION = re.compile(r"\b(?:nicht|nichts|kein\w*|nie|niemals)\b", _F)
+# Any kein… form counts here ("keinerlei", "keineswegs"), not only the declined ones.
+_DE_NEGATION = re.compile(r"\b(?:" + "|".join(NEGATIONS_DE.split()) + r"|kein\w*)\b", _F)
 _DE_INABILITY_PHRASE = re.compile(
     r"\b(?:ist\s+es\s+mir|es\s+ist\s+mir|ist\s+mir)\s+(?:\w+\s+){0,2}?(?:nicht\s+möglich|"
     r"unmöglich)\b"
@@ -242,7 +236,7 @@ _CONDITION_BEFORE = re.compile(
 _CONDITION_START = re.compile(r"^\W*(?:if|unless|when|whether|wenn|falls|sofern|ob)\b", _F)
 
 
-_CLAIM_WORDS = _wordset(
+_CLAIM_WORDS = word_set(
     """
     can cannot cant able unable allowed permitted authorized authorised position possible
     impossible way means ability lack lacking lacks missing without need needs needed require
@@ -258,14 +252,14 @@ _CLAIM_WORDS = _wordset(
     machen mache tun since until till due first
     """
 )
-_ACCESS_WORDS = _wordset(
+_ACCESS_WORDS = word_set(
     """
     access connect connecting log login logins sign authenticate reach zugreifen zuzugreifen
     einloggen einzuloggen anmelden anzumelden verbinden erreichen reinkommen hineinkommen
     rankommen
     """
 )
-_EN_CRED_WORDS = _wordset(
+_EN_CRED_WORDS = word_set(
     """
     credential credentials creds password passwords passphrase passphrases passcode passcodes
     access permission permissions rights privilege privileges key keys token tokens login
@@ -289,13 +283,8 @@ _SYNONYMS: dict[str, str] = {word: group[0] for group in _SYNONYM_GROUPS for wor
 
 # --------------------------------------------------------------------------- cleaning
 
-_FENCE = re.compile(
-    r"^[ \t]*(?P<fence>`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*(?P=fence)[ \t]*$|\Z)",
-    re.MULTILINE | re.DOTALL,
-)
-_QUOTE_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
+# Narrower than the classifier's bullets: no "·", no heading marks, any number of digits.
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _CLAUSE_SPLIT = re.compile(
     r"\s*;\s*|,?\s+(?=\b(?:but|however|although|though|whereas|aber|jedoch|allerdings|"
     r"sondern)\b)",
@@ -309,17 +298,15 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 def _clean(reply: str) -> str:
     """The reply without code blocks and quotes, inline code unwrapped, apostrophes plain."""
-    text = _FENCE.sub("\n", reply)
-    text = _QUOTE_LINE.sub("", text)
-    text = text.replace("`", "").replace("**", "").replace("__", "")
-    return text.translate(str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "´": "'"}))
+    text = QUOTE_LINE_RE.sub("", without_fenced_blocks(reply))
+    return plain_apostrophes(text.replace("`", "").replace("**", "").replace("__", ""))
 
 
 def _sentences(text: str) -> list[str]:
     sentences: list[str] = []
     for line in text.splitlines():
         line = _LIST_MARKER.sub("", line).strip()
-        for piece in _SENTENCE_END.split(line):
+        for piece in split_sentences(line):
             piece = " ".join(piece.split())
             if piece:
                 sentences.append(piece)

@@ -53,6 +53,7 @@ import duckdb
 from rapidfuzz import fuzz
 
 from memory.fact_types import key_parts
+from memory.text.sentences import split_sentences
 from store.database import Database
 from store.fact_store import Fact, FactStore
 from store.point_store import as_utc
@@ -70,7 +71,6 @@ DECAY_REASON_PREFIX = "decay:"
 BOOST_REASON = "boost: used in a reply"
 
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 
 
 @dataclass
@@ -262,8 +262,9 @@ def _body_units(body: str) -> list[str]:
     USED_MAX_UNIT_CHARS; only those of at least USED_MIN_CHARS."""
     whole = _normalise(body)
     units = [whole] if len(whole) <= USED_MAX_UNIT_CHARS else []
-    for sentence in _SENTENCE_END.split(body):
-        units.extend(_chunks(_normalise(sentence)))
+    for line in body.split("\n"):
+        for sentence in split_sentences(line, ends=".!?;"):
+            units.extend(_chunks(_normalise(sentence)))
     return [unit for unit in dict.fromkeys(units) if len(unit) >= USED_MIN_CHARS]
 
 

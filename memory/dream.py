@@ -126,10 +126,12 @@ from typing import Any, Literal
 from memory.fact_types import KEY_MAX_CHARS, FactProposal, key_parts, normalise_key
 from memory.reflection import hostile_reason
 from memory.secret_masking import mask_secrets
+from memory.text.cues import UNCERTAIN_DE, UNCERTAIN_EN
+from memory.text.markdown import unwrap_fenced_reply
+from memory.text.words import STOPWORDS, detect_language, raw_tokens, terms, word_list
 from store.fact_store import Fact
 from store.hypothesis_store import Hypothesis
 from store.point_store import Point
-from store.text_terms import STOPWORDS, detect_language, raw_tokens, terms
 
 START_CONFIDENCE = 0.30
 VALIDATED_CONFIDENCE = 0.6
@@ -383,15 +385,11 @@ _HEDGES = _words(
     r"or\s+not",
     r"either",
     r"(?<!\d\s)may(?!\s+\d)",
-    r"might",
+    *word_list(UNCERTAIN_EN),
     r"could",
     r"possibly",
-    r"perhaps",
-    r"maybe",
     r"potentially",
     r"conceivably",
-    r"likely",
-    r"probably",
     r"presumably",
     r"something",
     r"some\s+(?:kind\s+of\s+|sort\s+of\s+)?(?:change|effect|difference|impact|improvement|"
@@ -402,11 +400,10 @@ _HEDGES = _words(
     r"at\s+some\s+point",
     r"someday",
     r"to\s+some\s+(?:extent|degree)",
-    r"vielleicht",
+    *word_list(UNCERTAIN_DE),
     r"möglicherweise",
     r"eventuell",
     r"womöglich",
-    r"wahrscheinlich",
     r"könnten?",
     r"kann\s+sein",
     r"oder\s+(?:auch\s+)?nicht",
@@ -728,10 +725,7 @@ def measurement_problem(measurement: str) -> str | None:
 
 
 def _load(raw: str) -> Any:
-    text = raw.strip()
-    if text.startswith("```"):
-        text = re.sub(r"^```[\w-]*[ \t]*\n?|\n?```\s*$", "", text)
-    return json.loads(text)
+    return json.loads(unwrap_fenced_reply(raw))
 
 
 def _normalise_id(raw: str) -> str:

@@ -112,6 +112,7 @@ from memory.fact_types import (
     normalise_key,
 )
 from memory.secret_masking import mask_secrets
+from memory.text.markdown import unwrap_fenced_reply
 
 MAX_FACTS = 5
 REFLECTION_CONFIDENCE = 0.6
@@ -434,13 +435,14 @@ _PROOF_ROLE_LABEL = re.compile(
 _QUOTES = "\"'“”„‘’«»‹›"
 _ELLIPSIS = re.compile(r"\.\.\.+|…")
 _WHITESPACE = re.compile(r"\s+")
+_MARKUP_OFF = str.maketrans(dict[str, str | None]({"`": None, "*": None, "’": "'", "‘": "'"}))
+_DOUBLE_QUOTES = str.maketrans(dict.fromkeys("“”„", '"'))
 
 
 def _normalise_for_match(text: str) -> str:
     """Case-folded, markup-free, single-spaced text for the proof check."""
     text = unicodedata.normalize("NFC", text).casefold()
-    text = text.translate(str.maketrans({"`": None, "*": None, "’": "'", "‘": "'"}))
-    text = text.translate(str.maketrans({"“": '"', "”": '"', "„": '"'}))
+    text = text.translate(_MARKUP_OFF).translate(_DOUBLE_QUOTES)
     return _WHITESPACE.sub(" ", text).strip()
 
 
@@ -575,10 +577,7 @@ def _check_item(item: object, haystack: str | None) -> FactProposal | str:
 
 def _load(raw: str) -> Any:
     """The JSON value of the reply; a reply wrapped in a ``` fence is unwrapped first."""
-    text = raw.strip()
-    if text.startswith("```"):
-        text = re.sub(r"^```[\w-]*[ \t]*\n?|\n?```\s*$", "", text)
-    return json.loads(text)
+    return json.loads(unwrap_fenced_reply(raw))
 
 
 def parse_reflection(raw: str, *, transcript_text: str = "") -> ReflectionResult:

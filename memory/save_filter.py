@@ -95,6 +95,7 @@ from typing import Protocol
 
 from rapidfuzz import fuzz
 
+from memory.text.markdown import FENCE_OPEN_RE
 from store.daily_log import ROLES
 
 RULE_EMPTY = "empty"
@@ -118,7 +119,6 @@ ECHO_NGRAM = 3
 
 _ASSISTANT = "assistant"
 _WORD_RE = re.compile(r"\w+")
-_FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _FOOTNOTE_DEF_RE = re.compile(r"^ {0,3}\[\^[^\]\s]+\]:")
 _CONTINUATION_RE = re.compile(r"^(?: {4}|\t)")
 
@@ -206,7 +206,7 @@ def block_lengths(text: str) -> BlockLengths:
             if _closes_fence(line, fence):
                 fence = None
             continue
-        opening = _FENCE_OPEN_RE.match(line)
+        opening = FENCE_OPEN_RE.match(line)
         if opening:
             fence, in_footnote, pending_blank = opening.group(1), False, 0
             code += len(line)

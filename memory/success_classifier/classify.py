@@ -4,7 +4,6 @@ the user's first, at most `MAX_PROPOSALS_PER_TURN` and one per key."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from memory.fact_types import FactProposal
@@ -13,9 +12,11 @@ from memory.success_classifier.events import classify_success
 from memory.success_classifier.keywords import find_keywords
 from memory.success_classifier.kinds import Speaker
 from memory.success_classifier.lexicons import ABBREVIATIONS
-from memory.success_classifier.names import APOSTROPHES, BULLET_RE, REDACTED_RE, SPACES_RE
+from memory.success_classifier.names import BULLET_RE, REDACTED_RE, SPACES_RE
 from memory.success_classifier.questions import is_question
 from memory.success_classifier.rules import RULE_HINT_RE, classify_rule
+from memory.text.markdown import plain_apostrophes, without_fenced_blocks
+from memory.text.sentences import split_sentences
 
 MAX_PROPOSALS_PER_TURN = 3
 PROOF_CHARS = 300
@@ -32,7 +33,7 @@ def _classify_masked(masked: str, speaker: Speaker) -> FactProposal | None:
     masked = masked.strip()
     if not masked or len(masked) > MAX_SENTENCE_CHARS:
         return None
-    text = REDACTED_RE.sub("REDACTED", masked.translate(APOSTROPHES))
+    text = REDACTED_RE.sub("REDACTED", plain_apostrophes(masked))
     text = SPACES_RE.sub(" ", BULLET_RE.sub("", text)).strip()
     maybe_rule = speaker == "user" and RULE_HINT_RE.search(text) is not None
     keywords = find_keywords(text)
@@ -51,27 +52,15 @@ def classify_sentence(sentence: str, *, speaker: Speaker = "user") -> FactPropos
     return _classify_masked(mask_secrets(sentence.strip()), speaker)
 
 
-_FENCE_RE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.M | re.S)
-_SENTENCE_END_RE = re.compile(r"(?<=[.!?…])\s+")
-
-
 def _sentences(text: str) -> Iterable[str]:
     """Lines and sentences outside fenced code and quotations, without list bullets."""
-    for line in _FENCE_RE.sub("\n", text).splitlines():
+    for line in without_fenced_blocks(text).splitlines():
         line = line.strip()
         if not line or line.startswith(">"):
             continue
         line = BULLET_RE.sub("", line)
-        pieces = _SENTENCE_END_RE.split(line)
-        merged: list[str] = []
-        for piece in pieces:
-            if merged:
-                last = merged[-1].rsplit(None, 1)[-1].lower()
-                if last in ABBREVIATIONS or re.fullmatch(r"\w\.", last):
-                    merged[-1] = f"{merged[-1]} {piece}"
-                    continue
-            merged.append(piece)
-        yield from (piece for piece in merged if piece.strip())
+        pieces = split_sentences(line, ends=".!?…", abbreviations=ABBREVIATIONS)
+        yield from (piece for piece in pieces if piece.strip())
 
 
 def classify_turn(user_text: str, reply_text: str = "") -> list[FactProposal]:

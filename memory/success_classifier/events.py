@@ -13,7 +13,7 @@ from memory.success_classifier.keywords import PREDICATES, EventKeyword
 from memory.success_classifier.kinds import REMOTE, REPLY_CONFIDENCE, USER_CONFIDENCE, Kind, Speaker
 from memory.success_classifier.lexicon import lower_words
 from memory.success_classifier.lexicons import ADVICE_OPENERS, FAILURE, HEDGE, NEGATION
-from memory.success_classifier.names import CODE_SPAN_RE, key_word
+from memory.success_classifier.names import key_word
 from memory.success_classifier.subjects import (
     Subject,
     auth_subject,
@@ -23,6 +23,7 @@ from memory.success_classifier.subjects import (
     ssh_subject,
     test_subject,
 )
+from memory.text.markdown import INLINE_CODE_RE
 
 _I = re.IGNORECASE
 
@@ -72,7 +73,7 @@ def _candidates(
 ) -> list[_Candidate]:
     """Every (keyword, predicate) pair of a fitting kind in the same or adjacent clauses,
     ordered by clause distance, then keywords outside inline code first, then distance."""
-    code = [m.span() for m in CODE_SPAN_RE.finditer(text)]
+    code = [m.span() for m in INLINE_CODE_RE.finditer(text)]
     remote = any(k.kind in REMOTE for k in found_keywords)
     keywords = [
         (k.kind, k.start, k.end)

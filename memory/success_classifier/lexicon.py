@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import re
 
-
-def word_set(text: str) -> frozenset[str]:
-    return frozenset(text.split())
+from memory.text.words import word_set
 
 
 class Lexicon:

@@ -9,11 +9,9 @@ from memory.success_classifier.lexicons import ENV, GENERIC, STOP
 
 _I = re.IGNORECASE
 
-APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "´": "'", "ʼ": "'"})
 REDACTED_RE = re.compile(r"\[REDACTED:[^\]]*\]")
 SPACES_RE = re.compile(r"\s+")
 BULLET_RE = re.compile(r"^\s*(?:[-*+•·]|\d{1,3}[.)]|#{1,6})\s+")
-CODE_SPAN_RE = re.compile(r"`([^`\n]+)`")
 _TOKEN_RE = re.compile(r"[^\W_][\w.@/+:'-]*")
 VERSION_RE = re.compile(r"^v?\d+(?:[.\-]\w+)*$", _I)
 

@@ -24,13 +24,13 @@ from memory.success_classifier.lexicons import (
     TEST_RUNNERS,
 )
 from memory.success_classifier.names import (
-    CODE_SPAN_RE,
     VERSION_RE,
     clean_name,
     first_word_of,
     is_name,
     name_tokens,
 )
+from memory.text.markdown import INLINE_CODE_RE
 
 _I = re.IGNORECASE
 
@@ -169,7 +169,7 @@ def _with_proper_noun_tail(text: str, end: int, name: str) -> str:
 
 
 def _commands(text: str) -> list[str]:
-    return [m.group(1).strip() for m in CODE_SPAN_RE.finditer(text)]
+    return [m.group(1).strip() for m in INLINE_CODE_RE.finditer(text)]
 
 
 def _used(text: str) -> str:

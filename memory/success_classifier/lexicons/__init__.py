@@ -4,8 +4,10 @@ the names every language shares (`names`): sets for lookups, `Lexicon`s for the 
 from __future__ import annotations
 
 from memory.success_classifier.kinds import Kind
-from memory.success_classifier.lexicon import Lexicon, word_set
+from memory.success_classifier.lexicon import Lexicon
 from memory.success_classifier.lexicons import de, en, names
+from memory.text import cues
+from memory.text.words import word_set
 
 
 def _both(english: str, german: str, *more: str) -> frozenset[str]:
@@ -47,9 +49,11 @@ FAILURE = Lexicon(
     prefixes=f"{en.FAILURE_PREFIXES} {de.FAILURE_PREFIXES}",
     phrases=f"{en.FAILURE_PHRASES}, {de.FAILURE_PHRASES}",
 )
-NEGATION = Lexicon(f"{en.NEGATION} {de.NEGATION}", suffixes=en.NEGATION_SUFFIXES)
+NEGATION = Lexicon(
+    f"{cues.NEGATIONS_EN} {cues.NEGATIONS_DE} {cues.KEIN_FORMS_DE}", suffixes=en.NEGATION_SUFFIXES
+)
 HEDGE = Lexicon(
-    f"{en.HEDGE} {de.HEDGE}",
+    f"{en.HEDGE} {cues.UNCERTAIN_EN} {de.HEDGE} {cues.UNCERTAIN_DE}",
     prefixes=de.HEDGE_PREFIXES,
     phrases=en.HEDGE_PHRASES,
     unless_next=en.HEDGE_UNLESS_NEXT,

@@ -36,17 +36,17 @@ LOGIN_PREFIXES = "anmeld einlogg"
 PLACE_NOUNS = "maschine rechner daten ordner verzeichnis skript"
 AFTER_BAUT = "jetzt wieder durch sauber"  # "baut" alone is not about a build
 
-# Cues that silence a success report.
+# Cues that silence a success report (with the negations and uncertainty words of
+# memory.text.cues).
 FAILURE = """
 fehlgeschlagen kaputt abgestürzt abgesturzt stürzt sturzt absturz gescheitert scheitert
 rot verweigert abgelehnt hängt hangt klemmt zickt außer ausser
 """
 FAILURE_PREFIXES = "fehler"
 FAILURE_PHRASES = "schlägt fehl, schlagt fehl, schlug fehl"
-NEGATION = "nicht nichts nie niemals kein keine keinen keinem keiner"
 HEDGE = """
-wenn falls sobald ob werde werden wird wirst soll sollen muss müssen will vielleicht
-hoffentlich hoffe vermutlich wahrscheinlich wohl anscheinend scheint scheinbar glaube
+wenn falls sobald ob werde werden wird wirst soll sollen muss müssen will
+hoffentlich hoffe vermutlich wohl anscheinend scheint scheinbar glaube
 denke morgen später nachher bald demnächst fast teilweise einige manche manchmal meistens
 plane prüfe prüfen prüft sicherstellen
 """

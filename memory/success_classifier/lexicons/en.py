@@ -58,7 +58,8 @@ PLACE_NOUNS = (
     "server servers host hosts machine box vm node agent data folder directory dir script log logs"
 )
 
-# Cues that silence a success report.
+# Cues that silence a success report (with the negations and uncertainty words of
+# memory.text.cues).
 FAILURE = """
 fail fails failed failing failure failures broke broken breaks breaking crash crashes
 crashed crashing error errors errored exception exceptions traceback denied refused
@@ -67,11 +68,11 @@ flaky unable unreachable forbidden unauthorized unauthorised wrong except except
 """
 FAILURE_PREFIXES = "segfault"
 FAILURE_PHRASES = "timed out, times out, timing out, time out, apart from"
-NEGATION = "not no nope never cannot nor neither nothing nobody nowhere"
+# Negations: memory.text.cues; n't as a suffix.
 NEGATION_SUFFIXES = "n't"
 HEDGE = """
-if when whenever once unless until whether will would should might may must shall gonna
-hope hopefully think guess believe suppose assume probably maybe perhaps likely seem seems
+if when whenever once unless until whether will would should may must shall gonna
+hope hopefully think guess believe suppose assume seem seems
 seemed apparently supposed verify ensure confirm expect expected tomorrow later next soon
 almost nearly partially partly mostly some most sometimes occasionally intermittently
 i'll you'll we'll they'll it'll he'll she'll that'll i'd you'd we'd they'd it'd he'd
