@@ -123,7 +123,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from memory.fact_types import KEY_MAX_CHARS, FactProposal, key_parts, normalise_key
+from memory.llm_schema import llm_schema
 from memory.reflection import hostile_reason
 from memory.secret_masking import mask_secrets
 from memory.text.cues import UNCERTAIN_DE, UNCERTAIN_EN
@@ -156,16 +159,17 @@ SOURCE_IDS_MAX = 20
 MEMORIES_OPEN = "<<<MEMORIES"
 MEMORIES_CLOSE = "MEMORIES>>>"
 
-DREAM_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "statement": {"type": "string"},
-        "source_ids": {"type": "array", "items": {"type": "string"}},
-        "prediction": {"type": "string"},
-        "measurement": {"type": "string"},
-    },
-    "required": ["statement", "source_ids", "prediction", "measurement"],
-}
+
+class DreamCardReply(BaseModel):
+    """The dream reply's shape: one card (empty fields decline); `check_card` checks it."""
+
+    statement: str
+    source_ids: list[str]
+    prediction: str
+    measurement: str
+
+
+DREAM_SCHEMA: dict[str, Any] = llm_schema(DreamCardReply)
 
 SourceKind = Literal["fact", "point"]
 

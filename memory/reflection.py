@@ -96,6 +96,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, Field
 from rapidfuzz import fuzz
 
 from memory.fact_types import (
@@ -111,6 +112,7 @@ from memory.fact_types import (
     key_parts,
     normalise_key,
 )
+from memory.llm_schema import llm_schema
 from memory.secret_masking import mask_secrets
 from memory.text.markdown import unwrap_fenced_reply
 
@@ -125,27 +127,24 @@ PREVIEW_CHARS = 80
 TRANSCRIPT_OPEN = "<<<TRANSCRIPT"
 TRANSCRIPT_CLOSE = "TRANSCRIPT>>>"
 
-REFLECTION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "facts": {
-            "type": "array",
-            "maxItems": MAX_FACTS,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "type": {"enum": list(FACT_TYPES)},
-                    "key": {"type": "string"},
-                    "body": {"type": "string"},
-                    "scope": {"enum": list(SCOPES)},
-                    "proof": {"type": "string"},
-                },
-                "required": ["type", "key", "body", "proof"],
-            },
-        }
-    },
-    "required": ["facts"],
-}
+
+class ReflectionFact(BaseModel):
+    """One fact the model proposes (the reply's shape; `parse_reflection` checks each)."""
+
+    type: FactType
+    key: str
+    body: str
+    scope: Scope = "workspace"
+    proof: str
+
+
+class ReflectionReply(BaseModel):
+    """The reflection reply: at most `MAX_FACTS` facts."""
+
+    facts: list[ReflectionFact] = Field(max_length=MAX_FACTS)
+
+
+REFLECTION_SCHEMA: dict[str, Any] = llm_schema(ReflectionReply)
 
 _SYSTEM_PROMPT = f"""\
 You review a finished chat session between a user and an assistant and write down the \
