@@ -4,83 +4,9 @@ otherwise.
 
 `find_cant_claims(reply)` returns the claims; `match_capabilities(claims, capabilities)` the
 keys of the active capability facts on the same subject, best first. The UI shows those facts
-under the reply and the next turn's prompt carries them. Both are pure and cheap (regular
-expressions and a word-form lookup; no model call): a 2.8 KB reply with 20 claims takes
-~2 ms, matching them against 50 capabilities ~3 ms (Python 3.11, 2-core x86_64).
-
-What counts as a claim
-----------------------
-The reply is cleaned first: fenced code blocks (``` / ~~~, an unclosed fence runs to the end)
-and block quotes (``>`` lines: someone else's words) are removed; inline code keeps its text
-without the backticks (`` `just deploy` `` names the subject); curly apostrophes become ``'``.
-It is split into sentences (line breaks, and ``.``/``!``/``?`` before a space). Questions
-(ending in ``?``) are never claims. A sentence is tested clause by clause (split at ``;`` and
-at but / however / although / though / whereas / aber / jedoch / allerdings / sondern; the
-conjunction is dropped from the claim), so that "I can deploy the docs, but I can't push
-without permissions" claims only the second half. Only when no clause is a claim is the whole
-sentence tested, and then rule 2 alone applies (a first-person lack must stand in one clause:
-"Du hast keinen Zugriff, aber ich kann das machen" is no claim). A clause without any
-negation cue (n't, not, no, cannot, unable, without, lack, missing, impossible, nicht, kein…,
-ohne, mangels, fehl…, unmöglich) is skipped before the patterns run.
-
-A clause is a claim when it has, outside a condition (``if`` / ``unless`` / ``when`` /
-``whether`` / ``wenn`` / ``falls`` / ``sofern`` / ``ob`` just before it):
-
-1. a first-person lack of access: "I don't have access to your server", "I have no
-   credentials", "I lack permissions", "I'm not authorized / logged in", "my token has
-   expired", "Ich habe keinen Zugriff auf den Server", "mir fehlen die Zugangsdaten", "ich
-   bin nicht berechtigt"; or
-2. a first-person inability — "I can't / cannot / couldn't / am unable to / am not able to /
-   won't be able to / have no way to", "it is not possible for me to", German ``ich`` with
-   kann / konnte / darf / durfte / könnte and a negation (nicht, nichts, kein…, nie) after
-   the first of them, all in one comma-free stretch not opened by wenn / falls / ob, "es ist
-   mir nicht möglich", "ich bin nicht in der Lage" — together with either
-   a. a lack of access anywhere in the clause, whoever lacks it: "because I don't have
-      credentials", "without the password", "lacking permissions", "until you give me
-      access", "the token is missing", "mangels Zugangsdaten", "ohne Zugangsdaten", "weil mir
-      die Zugangsdaten fehlen", "keinen SSH-Zugang"; or
-   b. an access verb as what cannot be done: "I cannot access / connect to / log in to /
-      ssh into / reach …", German zugreifen / einloggen / anmelden / verbinden / erreichen.
-
-Credential words: credentials, creds, password, passphrase, access, permission(s), rights,
-privileges, (api / ssh / access / deploy / private) key(s), token(s), login, account,
-authorization, certificate, secret, sudo, root; German Zugangsdaten, Anmeldedaten, Zugriff,
-Zugang, Rechte, Berechtigung, Passwort, Kennwort, Schlüssel, Token, Credentials, also inside
-compounds (Datenbankzugriff, Schreibrechte). Between a lack word and the credential word at
-most three words may stand, each a determiner or a content word (not a stopword): "no
-valid deploy token" is a lack, "I don't have a clue what credentials you need" is not.
-
-Not claims: an inability without access ("I can't recommend that", "I cannot stress enough
-that the password must stay secret"), someone else's inability or a rule ("you can't deploy
-on Fridays", "Du kannst freitags nicht deployen"), an ability ("I can deploy it"), a
-condition ("if you don't have credentials, ask your admin", "wenn du keine Zugangsdaten
-hast"), questions, code and quotes. "We can't …" is not taken as the assistant's claim: it
-is as often a team rule.
-
-Subject words
--------------
-`CantClaim.subject_words` are the content words of the claim, lower case, in order, without
-repeats and **unstemmed** (readable; word forms are matched later, see below): ``\\w+`` tokens
-without English and German stopwords, one-letter tokens and numbers, the credential words, the
-inability and lack words (can, unable, without, lacking, kann, mangels, ohne, fehlen, …), the
-access verbs (access, connect, log, zugreifen, …) and fillers (sorry, unfortunately,
-currently, leider, …). A German compound that ends in a credential word gives its first part
-instead (Datenbankzugriff → datenbank). When a claim has no subject words ("Ohne Zugangsdaten
-kann ich das nicht."), those of the sentence before it are used: "das" / "that" points back.
-
-Matching capabilities
----------------------
-`match_capabilities` compares word *forms*: a word stands for itself, its Snowball English
-stem and its Snowball German stem (`store.text_terms.snowball`, PyStemmer), and the canonical
-word of a synonym group if any form is in one. So deploy / deploying / deployed / deployment /
-deployments / deployen / Deployment meet in ``deploy``, push / pushing / pushen in ``push``,
-server / servern in ``serv``, and the groups join database / databases / db / dbs /
-Datenbank / Datenbanken, repo / repository / Repo, postgres / postgresql / psql, kubernetes /
-k8s, github / gh. A capability's words are its key parts (`key_parts`) and its body's content
-words (same filtering as claims). A claim's subject word found among the key parts counts 2,
-found only in the body 1; a capability's score is its best claim's sum. Keys with a score
-above 0 are returned, highest score first, ties in the order given, each key once.
-German compounds are not split beyond the credential-word rule above.
+under the reply and the next turn's prompt carries them. Pure and cheap (regular expressions
+and a word-form lookup, no model call). What counts as a claim, the subject words and the
+matching rules: docs/cant_check.md.
 """
 
 from __future__ import annotations
@@ -371,7 +297,7 @@ def _is_claim(text: str, *, whole_sentence: bool = False) -> bool:
 
 
 def _content_words(text: str) -> list[str]:
-    """Lower-case content words of `text`, in order, without repeats (see the docstring)."""
+    """Lower-case content words of `text`, in order, without repeats (docs/cant_check.md)."""
     words: list[str] = []
     for token in _WORD.findall(text.lower()):
         candidates = [token]
