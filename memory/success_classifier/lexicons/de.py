@@ -27,9 +27,7 @@ AUTH_KEYWORDS = "angemeldet eingeloggt"
 KEYWORD_PREFIXES: dict[str, Kind] = {
     "datenbank": "db",
     "kompilier": "build",
-    "authentifizier": "auth",
-    "anmeld": "auth",
-    "einlogg": "auth",
+    **dict.fromkeys(("authentifizier", "anmeld", "einlogg"), "auth"),
 }
 LOGIN_WORDS = "angemeldet eingeloggt"
 LOGIN_PREFIXES = "anmeld einlogg"
