@@ -1,24 +1,28 @@
 """One typed settings object, resolved flag > environment > config.toml > default.
 
 Built once at the entry (`tui/cli.py`) and passed down; nothing else reads the environment.
-`describe()` says, for every setting, its value and where it came from, for
-`straylight config`.
+`Settings` is nested by area (`settings.ollama`, `.memory`, `.facts`, `.jobs`), each area the
+model its module takes; the user-facing names stay flat (`memory_top_k`, `MEMORY_TOP_K`) and
+`SETTING_PATHS` says where each one lives. `describe()` says, for every setting, its value
+and where it came from, for `straylight config`.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import reduce
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from agent.ollama_host import parse_ollama_host
+from memory.settings_models import FactsConfig, MemoryConfig, SettingsArea
 from store.clock import Clock, parse_instant
 
 APP_NAME = "straylight"
@@ -37,87 +41,72 @@ def default_config_path() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.toml"
 
 
-class Settings(BaseSettings):
-    """Every knob Straylight has. Field names are also the keys of config.toml."""
+class OllamaConfig(SettingsArea):
+    """Where the models run and how long a call may take (`settings.ollama`)."""
 
-    model_config = SettingsConfigDict(extra="forbid", frozen=True, validate_default=True)
+    host: str = DEFAULT_OLLAMA_HOST
+    """Where Ollama listens, parsed like the ollama client parses OLLAMA_HOST. Key
+    `ollama_host`."""
+    model: str = "llama3.2"
+    """Chat model (also the model of the reflection and dream passes). Key `model`."""
+    http_timeout_seconds: float = Field(default=300.0, gt=0)
+    """Read timeout (seconds) of model calls: the slowest legitimate call decides (LESSONS
+    §8). Key `http_timeout_seconds`."""
+    connect_timeout_seconds: float = Field(default=5.0, gt=0)
+    """Connect timeout (seconds) of model calls: a dead host is named quickly. Key
+    `connect_timeout_seconds`."""
+
+    @field_validator("host", mode="before")
+    @classmethod
+    def _parse_host(cls, value: object) -> object:
+        return parse_ollama_host(value) if isinstance(value, str) or value is None else value
+
+
+class JobsConfig(SettingsArea):
+    """The background jobs (`settings.jobs`): whether the TUI runs them, and their policy."""
+
+    enabled: bool = True
+    """Run the background jobs in the TUI (they can always be run with `straylight jobs
+    run`). Key `jobs_enabled`."""
+    dream_hour: int = Field(default=3, ge=0, le=23)
+    """Local hour (0-23) of the nightly dream run. Key `jobs_dream_hour`."""
+    binding_limit_days: int = Field(default=90, ge=1)
+    """How recently (days) a fact a procedure requires must have been verified. Key
+    `jobs_binding_limit_days`."""
+
+
+class Settings(BaseModel):
+    """Every knob Straylight has, by area; `SETTING_PATHS` maps the config keys onto it."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", validate_default=True, use_attribute_docstrings=True
+    )
 
     home: Path = Field(default_factory=default_home)
-    """Data dir: daily logs, longterm.md, the database, the log file."""
-    ollama_host: str = DEFAULT_OLLAMA_HOST
-    """Where Ollama listens, parsed like the ollama client parses OLLAMA_HOST."""
-    model: str = "llama3.2"
-    """Chat model."""
-    embed_model: str = "nomic-embed-text"
-    """Embedding model (semantic memory)."""
+    """Data dir: daily logs, longterm.md, the database, the log file. Key `home`."""
+    ollama: OllamaConfig = Field(default_factory=OllamaConfig)
+    """Host, chat model and timeouts of the model calls."""
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    """Layer 3: recall, the save filter, the embedding model, RAM thresholds."""
+    facts: FactsConfig = Field(default_factory=FactsConfig)
+    """Layer 4: fact injection, the memory tools, the reflection pass."""
+    jobs: JobsConfig = Field(default_factory=JobsConfig)
+    """The background jobs."""
     history_turns: int = Field(default=20, ge=0, le=10_000)
     """How many past messages of the conversation go into the prompt (user and assistant
-    messages count one each)."""
-    http_timeout_seconds: float = Field(default=300.0, gt=0)
-    """Read timeout of model calls: the slowest legitimate call decides (LESSONS §8)."""
-    connect_timeout_seconds: float = Field(default=5.0, gt=0)
-    """Connect timeout of model calls: a dead host is named quickly."""
+    messages count one each). Key `history_turns`."""
     longterm_budget_bytes: int = Field(default=8192, ge=0)
-    """Size budget of longterm.md; over it, the sidebar and `status` warn."""
+    """Size budget (bytes) of longterm.md; over it, the sidebar and `status` warn. Key
+    `longterm_budget_bytes`."""
     now: datetime | None = None
-    """Freeze the clock at this ISO 8601 instant (tests, support, reproducing a report)."""
-
-    memory_enabled: bool = True
-    memory_top_k: int = Field(default=5, ge=0)
-    memory_min_score: float = Field(default=0.6, ge=0.0, le=1.0)
-    memory_max_chars: int = Field(default=4000, ge=0)
-    memory_status_every_n: int = Field(default=50, ge=1)
-    memory_save_min_chars: int = Field(default=50, ge=0)
-    memory_save_footnote_ratio: float = Field(default=0.7, ge=0.0, le=1.0)
-    memory_save_code_ratio: float = Field(default=0.8, ge=0.0, le=1.0)
-    memory_save_dedup_lookback: int = Field(default=3, ge=0)
-    memory_save_dedup_threshold: float = Field(default=0.85, ge=0.0, le=1.0)
-    memory_ram_warn_bytes: int = Field(default=268_435_456, ge=0)
-    memory_ram_crit_bytes: int = Field(default=536_870_912, ge=0)
-    memory_facts_always_max: int = Field(default=20, ge=0)
-    """Cap on the rules and capabilities injected into every prompt (a note says what it cut)."""
-    memory_facts_top_k: int = Field(default=5, ge=0)
-    """Other facts (decisions, procedures, facts) injected when their key or body matches."""
-    memory_facts_max_chars: int = Field(default=3000, ge=0)
-    """Size cap of the `## Known facts` block, cut on a fact boundary."""
-    memory_facts_min_score: float = Field(default=0.5, ge=0.0, le=1.0)
-    """Cosine a fact's body needs with the message to count as a semantic match."""
-    memory_tools: bool = True
-    """Offer the model the memory_read / memory_write tools (if the model supports tools)."""
-    memory_reflection: bool = True
-    """At session end (/new, quit, idle), ask the model once for durable facts (candidates)."""
-    memory_reflection_idle_minutes: float = Field(default=30.0, gt=0)
-    """Idle time in the TUI after which the session counts as ended for the reflection pass."""
-    jobs_enabled: bool = True
-    """Run the background jobs in the TUI (they can always be run with `straylight jobs run`)."""
-    jobs_dream_hour: int = Field(default=3, ge=0, le=23)
-    """Local hour of the nightly dream run."""
-    jobs_binding_limit_days: int = Field(default=90, ge=1)
-    """How recently a fact a procedure requires must have been verified."""
+    """Freeze the clock at this ISO 8601 instant (tests, support, reproducing a report).
+    Key `now`."""
     keymap: dict[str, str] = Field(default_factory=dict)
     """config.toml `[keymap]`: binding id → keys (`new_conversation = "ctrl+o"`; several keys
     comma-separated). The ids are listed in the README and the help screen."""
     workspace: str | None = None
     """The workspace facts belong to: default the git root of the current directory, else
-    the directory itself."""
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Layering (and its provenance) is done by `load_settings`; the object itself
-        # only validates what it is given.
-        return (init_settings,)
-
-    @field_validator("ollama_host", mode="before")
-    @classmethod
-    def _parse_host(cls, value: object) -> object:
-        return parse_ollama_host(value) if isinstance(value, str) or value is None else value
+    the directory itself. Key `workspace`."""
 
     @field_validator("now", mode="before")
     @classmethod
@@ -135,6 +124,12 @@ class Settings(BaseSettings):
             return Path(os.path.expanduser(str(value))).absolute()
         return value
 
+    @model_validator(mode="after")
+    def _one_embedding_model(self) -> Settings:
+        if self.facts.embed_model != self.memory.embed_model:
+            raise ValueError("facts.embed_model must equal memory.embed_model (one setting)")
+        return self
+
     @property
     def clock(self) -> Clock:
         return Clock(self.now)
@@ -142,6 +137,85 @@ class Settings(BaseSettings):
     @property
     def log_file(self) -> Path:
         return self.home / "straylight.log"
+
+
+FieldPath = tuple[str, ...]
+
+SETTING_PATHS: dict[str, FieldPath] = {
+    "home": ("home",),
+    "ollama_host": ("ollama", "host"),
+    "model": ("ollama", "model"),
+    "embed_model": ("memory", "embed_model"),
+    "history_turns": ("history_turns",),
+    "http_timeout_seconds": ("ollama", "http_timeout_seconds"),
+    "connect_timeout_seconds": ("ollama", "connect_timeout_seconds"),
+    "longterm_budget_bytes": ("longterm_budget_bytes",),
+    "now": ("now",),
+    "memory_enabled": ("memory", "enabled"),
+    "memory_top_k": ("memory", "top_k"),
+    "memory_min_score": ("memory", "min_score"),
+    "memory_max_chars": ("memory", "max_chars"),
+    "memory_status_every_n": ("memory", "status_every_n"),
+    "memory_save_min_chars": ("memory", "save_filter", "min_chars"),
+    "memory_save_footnote_ratio": ("memory", "save_filter", "footnote_ratio"),
+    "memory_save_code_ratio": ("memory", "save_filter", "code_ratio"),
+    "memory_save_dedup_lookback": ("memory", "save_filter", "dedup_lookback"),
+    "memory_save_dedup_threshold": ("memory", "save_filter", "dedup_threshold"),
+    "memory_ram_warn_bytes": ("memory", "ram_warn_bytes"),
+    "memory_ram_crit_bytes": ("memory", "ram_crit_bytes"),
+    "memory_facts_always_max": ("facts", "always_max"),
+    "memory_facts_top_k": ("facts", "top_k"),
+    "memory_facts_max_chars": ("facts", "max_chars"),
+    "memory_facts_min_score": ("facts", "min_score"),
+    "memory_tools": ("facts", "tools"),
+    "memory_reflection": ("facts", "reflection"),
+    "memory_reflection_idle_minutes": ("facts", "reflection_idle_minutes"),
+    "jobs_enabled": ("jobs", "enabled"),
+    "jobs_dream_hour": ("jobs", "dream_hour"),
+    "jobs_binding_limit_days": ("jobs", "binding_limit_days"),
+    "keymap": ("keymap",),
+    "workspace": ("workspace",),
+}
+"""Every setting's flat name (its config key, the order `straylight config` lists them) and
+the field of `Settings` that holds it."""
+
+MIRRORS: dict[FieldPath, tuple[FieldPath, ...]] = {
+    ("memory", "embed_model"): (("facts", "embed_model"),),
+}
+"""Fields that take the same value as a setting's own field: points and facts are embedded
+by one model, which both their modules need to know."""
+
+_NAME_OF_PATH: dict[FieldPath, str] = {path: name for name, path in SETTING_PATHS.items()}
+_NAME_OF_PATH |= {
+    mirror: _NAME_OF_PATH[path] for path, mirrors in MIRRORS.items() for mirror in mirrors
+}
+
+
+def nested_values(flat: Mapping[str, object]) -> dict[str, Any]:
+    """The input of `Settings` for values given by flat name (mirrors included)."""
+    nested: dict[str, Any] = {}
+    for name, value in flat.items():
+        path = SETTING_PATHS[name]
+        for target in (path, *MIRRORS.get(path, ())):
+            branch = nested
+            for part in target[:-1]:
+                branch = branch.setdefault(part, {})
+            branch[target[-1]] = value
+    return nested
+
+
+def setting_value(settings: Settings, name: str) -> Any:
+    """The value of the setting called `name` (`memory_top_k` → `settings.memory.top_k`)."""
+    return reduce(getattr, SETTING_PATHS[name], settings)
+
+
+def setting_of(loc: Sequence[int | str]) -> str | None:
+    """The setting whose field a validation error's location points into, if any."""
+    path = tuple(str(part) for part in loc)
+    for end in range(len(path), 0, -1):
+        if path[:end] in _NAME_OF_PATH:
+            return _NAME_OF_PATH[path[:end]]
+    return None
 
 
 ENV_NAMES: dict[str, str] = {
@@ -155,9 +229,9 @@ ENV_NAMES: dict[str, str] = {
     "longterm_budget_bytes": "STRAYLIGHT_LONGTERM_BUDGET_BYTES",
     "now": "STRAYLIGHT_NOW",
     "workspace": "STRAYLIGHT_WORKSPACE",
-} | {name: name.upper() for name in Settings.model_fields if name.startswith("memory_")}
+} | {name: name.upper() for name in SETTING_PATHS if name.startswith("memory_")}
 ENV_NAMES |= {
-    name: f"STRAYLIGHT_{name.upper()}" for name in Settings.model_fields if name.startswith("jobs_")
+    name: f"STRAYLIGHT_{name.upper()}" for name in SETTING_PATHS if name.startswith("jobs_")
 }
 
 FLAG_NAMES: dict[str, str] = {
@@ -194,18 +268,18 @@ class ResolvedSettings:
         dumped = self.settings.model_dump(mode="json")
         return {
             name: {
-                "value": dumped[name],
+                "value": reduce(dict.__getitem__, SETTING_PATHS[name], dumped),
                 "source": self.provenance[name].source,
                 "origin": self.provenance[name].origin,
             }
-            for name in Settings.model_fields
+            for name in SETTING_PATHS
         }
 
 
 def _config_key(raw_key: str) -> str | None:
     """Map a config.toml key (field name or environment name, any case) to a field."""
     key = raw_key.lower()
-    if key in Settings.model_fields:
+    if key in SETTING_PATHS:
         return key
     for name, env_name in ENV_NAMES.items():
         if env_name.lower() == key:
@@ -247,6 +321,19 @@ _TOML_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+_KINDS: dict[type, str] = {bool: "bool", int: "int", float: "float", str: "str"}
+
+
+def _field_annotation(path: FieldPath) -> object:
+    """The type annotation of the field of `Settings` at `path`."""
+    fields = Settings.model_fields
+    for part in path[:-1]:
+        area = fields[part].annotation
+        assert isinstance(area, type) and issubclass(area, BaseModel)
+        fields = area.model_fields
+    return fields[path[-1]].annotation
+
+
 def _toml_type_problem(name: str, value: object) -> str | None:
     """TOML has types: `history_turns = true` or `= "20"` is a mistake, not a conversion."""
     if name == "keymap":
@@ -256,8 +343,8 @@ def _toml_type_problem(name: str, value: object) -> str | None:
             if not isinstance(keys, str) or not keys.strip():
                 return f"keymap.{binding}: expected keys as a string, got {keys!r}"
         return None
-    annotation = Settings.model_fields[name].annotation
-    kind = {bool: "bool", int: "int", float: "float", str: "str"}.get(annotation)  # type: ignore[arg-type]
+    annotation = _field_annotation(SETTING_PATHS[name])
+    kind = _KINDS.get(annotation) if isinstance(annotation, type) else None
     if kind is None:  # home (a path string) and now (a datetime or ISO string)
         expected: tuple[type, ...] = (str, datetime)
         wanted = "a string" if name in ("home", "workspace") else "a datetime or an ISO 8601 string"
@@ -314,17 +401,25 @@ def load_settings(
         values[name], provenance[name] = value, Provenance("flag", FLAG_NAMES.get(name, name))
 
     try:
-        settings = Settings(**values)
+        settings = Settings.model_validate(nested_values(values))
     except ValidationError as error:
         raise SettingsError(_one_line(error, provenance)) from None
-    for name in Settings.model_fields:
+    for name in SETTING_PATHS:
         provenance.setdefault(name, Provenance("default", None))
     return ResolvedSettings(settings, provenance, path, path.is_file())
 
 
+_ORDER = {name: index for index, name in enumerate(SETTING_PATHS)}
+
+
 def _one_line(error: ValidationError, provenance: Mapping[str, Provenance]) -> str:
-    first = error.errors()[0]
-    name = str(first["loc"][0]) if first["loc"] else "?"
+    """The first problem, in the order settings are listed, as one line naming its source."""
+
+    def rank(detail: ErrorDetails) -> int:
+        return _ORDER.get(setting_of(detail["loc"]) or "", len(_ORDER))
+
+    first = min(error.errors(), key=rank)
+    name = setting_of(first["loc"]) or ".".join(map(str, first["loc"])) or "?"
     where = provenance.get(name)
     message = first["msg"]
     got = first.get("input")
