@@ -17,7 +17,7 @@ from memory.secret_masking import replace_lone_surrogates
 if TYPE_CHECKING:
     import ollama
 
-    from agent.settings import OllamaConfig
+    from agent.settings_models import OllamaConfig
 
 log = logging.getLogger("straylight.gateway")
 

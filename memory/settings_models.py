@@ -1,7 +1,7 @@
 """The memory and facts areas of the settings: typed, validated, one docstring per field.
 
 `MemoryStore` takes a `MemoryConfig`, `SaveFilter` a `SaveFilterConfig`, `FactDrawer` a
-`FactsConfig`; `agent.settings.Settings` composes them as `settings.memory` and
+`FactsConfig`; `agent.settings_models.Settings` composes them as `settings.memory` and
 `settings.facts`, and its loader maps the flat config keys (`memory_top_k`, `MEMORY_TOP_K`)
 onto them. The defaults here are the only copy. Only pydantic is imported: the settings are
 built before the first frame, long before numpy or duckdb may load.
@@ -51,10 +51,11 @@ class MemoryConfig(SettingsArea):
     """Layer 3, the semantic memory (`settings.memory`): recall, saving, status."""
 
     enabled: bool = True
-    """Recall into the prompt and auto-save turns; off, the chat runs on history and
-    longterm.md alone. Key `memory_enabled`."""
+    """Recall points into the prompt and auto-save turns as points; off, neither happens
+    (`/remember` still stores a pin; facts are not affected). Key `memory_enabled`."""
     top_k: int = Field(default=5, ge=0)
-    """Recalled points injected into a prompt at most. Key `memory_top_k`."""
+    """Points recalled into a prompt: up to this many pinned ones first, then up to this
+    many others. Key `memory_top_k`."""
     min_score: float = Field(default=0.6, ge=0.0, le=1.0)
     """Cosine (0..1) a point needs with the message to be recalled by meaning (a word match
     also counts); pinned points need half. Key `memory_min_score`."""

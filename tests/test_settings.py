@@ -22,15 +22,8 @@ from ollama._client import _parse_host as ollama_parse_host
 from pydantic import BaseModel, ValidationError
 
 from agent.ollama_host import parse_ollama_host
-from agent.settings import (
-    FLAG_NAMES,
-    SETTING_PATHS,
-    Provenance,
-    Settings,
-    SettingsError,
-    load_settings,
-    setting_value,
-)
+from agent.settings import FLAG_NAMES, Provenance, SettingsError, load_settings
+from agent.settings_models import SETTING_PATHS, Settings, setting_value
 from memory.save_filter import SaveFilter
 from memory.settings_models import FactsConfig, MemoryConfig, SaveFilterConfig
 from tui.cli import main
