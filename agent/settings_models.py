@@ -184,10 +184,11 @@ _NAME_OF_PATH |= {
 
 
 def nested_values(flat: Mapping[str, object]) -> dict[str, Any]:
-    """The input of `Settings` for values given by flat name (mirrors included)."""
+    """The input of `Settings` for values given by flat name (mirrors included); an unknown
+    name stays at the top, where validation rejects it by that name."""
     nested: dict[str, Any] = {}
     for name, value in flat.items():
-        path = SETTING_PATHS[name]
+        path = SETTING_PATHS.get(name, (name,))
         for target in (path, *MIRRORS.get(path, ())):
             branch = nested
             for part in target[:-1]:

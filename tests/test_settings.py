@@ -493,6 +493,12 @@ def test_modules_take_their_area_unchanged(config_file: Path) -> None:
     assert settings.facts == FactsConfig(always_max=3)
 
 
+def test_an_unknown_name_passed_as_a_flag_is_named(config_file: Path) -> None:
+    with pytest.raises(SettingsError) as raised:
+        load_settings(flags={"memory_topk": 3}, environ={}, config_path=config_file)
+    assert str(raised.value) == "option memory_topk: Extra inputs are not permitted (got 3)"
+
+
 def test_the_first_problem_in_listing_order_is_reported(config_file: Path) -> None:
     bad = {"STRAYLIGHT_JOBS_DREAM_HOUR": "99", "MEMORY_TOP_K": "x", "STRAYLIGHT_HISTORY_TURNS": "y"}
     with pytest.raises(SettingsError) as raised:
