@@ -14,10 +14,10 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from rapidfuzz import fuzz
 
+from memory.settings_models import SaveFilterConfig
 from memory.text.markdown import FENCE_OPEN_RE
 from store.daily_log import ROLES
 
@@ -44,64 +44,6 @@ _ASSISTANT = "assistant"
 _WORD_RE = re.compile(r"\w+")
 _FOOTNOTE_DEF_RE = re.compile(r"^ {0,3}\[\^[^\]\s]+\]:")
 _CONTINUATION_RE = re.compile(r"^(?: {4}|\t)")
-
-
-class SaveFilterSettings(Protocol):
-    """The settings fields the filter reads (``agent.settings.Settings`` has them)."""
-
-    @property
-    def memory_save_min_chars(self) -> int: ...
-    @property
-    def memory_save_footnote_ratio(self) -> float: ...
-    @property
-    def memory_save_code_ratio(self) -> float: ...
-    @property
-    def memory_save_dedup_lookback(self) -> int: ...
-    @property
-    def memory_save_dedup_threshold(self) -> float: ...
-
-
-@dataclass(frozen=True, slots=True)
-class SaveFilterConfig:
-    """Thresholds of the save filter; defaults are the seed's (MEMORY_SAVE_*)."""
-
-    min_chars: int = 50
-    """Texts shorter than this (after stripping) are not saved; exactly this many are."""
-    footnote_ratio: float = 0.7
-    """Assistant replies whose footnote definitions exceed this share are not saved."""
-    code_ratio: float = 0.8
-    """Assistant replies whose fenced code exceeds this share are not saved."""
-    dedup_lookback: int = 3
-    """How many recent saves per conversation and role dedup compares against; 0 disables."""
-    dedup_threshold: float = 0.85
-    """Similarity (difflib-like, see docs/save_filter.md) above which a text is a duplicate."""
-    echo_threshold: float = 0.6
-    """Share of an assistant reply's words repeating recalled text above which it is an echo."""
-    max_conversations: int = 1024
-    """Ring buffers kept (one per conversation and role); the least recently used go first."""
-
-    def __post_init__(self) -> None:
-        """Reject values that would make a rule meaningless."""
-        for name in ("footnote_ratio", "code_ratio", "dedup_threshold", "echo_threshold"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be within 0..1, got {value!r}")
-        for name in ("min_chars", "dedup_lookback"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative, got {getattr(self, name)!r}")
-        if self.max_conversations < 1:
-            raise ValueError(f"max_conversations must be positive, got {self.max_conversations!r}")
-
-    @classmethod
-    def from_settings(cls, settings: SaveFilterSettings) -> SaveFilterConfig:
-        """Build the config from the typed settings object (echo threshold stays default)."""
-        return cls(
-            min_chars=settings.memory_save_min_chars,
-            footnote_ratio=settings.memory_save_footnote_ratio,
-            code_ratio=settings.memory_save_code_ratio,
-            dedup_lookback=settings.memory_save_dedup_lookback,
-            dedup_threshold=settings.memory_save_dedup_threshold,
-        )
 
 
 @dataclass(frozen=True, slots=True)
