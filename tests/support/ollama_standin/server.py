@@ -1,29 +1,23 @@
 """`OllamaStandIn`: the public face of the stand-in, a real HTTP server run from a daemon thread,
-with thread-safe setters for models, scripted replies and faults, and a log of what it received.
+with thread-safe setters for models, context window, scripted replies and faults, and a log of
+what it received (see `script`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final, Self, get_args
 
+from .catalog import DEFAULT_REGISTRY, LoadedModel, ModelCatalog
+from .context import DEFAULT_NUM_CTX, ContextMode
 from .embeddings import Embedder
-from .faults import FAULT_KINDS, FAULT_PARAMS, Fault, FaultKind
 from .handler import StandInHTTPServer
-from .models import (
-    DEFAULT_MODELS,
-    MODIFIED_AT,
-    default_capabilities,
-    model_details,
-    normalize_model_name,
-)
-from .replies import ScriptedReply, default_reply, normalize_tool_call, split_tokens
+from .models import DEFAULT_MODELS, ModelSpec, normalize_model_name
+from .pull import PULL_STEPS
 from .routes import ROUTES
-from .wire import JsonObject, RecordedRequest
+from .script import Script
 
 __all__ = ["LOCALHOST", "OllamaStandIn"]
 
@@ -31,7 +25,19 @@ LOCALHOST: Final = "127.0.0.1"
 _POLL_INTERVAL: Final = 0.05
 
 
-class OllamaStandIn:
+def _check_mode(mode: str) -> ContextMode:
+    if mode not in get_args(ContextMode):
+        raise ValueError(f"context_mode must be one of {get_args(ContextMode)}, got {mode!r}")
+    return mode  # type: ignore[return-value]
+
+
+def _check_window(value: int, what: str) -> int:
+    if value < 1:
+        raise ValueError(f"{what} must be >= 1, got {value}")
+    return value
+
+
+class OllamaStandIn(Script):
     """A real Ollama-compatible HTTP server on 127.0.0.1, run from a daemon thread.
 
     Use as a context manager (``with OllamaStandIn(port=0) as srv: ...``) or
@@ -48,26 +54,39 @@ class OllamaStandIn:
         token_delay: float = 0.0,
         capabilities: Mapping[str, Sequence[str]] | None = None,
         embedder: Embedder | None = None,
+        specs: Mapping[str, ModelSpec] | None = None,
+        context_mode: ContextMode = "unlimited",
+        default_num_ctx: int = DEFAULT_NUM_CTX,
+        registry: Iterable[str] = DEFAULT_REGISTRY,
+        pull_steps: int = PULL_STEPS,
     ) -> None:
         """``embedder``, when given, computes /api/embed(dings) vectors instead of the
         hashed `embed_text` (their size is then the embedder's, not ``embed_dim``;
-        ``embed_dim`` faults still return hashed vectors of the faulty size)."""
+        ``embed_dim`` faults still return hashed vectors of the faulty size).
+
+        ``capabilities`` and ``specs`` describe models by name (see `ModelSpec`; what they
+        leave out follows from the name). ``context_mode`` is "unlimited" (every prompt
+        accepted whole, the default), "truncate" (Ollama's silent cut of the oldest messages)
+        or "error" (HTTP 400 naming the window); ``default_num_ctx`` is the window of a
+        request without ``options.num_ctx`` (Ollama's 4,096). ``registry`` lists the model
+        families /api/pull knows; ``pull_steps`` the progress records of a weights layer.
+        """
         if embed_dim < 1:
             raise ValueError(f"embed_dim must be >= 1, got {embed_dim}")
-        self._lock = threading.Lock()
+        super().__init__()
         self._lifecycle_lock = threading.Lock()
         self._port = port
         self._embed_dim = embed_dim
         self._token_delay = token_delay
         self._embedder = embedder
-        self._models: list[str] = []
-        self._capability_overrides: dict[str, tuple[str, ...]] = {}
-        self._replies: deque[ScriptedReply] = deque()
-        self._faults: list[Fault] = []
-        self._requests: list[RecordedRequest] = []
+        self._context_mode = _check_mode(context_mode)
+        self._default_num_ctx = _check_window(default_num_ctx, "default_num_ctx")
+        self._pull_steps = max(2, pull_steps)
+        self.catalog = ModelCatalog(registry)
+        """Installed, pullable and loaded models (used by the routes)."""
         self._server: StandInHTTPServer | None = None
         self._thread: threading.Thread | None = None
-        self.set_models(models, capabilities=capabilities)
+        self.set_models(models, capabilities=capabilities, specs=specs)
 
     # ---- lifecycle
 
@@ -169,171 +188,82 @@ class OllamaStandIn:
             self._token_delay = max(0.0, value)
 
     @property
-    def models(self) -> list[str]:
-        """Configured model names, normalised with a tag (``name:latest``)."""
+    def pull_steps(self) -> int:
+        """Progress records /api/pull streams for a model's weights layer."""
         with self._lock:
-            return list(self._models)
+            return self._pull_steps
+
+    @pull_steps.setter
+    def pull_steps(self, value: int) -> None:
+        with self._lock:
+            self._pull_steps = max(2, value)
+
+    # ---- context window
+
+    @property
+    def context_mode(self) -> ContextMode:
+        """ "unlimited" (default), "truncate" or "error": what an over-long prompt meets."""
+        with self._lock:
+            return self._context_mode
+
+    @context_mode.setter
+    def context_mode(self, value: ContextMode) -> None:
+        checked = _check_mode(value)
+        with self._lock:
+            self._context_mode = checked
+
+    @property
+    def default_num_ctx(self) -> int:
+        """The window of a request without ``options.num_ctx`` (capped at the model's max)."""
+        with self._lock:
+            return self._default_num_ctx
+
+    @default_num_ctx.setter
+    def default_num_ctx(self, value: int) -> None:
+        checked = _check_window(value, "default_num_ctx")
+        with self._lock:
+            self._default_num_ctx = checked
+
+    # ---- models
+
+    @property
+    def models(self) -> list[str]:
+        """Installed model names, normalised with a tag (``name:latest``)."""
+        return self.catalog.installed
 
     def set_models(
         self,
         models: Iterable[str],
         *,
         capabilities: Mapping[str, Sequence[str]] | None = None,
+        specs: Mapping[str, ModelSpec] | None = None,
     ) -> None:
-        """Replace the set of installed models; ``capabilities`` adds per-model overrides."""
-        names = list(dict.fromkeys(normalize_model_name(name) for name in models))
-        overrides = {
-            normalize_model_name(name): tuple(caps) for name, caps in (capabilities or {}).items()
-        }
-        with self._lock:
-            self._models = names
-            self._capability_overrides.update(overrides)
+        """Replace the set of installed models; ``capabilities`` and ``specs`` add per-model
+        overrides (kept for later calls; ``capabilities`` wins over a spec's)."""
+        self.catalog.update_specs(specs or {})
+        for name, caps in (capabilities or {}).items():
+            self.catalog.configure(name, capabilities=tuple(caps))
+        self.catalog.set_installed(models)
 
-    # ---- scripted replies
+    def configure_model(self, name: str, **fields: Any) -> ModelSpec:
+        """Change some `ModelSpec` fields of one model (installed or not), e.g.
+        ``configure_model("qwen3:8b", context_length=8192, num_ctx=2048)``."""
+        return self.catalog.configure(name, **fields)
 
-    def script_reply(
-        self,
-        text: str,
-        *,
-        tokens: Sequence[str] | None = None,
-        tool_calls: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None:
-        """Queue a chat reply (FIFO, one per /api/chat request).
+    def model_spec(self, name: str) -> ModelSpec:
+        """The spec configured for ``name`` (empty when nothing was configured)."""
+        return self.catalog.spec(name)
 
-        ``tokens`` overrides the default whitespace-keeping split of ``text`` and
-        must concatenate to ``text``. ``tool_calls`` items are
-        ``{"function": {"name", "arguments"}}`` (or the shorthand
-        ``{"name", "arguments"}``) and are sent in a chunk after the text.
-        """
-        chunks = split_tokens(text) if tokens is None else list(tokens)
-        if "".join(chunks) != text:
-            raise ValueError("tokens must concatenate to text")
-        calls = tuple(normalize_tool_call(call) for call in tool_calls or ())
-        with self._lock:
-            self._replies.append(ScriptedReply(tuple(chunks), calls))
+    def set_registry(self, names: Iterable[str]) -> None:
+        """The model families /api/pull can fetch (any tag of them)."""
+        self.catalog.set_registry(names)
 
-    @property
-    def pending_replies(self) -> int:
-        with self._lock:
-            return len(self._replies)
+    def loaded_models(self) -> list[LoadedModel]:
+        """Models in memory, as /api/ps lists them."""
+        return self.catalog.loaded()
 
-    def clear_replies(self) -> None:
-        with self._lock:
-            self._replies.clear()
-
-    # ---- faults
-
-    def fail_next(
-        self,
-        kind: FaultKind,
-        *,
-        count: int | None = 1,
-        path: str | None = None,
-        **params: Any,
-    ) -> None:
-        """Inject a fault for the next ``count`` matching requests (None: until cleared).
-
-        ``path`` restricts the fault to one endpoint (e.g. ``"/api/chat"``).
-        Kinds and their parameters (defaults in brackets):
-
-        * ``status``: ``status`` [500], ``message`` -> HTTP error with ``{"error": message}``
-          (any endpoint).
-        * ``delay``: ``seconds`` [1.0] -> sleep before the headers (any endpoint).
-        * ``stall``: ``after`` [1], ``seconds`` [1.0] -> streaming chat pauses after
-          ``after`` chunks for ``seconds``, then carries on.
-        * ``drop``: ``after`` [1] -> streaming chat closes the socket after ``after``
-          chunks without the terminating zero-length chunk.
-        * ``malformed``: ``after`` [1], ``line`` ["{not json"] -> non-JSON line, then end.
-        * ``error_line``: ``after`` [1], ``message`` -> ``{"error": message}`` line, then end.
-        * ``embed_dim``: ``dim`` [3] -> /api/embed(dings) vectors of the wrong size.
-        """
-        if kind not in FAULT_KINDS:
-            raise ValueError(f"unknown fault kind {kind!r}; expected one of {sorted(FAULT_KINDS)}")
-        unexpected = set(params) - FAULT_PARAMS[kind]
-        if unexpected:
-            raise TypeError(f"fault {kind!r} does not take {sorted(unexpected)}")
-        if count is not None and count < 1:
-            raise ValueError(f"count must be >= 1 or None, got {count}")
-        fault = Fault(kind=kind, remaining=count, path=path, **params)
-        with self._lock:
-            self._faults.append(fault)
-
-    def clear_faults(self) -> None:
-        with self._lock:
-            self._faults.clear()
-
-    @property
-    def pending_faults(self) -> list[Fault]:
-        with self._lock:
-            return list(self._faults)
-
-    # ---- request log
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """Snapshot of every request received, oldest first."""
-        with self._lock:
-            return list(self._requests)
-
-    def chat_requests(self) -> list[JsonObject]:
-        """JSON bodies of the /api/chat requests received, oldest first."""
-        return [
-            r.body
-            for r in self.requests
-            if r.path == "/api/chat" and r.method == "POST" and isinstance(r.body, dict)
-        ]
-
-    def clear_requests(self) -> None:
-        with self._lock:
-            self._requests.clear()
-
-    # ---- used by the request handler (any thread)
-
-    def _record(self, request: RecordedRequest) -> None:
-        with self._lock:
-            self._requests.append(request)
-
-    def _take_fault(self, path: str, kinds: frozenset[str]) -> Fault | None:
-        with self._lock:
-            for fault in self._faults:
-                if not fault.matches(path, kinds):
-                    continue
-                if fault.remaining is not None:
-                    fault.remaining -= 1
-                    if fault.remaining <= 0:
-                        self._faults.remove(fault)
-                return fault
-        return None
-
-    def _next_reply(self, messages: list[JsonObject]) -> ScriptedReply:
-        with self._lock:
-            if self._replies:
-                return self._replies.popleft()
-        return default_reply(messages)
-
-    def _capabilities_of(self, name: str) -> tuple[str, ...] | None:
-        """Capabilities of an installed model, or None when it is not installed."""
-        if not name:
-            return None
-        normalized = normalize_model_name(name)
-        with self._lock:
-            if normalized not in self._models:
-                return None
-            override = self._capability_overrides.get(normalized)
-        return override if override is not None else default_capabilities(normalized)
-
-    def _tag_entries(self) -> list[JsonObject]:
-        entries: list[JsonObject] = []
-        for name in self.models:
-            capabilities = self._capabilities_of(name) or default_capabilities(name)
-            entries.append(
-                {
-                    "name": name,
-                    "model": name,
-                    "modified_at": MODIFIED_AT,
-                    "size": 274_302_450 if "completion" not in capabilities else 2_019_393_189,
-                    "digest": "sha256:" + hashlib.sha256(name.encode()).hexdigest(),
-                    "details": model_details(capabilities),
-                }
-            )
-        return entries
+    def unload(self, name: str | None = None) -> None:
+        """Unload one model, or every model."""
+        names = [name] if name else [loaded.model.name for loaded in self.catalog.loaded()]
+        for each in names:
+            self.catalog.unload(normalize_model_name(each))
