@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 from typing import Any, Final
 
 from .catalog import parse_keep_alive
-from .context import ContextFit, fit_messages, resolve_window
+from .context import DEFAULT_NUM_KEEP, ContextFit, fit_messages, resolve_window
 from .embed import not_found_error
 from .faults import STREAM_FAULTS
 from .handler import Handler
@@ -106,7 +107,7 @@ def _fit(h: Handler, model: ResolvedModel, body: JsonObject, window: int) -> Con
         mode=model.context_mode or h.standin.context_mode,
         tools=body.get("tools"),
         truncate=body.get("truncate") is not False,
-        num_keep=num_keep if isinstance(num_keep, int) and num_keep >= 0 else 4,
+        num_keep=num_keep if isinstance(num_keep, int) and num_keep >= 0 else DEFAULT_NUM_KEEP,
     )
 
 
@@ -172,7 +173,7 @@ def chat(h: Handler, body: JsonObject) -> None:
         return
     reply = h.standin._next_reply(list(fit.kept))
     if (thinks or model.inline_thinking) and not reply.thinking_tokens:
-        reply = type(reply)(reply.tokens, reply.tool_calls, default_thinking(fit.kept))
+        reply = dataclasses.replace(reply, thinking_tokens=default_thinking(fit.kept))
     plan = plan_reply(
         reply,
         think=thinks,

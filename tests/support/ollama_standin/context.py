@@ -33,6 +33,7 @@ from .wire import JsonObject
 __all__ = [
     "CONTEXT_MODES",
     "DEFAULT_NUM_CTX",
+    "DEFAULT_NUM_KEEP",
     "ContextFit",
     "ContextMode",
     "context_error",

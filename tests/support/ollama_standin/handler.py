@@ -85,6 +85,8 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "OllamaStandIn/1.0"
     disable_nagle_algorithm = True  # flush every streamed chunk immediately
+    record: RecordedRequest
+    """This request's entry in the stand-in's log (replaced by `annotate`)."""
 
     # ---- plumbing
 
