@@ -118,6 +118,10 @@ class OllamaGateway:
             self._client = ollama.AsyncClient(host=self.host, timeout=timeout)
         return self._client
 
+    def client(self) -> ollama.AsyncClient:
+        """The underlying client, for the model catalogue (agent/model_catalog.py)."""
+        return self._get_client()
+
     async def aclose(self) -> None:
         if self._client is not None:
             client, self._client = self._client, None
