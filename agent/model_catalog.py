@@ -199,13 +199,17 @@ def _shown_from(response: Any) -> ShownModel:
 async def show_model(
     client: ollama.AsyncClient, name: str, *, digest: str | None = None, refresh: bool = False
 ) -> ShownModel:
-    """`/api/show` for one model, cached per process (a different `digest` refetches).
+    """`/api/show` for one model, cached per process (a different `digest` from /api/tags,
+    i.e. the model was pulled again, refetches).
 
     Raises a named `GatewayError` (`ModelNotPulled` for a model Ollama does not have)."""
     key = (host_of(client), normalise_name(name))
     cached = _show_cache.get(key)
-    if cached is not None and not refresh and (digest is None or cached[0] == digest):
-        return cached[1]
+    if cached is not None and not refresh:
+        known, shown = cached
+        if digest is None or known is None or known == digest:  # same pull of the model
+            _show_cache[key] = (digest or known, shown)
+            return shown
     try:
         response = await client.show(name)
     except Exception as error:  # classified and re-raised
@@ -218,6 +222,11 @@ async def show_model(
 def forget_shown(client: ollama.AsyncClient, name: str) -> None:
     """Drop the cached /api/show answer of one model (after a pull or a delete)."""
     _show_cache.pop((host_of(client), normalise_name(name)), None)
+
+
+def clear_show_cache() -> None:
+    """Forget every cached /api/show answer (tests; a server that was replaced)."""
+    _show_cache.clear()
 
 
 async def running_models(client: ollama.AsyncClient) -> dict[str, RunningModel]:
