@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from agent.gateway_errors import GatewayError, OllamaUnreachable, classify
+from agent.gateway_errors import GatewayError, ModelError, OllamaUnreachable, classify
 
 if TYPE_CHECKING:
     import ollama
@@ -30,6 +30,9 @@ log = logging.getLogger("straylight.models")
 SHOW_TIMEOUT_SECONDS = 5.0
 """How long one /api/show may take while listing: a slow answer must not stall the list."""
 SHOW_CONCURRENCY = 8
+LIST_TIMEOUT_SECONDS = 10.0
+"""How long /api/tags and /api/ps may take: a hung server must not hold `models` for the
+chat's long read timeout."""
 EXIT_PULL_FAILED = 1
 _NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 
@@ -265,10 +268,13 @@ async def list_models(client: ollama.AsyncClient) -> list[ModelRecord]:
     """Every pulled model in Ollama's order, with what /api/show and /api/ps add.
 
     /api/tags failing raises a named `GatewayError` (`OllamaUnreachable` when Ollama is
-    down); a failing or slow /api/show only leaves that model's details unknown, a failing
-    /api/ps leaves `loaded` unknown."""
+    down, `ModelError` when it takes longer than `LIST_TIMEOUT_SECONDS`); a failing or slow
+    /api/show only leaves that model's details unknown, a failing /api/ps `loaded`."""
     try:
-        tags = await client.list()
+        tags = await asyncio.wait_for(client.list(), LIST_TIMEOUT_SECONDS)
+    except TimeoutError as error:
+        seconds = f"{LIST_TIMEOUT_SECONDS:g}"
+        raise ModelError(f"Ollama did not list its models within {seconds} s") from error
     except Exception as error:  # classified and re-raised
         raise _named(client, error) from error
     pulled = [model for model in tags.models if model.model]
@@ -280,8 +286,8 @@ async def list_models(client: ollama.AsyncClient) -> list[ModelRecord]:
 
 async def _running_or_none(client: ollama.AsyncClient) -> dict[str, RunningModel] | None:
     try:
-        return await running_models(client)
-    except GatewayError as error:
+        return await asyncio.wait_for(running_models(client), LIST_TIMEOUT_SECONDS)
+    except (GatewayError, TimeoutError) as error:
         log.info("could not read /api/ps: %s", error)
         return None
 

@@ -172,6 +172,7 @@ def test_common_options_work(
     assert not missing_home.exists()  # a read-only command creates no data dir
     proc = run_cli(env, "pull", "--ollama-host", standin.host, "mistral")
     assert proc.returncode == 0, proc.stderr
+    assert_error(run_cli(env, "pull", " "), 2, "pull needs a model NAME")
 
 
 # -------------------------------------------------------------------------------- pull

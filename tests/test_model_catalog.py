@@ -9,7 +9,7 @@ import pytest
 import pytest_asyncio
 
 from agent import model_catalog
-from agent.gateway_errors import ModelNotPulled, OllamaUnreachable
+from agent.gateway_errors import ModelError, ModelNotPulled, OllamaUnreachable
 from agent.model_catalog import (
     ModelRecord,
     PullFailed,
@@ -87,9 +87,7 @@ async def test_list_reports_what_each_model_is(gateway: OllamaGateway) -> None:
 async def test_json_entry_has_exactly_the_documented_fields(gateway: OllamaGateway) -> None:
     (record, *_) = await list_models(gateway.client())
     entry = record.to_json()
-    documented = ("name", "size", "family", "parameter_size", "quantization")
-    documented += ("capabilities", "context_length", "loaded", "embedding")
-    assert tuple(entry) == ModelRecord.JSON_FIELDS == documented
+    assert tuple(entry) == ModelRecord.JSON_FIELDS  # the literal contract: test_cli_models
     assert isinstance(entry["capabilities"], list)
 
 
@@ -144,6 +142,17 @@ async def test_a_slow_show_does_not_stall_the_list(
     assert len(records) == len(MODELS)
     assert all(record.capabilities is None for record in records)
     assert all(record.loaded is False for record in records)  # /api/ps still answered
+
+
+async def test_a_hung_server_fails_the_list_in_time(
+    srv: OllamaStandIn, gateway: OllamaGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(model_catalog, "LIST_TIMEOUT_SECONDS", 0.3)
+    srv.fail_next("delay", path="/api/ps", seconds=3.0)
+    assert all(record.loaded is None for record in await list_models(gateway.client()))
+    srv.fail_next("delay", path="/api/tags", seconds=3.0)
+    with pytest.raises(ModelError, match=r"did not list its models within 0\.3 s"):
+        await list_models(gateway.client())
 
 
 async def test_show_is_cached_per_process(srv: OllamaStandIn, gateway: OllamaGateway) -> None:
