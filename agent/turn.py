@@ -1,23 +1,26 @@
 """The turn: one user message in, one streamed reply out — used by the TUI and the CLI.
 
-1. The user's message is appended to today's log before anything else.
-2. The prompt is persona + longterm.md + (later: known facts, recalled context) + the last
-   N messages of this conversation, read back from the log through its parser.
+1. The user's message is masked (once: the log, the points and the prompt get the same text);
+   the last N messages of this conversation are read back from the log through its parser,
+   and then the message is appended to today's log, before the model is asked anything.
+2. The prompt is persona + longterm.md + known facts + recalled context + that history.
 3. The reply streams from Ollama; every failure is a named `GatewayError`.
 4. The reply is logged when complete; cut off or cancelled, what arrived is logged and
    marked; failed before any text, an empty reply marked `failed` with the reason.
-   Progress is reported as an async iterator of `TurnEvent`s.
+5. Both points are saved in the background; when that is done the `after_turn` listener
+   hears `PointsSaved`, and `MemstatusDue` every `memory_status_every_n` turns.
+   Progress is reported as an async iterator of `TurnEvent`s (agent/turn_events.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agent.fact_tools import (
     MAX_ROUNDS,
@@ -32,6 +35,24 @@ from agent.gateway_errors import GatewayError, ModelError, ToolsNotSupported
 from agent.ollama_gateway import ChatDelta, ChatDone, ChatToolCalls, OllamaGateway, ToolCall
 from agent.prompt import PERSONA, PromptSection, build_system_prompt
 from agent.settings import Settings
+from agent.turn_events import (
+    AfterTurnEvent,
+    AfterTurnListener,
+    Approval,
+    ApprovalRequested,
+    CandidatesProposed,
+    CapabilityReminder,
+    FactsInjected,
+    LongtermWarning,
+    MemstatusDue,
+    PointsSaved,
+    Recalled,
+    ReplyDelta,
+    ReplyFailed,
+    ReplyFinished,
+    ToolUsed,
+    TurnEvent,
+)
 from memory.fact_types import FactError
 from memory.secret_masking import mask_secrets
 from store.clock import Clock
@@ -40,7 +61,6 @@ from store.longterm_file import LongtermFile, LongtermState
 
 if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before the first frame
     from memory.fact_drawer import FactDrawer, InjectedFacts
-    from memory.memory_store import RecallResult
     from memory.turn_memory import TurnMemory, TurnRecall
     from store.fact_store import Candidate, Fact
 
@@ -48,105 +68,17 @@ log = logging.getLogger("straylight.turn")
 REFLECT_MESSAGES = 200  # the reflection pass reads at most this many messages of a session
 
 
+class ToolOutcome(NamedTuple):
+    """One tool call done: the result for the model, a line for the chat, new candidates."""
+
+    result: str
+    used: ToolUsed
+    proposed: list[Candidate]
+
+
 def new_conversation_id(clock: Clock) -> str:
     """`20261129-210438-3fa9c1`: sortable by start time, unique enough for one user."""
     return f"{clock.now():%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
-
-
-@dataclass(frozen=True, slots=True)
-class UserMessageLogged:
-    message: LogMessage
-
-
-@dataclass(frozen=True, slots=True)
-class LongtermWarning:
-    """longterm.md could not be used (`over_budget` False), or it is over its budget and
-    goes into the prompt anyway, every turn (True)."""
-
-    text: str
-    over_budget: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ReplyDelta:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReplyFinished:
-    text: str
-    stats: ChatDone
-
-
-@dataclass(frozen=True, slots=True)
-class ReplyFailed:
-    """The model call failed; `partial` (possibly empty) was logged, marked cut off or failed."""
-
-    error: GatewayError
-    partial: str
-
-
-@dataclass(frozen=True, slots=True)
-class Recalled:
-    """What layer 3 put under `## Recalled context` this turn."""
-
-    result: RecallResult
-
-
-@dataclass(frozen=True, slots=True)
-class FactsInjected:
-    """What layer 4 put under `## Known facts` this turn."""
-
-    injected: InjectedFacts
-
-
-@dataclass(frozen=True, slots=True)
-class ToolUsed:
-    """The model called a memory tool; `summary` is one line for the chat."""
-
-    name: str
-    summary: str
-
-
-@dataclass(frozen=True, slots=True)
-class CandidatesProposed:
-    """New candidates at the gate (from a success event, a memory_write left pending, or the
-    reflection pass)."""
-
-    candidates: list[Candidate]
-
-
-@dataclass(frozen=True, slots=True)
-class CapabilityReminder:
-    """The reply said it cannot do something that an active capability fact says it can."""
-
-    facts: list[Fact]
-
-
-@dataclass(frozen=True, slots=True)
-class Approval:
-    """The user's answer to a `memory_write` candidate: approve (maybe edited), reject, or
-    decide later (it stays pending)."""
-
-    verdict: Literal["approve", "reject", "later"]
-    body: str | None = None
-    key: str | None = None
-
-
-Approver = Callable[["Candidate"], Awaitable[Approval]]
-
-TurnEvent = (
-    UserMessageLogged
-    | LongtermWarning
-    | Recalled
-    | FactsInjected
-    | ToolUsed
-    | ReplyDelta
-    | ReplyFinished
-    | ReplyFailed
-    | CandidatesProposed
-    | CapabilityReminder
-)
 
 
 class TurnEngine:
@@ -163,9 +95,11 @@ class TurnEngine:
         self.clock = settings.clock
         self.daily_log = DailyLog(settings.home / "conversation")
         self.longterm = LongtermFile(settings.home / "longterm.md", settings.longterm_budget_bytes)
-        self.approver: Approver | None = None  # the TUI asks the user; `ask` leaves pending
+        self.after_turn: AfterTurnListener | None = None  # hears what the background save found
+        self.counts_memstatus_turns = True  # the TUI counts turns only while its jobs run
         self._carry: list[Fact] = []  # capability facts the next prompt must carry
         self._tool_support: dict[str, bool] = {}
+        self._turns = itertools.count(1)
 
     @property
     def facts(self) -> FactDrawer | None:
@@ -175,16 +109,16 @@ class TurnEngine:
         moment = message.time or self.clock.now()
         self.daily_log.append(message, moment.astimezone().date())
 
-    def read_context(
-        self, conversation_id: str, current: LogMessage
-    ) -> tuple[list[LogMessage], LongtermState]:
-        """The last N messages of the conversation before `current`, read back from the log
-        through its parser, and longterm.md's state."""
+    def open_turn(self, current: LogMessage) -> tuple[list[LogMessage], LongtermState]:
+        """Read the history (the last N messages of the conversation, back from the log
+        through its parser), then append `current` (even when reading failed: nothing typed
+        is lost), then read longterm.md's state."""
         limit = self.settings.history_turns
-        recent = self.daily_log.recent(conversation_id, limit + 1)
-        if recent and recent[-1].role == "user" and recent[-1].content == current.content:
-            recent = recent[:-1]  # the message just logged is `current` itself
-        history = [m for m in (recent[-limit:] if limit else []) if m.content]
+        try:
+            recent = self.daily_log.recent(current.conversation_id, limit) if limit else []
+        finally:
+            self._append(current)
+        history = [m for m in recent if m.content]
         return history, self.longterm.load()
 
     def assemble(
@@ -212,16 +146,12 @@ class TurnEngine:
 
     async def run(self, text: str, *, conversation_id: str, model: str) -> AsyncIterator[TurnEvent]:
         """One turn. Cancelling the consumer logs what arrived, marked `cancelled`."""
+        turn = next(self._turns)
         text = mask_secrets(text)  # nothing unmasked is persisted, not even in the log
         user_message = LogMessage(
             "user", text, conversation_id=conversation_id, time=self.clock.now(), model=model
         )
-        await asyncio.to_thread(self._append, user_message)
-        yield UserMessageLogged(user_message)
-
-        history, longterm = await asyncio.to_thread(
-            self.read_context, conversation_id, user_message
-        )
+        history, longterm = await asyncio.to_thread(self.open_turn, user_message)
         if longterm.warning:
             yield LongtermWarning(longterm.warning)
         elif longterm.over_budget:
@@ -285,13 +215,17 @@ class TurnEngine:
                         }
                     )
                     for call in calls:
-                        result, used, proposed = await self._run_tool(
-                            call, query_vector, conversation_id
+                        step = await self._run_tool(call, query_vector, conversation_id)
+                        if not isinstance(step, ToolOutcome):  # a candidate: the user decides
+                            request = ApprovalRequested(step)
+                            yield request  # the consumer answers before it asks for more
+                            step = await self._decide(step, request.approval)
+                        yield step.used
+                        if step.proposed:
+                            yield CandidatesProposed(step.proposed)
+                        messages.append(
+                            {"role": "tool", "content": step.result, "tool_name": call.name}
                         )
-                        yield used
-                        if proposed:
-                            yield CandidatesProposed(proposed)
-                        messages.append({"role": "tool", "content": result, "tool_name": call.name})
                     if rounds == MAX_ROUNDS:
                         tools = None  # the last request: the model must answer in text
                     continue
@@ -304,8 +238,8 @@ class TurnEngine:
                 outcome = ("complete", None)
                 reply = mask_secrets("".join(parts))
                 await asyncio.to_thread(self._log_reply, reply, conversation_id, model, outcome)
-                self._save_in_background(text, recall, reply, conversation_id, answered)
-                yield ReplyFinished(reply, done)
+                self._save_in_background(turn, text, recall, reply, conversation_id, answered)
+                yield ReplyFinished(reply, done, turn)
                 used = self._used_memories(injected, recall)
                 async for followup in self._after_reply(text, reply, conversation_id, used):
                     yield followup
@@ -355,55 +289,59 @@ class TurnEngine:
 
     async def _run_tool(
         self, call: ToolCall, query_vector: list[float] | None, conversation_id: str
-    ) -> tuple[str, ToolUsed, list[Candidate]]:
-        """Run one tool call: (result for the model, a line for the chat, new candidates)."""
+    ) -> ToolOutcome | Candidate:
+        """Run one tool call; a `memory_write` that passed the gate returns its candidate,
+        for the user to decide on (`_decide`)."""
         drawer = self.facts
         if drawer is None:  # tools are only offered with a drawer; be safe anyway
-            return '{"error": "the fact drawer is not available"}', ToolUsed(call.name, ""), []
+            return ToolOutcome(
+                '{"error": "the fact drawer is not available"}', ToolUsed(call.name, ""), []
+            )
         if call.name == MEMORY_READ:
             done = await asyncio.to_thread(run_read, drawer, call, query_vector)
             what = call.arguments.get("key") or call.arguments.get("query") or ""
-            return done.result, ToolUsed(call.name, f"looked up {str(what)[:60]!r}"), []
+            return ToolOutcome(
+                done.result, ToolUsed(call.name, f"looked up {str(what)[:60]!r}"), []
+            )
         if call.name != MEMORY_WRITE:
             done = unknown_tool(call)
             log.warning("the model called an unknown tool %r", call.name)
-            return done.result, ToolUsed(call.name, "unknown tool: refused"), []
+            return ToolOutcome(done.result, ToolUsed(call.name, "unknown tool: refused"), [])
         parsed = parse_write(call)
         if parsed.proposal is None:
-            return parsed.result, ToolUsed(call.name, "invalid arguments: refused"), []
+            return ToolOutcome(parsed.result, ToolUsed(call.name, "invalid arguments: refused"), [])
         gate = await asyncio.to_thread(
             drawer.propose, parsed.proposal, origin="tool", conversation_id=conversation_id
         )
         if gate.candidate is None:
             result = json.dumps({"status": "not proposed", "reason": gate.reason})
-            return result, ToolUsed(call.name, f"not proposed: {gate.reason}"), []
-        return await self._decide(drawer, gate.candidate)
+            return ToolOutcome(result, ToolUsed(call.name, f"not proposed: {gate.reason}"), [])
+        return gate.candidate
 
-    async def _decide(
-        self, drawer: FactDrawer, candidate: Candidate
-    ) -> tuple[str, ToolUsed, list[Candidate]]:
-        approval = Approval("later")
-        if self.approver is not None:
-            try:
-                approval = await self.approver(candidate)
-            except Exception:
-                log.exception("asking for approval failed; the candidate stays pending")
+    async def _decide(self, candidate: Candidate, approval: Approval) -> ToolOutcome:
+        """Carry out the user's answer to a `memory_write` candidate."""
+        drawer = self.facts
+        assert drawer is not None  # the candidate came from it
         try:
             if approval.verdict == "approve":
                 fact = await asyncio.to_thread(
                     drawer.approve, candidate.id, body=approval.body, key=approval.key
                 )
                 result = {"status": "approved", "key": fact.key, "body": fact.body}
-                return json.dumps(result), ToolUsed(MEMORY_WRITE, f"saved fact {fact.key}"), []
+                return ToolOutcome(
+                    json.dumps(result), ToolUsed(MEMORY_WRITE, f"saved fact {fact.key}"), []
+                )
             if approval.verdict == "reject":
                 await asyncio.to_thread(drawer.reject, candidate.id)
                 result = {"status": "rejected by the user"}
-                return json.dumps(result), ToolUsed(MEMORY_WRITE, "rejected"), []
+                return ToolOutcome(json.dumps(result), ToolUsed(MEMORY_WRITE, "rejected"), [])
         except FactError as error:
-            return json.dumps({"error": str(error)}), ToolUsed(MEMORY_WRITE, str(error)), []
+            return ToolOutcome(
+                json.dumps({"error": str(error)}), ToolUsed(MEMORY_WRITE, str(error)), []
+            )
         result = {"status": "pending", "candidate": candidate.id}
         used = ToolUsed(MEMORY_WRITE, f"candidate #{candidate.id} waits for approval")
-        return json.dumps(result), used, [candidate]
+        return ToolOutcome(json.dumps(result), used, [candidate])
 
     @staticmethod
     def _used_memories(
@@ -507,6 +445,7 @@ class TurnEngine:
 
     def _save_in_background(
         self,
+        turn: int,
         user_text: str,
         recall: TurnRecall | None,
         reply: str,
@@ -518,7 +457,9 @@ class TurnEngine:
             return
         recalled = [hit.content for hit in recall.result.hits] if recall and recall.result else []
         task = asyncio.get_running_loop().create_task(
-            self.memory.save_turn(
+            self._save_and_report(
+                self.memory,
+                turn,
                 user_text=user_text,
                 user_vector=recall.query_vector if recall else None,
                 reply_text=reply,
@@ -530,6 +471,48 @@ class TurnEngine:
         )
         self._saves.add(task)
         task.add_done_callback(self._save_done)
+
+    async def _save_and_report(
+        self,
+        memory: TurnMemory,
+        turn: int,
+        *,
+        user_text: str,
+        user_vector: list[float] | None,
+        reply_text: str,
+        conversation_id: str,
+        recalled_texts: list[str],
+        context: str,
+    ) -> None:
+        """The background save; then `PointsSaved`, and `MemstatusDue` when this turn is the
+        N-th since the memstatus job last ran."""
+        user, reply = await memory.save_turn(
+            user_text=user_text,
+            user_vector=user_vector,
+            reply_text=reply_text,
+            conversation_id=conversation_id,
+            recalled_texts=recalled_texts,
+            context=context,
+        )
+        self._tell(PointsSaved(turn, conversation_id, user.point_id, reply.point_id))
+        if not self.counts_memstatus_turns:
+            return
+        from memory.memstatus_notice import count_turn
+
+        try:
+            turns = await asyncio.to_thread(count_turn, memory.store.db)
+        except Exception:  # never in the way of the turn
+            log.exception("counting the turn for memstatus failed")
+            return
+        if turns >= self.settings.memory_status_every_n:
+            self._tell(MemstatusDue(turns))
+
+    def _tell(self, event: AfterTurnEvent) -> None:
+        if self.after_turn is not None:
+            try:
+                self.after_turn(event)
+            except Exception:
+                log.exception("the after-turn listener failed on %s", type(event).__name__)
 
     def _save_done(self, task: asyncio.Task[object]) -> None:
         self._saves.discard(task)

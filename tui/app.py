@@ -25,19 +25,22 @@ from textual.widgets import Footer
 
 from agent.ollama_gateway import OllamaGateway, OllamaStatus, normalise_model_name
 from agent.settings import Settings
-from agent.turn import (
+from agent.turn import TurnEngine, new_conversation_id
+from agent.turn_events import (
+    AfterTurnEvent,
     Approval,
+    ApprovalRequested,
     CandidatesProposed,
     CapabilityReminder,
     FactsInjected,
     LongtermWarning,
+    MemstatusDue,
+    PointsSaved,
     Recalled,
     ReplyDelta,
     ReplyFailed,
     ReplyFinished,
     ToolUsed,
-    TurnEngine,
-    new_conversation_id,
 )
 from agent.workspace import resolve_workspace
 from tui.display_text import printable
@@ -62,7 +65,6 @@ if TYPE_CHECKING:
     from memory.turn_memory import TurnMemory
     from store.fact_store import Candidate
     from store.longterm_file import LongtermState
-    from store.point_store import Point
     from tui.memory_session import MemorySession
     from tui.screens.conversations_screen import ContinueConversation
 
@@ -123,6 +125,13 @@ class JobFinished(Message):
 
 
 @dataclass
+class AfterTurn(Message):
+    """The engine's background save of a turn reported back (point ids, memstatus due)."""
+
+    event: AfterTurnEvent
+
+
+@dataclass
 class StatusChecked(Message):
     """A background check of Ollama and longterm.md finished."""
 
@@ -164,7 +173,9 @@ class StraylightApp(App[int]):
         self.poll_offline_seconds = poll_offline_seconds
         self.gateway = OllamaGateway.from_settings(settings)
         self.engine = TurnEngine(settings, self.gateway)
-        self.engine.approver = self.ask_approval
+        self.engine.after_turn = lambda event: self.post_message(AfterTurn(event))
+        self.engine.counts_memstatus_turns = False  # until the job scheduler runs
+        self._unsaved: dict[int, tuple[ChatMessage, ChatMessage]] = {}  # turn → its messages
         self.workspace = resolve_workspace(settings.workspace)
         self.unreflected_turns = 0  # finished turns of this conversation since its reflection
         self.scheduler: JobScheduler | None = None
@@ -271,6 +282,8 @@ class StraylightApp(App[int]):
         except Exception:
             log.exception("the job scheduler did not start; jobs run only from the shell")
             self.scheduler = None
+        else:
+            self.engine.counts_memstatus_turns = True  # every N turns, memstatus runs too
 
     def on_job_finished(self, message: JobFinished) -> None:
         if not self.is_running or not self.screen_stack:
@@ -318,17 +331,17 @@ class StraylightApp(App[int]):
         if announce and not result.notices:  # a notice is shown as a toast already
             await self._notice(f"{name}: {result.summary}")
 
-    @work(thread=True, exclusive=False, group="turn-count", exit_on_error=False)
-    def count_turn_for_memstatus(self) -> None:
-        """Every MEMORY_STATUS_EVERY_N turns, memstatus runs (besides every 10 minutes)."""
-        from memory.memstatus_notice import count_turn
-
-        memory = self.engine.memory
-        if memory is None or self.scheduler is None:
-            return
-        if count_turn(memory.store.db) >= self.settings.memory_status_every_n:
-            self.call_from_thread(self.run_job_now, "memstatus")
-        self.refresh_memory_status()
+    def on_after_turn(self, message: AfterTurn) -> None:
+        """A turn's points are saved (the messages keep their ids; the sidebar counts them),
+        or memstatus is due (every MEMORY_STATUS_EVERY_N turns, besides every 10 minutes)."""
+        event = message.event
+        if isinstance(event, PointsSaved):
+            user, reply = self._unsaved.pop(event.turn, (None, None))
+            if user is not None and reply is not None:
+                user.point_id, reply.point_id = event.user_point_id, event.reply_point_id
+            self.refresh_memory_status()
+        elif isinstance(event, MemstatusDue) and self.scheduler is not None:
+            self.run_job_now("memstatus")
 
     @work(thread=True, exclusive=True, group="memory-status", exit_on_error=False)
     def refresh_memory_status(self) -> None:
@@ -410,7 +423,8 @@ class StraylightApp(App[int]):
         chat_log = self.query_one("#chat-log", VerticalScroll)
         await chat_log.query(EmptyChatHint).remove()
         now = self.settings.clock.now()
-        await chat_log.mount(ChatMessage("user", text, time=now))
+        user = ChatMessage("user", text, time=now)
+        await chat_log.mount(user)
         reply = ChatMessage("assistant", time=now, model=self.model, status="waiting")
         await chat_log.mount(reply)
         chat_log.scroll_end(animate=False)
@@ -422,13 +436,14 @@ class StraylightApp(App[int]):
                 if isinstance(event, ReplyDelta):
                     await reply.append(event.text)
                 elif isinstance(event, ReplyFinished):
+                    self._unsaved[event.turn] = (user, reply)  # until its PointsSaved
                     finished = True
                     await reply.finish(event.text, "complete")
                     self._publish_sidebar(last_reply=_reply_stats(event))
-                    self.set_timer(1.0, self.refresh_memory_status)
                     self.unreflected_turns += 1
                     self._restart_idle_timer()
-                    self.count_turn_for_memstatus()
+                elif isinstance(event, ApprovalRequested):
+                    event.answer(await self.ask_approval(event.candidate))
                 elif isinstance(event, FactsInjected):
                     self._publish_sidebar(
                         injected_facts=len(event.injected.facts),
@@ -544,7 +559,7 @@ class StraylightApp(App[int]):
         if memory is None:
             await self._notice(f"Memory is not available: {self.memory_problem}", kind="error")
             return
-        point_id, created = await _pin_text(memory, message.text)
+        point_id, created = await _pin(memory, message)
         note = "pinned as a new memory" if created else "pinned"
         await self._notice(f"#{point_id} {note}: {message.text[:60].strip()}…")
         self.refresh_memory_status()
@@ -561,7 +576,7 @@ class StraylightApp(App[int]):
         async def answered(yes: bool | None) -> None:
             if not yes:
                 return
-            gone = await _forget_text(memory, message.text)
+            gone = await _forget(memory, message)
             text = f"Forgot {len(gone)} memory point(s)." if gone else "No memory point for it."
             await self._notice(text, kind="info" if gone else "warning")
             self.refresh_memory_status()
@@ -794,7 +809,7 @@ class StraylightApp(App[int]):
 
     # ---- layer 4: approval, candidates, the "can't" check, reflection ----------------
     async def ask_approval(self, candidate: Candidate) -> Approval:
-        """The engine's approver: an inline prompt in the chat log; the turn waits."""
+        """An inline prompt in the chat log; the turn waits for the answer."""
         from tui.widgets.candidate_prompt import CandidatePrompt
 
         chat_log = self.query_one("#chat-log", VerticalScroll)
@@ -1058,31 +1073,29 @@ def _recalled_lines(event: Recalled) -> tuple[RecalledLine, ...]:
     return tuple(lines)
 
 
-async def _points_of(memory: TurnMemory, text: str) -> list[Point]:
-    """The points saved from this message (the save path masks and strips it first)."""
-    from memory.secret_masking import mask_secrets
-    from store.point_store import content_hash
+async def _point_ids(memory: TurnMemory, message: ChatMessage) -> list[int]:
+    """The message's saved point (the engine reported its id), or, for a message whose id is
+    unknown (a continued conversation, a save that skipped it), the points holding its text."""
+    if message.point_id is not None:
+        return [message.point_id]
+    return [point.id for point in await memory.saved_points(message.text)]
 
-    digest = content_hash(mask_secrets(text).strip())
-    return await asyncio.to_thread(memory.store.points.find_by_hash, digest)
 
-
-async def _pin_text(memory: TurnMemory, text: str) -> tuple[int, bool]:
+async def _pin(memory: TurnMemory, message: ChatMessage) -> tuple[int, bool]:
     """Pin the saved point of this message; a message that was not saved (the filter skipped
     it) becomes a new pinned point. (id, created)."""
-    found = await _points_of(memory, text)
-    if found:
-        await asyncio.to_thread(memory.store.set_pinned, found[-1].id, True)
-        return found[-1].id, False
-    return await memory.remember(text), True
+    for point_id in reversed(await _point_ids(memory, message)):
+        if await asyncio.to_thread(memory.store.set_pinned, point_id, True):
+            return point_id, False
+    return await memory.remember(message.text), True
 
 
-async def _forget_text(memory: TurnMemory, text: str) -> list[int]:
-    """Forget every point holding exactly this message; the ids forgotten."""
+async def _forget(memory: TurnMemory, message: ChatMessage) -> list[int]:
+    """Forget the point(s) of this message; the ids forgotten."""
     gone = []
-    for point in await _points_of(memory, text):
-        if await asyncio.to_thread(memory.store.forget, point.id):
-            gone.append(point.id)
+    for point_id in await _point_ids(memory, message):
+        if await asyncio.to_thread(memory.store.forget, point_id):
+            gone.append(point_id)
     return gone
 
 

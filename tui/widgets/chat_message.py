@@ -64,6 +64,7 @@ class ChatMessage(Vertical, can_focus=True):
         self.time = time
         self.model = model
         self.status = status
+        self.point_id: int | None = None  # its memory point, once the engine reports the save
         self._stream: MarkdownStream | None = None
         self._pending: list[str] = []
         self._flush_timer: Timer | None = None
