@@ -17,6 +17,7 @@ from tui.widgets.chat_message import ChatNotice
 
 def test_every_binding_id_in_the_app_is_documented() -> None:
     from tui.screens.candidates_screen import CandidatesScreen
+    from tui.screens.chat_screen import ChatScreen
     from tui.screens.confirm_screen import ConfirmScreen
     from tui.screens.conversations_screen import ConversationReader, ConversationsScreen
     from tui.screens.facts_screen import FactsScreen
@@ -33,6 +34,7 @@ def test_every_binding_id_in_the_app_is_documented() -> None:
         binding.id
         for owner in (
             StraylightApp,
+            ChatScreen,
             ChatInput,
             CandidatePrompt,
             HelpScreen,
@@ -85,9 +87,9 @@ async def test_a_remapped_key_runs_the_action_and_unknown_ids_are_named(
             lambda: any("frobnicate" in str(n.render()) for n in app.query(ChatNotice)),
             what="the unknown-id notice",
         )
-        before = app.conversation_id
+        before = app.chat.conversation_id
         await pilot.press("ctrl+t")
-        await wait_until(pilot, lambda: app.conversation_id != before, what="new conversation")
+        await wait_until(pilot, lambda: app.chat.conversation_id != before, what="new conversation")
         from tui.screens.facts_screen import FactsScreen
 
         await wait_until(pilot, lambda: app.engine.facts is not None, what="memory open")
