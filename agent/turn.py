@@ -16,21 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 import secrets
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
-from agent.fact_tools import (
-    MAX_ROUNDS,
-    MEMORY_READ,
-    MEMORY_WRITE,
-    TOOL_SPECS,
-    parse_write,
-    run_read,
-    unknown_tool,
-)
+from agent import turn_facts
+from agent.fact_tools import MAX_ROUNDS, TOOL_SPECS
 from agent.gateway_errors import GatewayError, ModelError, ToolsNotSupported
 from agent.ollama_gateway import ChatDelta, ChatDone, ChatToolCalls, OllamaGateway, ToolCall
 from agent.prompt import PERSONA, PromptSection, build_system_prompt
@@ -38,7 +30,6 @@ from agent.settings import Settings
 from agent.turn_events import (
     AfterTurnEvent,
     AfterTurnListener,
-    Approval,
     ApprovalRequested,
     CandidatesProposed,
     CapabilityReminder,
@@ -53,7 +44,7 @@ from agent.turn_events import (
     ToolUsed,
     TurnEvent,
 )
-from memory.fact_types import FactError
+from agent.turn_facts import ToolOutcome
 from memory.secret_masking import mask_secrets
 from store.clock import Clock
 from store.daily_log import DailyLog, LogMessage, MessageStatus
@@ -65,15 +56,6 @@ if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before t
     from store.fact_store import Candidate, Fact
 
 log = logging.getLogger("straylight.turn")
-REFLECT_MESSAGES = 200  # the reflection pass reads at most this many messages of a session
-
-
-class ToolOutcome(NamedTuple):
-    """One tool call done: the result for the model, a line for the chat, new candidates."""
-
-    result: str
-    used: ToolUsed
-    proposed: list[Candidate]
 
 
 def new_conversation_id(clock: Clock) -> str:
@@ -144,7 +126,9 @@ class TurnEngine:
         messages.append({"role": "user", "content": current.content})
         return messages
 
-    async def run(self, text: str, *, conversation_id: str, model: str) -> AsyncIterator[TurnEvent]:
+    async def run(
+        self, text: str, *, conversation_id: str, model: str
+    ) -> AsyncGenerator[TurnEvent, None]:
         """One turn. Cancelling the consumer logs what arrived, marked `cancelled`."""
         turn = next(self._turns)
         text = mask_secrets(text)  # nothing unmasked is persisted, not even in the log
@@ -219,7 +203,7 @@ class TurnEngine:
                         if not isinstance(step, ToolOutcome):  # a candidate: the user decides
                             request = ApprovalRequested(step)
                             yield request  # the consumer answers before it asks for more
-                            step = await self._decide(step, request.approval)
+                            step = await turn_facts.decide(self._drawer(), step, request.approval)
                         yield step.used
                         if step.proposed:
                             yield CandidatesProposed(step.proposed)
@@ -235,12 +219,13 @@ class TurnEngine:
                         "and gave no answer"
                     )
                 assert done is not None
-                outcome = ("complete", None)
+                complete: tuple[MessageStatus, str | None] = ("complete", None)
+                outcome = complete
                 reply = mask_secrets("".join(parts))
-                await asyncio.to_thread(self._log_reply, reply, conversation_id, model, outcome)
+                await asyncio.to_thread(self._log_reply, reply, conversation_id, model, complete)
                 self._save_in_background(turn, text, recall, reply, conversation_id, answered)
                 yield ReplyFinished(reply, done, turn)
-                used = self._used_memories(injected, recall)
+                used = turn_facts.used_memories(injected, recall)
                 async for followup in self._after_reply(text, reply, conversation_id, used):
                     yield followup
                 break
@@ -248,8 +233,12 @@ class TurnEngine:
             partial = mask_secrets("".join(parts))
             # Cut off: what arrived is kept. Failed before any text: an empty reply marked
             # `failed` with the reason, so the log says why the message went unanswered.
-            outcome = ("cut_off" if partial else "failed", str(error))
-            await asyncio.to_thread(self._log_reply, partial, conversation_id, model, outcome)
+            failed: tuple[MessageStatus, str | None] = (
+                "cut_off" if partial else "failed",
+                str(error),
+            )
+            outcome = failed
+            await asyncio.to_thread(self._log_reply, partial, conversation_id, model, failed)
             yield ReplyFailed(error, partial)
         finally:
             if outcome is None:
@@ -261,7 +250,7 @@ class TurnEngine:
                     ("cancelled", "cancelled by the user"),
                 )
 
-    # ---- layer 4: facts, tools, promotion, the "can't" check -----------------------------
+    # ---- layer 4: facts and tools (agent/turn_facts.py does the work) ---------------------
     async def _inject_facts(
         self, text: str, query_vector: list[float] | None
     ) -> InjectedFacts | None:
@@ -290,158 +279,47 @@ class TurnEngine:
     async def _run_tool(
         self, call: ToolCall, query_vector: list[float] | None, conversation_id: str
     ) -> ToolOutcome | Candidate:
-        """Run one tool call; a `memory_write` that passed the gate returns its candidate,
-        for the user to decide on (`_decide`)."""
         drawer = self.facts
         if drawer is None:  # tools are only offered with a drawer; be safe anyway
             return ToolOutcome(
                 '{"error": "the fact drawer is not available"}', ToolUsed(call.name, ""), []
             )
-        if call.name == MEMORY_READ:
-            done = await asyncio.to_thread(run_read, drawer, call, query_vector)
-            what = call.arguments.get("key") or call.arguments.get("query") or ""
-            return ToolOutcome(
-                done.result, ToolUsed(call.name, f"looked up {str(what)[:60]!r}"), []
-            )
-        if call.name != MEMORY_WRITE:
-            done = unknown_tool(call)
-            log.warning("the model called an unknown tool %r", call.name)
-            return ToolOutcome(done.result, ToolUsed(call.name, "unknown tool: refused"), [])
-        parsed = parse_write(call)
-        if parsed.proposal is None:
-            return ToolOutcome(parsed.result, ToolUsed(call.name, "invalid arguments: refused"), [])
-        gate = await asyncio.to_thread(
-            drawer.propose, parsed.proposal, origin="tool", conversation_id=conversation_id
-        )
-        if gate.candidate is None:
-            result = json.dumps({"status": "not proposed", "reason": gate.reason})
-            return ToolOutcome(result, ToolUsed(call.name, f"not proposed: {gate.reason}"), [])
-        return gate.candidate
+        return await turn_facts.run_tool(drawer, call, query_vector, conversation_id)
 
-    async def _decide(self, candidate: Candidate, approval: Approval) -> ToolOutcome:
-        """Carry out the user's answer to a `memory_write` candidate."""
+    def _drawer(self) -> FactDrawer:
         drawer = self.facts
-        assert drawer is not None  # the candidate came from it
-        try:
-            if approval.verdict == "approve":
-                fact = await asyncio.to_thread(
-                    drawer.approve, candidate.id, body=approval.body, key=approval.key
-                )
-                result = {"status": "approved", "key": fact.key, "body": fact.body}
-                return ToolOutcome(
-                    json.dumps(result), ToolUsed(MEMORY_WRITE, f"saved fact {fact.key}"), []
-                )
-            if approval.verdict == "reject":
-                await asyncio.to_thread(drawer.reject, candidate.id)
-                result = {"status": "rejected by the user"}
-                return ToolOutcome(json.dumps(result), ToolUsed(MEMORY_WRITE, "rejected"), [])
-        except FactError as error:
-            return ToolOutcome(
-                json.dumps({"error": str(error)}), ToolUsed(MEMORY_WRITE, str(error)), []
-            )
-        result = {"status": "pending", "candidate": candidate.id}
-        used = ToolUsed(MEMORY_WRITE, f"candidate #{candidate.id} waits for approval")
-        return ToolOutcome(json.dumps(result), used, [candidate])
-
-    @staticmethod
-    def _used_memories(
-        injected: InjectedFacts | None, recall: TurnRecall | None
-    ) -> tuple[list[Fact], list[tuple[int, str]]]:
-        """The facts and pinned points this turn's prompt carried (for the confidence boost)."""
-        facts = list(injected.facts) if injected is not None else []
-        hits = recall.result.hits if recall is not None and recall.result is not None else []
-        return facts, [(hit.id, hit.content) for hit in hits if hit.pinned]
+        assert drawer is not None  # a candidate came from it
+        return drawer
 
     async def _after_reply(
         self,
         user_text: str,
         reply: str,
         conversation_id: str,
-        used: tuple[list[Fact], list[tuple[int, str]]] = ([], []),
+        used: tuple[list[Fact], list[tuple[int, str]]],
     ) -> AsyncIterator[TurnEvent]:
-        """Promotion of success events, the "can't" check, and the confidence boost of the
-        facts and pinned memories the reply used; fail-soft."""
+        """Candidates from success events, and the capability facts the reply forgot (the
+        next prompt carries them)."""
         drawer = self.facts
         if drawer is None:
             return
-        facts, pinned = used
-        if facts or pinned:
-            from memory.confidence import boost_used
-
-            try:
-                await asyncio.to_thread(boost_used, drawer.db, reply, facts, pinned)
-            except Exception:
-                log.exception("the confidence boost failed")
-        proposed: list[Candidate] = []
-        reminder: list[Fact] = []
-        try:
-            proposed = await asyncio.to_thread(
-                self._promote, drawer, user_text, reply, conversation_id
-            )
-        except Exception:
-            log.exception("promoting success events failed")
-        try:
-            reminder = await asyncio.to_thread(self._cant_check, drawer, reply)
-        except Exception:
-            log.exception("the can't check failed")
+        proposed, reminder = await turn_facts.check_reply(
+            drawer, user_text, reply, conversation_id, used
+        )
         if proposed:
             yield CandidatesProposed(proposed)
         if reminder:
             self._carry = reminder
             yield CapabilityReminder(reminder)
 
-    @staticmethod
-    def _promote(
-        drawer: FactDrawer, user_text: str, reply: str, conversation_id: str
-    ) -> list[Candidate]:
-        from memory.success_classifier import classify_turn
-
-        return drawer.propose_all(
-            classify_turn(user_text, reply), origin="promotion", conversation_id=conversation_id
-        )
-
-    @staticmethod
-    def _cant_check(drawer: FactDrawer, reply: str) -> list[Fact]:
-        from memory.cant_check import find_cant_claims, match_capabilities
-
-        claims = find_cant_claims(reply)
-        if not claims:
-            return []
-        capabilities = drawer.active_capabilities()
-        keys = match_capabilities(claims, [(f.key, f.body) for f in capabilities])
-        by_key = {f.key: f for f in capabilities}
-        return [by_key[key] for key in keys if key in by_key]
-
     async def reflect(self, conversation_id: str, model: str) -> list[Candidate]:
-        """The end-of-session reflection pass: one structured call over the conversation;
-        valid items become candidates, invalid or hostile ones are dropped and logged."""
-        from memory.reflection import REFLECTION_SCHEMA, parse_reflection, reflection_messages
-
+        """The end-of-session reflection pass (none without the drawer or when it is off)."""
         drawer = self.facts
         if drawer is None or not self.settings.memory_reflection:
             return []
-        messages = await asyncio.to_thread(self.daily_log.recent, conversation_id, REFLECT_MESSAGES)
-        transcript = [(m.role, m.content) for m in messages if m.content]
-        if not any(role == "user" for role, _ in transcript):
-            return []
-        known = await asyncio.to_thread(lambda: [f.key for f in drawer.list(status="active")])
-        prompt = reflection_messages(transcript, known_keys=known)
-        raw = await self.gateway.chat_structured(model, prompt, REFLECTION_SCHEMA)
-        result = parse_reflection(raw, transcript_text="\n".join(t for _, t in transcript))
-        for preview, reason in result.dropped:
-            log.warning("reflection item dropped (%s): %s", reason, preview)
-        proposed = await asyncio.to_thread(
-            lambda: drawer.propose_all(
-                result.proposals, origin="reflection", conversation_id=conversation_id
-            )
+        return await turn_facts.reflect(
+            drawer, self.gateway, self.daily_log, conversation_id, model
         )
-        log.info(
-            "reflection on %s: %d candidates, %d dropped",
-            conversation_id,
-            len(proposed),
-            len(result.dropped),
-        )
-        return proposed
 
     def _save_in_background(
         self,

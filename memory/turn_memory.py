@@ -178,7 +178,7 @@ class TurnMemory:
         entries = [(entry.key, entry.content) for entry in split_markdown(text)]
         plan = await asyncio.to_thread(self.store.plan_ingest, f"doc:{resolved}#", entries)
         todo = plan.texts_to_embed()
-        vectors: dict[str, list[float] | None] = {}
+        vectors: dict[str, Sequence[float] | None] = {}
         requests = 0
         for start in range(0, len(todo), EMBED_BATCH):
             batch = todo[start : start + EMBED_BATCH]

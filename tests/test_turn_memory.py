@@ -9,7 +9,8 @@ import pytest
 
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
-from agent.turn import Recalled, ReplyFinished, TurnEngine
+from agent.turn import TurnEngine
+from agent.turn_events import Recalled, ReplyFinished
 from memory.memory_store import MemoryConfig, MemoryStore
 from memory.turn_memory import TurnMemory
 from tests.support.ollama_standin import OllamaStandIn

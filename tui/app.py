@@ -26,7 +26,8 @@ from agent.turn_events import AfterTurnEvent, MemstatusDue, PointsSaved
 from agent.workspace import resolve_workspace
 from tui.commands import CHAT_KEYS, palette_commands
 from tui.keymap import split_keymap
-from tui.screens.chat_screen import ChatScreen, SidebarUpdate
+from tui.screens.chat_navigation import SidebarUpdate
+from tui.screens.chat_screen import ChatScreen
 from tui.startup_timer import seconds_since_start
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ class StraylightApp(App[int]):
         self.poll_offline_seconds = poll_offline_seconds
         self.gateway = OllamaGateway.from_settings(settings)
         self.engine = TurnEngine(settings, self.gateway)
-        self.engine.after_turn = lambda event: self.post_message(AfterTurn(event))
+        self.engine.after_turn = self._post_after_turn
         self.engine.counts_memstatus_turns = False  # until the job scheduler runs
         self.workspace = resolve_workspace(settings.workspace)
         self.scheduler: JobScheduler | None = None
@@ -158,6 +159,9 @@ class StraylightApp(App[int]):
         if self.settings.jobs_enabled:
             self._start_jobs(message.memory)
 
+    def _post_after_turn(self, event: AfterTurnEvent) -> None:
+        self.post_message(AfterTurn(event))  # the save task runs on the app's loop
+
     def on_after_turn(self, message: AfterTurn) -> None:
         """A turn's points are saved (the messages keep their ids; the sidebar counts them),
         or memstatus is due (every MEMORY_STATUS_EVERY_N turns, besides every 10 minutes)."""
@@ -212,9 +216,7 @@ class StraylightApp(App[int]):
         from jobs.scheduler import JobScheduler
 
         runner = JobRunner(JobContext(self.settings, memory, self.gateway, self.chat.model))
-        self.scheduler = JobScheduler(
-            runner, lambda name, result: self.post_message(JobFinished(name, result))
-        )
+        self.scheduler = JobScheduler(runner, self._post_job_finished)
         try:
             self.scheduler.start()
         except Exception:
@@ -222,6 +224,9 @@ class StraylightApp(App[int]):
             self.scheduler = None
         else:
             self.engine.counts_memstatus_turns = True  # every N turns, memstatus runs too
+
+    def _post_job_finished(self, name: str, result: JobResult) -> None:
+        self.post_message(JobFinished(name, result))
 
     def on_job_finished(self, message: JobFinished) -> None:
         if not self.is_running or not self.screen_stack:
