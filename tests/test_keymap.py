@@ -99,3 +99,15 @@ async def test_a_remapped_key_runs_the_action_and_unknown_ids_are_named(
         await pilot.press("f3")  # its old key no longer opens it
         await pilot.pause()
         assert not isinstance(app.screen, FactsScreen)
+
+
+def test_every_chat_key_is_on_the_help_screen() -> None:
+    """The Keys section is prose (it groups keys of several screens); each chat key is in it."""
+    from tui.commands import CHAT_KEYS
+    from tui.screens.help_screen import HELP_TEXT
+
+    keys_section = HELP_TEXT.split("## Keys")[1].split("## Slash commands")[0]
+    for key in CHAT_KEYS:
+        shown = "+".join(part.capitalize() for part in key.key.split("+"))
+        shown = shown.replace("Escape", "Esc")
+        assert f"**{shown}**" in keys_section, key.id
