@@ -26,7 +26,6 @@ from agent.turn_events import AfterTurnEvent, MemstatusDue, PointsSaved
 from agent.workspace import resolve_workspace
 from tui.commands import CHAT_KEYS, palette_commands
 from tui.keymap import split_keymap
-from tui.screens.chat_navigation import SidebarUpdate
 from tui.screens.chat_screen import ChatScreen
 from tui.startup_timer import seconds_since_start
 
@@ -154,8 +153,8 @@ class StraylightApp(App[int]):
             return
         self.engine.memory = message.memory
         self.memory_problem = ""
-        self.refresh_fact_status()
-        self.refresh_memory_status()  # the point count, without waiting for a turn or a job
+        self.chat.refresh_fact_status()
+        self.chat.refresh_memory_status()  # the point count, without waiting for a turn or a job
         if self.settings.jobs_enabled:
             self._start_jobs(message.memory)
 
@@ -168,46 +167,9 @@ class StraylightApp(App[int]):
         event = message.event
         if isinstance(event, PointsSaved):
             self.chat.points_saved(event)
-            self.refresh_memory_status()
+            self.chat.refresh_memory_status()
         elif isinstance(event, MemstatusDue) and self.scheduler is not None:
             self.run_job_now("memstatus")
-
-    @work(thread=True, exclusive=True, group="memory-status", exit_on_error=False)
-    def refresh_memory_status(self) -> None:
-        memory = self.engine.memory
-        if memory is None:
-            return
-        try:
-            status = memory.store.status()
-        except Exception:
-            log.exception("memory status failed")
-            return
-        self.chat.post_message(
-            SidebarUpdate(
-                {"memory_line": memory_status_line(status), "headroom": str(status["headroom"])}
-            )
-        )
-
-    @work(thread=True, exclusive=True, group="fact-status", exit_on_error=False)
-    def refresh_fact_status(self) -> None:
-        drawer = self.engine.facts
-        if drawer is None:
-            return
-        from store.hypothesis_store import HypothesisStore
-
-        try:
-            counts = drawer.counts()
-            pending = len(drawer.pending())
-            cards = HypothesisStore(drawer.db).counts(
-                self.settings.clock.now(), workspace=drawer.workspace
-            )
-        except Exception:
-            log.exception("fact status failed")
-            return
-        line = f"{counts['active']} active, {counts['stale']} stale · {pending} pending"
-        self.chat.post_message(
-            SidebarUpdate({"facts_line": line, "hypotheses": (cards["open"], cards["overdue"])})
-        )
 
     # ---- background jobs -------------------------------------------------------------
     def _start_jobs(self, memory: TurnMemory) -> None:
@@ -247,9 +209,9 @@ class StraylightApp(App[int]):
         elif message.name == "bindings" and result.status == "ok":
             self._set_alerts("bindings", tuple(result.data.get("alerts", ())))
         elif message.name in ("decay", "dream"):
-            self.refresh_fact_status()
+            self.chat.refresh_fact_status()
         if message.name in ("backfill", "index-upkeep", "decay"):
-            self.refresh_memory_status()
+            self.chat.refresh_memory_status()
 
     def _set_alerts(self, source: str, lines: tuple[str, ...]) -> None:
         self.job_alerts[source] = lines
@@ -354,18 +316,6 @@ class StraylightApp(App[int]):
                 highlight=False,
             )
             self._exit_renderables.clear()
-
-
-def memory_status_line(status: dict[str, Any]) -> str:
-    """The sidebar's memory block: points (total, pinned, without a vector), the index, the
-    RAM estimate and its headroom level (coloured by the sidebar)."""
-    points, index = status["points"], status["index"]
-    total = points["total"]
-    lines = f"{total:,} point{'' if total == 1 else 's'}, {points['pinned']:,} pinned"
-    if points["without_vector"]:
-        lines += f"\n{points['without_vector']:,} without a vector"
-    ram = status["ram_estimate_bytes"] / 2**20
-    return f"{lines}\nindex {index['state']}\nRAM ~{ram:.1f} MiB · {status['headroom']}"
 
 
 def _runs(

@@ -67,6 +67,6 @@ async def _run_store_command(chat: ChatScreen, command: str, argument: str) -> N
         log.exception("%s failed", command)
         await chat.notice(f"⚠ {command} failed: {error}", kind="error")
     if runs == "memory":
-        app.refresh_memory_status()
+        chat.refresh_memory_status()
     else:
-        app.refresh_fact_status()
+        chat.refresh_fact_status()

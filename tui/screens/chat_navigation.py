@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from textual import events
+from textual import events, work
 from textual.message import Message
 from textual.screen import Screen
 
@@ -20,13 +21,20 @@ from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_log import ChatLog
 from tui.widgets.chat_message import ChatMessage
 from tui.widgets.recalled_hits import RecalledHits
-from tui.widgets.status_sidebar import SidebarState, SidebarSummary, StatusSidebar
+from tui.widgets.status_sidebar import (
+    SidebarState,
+    SidebarSummary,
+    StatusSidebar,
+    memory_status_line,
+)
 
 if TYPE_CHECKING:
     from agent.turn import TurnEngine
     from memory.fact_drawer import FactDrawer
     from memory.turn_memory import TurnMemory
     from tui.app import StraylightApp
+
+log = logging.getLogger("straylight.tui")
 
 NARROW_COLUMNS = 100  # below this the sidebar (34 columns) would squeeze the chat
 
@@ -73,6 +81,45 @@ class ChatNavigation(Screen[None]):
 
     def on_sidebar_update(self, message: SidebarUpdate) -> None:
         self.publish_sidebar(**message.changes)
+
+    @work(thread=True, exclusive=True, group="memory-status", exit_on_error=False)
+    def refresh_memory_status(self) -> None:
+        """The sidebar's memory block (points, index, RAM, headroom), read in a thread."""
+        memory = self.engine.memory
+        if memory is None:
+            return
+        try:
+            status = memory.store.status()
+        except Exception:
+            log.exception("memory status failed")
+            return
+        self.post_message(
+            SidebarUpdate(
+                {"memory_line": memory_status_line(status), "headroom": str(status["headroom"])}
+            )
+        )
+
+    @work(thread=True, exclusive=True, group="fact-status", exit_on_error=False)
+    def refresh_fact_status(self) -> None:
+        """The sidebar's facts line and hypothesis counts, read in a thread."""
+        drawer = self.engine.facts
+        if drawer is None:
+            return
+        from store.hypothesis_store import HypothesisStore
+
+        try:
+            counts = drawer.counts()
+            pending = len(drawer.pending())
+            cards = HypothesisStore(drawer.db).counts(
+                self.engine.clock.now(), workspace=drawer.workspace
+            )
+        except Exception:
+            log.exception("fact status failed")
+            return
+        line = f"{counts['active']} active, {counts['stale']} stale · {pending} pending"
+        self.post_message(
+            SidebarUpdate({"facts_line": line, "hypotheses": (cards["open"], cards["overdue"])})
+        )
 
     def action_toggle_sidebar(self) -> None:
         sidebar = self.query_one(StatusSidebar)
@@ -137,7 +184,7 @@ class ChatNavigation(Screen[None]):
         point_id, created = await _pin(memory, message)
         note = "pinned as a new memory" if created else "pinned"
         await self.notice(f"#{point_id} {note}: {message.text[:60].strip()}…")
-        self.straylight.refresh_memory_status()
+        self.refresh_memory_status()
 
     def action_forget_message(self) -> None:
         message = self._selected()
@@ -154,7 +201,7 @@ class ChatNavigation(Screen[None]):
             gone = await _forget(memory, message)
             text = f"Forgot {len(gone)} memory point(s)." if gone else "No memory point for it."
             await self.notice(text, kind="info" if gone else "warning")
-            self.straylight.refresh_memory_status()
+            self.refresh_memory_status()
 
         self.app.push_screen(
             ConfirmScreen("Forget this message's memory point? The log keeps the message."),
@@ -180,8 +227,8 @@ class ChatNavigation(Screen[None]):
         app = self.straylight
 
         async def closed(result: object) -> None:
-            app.refresh_memory_status()
-            app.refresh_fact_status()
+            self.refresh_memory_status()
+            self.refresh_fact_status()
             if on_close is not None:
                 outcome = on_close(result)
                 if inspect.isawaitable(outcome):
@@ -265,7 +312,7 @@ class ChatNavigation(Screen[None]):
             if not recalled:
                 self.action_focus_input()  # the list is gone with its last hit
             self.notify(f"Forgot #{point_id}." if gone else f"#{point_id} was already gone.")
-            self.straylight.refresh_memory_status()
+            self.refresh_memory_status()
 
         self.app.push_screen(ConfirmScreen(f"Forget memory point #{point_id}?"), answered)
 

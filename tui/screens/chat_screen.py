@@ -262,7 +262,7 @@ class ChatScreen(ChatNavigation):
     async def announce_candidates(self, candidates: list[Candidate]) -> None:
         candidates = [c for c in candidates if c.origin != "tool"]  # its line is shown
         if not candidates:
-            self.straylight.refresh_fact_status()
+            self.refresh_fact_status()
             return
         lines = [f"#{c.id} {c.type} `{c.key}`: {c.body}" for c in candidates]
         count = len(candidates)
@@ -270,7 +270,7 @@ class ChatScreen(ChatNavigation):
             f"🗂 {count} fact candidate{'' if count == 1 else 's'} "
             "(/candidates approve ID or reject ID):\n" + "\n".join(lines)
         )
-        self.straylight.refresh_fact_status()
+        self.refresh_fact_status()
 
     async def _remind_capabilities(self, event: CapabilityReminder) -> None:
         lines = [f"{f.type} `{f.key}`: {f.body}" for f in event.facts]
