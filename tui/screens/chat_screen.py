@@ -185,7 +185,7 @@ class ChatScreen(ChatNavigation):
                         self.unreflected_turns += 1
                         self._restart_idle_timer()
                     elif isinstance(event, ApprovalRequested):
-                        event.answer(await self.ask_approval(event.candidate))
+                        event.answer(await self._approval_or_later(event.candidate))
                     elif isinstance(event, FactsInjected):
                         self.publish_sidebar(
                             injected_facts=len(event.injected.facts),
@@ -243,6 +243,13 @@ class ChatScreen(ChatNavigation):
             self.publish_sidebar(model_pulled=False)
 
     # ---- layer 4 in the chat: approval, candidates, the "can't" check -------------------
+    async def _approval_or_later(self, candidate: Candidate) -> Approval:
+        try:
+            return await self.ask_approval(candidate)
+        except Exception:
+            log.exception("asking for approval failed; the candidate stays pending")
+            return Approval("later")
+
     async def ask_approval(self, candidate: Candidate) -> Approval:
         """An inline prompt in the chat log; the turn waits for the answer."""
         from tui.widgets.candidate_prompt import CandidatePrompt
