@@ -97,7 +97,7 @@ def _finish(outcome: DreamOutcome) -> DreamOutcome:
 async def run_dream(
     db: Database, drawer: FactDrawer, gateway: StructuredChat, model: str, *, workspace: str
 ) -> DreamOutcome:
-    """One dream run: at most one hypothesis card (see the module docstring)."""
+    """One dream run: at most one hypothesis card (docs/dream.md)."""
     sources, usable = await asyncio.to_thread(_gather, db, drawer, workspace)
     if len(sources) < 2:
         if usable < 2:

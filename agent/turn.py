@@ -267,7 +267,7 @@ class TurnEngine:
     async def _tools_for(self, model: str) -> list[dict[str, Any]] | None:
         """The memory tools, if enabled, the drawer is open and the model supports tools
         (asked once per model through /api/show; a refusal is remembered too)."""
-        if not self.settings.memory_tools or self.facts is None:
+        if not self.settings.facts.tools or self.facts is None:
             return None
         supported = self._tool_support.get(model)
         if supported is None:
@@ -315,7 +315,7 @@ class TurnEngine:
     async def reflect(self, conversation_id: str, model: str) -> list[Candidate]:
         """The end-of-session reflection pass (none without the drawer or when it is off)."""
         drawer = self.facts
-        if drawer is None or not self.settings.memory_reflection:
+        if drawer is None or not self.settings.facts.reflection:
             return []
         return await turn_facts.reflect(
             drawer, self.gateway, self.daily_log, conversation_id, model
@@ -382,7 +382,7 @@ class TurnEngine:
         except Exception:  # never in the way of the turn
             log.exception("counting the turn for memstatus failed")
             return
-        if turns >= self.settings.memory_status_every_n:
+        if turns >= self.settings.memory.status_every_n:
             self._tell(MemstatusDue(turns))
 
     def _tell(self, event: AfterTurnEvent) -> None:

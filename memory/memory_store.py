@@ -28,14 +28,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import duckdb
 import numpy as np
 import numpy.typing as npt
 
-from memory.save_filter import SaveFilter, SaveFilterConfig
+from memory.save_filter import SaveFilter
 from memory.secret_masking import mask_secrets
+from memory.settings_models import MemoryConfig
 from store import lexical_index
 from store.clock import Clock
 from store.database import Database, database_path, open_database
@@ -72,49 +73,6 @@ META_RECALL_FAILURES = "recall.failures"
 Role = Literal["user", "assistant", "doc"]
 Headroom = Literal["ok", "warn", "critical"]
 RecallMode = Literal["hybrid", "vector", "lexical"]
-
-
-class MemorySettings(Protocol):
-    """The settings this module reads (agent.settings.Settings satisfies it)."""
-
-    memory_enabled: bool
-    memory_top_k: int
-    memory_min_score: float
-    memory_max_chars: int
-    memory_save_min_chars: int
-    memory_save_footnote_ratio: float
-    memory_save_code_ratio: float
-    memory_save_dedup_lookback: int
-    memory_save_dedup_threshold: float
-    memory_ram_warn_bytes: int
-    memory_ram_crit_bytes: int
-    embed_model: str
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryConfig:
-    enabled: bool = True
-    top_k: int = 5
-    min_score: float = 0.6
-    max_chars: int = 4000
-    embed_model: str = "nomic-embed-text"
-    ram_warn_bytes: int = 268_435_456
-    ram_crit_bytes: int = 536_870_912
-    save_filter: SaveFilterConfig = field(default_factory=SaveFilterConfig)
-    filter_enabled: bool = True  # benchmarks replay with the filter off, too
-
-    @classmethod
-    def from_settings(cls, settings: MemorySettings) -> MemoryConfig:
-        return cls(
-            enabled=settings.memory_enabled,
-            top_k=settings.memory_top_k,
-            min_score=settings.memory_min_score,
-            max_chars=settings.memory_max_chars,
-            embed_model=settings.embed_model,
-            ram_warn_bytes=settings.memory_ram_warn_bytes,
-            ram_crit_bytes=settings.memory_ram_crit_bytes,
-            save_filter=SaveFilterConfig.from_settings(settings),
-        )
 
 
 _UNKNOWN = object()

@@ -86,7 +86,7 @@ class StraylightApp(App[int]):
         self.settings = settings
         self.poll_online_seconds = poll_online_seconds
         self.poll_offline_seconds = poll_offline_seconds
-        self.gateway = OllamaGateway.from_settings(settings)
+        self.gateway = OllamaGateway.from_config(settings.ollama)
         self.engine = TurnEngine(settings, self.gateway)
         self.engine.after_turn = self._post_after_turn
         self.engine.counts_memstatus_turns = False  # until the job scheduler runs
@@ -155,7 +155,7 @@ class StraylightApp(App[int]):
         self.memory_problem = ""
         self.chat.refresh_fact_status()
         self.chat.refresh_memory_status()  # the point count, without waiting for a turn or a job
-        if self.settings.jobs_enabled:
+        if self.settings.jobs.enabled:
             self._start_jobs(message.memory)
 
     def _post_after_turn(self, event: AfterTurnEvent) -> None:
@@ -288,7 +288,7 @@ class StraylightApp(App[int]):
         for command, title, help_text in palette_commands():
             yield SystemCommand(title, help_text, _runs(chat.run_slash_command, command))
         if chat.ollama_status is not None and chat.ollama_status.reachable:
-            embed = normalise_model_name(self.settings.embed_model)
+            embed = normalise_model_name(self.settings.memory.embed_model)
             for name in chat.ollama_status.models:
                 if normalise_model_name(name) == embed:
                     continue  # the embedding model cannot chat

@@ -335,7 +335,7 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
     )
     from tui.memory_session import MemorySession
 
-    gateway = OllamaGateway.from_settings(settings)
+    gateway = OllamaGateway.from_config(settings.ollama)
     session = MemorySession(settings, gateway)
     try:
         memory = session.open()
@@ -352,7 +352,9 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
     pending = 0
     reminders: list[str] = []
     try:
-        async for event in engine.run(text, conversation_id=conversation_id, model=settings.model):
+        async for event in engine.run(
+            text, conversation_id=conversation_id, model=settings.ollama.model
+        ):
             if isinstance(event, ReplyDelta):
                 sys.stdout.write(for_terminal(event.text))
                 sys.stdout.flush()
@@ -410,7 +412,7 @@ async def _run_memstatus(settings: Settings, memory: Any, gateway: Any) -> list[
     from jobs.runner import JobRunner
 
     try:
-        runner = JobRunner(JobContext(settings, memory, gateway, settings.model))
+        runner = JobRunner(JobContext(settings, memory, gateway, settings.ollama.model))
         result = await runner.run("memstatus")
     except Exception:  # never in the way of the reply
         log.exception("memstatus after the turn failed")
@@ -459,9 +461,9 @@ async def _status(settings: Settings, *, as_json: bool) -> int:
     from store.longterm_file import LongtermFile
 
     gateway = OllamaGateway(
-        settings.ollama_host,
-        read_timeout=settings.connect_timeout_seconds,
-        connect_timeout=settings.connect_timeout_seconds,
+        settings.ollama.host,
+        read_timeout=settings.ollama.connect_timeout_seconds,
+        connect_timeout=settings.ollama.connect_timeout_seconds,
     )
     try:
         ollama = await gateway.check()
@@ -487,11 +489,11 @@ async def _status(settings: Settings, *, as_json: bool) -> int:
             "host": ollama.host,
             "reachable": ollama.reachable,
             "version": ollama.version,
-            "model": settings.model,
-            "model_pulled": ollama.has_model(settings.model) if ollama.reachable else None,
-            "embed_model": settings.embed_model,
+            "model": settings.ollama.model,
+            "model_pulled": ollama.has_model(settings.ollama.model) if ollama.reachable else None,
+            "embed_model": settings.memory.embed_model,
             "embed_model_pulled": (
-                ollama.has_model(settings.embed_model) if ollama.reachable else None
+                ollama.has_model(settings.memory.embed_model) if ollama.reachable else None
             ),
             "error": ollama.error,
         },
@@ -512,7 +514,7 @@ async def _status(settings: Settings, *, as_json: bool) -> int:
     print(f"ollama     {ollama.host} ({state})")
     pulled = report["ollama"]["model_pulled"]
     model_note = "" if pulled is None else (" (pulled)" if pulled else " (not pulled)")
-    print(f"model      {settings.model}{model_note}")
+    print(f"model      {settings.ollama.model}{model_note}")
     print(f"longterm   {longterm.size_bytes} / {longterm.budget_bytes} bytes")
     if longterm_warning:
         print(f"warning    {longterm_warning}")
@@ -529,7 +531,7 @@ async def _status(settings: Settings, *, as_json: bool) -> int:
     print(f"index      {index['state']}, {index['size']} vectors")
     mib = memory["ram_estimate_bytes"] / 2**20
     print(f"ram        ~{mib:.1f} MiB estimated, headroom {memory['headroom']}")
-    print(f"embedding  {settings.embed_model}, {memory['embed_requests']} requests so far")
+    print(f"embedding  {settings.memory.embed_model}, {memory['embed_requests']} requests so far")
     cards = memory["hypotheses"]
     print(f"hypotheses {cards['open']} open, {cards['overdue']} overdue")
     facts = memory["facts"]

@@ -76,15 +76,15 @@ class ChatScreen(ChatNavigation):
         super().__init__(
             app.engine,
             SidebarState(
-                host=settings.ollama_host,
-                model=settings.model,
+                host=settings.ollama.host,
+                model=settings.ollama.model,
                 conversation_started=started,
                 longterm_budget=settings.longterm_budget_bytes,
                 workspace=app.workspace,
             ),
         )
         self.settings = settings
-        self.model = settings.model
+        self.model = settings.ollama.model
         self.conversation_id = new_conversation_id(settings.clock)
         self.conversation_started: datetime = started
         self.ollama_status: OllamaStatus | None = None
@@ -292,7 +292,7 @@ class ChatScreen(ChatNavigation):
         timer = getattr(self, "_idle_timer", None)
         if timer is not None:
             timer.stop()
-        minutes = self.settings.memory_reflection_idle_minutes
+        minutes = self.settings.facts.reflection_idle_minutes
         self._idle_timer = self.set_timer(minutes * 60, self.reflect_in_background)
 
     def reflect_in_background(self) -> None:
