@@ -139,7 +139,9 @@ async def test_ingest_is_idempotent_and_costs_nothing_when_unchanged(
 async def test_the_background_save_reports_the_point_ids_and_when_memstatus_is_due(
     engine: TurnEngine, standin: OllamaStandIn
 ) -> None:
-    engine.settings = engine.settings.model_copy(update={"memory_status_every_n": 2})
+    engine.settings = engine.settings.model_copy(
+        update={"memory": engine.settings.memory.model_copy(update={"status_every_n": 2})}
+    )
     heard: list[AfterTurnEvent] = []
     engine.after_turn = heard.append
     standin.script_reply(REPLY)
