@@ -21,6 +21,8 @@ from pathlib import Path
 from memory.doc_splitter import split_markdown
 from memory.fact_drawer import FactDrawer
 from memory.memory_store import IngestReport, MemoryStore, RecallResult, SaveResult
+from memory.secret_masking import mask_secrets
+from store.point_store import Point, content_hash
 
 log = logging.getLogger("straylight.memory")
 
@@ -136,6 +138,12 @@ class TurnMemory:
             raise
         return user, reply
 
+    async def saved_points(self, text: str) -> list[Point]:
+        """The points holding exactly this message, as the save path stored it (masked and
+        stripped): for a message whose point id nobody kept (a continued conversation)."""
+        digest = content_hash(mask_secrets(text).strip())
+        return await asyncio.to_thread(self.store.points.find_by_hash, digest)
+
     async def remember(self, text: str, *, conversation_id: str = "") -> int:
         vector = await self.embed_one(text)
         return await asyncio.to_thread(
@@ -170,7 +178,7 @@ class TurnMemory:
         entries = [(entry.key, entry.content) for entry in split_markdown(text)]
         plan = await asyncio.to_thread(self.store.plan_ingest, f"doc:{resolved}#", entries)
         todo = plan.texts_to_embed()
-        vectors: dict[str, list[float] | None] = {}
+        vectors: dict[str, Sequence[float] | None] = {}
         requests = 0
         for start in range(0, len(todo), EMBED_BATCH):
             batch = todo[start : start + EMBED_BATCH]

@@ -5,21 +5,22 @@ promotion, the "can't" check and the reflection pass."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
-from agent.turn import (
+from agent.turn import TurnEngine
+from agent.turn_events import (
     Approval,
+    ApprovalRequested,
     CandidatesProposed,
     CapabilityReminder,
     FactsInjected,
     ReplyFinished,
     ToolUsed,
-    TurnEngine,
     TurnEvent,
 )
 from memory.fact_drawer import FactDrawer, FactsConfig
@@ -47,8 +48,18 @@ def drawer(engine: TurnEngine) -> FactDrawer:
     return engine.facts
 
 
-async def turn(engine: TurnEngine, text: str, conversation: str = "c1") -> list[TurnEvent]:
-    events = [e async for e in engine.run(text, conversation_id=conversation, model=MODEL)]
+async def turn(
+    engine: TurnEngine,
+    text: str,
+    conversation: str = "c1",
+    approver: Callable[[Candidate], Approval] | None = None,
+) -> list[TurnEvent]:
+    """One turn's events; `approver` answers each approval request (none: left pending)."""
+    events = []
+    async for event in engine.run(text, conversation_id=conversation, model=MODEL):
+        if isinstance(event, ApprovalRequested) and approver is not None:
+            event.answer(approver(event.candidate))
+        events.append(event)
     await engine.drain()
     return events
 
@@ -113,20 +124,19 @@ async def test_memory_write_asks_the_approver_and_continues(
 ) -> None:
     asked: list[Candidate] = []
 
-    async def approver(candidate: Candidate) -> Approval:
+    def approver(candidate: Candidate) -> Approval:
         asked.append(candidate)
         if verdict == "approve":
             return Approval("approve", body="npm run dist builds blyck.")
         return Approval("reject")
 
-    engine.approver = approver
     call = {
         "name": "memory_write",
         "arguments": {"key": "build:npm", "body": "npm run dist.", "type": "capability"},
     }
     standin.script_reply("", tool_calls=[call])
     standin.script_reply("Done.")
-    events = await turn(engine, "remember how to build")
+    events = await turn(engine, "remember how to build", approver=approver)
     assert len(asked) == 1 and any(isinstance(e, ReplyFinished) for e in events)
     facts = drawer(engine).list()
     if verdict == "approve":
@@ -135,7 +145,7 @@ async def test_memory_write_asks_the_approver_and_continues(
         assert facts == [] and drawer(engine).pending() == []
         standin.script_reply("", tool_calls=[call])
         standin.script_reply("ok")
-        await turn(engine, "remember how to build, again")
+        await turn(engine, "remember how to build, again", approver=approver)
         assert len(asked) == 1  # the rejected key and body are not proposed again
 
 

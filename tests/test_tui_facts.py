@@ -173,7 +173,7 @@ async def test_hypotheses_by_slash_command_and_the_palette_entries(
             measurement="run bench.memory_scale at 200k points and compare p95",
             workspace="demo",
         )
-        app.refresh_fact_status()
+        app.chat.refresh_fact_status()
         await wait_until(
             pilot,
             lambda: app.query_one(StatusSidebar).state.hypotheses == (1, 0),  # type: ignore[union-attr]
