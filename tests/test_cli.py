@@ -27,7 +27,7 @@ from tests.support.cli import (
     assert_one_line,
     assert_quiet,
     cli_command,
-    json_of,
+    printed_json,
     run_cli,
     spawn_many,
 )
@@ -47,11 +47,11 @@ Env = dict[str, str]
 
 
 def history_json(env: Env, *args: str) -> list[dict[str, Any]]:
-    return json_of(run_cli(env, "history", "--json", *args), quiet=True)
+    return printed_json(run_cli(env, "history", "--json", *args), quiet=True)
 
 
 def status_json(env: Env, *args: str) -> dict[str, Any]:
-    return json_of(run_cli(env, "status", "--json", *args))
+    return printed_json(run_cli(env, "status", "--json", *args))
 
 
 def run_each(calls: list[tuple[Env, list[str], str | None]]) -> list[CliResult]:

@@ -33,6 +33,8 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 30  # seconds per process; a healthy call takes about one
 PROG = "straylight: "
+NOW = "2031-02-03T04:05:06Z"  # STRAYLIGHT_NOW of the CLI tests: the clock they freeze
+DAY = NOW[:10]
 
 Env = dict[str, str]
 Stdin = str | bytes | None
@@ -353,7 +355,7 @@ def assert_one_line(result: CliResult, code: int, *fragments: str, label: object
     return lines[0]
 
 
-def json_of(result: CliResult, *, quiet: bool = False) -> Any:
+def printed_json(result: CliResult, *, quiet: bool = False) -> Any:
     """The JSON a command printed, after `assert_quiet` (with `quiet`) or `assert_ok`."""
     (assert_quiet if quiet else assert_ok)(result)
     return json.loads(result.stdout)
