@@ -13,6 +13,7 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 from agent.settings import Settings, load_settings
+from store.database import database_path
 from tests.support.cli import cli_env as user_env
 from tests.support.ollama_standin import OllamaStandIn
 
@@ -41,6 +42,12 @@ def _hermetic_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
+
+
+@pytest.fixture
+def db_file(home: Path) -> Path:
+    """The database file of the tmp data dir (not created)."""
+    return database_path(home)
 
 
 @pytest.fixture
