@@ -15,7 +15,7 @@ import socket
 import stat
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ def status_json(env: Env, *args: str) -> dict[str, Any]:
     return printed_json(run_cli(env, "status", "--json", *args))
 
 
-def run_each(calls: list[tuple[Env, list[str], str | None]]) -> list[CliResult]:
+def run_each(calls: Sequence[tuple[Env, Sequence[str], str | None]]) -> list[CliResult]:
     """Independent calls (env, args, stdin), in-process, one after the other."""
     return [run_cli(env, *args, stdin=stdin) for env, args, stdin in calls]
 

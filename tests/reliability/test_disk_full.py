@@ -46,7 +46,7 @@ from tests.reliability.corruption_support import (  # noqa: F401 - the fixtures
     status_json,
     summary,
 )
-from tests.support.cli import assert_one_line, assert_quiet
+from tests.support.cli import CliResult, assert_one_line, assert_quiet
 from tests.support.ollama_standin import OllamaStandIn
 
 EXIT_UNEXPECTED = 1  # README: "unexpected error (details in the log file)"
@@ -136,7 +136,7 @@ def test_a_full_disk_while_the_reply_is_logged_keeps_the_question_whole(
     assert status["points"]["total"] == SEED_POINTS + 2  # the failed turn saved none
 
 
-def _ask_with_a_full_wal(env: Env, home: Path, standin: OllamaStandIn) -> object:
+def _ask_with_a_full_wal(env: Env, home: Path, standin: OllamaStandIn) -> CliResult:
     assert day_log(home).stat().st_size + 2048 < WAL_LIMIT, "precondition"
     assert (home / "straylight.log").stat().st_size + 4096 < WAL_LIMIT, "precondition"
     standin.script_reply(REPLY)

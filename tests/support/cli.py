@@ -25,7 +25,7 @@ import threading
 import time
 import traceback
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,8 @@ Stdin = str | bytes | None
 
 @dataclass(frozen=True)
 class CliResult:
-    """What one `straylight ARGS` printed and returned (the shape of `CompletedProcess`)."""
+    """What one run printed and returned (the shape of `CompletedProcess`; `args` are the
+    CLI arguments, or the whole command line of `run_process`)."""
 
     args: list[str]
     returncode: int
@@ -283,9 +284,9 @@ def run_process(
     )
     if isinstance(stdin, bytes):
         return CliResult(
-            proc.args, proc.returncode, _decode(proc.stdout, False), _decode(proc.stderr, False)
+            list(command), proc.returncode, _decode(proc.stdout, False), _decode(proc.stderr, False)
         )
-    return CliResult(proc.args, proc.returncode, proc.stdout, proc.stderr)
+    return CliResult(list(command), proc.returncode, proc.stdout, proc.stderr)
 
 
 def run_cli_process(
@@ -299,7 +300,7 @@ def spawn_many(
     calls: Sequence[tuple[Env, Sequence[str], str | None]],
     *,
     cwd: Path | None = None,
-    command: Any = cli_command,
+    command: Callable[..., list[str]] = cli_command,
 ) -> list[CliResult]:
     """Processes (env, args, stdin text) started side by side; results in order."""
     processes = []
@@ -313,14 +314,14 @@ def spawn_many(
             stderr=subprocess.PIPE,
             text=True,
         )
-        processes.append((process, stdin))
+        processes.append((process, list(args), stdin))
     results = []
     try:
-        for process, stdin in processes:
+        for process, args, stdin in processes:
             out, err = process.communicate(stdin, timeout=TIMEOUT)
-            results.append(CliResult(process.args, process.returncode, out, err))
+            results.append(CliResult(args, process.returncode, out, err))
     finally:
-        for process, _ in processes:
+        for process, _, _ in processes:
             if process.poll() is None:
                 process.kill()
                 process.wait(timeout=TIMEOUT)
