@@ -51,18 +51,7 @@ def make_env(home: Path, tmp: Path, ollama_host: str, **extra: str) -> Env:
     """The environment of one user: data dir, Ollama, a frozen clock, private HOME and TMPDIR."""
     for name in ("user-home", "tmpdir", "cwd", "xdg-config"):
         (tmp / name).mkdir(exist_ok=True)
-    return cli.cli_env(
-        home,
-        tmp,
-        STRAYLIGHT_NOW=NOW,
-        STRAYLIGHT_WORKSPACE="demo",
-        OLLAMA_HOST=ollama_host,
-        HOME=str(tmp / "user-home"),
-        TMPDIR=str(tmp / "tmpdir"),
-        XDG_DATA_HOME=str(tmp / "xdg-data"),
-        PYTHONDONTWRITEBYTECODE="1",
-        **extra,
-    )
+    return cli.sandboxed_env(home, tmp, ollama_host, TMPDIR=str(tmp / "tmpdir"), **extra)
 
 
 def _cwd(env: Env) -> Path:

@@ -44,7 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.support.cli import DAY, NOW, REPO_ROOT, cli_env
+from tests.support.cli import DAY, REPO_ROOT, sandboxed_env
 
 PYTHON = sys.executable
 EMBED_MODEL = "nomic-embed-text"
@@ -184,16 +184,12 @@ class CrashRig:
         self.outside = self._outside_listing()
 
     def _environment(self) -> dict[str, str]:
-        return cli_env(
+        return sandboxed_env(
             self.home,
             self.root,
+            self.standin.host,
             STRAYLIGHT_WORKSPACE=WORKSPACE,
-            STRAYLIGHT_NOW=NOW,
-            OLLAMA_HOST=self.standin.host,
-            XDG_DATA_HOME=str(self.root / "xdg-data"),
-            HOME=str(self.root / "user-home"),
             TMPDIR=str(self.root / "tmp"),
-            PYTHONDONTWRITEBYTECODE="1",
         )
 
     # ---- failure messages

@@ -20,7 +20,7 @@ import pytest
 
 from store.daily_log import LogMessage, parse_messages
 from tests.support import cli
-from tests.support.cli import DAY, NOW, PROG, CliResult, assert_ok
+from tests.support.cli import DAY, PROG, CliResult, assert_ok
 from tests.support.ollama_standin import OllamaStandIn
 
 SEED_QUESTION = "How does the blue service get deployed to the staging cluster these days?"
@@ -115,19 +115,8 @@ class Workspace:
         return tree(self.root, skip=self.home)
 
 
-def cli_environment(root: Path, home: Path, ollama_host: str, **extra: str) -> dict[str, str]:
-    return cli.cli_env(
-        home,
-        root,
-        STRAYLIGHT_NOW=NOW,
-        STRAYLIGHT_WORKSPACE="demo",
-        OLLAMA_HOST=ollama_host,
-        XDG_DATA_HOME=str(root / "xdg-data"),
-        XDG_CACHE_HOME=str(root / "xdg-cache"),
-        HOME=str(root / "user-home"),
-        PYTHONDONTWRITEBYTECODE="1",
-        **extra,
-    )
+def cli_environment(root: Path, home: Path, ollama_host: str) -> dict[str, str]:
+    return cli.sandboxed_env(home, root, ollama_host, XDG_CACHE_HOME=str(root / "xdg-cache"))
 
 
 @pytest.fixture(scope="session")

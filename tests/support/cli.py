@@ -71,6 +71,22 @@ def cli_env(home: Path, root: Path, **extra: str) -> Env:
     return env
 
 
+def sandboxed_env(home: Path, root: Path, ollama_host: str, **extra: str) -> Env:
+    """`cli_env` for the reliability suite: a frozen clock, workspace `demo`, the given
+    Ollama, and HOME and the platform data dir inside `root`, so a stray write outside the
+    data dir shows up there."""
+    settings = {"STRAYLIGHT_NOW": NOW, "STRAYLIGHT_WORKSPACE": "demo", **extra}
+    return cli_env(
+        home,
+        root,
+        OLLAMA_HOST=ollama_host,
+        HOME=str(root / "user-home"),
+        XDG_DATA_HOME=str(root / "xdg-data"),
+        PYTHONDONTWRITEBYTECODE="1",
+        **settings,
+    )
+
+
 # --------------------------------------------------------------------------- in-process
 
 
