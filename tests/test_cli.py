@@ -22,8 +22,12 @@ from typing import Any
 import pytest
 
 from tests.support.cli import (
+    DAY,
+    NOW,
+    REPO_ROOT,
     TIMEOUT,
     CliResult,
+    Env,
     assert_one_line,
     assert_quiet,
     cli_command,
@@ -33,14 +37,9 @@ from tests.support.cli import (
 )
 from tests.support.ollama_standin import OllamaStandIn
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-NOW = "2031-02-03T04:05:06Z"
-DAY = "2031-02-03"
 REPLY = "alpha beta gamma delta"  # streamed by the stand-in as 4 chunks
 PARTIAL = "alpha beta "  # what arrives before a fault injected `after=2`
 SLOW_LIMIT = 5  # seconds: a failing ask must not hang (generous for a loaded machine)
-
-Env = dict[str, str]
 
 
 # --------------------------------------------------------------------------- helpers
