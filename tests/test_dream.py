@@ -28,7 +28,7 @@ from memory.dream import (
 )
 from memory.fact_drawer import FactDrawer
 from store.clock import Clock
-from store.database import database_path, open_database
+from store.database import open_database
 from store.hypothesis_store import HypothesisStore
 from store.point_store import NewPoint, PointStore
 from tests.support.ollama_standin import OllamaStandIn
@@ -196,11 +196,6 @@ def add_memories(drawer: FactDrawer, points: PointStore) -> dict[str, str]:
         ids[name] = f"point:{point_id}"
     points.add(NewPoint("user", "Unpinned: the blyck deploy over the VPN on aws s3.", "chat"))
     return ids
-
-
-@pytest.fixture
-def db_file(tmp_path: Path) -> Path:
-    return database_path(tmp_path / "home")
 
 
 @pytest.fixture

@@ -13,15 +13,10 @@ import pytest
 from memory.fact_drawer import FactDrawer, FactsConfig
 from memory.fact_types import FactError, FactProposal
 from store.clock import Clock
-from store.database import database_path, open_database
+from store.database import open_database
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 WS = "/home/me/blyck"
-
-
-@pytest.fixture
-def db_file(tmp_path: Path) -> Path:
-    return database_path(tmp_path / "home")
 
 
 def drawer_at(db_file: Path, when: datetime, workspace: str = WS, **config: object) -> FactDrawer:
