@@ -148,7 +148,7 @@ async def bindings(ctx: JobContext) -> JobResult:
     drawer = ctx.memory.facts
     if drawer is None:
         return JobResult("skipped", "no fact drawer")
-    facts = await asyncio.to_thread(drawer.list)
+    facts = await asyncio.to_thread(drawer.list_facts)
     alerts = check_bindings(
         facts, ctx.settings.clock.now(), limit_days=ctx.settings.jobs_binding_limit_days
     )

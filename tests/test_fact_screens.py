@@ -261,7 +261,7 @@ async def test_candidates_approve_with_one_key(settings: Settings) -> None:
         assert screen.records[0].id == first
         await pilot.press("a")
         await reloaded(pilot, screen, 1)
-        assert [(f.key, f.body) for f in drawer.list()] == [
+        assert [(f.key, f.body) for f in drawer.list_facts()] == [
             ("build:npm", "npm run dist builds blyck.")
         ]
         assert first not in [c.id for c in drawer.pending()]
@@ -280,7 +280,9 @@ async def test_candidates_edit_then_enter_approves_the_edited_body(settings: Set
         await clear_and_type(pilot, "npm run dist builds the app; are tests extra?")
         await pilot.press("enter")
         await reloaded(pilot, screen, 0)
-        assert [f.body for f in drawer.list()] == ["npm run dist builds the app; are tests extra?"]
+        assert [f.body for f in drawer.list_facts()] == [
+            "npm run dist builds the app; are tests extra?"
+        ]
         assert drawer.store.candidate(cid).status == "approved"  # type: ignore[union-attr]
         assert "(edited)" in status_line(screen)
 
@@ -313,7 +315,7 @@ async def test_candidates_reject_leaves_no_fact(settings: Settings) -> None:
         await show(pilot, app, screen)
         await pilot.press("r")
         await reloaded(pilot, screen, 0)
-        assert drawer.list() == [] and drawer.pending() == []
+        assert drawer.list_facts() == [] and drawer.pending() == []
         assert drawer.store.candidate(cid).status == "rejected"  # type: ignore[union-attr]
         assert "No candidates wait for approval" in detail_text(screen)
 

@@ -160,7 +160,7 @@ def test_validate_raises_confidence_and_proposes_one_pending_candidate(
     assert candidate.confidence == VALIDATED_CONFIDENCE
     assert candidate.key.startswith(f"hypothesis:{card.id}:")
     assert "blyck" in candidate.key
-    assert drawer.list() == []  # no fact until the user approves
+    assert drawer.list_facts() == []  # no fact until the user approves
     with pytest.raises(CardStateError, match="cannot be validated"):
         validate_card(db, drawer, card.id)
     assert len(drawer.pending()) == 1

@@ -102,7 +102,7 @@ async def test_decay_job_makes_an_unseen_decision_stale(mem: Memory) -> None:
     later = mem.at(T0 + timedelta(days=90))
     result = await later.run("decay")
     assert result.data["stale"] == ["db:engine"]
-    statuses = {f.key: f.status for f in mem.drawer.list()}
+    statuses = {f.key: f.status for f in mem.drawer.list_facts()}
     assert statuses == {"db:engine": "stale", "deploy:blyck": "active"}
     assert runner is not later
 

@@ -103,7 +103,7 @@ async def _fact(drawer: FactDrawer, argument: str, notice: Notice) -> None:
 
 
 async def _list(drawer: FactDrawer, notice: Notice) -> None:
-    facts = await asyncio.to_thread(drawer.list)
+    facts = await asyncio.to_thread(drawer.list_facts)
     shown = [f for f in facts if f.status != "retired"]
     if not shown:
         await notice(f"No facts yet for {drawer.workspace}. /fact set KEY TYPE BODY adds one.")

@@ -68,7 +68,7 @@ class FactFilters:
 
 def read_facts(drawer: FactDrawer, filters: FactFilters) -> list[Fact]:
     """The facts these filters let through (blocks: call it in a thread)."""
-    facts = drawer.list(
+    facts = drawer.list_facts(
         type=None if filters.type == "all" else filters.type,
         status=None if filters.status == "all" else filters.status,
         all_workspaces=filters.scope == "every",
