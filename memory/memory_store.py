@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from memory.save_filter import SaveFilter, SaveFilterConfig
 from memory.secret_masking import mask_secrets
-from store import lexical_index
+from store import lexical_index, meta
 from store.clock import Clock
 from store.database import Database, database_path, open_database
 from store.lexical_index import LexicalCache
@@ -350,28 +350,19 @@ class MemoryStore:
     # ---- meta -------------------------------------------------------------------------
     def _meta(self, key: str) -> str | None:
         with self.db.cursor() as cur:
-            rows = cur.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchall()
-        return str(rows[0][0]) if rows else None
+            return meta.get(cur, key)
 
     def _set_meta(self, key: str, value: str) -> None:
         with self.db.transaction() as cur:
-            cur.execute(
-                "INSERT INTO meta VALUES (?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                [key, value],
-            )
+            meta.put(cur, key, value)
 
     def _delete_meta(self, key: str) -> None:
         with self.db.transaction() as cur:
-            cur.execute("DELETE FROM meta WHERE key = ?", [key])
+            meta.delete(cur, key)
 
     def _bump_meta(self, key: str, by: int) -> None:
         with self.db.transaction() as cur:
-            cur.execute(
-                "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE "
-                "SET value = CAST(CAST(meta.value AS BIGINT) + ? AS VARCHAR)",
-                [key, str(by), by],
-            )
+            meta.bump(cur, key, by)
 
     def count_embed_requests(self, n: int = 1) -> None:
         self._bump_meta(META_EMBED_REQUESTS, n)
