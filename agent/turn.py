@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -34,7 +33,7 @@ from agent.prompt import PERSONA, PromptSection, build_system_prompt
 from agent.settings import Settings
 from memory.fact_types import FactError
 from memory.secret_masking import mask_secrets
-from store.clock import Clock
+from store.conversation_id import new_conversation_id as new_conversation_id
 from store.daily_log import DailyLog, LogMessage, MessageStatus
 from store.longterm_file import LongtermFile, LongtermState
 
@@ -46,11 +45,6 @@ if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before t
 
 log = logging.getLogger("straylight.turn")
 REFLECT_MESSAGES = 200  # the reflection pass reads at most this many messages of a session
-
-
-def new_conversation_id(clock: Clock) -> str:
-    """`20261129-210438-3fa9c1`: sortable by start time, unique enough for one user."""
-    return f"{clock.now():%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
 @dataclass(frozen=True, slots=True)
