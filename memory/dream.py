@@ -99,15 +99,8 @@ A **concrete measurement** (what to measure or check, and how):
 These are word rules, not understanding: they refuse the vague and the hedged cheaply, and a
 refused card costs nothing (no card is the normal outcome of a dream run).
 
-A card's life
--------------
-A new card has confidence `START_CONFIDENCE` (0.30), source ``generated-hypothesis``, status
-``open`` and is due `DUE_AFTER` (14 days) after it was created; open and due is *overdue*.
-Validating it sets confidence `VALIDATED_CONFIDENCE` (0.6: one confirmed measurement is
-evidence, not proof — the same confidence as a fact the reflection pass inferred) and proposes
-a fact candidate (`validated_fact_proposal`) at the approval gate; refuting sets confidence 0;
-deleting keeps the row. Allowed changes (`transition_problem`): open → validated / refuted /
-deleted; validated → refuted / deleted; refuted → deleted; a deleted card stays deleted.
+A card's life (start confidence, due date, validate / refute / delete) is
+`memory.hypotheses`'s.
 """
 
 from __future__ import annotations
@@ -120,22 +113,15 @@ import unicodedata
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Literal
 
-from memory.fact_types import KEY_MAX_CHARS, FactProposal, key_parts, normalise_key
+from memory.fact_types import key_parts
 from memory.reflection import hostile_reason
 from memory.secret_masking import mask_secrets
 from store.fact_store import Fact
 from store.hypothesis_store import Hypothesis
 from store.point_store import Point
-from store.text_terms import STOPWORDS, detect_language, raw_tokens, terms
-
-START_CONFIDENCE = 0.30
-VALIDATED_CONFIDENCE = 0.6
-REFUTED_CONFIDENCE = 0.0
-DUE_AFTER = timedelta(days=14)
-SOURCE = "generated-hypothesis"
+from store.text_terms import terms
 
 SOURCE_LIMIT = 12
 SOURCE_TEXT_CHARS = 400
@@ -814,50 +800,3 @@ def duplicate_of(draft: CardDraft, cards: Iterable[Hypothesis]) -> Hypothesis | 
         if _same_text(card.statement) == wanted:
             return card
     return None
-
-
-# ---------------------------------------------------------------------------- life cycle
-
-_ALLOWED_FROM: dict[str, frozenset[str]] = {
-    "validated": frozenset({"open"}),
-    "refuted": frozenset({"open", "validated"}),
-    "deleted": frozenset({"open", "validated", "refuted"}),
-}
-
-
-def transition_problem(current: str, target: str) -> str | None:
-    """Why a card in status `current` cannot become `target`, or None."""
-    allowed = _ALLOWED_FROM.get(target)
-    if allowed is None:
-        return f"unknown target status {target!r}"
-    if current not in allowed:
-        return f"the card is {current}; only a card that is {' or '.join(sorted(allowed))} can be"
-    return None
-
-
-def validated_fact_key(card: Hypothesis) -> str:
-    """The key of a validated card's fact: ``hypothesis:<id>:<up to 4 words of the statement>``
-    (content words, stopwords dropped), so injection can match it by its words."""
-    tokens = [t.lower() for t in raw_tokens(card.statement)]
-    stopwords = STOPWORDS[detect_language(tokens)]
-    chosen: list[str] = []
-    for token in tokens:
-        keep = len(token) > 2 and not token.isdigit() and token not in stopwords
-        if keep and token not in chosen:
-            chosen.append(token)
-        if len(chosen) == 4:
-            break
-    key = normalise_key(f"hypothesis:{card.id}:" + "-".join(chosen))
-    return key[:KEY_MAX_CHARS].rstrip(":-")
-
-
-def validated_fact_proposal(card: Hypothesis) -> FactProposal:
-    """The fact candidate a validated card proposes at the approval gate."""
-    return FactProposal(
-        type="fact",
-        key=validated_fact_key(card),
-        body=card.statement,
-        proof=f"hypothesis #{card.id} validated: {card.measurement}",
-        source="generated-hypothesis",
-        confidence=VALIDATED_CONFIDENCE,
-    )

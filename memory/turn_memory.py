@@ -20,6 +20,7 @@ from pathlib import Path
 
 from memory.doc_splitter import split_markdown
 from memory.fact_drawer import FactDrawer
+from memory.hypotheses import Hypotheses
 from memory.memory_store import IngestReport, MemoryStore, RecallResult, SaveResult
 
 log = logging.getLogger("straylight.memory")
@@ -46,6 +47,11 @@ class TurnMemory:
         self.store = store
         self.embed = embed
         self.facts = facts  # layer 4, in the same database
+
+    @property
+    def hypotheses(self) -> Hypotheses:
+        """The dream's cards, in the fact drawer's workspace (every one without a drawer)."""
+        return Hypotheses(self.store.db, self.facts)
 
     async def embed_texts(self, texts: Sequence[str]) -> list[list[float]] | None:
         """One embedding request (counted); None when it fails."""

@@ -13,6 +13,7 @@ from textual.pilot import Pilot
 from agent.settings import Settings
 from memory.fact_drawer import FactDrawer
 from memory.fact_types import FactProposal
+from memory.hypotheses import SOURCE, START_CONFIDENCE
 from store.hypothesis_store import Hypothesis, HypothesisStore
 from tests.conftest import FIXED_NOW
 from tests.support.pilot_helpers import type_text, wait_until
@@ -111,6 +112,8 @@ def make_card(drawer: FactDrawer, statement: str, due_in_days: float) -> Hypothe
         measurement="run bench.memory_scale at 200k points and compare p95",
         due_at=drawer.db.clock.now() + timedelta(days=due_in_days),
         workspace=WS,
+        confidence=START_CONFIDENCE,
+        source=SOURCE,
     )
 
 
@@ -432,6 +435,8 @@ def seed_snapshot_cards(drawer: FactDrawer) -> None:
             measurement="run bench.memory_scale at 200k points and compare p95",
             due_at=now + timedelta(days=days),
             workspace=WS,
+            confidence=START_CONFIDENCE,
+            source=SOURCE,
         )
     refuted = store.create(
         statement="Pinned points are recalled more often than others.",
@@ -440,6 +445,8 @@ def seed_snapshot_cards(drawer: FactDrawer) -> None:
         measurement="count pinned hits in the sidebar over 50 turns",
         due_at=now - timedelta(days=20),
         workspace=WS,
+        confidence=START_CONFIDENCE,
+        source=SOURCE,
     )
     store.set_status(refuted.id, "refuted", 0.0)
 

@@ -10,17 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from agent.dream_run import CardStateError, delete_card, refute_card, validate_card
-from memory.dream import DUE_AFTER, START_CONFIDENCE, VALIDATED_CONFIDENCE
+from memory.dream import CardDraft
 from memory.fact_drawer import FactDrawer
+from memory.hypotheses import (
+    START_CONFIDENCE,
+    VALIDATED_CONFIDENCE,
+    CardStateError,
+    Hypotheses,
+    delete_card,
+    refute_card,
+    validate_card,
+)
 from store.clock import Clock
 from store.database import Database, database_path, open_database
-from store.hypothesis_store import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_DUE_AFTER,
-    Hypothesis,
-    HypothesisStore,
-)
+from store.hypothesis_store import Hypothesis, HypothesisStore
 
 T0 = datetime(2026, 11, 29, 21, 4, 38, tzinfo=UTC)
 WS = "/home/me/blyck"
@@ -50,15 +53,13 @@ def at(db_file: Path) -> Iterator[Callable[[datetime], Database]]:
 
 
 def new_card(db: Database, statement: str = STATEMENT, workspace: str = WS) -> Hypothesis:
-    return HypothesisStore(db).create(
+    draft = CardDraft(
         statement=statement,
-        source_ids=["fact:1", "point:2"],
+        source_ids=("fact:1", "point:2"),
         prediction="At least 3 of the next 5 deploys will fail while the VPN is up.",
         measurement=MEASUREMENT,
-        confidence=START_CONFIDENCE,
-        due_at=db.clock.now() + DUE_AFTER,
-        workspace=workspace,
     )
+    return Hypotheses(db).create(draft, workspace=workspace, reason="")
 
 
 def audit(db: Database) -> list[tuple[str, dict[str, object]]]:
@@ -256,11 +257,11 @@ def test_as_json_holds_every_column(at: Callable[[datetime], Database]) -> None:
     assert data["source"] == "generated-hypothesis"
 
 
-def test_the_store_defaults_are_the_dream_policy(at: Callable[[datetime], Database]) -> None:
-    assert (DEFAULT_CONFIDENCE, DEFAULT_DUE_AFTER) == (START_CONFIDENCE, DUE_AFTER)
-    card = HypothesisStore(at(T0)).create(
+def test_a_new_card_gets_the_policy_numbers(at: Callable[[datetime], Database]) -> None:
+    draft = CardDraft(
         statement=STATEMENT, source_ids=("fact:1", "point:2"), prediction="p", measurement="m"
     )
+    card = Hypotheses(at(T0)).create(draft, workspace="", reason="")
     assert (card.confidence, card.due_at, card.source) == (
         0.30,
         T0 + timedelta(days=14),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from agent.settings import Settings
 from memory.fact_drawer import FactDrawer
+from memory.hypotheses import DUE_AFTER, SOURCE, START_CONFIDENCE
 from store.database import database_path, open_database
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import type_text, wait_until
@@ -172,6 +173,9 @@ async def test_hypotheses_by_slash_command_and_the_palette_entries(
             prediction="save p95 grows above 5 ms at 200k points",
             measurement="run bench.memory_scale at 200k points and compare p95",
             workspace="demo",
+            confidence=START_CONFIDENCE,
+            source=SOURCE,
+            due_at=facts(app).db.clock.now() + DUE_AFTER,
         )
         app.refresh_fact_status()
         await wait_until(

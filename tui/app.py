@@ -883,14 +883,12 @@ class StraylightApp(App[int]):
         drawer = self.engine.facts
         if drawer is None:
             return
-        from store.hypothesis_store import HypothesisStore
+        from memory.hypotheses import Hypotheses
 
         try:
             counts = drawer.counts()
             pending = len(drawer.pending())
-            cards = HypothesisStore(drawer.db).counts(
-                self.settings.clock.now(), workspace=drawer.workspace
-            )
+            cards = Hypotheses.of(drawer).counts(self.settings.clock.now())
         except Exception:
             log.exception("fact status failed")
             return
