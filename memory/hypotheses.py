@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from memory.fact_types import KEY_MAX_CHARS, FactProposal, normalise_key
 from store.fact_store import Candidate, Fact, FactStore
@@ -38,7 +38,7 @@ START_CONFIDENCE = 0.30
 VALIDATED_CONFIDENCE = 0.6
 REFUTED_CONFIDENCE = 0.0
 DUE_AFTER = timedelta(days=14)
-SOURCE = "generated-hypothesis"
+SOURCE: Final = "generated-hypothesis"
 POOL_POINTS = 500  # the newest pinned points a dream run considers (all active facts are)
 SHOWN_STATUSES = ("open", "validated", "refuted")  # deleted cards stay in the audit only
 
