@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from jobs.job_functions import JOBS, JobResult
+from jobs.background_jobs import JOBS, JobResult
 from jobs.runner import JobRunner
 
 log = logging.getLogger("straylight.jobs")

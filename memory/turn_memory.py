@@ -22,6 +22,7 @@ from memory.doc_splitter import split_markdown
 from memory.fact_drawer import FactDrawer
 from memory.hypotheses import Hypotheses
 from memory.memory_store import IngestReport, MemoryStore, RecallResult, SaveResult
+from store.job_runs import JobRuns
 
 log = logging.getLogger("straylight.memory")
 
@@ -47,6 +48,11 @@ class TurnMemory:
         self.store = store
         self.embed = embed
         self.facts = facts  # layer 4, in the same database
+
+    @property
+    def job_runs(self) -> JobRuns:
+        """The last run of each background job, in the same database."""
+        return JobRuns(self.store.db)
 
     @property
     def hypotheses(self) -> Hypotheses:

@@ -13,7 +13,7 @@ import pytest
 
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
-from jobs.job_functions import JOBS, JobContext
+from jobs.background_jobs import JOBS, JobContext
 from jobs.runner import JobRunner, next_at_hour
 from memory.dream import CardDraft
 from memory.fact_drawer import FactDrawer, FactsConfig

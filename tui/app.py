@@ -56,7 +56,7 @@ from tui.widgets.recalled_hits import RecalledHits, RecalledLine
 from tui.widgets.status_sidebar import SidebarState, SidebarSummary, StatusSidebar
 
 if TYPE_CHECKING:
-    from jobs.job_functions import JobResult
+    from jobs.background_jobs import JobResult
     from jobs.scheduler import JobScheduler
     from memory.fact_drawer import FactDrawer
     from memory.turn_memory import TurnMemory
@@ -258,7 +258,7 @@ class StraylightApp(App[int]):
 
     # ---- background jobs -------------------------------------------------------------
     def _start_jobs(self, memory: TurnMemory) -> None:
-        from jobs.job_functions import JobContext
+        from jobs.background_jobs import JobContext
         from jobs.runner import JobRunner
         from jobs.scheduler import JobScheduler
 
@@ -307,7 +307,7 @@ class StraylightApp(App[int]):
             if memory is None:
                 await self._notice(f"Memory is not available: {self.memory_problem}")
                 return
-            from jobs.job_functions import JobContext
+            from jobs.background_jobs import JobContext
             from jobs.runner import JobRunner
 
             runner = JobRunner(JobContext(self.settings, memory, self.gateway, self.model))

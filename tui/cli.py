@@ -403,7 +403,7 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
 async def _memstatus_after_turn(settings: Settings, memory: Any, gateway: Any) -> list[str]:
     """Every MEMORY_STATUS_EVERY_N turns the memstatus job runs; its notice (only on
     escalation) becomes one stderr line."""
-    from jobs.job_functions import JobContext
+    from jobs.background_jobs import JobContext
     from jobs.runner import JobRunner
     from memory.memstatus_notice import count_turn
 
