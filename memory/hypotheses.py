@@ -217,18 +217,3 @@ class Hypotheses:
         self._card_for(card_id, "deleted")
         log.info("hypothesis #%d deleted", card_id)
         return self.store.set_status(card_id, "deleted", reason="deleted by the user")
-
-
-def validate_card(
-    db: Database, drawer: FactDrawer, card_id: int
-) -> tuple[Hypothesis, Candidate | None]:
-    """`Hypotheses.validate` with the drawer's database (the gate is the drawer's)."""
-    return Hypotheses(db, drawer).validate(card_id)
-
-
-def refute_card(db: Database, card_id: int) -> Hypothesis:
-    return Hypotheses(db).refute(card_id)
-
-
-def delete_card(db: Database, card_id: int) -> Hypothesis:
-    return Hypotheses(db).delete(card_id)
