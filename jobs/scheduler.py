@@ -23,7 +23,7 @@ log = logging.getLogger("straylight.jobs")
 MISFIRE_GRACE_SECONDS = 3600
 STOP_TIMEOUT_SECONDS = 5.0
 
-ResultCallback = Callable[[str, JobResult], None]
+ResultCallback = Callable[[str, JobResult], object]  # what it returns is ignored
 
 
 class JobScheduler:

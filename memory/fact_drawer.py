@@ -141,6 +141,10 @@ class FactDrawer:
         self.store = FactStore(db)
         self._analyzer = default_analyzer()
 
+    def in_workspace(self, workspace: str) -> FactDrawer:
+        """The drawer of another workspace, on the same database and config."""
+        return self if workspace == self.workspace else FactDrawer(self.db, workspace, self.config)
+
     # --- explicit writes ------------------------------------------------------------------
 
     def _write_for(

@@ -186,17 +186,13 @@ class Hypotheses:
         """Validate an open card: confidence `VALIDATED_CONFIDENCE`, status validated, and one
         fact candidate at the gate (None when the gate refuses it: already pending or a fact).
         """
-        from memory.fact_drawer import FactDrawer
-
         if self.drawer is None:
             raise ValueError("validating a card needs the fact drawer")
         self._card_for(card_id, "validated")
         card = self.store.set_status(
             card_id, "validated", VALIDATED_CONFIDENCE, reason="validated by the user"
         )
-        gate = self.drawer
-        if card.workspace and card.workspace != gate.workspace:
-            gate = FactDrawer(self.db, card.workspace, gate.config)
+        gate = self.drawer.in_workspace(card.workspace) if card.workspace else self.drawer
         outcome = gate.propose(validated_fact_proposal(card), origin="hypothesis")
         if outcome.candidate is None:
             log.info("hypothesis #%d validated; no candidate: %s", card.id, outcome.reason)

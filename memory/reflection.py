@@ -434,13 +434,15 @@ _PROOF_ROLE_LABEL = re.compile(
 _QUOTES = "\"'“”„‘’«»‹›"
 _ELLIPSIS = re.compile(r"\.\.\.+|…")
 _WHITESPACE = re.compile(r"\s+")
+_PLAIN_QUOTES = str.maketrans(
+    {"`": None, "*": None, "’": "'", "‘": "'", "“": '"', "”": '"', "„": '"'}
+)
 
 
 def _normalise_for_match(text: str) -> str:
     """Case-folded, markup-free, single-spaced text for the proof check."""
     text = unicodedata.normalize("NFC", text).casefold()
-    text = text.translate(str.maketrans({"`": None, "*": None, "’": "'", "‘": "'"}))
-    text = text.translate(str.maketrans({"“": '"', "”": '"', "„": '"'}))
+    text = text.translate(_PLAIN_QUOTES)
     return _WHITESPACE.sub(" ", text).strip()
 
 

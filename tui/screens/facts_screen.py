@@ -215,9 +215,7 @@ class FactsScreen(RecordScreen["Fact"]):
         """The drawer of the fact's own workspace (a fact of another one is written there)."""
         if fact.scope == "global" or fact.workspace == self.drawer.workspace:
             return self.drawer
-        from memory.fact_drawer import FactDrawer
-
-        return FactDrawer(self.drawer.db, fact.workspace, self.drawer.config)
+        return self.drawer.in_workspace(fact.workspace)
 
     # ---- filters -------------------------------------------------------------------------
     def action_cycle(self, which: str) -> None:
