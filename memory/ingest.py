@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from memory.secret_masking import mask_secrets
@@ -43,13 +43,7 @@ class IngestReport:
     embed_requests: int = 0
 
     def to_json(self) -> dict[str, int]:
-        return {
-            "added": self.added,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "removed": self.removed,
-            "embed_requests": self.embed_requests,
-        }
+        return asdict(self)
 
 
 def plan_ingest(

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,8 +29,9 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from memory import ingest
 from memory.headroom import Headroom, headroom, ram_estimate_bytes
-from memory.ingest import IngestPlan, IngestReport, apply_ingest, plan_ingest
+from memory.ingest import IngestPlan, IngestReport
 from memory.recall import (
     PinnedPoints,
     RecallHit,
@@ -38,7 +39,9 @@ from memory.recall import (
     RecallResult,
     format_recall_block,
     lexical_text,
-    recall,
+)
+from memory.recall import (
+    recall as recall_points,
 )
 from memory.save_filter import SaveFilter, SaveFilterConfig
 from memory.secret_masking import mask_secrets
@@ -424,39 +427,12 @@ class MemoryStore:
         return stored
 
     # ---- the other jobs, in their own modules ----------------------------------------
-    def plan_ingest(self, source_prefix: str, entries: Sequence[tuple[str, str]]) -> IngestPlan:
-        """`memory.ingest.plan_ingest` on this store."""
-        return plan_ingest(self, source_prefix, entries)
-
-    def apply_ingest(
-        self, plan: IngestPlan, vectors: Mapping[str, Sequence[float] | None]
-    ) -> IngestReport:
-        """`memory.ingest.apply_ingest` on this store."""
-        return apply_ingest(self, plan, vectors)
+    plan_ingest = ingest.plan_ingest  # compare a document with its stored doc points
+    apply_ingest = ingest.apply_ingest  # write a planned ingest
+    recall = recall_points  # hybrid recall (memory.recall)
 
     def texts_of(self, ids: Sequence[int]) -> dict[int, str]:
         return {pid: row.content for pid, row in point_reads.hit_rows(self.db, ids).items()}
-
-    def recall(
-        self,
-        query: str,
-        *,
-        vector: Sequence[float] | None = None,
-        k: int | None = None,
-        exclude_contents: Iterable[str] = (),
-        mode: RecallMode = "hybrid",
-        max_chars: int | None = None,
-    ) -> RecallResult:
-        """Hybrid recall (`memory.recall.recall`)."""
-        return recall(
-            self,
-            query,
-            vector=vector,
-            k=k,
-            exclude_contents=exclude_contents,
-            mode=mode,
-            max_chars=max_chars,
-        )
 
     def upkeep_index(self) -> dict[str, Any]:
         """The index-upkeep job (`store.vector_upkeep.VectorKeeper.upkeep`)."""

@@ -31,16 +31,20 @@ class HitRow:
     content_hash: str
 
 
+_OF_IDS = "id IN (SELECT unnest(?::BIGINT[]))"
+
+
+def _rows_of(db: Database, columns: str, ids: Sequence[int]) -> list[Any]:
+    """`columns` of the points of `ids`, in one query."""
+    with db.cursor() as cur:
+        return cur.execute(f"SELECT {columns} FROM points WHERE {_OF_IDS}", [list(ids)]).fetchall()
+
+
 def hit_rows(db: Database, ids: Sequence[int]) -> dict[int, HitRow]:
     """The hit rows of many ids in one query."""
     if not ids:
         return {}
-    with db.cursor() as cur:
-        rows = cur.execute(
-            "SELECT id, role, pinned, created_at, content, content_hash FROM points "
-            "WHERE id IN (SELECT unnest(?::BIGINT[]))",
-            [list(ids)],
-        ).fetchall()
+    rows = _rows_of(db, "id, role, pinned, created_at, content, content_hash", ids)
     return {int(r[0]): HitRow(int(r[0]), r[1], bool(r[2]), as_utc(r[3]), r[4], r[5]) for r in rows}
 
 
@@ -56,7 +60,7 @@ def vectors_of(db: Database, ids: Iterable[int], model: str) -> dict[int, FloatV
         return {}
     with db.cursor() as cur:
         rows = cur.execute(
-            "SELECT id, embedding FROM points WHERE id IN (SELECT unnest(?::BIGINT[])) "
+            f"SELECT id, embedding FROM points WHERE {_OF_IDS} "
             "AND embed_model = ? AND embedding IS NOT NULL",
             [wanted, model],
         ).fetchall()
@@ -76,11 +80,7 @@ def vector_ids(db: Database, model: str) -> npt.NDArray[np.int64]:
 def vector_matrix(db: Database, ids: npt.NDArray[Any], dim: int) -> FloatVector:
     """The stored vectors of `ids`, in that order, as an (n, dim) matrix."""
     wanted = [int(i) for i in ids]
-    with db.cursor() as cur:
-        rows = cur.execute(
-            "SELECT id, embedding FROM points WHERE id IN (SELECT unnest(?::BIGINT[]))",
-            [wanted],
-        ).fetchall()
+    rows = _rows_of(db, "id, embedding", wanted)
     by_id = {int(pid): blob for pid, blob in rows}
     return matrix_from_bytes([by_id[i] for i in wanted], dim)
 

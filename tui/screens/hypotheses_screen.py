@@ -159,12 +159,17 @@ class HypothesesScreen(RecordScreen["Hypothesis"]):
         )
 
     # ---- actions -------------------------------------------------------------------------
-    def action_validate(self) -> None:
+    def _card_to(self, verb: str) -> Hypothesis | None:
+        """The card under the cursor, or None (and say so) when the table is empty."""
         card = self.current()
         if card is None:
-            self.say("No card to validate.", error=True)
+            self.say(f"No card to {verb}.", error=True)
+        return card
+
+    def action_validate(self) -> None:
+        card = self._card_to("validate")
+        if card is None:
             return
-        book = self.book
 
         def validated(result: tuple[Hypothesis, Candidate | None]) -> None:
             done, candidate = result
@@ -172,25 +177,22 @@ class HypothesesScreen(RecordScreen["Hypothesis"]):
             self.say(f"Validated #{done.id} (confidence {done.confidence:.2f}){extra}.")
             self.reload()
 
-        self.in_thread(lambda: book.validate(card.id), validated)
+        self.in_thread(lambda: self.book.validate(card.id), validated)
 
     def action_refute(self) -> None:
-        card = self.current()
+        card = self._card_to("refute")
         if card is None:
-            self.say("No card to refute.", error=True)
             return
-        book = self.book
 
         def refuted(done: Hypothesis) -> None:
             self.say(f"Refuted #{done.id} (confidence {done.confidence:.2f}).")
             self.reload()
 
-        self.in_thread(lambda: book.refute(card.id), refuted)
+        self.in_thread(lambda: self.book.refute(card.id), refuted)
 
     def action_delete(self) -> None:
-        card = self.current()
+        card = self._card_to("delete")
         if card is None:
-            self.say("No card to delete.", error=True)
             return
 
         def answered(yes: bool | None) -> None:
@@ -203,10 +205,8 @@ class HypothesesScreen(RecordScreen["Hypothesis"]):
         self.app.push_screen(ConfirmScreen(question), answered)
 
     def _delete(self, card: Hypothesis) -> None:
-        book = self.book
-
         def deleted(done: Hypothesis) -> None:
             self.say(f"Deleted #{done.id}.")
             self.reload()
 
-        self.in_thread(lambda: book.delete(card.id), deleted)
+        self.in_thread(lambda: self.book.delete(card.id), deleted)
