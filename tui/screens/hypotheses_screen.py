@@ -9,9 +9,9 @@ it cites. The same effects as `/hypotheses validate|refute|delete ID`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from store.fact_store import Candidate
     from store.hypothesis_store import Hypothesis
 
+CardT = TypeVar("CardT")  # what a card action returns
 STATUS_STYLES = {"overdue": "bold red", "open": "", "validated": "green", "refuted": "dim"}
 CITED_CHARS = 70
 
@@ -166,29 +167,34 @@ class HypothesesScreen(RecordScreen["Hypothesis"]):
             self.say(f"No card to {verb}.", error=True)
         return card
 
+    def _act(self, job: Callable[[], CardT], said: Callable[[CardT], str]) -> None:
+        """Run a card action in a thread, then say what it did and read the cards again."""
+
+        def done(result: CardT) -> None:
+            self.say(said(result))
+            self.reload()
+
+        self.in_thread(job, done)
+
     def action_validate(self) -> None:
         card = self._card_to("validate")
         if card is None:
             return
 
-        def validated(result: tuple[Hypothesis, Candidate | None]) -> None:
+        def said(result: tuple[Hypothesis, Candidate | None]) -> str:
             done, candidate = result
             extra = f"; fact candidate #{candidate.id} waits for approval" if candidate else ""
-            self.say(f"Validated #{done.id} (confidence {done.confidence:.2f}){extra}.")
-            self.reload()
+            return f"Validated #{done.id} (confidence {done.confidence:.2f}){extra}."
 
-        self.in_thread(lambda: self.book.validate(card.id), validated)
+        self._act(lambda: self.book.validate(card.id), said)
 
     def action_refute(self) -> None:
         card = self._card_to("refute")
-        if card is None:
-            return
-
-        def refuted(done: Hypothesis) -> None:
-            self.say(f"Refuted #{done.id} (confidence {done.confidence:.2f}).")
-            self.reload()
-
-        self.in_thread(lambda: self.book.refute(card.id), refuted)
+        if card is not None:
+            self._act(
+                lambda: self.book.refute(card.id),
+                lambda done: f"Refuted #{done.id} (confidence {done.confidence:.2f}).",
+            )
 
     def action_delete(self) -> None:
         card = self._card_to("delete")
@@ -197,16 +203,9 @@ class HypothesesScreen(RecordScreen["Hypothesis"]):
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._delete(card)
+                self._act(lambda: self.book.delete(card.id), lambda done: f"Deleted #{done.id}.")
             else:
                 self.say(f"Kept #{card.id}.")
 
         question = f"Delete hypothesis #{card.id}? {clip(card.statement, 120)}"
         self.app.push_screen(ConfirmScreen(question), answered)
-
-    def _delete(self, card: Hypothesis) -> None:
-        def deleted(done: Hypothesis) -> None:
-            self.say(f"Deleted #{done.id}.")
-            self.reload()
-
-        self.in_thread(lambda: self.book.delete(card.id), deleted)
