@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from store.database import Cursor, Database
-from store.point_store import as_utc
+from store.point_values import as_utc
 
 
 def fact_decay_bookkeeping(

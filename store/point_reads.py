@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from store.database import Cursor, Database
-from store.point_store import FloatVector, as_utc, matrix_from_bytes, vector_from_bytes
+from store.point_values import FloatVector, as_utc, matrix_from_bytes, vector_from_bytes
 
 
 @dataclass(frozen=True, slots=True)
