@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
+from memory.dream import CardDraft, DreamSource, pick_sources
 from memory.fact_types import KEY_MAX_CHARS, FactProposal, normalise_key
 from store.fact_store import Candidate, Fact, FactStore
 from store.hypothesis_store import Hypothesis, HypothesisStore
@@ -28,7 +29,6 @@ from store.point_store import Point, PointStore
 from store.text_terms import STOPWORDS, detect_language, raw_tokens
 
 if TYPE_CHECKING:
-    from memory.dream import CardDraft, DreamSource
     from memory.fact_drawer import FactDrawer
     from store.database import Database
 
@@ -150,8 +150,6 @@ class Hypotheses:
         """What a dream run may link in `workspace` (`memory.dream.pick_sources` over its
         active facts and the newest `POOL_POINTS` pinned points, leaving out what an open
         card already cites), and how many memories were usable."""
-        from memory.dream import pick_sources
-
         facts = FactStore(self.db).visible(workspace, statuses=["active"])
         points = PointStore(self.db).list_points(pinned=True, limit=POOL_POINTS, newest_first=True)
         points.reverse()  # oldest first: ties in picking go to the older memory
