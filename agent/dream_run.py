@@ -66,7 +66,7 @@ def _finish(outcome: DreamOutcome) -> DreamOutcome:
 async def run_dream(
     db: Database, drawer: FactDrawer, gateway: StructuredChat, model: str, *, workspace: str
 ) -> DreamOutcome:
-    """One dream run: at most one hypothesis card (see the module docstring)."""
+    """One dream run: at most one hypothesis card (see the module docstring, docs/dream.md)."""
     book = Hypotheses(db, drawer)
     sources, usable = await asyncio.to_thread(book.dream_sources, workspace)
     if len(sources) < 2:

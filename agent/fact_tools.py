@@ -16,8 +16,18 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, Field
+
 from agent.ollama_gateway import ToolCall
-from memory.fact_types import FACT_TYPES, SCOPES, FactError, FactProposal, check_scope, check_type
+from memory.fact_types import (
+    FactError,
+    FactProposal,
+    FactType,
+    Scope,
+    check_scope,
+    check_type,
+)
+from memory.llm_schema import llm_schema
 
 if TYPE_CHECKING:  # the drawer pulls in duckdb and numpy: not before the first frame
     from memory.fact_drawer import FactDrawer
@@ -26,44 +36,43 @@ MEMORY_READ = "memory_read"
 MEMORY_WRITE = "memory_write"
 MAX_ROUNDS = 3  # tool rounds per turn before the model must answer in text
 
+
+class MemoryReadArguments(BaseModel):
+    """`memory_read`'s arguments: a key, or words to search for."""
+
+    key: str = Field("", description="exact fact key")
+    query: str = Field("", description="words to search for")
+
+
+class MemoryWriteArguments(BaseModel):
+    """`memory_write`'s arguments (`parse_write` checks them)."""
+
+    key: str = Field(description="e.g. deploy:blyck")
+    body: str = Field(description="the fact, one or two sentences")
+    type: FactType
+    scope: Scope = "workspace"
+
+
+def _tool(name: str, description: str, arguments: type[BaseModel]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": llm_schema(arguments)},
+    }
+
+
 TOOL_SPECS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": MEMORY_READ,
-            "description": (
-                "Look up facts in the user's fact drawer: by exact key (e.g. 'deploy:blyck') "
-                "or by a query. Use it before claiming you cannot do something."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "key": {"type": "string", "description": "exact fact key"},
-                    "query": {"type": "string", "description": "words to search for"},
-                },
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": MEMORY_WRITE,
-            "description": (
-                "Propose a durable fact for the drawer (the user approves it first). Writing "
-                "an existing key replaces it."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "key": {"type": "string", "description": "e.g. deploy:blyck"},
-                    "body": {"type": "string", "description": "the fact, one or two sentences"},
-                    "type": {"type": "string", "enum": list(FACT_TYPES)},
-                    "scope": {"type": "string", "enum": list(SCOPES)},
-                },
-                "required": ["key", "body", "type"],
-            },
-        },
-    },
+    _tool(
+        MEMORY_READ,
+        "Look up facts in the user's fact drawer: by exact key (e.g. 'deploy:blyck') "
+        "or by a query. Use it before claiming you cannot do something.",
+        MemoryReadArguments,
+    ),
+    _tool(
+        MEMORY_WRITE,
+        "Propose a durable fact for the drawer (the user approves it first). Writing "
+        "an existing key replaces it.",
+        MemoryWriteArguments,
+    ),
 ]
 
 

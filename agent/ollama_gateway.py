@@ -17,7 +17,7 @@ from memory.secret_masking import replace_lone_surrogates
 if TYPE_CHECKING:
     import ollama
 
-    from agent.settings import Settings
+    from agent.settings_models import OllamaConfig
 
 log = logging.getLogger("straylight.gateway")
 
@@ -100,12 +100,12 @@ class OllamaGateway:
         self._client: ollama.AsyncClient | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> OllamaGateway:
+    def from_config(cls, config: OllamaConfig) -> OllamaGateway:
         """The gateway to the configured host with the configured timeouts."""
         return cls(
-            settings.ollama_host,
-            read_timeout=settings.http_timeout_seconds,
-            connect_timeout=settings.connect_timeout_seconds,
+            config.host,
+            read_timeout=config.http_timeout_seconds,
+            connect_timeout=config.connect_timeout_seconds,
         )
 
     def _get_client(self) -> ollama.AsyncClient:

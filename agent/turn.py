@@ -338,7 +338,7 @@ class TurnEngine:
     async def _tools_for(self, model: str) -> list[dict[str, Any]] | None:
         """The memory tools, if enabled, the drawer is open and the model supports tools
         (asked once per model through /api/show; a refusal is remembered too)."""
-        if not self.settings.memory_tools or self.facts is None:
+        if not self.settings.facts.tools or self.facts is None:
             return None
         supported = self._tool_support.get(model)
         if supported is None:
@@ -474,7 +474,7 @@ class TurnEngine:
         from memory.reflection import REFLECTION_SCHEMA, parse_reflection, reflection_messages
 
         drawer = self.facts
-        if drawer is None or not self.settings.memory_reflection:
+        if drawer is None or not self.settings.facts.reflection:
             return []
         messages = await asyncio.to_thread(self.daily_log.recent, conversation_id, REFLECT_MESSAGES)
         transcript = [(m.role, m.content) for m in messages if m.content]

@@ -23,7 +23,7 @@ For each size N (synthetic 768-d points, the data of bench/memory_scale.py), in 
    bytes per point each and together.
 
 The headroom thresholds are the defaults of `memory_ram_warn_bytes` / `memory_ram_crit_bytes`
-(agent/settings.py); each size reports the level `status()` gives (from the estimate) and
+(memory/settings_models.py); each size reports the level `status()` gives (from the estimate) and
 the level the measured RSS growth would give. Results: bench/results/scaling.json (written
 after each size, so a long run keeps what it measured) and PNG plots in bench/results/
 (bench/scaling_plots.py; `--plots ''` skips them). The stores are deleted after each size
@@ -68,13 +68,10 @@ def worker_timeout(n: int) -> float:
 
 
 def default_thresholds() -> dict[str, int]:
-    from agent.settings import Settings
+    from memory.settings_models import MemoryConfig
 
-    fields = Settings.model_fields
-    return {
-        "warn_bytes": int(fields["memory_ram_warn_bytes"].default),
-        "crit_bytes": int(fields["memory_ram_crit_bytes"].default),
-    }
+    defaults = MemoryConfig()
+    return {"warn_bytes": defaults.ram_warn_bytes, "crit_bytes": defaults.ram_crit_bytes}
 
 
 def level(ram: int, thresholds: dict[str, int]) -> str:

@@ -76,8 +76,8 @@ async def memstatus(ctx: JobContext) -> JobResult:
         store.db,
         level,
         status,
-        warn_bytes=ctx.settings.memory_ram_warn_bytes,
-        crit_bytes=ctx.settings.memory_ram_crit_bytes,
+        warn_bytes=ctx.settings.memory.ram_warn_bytes,
+        crit_bytes=ctx.settings.memory.ram_crit_bytes,
     )
     await asyncio.to_thread(reset_turns, store.db)
     mib = status["ram_estimate_bytes"] / 2**20
@@ -151,7 +151,7 @@ async def bindings(ctx: JobContext) -> JobResult:
         return JobResult("skipped", "no fact drawer")
     facts = await asyncio.to_thread(drawer.list_facts)
     alerts = check_bindings(
-        facts, ctx.settings.clock.now(), limit_days=ctx.settings.jobs_binding_limit_days
+        facts, ctx.settings.clock.now(), limit_days=ctx.settings.jobs.binding_limit_days
     )
     notices = [JobNotice("binding", alert.detail, "warning") for alert in alerts]
     summary = f"{len(alerts)} broken binding{'' if len(alerts) == 1 else 's'}"

@@ -62,7 +62,7 @@ class JobRunner:
         self._locks = {name: asyncio.Lock() for name in JOBS}
 
     def next_run(self, spec: JobSpec, last: JobRun | None, now: datetime) -> datetime:
-        return next_run_of(spec, last, now, self.ctx.settings.jobs_dream_hour)
+        return next_run_of(spec, last, now, self.ctx.settings.jobs.dream_hour)
 
     def infos(self) -> list[JobInfo]:
         now = self.ctx.settings.clock.now()

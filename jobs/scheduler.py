@@ -45,7 +45,7 @@ class JobScheduler:
         from apscheduler.triggers.interval import IntervalTrigger
 
         scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone=UTC)
-        hour = self.runner.ctx.settings.jobs_dream_hour
+        hour = self.runner.ctx.settings.jobs.dream_hour
         for name, spec in JOBS.items():
             trigger: Any = (
                 CronTrigger(hour=hour, timezone=datetime.now().astimezone().tzinfo)

@@ -4,83 +4,9 @@ otherwise.
 
 `find_cant_claims(reply)` returns the claims; `match_capabilities(claims, capabilities)` the
 keys of the active capability facts on the same subject, best first. The UI shows those facts
-under the reply and the next turn's prompt carries them. Both are pure and cheap (regular
-expressions and a word-form lookup; no model call): a 2.8 KB reply with 20 claims takes
-~2 ms, matching them against 50 capabilities ~3 ms (Python 3.11, 2-core x86_64).
-
-What counts as a claim
-----------------------
-The reply is cleaned first: fenced code blocks (``` / ~~~, an unclosed fence runs to the end)
-and block quotes (``>`` lines: someone else's words) are removed; inline code keeps its text
-without the backticks (`` `just deploy` `` names the subject); curly apostrophes become ``'``.
-It is split into sentences (line breaks, and ``.``/``!``/``?`` before a space). Questions
-(ending in ``?``) are never claims. A sentence is tested clause by clause (split at ``;`` and
-at but / however / although / though / whereas / aber / jedoch / allerdings / sondern; the
-conjunction is dropped from the claim), so that "I can deploy the docs, but I can't push
-without permissions" claims only the second half. Only when no clause is a claim is the whole
-sentence tested, and then rule 2 alone applies (a first-person lack must stand in one clause:
-"Du hast keinen Zugriff, aber ich kann das machen" is no claim). A clause without any
-negation cue (n't, not, no, cannot, unable, without, lack, missing, impossible, nicht, kein…,
-ohne, mangels, fehl…, unmöglich) is skipped before the patterns run.
-
-A clause is a claim when it has, outside a condition (``if`` / ``unless`` / ``when`` /
-``whether`` / ``wenn`` / ``falls`` / ``sofern`` / ``ob`` just before it):
-
-1. a first-person lack of access: "I don't have access to your server", "I have no
-   credentials", "I lack permissions", "I'm not authorized / logged in", "my token has
-   expired", "Ich habe keinen Zugriff auf den Server", "mir fehlen die Zugangsdaten", "ich
-   bin nicht berechtigt"; or
-2. a first-person inability — "I can't / cannot / couldn't / am unable to / am not able to /
-   won't be able to / have no way to", "it is not possible for me to", German ``ich`` with
-   kann / konnte / darf / durfte / könnte and a negation (nicht, nichts, kein…, nie) after
-   the first of them, all in one comma-free stretch not opened by wenn / falls / ob, "es ist
-   mir nicht möglich", "ich bin nicht in der Lage" — together with either
-   a. a lack of access anywhere in the clause, whoever lacks it: "because I don't have
-      credentials", "without the password", "lacking permissions", "until you give me
-      access", "the token is missing", "mangels Zugangsdaten", "ohne Zugangsdaten", "weil mir
-      die Zugangsdaten fehlen", "keinen SSH-Zugang"; or
-   b. an access verb as what cannot be done: "I cannot access / connect to / log in to /
-      ssh into / reach …", German zugreifen / einloggen / anmelden / verbinden / erreichen.
-
-Credential words: credentials, creds, password, passphrase, access, permission(s), rights,
-privileges, (api / ssh / access / deploy / private) key(s), token(s), login, account,
-authorization, certificate, secret, sudo, root; German Zugangsdaten, Anmeldedaten, Zugriff,
-Zugang, Rechte, Berechtigung, Passwort, Kennwort, Schlüssel, Token, Credentials, also inside
-compounds (Datenbankzugriff, Schreibrechte). Between a lack word and the credential word at
-most three words may stand, each a determiner or a content word (not a stopword): "no
-valid deploy token" is a lack, "I don't have a clue what credentials you need" is not.
-
-Not claims: an inability without access ("I can't recommend that", "I cannot stress enough
-that the password must stay secret"), someone else's inability or a rule ("you can't deploy
-on Fridays", "Du kannst freitags nicht deployen"), an ability ("I can deploy it"), a
-condition ("if you don't have credentials, ask your admin", "wenn du keine Zugangsdaten
-hast"), questions, code and quotes. "We can't …" is not taken as the assistant's claim: it
-is as often a team rule.
-
-Subject words
--------------
-`CantClaim.subject_words` are the content words of the claim, lower case, in order, without
-repeats and **unstemmed** (readable; word forms are matched later, see below): ``\\w+`` tokens
-without English and German stopwords, one-letter tokens and numbers, the credential words, the
-inability and lack words (can, unable, without, lacking, kann, mangels, ohne, fehlen, …), the
-access verbs (access, connect, log, zugreifen, …) and fillers (sorry, unfortunately,
-currently, leider, …). A German compound that ends in a credential word gives its first part
-instead (Datenbankzugriff → datenbank). When a claim has no subject words ("Ohne Zugangsdaten
-kann ich das nicht."), those of the sentence before it are used: "das" / "that" points back.
-
-Matching capabilities
----------------------
-`match_capabilities` compares word *forms*: a word stands for itself, its Snowball English
-stem and its Snowball German stem (`store.text_terms.snowball`, PyStemmer), and the canonical
-word of a synonym group if any form is in one. So deploy / deploying / deployed / deployment /
-deployments / deployen / Deployment meet in ``deploy``, push / pushing / pushen in ``push``,
-server / servern in ``serv``, and the groups join database / databases / db / dbs /
-Datenbank / Datenbanken, repo / repository / Repo, postgres / postgresql / psql, kubernetes /
-k8s, github / gh. A capability's words are its key parts (`key_parts`) and its body's content
-words (same filtering as claims). A claim's subject word found among the key parts counts 2,
-found only in the body 1; a capability's score is its best claim's sum. Keys with a score
-above 0 are returned, highest score first, ties in the order given, each key once.
-German compounds are not split beyond the credential-word rule above.
+under the reply and the next turn's prompt carries them. Pure and cheap (regular expressions
+and a word-form lookup, no model call). What counts as a claim, the subject words and the
+matching rules: docs/cant_check.md.
 """
 
 from __future__ import annotations
@@ -91,7 +17,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memory.fact_types import key_parts
-from store.text_terms import ENGLISH_STOPWORDS, GERMAN_STOPWORDS, snowball
+from memory.text.cues import NEGATIONS_DE
+from memory.text.markdown import QUOTE_LINE_RE, plain_apostrophes, without_fenced_blocks
+from memory.text.sentences import split_sentences
+from memory.text.words import ENGLISH_STOPWORDS, GERMAN_STOPWORDS, snowball, word_list, word_set
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,20 +35,10 @@ class CantClaim:
 # ------------------------------------------------------------------------ vocabulary
 
 _F = re.IGNORECASE | re.UNICODE
-
-
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
-def _wordset(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
 _STOPWORDS: frozenset[str] = ENGLISH_STOPWORDS | GERMAN_STOPWORDS
 # Determiners and modifiers that may stand between a lack word and a credential word even
 # though some are stopwords.
-_DETERMINERS = _words(
+_DETERMINERS = word_list(
     """
     the a an any your my our their its some enough sufficient necessary required proper valid
     correct right die der das den dem des ein eine einen einem einer deine ihre meine nötigen
@@ -216,7 +135,8 @@ _DE_LACK = re.compile(
 )
 _DE_FIRST_PERSON = re.compile(r"\b(?:ich|mir|mich)\b", _F)
 _DE_MODAL = re.compile(r"\b(?:kann|konnte|könnte|darf|durfte)\b", _F)
-_DE_NEGATION = re.compile(r"\b(?:nicht|nichts|kein\w*|nie|niemals)\b", _F)
+# Any kein… form counts here ("keinerlei", "keineswegs"), not only the declined ones.
+_DE_NEGATION = re.compile(r"\b(?:" + "|".join(NEGATIONS_DE.split()) + r"|kein\w*)\b", _F)
 _DE_INABILITY_PHRASE = re.compile(
     r"\b(?:ist\s+es\s+mir|es\s+ist\s+mir|ist\s+mir)\s+(?:\w+\s+){0,2}?(?:nicht\s+möglich|"
     r"unmöglich)\b"
@@ -242,7 +162,7 @@ _CONDITION_BEFORE = re.compile(
 _CONDITION_START = re.compile(r"^\W*(?:if|unless|when|whether|wenn|falls|sofern|ob)\b", _F)
 
 
-_CLAIM_WORDS = _wordset(
+_CLAIM_WORDS = word_set(
     """
     can cannot cant able unable allowed permitted authorized authorised position possible
     impossible way means ability lack lacking lacks missing without need needs needed require
@@ -258,14 +178,14 @@ _CLAIM_WORDS = _wordset(
     machen mache tun since until till due first
     """
 )
-_ACCESS_WORDS = _wordset(
+_ACCESS_WORDS = word_set(
     """
     access connect connecting log login logins sign authenticate reach zugreifen zuzugreifen
     einloggen einzuloggen anmelden anzumelden verbinden erreichen reinkommen hineinkommen
     rankommen
     """
 )
-_EN_CRED_WORDS = _wordset(
+_EN_CRED_WORDS = word_set(
     """
     credential credentials creds password passwords passphrase passphrases passcode passcodes
     access permission permissions rights privilege privileges key keys token tokens login
@@ -289,13 +209,8 @@ _SYNONYMS: dict[str, str] = {word: group[0] for group in _SYNONYM_GROUPS for wor
 
 # --------------------------------------------------------------------------- cleaning
 
-_FENCE = re.compile(
-    r"^[ \t]*(?P<fence>`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*(?P=fence)[ \t]*$|\Z)",
-    re.MULTILINE | re.DOTALL,
-)
-_QUOTE_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
+# Narrower than the classifier's bullets: no "·", no heading marks, any number of digits.
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _CLAUSE_SPLIT = re.compile(
     r"\s*;\s*|,?\s+(?=\b(?:but|however|although|though|whereas|aber|jedoch|allerdings|"
     r"sondern)\b)",
@@ -309,17 +224,15 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 def _clean(reply: str) -> str:
     """The reply without code blocks and quotes, inline code unwrapped, apostrophes plain."""
-    text = _FENCE.sub("\n", reply)
-    text = _QUOTE_LINE.sub("", text)
-    text = text.replace("`", "").replace("**", "").replace("__", "")
-    return text.translate(str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "´": "'"}))
+    text = QUOTE_LINE_RE.sub("", without_fenced_blocks(reply))
+    return plain_apostrophes(text.replace("`", "").replace("**", "").replace("__", ""))
 
 
 def _sentences(text: str) -> list[str]:
     sentences: list[str] = []
     for line in text.splitlines():
         line = _LIST_MARKER.sub("", line).strip()
-        for piece in _SENTENCE_END.split(line):
+        for piece in split_sentences(line):
             piece = " ".join(piece.split())
             if piece:
                 sentences.append(piece)
@@ -384,7 +297,7 @@ def _is_claim(text: str, *, whole_sentence: bool = False) -> bool:
 
 
 def _content_words(text: str) -> list[str]:
-    """Lower-case content words of `text`, in order, without repeats (see the docstring)."""
+    """Lower-case content words of `text`, in order, without repeats (docs/cant_check.md)."""
     words: list[str] = []
     for token in _WORD.findall(text.lower()):
         candidates = [token]

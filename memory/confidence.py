@@ -1,43 +1,10 @@
 """Seed 003, concept 1: confidence that fades unverified and grows when a memory is used.
 
-Facts (every workspace) and pinned points carry a confidence between 0 and 1:
-
-* **Decay.** −0.05 for every *full* 30 days without verification, floored at 0
-  (`decay_confidence`, run by the daily `decay` job). It is idempotent: only periods not yet
-  charged are charged, and the count of charged periods is kept (`facts.decay_periods`,
-  `point_confidence.decay_periods`), so running it twice on one day, or after a week of
-  downtime, charges each period exactly once. Status decay (stale/retired) is a different
-  rule and lives in `FactDrawer.decay`; confidence decays for every type, capabilities and
-  rules included. Retired facts are skipped (a revived one catches up on its next run).
-* **Reference time.** A fact's is `last_verified`, else `created_at`. A verification restarts
-  the count at 0: a fact whose `last_verified` is not older than its last decay charge (the
-  latest 'fact_confidence' audit row with a `decay:` reason; every charge writes one, also at
-  the floor) is counted from 0 again. (`FactStore.write` leaves `decay_periods` as it is, so
-  the audit trail is what tells a new verification from the one the count was charged for.)
-  A pinned point's is the point's `created_at`, or its latest pin (a 'pin' audit row) when
-  that is newer; a (re-)pin restarts the count at 0 and leaves the confidence as it is.
-* **Pinned points** get their `point_confidence` row lazily (confidence 1.0, verified at the
-  point's `created_at`) the first time decay or a boost touches them.
-* **Boost.** +0.05, capped at 1.0, for each fact or pinned point that was injected into a turn
-  and actually *used* in the reply (`boost_used`); a boost is not a verification.
-
-"Used" (`used_in_reply`) — conservative, because a boost should mean the memory mattered:
-
-1. *The body shows up in the reply.* Body and reply are normalised (NFKC, case-folded, every
-   run of punctuation/space → one space). The units are the whole body and each of its
-   sentences, those over 240 characters cut into pieces of whole words (a 4,000-character
-   unit against a 7,000-character reply costs 0.5 s; 240 characters 0.2 ms), keeping those of
-   at least 20 characters. A unit no longer than the reply is found in it when
-   `rapidfuzz.fuzz.partial_ratio(unit, reply) ≥ 85` (the best-aligned window of the reply
-   differs by at most ~15 % of edits: a quote, a near-quote, a close paraphrase).
-2. *The reply names the fact's key.* At least two distinct content parts of the key (its
-   `:`/`-` separated words, stopwords and one-letter parts dropped) all occur in the reply as
-   words, compared as stems (`deploy:blyck` is used by "I deployed blyck"). A one-part key
-   is too generic to count; its body must show up instead.
-
-A reply that merely shares a common word with a memory is not use, nor is a paraphrase far
-from the body's wording. The user's message is not known here, so a reply that repeats the
-question's words may name a key without having needed the fact: an accepted, small boost.
+Facts and pinned points carry a confidence between 0 and 1: `decay_confidence` (the daily
+`decay` job) takes 0.05 for every full 30 days without verification, idempotently;
+`boost_used` adds 0.05 when a memory injected into a turn was used in its reply
+(`used_in_reply`: the key named, or a sentence of the body found by fuzzy match). The rules
+and their measurements: docs/confidence.md.
 """
 
 from __future__ import annotations
@@ -51,6 +18,7 @@ from datetime import datetime, timedelta
 from rapidfuzz import fuzz
 
 from memory.fact_types import key_parts
+from memory.text.sentences import split_sentences
 from store import confidence_rows
 from store.database import Database
 from store.fact_store import Fact, FactStore
@@ -69,7 +37,6 @@ DECAY_REASON_PREFIX = "decay:"
 BOOST_REASON = "boost: used in a reply"
 
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 
 
 @dataclass
@@ -209,8 +176,9 @@ def _body_units(body: str) -> list[str]:
     USED_MAX_UNIT_CHARS; only those of at least USED_MIN_CHARS."""
     whole = _normalise(body)
     units = [whole] if len(whole) <= USED_MAX_UNIT_CHARS else []
-    for sentence in _SENTENCE_END.split(body):
-        units.extend(_chunks(_normalise(sentence)))
+    for line in body.split("\n"):
+        for sentence in split_sentences(line, ends=".!?;"):
+            units.extend(_chunks(_normalise(sentence)))
     return [unit for unit in dict.fromkeys(units) if len(unit) >= USED_MIN_CHARS]
 
 
@@ -232,7 +200,7 @@ def _key_named(reply: str, key: str) -> bool:
 
 
 def used_in_reply(reply: str, *, key: str | None, body: str) -> bool:
-    """Whether a memory injected into a turn was used in its reply (rules: module docstring)."""
+    """Whether a memory injected into a turn was used in its reply (rules: docs/confidence.md)."""
     text = _normalise(reply)
     if not text:
         return False

@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory.text.markdown import FENCE_OPEN_OR_TAB_RE
+
 _HEADING_RE = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
-_FENCE_RE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 PREAMBLE = "(preamble)"
 
 
@@ -39,7 +40,7 @@ def split_markdown(text: str) -> list[DocEntry]:
             sections.append((list(current_path), list(body)))
 
     for line in text.replace("\r\n", "\n").split("\n"):
-        fence_match = _FENCE_RE.match(line)
+        fence_match = FENCE_OPEN_OR_TAB_RE.match(line)
         if fence_match:
             marker = fence_match.group(1)
             if fence is None:

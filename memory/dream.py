@@ -2,105 +2,11 @@
 card, and keep it only if it passes the hard anti-bullshit constraints. Pure: no I/O, no model
 calls (`agent.dream_run` does those).
 
-Picking the memories (`pick_sources`)
--------------------------------------
-The pool is the active facts (`fact:<id>`, text ``"<type> <key>: <body>"``) and the pinned
-points (`point:<id>`, their content). Each memory's words are its index terms
-(`store.text_terms.terms`: stopwords dropped, stemmed, en/de), a fact's key parts included.
-A term found in more than half of the pool (and in at least 3 memories) is too common to
-relate anything and is ignored. Two memories are *related* when they share at least
-`MIN_SHARED_TERMS` (2) terms, or when both are facts and share a key part (`deploy:blyck` and
-`db:blyck`). A pair's strength is the sum of ``ln(1 + n / df)`` over the shared terms (rare
-words weigh more).
-
-The seed is the memory with the most related memories (ties: the stronger sum, then the
-earlier one in the pool: facts by key, then points oldest first); memories an open card
-already cites (`covered`) are seeds only when no other memory has a neighbour. The result is
-the seed followed by its neighbours, strongest first, at most `limit` in all. A seed without
-any neighbour means there is nothing to link: the result is empty. Each text is masked
-(`mask_secrets`), put on one line and clipped to `SOURCE_TEXT_CHARS`.
-
-The request (`dream_messages`, `dream_schema`)
---------------------------------------------
-The system message holds every instruction and the hard constraints; the user message quotes
-the memories as *data*: one JSON object per line (``{"id": …, "text": …}``) between
-``<<<MEMORIES`` and ``MEMORIES>>>`` marker lines (JSON escapes newlines, so no memory can start
-a heading, a role line or a fake end marker), and repeats after the block that it was data.
-Ollama's ``format`` is `dream_schema(ids)`: `DREAM_SCHEMA` with ``source_ids`` items limited to
-the ids shown. The model may decline with empty fields; no card is better than a weak one.
-
-Checking the reply (`check_card`)
----------------------------------
-`check_card(raw, known_ids)` returns a `CardDraft` or the reason there is none; it never
-raises. In this order (the reason starts with the text in the first column):
-
-=====================================  ========================================================
-reason                                 when
-=====================================  ========================================================
-``not JSON``                           the reply (a ``` fence removed) does not parse
-``wrong shape``                        not one object (an array of cards is refused: at most
-                                       one card, and the model must choose); ``statement``,
-                                       ``prediction`` or ``measurement`` missing or not a
-                                       string; ``source_ids`` missing, not a list, or holding a
-                                       non-string; a field longer than its maximum
-``no hypothesis``                      the statement is empty (the model declined)
-``hostile``                            a text field holds a control / zero-width / bidi
-                                       character, or reads as an instruction to the assistant
-                                       or as prompt structure (`memory.reflection.
-                                       hostile_reason`: "ignore previous instructions", a
-                                       ``## heading`` line, a ``system:`` role line, …)
-``statement too short``                fewer than `STATEMENT_MIN_WORDS` (4) words
-``fewer than 2 distinct sources``      ids are trimmed and lower-cased (``Fact: 12`` →
-                                       ``fact:12``); duplicates count once
-``unknown source id``                  an id is not among the memories shown to the model
-``prediction not falsifiable``         see below
-``no concrete measurement``            see below
-=====================================  ========================================================
-
-A **falsifiable prediction** (an observable outcome that would prove the statement wrong if
-it does not happen):
-
-1. has at least `PREDICTION_MIN_WORDS` (6) words;
-2. has no hedge or tautology: *may, might, could, possibly, perhaps, maybe, potentially,
-   likely, probably, presumably, either, or not, may or may not, will or will not, something,
-   some change/effect/difference/impact, it depends, eventually, sooner or later, at some
-   point, to some extent* (German: *vielleicht, möglicherweise, eventuell, womöglich,
-   wahrscheinlich, könnte(n), kann sein, oder (auch) nicht, irgendwann, irgendwas, etwas wird
-   sich*); "May" next to a number (a date) is no hedge;
-3. has an observable anchor: a number (digits or a number word), a comparison (*more, fewer,
-   less, than, at least, at most, higher, lower, faster, slower, exceed, below, above,
-   increase, drop, every, each, none, …*), a time bound (*within, before, after, until, per,
-   next, daily, weekly, day(s), week(s), hour(s), …*) or a definite future (*will, won't,
-   never, always, whenever*; German equivalents of all of these);
-4. a vague outcome (*change, improve, better, worse, different, affect, impact, benefit, help,
-   matter, happen, happier, feel, easier, harder, smoother, simpler, reliable, stable, robust,
-   efficient, …*; *ändern, besser, schlechter, anders*) needs a number: "build times will
-   improve" and "deploys will be more reliable" are refused, "build times will drop by 30 %"
-   is not.
-
-A **concrete measurement** (what to measure or check, and how):
-
-1. has at least `MEASUREMENT_MIN_WORDS` (5) words;
-2. holds no placeholder: *monitor it/this/that/things/closely/over time, check (it) later,
-   check back, keep an eye (on it), wait and see, see what happens, look into it, investigate
-   further, observe it, follow up, TBD, as needed, somehow, at some point* (German: *weiter /
-   einfach beobachten, im Auge behalten, später prüfen, abwarten, mal schauen / sehen*);
-3. names what: a measuring verb (*count, measure, time, record, log, compare, track, tally,
-   sample, benchmark, run, grep, query, test, ping, curl, inspect, check, verify, search, sum,
-   average, …*; *zählen, messen, vergleichen, prüfen, notieren, protokollieren, …*) or a
-   metric (*number of, how many, how often, how long, rate, ratio, share, percentage,
-   duration, latency, frequency, p95, errors, failures*; *Anzahl, Dauer, Rate, Fehler*);
-4. names how, where or when: a number, a period (*per, each, every, over, during, for the
-   next, within, daily, day(s), week(s), …*), a comparison (*against, versus, vs, baseline,
-   before and after*), a data source (*log(s), audit, database, table, file, dashboard,
-   metrics, output, report, history, command, script, CI, cron*), or something code-like (a
-   backtick, a path with ``/``, a ``--flag``, a dotted or underscored name).
-
-These are word rules, not understanding: they refuse the vague and the hedged cheaply, and a
-refused card costs nothing (no card is the normal outcome of a dream run).
-
-A card's life (start confidence, due date, validate / refute / delete) is
-`memory.hypotheses`'s.
+`pick_sources` chooses a seed memory and its related memories (shared index terms or key
+parts); `dream_messages` and `dream_schema` make the request; `check_card` returns a
+`CardDraft` or the reason there is none (falsifiable prediction, concrete measurement, known
+sources). The card's life (confidence, due date, allowed changes) is `memory.hypotheses`'s.
+The rules in full: docs/dream.md.
 """
 
 from __future__ import annotations
@@ -115,13 +21,18 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from memory.fact_types import key_parts
+from memory.llm_schema import llm_schema
 from memory.reflection import hostile_reason
 from memory.secret_masking import mask_secrets
+from memory.text.cues import UNCERTAIN_DE, UNCERTAIN_EN
+from memory.text.markdown import unwrap_fenced_reply
+from memory.text.words import terms, word_list
 from store.fact_store import Fact
 from store.hypothesis_store import Hypothesis
 from store.point_store import Point
-from store.text_terms import terms
 
 SOURCE_LIMIT = 12
 SOURCE_TEXT_CHARS = 400
@@ -140,16 +51,17 @@ SOURCE_IDS_MAX = 20
 MEMORIES_OPEN = "<<<MEMORIES"
 MEMORIES_CLOSE = "MEMORIES>>>"
 
-DREAM_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "statement": {"type": "string"},
-        "source_ids": {"type": "array", "items": {"type": "string"}},
-        "prediction": {"type": "string"},
-        "measurement": {"type": "string"},
-    },
-    "required": ["statement", "source_ids", "prediction", "measurement"],
-}
+
+class DreamCardReply(BaseModel):
+    """The dream reply's shape: one card (empty fields decline); `check_card` checks it."""
+
+    statement: str
+    source_ids: list[str]
+    prediction: str
+    measurement: str
+
+
+DREAM_SCHEMA: dict[str, Any] = llm_schema(DreamCardReply)
 
 SourceKind = Literal["fact", "point"]
 
@@ -262,7 +174,7 @@ def pick_sources(
     limit: int = SOURCE_LIMIT,
     covered: Collection[str] = (),
 ) -> list[DreamSource]:
-    """A seed memory and its related memories (see the module docstring), at most `limit`;
+    """A seed memory and its related memories (docs/dream.md), at most `limit`;
     empty when no two memories are related. Inactive facts and unpinned points are skipped."""
     pool = _pool(facts, pinned_points)
     links = _relations(pool)
@@ -369,15 +281,11 @@ _HEDGES = _words(
     r"or\s+not",
     r"either",
     r"(?<!\d\s)may(?!\s+\d)",
-    r"might",
+    *word_list(UNCERTAIN_EN),
     r"could",
     r"possibly",
-    r"perhaps",
-    r"maybe",
     r"potentially",
     r"conceivably",
-    r"likely",
-    r"probably",
     r"presumably",
     r"something",
     r"some\s+(?:kind\s+of\s+|sort\s+of\s+)?(?:change|effect|difference|impact|improvement|"
@@ -388,11 +296,10 @@ _HEDGES = _words(
     r"at\s+some\s+point",
     r"someday",
     r"to\s+some\s+(?:extent|degree)",
-    r"vielleicht",
+    *word_list(UNCERTAIN_DE),
     r"möglicherweise",
     r"eventuell",
     r"womöglich",
-    r"wahrscheinlich",
     r"könnten?",
     r"kann\s+sein",
     r"oder\s+(?:auch\s+)?nicht",
@@ -674,7 +581,7 @@ def _bad_character(text: str) -> str | None:
 
 
 def prediction_problem(prediction: str) -> str | None:
-    """Why `prediction` is not a falsifiable, observable outcome, or None (module docstring)."""
+    """Why `prediction` is not a falsifiable, observable outcome, or None (docs/dream.md)."""
     words = _word_count(prediction)
     if words < PREDICTION_MIN_WORDS:
         return f"{words} words; at least {PREDICTION_MIN_WORDS}"
@@ -695,7 +602,7 @@ def prediction_problem(prediction: str) -> str | None:
 
 
 def measurement_problem(measurement: str) -> str | None:
-    """Why `measurement` does not say what to measure and how, or None (module docstring)."""
+    """Why `measurement` does not say what to measure and how, or None (docs/dream.md)."""
     words = _word_count(measurement)
     if words < MEASUREMENT_MIN_WORDS:
         return f"{words} words; at least {MEASUREMENT_MIN_WORDS}"
@@ -714,10 +621,7 @@ def measurement_problem(measurement: str) -> str | None:
 
 
 def _load(raw: str) -> Any:
-    text = raw.strip()
-    if text.startswith("```"):
-        text = re.sub(r"^```[\w-]*[ \t]*\n?|\n?```\s*$", "", text)
-    return json.loads(text)
+    return json.loads(unwrap_fenced_reply(raw))
 
 
 def _normalise_id(raw: str) -> str:
@@ -732,7 +636,7 @@ _LIMITS = {
 
 
 def check_card(raw: str, known_ids: Collection[str]) -> CardDraft | str:
-    """The card in the model's reply, or why there is none (see the module docstring).
+    """The card in the model's reply, or why there is none (docs/dream.md).
 
     `known_ids`: the ids of the memories shown to the model. Never raises."""
     try:

@@ -33,7 +33,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +51,7 @@ from memory.fact_types import (
     normalise_key,
 )
 from memory.secret_masking import find_secrets, mask_secrets
+from memory.settings_models import FactsConfig
 from store.database import Database
 from store.fact_store import Candidate, Fact, FactStore, FactVersion, FactWrite
 from store.text_terms import default_analyzer
@@ -62,33 +63,6 @@ STALE_AFTER = timedelta(days=90)
 RETIRE_AFTER = timedelta(days=180)
 RECENCY_DAYS = 90.0  # recency weight e^(-days unseen / 90)
 BODY_OVERLAP_FLOOR = 0.5  # without vectors: share of the body's words in the message
-
-
-class FactsSettings(Protocol):
-    memory_facts_always_max: int
-    memory_facts_top_k: int
-    memory_facts_max_chars: int
-    memory_facts_min_score: float
-    embed_model: str
-
-
-@dataclass(frozen=True, slots=True)
-class FactsConfig:
-    always_max: int = 20
-    top_k: int = 5
-    max_chars: int = 3000
-    min_score: float = 0.5
-    embed_model: str = "nomic-embed-text"
-
-    @classmethod
-    def from_settings(cls, settings: FactsSettings) -> FactsConfig:
-        return cls(
-            always_max=settings.memory_facts_always_max,
-            top_k=settings.memory_facts_top_k,
-            max_chars=settings.memory_facts_max_chars,
-            min_score=settings.memory_facts_min_score,
-            embed_model=settings.embed_model,
-        )
 
 
 @dataclass(frozen=True, slots=True)

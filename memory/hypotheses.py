@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Final
 
 from memory.dream import CardDraft, DreamSource, pick_sources
 from memory.fact_types import KEY_MAX_CHARS, FactProposal, normalise_key
+from memory.text.words import STOPWORDS, detect_language, raw_tokens
 from store.fact_store import Candidate, Fact, FactStore
 from store.hypothesis_store import Hypothesis, HypothesisStore
 from store.point_store import Point, PointStore
-from store.text_terms import STOPWORDS, detect_language, raw_tokens
 
 if TYPE_CHECKING:
     from memory.fact_drawer import FactDrawer

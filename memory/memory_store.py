@@ -22,10 +22,10 @@ import logging
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import numpy as np
 
@@ -43,8 +43,9 @@ from memory.recall import (
 from memory.recall import (
     recall as recall_points,
 )
-from memory.save_filter import SaveFilter, SaveFilterConfig
+from memory.save_filter import SaveFilter
 from memory.secret_masking import mask_secrets
+from memory.settings_models import MemoryConfig
 from store import lexical_index, meta, point_reads
 from store.clock import Clock
 from store.database import Cursor, Database, database_path, open_database
@@ -77,49 +78,6 @@ META_EMBED_REQUESTS = "embed.requests"
 META_RECALL_FAILURES = "recall.failures"
 
 Role = Literal["user", "assistant", "doc"]
-
-
-class MemorySettings(Protocol):
-    """The settings this module reads (agent.settings.Settings satisfies it)."""
-
-    memory_enabled: bool
-    memory_top_k: int
-    memory_min_score: float
-    memory_max_chars: int
-    memory_save_min_chars: int
-    memory_save_footnote_ratio: float
-    memory_save_code_ratio: float
-    memory_save_dedup_lookback: int
-    memory_save_dedup_threshold: float
-    memory_ram_warn_bytes: int
-    memory_ram_crit_bytes: int
-    embed_model: str
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryConfig:
-    enabled: bool = True
-    top_k: int = 5
-    min_score: float = 0.6
-    max_chars: int = 4000
-    embed_model: str = "nomic-embed-text"
-    ram_warn_bytes: int = 268_435_456
-    ram_crit_bytes: int = 536_870_912
-    save_filter: SaveFilterConfig = field(default_factory=SaveFilterConfig)
-    filter_enabled: bool = True  # benchmarks replay with the filter off, too
-
-    @classmethod
-    def from_settings(cls, settings: MemorySettings) -> MemoryConfig:
-        return cls(
-            enabled=settings.memory_enabled,
-            top_k=settings.memory_top_k,
-            min_score=settings.memory_min_score,
-            max_chars=settings.memory_max_chars,
-            embed_model=settings.embed_model,
-            ram_warn_bytes=settings.memory_ram_warn_bytes,
-            ram_crit_bytes=settings.memory_ram_crit_bytes,
-            save_filter=SaveFilterConfig.from_settings(settings),
-        )
 
 
 _UNKNOWN = object()

@@ -1,87 +1,10 @@
 """The save filter: decides whether an auto-saved turn becomes a layer-3 point.
 
 Every user message and assistant reply is offered to the store in the background after the
-turn; `SaveFilter.skip_reason` returns the name of the first rule that rejects it, or `None`
-to save. Pins (`/remember`) never pass through here. Rules run cheapest first and the first
-match wins, so a short "ok, thanks" never reaches the fuzzy comparisons:
-
-=====================  ======================  ===============================================
-rule                   roles                   fires when
-=====================  ======================  ===============================================
-``empty``              both                    nothing but whitespace
-``length_floor``       both                    fewer than ``min_chars`` characters (stripped)
-``footnote_dominant``  assistant               Markdown footnote definitions make up more
-                                               than ``footnote_ratio`` of the text
-``code_dominant``      assistant               fenced code makes up more than ``code_ratio``
-``dedup``              both (same role, same   similarity above ``dedup_threshold`` to one of
-                       conversation)           the last ``dedup_lookback`` saves
-``recalled_echo``      assistant               more than ``echo_threshold`` of the reply's
-                                               words repeat text recalled into this turn
-=====================  ======================  ===============================================
-
-Ratios are strict (``>``): a reply that is exactly 70 % footnotes is kept. Lengths are measured
-on the stripped text; `block_lengths` is the pure function behind the two dominance rules.
-
-Dedup threshold: difflib versus rapidfuzz
------------------------------------------
-``MEMORY_SAVE_DEDUP_THRESHOLD`` (default 0.85) keeps the seed's meaning, difflib's
-``SequenceMatcher(autojunk=False).ratio()``; this module computes ``rapidfuzz.fuzz.ratio() / 100``
-instead (normalised Indel similarity, 2·LCS / (len a + len b)) and applies the threshold to it
-**unchanged (offset 0)**. Measured on 1,360 pairs built from 22 realistic user and assistant
-messages of 70-313 characters (Python 3.11, rapidfuzz 3.14.6, seeded random edits):
-
-==================================  =====  ===========  ===========  ==========================
-pairs                               n      difflib      rapidfuzz    rapidfuzz - difflib
-==================================  =====  ===========  ===========  ==========================
-typos (1-16 per 200 chars)          110    0.929-0.998  0.929-0.998  0.000 (max 0.000)
-reworded (synonyms, 30-100 %)        66    0.810-1.000  0.810-1.000  0.000 (max 0.000)
-appended / prefixed sentence        198    0.683-0.991  0.683-0.991  0.000 (max 0.000)
-truncated to 90 % / 75 %             44    0.852-0.947  0.852-0.947  0.000 (max 0.000)
-dropped / swapped sentence           21    0.526-0.981  0.526-0.981  0.000 (max 0.000)
-heavy noise (12-64 edits/200 ch.)   682    0.567-0.983  0.777-0.983  mean 0.003 (max 0.271)
-same template, other content          8    0.578-0.876  0.624-0.876  mean 0.019 (max 0.049)
-distinct messages                   231    0.072-0.573  0.248-0.594  mean 0.142 (max 0.324)
-==================================  =====  ===========  ===========  ==========================
-
-rapidfuzz is never lower (the LCS bounds difflib's matched blocks). For near-duplicates the two
-agree to four decimals, because difflib's longest-block-first matching finds the LCS when the
-edits are sparse; they part only where texts are far apart, and distinct messages stay below 0.6
-on both. Decisions at 0.85 (difflib says duplicate for 898 pairs), difflib versus
-``rapidfuzz > 0.85 + offset``:
-
-==========  ====================  ====================
-offset      rapidfuzz-only skips  difflib-only skips
-==========  ====================  ====================
-0.000       3                     0
-0.005       3                     26
-0.010       2                     57
-0.020       1                     95
-==========  ====================  ====================
-
-Any positive offset lets through near-duplicates difflib would catch (they sit right at the
-threshold, e.g. a message truncated to 75 %: 0.852-0.857 on both), so the threshold is applied
-as is. The three disagreements are copies with 32-48 typos per 200 characters where difflib's
-greedy first block misaligns the rest (difflib 0.688 / 0.679 / 0.847, rapidfuzz 0.888 / 0.869 /
-0.857): they are copies, so rapidfuzz is the better judge. `dedup_similarity` is the measure;
-tests pin the decisions on pairs of each kind.
-
-recalled_echo
--------------
-A reply that mostly repeats the recalled context of its own turn must not be saved: saved, it is
-recalled again next time, repeated again and saved again (the loop that filled a peer's store
-with 668 copies of one hallucination). Dedup cannot see it (the copies live in other
-conversations). The measure, `echo_coverage`, is the share of the reply's words (``\\w+``,
-case-folded) that lie inside a run of three consecutive words also found, in order, in one of
-the recalled texts. rapidfuzz's ``partial_ratio`` and ``token_set_ratio`` were measured too and
-rejected: a long reply that quotes one recalled sentence scores 0.66/0.76 on them and an
-unrelated reply 0.44/0.46, too close to real echoes (0.94-1.00) for a safe line. Coverage on
-hand-written cases: echoes (verbatim, with a preface, reworded, a part of the recalled text,
-with one sentence added) 0.84-1.00; replies that use a recalled fact in new words, quote one
-recalled sentence and go on, contradict the recalled text, or change the topic 0.00-0.30
-(the tests pin both sides). The default threshold 0.6 sits in that gap.
-
-Thread safety: saves run as background tasks, so the per-(conversation, role) ring buffers are
-guarded by one lock; `skip_reason` copies the buffer under the lock and compares outside it.
+turn; `SaveFilter.skip_reason` returns the name of the first rule that rejects it (empty, too
+short, mostly footnotes or code, a near-duplicate of a recent save, an echo of recalled text),
+or `None` to save. Pins (`/remember`) never pass through here. Rules run cheapest first. The
+rules, their thresholds and the measurements behind them: docs/save_filter.md.
 """
 
 from __future__ import annotations
@@ -91,10 +14,11 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from rapidfuzz import fuzz
 
+from memory.settings_models import SaveFilterConfig
+from memory.text.markdown import FENCE_OPEN_RE
 from store.daily_log import ROLES
 
 RULE_EMPTY = "empty"
@@ -118,67 +42,8 @@ ECHO_NGRAM = 3
 
 _ASSISTANT = "assistant"
 _WORD_RE = re.compile(r"\w+")
-_FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _FOOTNOTE_DEF_RE = re.compile(r"^ {0,3}\[\^[^\]\s]+\]:")
 _CONTINUATION_RE = re.compile(r"^(?: {4}|\t)")
-
-
-class SaveFilterSettings(Protocol):
-    """The settings fields the filter reads (``agent.settings.Settings`` has them)."""
-
-    @property
-    def memory_save_min_chars(self) -> int: ...
-    @property
-    def memory_save_footnote_ratio(self) -> float: ...
-    @property
-    def memory_save_code_ratio(self) -> float: ...
-    @property
-    def memory_save_dedup_lookback(self) -> int: ...
-    @property
-    def memory_save_dedup_threshold(self) -> float: ...
-
-
-@dataclass(frozen=True, slots=True)
-class SaveFilterConfig:
-    """Thresholds of the save filter; defaults are the seed's (MEMORY_SAVE_*)."""
-
-    min_chars: int = 50
-    """Texts shorter than this (after stripping) are not saved; exactly this many are."""
-    footnote_ratio: float = 0.7
-    """Assistant replies whose footnote definitions exceed this share are not saved."""
-    code_ratio: float = 0.8
-    """Assistant replies whose fenced code exceeds this share are not saved."""
-    dedup_lookback: int = 3
-    """How many recent saves per conversation and role dedup compares against; 0 disables."""
-    dedup_threshold: float = 0.85
-    """Similarity (difflib-like, see the module docstring) above which a text is a duplicate."""
-    echo_threshold: float = 0.6
-    """Share of an assistant reply's words repeating recalled text above which it is an echo."""
-    max_conversations: int = 1024
-    """Ring buffers kept (one per conversation and role); the least recently used go first."""
-
-    def __post_init__(self) -> None:
-        """Reject values that would make a rule meaningless."""
-        for name in ("footnote_ratio", "code_ratio", "dedup_threshold", "echo_threshold"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be within 0..1, got {value!r}")
-        for name in ("min_chars", "dedup_lookback"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative, got {getattr(self, name)!r}")
-        if self.max_conversations < 1:
-            raise ValueError(f"max_conversations must be positive, got {self.max_conversations!r}")
-
-    @classmethod
-    def from_settings(cls, settings: SaveFilterSettings) -> SaveFilterConfig:
-        """Build the config from the typed settings object (echo threshold stays default)."""
-        return cls(
-            min_chars=settings.memory_save_min_chars,
-            footnote_ratio=settings.memory_save_footnote_ratio,
-            code_ratio=settings.memory_save_code_ratio,
-            dedup_lookback=settings.memory_save_dedup_lookback,
-            dedup_threshold=settings.memory_save_dedup_threshold,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +71,7 @@ def block_lengths(text: str) -> BlockLengths:
             if _closes_fence(line, fence):
                 fence = None
             continue
-        opening = _FENCE_OPEN_RE.match(line)
+        opening = FENCE_OPEN_RE.match(line)
         if opening:
             fence, in_footnote, pending_blank = opening.group(1), False, 0
             code += len(line)

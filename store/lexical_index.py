@@ -1,86 +1,11 @@
 """The lexical half of hybrid recall: Okapi BM25 over two DuckDB tables.
 
-DuckDB is the source of truth. The schema (`store.schema`) holds the index:
-
-* `lexical_postings(term, point_id, tf)` — one row per distinct term of a point (no key: unique
-  by construction, and DuckDB would use no index for `term = ?` anyway);
-* `lexical_docs(point_id, length)` — one row per indexed point, `length` = its term count;
-* `meta(key, value)` — `lexical.analyzer` (which `Analyzer` built the terms) and
-  `lexical.generation` (bumped by `reindex_all`).
-
-Terms come from `store.text_terms` (words + identifier parts, English/German detection,
-stopwords, Snowball stems); queries are groups of alternative stems, and a document scores the
-best alternative of each group:
-
-    score(d) = Σ_group max_{t ∈ group} idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·|d|/avgdl))
-    idf(t)   = ln(1 + (N − df + 0.5) / (df + 0.5))          k1 = 1.2, b = 0.75
-
-N, avgdl and df are over the whole index, also when `candidate_ids` narrows the result.
-
-Writing — incremental and crash-consistent
--------------------------------------------
-A new point's rows go in with the point itself: `PointStore.add(new, words=analyse(text))`
-writes point, audit row, postings and length in one statement (the save path); then stage
-them in the cache (`LexicalCache.stage_add`) before the commit. For an existing point:
-`index_point` and `remove_point` only run INSERT/DELETE statements on the connection they are
-given; they never begin or commit. **The caller must call them inside the same transaction that
-inserts or deletes the point** (`con.begin()` … insert point … `index_point(con, id, text)` …
-`con.commit()`), so a crash or a rollback keeps points and index together: after a crash DuckDB
-replays only committed transactions, and both halves are in the same one. A save touches only its
-own rows (no rebuild, no global counters: N and avgdl are computed by SQL, so two concurrent
-saves never write the same row). `check_consistency` compares the index with a list of point
-ids, and `reindex_all` rebuilds from `(point_id, text)` rows — for repair and after a change of
-analyzer (`ensure_analyzer` tells).
-
-Reading — why an in-memory cache, by measurement
-------------------------------------------------
-`python -m bench.lexical_choice` on the 2-core x86_64 dev machine, which other work kept at a
-load average of ~3: synthetic chat-like docs (~25 words each, Zipf s = 1 vocabulary whose head
-mixes the English stopwords with 60 content words, as names and "great" sit among function
-words in chat; ~16 postings a doc), questions of 4–12 words from the same distribution, top 10:
-
-    ms, p50 / p95                  10k docs          100k docs (1.57M postings)
-    search, SQL BM25 (one query)   12.3 / 17.7        80 / 121     (other runs: 57–125 / 81–183)
-    search, LexicalCache            1.3 / 1.5         2.6 / 6.4    (other runs: 1.7–3.4 / 2.9–8.2)
-    save + commit, then search      2.2 / 2.8         3.0 / 4.3    (other runs: p95 4.3–12.4)
-    index_point + commit            1.7 / 2.0         1.7 / 2.4    (staging in the cache: ±0.1)
-    remove_point + commit           1.1 / 1.3         1.2 / 1.4
-    reindex_all (bulk), s           0.9               9.0
-    LexicalCache.load, s            0.25              2.3          (~77 MB held at 100k)
-
-A cache search at 100k costs 2.2 / 3.3 ms of CPU (p50 / p95); the rest of its wall-clock p95 is
-waiting for the CPU, mostly in the fingerprint query's parallel scan (below). The cache matched
-SQL's top 10 on every compared query.
-
-SQL BM25 misses the 10 ms p95 target by 8–18× at 100k: DuckDB 2.0 uses no index for `term = ?`
-on the composite primary key (term, point_id), so every query scans all postings, and the join
-and aggregation over the common terms' postings come on top. The `fts` extension is not available
-offline (shared/DEPENDENCIES.md). The bench's `--alternatives` (same corpus and terms, 100k):
-tantivy 0.27 searches in 0.27 / 0.84 ms but an add + commit takes 65 / 121 ms, and it is a second
-store with its own files that a crash can leave out of step with DuckDB; bm25s 0.3.16 searches
-in 15.5 / 20.8 ms and has no incremental add (a 9 s rebuild per change). Neither is needed for
-the target. So the tables stay the only persisted form, and `LexicalCache` mirrors them in
-memory: per term, compact arrays of dense doc slots, tfs and doc lengths; a query adds each
-term's contributions into one float array with numpy. It never trusts a write it has not seen
-committed:
-
-* `index_point(..., cache=c)` / `remove_point(..., cache=c)` *stage* the change in the cache;
-* every `LexicalCache.search` first runs one cheap aggregate over `lexical_docs` (`count`,
-  `sum(length)`, `sum(point_id)`, plus the generation in `meta`; ~0.8 ms at 100k) on a cursor
-  of its own in a read transaction, i.e. on what is committed; staged changes that are visible
-  there are applied; if the cache still differs, it diffs the doc list and loads the missing
-  postings from SQL (writes that bypassed the cache, such as a plain DELETE), and a new
-  generation means a full reload.
-
-So the cache answers from committed state: a search inside an open transaction does not see
-that transaction's own uncommitted writes (SQL `search` on that connection does). Load the cache
-at startup in a background thread (`LexicalCache.load`); until then `search` without a cache
-(SQL) gives the same ranking, more slowly.
-
-A crash loses only the cache, which is rebuilt from DuckDB. One case the aggregate cannot see:
-re-indexing an *existing* point with a different text of the *same* term count and then
-rolling that transaction back leaves the cache with the new terms; `LexicalCache.load` repairs.
-`search(con, …)` without a cache is the SQL reference: same ranking, for small stores and tests.
+DuckDB is the source of truth: `lexical_postings(term, point_id, tf)` and
+`lexical_docs(point_id, length)`, with the analyzer and a generation in `meta`. Terms come
+from `store.text_terms`; a query is groups of alternative stems and a document scores the best
+alternative of each group. Writes are incremental, inside the transaction that writes the
+point, so the index never disagrees with the points. The formula, the write and reindex rules
+and the measurements: docs/lexical_search.md.
 """
 
 from __future__ import annotations
@@ -223,7 +148,7 @@ def index_point(
     `new=True` (a point inserted in this same transaction) skips the look-up for an
     earlier version of it.
 
-    Call it inside the transaction that inserts the point (see the module docstring), so that
+    Call it inside the transaction that inserts the point (docs/lexical_search.md), so that
     both commit or neither does. Touches only this point's rows. A point that is already
     indexed is replaced. `cache`, when given, is told about the change (it applies it once
     the change is committed). `analyzer` defaults to the cache's, else the default one.

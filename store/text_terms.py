@@ -2,62 +2,10 @@
 
 `terms(text)` turns a stored text (a chat turn, a document chunk) into the terms that go into
 `lexical_postings`; `query_terms(text)` turns a search query into groups of alternative terms.
-Both run the same pipeline, so a word and its query form meet:
-
-1. Unicode NFC, then split into raw tokens on everything that is not a letter, digit or
-   underscore (`\\w+`): punctuation, apostrophes, dots, slashes, dashes all split.
-   `httpx.ReadTimeout` → `httpx`, `ReadTimeout`; `don't` → `don`, `t`.
-2. Identifier parts: a raw token in camelCase / PascalCase / snake_case / with letter–digit
-   boundaries yields its whole lowercased form *and* its parts, so `ReadTimeout` gives
-   `readtimeout`, `read`, `timeout` and `read_timeout` gives `read_timeout`, `read`, `timeout`;
-   `HTTPError` gives `httperror`, `http`, `error`; `llama3` gives `llama3`, `llama`, `3`.
-   Lowercase is `str.lower()` (unicode-aware: `ÄRGER` → `ärger`).
-3. Language, per text and cheap: German if it has more German than English evidence — marker
-   words (function words that are not also words of the other language: `und`, `nicht`, `ist`,
-   `ich`, … against `the`, `and`, `is`, `you`, …) and, for German, words with ä/ö/ü/ß — else
-   English. A text without any evidence counts as English.
-4. Stopwords of that language are dropped, as are one-letter tokens that are not digits
-   (underscores aside: `_`, `x_`).
-5. Snowball stemming in that language (English: Porter2; German: Snowball German, which also
-   folds ä/ö/ü → a/o/u and ß → ss).
-
-Queries are often a few words without any marker, and may be in the other language than the
-memory they should find (a German question about an English log line, or the seeds' mixed
-"httpx ReadTimeout leerer Error Envelope"). So `query_terms` drops the stopwords of the query's
-detected language but stems every remaining word *both* ways: each word becomes a group of one
-or two alternatives (`paintings` → `paint` | `painting`), and the index scores a document by
-the best alternative of each group, so an alternative never counts twice. A document was
-indexed with one stemmer (its own language), so its forms are always among the alternatives.
-
-Choice of stemmer, by measurement (`python -m bench.lexical_choice`: LoCoMo dev, 759 questions
-of categories 1–4, one document per turn "speaker: text", lexical-only BM25, share of evidence
-turns in the top k; stemming speed per token over all 70k LoCoMo tokens, 2-core x86_64):
-
-    analyzer                                   recall@5  recall@10   stemming, µs/token
-    no stemming                                  0.512     0.575         –
-    plural -s only (Harman S-stemmer)            0.513     0.582        0.20
-    Porter (original)                            0.548     0.610        0.2 (PyStemmer)
-    Snowball English, PyStemmer (C)              0.548     0.610        0.20–0.24
-    Snowball English, snowballstemmer (Python)   0.548     0.610       17.0 (1.4 with a dict)
-    Snowball en+de, detected (the default)       0.548     0.610        terms(): 0.9 in all
-    the default, documents "(date) speaker: text"  0.576   0.637   (no stemming: 0.538 / 0.594)
-
-Stemming is worth +3.6 points of recall@5 and +3.5 of recall@10 on English chat turns; plural
-stripping alone gets almost none of it. The data's README reference for plain BM25 ("(date)
-Speaker: text", stopwords) is 0.523 / 0.593. PyStemmer and snowballstemmer give the same terms
-(the same Snowball algorithms) and the same recall; PyStemmer is ~70× faster uncached, which
-matters for `reindex_all` (100k turns: under a second of stemming instead of ~40 s), and
-installs as a binary wheel. The dependency is `PyStemmer>=3.1,<4`. Its stemmer objects must not
-be called from two threads at once, so each thread gets its own (`snowball`).
-
-German (the seed documents, German users): per-text detection costs nothing on English — no
-LoCoMo turn is taken for German, and the query alternatives leave LoCoMo recall unchanged —
-while German texts get German stems and stopwords (118 of the 171 seed paragraphs of ≥ 8 words
-are detected German; most of the others are English code comments). `Zeitüberschreitungen`
-finds `Zeitüberschreitung`, and a German query finds an English memory and vice versa.
-
-German compounds are not split (`Zeitüberschreitung` does not match `Überschreitung`): that is
-left to the vector half of hybrid recall.
+Both run the same pipeline (words and identifier parts, English/German detection, stopwords,
+Snowball stems), so a word and its query form meet. It lives in store/ because the lexical
+index needs it; memory/ takes these word tools through `memory.text.words`. The pipeline and
+the measurements behind the choice of stemmer: docs/lexical_search.md.
 """
 
 from __future__ import annotations
@@ -226,7 +174,7 @@ class Analyzer:
 
     `stemmers` maps a language to its stem function (missing → no stemming for it);
     `detect` off means every text is English; `query_alternatives` stems each query word with
-    every configured stemmer (see the module docstring). `name` is recorded with the index so
+    every configured stemmer (docs/lexical_search.md). `name` is recorded with the index so
     that a change of analyzer can be detected and repaired by a reindex.
     """
 
@@ -300,10 +248,10 @@ def default_analyzer() -> Analyzer:
 
 
 def terms(text: str) -> list[str]:
-    """The index terms of `text` with the default analyzer (see the module docstring)."""
+    """The index terms of `text` with the default analyzer (docs/lexical_search.md)."""
     return default_analyzer().terms(text)
 
 
 def query_terms(text: str) -> list[tuple[str, ...]]:
-    """The query term groups of `text` with the default analyzer (see the module docstring)."""
+    """The query term groups of `text` with the default analyzer (docs/lexical_search.md)."""
     return default_analyzer().query_terms(text)

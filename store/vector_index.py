@@ -1,86 +1,10 @@
 """The USearch ANN index over point vectors (`vectors.usearch`), derived from DuckDB.
 
 DuckDB holds every point's vector; this file is a cache that can always be rebuilt from it.
-`VectorIndex` loads it (never `view()`s it: a viewed file that is later replaced or mutated
-crashes the process), keeps it in step with the database (`add`, `remove`, `reconcile`),
-rebuilds it in a background thread (`rebuild`), and saves it atomically (`save`).
-`exact_search` is the brute-force fallback to use while `state` is not "in_sync".
-
-State (`VectorIndex.state`, with a human-readable `reason`):
-    "missing"    no index file (first run, or it was deleted): the index is empty.
-    "stale"      a file exists but was not used: empty, truncated, garbage, checksum
-                 mismatch, or another ndim / metric / dtype; the index is empty.
-    "rebuilding" `rebuild()` is running; the old index keeps answering `search`.
-    "in_sync"    loaded from a valid file, reconciled, or rebuilt: `search` is trustworthy
-                 (after `open()`, call `reconcile()` to catch writes the file missed).
-For "missing" / "stale" callers run `rebuild()` in a background thread and use
-`exact_search` until it ends.
-
-File format: the bytes of `usearch.Index.save()` followed by a 48-byte footer
-(b"STRAYVX1", payload length as little-endian u64, SHA-256 of the payload). usearch itself
-ignores the footer, so the file still loads in plain usearch. The footer exists because
-usearch does not verify its own data: in a fuzz run (2000 × 64-d index, 200 damaged copies)
-58 of 100 copies with random bytes overwritten loaded without error and then segfaulted when
-searched or added to. Truncated, zeroed, empty and random files raise cleanly, but only the
-checksum makes a loadable-but-damaged file safe. Hashing costs ~0.7 ms per MB (~110 ms for a
-100k × 768 f16 index). A file without the footer (truncated, or written by plain usearch) is
-"stale" and gets rebuilt.
-
-Saving: serialize under the read lock (searches go on), write `<name>.tmp-<pid>` (0600) in
-the same folder, fsync it, `os.replace` it over the old file, fsync the folder. A crash at any
-point leaves the previous file intact; `open()` deletes temp files whose process is gone.
-
-Concurrency: `_rw` is a readers-writer lock. Searches (and key reads, serialization) share it;
-each mutation step takes it exclusively. usearch may reallocate its node arrays inside `add`
-when it grows (`index_gt::reserve` frees the old arrays), which is not safe while another thread
-searches, so adds run in chunks of `ADD_CHUNK` vectors and a search waits for one chunk at most
-(a 64-vector chunk took 25-45 ms at 20k × 768; searches during a 2500-vector add: max 34-95 ms).
-Readers that waited through a write go before the next writer, so chunks cannot starve searches.
-`_mutate` (a plain lock) serializes whole mutations and saves. Adds and removes made while a
-rebuild runs are journaled too and replayed onto the new index before it is swapped in.
-
-Replacing vectors (remove + add of the same key) degrades the HNSW graph: on 5000 × 128-d
-clustered data with expansion_search 128, recall@10 fell from 0.97 to 0.85 after 2× churn
-(10 000 replacements). `churn` counts removals and replacements since the last load or rebuild;
-the policy layer decides when to rebuild.
-
-Parameters, measured by `python -m bench.vector_index_params --n 20000 --confirm-n 100000`
-(768-d synthetic embedding-like data, profiles "hard" and "matched" described there; 500
-held-out queries; recall against exact f32 cosine; single-query latency; 2 shared cores).
-r@5/r@10 per expansion_search; p50 at expansion_search 128; build = `rebuild`; add1 = one
-vector added to the built index (p50):
-
- data   n    dtype M  ef_add | es 64       es 128      es 256      | p50ms build_s add1ms fileMB
- hard   20k  f16   16 128    | 1.000/1.000 1.000/1.000 1.000/1.000 | 0.30    2.6   0.35   33.7
- hard   20k  f32   16 128    | 0.999/0.999 0.999/1.000 0.999/1.000 | 0.49    4.5   0.60   64.4
- hard   20k  f16   32 128    | 0.999/0.999 0.999/0.999 0.999/0.999 | 0.38    6.0   0.55   36.2
- hard   20k  f16   16  64    | 1.000/0.999 1.000/0.999 1.000/0.999 | 0.28    3.2   0.29   33.7
- hard   20k  f16   16 256    | 1.000/1.000 1.000/1.000 1.000/1.000 | 0.46   29.1   0.68   33.7
- hard   20k  f16   32  64    | 1.000/1.000 1.000/1.000 1.000/1.000 | 0.28    6.7   0.23   36.2
- matched 20k: all six configurations r@10 >= 0.997 at es 64, >= 0.999 at es 128
- hard   100k f16   16 128    | 0.998/0.998 1.000/1.000 1.000/1.000 | 0.67   40.5*  0.81  168.5
- hard   100k f16   16  64    | 0.958/0.959 0.988/0.989 0.992/0.993 | 0.51   46.5   0.41  168.5
- MiniLM 9.2k f16   16 128    | 0.994/0.994 0.998/0.998 1.000/0.999 | 0.21    0.7   0.23    8.4
-
-MiniLM: real all-MiniLM-L6-v2 embeddings (384-d) of the LoCoMo turns. * 40.5 s on a quiet run,
-136 s while other jobs shared the two cores: timings on this machine vary up to 3× between runs.
-
-f16 vs f32: the same recall, half the file and RAM, faster builds and searches. Connectivity 32:
-no recall gain here, a larger file, slower searches. expansion_add 64 builds a weaker graph
-(r@10 0.959 at es 64 on 100k, against 0.998 with 128); 256 gains nothing and builds 4-10×
-slower. expansion_search 64 already passes at 100k with expansion_add 128; 128 is one doubling
-of margin for harder embedding sets (DEPENDENCIES.md: r@5 0.81 → 0.925 going 64 → 128 on
-another set) for +0.1-0.2 ms. Defaults: f16, connectivity 16, expansion_add 128,
-expansion_search 128. exact_search p50 (pre-normalised f32): 2-12 ms at 20k, 24 ms at 100k.
-A 100k × 768 f16 file is 168.5 MB; `open` (read + SHA-256 + load) of a 34 MB file took 0.10 s.
-
-Memory: `estimate_index_bytes` ≈ resident memory (RSS) of a loaded index:
-    n × (ndim × dtype_bytes + 2 × connectivity × 4 + PER_VECTOR_OVERHEAD) + BASE_BYTES
-the vectors, the level-0 neighbour lists (2 × connectivity u32 slots), and ~140 bytes per vector
-for node headers, upper levels, the key→slot hash table and slot pointers (fitted on
-10k–50k × 768: within 10 % of the measured RSS growth). usearch's own `memory_usage` is larger:
-it counts the reserved capacity of its arenas, which double, so it is up to ~2× the resident
-size (33.7 MB reported vs 18.6 MB resident for 10k × 768 f16).
+`VectorIndex` loads it (never `view()`s it), keeps it in step with the database (`add`,
+`remove`, `reconcile`), rebuilds it in a background thread (`rebuild`), and saves it atomically
+(`save`). `exact_search` is the brute-force fallback while `state` is not "in_sync". States,
+file format, parameters and their measurements: docs/vector_index.md.
 """
 
 from __future__ import annotations
@@ -305,7 +229,7 @@ def exact_search(
 def estimate_index_bytes(
     n: int, ndim: int, dtype: IndexDType = DEFAULT_DTYPE, connectivity: int = DEFAULT_CONNECTIVITY
 ) -> int:
-    """Resident bytes of a loaded index of n vectors (see the module docstring)."""
+    """Resident bytes of a loaded index of n vectors (docs/vector_index.md)."""
     per_vector = ndim * _DTYPE_BYTES[dtype] + 2 * connectivity * 4 + PER_VECTOR_OVERHEAD
     return n * per_vector + BASE_BYTES
 
@@ -418,7 +342,7 @@ def remove_stale_temp_files(path: Path) -> list[Path]:
 
 
 class VectorIndex:
-    """A cosine HNSW index of int keys (0 … 2**63 − 1) kept in `path` (see module docstring)."""
+    """A cosine HNSW index of int keys (0 … 2**63 − 1) kept in `path` (docs/vector_index.md)."""
 
     def __init__(
         self,

@@ -23,7 +23,7 @@ from agent.turn import (
     TurnEvent,
 )
 from memory.fact_drawer import FactDrawer, FactsConfig
-from memory.memory_store import MemoryConfig, MemoryStore
+from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
 from store.fact_store import Candidate
 from tests.support.ollama_standin import OllamaStandIn
@@ -34,12 +34,10 @@ MODEL = "llama3.2"
 
 @pytest.fixture
 def engine(settings: Settings, standin: OllamaStandIn) -> Iterator[TurnEngine]:
-    gateway = OllamaGateway(settings.ollama_host, read_timeout=5)
-    store = MemoryStore.open(
-        settings.home, MemoryConfig.from_settings(settings), clock=settings.clock
-    )
-    facts = FactDrawer(store.db, "demo", FactsConfig.from_settings(settings))
-    memory = TurnMemory(store, embedder_for(gateway, settings.embed_model), facts)
+    gateway = OllamaGateway(settings.ollama.host, read_timeout=5)
+    store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
+    facts = FactDrawer(store.db, "demo", settings.facts)
+    memory = TurnMemory(store, embedder_for(gateway, settings.memory.embed_model), facts)
     yield TurnEngine(settings, gateway, memory)
     store.close()
 

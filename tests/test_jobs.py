@@ -16,9 +16,9 @@ from agent.settings import Settings
 from jobs.background_jobs import JOBS, JobContext
 from jobs.runner import JobRunner, next_at_hour
 from memory.dream import CardDraft
-from memory.fact_drawer import FactDrawer, FactsConfig
+from memory.fact_drawer import FactDrawer
 from memory.hypotheses import Hypotheses
-from memory.memory_store import MemoryConfig, MemoryStore
+from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import wait_until
@@ -42,14 +42,14 @@ class Memory:
         self.close()
         settings = self.make_settings(ollama_host=self.host, now=when.isoformat(), **overrides)
         self.settings = settings
-        gateway = OllamaGateway(settings.ollama_host, read_timeout=5)
-        self.store = MemoryStore.open(
-            settings.home, MemoryConfig.from_settings(settings), clock=settings.clock
+        gateway = OllamaGateway(settings.ollama.host, read_timeout=5)
+        self.store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
+        self.drawer = FactDrawer(self.store.db, "demo", settings.facts)
+        memory = TurnMemory(
+            self.store, embedder_for(gateway, settings.memory.embed_model), self.drawer
         )
-        self.drawer = FactDrawer(self.store.db, "demo", FactsConfig.from_settings(settings))
-        memory = TurnMemory(self.store, embedder_for(gateway, settings.embed_model), self.drawer)
         self.memory = memory
-        return JobRunner(JobContext(settings, memory, gateway, settings.model))
+        return JobRunner(JobContext(settings, memory, gateway, settings.ollama.model))
 
     def close(self) -> None:
         if self.store is not None:

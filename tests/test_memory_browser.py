@@ -37,7 +37,7 @@ SAMPLE = [  # (role, text, days ago, pinned)
 
 def calm(settings: Settings) -> Settings:
     """No background jobs: nothing else touches the points while a test looks at them."""
-    return settings.model_copy(update={"jobs_enabled": False})
+    return settings.model_copy(update={"jobs": settings.jobs.model_copy(update={"enabled": False})})
 
 
 def store_of(app: StraylightApp) -> MemoryStore:

@@ -112,7 +112,7 @@ async def test_streaming_chat_returns_scripted_tokens_then_done(
     assert final.done is True
     assert final.done_reason == "stop"
     assert final.eval_count == 4
-    assert final.prompt_eval_count == 2
+    assert final.prompt_eval_count == 5 + 4 + 2  # template + one message + "hello there"
     assert final.message.content == ""
     assert final.total_duration and final.eval_duration
 
@@ -122,7 +122,9 @@ async def test_stream_is_chunked_ndjson(srv: OllamaStandIn) -> None:
     srv.script_reply("one two")
     async with (
         httpx.AsyncClient() as raw,
-        raw.stream("POST", f"{srv.url}/api/chat", json={"model": CHAT_MODEL}) as response,
+        raw.stream(
+            "POST", f"{srv.url}/api/chat", json={"model": CHAT_MODEL, "messages": USER}
+        ) as response,
     ):
         assert response.headers["content-type"] == "application/x-ndjson"
         assert response.headers["transfer-encoding"] == "chunked"
@@ -218,7 +220,7 @@ async def test_list_shows_configured_models_and_set_models_changes_them(
     srv.set_models([CHAT_MODEL, EMBED_MODEL, "qwen3:8b"])
     assert "qwen3:8b" in [m.model for m in (await client.list()).models]
     assert (await client.chat(model="qwen3:8b", messages=USER)).done
-    assert (await client.ps()).models == []
+    assert [m.model for m in (await client.ps()).models] == ["qwen3:8b"]
 
 
 @pytest.mark.asyncio

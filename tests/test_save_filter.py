@@ -6,7 +6,6 @@ import sys
 import threading
 from collections.abc import Iterator
 from difflib import SequenceMatcher  # only here, to check the mapping; never in memory/
-from types import SimpleNamespace
 
 import pytest
 
@@ -436,8 +435,8 @@ def test_config_rejects_meaningless_values(overrides: dict[str, float]) -> None:
         SaveFilterConfig(**overrides)  # type: ignore[arg-type]
 
 
-def test_config_from_settings() -> None:
-    from agent.settings import Settings
+def test_settings_carry_the_save_filter_thresholds() -> None:
+    from agent.settings import load_settings
 
     names = {
         "memory_save_min_chars": 10,
@@ -446,9 +445,8 @@ def test_config_from_settings() -> None:
         "memory_save_dedup_lookback": 5,
         "memory_save_dedup_threshold": 0.9,
     }
-    assert set(names) <= set(Settings.model_fields)
-    config = SaveFilterConfig.from_settings(SimpleNamespace(**names))  # type: ignore[arg-type]
-    assert config == SaveFilterConfig(
+    settings = load_settings(flags=names, environ={}).settings
+    assert settings.memory.save_filter == SaveFilterConfig(
         min_chars=10, footnote_ratio=0.5, code_ratio=0.6, dedup_lookback=5, dedup_threshold=0.9
     )
 

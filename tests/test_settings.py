@@ -19,9 +19,13 @@ from hypothesis import HealthCheck, example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from ollama._client import _parse_host as ollama_parse_host
+from pydantic import BaseModel, ValidationError
 
 from agent.ollama_host import parse_ollama_host
-from agent.settings import SettingsError, load_settings
+from agent.settings import FLAG_NAMES, Provenance, SettingsError, load_settings
+from agent.settings_models import SETTING_PATHS, Settings, setting_value
+from memory.save_filter import SaveFilter
+from memory.settings_models import FactsConfig, MemoryConfig, SaveFilterConfig
 from tui.cli import main
 
 FIXED = datetime(2031, 2, 3, 4, 5, 6, tzinfo=UTC)
@@ -173,7 +177,7 @@ def run_main(restore_logging: None, capsys: pytest.CaptureFixture[str], home: Pa
 @pytest.mark.parametrize("name", sorted(DOCUMENTED_DEFAULTS))
 def test_documented_default_when_nothing_is_set(name: str, config_file: Path) -> None:
     resolved = load_settings(environ={}, config_path=config_file)
-    value = getattr(resolved.settings, name)
+    value = setting_value(resolved.settings, name)
     assert value == DOCUMENTED_DEFAULTS[name]
     described = resolved.describe()[name]
     assert described["source"] == "default"
@@ -204,7 +208,7 @@ def test_config_file_overrides_default(
 ) -> None:
     write_config(config_file, f"{name} = {toml}\n")
     resolved = load_settings(environ={}, config_path=config_file)
-    assert getattr(resolved.settings, name) == file_value
+    assert setting_value(resolved.settings, name) == file_value
     assert resolved.provenance[name].source == "file"
     assert resolved.provenance[name].origin == str(config_file)
 
@@ -223,10 +227,10 @@ def test_environment_overrides_config_file(
 ) -> None:
     write_config(config_file, f"{name} = {toml}\n")
     only_env = load_settings(environ={env_name: env_text}, config_path=config_file.with_name("x"))
-    assert getattr(only_env.settings, name) == env_value
+    assert setting_value(only_env.settings, name) == env_value
     both = load_settings(environ={env_name: env_text}, config_path=config_file)
-    assert getattr(both.settings, name) == env_value
-    assert getattr(both.settings, name) != file_value
+    assert setting_value(both.settings, name) == env_value
+    assert setting_value(both.settings, name) != file_value
     assert both.describe()[name]["source"] == "env"
     assert both.describe()[name]["origin"] == env_name
 
@@ -242,10 +246,10 @@ def test_flag_overrides_environment_and_file(
     resolved = load_settings(
         flags={name: flag_text}, environ={env_name: env_text}, config_path=config_file
     )
-    assert getattr(resolved.settings, name) == flag_value
-    assert getattr(resolved.settings, name) != env_value
+    assert setting_value(resolved.settings, name) == flag_value
+    assert setting_value(resolved.settings, name) != env_value
     assert resolved.describe()[name] == {
-        "value": resolved.settings.model_dump(mode="json")[name],
+        "value": str(flag_value),
         "source": "flag",
         "origin": flag,
     }
@@ -258,7 +262,7 @@ def test_flag_given_as_none_falls_through_to_environment(config_file: Path) -> N
         environ={"STRAYLIGHT_MODEL": "from-env"},
         config_path=config_file,
     )
-    assert resolved.settings.model == "from-env"
+    assert resolved.settings.ollama.model == "from-env"
     assert resolved.provenance["model"].source == "env"
     assert resolved.provenance["home"].source == "default"
 
@@ -272,13 +276,13 @@ def test_memory_enabled_reads_usual_boolean_spellings(
 ) -> None:
     write_config(config_file, f"memory_enabled = {str(not expected).lower()}\n")
     resolved = load_settings(environ={"MEMORY_ENABLED": text}, config_path=config_file)
-    assert resolved.settings.memory_enabled is expected
+    assert resolved.settings.memory.enabled is expected
 
 
 def test_platform_config_file_is_read_without_any_option(tmp_path: Path) -> None:
     path = write_config(platform_config_path(tmp_path), 'model = "from-platform-file"\n')
     resolved = load_settings(environ={})
-    assert resolved.settings.model == "from-platform-file"
+    assert resolved.settings.ollama.model == "from-platform-file"
     assert resolved.provenance["model"].origin == str(path)
     assert resolved.config_found is True
 
@@ -287,7 +291,7 @@ def test_straylight_config_replaces_platform_file(tmp_path: Path) -> None:
     write_config(platform_config_path(tmp_path), 'model = "platform"\nhistory_turns = 3\n')
     chosen = write_config(tmp_path / "other.toml", 'model = "chosen"\n')
     resolved = load_settings(environ={"STRAYLIGHT_CONFIG": str(chosen)})
-    assert resolved.settings.model == "chosen"
+    assert resolved.settings.ollama.model == "chosen"
     assert resolved.provenance["model"].origin == str(chosen)
     # The platform file is not read at all: its other keys do not leak in.
     assert resolved.settings.history_turns == 20
@@ -297,7 +301,7 @@ def test_config_option_beats_straylight_config(tmp_path: Path) -> None:
     from_env = write_config(tmp_path / "env.toml", 'model = "env-file"\n')
     from_flag = write_config(tmp_path / "flag.toml", 'model = "flag-file"\n')
     resolved = load_settings(environ={"STRAYLIGHT_CONFIG": str(from_env)}, config_path=from_flag)
-    assert resolved.settings.model == "flag-file"
+    assert resolved.settings.ollama.model == "flag-file"
     assert resolved.config_path == from_flag
 
 
@@ -312,6 +316,194 @@ def test_home_is_absolute_and_expands_tilde(
     monkeypatch.chdir(tmp_path)
     relative = load_settings(flags={"home": "rel/dir"}, environ={}, config_path=config_file)
     assert relative.settings.home == tmp_path / "rel" / "dir"
+
+
+# --------------------------------------------------------------------------- the areas
+
+# The flat names `straylight config` lists, in its order: what a user has always seen.
+CONFIG_NAMES = [
+    "home",
+    "ollama_host",
+    "model",
+    "embed_model",
+    "history_turns",
+    "http_timeout_seconds",
+    "connect_timeout_seconds",
+    "longterm_budget_bytes",
+    "now",
+    "memory_enabled",
+    "memory_top_k",
+    "memory_min_score",
+    "memory_max_chars",
+    "memory_status_every_n",
+    "memory_save_min_chars",
+    "memory_save_footnote_ratio",
+    "memory_save_code_ratio",
+    "memory_save_dedup_lookback",
+    "memory_save_dedup_threshold",
+    "memory_ram_warn_bytes",
+    "memory_ram_crit_bytes",
+    "memory_facts_always_max",
+    "memory_facts_top_k",
+    "memory_facts_max_chars",
+    "memory_facts_min_score",
+    "memory_tools",
+    "memory_reflection",
+    "memory_reflection_idle_minutes",
+    "jobs_enabled",
+    "jobs_dream_hour",
+    "jobs_binding_limit_days",
+    "keymap",
+    "workspace",
+]
+
+# Fields of the areas that are no setting of their own (tuned by tests and benchmarks, or
+# mirroring another setting).
+NOT_SETTINGS = {
+    ("memory", "filter_enabled"),
+    ("memory", "save_filter", "echo_threshold"),
+    ("memory", "save_filter", "max_conversations"),
+    ("facts", "embed_model"),
+}
+
+# (flat name, where it lives, environment variable, text, value)
+NESTED: list[tuple[str, tuple[str, ...], str, str, Any]] = [
+    ("ollama_host", ("ollama", "host"), "OLLAMA_HOST", "h:1", "http://h:1"),
+    ("model", ("ollama", "model"), "STRAYLIGHT_MODEL", "m", "m"),
+    (
+        "connect_timeout_seconds",
+        ("ollama", "connect_timeout_seconds"),
+        "STRAYLIGHT_CONNECT_TIMEOUT_SECONDS",
+        "2",
+        2.0,
+    ),
+    ("memory_top_k", ("memory", "top_k"), "MEMORY_TOP_K", "9", 9),
+    ("memory_status_every_n", ("memory", "status_every_n"), "MEMORY_STATUS_EVERY_N", "4", 4),
+    (
+        "memory_save_min_chars",
+        ("memory", "save_filter", "min_chars"),
+        "MEMORY_SAVE_MIN_CHARS",
+        "7",
+        7,
+    ),
+    ("memory_ram_crit_bytes", ("memory", "ram_crit_bytes"), "MEMORY_RAM_CRIT_BYTES", "99", 99),
+    ("memory_facts_top_k", ("facts", "top_k"), "MEMORY_FACTS_TOP_K", "2", 2),
+    ("memory_tools", ("facts", "tools"), "MEMORY_TOOLS", "false", False),
+    (
+        "memory_reflection_idle_minutes",
+        ("facts", "reflection_idle_minutes"),
+        "MEMORY_REFLECTION_IDLE_MINUTES",
+        "1.5",
+        1.5,
+    ),
+    ("jobs_enabled", ("jobs", "enabled"), "STRAYLIGHT_JOBS_ENABLED", "no", False),
+    ("jobs_dream_hour", ("jobs", "dream_hour"), "STRAYLIGHT_JOBS_DREAM_HOUR", "5", 5),
+    ("history_turns", ("history_turns",), "STRAYLIGHT_HISTORY_TURNS", "3", 3),
+]
+
+
+def _field_at(settings: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        settings = getattr(settings, part)
+    return settings
+
+
+def _models() -> Iterator[type[BaseModel]]:
+    """`Settings` and every area model under it."""
+    pending: list[type[BaseModel]] = [Settings]
+    while pending:
+        model = pending.pop()
+        yield model
+        for info in model.model_fields.values():
+            if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+                pending.append(info.annotation)
+
+
+def _leaf_paths(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for name, info in model.model_fields.items():
+        if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+            yield from _leaf_paths(info.annotation, (*prefix, name))
+        else:
+            yield (*prefix, name)
+
+
+def test_config_lists_the_same_names_in_the_same_order(config_file: Path) -> None:
+    assert list(SETTING_PATHS) == CONFIG_NAMES
+    assert list(load_settings(environ={}, config_path=config_file).describe()) == CONFIG_NAMES
+
+
+def test_every_field_is_a_setting_or_named_as_none() -> None:
+    leaves = set(_leaf_paths(Settings))
+    assert set(SETTING_PATHS.values()) | NOT_SETTINGS == leaves
+    assert len(set(SETTING_PATHS.values())) == len(SETTING_PATHS)
+
+
+@pytest.mark.parametrize("model", list(_models()), ids=lambda model: model.__name__)
+def test_every_field_of_every_area_has_a_docstring(model: type[BaseModel]) -> None:
+    undocumented = [name for name, info in model.model_fields.items() if not info.description]
+    assert undocumented == []
+
+
+@pytest.mark.parametrize("name", CONFIG_NAMES)
+def test_a_fields_docstring_names_its_config_key(name: str) -> None:
+    *area, field = SETTING_PATHS[name]
+    model: type[BaseModel] = Settings
+    for part in area:
+        model = model.model_fields[part].annotation  # type: ignore[assignment]
+    assert name in (model.model_fields[field].description or "")
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "env_name", "text", "value"), NESTED, ids=[case[0] for case in NESTED]
+)
+def test_flat_names_land_in_their_area(
+    name: str, path: tuple[str, ...], env_name: str, text: str, value: Any, config_file: Path
+) -> None:
+    from_env = load_settings(environ={env_name: text}, config_path=config_file)
+    assert _field_at(from_env.settings, path) == value
+    assert from_env.provenance[name] == Provenance("env", env_name)
+    toml = f'"{text}"' if isinstance(value, str) else str(value).lower()
+    for key in (name, env_name, env_name.lower()):  # config.toml takes either name, any case
+        write_config(config_file, f"{key} = {toml}\n")
+        from_file = load_settings(environ={}, config_path=config_file)
+        assert _field_at(from_file.settings, path) == value
+        assert from_file.provenance[name] == Provenance("file", str(config_file))
+    from_flag = load_settings(flags={name: value}, environ={}, config_path=config_file)
+    assert _field_at(from_flag.settings, path) == value
+    assert from_flag.provenance[name] == Provenance("flag", FLAG_NAMES.get(name, name))
+
+
+def test_embed_model_is_one_setting_for_points_and_facts(config_file: Path) -> None:
+    resolved = load_settings(environ={"STRAYLIGHT_EMBED_MODEL": "bge-m3"}, config_path=config_file)
+    assert resolved.settings.memory.embed_model == "bge-m3"
+    assert resolved.settings.facts.embed_model == "bge-m3"
+    assert resolved.describe()["embed_model"]["value"] == "bge-m3"
+    with pytest.raises(ValidationError):
+        Settings(memory=MemoryConfig(embed_model="a"), facts=FactsConfig(embed_model="b"))
+
+
+def test_modules_take_their_area_unchanged(config_file: Path) -> None:
+    settings = load_settings(
+        environ={"MEMORY_SAVE_DEDUP_LOOKBACK": "0", "MEMORY_FACTS_ALWAYS_MAX": "3"},
+        config_path=config_file,
+    ).settings
+    assert SaveFilter(settings.memory.save_filter).config.dedup_lookback == 0
+    assert settings.facts.always_max == 3
+    assert settings.memory == MemoryConfig(save_filter=SaveFilterConfig(dedup_lookback=0))
+    assert settings.facts == FactsConfig(always_max=3)
+
+
+def test_an_unknown_name_passed_as_a_flag_is_named(config_file: Path) -> None:
+    with pytest.raises(SettingsError) as raised:
+        load_settings(flags={"memory_topk": 3}, environ={}, config_path=config_file)
+    assert str(raised.value) == "option memory_topk: Extra inputs are not permitted (got 3)"
+
+
+def test_the_first_problem_in_listing_order_is_reported(config_file: Path) -> None:
+    bad = {"STRAYLIGHT_JOBS_DREAM_HOUR": "99", "MEMORY_TOP_K": "x", "STRAYLIGHT_HISTORY_TURNS": "y"}
+    with pytest.raises(SettingsError) as raised:
+        load_settings(environ=bad, config_path=config_file)
+    assert str(raised.value).startswith("environment variable STRAYLIGHT_HISTORY_TURNS:")
 
 
 # --------------------------------------------------------------------------- the clock
@@ -688,7 +880,7 @@ def test_ollama_host_env_is_resolved_like_the_client(text: str, config_file: Pat
     kind, expected = _outcome(ollama_parse_host, text)
     if kind == "ok":
         resolved = load_settings(environ={"OLLAMA_HOST": text}, config_path=config_file)
-        assert resolved.settings.ollama_host == expected
+        assert resolved.settings.ollama.host == expected
         assert resolved.describe()["ollama_host"]["value"] == expected
     else:
         with pytest.raises(SettingsError) as raised:

@@ -7,13 +7,19 @@ import time
 
 import pytest
 
-from bench.fact_classifier import HELD_OUT_FROM, LABELLED, TYPICAL_TURN, predict, score
 from memory.fact_types import FACT_TYPES, is_valid_key, normalise_key
 from memory.success_classifier import (
     MAX_PROPOSALS_PER_TURN,
     PROOF_CHARS,
     classify_sentence,
     classify_turn,
+)
+from tests.data.fact_classifier_labelled import (
+    HELD_OUT_FROM,
+    LABELLED,
+    TYPICAL_TURN,
+    predict,
+    score,
 )
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

@@ -23,7 +23,7 @@ from tests.support.ollama_standin import OllamaStandIn
 
 
 def engine_for(settings: Settings) -> TurnEngine:
-    return TurnEngine(settings, OllamaGateway(settings.ollama_host, read_timeout=5))
+    return TurnEngine(settings, OllamaGateway(settings.ollama.host, read_timeout=5))
 
 
 async def run_turn(engine: TurnEngine, text: str, conversation: str = "c1") -> list[TurnEvent]:

@@ -10,7 +10,7 @@ import pytest
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
 from agent.turn import Recalled, ReplyFinished, TurnEngine
-from memory.memory_store import MemoryConfig, MemoryStore
+from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
 from tests.support.ollama_standin import OllamaStandIn
 from tui.memory_session import embedder_for
@@ -21,11 +21,9 @@ REPLY = "Noted: blyck's staging server is nebula-7, running Debian 12. I will re
 
 @pytest.fixture
 def engine(settings: Settings, standin: OllamaStandIn) -> Iterator[TurnEngine]:
-    gateway = OllamaGateway(settings.ollama_host, read_timeout=5)
-    store = MemoryStore.open(
-        settings.home, MemoryConfig.from_settings(settings), clock=settings.clock
-    )
-    memory = TurnMemory(store, embedder_for(gateway, settings.embed_model))
+    gateway = OllamaGateway(settings.ollama.host, read_timeout=5)
+    store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
+    memory = TurnMemory(store, embedder_for(gateway, settings.memory.embed_model))
     yield TurnEngine(settings, gateway, memory)
     store.close()
 

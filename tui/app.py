@@ -162,7 +162,7 @@ class StraylightApp(App[int]):
         self.settings = settings
         self.poll_online_seconds = poll_online_seconds
         self.poll_offline_seconds = poll_offline_seconds
-        self.gateway = OllamaGateway.from_settings(settings)
+        self.gateway = OllamaGateway.from_config(settings.ollama)
         self.engine = TurnEngine(settings, self.gateway)
         self.engine.approver = self.ask_approval
         self.workspace = resolve_workspace(settings.workspace)
@@ -172,7 +172,7 @@ class StraylightApp(App[int]):
         self._quitting = False
         self._narrow = False  # under NARROW_COLUMNS the sidebar folds into one line
         self._sidebar_chosen = False  # Ctrl+B overrides the fold until the width changes
-        self.model = settings.model
+        self.model = settings.ollama.model
         self.conversation_id = new_conversation_id(settings.clock)
         self.conversation_started: datetime = settings.clock.now()
         self.ollama_status: OllamaStatus | None = None
@@ -181,7 +181,7 @@ class StraylightApp(App[int]):
         self.memory_session: MemorySession | None = None
         self.memory_problem = "still opening"
         self._sidebar_state = SidebarState(
-            host=settings.ollama_host,
+            host=settings.ollama.host,
             model=self.model,
             conversation_started=self.conversation_started,
             longterm_budget=settings.longterm_budget_bytes,
@@ -253,7 +253,7 @@ class StraylightApp(App[int]):
         self.memory_problem = ""
         self.refresh_fact_status()
         self.refresh_memory_status()  # the point count, without waiting for a turn or a job
-        if self.settings.jobs_enabled:
+        if self.settings.jobs.enabled:
             self._start_jobs(message.memory)
 
     # ---- background jobs -------------------------------------------------------------
@@ -326,7 +326,7 @@ class StraylightApp(App[int]):
         memory = self.engine.memory
         if memory is None or self.scheduler is None:
             return
-        if count_turn(memory.store.db) >= self.settings.memory_status_every_n:
+        if count_turn(memory.store.db) >= self.settings.memory.status_every_n:
             self.call_from_thread(self.run_job_now, "memstatus")
         self.refresh_memory_status()
 
@@ -836,7 +836,7 @@ class StraylightApp(App[int]):
         timer = getattr(self, "_idle_timer", None)
         if timer is not None:
             timer.stop()
-        minutes = self.settings.memory_reflection_idle_minutes
+        minutes = self.settings.facts.reflection_idle_minutes
         self._idle_timer = self.set_timer(minutes * 60, self.reflect_in_background)
 
     def reflect_in_background(self) -> None:
@@ -985,7 +985,7 @@ class StraylightApp(App[int]):
         for command, title, help_text in PALETTE_COMMANDS:
             yield SystemCommand(title, help_text, _slash_callback(self, command))
         if self.ollama_status is not None and self.ollama_status.reachable:
-            embed = normalise_model_name(self.settings.embed_model)
+            embed = normalise_model_name(self.settings.memory.embed_model)
             for name in self.ollama_status.models:
                 if normalise_model_name(name) == embed:
                     continue  # the embedding model cannot chat

@@ -334,7 +334,7 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
     )
     from tui.memory_session import MemorySession
 
-    gateway = OllamaGateway.from_settings(settings)
+    gateway = OllamaGateway.from_config(settings.ollama)
     session = MemorySession(settings, gateway)
     try:
         memory = session.open()
@@ -349,7 +349,9 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
     pending = 0
     reminders: list[str] = []
     try:
-        async for event in engine.run(text, conversation_id=conversation_id, model=settings.model):
+        async for event in engine.run(
+            text, conversation_id=conversation_id, model=settings.ollama.model
+        ):
             if isinstance(event, ReplyDelta):
                 sys.stdout.write(for_terminal(event.text))
                 sys.stdout.flush()
@@ -409,9 +411,9 @@ async def _memstatus_after_turn(settings: Settings, memory: Any, gateway: Any) -
 
     try:
         turns = await asyncio.to_thread(count_turn, memory.store.db)
-        if turns < settings.memory_status_every_n:
+        if turns < settings.memory.status_every_n:
             return []
-        runner = JobRunner(JobContext(settings, memory, gateway, settings.model))
+        runner = JobRunner(JobContext(settings, memory, gateway, settings.ollama.model))
         result = await runner.run("memstatus")
     except Exception:  # never in the way of the reply
         log.exception("memstatus after the turn failed")
@@ -460,9 +462,9 @@ async def _status(settings: Settings, *, as_json: bool) -> int:
     from store.longterm_file import LongtermFile
 
     gateway = OllamaGateway(
-        settings.ollama_host,
-        read_timeout=settings.connect_timeout_seconds,
-        connect_timeout=settings.connect_timeout_seconds,
+        settings.ollama.host,
+        read_timeout=settings.ollama.connect_timeout_seconds,
+        connect_timeout=settings.ollama.connect_timeout_seconds,
     )
     try:
         ollama = await gateway.check()
@@ -488,11 +490,11 @@ async def _status(settings: Settings, *, as_json: bool) -> int:
             "host": ollama.host,
             "reachable": ollama.reachable,
             "version": ollama.version,
-            "model": settings.model,
-            "model_pulled": ollama.has_model(settings.model) if ollama.reachable else None,
-            "embed_model": settings.embed_model,
+            "model": settings.ollama.model,
+            "model_pulled": ollama.has_model(settings.ollama.model) if ollama.reachable else None,
+            "embed_model": settings.memory.embed_model,
             "embed_model_pulled": (
-                ollama.has_model(settings.embed_model) if ollama.reachable else None
+                ollama.has_model(settings.memory.embed_model) if ollama.reachable else None
             ),
             "error": ollama.error,
         },
@@ -513,7 +515,7 @@ async def _status(settings: Settings, *, as_json: bool) -> int:
     print(f"ollama     {ollama.host} ({state})")
     pulled = report["ollama"]["model_pulled"]
     model_note = "" if pulled is None else (" (pulled)" if pulled else " (not pulled)")
-    print(f"model      {settings.model}{model_note}")
+    print(f"model      {settings.ollama.model}{model_note}")
     print(f"longterm   {longterm.size_bytes} / {longterm.budget_bytes} bytes")
     if longterm_warning:
         print(f"warning    {longterm_warning}")
@@ -530,7 +532,7 @@ async def _status(settings: Settings, *, as_json: bool) -> int:
     print(f"index      {index['state']}, {index['size']} vectors")
     mib = memory["ram_estimate_bytes"] / 2**20
     print(f"ram        ~{mib:.1f} MiB estimated, headroom {memory['headroom']}")
-    print(f"embedding  {settings.embed_model}, {memory['embed_requests']} requests so far")
+    print(f"embedding  {settings.memory.embed_model}, {memory['embed_requests']} requests so far")
     cards = memory["hypotheses"]
     print(f"hypotheses {cards['open']} open, {cards['overdue']} overdue")
     facts = memory["facts"]

@@ -18,11 +18,11 @@ from typing import Any
 
 from agent.settings import Settings
 from agent.workspace import resolve_workspace
-from memory.fact_drawer import FactDrawer, FactsConfig, candidate_json, fact_json
+from memory.fact_drawer import FactDrawer, candidate_json, fact_json
 from memory.fact_types import FactError, normalise_key
 from store.data_dir_lock import DataDirLock
 from store.database import database_path, open_database
-from store.fact_store import Fact
+from store.fact_store import Candidate, Fact
 from tui.cli_output import fail, print_json, read_stdin_text
 
 EXIT_OK = 0
@@ -37,9 +37,7 @@ def open_drawer(settings: Settings) -> Iterator[FactDrawer]:
     with DataDirLock(settings.home):
         db = open_database(database_path(settings.home), clock=settings.clock)
         try:
-            yield FactDrawer(
-                db, resolve_workspace(settings.workspace), FactsConfig.from_settings(settings)
-            )
+            yield FactDrawer(db, resolve_workspace(settings.workspace), settings.facts)
         finally:
             db.close()
 
@@ -49,10 +47,10 @@ def _embed(settings: Settings, drawer: FactDrawer, fact: Fact) -> None:
     from agent.ollama_gateway import OllamaGateway
 
     async def run() -> list[list[float]] | None:
-        gateway = OllamaGateway.from_settings(settings)
+        gateway = OllamaGateway.from_config(settings.ollama)
         try:
             return await asyncio.wait_for(
-                gateway.embed(settings.embed_model, [fact.body]), EMBED_TIMEOUT_SECONDS
+                gateway.embed(settings.memory.embed_model, [fact.body]), EMBED_TIMEOUT_SECONDS
             )
         except Exception:  # noqa: BLE001 - fail-soft, logged by the gateway
             return None
@@ -160,7 +158,7 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
 def _candidates(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "list":
         if not database_path(settings.home).exists():
-            pending = []
+            pending: list[Candidate] = []
         else:
             with open_drawer(settings) as drawer:
                 pending = drawer.pending()
@@ -200,7 +198,7 @@ async def _reflect(settings: Settings, conversation: str | None, *, as_json: boo
     from agent.turn import TurnEngine
     from tui.memory_session import MemorySession
 
-    gateway = OllamaGateway.from_settings(settings)
+    gateway = OllamaGateway.from_config(settings.ollama)
     session = MemorySession(settings, gateway)
     try:
         memory = session.open()
@@ -211,7 +209,7 @@ async def _reflect(settings: Settings, conversation: str | None, *, as_json: boo
         if not engine.daily_log.recent(conversation, 1):
             return fail(f"no conversation {conversation!r} in the logs", EXIT_NOT_FOUND)
         try:
-            proposed = await engine.reflect(conversation, settings.model)
+            proposed = await engine.reflect(conversation, settings.ollama.model)
         except GatewayError as error:
             return fail(str(error), error.exit_code)
     finally:

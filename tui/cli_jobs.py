@@ -61,16 +61,16 @@ async def _main(args: Any, settings: Settings) -> int:
     if args.action == "list" and not database_path(settings.home).exists():
         now = settings.clock.now()  # nothing ran yet; do not create the data dir to say so
         infos = [
-            JobInfo(name, None, next_run_of(spec, None, now, settings.jobs_dream_hour), None, None)
+            JobInfo(name, None, next_run_of(spec, None, now, settings.jobs.dream_hour), None, None)
             for name, spec in JOBS.items()
         ]
         _print_infos(infos, as_json=args.json)
         return EXIT_OK
-    gateway = OllamaGateway.from_settings(settings)
+    gateway = OllamaGateway.from_config(settings.ollama)
     session = MemorySession(settings, gateway)
     try:
         memory = session.open()
-        runner = JobRunner(JobContext(settings, memory, gateway, settings.model))
+        runner = JobRunner(JobContext(settings, memory, gateway, settings.ollama.model))
         if args.action == "list":
             infos = await asyncio.to_thread(runner.infos)
             _print_infos(infos, as_json=args.json)

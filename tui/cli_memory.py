@@ -18,7 +18,7 @@ EXIT_NOT_FOUND = 1
 
 
 async def remember(settings: Settings, text: str, *, as_json: bool) -> int:
-    gateway = OllamaGateway.from_settings(settings)
+    gateway = OllamaGateway.from_config(settings.ollama)
     try:
         with MemorySession(settings, gateway) as memory:
             point_id = await memory.remember(text)
@@ -38,7 +38,7 @@ async def remember(settings: Settings, text: str, *, as_json: bool) -> int:
 
 
 async def forget(settings: Settings, point_id: int, *, as_json: bool) -> int:
-    gateway = OllamaGateway.from_settings(settings)
+    gateway = OllamaGateway.from_config(settings.ollama)
     try:
         with MemorySession(settings, gateway) as memory:
             gone = memory.store.forget(point_id)
@@ -60,7 +60,7 @@ async def recall(settings: Settings, query: str, *, k: int | None, as_json: bool
     if not database_path(settings.home).exists():  # nothing stored yet: create nothing
         result, vector = RecallResult([], ""), None
         return _print_recall(result, as_json=as_json, words_only=False)
-    gateway = OllamaGateway.from_settings(settings)
+    gateway = OllamaGateway.from_config(settings.ollama)
     try:
         with MemorySession(settings, gateway) as memory:
             vector = await memory.embed_one(query)
@@ -83,7 +83,7 @@ def _print_recall(result: RecallResult, *, as_json: bool, words_only: bool) -> i
 async def import_doc(settings: Settings, path: Path, *, as_json: bool) -> int:
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
-    gateway = OllamaGateway.from_settings(settings)
+    gateway = OllamaGateway.from_config(settings.ollama)
 
     def progress(done: int, total: int) -> None:
         if total > 16:
@@ -114,10 +114,8 @@ def memory_status(settings: Settings) -> dict[str, Any]:
     if not database_path(settings.home).exists():
         if settings.home.is_dir():  # in use, even before its database exists? say so
             DataDirLock(settings.home).acquire().release()
-        return _empty_status(
-            MemoryConfig.from_settings(settings), resolve_workspace(settings.workspace)
-        )
-    with MemorySession(settings, OllamaGateway.from_settings(settings)) as memory:
+        return _empty_status(settings.memory, resolve_workspace(settings.workspace))
+    with MemorySession(settings, OllamaGateway.from_config(settings.ollama)) as memory:
         memory.store.wait_until_ready(timeout=60)
         status = memory.store.status()
         if memory.facts is not None:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
 from agent.workspace import resolve_workspace
-from memory.fact_drawer import FactDrawer, FactsConfig
-from memory.memory_store import MemoryConfig, MemoryStore
+from memory.fact_drawer import FactDrawer
+from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
 from store.data_dir_lock import DataDirLock
 
@@ -42,7 +42,7 @@ class MemorySession:
         try:
             self.store = MemoryStore.open(
                 self.settings.home,
-                MemoryConfig.from_settings(self.settings),
+                self.settings.memory,
                 clock=self.settings.clock,
             )
         except BaseException:
@@ -51,9 +51,11 @@ class MemorySession:
         facts = FactDrawer(
             self.store.db,
             resolve_workspace(self.settings.workspace),
-            FactsConfig.from_settings(self.settings),
+            self.settings.facts,
         )
-        return TurnMemory(self.store, embedder_for(self.gateway, self.settings.embed_model), facts)
+        return TurnMemory(
+            self.store, embedder_for(self.gateway, self.settings.memory.embed_model), facts
+        )
 
     def close(self) -> None:
         if self.store is not None:

@@ -1,0 +1,221 @@
+"""What the settings are: `Settings`, nested by area, and where each flat name lives in it.
+
+`settings.ollama` (`OllamaConfig`) and `settings.jobs` (`JobsConfig`) are defined here;
+`settings.memory` and `settings.facts` come from `memory/settings_models.py`, next to the
+modules that take them. The user-facing names stay flat (`memory_top_k`, `MEMORY_TOP_K`):
+`SETTING_PATHS` maps each onto its field, for the loader (`agent/settings.py`) and for
+`straylight config`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from functools import reduce
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from agent.ollama_host import parse_ollama_host
+from memory.settings_models import FactsConfig, MemoryConfig, SettingsArea
+from store.clock import Clock, parse_instant
+
+APP_NAME = "straylight"
+DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+
+
+def default_home() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+class OllamaConfig(SettingsArea):
+    """Where the models run and how long a call may take (`settings.ollama`)."""
+
+    host: str = DEFAULT_OLLAMA_HOST
+    """Where Ollama listens, parsed like the ollama client parses OLLAMA_HOST. Key
+    `ollama_host`."""
+    model: str = "llama3.2"
+    """Chat model at start (`/model` switches it in the TUI); the reflection and the dream
+    use it too. Key `model`."""
+    http_timeout_seconds: float = Field(default=300.0, gt=0)
+    """Read timeout (seconds) of model calls: the slowest legitimate call decides (LESSONS
+    §8). Key `http_timeout_seconds`."""
+    connect_timeout_seconds: float = Field(default=5.0, gt=0)
+    """Connect timeout (seconds) of model calls: a dead host is named quickly. Key
+    `connect_timeout_seconds`."""
+
+    @field_validator("host", mode="before")
+    @classmethod
+    def _parse_host(cls, value: object) -> object:
+        return parse_ollama_host(value) if isinstance(value, str) or value is None else value
+
+
+class JobsConfig(SettingsArea):
+    """The background jobs (`settings.jobs`): whether the TUI runs them, and their policy."""
+
+    enabled: bool = True
+    """Run the background jobs in the TUI (they can always be run with `straylight jobs
+    run`). Key `jobs_enabled`."""
+    dream_hour: int = Field(default=3, ge=0, le=23)
+    """Local hour (0-23) of the nightly dream run. Key `jobs_dream_hour`."""
+    binding_limit_days: int = Field(default=90, ge=1)
+    """How recently (days) a fact a procedure requires must have been verified. Key
+    `jobs_binding_limit_days`."""
+
+
+class Settings(BaseModel):
+    """Every knob Straylight has, by area; `SETTING_PATHS` maps the config keys onto it."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", validate_default=True, use_attribute_docstrings=True
+    )
+
+    home: Path = Field(default_factory=default_home)
+    """Data dir: daily logs, longterm.md, the database, the log file. Key `home`."""
+    ollama: OllamaConfig = Field(default_factory=OllamaConfig)
+    """Host, chat model and timeouts of the model calls."""
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    """Layer 3: recall, the save filter, the embedding model, RAM thresholds."""
+    facts: FactsConfig = Field(default_factory=FactsConfig)
+    """Layer 4: fact injection, the memory tools, the reflection pass."""
+    jobs: JobsConfig = Field(default_factory=JobsConfig)
+    """The background jobs."""
+    history_turns: int = Field(default=20, ge=0, le=10_000)
+    """How many past messages of the conversation go into the prompt (user and assistant
+    messages count one each). Key `history_turns`."""
+    longterm_budget_bytes: int = Field(default=8192, ge=0)
+    """Size budget (bytes) of longterm.md; over it, the sidebar and `status` warn. Key
+    `longterm_budget_bytes`."""
+    now: datetime | None = None
+    """Freeze the clock at this ISO 8601 instant (tests, support, reproducing a report).
+    Key `now`."""
+    keymap: dict[str, str] = Field(default_factory=dict)
+    """config.toml `[keymap]`: binding id → keys (`new_conversation = "ctrl+o"`; several keys
+    comma-separated). The ids are listed in the README and the help screen."""
+    workspace: str | None = None
+    """The workspace facts belong to: default the git root of the current directory, else
+    the directory itself. Key `workspace`."""
+
+    @field_validator("now", mode="before")
+    @classmethod
+    def _parse_now(cls, value: object) -> object:
+        if isinstance(value, str):
+            return parse_instant(value) if value.strip() else None
+        if isinstance(value, datetime):  # a TOML datetime; without a zone it is UTC too
+            return parse_instant(value.isoformat())
+        return value
+
+    @field_validator("home", mode="before")
+    @classmethod
+    def _expand_home(cls, value: object) -> object:
+        if isinstance(value, str | Path):
+            return Path(os.path.expanduser(str(value))).absolute()
+        return value
+
+    @model_validator(mode="after")
+    def _one_embedding_model(self) -> Settings:
+        if self.facts.embed_model != self.memory.embed_model:
+            raise ValueError("facts.embed_model must equal memory.embed_model (one setting)")
+        return self
+
+    @property
+    def clock(self) -> Clock:
+        return Clock(self.now)
+
+    @property
+    def log_file(self) -> Path:
+        return self.home / "straylight.log"
+
+
+FieldPath = tuple[str, ...]
+
+SETTING_PATHS: dict[str, FieldPath] = {
+    "home": ("home",),
+    "ollama_host": ("ollama", "host"),
+    "model": ("ollama", "model"),
+    "embed_model": ("memory", "embed_model"),
+    "history_turns": ("history_turns",),
+    "http_timeout_seconds": ("ollama", "http_timeout_seconds"),
+    "connect_timeout_seconds": ("ollama", "connect_timeout_seconds"),
+    "longterm_budget_bytes": ("longterm_budget_bytes",),
+    "now": ("now",),
+    "memory_enabled": ("memory", "enabled"),
+    "memory_top_k": ("memory", "top_k"),
+    "memory_min_score": ("memory", "min_score"),
+    "memory_max_chars": ("memory", "max_chars"),
+    "memory_status_every_n": ("memory", "status_every_n"),
+    "memory_save_min_chars": ("memory", "save_filter", "min_chars"),
+    "memory_save_footnote_ratio": ("memory", "save_filter", "footnote_ratio"),
+    "memory_save_code_ratio": ("memory", "save_filter", "code_ratio"),
+    "memory_save_dedup_lookback": ("memory", "save_filter", "dedup_lookback"),
+    "memory_save_dedup_threshold": ("memory", "save_filter", "dedup_threshold"),
+    "memory_ram_warn_bytes": ("memory", "ram_warn_bytes"),
+    "memory_ram_crit_bytes": ("memory", "ram_crit_bytes"),
+    "memory_facts_always_max": ("facts", "always_max"),
+    "memory_facts_top_k": ("facts", "top_k"),
+    "memory_facts_max_chars": ("facts", "max_chars"),
+    "memory_facts_min_score": ("facts", "min_score"),
+    "memory_tools": ("facts", "tools"),
+    "memory_reflection": ("facts", "reflection"),
+    "memory_reflection_idle_minutes": ("facts", "reflection_idle_minutes"),
+    "jobs_enabled": ("jobs", "enabled"),
+    "jobs_dream_hour": ("jobs", "dream_hour"),
+    "jobs_binding_limit_days": ("jobs", "binding_limit_days"),
+    "keymap": ("keymap",),
+    "workspace": ("workspace",),
+}
+"""Every setting's flat name (its config key, the order `straylight config` lists them) and
+the field of `Settings` that holds it."""
+
+MIRRORS: dict[FieldPath, tuple[FieldPath, ...]] = {
+    ("memory", "embed_model"): (("facts", "embed_model"),),
+}
+"""Fields that take the same value as a setting's own field: points and facts are embedded
+by one model, which both their modules need to know."""
+
+_NAME_OF_PATH: dict[FieldPath, str] = {path: name for name, path in SETTING_PATHS.items()}
+_NAME_OF_PATH |= {
+    mirror: _NAME_OF_PATH[path] for path, mirrors in MIRRORS.items() for mirror in mirrors
+}
+
+
+def nested_values(flat: Mapping[str, object]) -> dict[str, Any]:
+    """The input of `Settings` for values given by flat name (mirrors included); an unknown
+    name stays at the top, where validation rejects it by that name."""
+    nested: dict[str, Any] = {}
+    for name, value in flat.items():
+        path = SETTING_PATHS.get(name, (name,))
+        for target in (path, *MIRRORS.get(path, ())):
+            branch = nested
+            for part in target[:-1]:
+                branch = branch.setdefault(part, {})
+            branch[target[-1]] = value
+    return nested
+
+
+def setting_value(settings: Settings, name: str) -> Any:
+    """The value of the setting called `name` (`memory_top_k` → `settings.memory.top_k`)."""
+    return reduce(getattr, SETTING_PATHS[name], settings)
+
+
+def setting_of(loc: Sequence[int | str]) -> str | None:
+    """The setting whose field a validation error's location points into, if any."""
+    path = tuple(str(part) for part in loc)
+    for end in range(len(path), 0, -1):
+        if path[:end] in _NAME_OF_PATH:
+            return _NAME_OF_PATH[path[:end]]
+    return None
+
+
+def field_annotation(path: FieldPath) -> object:
+    """The type annotation of the field of `Settings` at `path`."""
+    fields = Settings.model_fields
+    for part in path[:-1]:
+        area = fields[part].annotation
+        assert isinstance(area, type) and issubclass(area, BaseModel)
+        fields = area.model_fields
+    return fields[path[-1]].annotation
