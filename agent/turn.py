@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import secrets
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +45,7 @@ from agent.turn_events import (
 )
 from agent.turn_facts import ToolOutcome
 from memory.secret_masking import mask_secrets
-from store.clock import Clock
+from store.conversation_id import new_conversation_id as new_conversation_id
 from store.daily_log import DailyLog, LogMessage, MessageStatus
 from store.longterm_file import LongtermFile, LongtermState
 
@@ -56,11 +55,6 @@ if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before t
     from store.fact_store import Candidate, Fact
 
 log = logging.getLogger("straylight.turn")
-
-
-def new_conversation_id(clock: Clock) -> str:
-    """`20261129-210438-3fa9c1`: sortable by start time, unique enough for one user."""
-    return f"{clock.now():%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
 class TurnEngine:
@@ -375,10 +369,8 @@ class TurnEngine:
         self._tell(PointsSaved(turn, conversation_id, user.point_id, reply.point_id))
         if not self.counts_memstatus_turns:
             return
-        from memory.memstatus_notice import count_turn
-
         try:
-            turns = await asyncio.to_thread(count_turn, memory.store.db)
+            turns = await memory.count_turn()
         except Exception:  # never in the way of the turn
             log.exception("counting the turn for memstatus failed")
             return

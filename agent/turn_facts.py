@@ -160,7 +160,7 @@ async def reflect(
     transcript = [(m.role, m.content) for m in messages if m.content]
     if not any(role == "user" for role, _ in transcript):
         return []
-    known = await asyncio.to_thread(lambda: [f.key for f in drawer.list(status="active")])
+    known = await asyncio.to_thread(lambda: [f.key for f in drawer.list_facts(status="active")])
     prompt = reflection_messages(transcript, known_keys=known)
     raw = await gateway.chat_structured(model, prompt, REFLECTION_SCHEMA)
     result = parse_reflection(raw, transcript_text="\n".join(t for _, t in transcript))

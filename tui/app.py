@@ -30,7 +30,7 @@ from tui.screens.chat_screen import ChatScreen
 from tui.startup_timer import seconds_since_start
 
 if TYPE_CHECKING:
-    from jobs.job_functions import JobResult
+    from jobs.background_jobs import JobResult
     from jobs.scheduler import JobScheduler
     from memory.turn_memory import TurnMemory
     from tui.memory_session import MemorySession
@@ -173,7 +173,7 @@ class StraylightApp(App[int]):
 
     # ---- background jobs -------------------------------------------------------------
     def _start_jobs(self, memory: TurnMemory) -> None:
-        from jobs.job_functions import JobContext
+        from jobs.background_jobs import JobContext
         from jobs.runner import JobRunner
         from jobs.scheduler import JobScheduler
 
@@ -225,7 +225,7 @@ class StraylightApp(App[int]):
             if memory is None:
                 await self.chat.notice(f"Memory is not available: {self.memory_problem}")
                 return
-            from jobs.job_functions import JobContext
+            from jobs.background_jobs import JobContext
             from jobs.runner import JobRunner
 
             runner = JobRunner(JobContext(self.settings, memory, self.gateway, self.chat.model))

@@ -408,7 +408,7 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
 async def _run_memstatus(settings: Settings, memory: Any, gateway: Any) -> list[str]:
     """The engine said memstatus is due (every MEMORY_STATUS_EVERY_N turns): run the job; its
     notice (only on escalation) becomes one stderr line."""
-    from jobs.job_functions import JobContext
+    from jobs.background_jobs import JobContext
     from jobs.runner import JobRunner
 
     try:

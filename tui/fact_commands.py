@@ -98,7 +98,7 @@ async def _fact(drawer: FactDrawer, argument: str, notice: Notice) -> None:
 
 
 async def _list(drawer: FactDrawer, notice: Notice) -> None:
-    facts = await asyncio.to_thread(drawer.list)
+    facts = await asyncio.to_thread(drawer.list_facts)
     shown = [f for f in facts if f.status != "retired"]
     if not shown:
         await notice(f"No facts yet for {drawer.workspace}. /fact set KEY TYPE BODY adds one.")
@@ -139,18 +139,13 @@ async def run_hypothesis_command(drawer: FactDrawer | None, argument: str, notic
     if drawer is None:
         await notice("Hypotheses are not available: the memory is not open.", kind="error")
         return
-    from agent.dream_run import CardStateError, delete_card, refute_card, validate_card
-    from store.hypothesis_store import HypothesisStore
+    from memory.hypotheses import CardStateError, Hypotheses
 
     verb, _, number = argument.strip().partition(" ")
-    db = drawer.db
+    book = Hypotheses.of(drawer)
     if verb in ("", "list"):
-        now = db.clock.now()
-        cards = await asyncio.to_thread(
-            lambda: HypothesisStore(db).list(
-                ["open", "validated"], now=now, workspace=drawer.workspace
-            )
-        )
+        now = drawer.db.clock.now()
+        cards = await asyncio.to_thread(lambda: book.cards(["open", "validated"], now=now))
         if not cards:
             await notice("No hypothesis cards. /dream may make one from related memories.")
             return
@@ -167,14 +162,14 @@ async def run_hypothesis_command(drawer: FactDrawer | None, argument: str, notic
     card_id = int(number.strip().lstrip("#"))
     try:
         if verb == "validate":
-            card, candidate = await asyncio.to_thread(validate_card, db, drawer, card_id)
+            card, candidate = await asyncio.to_thread(book.validate, card_id)
             extra = f"; fact candidate #{candidate.id} waits for approval" if candidate else ""
             await notice(f"Validated #{card.id} (confidence {card.confidence:.2f}){extra}.")
         elif verb == "refute":
-            card = await asyncio.to_thread(refute_card, db, card_id)
+            card = await asyncio.to_thread(book.refute, card_id)
             await notice(f"Refuted #{card.id}.")
         else:
-            card = await asyncio.to_thread(delete_card, db, card_id)
+            card = await asyncio.to_thread(book.delete, card_id)
             await notice(f"Deleted #{card.id}.")
     except LookupError:
         await notice(f"No hypothesis #{card_id}.", kind="error")

@@ -105,14 +105,12 @@ class ChatNavigation(Screen[None]):
         drawer = self.engine.facts
         if drawer is None:
             return
-        from store.hypothesis_store import HypothesisStore
+        from memory.hypotheses import Hypotheses
 
         try:
             counts = drawer.counts()
             pending = len(drawer.pending())
-            cards = HypothesisStore(drawer.db).counts(
-                self.engine.clock.now(), workspace=drawer.workspace
-            )
+            cards = Hypotheses.of(drawer).counts(self.engine.clock.now())
         except Exception:
             log.exception("fact status failed")
             return
