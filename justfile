@@ -20,10 +20,11 @@ reliability *ARGS:
 fuzz *ARGS:
     HYPOTHESIS_PROFILE=fuzz python -m pytest -q -m "slow or not slow" tests/reliability/test_fuzz.py {{ARGS}}
 
-# Lint and format check.
+# Lint, format check and type check (mypy, configured in pyproject.toml).
 lint:
     ruff check .
     ruff format --check .
+    mypy
 
 # Format the code in place.
 fmt:

@@ -98,7 +98,6 @@ class OllamaGateway:
         self.read_timeout = read_timeout
         self.connect_timeout = connect_timeout
         self._client: ollama.AsyncClient | None = None
-        self.embed_requests = 0  # /api/embed calls made by this gateway (status counts them)
 
     @classmethod
     def from_config(cls, config: OllamaConfig) -> OllamaGateway:
@@ -234,7 +233,6 @@ class OllamaGateway:
         Vectors come back in input order; a reply with the wrong count is a `ModelError`.
         """
         client = self._get_client()
-        self.embed_requests += 1
         try:
             response = await client.embed(model=model, input=list(texts))
         except Exception as error:  # classified and re-raised

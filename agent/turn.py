@@ -1,152 +1,60 @@
 """The turn: one user message in, one streamed reply out — used by the TUI and the CLI.
 
-1. The user's message is appended to today's log before anything else.
-2. The prompt is persona + longterm.md + (later: known facts, recalled context) + the last
-   N messages of this conversation, read back from the log through its parser.
+1. The user's message is masked (once: the log, the points and the prompt get the same text);
+   the last N messages of this conversation are read back from the log through its parser,
+   and then the message is appended to today's log, before the model is asked anything.
+2. The prompt is persona + longterm.md + known facts + recalled context + that history.
 3. The reply streams from Ollama; every failure is a named `GatewayError`.
 4. The reply is logged when complete; cut off or cancelled, what arrived is logged and
    marked; failed before any text, an empty reply marked `failed` with the reason.
-   Progress is reported as an async iterator of `TurnEvent`s.
+5. Both points are saved in the background; when that is done the `after_turn` listener
+   hears `PointsSaved`, and `MemstatusDue` every `memory_status_every_n` turns.
+   Progress is reported as an async iterator of `TurnEvent`s (agent/turn_events.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import itertools
 import logging
-import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
-from agent.fact_tools import (
-    MAX_ROUNDS,
-    MEMORY_READ,
-    MEMORY_WRITE,
-    TOOL_SPECS,
-    parse_write,
-    run_read,
-    unknown_tool,
-)
+from agent import turn_facts
+from agent.fact_tools import MAX_ROUNDS, TOOL_SPECS
 from agent.gateway_errors import GatewayError, ModelError, ToolsNotSupported
 from agent.ollama_gateway import ChatDelta, ChatDone, ChatToolCalls, OllamaGateway, ToolCall
 from agent.prompt import PERSONA, PromptSection, build_system_prompt
 from agent.settings import Settings
-from memory.fact_types import FactError
+from agent.turn_events import (
+    AfterTurnEvent,
+    AfterTurnListener,
+    ApprovalRequested,
+    CandidatesProposed,
+    CapabilityReminder,
+    FactsInjected,
+    LongtermWarning,
+    MemstatusDue,
+    PointsSaved,
+    Recalled,
+    ReplyDelta,
+    ReplyFailed,
+    ReplyFinished,
+    ToolUsed,
+    TurnEvent,
+)
+from agent.turn_facts import ToolOutcome
 from memory.secret_masking import mask_secrets
-from store.clock import Clock
+from store.conversation_id import new_conversation_id as new_conversation_id
 from store.daily_log import DailyLog, LogMessage, MessageStatus
 from store.longterm_file import LongtermFile, LongtermState
 
 if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before the first frame
     from memory.fact_drawer import FactDrawer, InjectedFacts
-    from memory.memory_store import RecallResult
     from memory.turn_memory import TurnMemory, TurnRecall
     from store.fact_store import Candidate, Fact
 
 log = logging.getLogger("straylight.turn")
-REFLECT_MESSAGES = 200  # the reflection pass reads at most this many messages of a session
-
-
-def new_conversation_id(clock: Clock) -> str:
-    """`20261129-210438-3fa9c1`: sortable by start time, unique enough for one user."""
-    return f"{clock.now():%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
-
-
-@dataclass(frozen=True, slots=True)
-class UserMessageLogged:
-    message: LogMessage
-
-
-@dataclass(frozen=True, slots=True)
-class LongtermWarning:
-    """longterm.md could not be used (`over_budget` False), or it is over its budget and
-    goes into the prompt anyway, every turn (True)."""
-
-    text: str
-    over_budget: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ReplyDelta:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReplyFinished:
-    text: str
-    stats: ChatDone
-
-
-@dataclass(frozen=True, slots=True)
-class ReplyFailed:
-    """The model call failed; `partial` (possibly empty) was logged, marked cut off or failed."""
-
-    error: GatewayError
-    partial: str
-
-
-@dataclass(frozen=True, slots=True)
-class Recalled:
-    """What layer 3 put under `## Recalled context` this turn."""
-
-    result: RecallResult
-
-
-@dataclass(frozen=True, slots=True)
-class FactsInjected:
-    """What layer 4 put under `## Known facts` this turn."""
-
-    injected: InjectedFacts
-
-
-@dataclass(frozen=True, slots=True)
-class ToolUsed:
-    """The model called a memory tool; `summary` is one line for the chat."""
-
-    name: str
-    summary: str
-
-
-@dataclass(frozen=True, slots=True)
-class CandidatesProposed:
-    """New candidates at the gate (from a success event, a memory_write left pending, or the
-    reflection pass)."""
-
-    candidates: list[Candidate]
-
-
-@dataclass(frozen=True, slots=True)
-class CapabilityReminder:
-    """The reply said it cannot do something that an active capability fact says it can."""
-
-    facts: list[Fact]
-
-
-@dataclass(frozen=True, slots=True)
-class Approval:
-    """The user's answer to a `memory_write` candidate: approve (maybe edited), reject, or
-    decide later (it stays pending)."""
-
-    verdict: Literal["approve", "reject", "later"]
-    body: str | None = None
-    key: str | None = None
-
-
-Approver = Callable[["Candidate"], Awaitable[Approval]]
-
-TurnEvent = (
-    UserMessageLogged
-    | LongtermWarning
-    | Recalled
-    | FactsInjected
-    | ToolUsed
-    | ReplyDelta
-    | ReplyFinished
-    | ReplyFailed
-    | CandidatesProposed
-    | CapabilityReminder
-)
 
 
 class TurnEngine:
@@ -163,9 +71,11 @@ class TurnEngine:
         self.clock = settings.clock
         self.daily_log = DailyLog(settings.home / "conversation")
         self.longterm = LongtermFile(settings.home / "longterm.md", settings.longterm_budget_bytes)
-        self.approver: Approver | None = None  # the TUI asks the user; `ask` leaves pending
+        self.after_turn: AfterTurnListener | None = None  # hears what the background save found
+        self.counts_memstatus_turns = True  # the TUI counts turns only while its jobs run
         self._carry: list[Fact] = []  # capability facts the next prompt must carry
         self._tool_support: dict[str, bool] = {}
+        self._turns = itertools.count(1)
 
     @property
     def facts(self) -> FactDrawer | None:
@@ -175,16 +85,16 @@ class TurnEngine:
         moment = message.time or self.clock.now()
         self.daily_log.append(message, moment.astimezone().date())
 
-    def read_context(
-        self, conversation_id: str, current: LogMessage
-    ) -> tuple[list[LogMessage], LongtermState]:
-        """The last N messages of the conversation before `current`, read back from the log
-        through its parser, and longterm.md's state."""
+    def open_turn(self, current: LogMessage) -> tuple[list[LogMessage], LongtermState]:
+        """Read the history (the last N messages of the conversation, back from the log
+        through its parser), then append `current` (even when reading failed: nothing typed
+        is lost), then read longterm.md's state."""
         limit = self.settings.history_turns
-        recent = self.daily_log.recent(conversation_id, limit + 1)
-        if recent and recent[-1].role == "user" and recent[-1].content == current.content:
-            recent = recent[:-1]  # the message just logged is `current` itself
-        history = [m for m in (recent[-limit:] if limit else []) if m.content]
+        try:
+            recent = self.daily_log.recent(current.conversation_id, limit) if limit else []
+        finally:
+            self._append(current)
+        history = [m for m in recent if m.content]
         return history, self.longterm.load()
 
     def assemble(
@@ -210,18 +120,16 @@ class TurnEngine:
         messages.append({"role": "user", "content": current.content})
         return messages
 
-    async def run(self, text: str, *, conversation_id: str, model: str) -> AsyncIterator[TurnEvent]:
+    async def run(
+        self, text: str, *, conversation_id: str, model: str
+    ) -> AsyncGenerator[TurnEvent, None]:
         """One turn. Cancelling the consumer logs what arrived, marked `cancelled`."""
+        turn = next(self._turns)
         text = mask_secrets(text)  # nothing unmasked is persisted, not even in the log
         user_message = LogMessage(
             "user", text, conversation_id=conversation_id, time=self.clock.now(), model=model
         )
-        await asyncio.to_thread(self._append, user_message)
-        yield UserMessageLogged(user_message)
-
-        history, longterm = await asyncio.to_thread(
-            self.read_context, conversation_id, user_message
-        )
+        history, longterm = await asyncio.to_thread(self.open_turn, user_message)
         if longterm.warning:
             yield LongtermWarning(longterm.warning)
         elif longterm.over_budget:
@@ -285,13 +193,17 @@ class TurnEngine:
                         }
                     )
                     for call in calls:
-                        result, used, proposed = await self._run_tool(
-                            call, query_vector, conversation_id
+                        step = await self._run_tool(call, query_vector, conversation_id)
+                        if not isinstance(step, ToolOutcome):  # a candidate: the user decides
+                            request = ApprovalRequested(step)
+                            yield request  # the consumer answers before it asks for more
+                            step = await turn_facts.decide(self._drawer(), step, request.approval)
+                        yield step.used
+                        if step.proposed:
+                            yield CandidatesProposed(step.proposed)
+                        messages.append(
+                            {"role": "tool", "content": step.result, "tool_name": call.name}
                         )
-                        yield used
-                        if proposed:
-                            yield CandidatesProposed(proposed)
-                        messages.append({"role": "tool", "content": result, "tool_name": call.name})
                     if rounds == MAX_ROUNDS:
                         tools = None  # the last request: the model must answer in text
                     continue
@@ -301,12 +213,13 @@ class TurnEngine:
                         "and gave no answer"
                     )
                 assert done is not None
-                outcome = ("complete", None)
+                complete: tuple[MessageStatus, str | None] = ("complete", None)
+                outcome = complete
                 reply = mask_secrets("".join(parts))
-                await asyncio.to_thread(self._log_reply, reply, conversation_id, model, outcome)
-                self._save_in_background(text, recall, reply, conversation_id, answered)
-                yield ReplyFinished(reply, done)
-                used = self._used_memories(injected, recall)
+                await asyncio.to_thread(self._log_reply, reply, conversation_id, model, complete)
+                self._save_in_background(turn, text, recall, reply, conversation_id, answered)
+                yield ReplyFinished(reply, done, turn)
+                used = turn_facts.used_memories(injected, recall)
                 async for followup in self._after_reply(text, reply, conversation_id, used):
                     yield followup
                 break
@@ -314,8 +227,12 @@ class TurnEngine:
             partial = mask_secrets("".join(parts))
             # Cut off: what arrived is kept. Failed before any text: an empty reply marked
             # `failed` with the reason, so the log says why the message went unanswered.
-            outcome = ("cut_off" if partial else "failed", str(error))
-            await asyncio.to_thread(self._log_reply, partial, conversation_id, model, outcome)
+            failed: tuple[MessageStatus, str | None] = (
+                "cut_off" if partial else "failed",
+                str(error),
+            )
+            outcome = failed
+            await asyncio.to_thread(self._log_reply, partial, conversation_id, model, failed)
             yield ReplyFailed(error, partial)
         finally:
             if outcome is None:
@@ -327,7 +244,7 @@ class TurnEngine:
                     ("cancelled", "cancelled by the user"),
                 )
 
-    # ---- layer 4: facts, tools, promotion, the "can't" check -----------------------------
+    # ---- layer 4: facts and tools (agent/turn_facts.py does the work) ---------------------
     async def _inject_facts(
         self, text: str, query_vector: list[float] | None
     ) -> InjectedFacts | None:
@@ -355,158 +272,52 @@ class TurnEngine:
 
     async def _run_tool(
         self, call: ToolCall, query_vector: list[float] | None, conversation_id: str
-    ) -> tuple[str, ToolUsed, list[Candidate]]:
-        """Run one tool call: (result for the model, a line for the chat, new candidates)."""
+    ) -> ToolOutcome | Candidate:
         drawer = self.facts
         if drawer is None:  # tools are only offered with a drawer; be safe anyway
-            return '{"error": "the fact drawer is not available"}', ToolUsed(call.name, ""), []
-        if call.name == MEMORY_READ:
-            done = await asyncio.to_thread(run_read, drawer, call, query_vector)
-            what = call.arguments.get("key") or call.arguments.get("query") or ""
-            return done.result, ToolUsed(call.name, f"looked up {str(what)[:60]!r}"), []
-        if call.name != MEMORY_WRITE:
-            done = unknown_tool(call)
-            log.warning("the model called an unknown tool %r", call.name)
-            return done.result, ToolUsed(call.name, "unknown tool: refused"), []
-        parsed = parse_write(call)
-        if parsed.proposal is None:
-            return parsed.result, ToolUsed(call.name, "invalid arguments: refused"), []
-        gate = await asyncio.to_thread(
-            drawer.propose, parsed.proposal, origin="tool", conversation_id=conversation_id
-        )
-        if gate.candidate is None:
-            result = json.dumps({"status": "not proposed", "reason": gate.reason})
-            return result, ToolUsed(call.name, f"not proposed: {gate.reason}"), []
-        return await self._decide(drawer, gate.candidate)
+            return ToolOutcome(
+                '{"error": "the fact drawer is not available"}', ToolUsed(call.name, ""), []
+            )
+        return await turn_facts.run_tool(drawer, call, query_vector, conversation_id)
 
-    async def _decide(
-        self, drawer: FactDrawer, candidate: Candidate
-    ) -> tuple[str, ToolUsed, list[Candidate]]:
-        approval = Approval("later")
-        if self.approver is not None:
-            try:
-                approval = await self.approver(candidate)
-            except Exception:
-                log.exception("asking for approval failed; the candidate stays pending")
-        try:
-            if approval.verdict == "approve":
-                fact = await asyncio.to_thread(
-                    drawer.approve, candidate.id, body=approval.body, key=approval.key
-                )
-                result = {"status": "approved", "key": fact.key, "body": fact.body}
-                return json.dumps(result), ToolUsed(MEMORY_WRITE, f"saved fact {fact.key}"), []
-            if approval.verdict == "reject":
-                await asyncio.to_thread(drawer.reject, candidate.id)
-                result = {"status": "rejected by the user"}
-                return json.dumps(result), ToolUsed(MEMORY_WRITE, "rejected"), []
-        except FactError as error:
-            return json.dumps({"error": str(error)}), ToolUsed(MEMORY_WRITE, str(error)), []
-        result = {"status": "pending", "candidate": candidate.id}
-        used = ToolUsed(MEMORY_WRITE, f"candidate #{candidate.id} waits for approval")
-        return json.dumps(result), used, [candidate]
-
-    @staticmethod
-    def _used_memories(
-        injected: InjectedFacts | None, recall: TurnRecall | None
-    ) -> tuple[list[Fact], list[tuple[int, str]]]:
-        """The facts and pinned points this turn's prompt carried (for the confidence boost)."""
-        facts = list(injected.facts) if injected is not None else []
-        hits = recall.result.hits if recall is not None and recall.result is not None else []
-        return facts, [(hit.id, hit.content) for hit in hits if hit.pinned]
+    def _drawer(self) -> FactDrawer:
+        drawer = self.facts
+        assert drawer is not None  # a candidate came from it
+        return drawer
 
     async def _after_reply(
         self,
         user_text: str,
         reply: str,
         conversation_id: str,
-        used: tuple[list[Fact], list[tuple[int, str]]] = ([], []),
+        used: tuple[list[Fact], list[tuple[int, str]]],
     ) -> AsyncIterator[TurnEvent]:
-        """Promotion of success events, the "can't" check, and the confidence boost of the
-        facts and pinned memories the reply used; fail-soft."""
+        """Candidates from success events, and the capability facts the reply forgot (the
+        next prompt carries them)."""
         drawer = self.facts
         if drawer is None:
             return
-        facts, pinned = used
-        if facts or pinned:
-            from memory.confidence import boost_used
-
-            try:
-                await asyncio.to_thread(boost_used, drawer.db, reply, facts, pinned)
-            except Exception:
-                log.exception("the confidence boost failed")
-        proposed: list[Candidate] = []
-        reminder: list[Fact] = []
-        try:
-            proposed = await asyncio.to_thread(
-                self._promote, drawer, user_text, reply, conversation_id
-            )
-        except Exception:
-            log.exception("promoting success events failed")
-        try:
-            reminder = await asyncio.to_thread(self._cant_check, drawer, reply)
-        except Exception:
-            log.exception("the can't check failed")
+        proposed, reminder = await turn_facts.check_reply(
+            drawer, user_text, reply, conversation_id, used
+        )
         if proposed:
             yield CandidatesProposed(proposed)
         if reminder:
             self._carry = reminder
             yield CapabilityReminder(reminder)
 
-    @staticmethod
-    def _promote(
-        drawer: FactDrawer, user_text: str, reply: str, conversation_id: str
-    ) -> list[Candidate]:
-        from memory.success_classifier import classify_turn
-
-        return drawer.propose_all(
-            classify_turn(user_text, reply), origin="promotion", conversation_id=conversation_id
-        )
-
-    @staticmethod
-    def _cant_check(drawer: FactDrawer, reply: str) -> list[Fact]:
-        from memory.cant_check import find_cant_claims, match_capabilities
-
-        claims = find_cant_claims(reply)
-        if not claims:
-            return []
-        capabilities = drawer.active_capabilities()
-        keys = match_capabilities(claims, [(f.key, f.body) for f in capabilities])
-        by_key = {f.key: f for f in capabilities}
-        return [by_key[key] for key in keys if key in by_key]
-
     async def reflect(self, conversation_id: str, model: str) -> list[Candidate]:
-        """The end-of-session reflection pass: one structured call over the conversation;
-        valid items become candidates, invalid or hostile ones are dropped and logged."""
-        from memory.reflection import REFLECTION_SCHEMA, parse_reflection, reflection_messages
-
+        """The end-of-session reflection pass (none without the drawer or when it is off)."""
         drawer = self.facts
         if drawer is None or not self.settings.facts.reflection:
             return []
-        messages = await asyncio.to_thread(self.daily_log.recent, conversation_id, REFLECT_MESSAGES)
-        transcript = [(m.role, m.content) for m in messages if m.content]
-        if not any(role == "user" for role, _ in transcript):
-            return []
-        known = await asyncio.to_thread(lambda: [f.key for f in drawer.list(status="active")])
-        prompt = reflection_messages(transcript, known_keys=known)
-        raw = await self.gateway.chat_structured(model, prompt, REFLECTION_SCHEMA)
-        result = parse_reflection(raw, transcript_text="\n".join(t for _, t in transcript))
-        for preview, reason in result.dropped:
-            log.warning("reflection item dropped (%s): %s", reason, preview)
-        proposed = await asyncio.to_thread(
-            lambda: drawer.propose_all(
-                result.proposals, origin="reflection", conversation_id=conversation_id
-            )
+        return await turn_facts.reflect(
+            drawer, self.gateway, self.daily_log, conversation_id, model
         )
-        log.info(
-            "reflection on %s: %d candidates, %d dropped",
-            conversation_id,
-            len(proposed),
-            len(result.dropped),
-        )
-        return proposed
 
     def _save_in_background(
         self,
+        turn: int,
         user_text: str,
         recall: TurnRecall | None,
         reply: str,
@@ -518,7 +329,9 @@ class TurnEngine:
             return
         recalled = [hit.content for hit in recall.result.hits] if recall and recall.result else []
         task = asyncio.get_running_loop().create_task(
-            self.memory.save_turn(
+            self._save_and_report(
+                self.memory,
+                turn,
                 user_text=user_text,
                 user_vector=recall.query_vector if recall else None,
                 reply_text=reply,
@@ -530,6 +343,46 @@ class TurnEngine:
         )
         self._saves.add(task)
         task.add_done_callback(self._save_done)
+
+    async def _save_and_report(
+        self,
+        memory: TurnMemory,
+        turn: int,
+        *,
+        user_text: str,
+        user_vector: list[float] | None,
+        reply_text: str,
+        conversation_id: str,
+        recalled_texts: list[str],
+        context: str,
+    ) -> None:
+        """The background save; then `PointsSaved`, and `MemstatusDue` when this turn is the
+        N-th since the memstatus job last ran."""
+        user, reply = await memory.save_turn(
+            user_text=user_text,
+            user_vector=user_vector,
+            reply_text=reply_text,
+            conversation_id=conversation_id,
+            recalled_texts=recalled_texts,
+            context=context,
+        )
+        self._tell(PointsSaved(turn, conversation_id, user.point_id, reply.point_id))
+        if not self.counts_memstatus_turns:
+            return
+        try:
+            turns = await memory.count_turn()
+        except Exception:  # never in the way of the turn
+            log.exception("counting the turn for memstatus failed")
+            return
+        if turns >= self.settings.memory.status_every_n:
+            self._tell(MemstatusDue(turns))
+
+    def _tell(self, event: AfterTurnEvent) -> None:
+        if self.after_turn is not None:
+            try:
+                self.after_turn(event)
+            except Exception:
+                log.exception("the after-turn listener failed on %s", type(event).__name__)
 
     def _save_done(self, task: asyncio.Task[object]) -> None:
         self._saves.discard(task)

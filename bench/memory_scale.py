@@ -340,7 +340,7 @@ def worker_build(home: Path, n: int, pinned: int) -> JsonDict:
         ):
             result[key] = int(cur.execute(sql).fetchall()[0][0])
 
-    # The rebuild the store runs when vectors.usearch is missing (`_start_rebuild`).
+    # The rebuild the store runs when vectors.usearch is missing (`VectorKeeper._start_rebuild`).
     (home / INDEX_FILENAME).unlink(missing_ok=True)
     started = time.perf_counter()
     ids, matrix = points.vectors(EMBED_MODEL, DIM)

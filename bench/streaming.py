@@ -356,7 +356,9 @@ async def engine_run(text: str, tokens: list[str], tmp: Path) -> HeadlessRun:
         final = ""
         try:
             async for event in engine.run(
-                PROMPT, conversation_id=new_conversation_id(settings.clock), model=settings.model
+                PROMPT,
+                conversation_id=new_conversation_id(settings.clock),
+                model=settings.ollama.model,
             ):
                 if isinstance(event, ReplyDelta):
                     if first is None:

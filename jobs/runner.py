@@ -13,8 +13,8 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from jobs.job_functions import JOBS, JobContext, JobResult, JobSpec
-from store.job_runs import JobRun, JobRuns
+from jobs.background_jobs import JOBS, JobContext, JobResult, JobSpec
+from store.job_runs import JobRun
 
 log = logging.getLogger("straylight.jobs")
 
@@ -58,7 +58,7 @@ class JobInfo:
 class JobRunner:
     def __init__(self, ctx: JobContext) -> None:
         self.ctx = ctx
-        self.runs = JobRuns(ctx.memory.store.db)
+        self.runs = ctx.memory.job_runs
         self._locks = {name: asyncio.Lock() for name in JOBS}
 
     def next_run(self, spec: JobSpec, last: JobRun | None, now: datetime) -> datetime:

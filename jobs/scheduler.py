@@ -16,14 +16,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from jobs.job_functions import JOBS, JobResult
+from jobs.background_jobs import JOBS, JobResult
 from jobs.runner import JobRunner
 
 log = logging.getLogger("straylight.jobs")
 MISFIRE_GRACE_SECONDS = 3600
 STOP_TIMEOUT_SECONDS = 5.0
 
-ResultCallback = Callable[[str, JobResult], None]
+ResultCallback = Callable[[str, JobResult], object]  # what it returns is ignored
 
 
 class JobScheduler:

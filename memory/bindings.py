@@ -2,7 +2,7 @@
 
 A procedure's `requires` lists fact keys. Each must resolve to a fact that exists, is active
 and was verified within `limit_days` (default 90). `check_bindings` is pure: it takes the
-facts (e.g. `FactDrawer.list()`: a workspace and the global scope) and the time, and returns
+facts (e.g. `FactDrawer.list_facts()`: a workspace and the global scope) and the time, and returns
 one `BindingAlert` per broken binding, worst problem first:
 
 | problem      | the required fact …                                                |

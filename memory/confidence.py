@@ -14,13 +14,12 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
-import duckdb
 from rapidfuzz import fuzz
 
 from memory.fact_types import key_parts
 from memory.text.sentences import split_sentences
+from store import confidence_rows
 from store.database import Database
 from store.fact_store import Fact, FactStore
 from store.point_store import as_utc
@@ -89,22 +88,6 @@ def decay_confidence(db: Database, now: datetime) -> ConfidenceReport:
     return report
 
 
-def _fact_bookkeeping(db: Database) -> tuple[dict[int, int], dict[int, datetime]]:
-    """(fact id → periods charged, fact id → time of its latest decay charge)."""
-    with db.cursor() as cur:
-        charged = cur.execute("SELECT id, coalesce(decay_periods, 0) FROM facts").fetchall()
-        charges = cur.execute(
-            "SELECT TRY_CAST(json_extract_string(detail, '$.fact.id') AS BIGINT) AS fact_id, "
-            "max(\"at\") FROM audit WHERE event = 'fact_confidence' "
-            "AND starts_with(reason, ?) GROUP BY fact_id",
-            [DECAY_REASON_PREFIX],
-        ).fetchall()
-    return (
-        {int(fact_id): int(periods) for fact_id, periods in charged},
-        {int(fact_id): as_utc(at) for fact_id, at in charges if fact_id is not None},
-    )
-
-
 def _already_charged(fact: Fact, stored: int, last_charge: datetime | None) -> int:
     """Periods already charged against the fact's current reference time: the stored count,
     unless the fact was verified at or after the last charge (then that count was for an
@@ -121,83 +104,47 @@ def _already_charged(fact: Fact, stored: int, last_charge: datetime | None) -> i
 def _decay_facts(db: Database, now: datetime, report: ConfidenceReport) -> None:
     store = FactStore(db)
     facts = store.visible("", statuses=["active", "stale"], all_workspaces=True)
-    stored, last_charges = _fact_bookkeeping(db)
+    stored, last_charges = confidence_rows.fact_decay_bookkeeping(db, DECAY_REASON_PREFIX)
     for fact in facts:
         reference = fact.last_verified or fact.created_at
         total = periods_without_verification(reference, now)
         charged = _already_charged(fact, stored.get(fact.id, 0), last_charges.get(fact.id))
         if total <= charged:
             if charged != stored.get(fact.id, 0):
-                _set_fact_periods(db, fact.id, charged)  # a verification restarted the count
+                confidence_rows.set_fact_decay_periods(
+                    db, fact.id, charged
+                )  # a verification restarted the count
             continue
         new = _lowered(fact.confidence, total - charged)
         # The count first: a crash between the two statements loses a charge rather than
         # charging it twice on the next run.
-        _set_fact_periods(db, fact.id, total)
+        confidence_rows.set_fact_decay_periods(db, fact.id, total)
         store.set_confidence(fact, new, reason=f"decay: {total}×30 days unverified")
         report.charged += total - charged
         if new < fact.confidence:
             report.facts.append(fact.key)
 
 
-def _set_fact_periods(db: Database, fact_id: int, periods: int) -> None:
-    with db.transaction() as cur:
-        cur.execute("UPDATE facts SET decay_periods = ? WHERE id = ?", [periods, fact_id])
-
-
-def _start_point_rows(cur: duckdb.DuckDBPyConnection, ids: Sequence[int] | None) -> int:
-    """Give pinned points (all, or those of `ids`) their confidence row, and restart the count
-    of every row whose point was pinned after its last verification. Returns rows created."""
-    only = "" if ids is None else "AND p.id IN (SELECT unnest(?::BIGINT[]))"
-    params: list[Any] = [POINT_START_CONFIDENCE] + ([] if ids is None else [list(ids)])
-    created = cur.execute(
-        "INSERT INTO point_confidence (point_id, confidence, last_verified, decay_periods) "
-        "SELECT p.id, ?, p.created_at, 0 FROM points AS p "
-        f"WHERE p.pinned {only} AND NOT EXISTS "
-        "(SELECT 1 FROM point_confidence AS c WHERE c.point_id = p.id) RETURNING point_id",
-        params,
-    ).fetchall()
-    cur.execute(
-        "UPDATE point_confidence SET last_verified = pins.at, decay_periods = 0 FROM ("
-        "SELECT point_id, max(\"at\") AS at FROM audit WHERE event = 'pin' "
-        "AND point_id IS NOT NULL GROUP BY point_id) AS pins "
-        "WHERE pins.point_id = point_confidence.point_id "
-        "AND pins.at > point_confidence.last_verified"
-    )
-    return len(created)
-
-
 def _decay_points(db: Database, now: datetime, report: ConfidenceReport) -> None:
     with db.transaction() as cur:
-        report.started += _start_point_rows(cur, None)
-        rows = cur.execute(
-            "SELECT c.point_id, c.confidence, c.last_verified, c.decay_periods "
-            "FROM point_confidence AS c JOIN points AS p ON p.id = c.point_id "
-            "WHERE p.pinned AND c.last_verified <= ? ORDER BY c.point_id",
-            [as_utc(now) - PERIOD],
-        ).fetchall()
+        report.started += confidence_rows.start_point_rows(cur, None, POINT_START_CONFIDENCE)
+        rows = confidence_rows.pinned_unverified_since(cur, as_utc(now) - PERIOD)
         ids: list[int] = []
         values: list[float] = []
         periods: list[int] = []
         for point_id, confidence, last_verified, charged in rows:
-            total = periods_without_verification(as_utc(last_verified), now)
-            if total <= int(charged):
+            total = periods_without_verification(last_verified, now)
+            if total <= charged:
                 continue
-            new = _lowered(float(confidence), total - int(charged))
-            ids.append(int(point_id))
+            new = _lowered(confidence, total - charged)
+            ids.append(point_id)
             values.append(new)
             periods.append(total)
-            report.charged += total - int(charged)
-            if new < float(confidence):
-                report.points.append(int(point_id))
+            report.charged += total - charged
+            if new < confidence:
+                report.points.append(point_id)
         if ids:
-            cur.execute(
-                "UPDATE point_confidence SET confidence = u.confidence, "
-                "decay_periods = u.decay_periods FROM (SELECT unnest(?::BIGINT[]) AS point_id, "
-                "unnest(?::DOUBLE[]) AS confidence, unnest(?::INTEGER[]) AS decay_periods) AS u "
-                "WHERE point_confidence.point_id = u.point_id",
-                [ids, values, periods],
-            )
+            confidence_rows.set_point_decay(cur, ids, values, periods)
 
 
 # ---- use and boost -----------------------------------------------------------------------
@@ -300,21 +247,11 @@ def _boost_points(db: Database, ids: Sequence[int]) -> list[int]:
     if not ids:
         return []
     with db.transaction() as cur:
-        _start_point_rows(cur, ids)
-        rows = cur.execute(
-            "SELECT c.point_id, c.confidence FROM point_confidence AS c "
-            "JOIN points AS p ON p.id = c.point_id "
-            "WHERE p.pinned AND c.point_id IN (SELECT unnest(?::BIGINT[])) AND c.confidence < 1",
-            [list(ids)],
-        ).fetchall()
-        raised = {int(point_id): _raised(float(confidence)) for point_id, confidence in rows}
+        confidence_rows.start_point_rows(cur, ids, POINT_START_CONFIDENCE)
+        current = confidence_rows.pinned_below_one(cur, ids)
+        raised = {point_id: _raised(confidence) for point_id, confidence in current.items()}
         if raised:
-            cur.execute(
-                "UPDATE point_confidence SET confidence = u.confidence FROM ("
-                "SELECT unnest(?::BIGINT[]) AS point_id, unnest(?::DOUBLE[]) AS confidence) AS u "
-                "WHERE point_confidence.point_id = u.point_id",
-                [list(raised), list(raised.values())],
-            )
+            confidence_rows.set_point_confidences(cur, raised)
     return [point_id for point_id in ids if point_id in raised]
 
 
@@ -325,12 +262,5 @@ def confidence_of_points(db: Database, ids: Iterable[int]) -> dict[int, float]:
     wanted = list(dict.fromkeys(int(point_id) for point_id in ids))
     if not wanted:
         return {}
-    with db.cursor() as cur:
-        rows = cur.execute(
-            "SELECT p.id, coalesce(c.confidence, CASE WHEN p.pinned THEN ? END) "
-            "FROM points AS p LEFT JOIN point_confidence AS c ON c.point_id = p.id "
-            "WHERE p.id IN (SELECT unnest(?::BIGINT[]))",
-            [POINT_START_CONFIDENCE, wanted],
-        ).fetchall()
-    found = {int(point_id): float(value) for point_id, value in rows if value is not None}
+    found = confidence_rows.point_confidences(db, wanted, POINT_START_CONFIDENCE)
     return {point_id: found[point_id] for point_id in wanted if point_id in found}

@@ -5,8 +5,8 @@ calls (`agent.dream_run` does those).
 `pick_sources` chooses a seed memory and its related memories (shared index terms or key
 parts); `dream_messages` and `dream_schema` make the request; `check_card` returns a
 `CardDraft` or the reason there is none (falsifiable prediction, concrete measurement, known
-sources). The card's life (confidence, due date, allowed changes) follows. The rules in full:
-docs/dream.md.
+sources). The card's life (confidence, due date, allowed changes) is `memory.hypotheses`'s.
+The rules in full: docs/dream.md.
 """
 
 from __future__ import annotations
@@ -19,27 +19,20 @@ import unicodedata
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from memory.fact_types import KEY_MAX_CHARS, FactProposal, key_parts, normalise_key
+from memory.fact_types import key_parts
 from memory.llm_schema import llm_schema
 from memory.reflection import hostile_reason
 from memory.secret_masking import mask_secrets
 from memory.text.cues import UNCERTAIN_DE, UNCERTAIN_EN
 from memory.text.markdown import unwrap_fenced_reply
-from memory.text.words import STOPWORDS, detect_language, raw_tokens, terms, word_list
+from memory.text.words import terms, word_list
 from store.fact_store import Fact
 from store.hypothesis_store import Hypothesis
 from store.point_store import Point
-
-START_CONFIDENCE = 0.30
-VALIDATED_CONFIDENCE = 0.6
-REFUTED_CONFIDENCE = 0.0
-DUE_AFTER = timedelta(days=14)
-SOURCE = "generated-hypothesis"
 
 SOURCE_LIMIT = 12
 SOURCE_TEXT_CHARS = 400
@@ -711,50 +704,3 @@ def duplicate_of(draft: CardDraft, cards: Iterable[Hypothesis]) -> Hypothesis | 
         if _same_text(card.statement) == wanted:
             return card
     return None
-
-
-# ---------------------------------------------------------------------------- life cycle
-
-_ALLOWED_FROM: dict[str, frozenset[str]] = {
-    "validated": frozenset({"open"}),
-    "refuted": frozenset({"open", "validated"}),
-    "deleted": frozenset({"open", "validated", "refuted"}),
-}
-
-
-def transition_problem(current: str, target: str) -> str | None:
-    """Why a card in status `current` cannot become `target`, or None."""
-    allowed = _ALLOWED_FROM.get(target)
-    if allowed is None:
-        return f"unknown target status {target!r}"
-    if current not in allowed:
-        return f"the card is {current}; only a card that is {' or '.join(sorted(allowed))} can be"
-    return None
-
-
-def validated_fact_key(card: Hypothesis) -> str:
-    """The key of a validated card's fact: ``hypothesis:<id>:<up to 4 words of the statement>``
-    (content words, stopwords dropped), so injection can match it by its words."""
-    tokens = [t.lower() for t in raw_tokens(card.statement)]
-    stopwords = STOPWORDS[detect_language(tokens)]
-    chosen: list[str] = []
-    for token in tokens:
-        keep = len(token) > 2 and not token.isdigit() and token not in stopwords
-        if keep and token not in chosen:
-            chosen.append(token)
-        if len(chosen) == 4:
-            break
-    key = normalise_key(f"hypothesis:{card.id}:" + "-".join(chosen))
-    return key[:KEY_MAX_CHARS].rstrip(":-")
-
-
-def validated_fact_proposal(card: Hypothesis) -> FactProposal:
-    """The fact candidate a validated card proposes at the approval gate."""
-    return FactProposal(
-        type="fact",
-        key=validated_fact_key(card),
-        body=card.statement,
-        proof=f"hypothesis #{card.id} validated: {card.measurement}",
-        source="generated-hypothesis",
-        confidence=VALIDATED_CONFIDENCE,
-    )

@@ -27,6 +27,7 @@ capabilities, rules and procedures never decay. Secrets are masked in every body
 
 from __future__ import annotations
 
+import builtins
 import math
 import unicodedata
 from collections.abc import Sequence
@@ -114,6 +115,10 @@ class FactDrawer:
         self.store = FactStore(db)
         self._analyzer = default_analyzer()
 
+    def in_workspace(self, workspace: str) -> FactDrawer:
+        """The drawer of another workspace, on the same database and config."""
+        return self if workspace == self.workspace else FactDrawer(self.db, workspace, self.config)
+
     # --- explicit writes ------------------------------------------------------------------
 
     def _write_for(
@@ -200,7 +205,7 @@ class FactDrawer:
         again = self.store.find(fact.scope, fact.workspace, fact.key)
         return again or fact
 
-    def list(
+    def list_facts(
         self,
         *,
         type: str | None = None,
@@ -452,10 +457,10 @@ class FactDrawer:
             self.store.touch_seen([f.id for f in shown])
         return InjectedFacts(shown, block, cut)
 
-    def _terms(self, text: str) -> set[str]:
+    def _terms(self, text: str) -> builtins.set[str]:
         return set(self._analyzer.terms(text))
 
-    def _key_score(self, key: str, words: set[str], lowered: str) -> float:
+    def _key_score(self, key: str, words: builtins.set[str], lowered: str) -> float:
         """1.0 when the key or all its parts appear in the message; a share of 0.5 for some."""
         if key in lowered:
             return 1.0
@@ -472,7 +477,7 @@ class FactDrawer:
         return 0.5 * hits / len(parts)
 
     def _semantic(
-        self, fact: Fact, query: npt.NDArray[np.float32] | None, words: set[str]
+        self, fact: Fact, query: npt.NDArray[np.float32] | None, words: builtins.set[str]
     ) -> float:
         if (
             query is not None
@@ -495,7 +500,7 @@ class FactDrawer:
         message: str,
         query_vector: Sequence[float] | None,
         *,
-        words: set[str] | None = None,
+        words: builtins.set[str] | None = None,
     ) -> list[tuple[Fact, float]]:
         words = self._terms(message) if words is None else words
         lowered = message.lower()
@@ -514,7 +519,9 @@ class FactDrawer:
         scored.sort(key=lambda item: (-item[1], item[0].key))
         return scored
 
-    def _format(self, facts: Sequence[Fact], cut: int, carried: set[int]) -> tuple[str, list[Fact]]:
+    def _format(
+        self, facts: Sequence[Fact], cut: int, carried: builtins.set[int]
+    ) -> tuple[str, list[Fact]]:
         lines: list[str] = []
         shown: list[Fact] = []
         used = 0

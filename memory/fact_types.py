@@ -24,8 +24,6 @@ Origin = Literal["tool", "promotion", "reflection", "hypothesis"]
 FACT_TYPES: tuple[str, ...] = get_args(FactType)
 SCOPES: tuple[str, ...] = get_args(Scope)
 FACT_STATUSES: tuple[str, ...] = get_args(FactStatus)
-FACT_SOURCES: tuple[str, ...] = get_args(FactSource)
-ORIGINS: tuple[str, ...] = get_args(Origin)
 
 # Types that never decay (seed 002: a verified capability must not vanish unused).
 NON_DECAYING: frozenset[str] = frozenset({"capability", "rule", "procedure"})

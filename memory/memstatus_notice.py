@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from store import meta
+
 if TYPE_CHECKING:  # keep duckdb off the import path of the TUI entry
     from store.database import Database
 
@@ -92,47 +94,32 @@ def _as_level(value: str | None) -> Level:
 def load_last_announced(db: Database) -> Level:
     """The last announced level (ok when none was, or the stored value is unreadable)."""
     with db.cursor() as cur:
-        rows = cur.execute("SELECT value FROM meta WHERE key = ?", [META_LAST_ANNOUNCED]).fetchall()
-    return _as_level(str(rows[0][0]) if rows else None)
+        return _as_level(meta.get(cur, META_LAST_ANNOUNCED))
 
 
 def save_last_announced(db: Database, level: Level) -> None:
     if level not in SEVERITY:
         raise ValueError(f"unknown headroom level {level!r}")
     with db.transaction() as cur:
-        cur.execute(
-            "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [META_LAST_ANNOUNCED, level],
-        )
+        meta.put(cur, META_LAST_ANNOUNCED, level)
 
 
 def count_turn(db: Database) -> int:
     """Count one more turn since the memstatus job last ran; return the new count."""
     with db.transaction() as cur:
-        rows = cur.execute(
-            "INSERT INTO meta VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = "
-            "CAST(coalesce(TRY_CAST(meta.value AS BIGINT), 0) + 1 AS VARCHAR) RETURNING value",
-            [META_TURNS_SINCE],
-        ).fetchall()
-    return int(rows[0][0])
+        return meta.bump(cur, META_TURNS_SINCE)
 
 
 def turns_since(db: Database) -> int:
     """Turns counted since the memstatus job last ran (0 when none)."""
     with db.cursor() as cur:
-        rows = cur.execute(
-            "SELECT TRY_CAST(value AS BIGINT) FROM meta WHERE key = ?", [META_TURNS_SINCE]
-        ).fetchall()
-    return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+        return meta.get_int(cur, META_TURNS_SINCE) or 0
 
 
 def reset_turns(db: Database) -> None:
     """The job ran: start counting turns from 0 again."""
     with db.transaction() as cur:
-        cur.execute(
-            "INSERT INTO meta VALUES (?, '0') ON CONFLICT (key) DO UPDATE SET value = '0'",
-            [META_TURNS_SINCE],
-        )
+        meta.put(cur, META_TURNS_SINCE, "0")
 
 
 def announce(
@@ -147,15 +134,11 @@ def announce(
     if level not in SEVERITY:
         raise ValueError(f"unknown headroom level {level!r}")
     with db.transaction() as cur:
-        rows = cur.execute("SELECT value FROM meta WHERE key = ?", [META_LAST_ANNOUNCED]).fetchall()
-        last = _as_level(str(rows[0][0]) if rows else None)
+        stored = meta.get(cur, META_LAST_ANNOUNCED)
+        last = _as_level(stored)
         said, remembered = next_announcement(last, level)
-        if remembered != last or not rows:
-            cur.execute(
-                "INSERT INTO meta VALUES (?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                [META_LAST_ANNOUNCED, remembered],
-            )
+        if remembered != last or stored is None:
+            meta.put(cur, META_LAST_ANNOUNCED, remembered)
     if said is None:
         return None
     return notice_text(said, status, warn_bytes=warn_bytes, crit_bytes=crit_bytes)

@@ -20,7 +20,11 @@ from pathlib import Path
 
 from memory.doc_splitter import split_markdown
 from memory.fact_drawer import FactDrawer
+from memory.hypotheses import Hypotheses
 from memory.memory_store import IngestReport, MemoryStore, RecallResult, SaveResult
+from memory.secret_masking import mask_secrets
+from store.job_runs import JobRuns
+from store.point_store import Point, content_hash
 
 log = logging.getLogger("straylight.memory")
 
@@ -46,6 +50,16 @@ class TurnMemory:
         self.store = store
         self.embed = embed
         self.facts = facts  # layer 4, in the same database
+
+    @property
+    def job_runs(self) -> JobRuns:
+        """The last run of each background job, in the same database."""
+        return JobRuns(self.store.db)
+
+    @property
+    def hypotheses(self) -> Hypotheses:
+        """The dream's cards, in the fact drawer's workspace (every one without a drawer)."""
+        return Hypotheses(self.store.db, self.facts)
 
     async def embed_texts(self, texts: Sequence[str]) -> list[list[float]] | None:
         """One embedding request (counted); None when it fails."""
@@ -136,6 +150,18 @@ class TurnMemory:
             raise
         return user, reply
 
+    async def saved_points(self, text: str) -> list[Point]:
+        """The points holding exactly this message, as the save path stored it (masked and
+        stripped): for a message whose point id nobody kept (a continued conversation)."""
+        digest = content_hash(mask_secrets(text).strip())
+        return await asyncio.to_thread(self.store.points.find_by_hash, digest)
+
+    async def count_turn(self) -> int:
+        """One more turn since memstatus last ran (kept in the database); the new count."""
+        from memory.memstatus_notice import count_turn
+
+        return await asyncio.to_thread(count_turn, self.store.db)
+
     async def remember(self, text: str, *, conversation_id: str = "") -> int:
         vector = await self.embed_one(text)
         return await asyncio.to_thread(
@@ -170,7 +196,7 @@ class TurnMemory:
         entries = [(entry.key, entry.content) for entry in split_markdown(text)]
         plan = await asyncio.to_thread(self.store.plan_ingest, f"doc:{resolved}#", entries)
         todo = plan.texts_to_embed()
-        vectors: dict[str, list[float] | None] = {}
+        vectors: dict[str, Sequence[float] | None] = {}
         requests = 0
         for start in range(0, len(todo), EMBED_BATCH):
             batch = todo[start : start + EMBED_BATCH]

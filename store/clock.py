@@ -29,10 +29,6 @@ class Clock:
             return self.fixed
         return datetime.now(UTC)
 
-    @property
-    def is_fixed(self) -> bool:
-        return self.fixed is not None
-
 
 def format_instant(value: datetime) -> str:
     """Render an aware datetime as compact UTC ISO 8601 (`2026-11-29T21:04:38Z`)."""

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 from store.clock import format_instant, parse_instant
+from store.conversation_id import start_date
 from store.private_files import append_private_bytes, ensure_private_dir
 
 Role = Literal["user", "assistant"]
@@ -44,7 +45,6 @@ META_RE = re.compile(r"^<!-- straylight (.*) -->[ \t]*\r?$")
 _GUARDED = r"(?:### (?:user|assistant)[ \t]*\r?|<!-- straylight .*)"
 _ESCAPE_RE = re.compile(rf"^(\\*{_GUARDED})$", re.MULTILINE)
 _UNESCAPE_RE = re.compile(rf"^\\(\\*{_GUARDED})$", re.MULTILINE)
-_CONVERSATION_DAY_RE = re.compile(r"^(\d{4})(\d{2})(\d{2})-\d{6}-")
 _DAY_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
 
 MessageStatus = Literal["complete", "cut_off", "cancelled", "failed", "truncated"]
@@ -286,14 +286,8 @@ class DailyLog:
 
 def _start_day(conversation_id: str) -> date | None:
     """The day before the UTC date a conversation id starts with, or None for other ids."""
-    match = _CONVERSATION_DAY_RE.match(conversation_id)
-    if match is None:
-        return None
-    try:
-        started = date(int(match[1]), int(match[2]), int(match[3]))
-    except ValueError:
-        return None
-    return started - timedelta(days=1)
+    started = start_date(conversation_id)
+    return None if started is None else started - timedelta(days=1)
 
 
 def _separator_needed(path: Path) -> bytes:

@@ -43,6 +43,10 @@ from store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, run_statemen
 
 DATABASE_FILENAME = "straylight.duckdb"
 
+Cursor = duckdb.DuckDBPyConnection
+"""What `Database.cursor()` and `Database.transaction()` yield (a DuckDB cursor is a
+connection object); the name callers outside `store/` annotate with."""
+
 _HEADER_BYTES = 3 * 4096
 _LOCK_MARKERS = ("Could not set lock on file", "Conflicting lock is held")
 _CORRUPT_MARKERS = (

@@ -3,7 +3,8 @@
 A card links existing memories (`source_ids`, namespaced strings such as `fact:12` and
 `point:345`), states a claim, the prediction that would falsify it and the measurement that
 checks it. No policy lives here (what makes a good card, its start confidence and due date,
-which status changes are allowed, are `memory.dream`'s call): the store writes what it is given.
+which status changes are allowed, are `memory.hypotheses`'s call): the store writes what it
+is given.
 
 Every change is an audit row in the same transaction (`audit.event` 'hypothesis_create',
 'hypothesis_validate', 'hypothesis_refute', 'hypothesis_delete', or 'hypothesis_reopen';
@@ -21,7 +22,7 @@ import builtins
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any
 
 import duckdb
@@ -30,11 +31,6 @@ from store.database import Database
 from store.point_store import as_utc
 
 HYPOTHESIS_STATUSES: tuple[str, ...] = ("open", "validated", "refuted", "deleted")
-DEFAULT_SOURCE = "generated-hypothesis"
-# What `create` uses when not told, like column defaults (`memory.dream` passes its own
-# START_CONFIDENCE and DUE_AFTER, which a test keeps equal to these).
-DEFAULT_CONFIDENCE = 0.30
-DEFAULT_DUE_AFTER = timedelta(days=14)
 
 _COLUMNS = (
     "id, statement, source_ids, prediction, measurement, confidence, source, status, workspace, "
@@ -133,19 +129,17 @@ class HypothesisStore:
         source_ids: Sequence[str],
         prediction: str,
         measurement: str,
-        confidence: float = DEFAULT_CONFIDENCE,
-        due_at: datetime | None = None,
+        confidence: float,
+        due_at: datetime,
+        source: str,
         workspace: str = "",
-        source: str = DEFAULT_SOURCE,
         reason: str = "",
     ) -> Hypothesis:
-        """Insert an open card created now (the database clock), due at `due_at` (default:
-        `DEFAULT_DUE_AFTER` from now); audited 'hypothesis_create'."""
+        """Insert an open card created now (the database clock), due at `due_at`; audited
+        'hypothesis_create'. The numbers are `memory.hypotheses`'s policy."""
         if isinstance(source_ids, str):
             raise TypeError("source_ids must be a sequence of strings, not one string")
         now = self.db.clock.now()
-        if due_at is None:
-            due_at = now + DEFAULT_DUE_AFTER
         with self.db.transaction() as cur:
             rows = cur.execute(
                 "INSERT INTO hypotheses (statement, source_ids, prediction, measurement, "

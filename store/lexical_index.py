@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import numpy as np
 
+from store import meta
 from store.text_terms import Analyzer, default_analyzer
 
 if TYPE_CHECKING:
@@ -191,18 +192,6 @@ def _delete_rows(con: duckdb.DuckDBPyConnection, point_id: int) -> None:
     con.execute("DELETE FROM lexical_docs WHERE point_id = ?", [point_id])
 
 
-def _set_meta(con: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
-    con.execute(
-        "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        [key, value],
-    )
-
-
-def _get_meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
-    rows = con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchall()
-    return str(rows[0][0]) if rows else None
-
-
 def reindex_all(
     con: duckdb.DuckDBPyConnection,
     rows: Iterable[tuple[int, str]],
@@ -254,9 +243,9 @@ def reindex_all(
         if len(terms) >= _BULK_CHUNK:
             flush()
     flush()
-    _set_meta(con, ANALYZER_KEY, a.name)
-    generation = _get_meta(con, GENERATION_KEY)
-    _set_meta(con, GENERATION_KEY, str(int(generation or 0) + 1))
+    meta.put(con, ANALYZER_KEY, a.name)
+    generation = meta.get(con, GENERATION_KEY)
+    meta.put(con, GENERATION_KEY, str(int(generation or 0) + 1))
     return len(seen)
 
 
@@ -267,11 +256,11 @@ def ensure_analyzer(con: duckdb.DuckDBPyConnection, *, analyzer: Analyzer | None
     False means the index holds terms of another analyzer: run `reindex_all`.
     """
     name = (analyzer or default_analyzer()).name
-    stored = _get_meta(con, ANALYZER_KEY)
+    stored = meta.get(con, ANALYZER_KEY)
     if stored == name:
         return True
     if not con.execute("SELECT 1 FROM lexical_docs LIMIT 1").fetchall():
-        _set_meta(con, ANALYZER_KEY, name)
+        meta.put(con, ANALYZER_KEY, name)
         return True
     return False
 
@@ -490,7 +479,7 @@ class LexicalCache:
         self._clear()
         if new_generation:
             self._staged.clear()
-        generation = _get_meta(con, GENERATION_KEY)
+        generation = meta.get(con, GENERATION_KEY)
         docs = con.execute("SELECT point_id, length FROM lexical_docs ORDER BY point_id").fetchall()
         self._point_of = array("q", [int(pid) for pid, _ in docs])
         self._slot_of = {pid: slot for slot, pid in enumerate(self._point_of)}

@@ -8,8 +8,8 @@ recorded with `record_skip` ('skip' + the rule), anything else (e.g. 'ingest') w
 
 Times are aware UTC in and out (`created_at`, audit `at`); a naive datetime is refused.
 Embeddings are float32 vectors (read-only numpy arrays in a `Point`) stored as BLOBs of
-little-endian float32 bytes (schema v2; `FLOAT[]` made every commit slower as the table grew)
-together with the name of the model that made them.
+little-endian float32 bytes (`store.point_values`) together with the name of the model that
+made them; bulk writes go through numpy columns (`store.point_columns`).
 
 Measured on the 2-core dev machine (other jobs running, so read these as upper bounds), with a
 440 MB database of 100,000 points × 768 floats:
@@ -24,12 +24,10 @@ Measured on the 2-core dev machine (other jobs running, so read these as upper b
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
@@ -38,10 +36,18 @@ import numpy.typing as npt
 
 from store.database import Database
 from store.lexical_index import PointWords
+from store.point_columns import point_columns, registered, tag_columns, vector_columns
+from store.point_values import (
+    FloatVector,
+    as_utc,
+    as_vector,
+    content_hash,
+    matrix_from_bytes,
+    vector_bytes,
+    vector_from_bytes,
+)
 
 ROLES = ("user", "assistant", "doc")
-
-FloatVector = npt.NDArray[np.float32]
 
 _POINT_COLUMNS = (
     "id, role, content, conversation_id, channel, pinned, tags, source, content_hash, "
@@ -98,49 +104,6 @@ _INSERT_AUDIT = (
     'INSERT INTO audit ("at", event, point_id, rule, reason, detail) '
     "VALUES (?, ?, ?, ?, ?, ?) RETURNING id"
 )
-
-
-def content_hash(content: str) -> str:
-    """The hex SHA-256 of the UTF-8 content: the `content_hash` of a point."""
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
-
-
-def as_utc(value: datetime) -> datetime:
-    """An aware datetime converted to UTC; a naive one is refused."""
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError(f"naive datetime {value.isoformat()}: pass an aware (UTC) datetime")
-    return value.astimezone(UTC)
-
-
-def as_vector(values: npt.ArrayLike) -> FloatVector:
-    """A read-only, contiguous, finite, one-dimensional float32 copy of `values`."""
-    vector = np.array(values, dtype=np.float32, copy=True)
-    if vector.ndim != 1 or vector.size == 0:
-        raise ValueError(f"an embedding must be a non-empty 1-D vector, got shape {vector.shape}")
-    if not np.isfinite(vector).all():
-        raise ValueError("an embedding must not contain NaN or infinity")
-    vector.flags.writeable = False
-    return vector
-
-
-def vector_bytes(vector: FloatVector) -> bytes:
-    """The stored form of a vector: its little-endian float32 bytes."""
-    return np.asarray(vector, dtype="<f4").tobytes()
-
-
-def vector_from_bytes(blob: bytes) -> FloatVector:
-    """A stored vector back as a read-only float32 array."""
-    vector = np.frombuffer(blob, dtype="<f4").astype(np.float32, copy=False)
-    vector.flags.writeable = False
-    return vector
-
-
-def matrix_from_bytes(blobs: Sequence[bytes], dim: int) -> FloatVector:
-    """Stored vectors (all of `dim`) as one float32 (n, dim) matrix."""
-    if not len(blobs):
-        return np.empty((0, dim), dtype=np.float32)
-    flat = np.frombuffer(b"".join(blobs), dtype="<f4")
-    return flat.astype(np.float32, copy=False).reshape(len(blobs), dim)
 
 
 def _check_role(role: str) -> None:
@@ -289,81 +252,6 @@ def _audit_from_row(row: Sequence[Any]) -> AuditEvent:
     )
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-Columns = dict[str, npt.NDArray[Any]]
-
-
-def _objects(values: Sequence[Any]) -> npt.NDArray[np.object_]:
-    """A 1-D object array holding `values` as they are (lists and arrays stay elements)."""
-    column = np.empty(len(values), dtype=object)
-    for index, value in enumerate(values):
-        column[index] = value
-    return column
-
-
-def _epoch_micros(value: datetime) -> int:
-    return (value - _EPOCH) // _MICROSECOND
-
-
-def _point_columns(ids: Sequence[int], batch: Sequence[NewPoint], now: datetime) -> Columns:
-    """The scalar columns of a batch: ints, bools and non-null strings only."""
-    return {
-        "id": np.asarray(ids, dtype=np.int64),
-        "role": _objects([new.role for new in batch]),
-        "content": _objects([new.content for new in batch]),
-        "conversation_id": _objects([new.conversation_id for new in batch]),
-        "channel": _objects([new.channel for new in batch]),
-        "pinned": np.asarray([new.pinned for new in batch], dtype=bool),
-        "source": _objects([new.source for new in batch]),
-        "content_hash": _objects([content_hash(new.content) for new in batch]),
-        "created_us": np.asarray(
-            [_epoch_micros(new.created_at or now) for new in batch], dtype=np.int64
-        ),
-    }
-
-
-def _tag_columns(ids: Sequence[int], batch: Sequence[NewPoint]) -> Columns:
-    """One row per (point, tag), so no column ever holds an empty list or a NULL."""
-    rows = [
-        (point_id, position, tag)
-        for point_id, new in zip(ids, batch, strict=True)
-        for position, tag in enumerate(new.tags)
-    ]
-    return {
-        "id": np.asarray([row[0] for row in rows], dtype=np.int64),
-        "pos": np.asarray([row[1] for row in rows], dtype=np.int64),
-        "tag": _objects([row[2] for row in rows]),
-    }
-
-
-def _vector_columns(rows: Sequence[tuple[int, FloatVector, str]]) -> Columns:
-    """Only rows that have a vector, so no column ever holds a NULL."""
-    return {
-        "id": np.asarray([row[0] for row in rows], dtype=np.int64),
-        "embedding": _objects([vector_bytes(row[1]) for row in rows]),
-        "embed_model": _objects([row[2] for row in rows]),
-    }
-
-
-@contextlib.contextmanager
-def _registered(cur: duckdb.DuckDBPyConnection, views: dict[str, Columns]) -> Iterator[None]:
-    """Expose numpy columns to SQL as views on this cursor for the duration of the block.
-
-    Bulk data goes through DuckDB's numpy scan (~40 ms for 3,000 × 256 floats) instead of
-    bound parameters (~1 s: every bound list element becomes a boxed value). The scan infers
-    an object column's type from a sample, so the views never hold NULLs or empty lists.
-    """
-    for name, columns in views.items():
-        cur.register(name, columns)
-    try:
-        yield
-    finally:
-        for name in views:
-            cur.unregister(name)
-
-
 def _filters(role: str | None, pinned: bool | None) -> tuple[list[str], list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
@@ -442,11 +330,11 @@ class PointStore:
                 if new.embedding is not None
             ]
             views = {
-                "straylight_points": _point_columns(ids, batch, now),
-                "straylight_tags": _tag_columns(ids, batch),
-                "straylight_vectors": _vector_columns(vectors),
+                "straylight_points": point_columns(ids, batch, now),
+                "straylight_tags": tag_columns(ids, batch),
+                "straylight_vectors": vector_columns(vectors),
             }
-            with _registered(cur, views):
+            with registered(cur, views):
                 cur.execute(_INSERT_POINTS)
             cur.execute(_AUDIT_SAVES, [now, ids, audit_reason])
             if also is not None:
@@ -502,7 +390,7 @@ class PointStore:
         rows = [(point_id, vector, model) for point_id, (vector, model) in latest.items()]
         with (
             self.db.transaction() as cur,
-            _registered(cur, {"straylight_vectors": _vector_columns(rows)}),
+            registered(cur, {"straylight_vectors": vector_columns(rows)}),
         ):
             return len(cur.execute(_UPDATE_VECTORS).fetchall())
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +13,8 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 from agent.settings import Settings, load_settings
+from store.database import database_path
+from tests.support.cli import cli_env as user_env
 from tests.support.ollama_standin import OllamaStandIn
 
 FIXED_NOW = "2026-11-29T21:04:38Z"
@@ -44,6 +45,12 @@ def home(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def db_file(home: Path) -> Path:
+    """The database file of the tmp data dir (not created)."""
+    return database_path(home)
+
+
+@pytest.fixture
 def standin() -> Iterator[OllamaStandIn]:
     with OllamaStandIn() as server:
         yield server
@@ -68,26 +75,10 @@ def settings(make_settings: Callable[..., Settings], standin: OllamaStandIn) -> 
 
 @pytest.fixture
 def cli_env(home: Path, tmp_path: Path) -> Callable[..., dict[str, str]]:
-    """Environment for running `python -m tui.cli` in a subprocess."""
+    """The environment of a `straylight` run (in-process or a subprocess): the tmp data
+    dir and config dir, plus any variables given."""
 
     def make(**extra: str) -> dict[str, str]:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("STRAYLIGHT_", "MEMORY_")) and k != "OLLAMA_HOST"
-        }
-        env.update(
-            {
-                "STRAYLIGHT_HOME": str(home),
-                "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-                "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
-                "TZ": "UTC",
-            }
-        )
-        env.update(extra)
-        return env
+        return user_env(home, tmp_path, **extra)
 
     return make
-
-
-PYTHON = sys.executable

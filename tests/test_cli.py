@@ -1,4 +1,6 @@
-"""The headless CLI, run as a user runs it: `python -m tui.cli ...` in a subprocess.
+"""The headless CLI as a user runs it: `tui.cli.main` in-process with its own environment,
+stdin and cwd (tests/support/cli.py), and `python -m tui.cli` in a subprocess where only a
+process shows it (streaming without PYTHONUNBUFFERED, exit codes through the interpreter).
 
 Every model call goes to the real-HTTP Ollama stand-in; exit codes, stdout, the one-line
 stderr, the daily log (read back through `history --json`) and file modes are checked.
@@ -12,99 +14,48 @@ import select
 import socket
 import stat
 import subprocess
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.cli import (
+    DAY,
+    NOW,
+    REPO_ROOT,
+    TIMEOUT,
+    CliResult,
+    Env,
+    assert_one_line,
+    assert_quiet,
+    cli_command,
+    printed_json,
+    run_cli,
+    spawn_many,
+)
 from tests.support.ollama_standin import OllamaStandIn
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT = 20  # seconds, per subprocess; a healthy call takes well under one
-NOW = "2031-02-03T04:05:06Z"
-DAY = "2031-02-03"
 REPLY = "alpha beta gamma delta"  # streamed by the stand-in as 4 chunks
 PARTIAL = "alpha beta "  # what arrives before a fault injected `after=2`
 SLOW_LIMIT = 5  # seconds: a failing ask must not hang (generous for a loaded machine)
-
-Env = dict[str, str]
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def run_cli(env: Env, *args: str, stdin: str | None = None, umask: int = -1) -> Any:
-    extra: dict[str, Any] = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
-    return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args],
-        env=env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        umask=umask,
-        **extra,
-    )
-
-
-def run_many(*calls: tuple[Env, list[str], str | None]) -> list[Any]:
-    """Run independent CLI calls (env, args, stdin) side by side; results in order."""
-    processes = []
-    for env, args, stdin in calls:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", *args],
-            env=env,
-            cwd=REPO_ROOT,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        processes.append((process, stdin))
-    results = []
-    try:
-        for process, stdin in processes:
-            out, err = process.communicate(stdin, timeout=TIMEOUT)
-            results.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
-    finally:
-        for process, _ in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait(timeout=TIMEOUT)
-    return results
-
-
-def assert_error(proc: Any, code: int, *fragments: str, label: object = "") -> str:
-    """Exit `code`, exactly one stderr line, no traceback; returns that line."""
-    seen = (label, proc.returncode, proc.stdout, proc.stderr)
-    assert proc.returncode == code, seen
-    assert "Traceback" not in proc.stderr, seen
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, seen
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, *seen)
-    return lines[0]
-
-
-def assert_ok(proc: Any) -> None:
-    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
-    assert proc.stderr == ""
-
-
 def history_json(env: Env, *args: str) -> list[dict[str, Any]]:
-    proc = run_cli(env, "history", "--json", *args)
-    assert_ok(proc)
-    return json.loads(proc.stdout)
+    return printed_json(run_cli(env, "history", "--json", *args), quiet=True)
 
 
 def status_json(env: Env, *args: str) -> dict[str, Any]:
-    proc = run_cli(env, "status", "--json", *args)
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr
-    return json.loads(proc.stdout)
+    return printed_json(run_cli(env, "status", "--json", *args))
+
+
+def run_each(calls: Sequence[tuple[Env, Sequence[str], str | None]]) -> list[CliResult]:
+    """Independent calls (env, args, stdin), in-process, one after the other."""
+    return [run_cli(env, *args, stdin=stdin) for env, args, stdin in calls]
 
 
 def closed_port() -> int:
@@ -141,7 +92,7 @@ def test_ask_prints_reply_and_logs_both_messages(
 ) -> None:
     standin.script_reply(REPLY)
     proc = run_cli(env, "ask", "What comes after alpha?")
-    assert_ok(proc)
+    assert_quiet(proc)
     assert proc.stdout == REPLY + "\n"
 
     request = standin.chat_requests()[-1]
@@ -164,7 +115,7 @@ def test_ask_streams_while_the_model_is_still_answering(env: Env, standin: Ollam
     # A user's shell does not set PYTHONUNBUFFERED: the CLI must flush by itself.
     buffered = {name: value for name, value in env.items() if name != "PYTHONUNBUFFERED"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "ask", "count"],
+        cli_command("ask", "count"),
         env=buffered,
         cwd=REPO_ROOT,
         stdin=subprocess.DEVNULL,
@@ -199,7 +150,7 @@ def test_ask_dash_reads_standard_input(env: Env, standin: OllamaStandIn) -> None
     # Lines that look like the log's own structure must come back intact.
     text = "line one\n### assistant\n<!-- straylight {} -->\nline four with `code`\n"
     proc = run_cli(env, "ask", "-", stdin=text)
-    assert_ok(proc)
+    assert_quiet(proc)
     assert standin.chat_requests()[-1]["messages"][-1] == {"role": "user", "content": text}
     users = [m for m in history_json(env) if m["role"] == "user"]
     assert [m["content"] for m in users] == [text]
@@ -209,7 +160,7 @@ def test_ask_survives_a_pause_shorter_than_the_timeout(env: Env, standin: Ollama
     standin.script_reply(REPLY)
     standin.fail_next("stall", after=1, seconds=0.3)
     proc = run_cli(dict(env, STRAYLIGHT_HTTP_TIMEOUT_SECONDS="1.5"), "ask", "slowly")
-    assert_ok(proc)
+    assert_quiet(proc)
     assert proc.stdout == REPLY + "\n"
 
 
@@ -217,15 +168,17 @@ def test_ollama_host_flag_beats_environment(cli_env: Callable[..., Env], standin
     dead = cli_env(OLLAMA_HOST=f"127.0.0.1:{closed_port()}", STRAYLIGHT_NOW=NOW)
     standin.script_reply(REPLY)
     proc = run_cli(dead, "ask", "--ollama-host", standin.url, "hi")
-    assert_ok(proc)
+    assert_quiet(proc)
     assert proc.stdout == REPLY + "\n"
 
 
 def test_model_flag_and_env_choose_the_model(env: Env, standin: OllamaStandIn) -> None:
     standin.set_models(["llama3.2", "qwen3:8b", "mistral"])
-    assert_ok(run_cli(dict(env, STRAYLIGHT_MODEL="qwen3:8b"), "ask", "one"))
+    assert_quiet(run_cli(dict(env, STRAYLIGHT_MODEL="qwen3:8b"), "ask", "one"))
     assert standin.chat_requests()[-1]["model"] == "qwen3:8b"
-    assert_ok(run_cli(dict(env, STRAYLIGHT_MODEL="qwen3:8b"), "ask", "--model", "mistral", "two"))
+    assert_quiet(
+        run_cli(dict(env, STRAYLIGHT_MODEL="qwen3:8b"), "ask", "--model", "mistral", "two")
+    )
     assert standin.chat_requests()[-1]["model"] == "mistral"
     assert [m["model"] for m in history_json(env)] == ["qwen3:8b"] * 2 + ["mistral"] * 2
 
@@ -241,14 +194,14 @@ def test_ask_exits_3_when_ollama_is_unreachable(env: Env, standin: OllamaStandIn
     else:
         target = dict(env, OLLAMA_HOST=f"127.0.0.1:{closed_port()}")
     proc = run_cli(target, "ask", "anyone there?")
-    line = assert_error(proc, 3)
+    line = assert_one_line(proc, 3)
     assert target["OLLAMA_HOST"].split(":")[-1] in line  # names where it looked
     assert proc.stdout == ""
 
 
 def test_ask_exits_4_when_model_is_not_pulled(env: Env, standin: OllamaStandIn) -> None:
     proc = run_cli(env, "ask", "--model", "phi9:404b", "hello")
-    assert_error(proc, 4, "phi9:404b")
+    assert_one_line(proc, 4, "phi9:404b")
     assert proc.stdout == ""
 
 
@@ -286,7 +239,7 @@ def test_ask_exits_5_on_model_errors_before_any_text(
     started = time.monotonic()
     proc = run_cli(dict(env, **extra_env), "ask", "hello")
     assert time.monotonic() - started < SLOW_LIMIT
-    assert_error(proc, 5)
+    assert_one_line(proc, 5)
     assert "alpha" not in proc.stdout
     # The user's message is kept; the reply is an empty message marked failed, with why.
     messages = history_json(env)
@@ -315,7 +268,7 @@ def test_ask_exits_5_and_logs_partial_reply_as_cut_off(
     started = time.monotonic()
     proc = run_cli(dict(env, **extra_env), "ask", "hello")
     assert time.monotonic() - started < SLOW_LIMIT
-    assert_error(proc, 5)
+    assert_one_line(proc, 5)
     assert proc.stdout.startswith(PARTIAL)
     assert "gamma" not in proc.stdout
 
@@ -340,8 +293,8 @@ def test_ask_with_no_text_is_usage_error(env: Env, standin: OllamaStandIn, home:
         "blank-stdin": (["ask", "-"], " \n"),
     }
     calls = [(env, args, stdin) for args, stdin in cases.values()]
-    for label, proc in zip(cases, run_many(*calls), strict=True):
-        assert_error(proc, 2, label=label)
+    for label, proc in zip(cases, run_each(calls), strict=True):
+        assert_one_line(proc, 2, label=label)
     assert standin.chat_requests() == []
     assert not (home / "conversation").exists()
 
@@ -357,8 +310,9 @@ BAD_COMMAND_LINES = {
 
 
 def test_bad_command_line_exits_2_without_traceback(env: Env, standin: OllamaStandIn) -> None:
+    # Real processes: the exit code the shell sees, through `python -m tui.cli`.
     calls = [(env, args, None) for args in BAD_COMMAND_LINES.values()]
-    for label, proc in zip(BAD_COMMAND_LINES, run_many(*calls), strict=True):
+    for label, proc in zip(BAD_COMMAND_LINES, spawn_many(calls), strict=True):
         assert proc.returncode == 2, (label, proc.stderr)
         assert "Traceback" not in proc.stderr, label
         assert proc.stderr.strip(), label
@@ -367,20 +321,20 @@ def test_bad_command_line_exits_2_without_traceback(env: Env, standin: OllamaSta
 
 def test_bad_command_line_is_one_line(env: Env) -> None:
     calls = [(env, args, None) for args in BAD_COMMAND_LINES.values()]
-    for label, proc in zip(BAD_COMMAND_LINES, run_many(*calls), strict=True):
-        assert_error(proc, 2, label=label)
+    for label, proc in zip(BAD_COMMAND_LINES, run_each(calls), strict=True):
+        assert_one_line(proc, 2, label=label)
 
 
 def test_history_bad_date_exits_2(env: Env) -> None:
     days = ["2031-13-01", "2031-02-30", "yesterday", "03/02/2031", "2031-02-03T04:05"]
     calls = [(env, ["history", "--date", day], None) for day in days]
-    for day, proc in zip(days, run_many(*calls), strict=True):
-        assert_error(proc, 2, label=day)
+    for day, proc in zip(days, run_each(calls), strict=True):
+        assert_one_line(proc, 2, label=day)
         assert proc.stdout == "", day
 
 
 def test_history_empty_date_exits_2(env: Env) -> None:
-    assert_error(run_cli(env, "history", "--date", ""), 2)
+    assert_one_line(run_cli(env, "history", "--date", ""), 2)
 
 
 BAD_SETTINGS = {
@@ -411,9 +365,9 @@ def test_bad_settings_stop_ask_with_exit_2(
         paths[label].write_text(config, encoding="utf-8")
         calls.append((dict(env, XDG_CONFIG_HOME=str(xdg), **extra_env), ["ask", "hello"], None))
     for (label, (config, _env, fragment)), proc in zip(
-        BAD_SETTINGS.items(), run_many(*calls), strict=True
+        BAD_SETTINGS.items(), run_each(calls), strict=True
     ):
-        line = assert_error(proc, 2, fragment, label=label)
+        line = assert_one_line(proc, 2, fragment, label=label)
         if config:
             assert str(paths[label]) in line, label
         assert proc.stdout == "", label
@@ -430,7 +384,7 @@ def test_config_option_and_env_select_the_file(env: Env, tmp_path: Path) -> None
     described = json.loads(run_cli(with_env, "config", "--json").stdout)
     assert described["memory_top_k"] == {"value": 11, "source": "file", "origin": str(by_env)}
     proc = run_cli(with_env, "config", "--json", "--config", str(by_flag))
-    assert_ok(proc)
+    assert_quiet(proc)
     assert json.loads(proc.stdout)["memory_top_k"]["value"] == 12
     described = json.loads(run_cli(dict(with_env, MEMORY_TOP_K="13"), "config", "--json").stdout)
     assert described["memory_top_k"] == {"value": 13, "source": "env", "origin": "MEMORY_TOP_K"}
@@ -442,8 +396,8 @@ def test_config_option_and_env_select_the_file(env: Env, tmp_path: Path) -> None
 def test_history_json_after_asks(env: Env, standin: OllamaStandIn) -> None:
     standin.script_reply("first answer")
     standin.script_reply("second answer")
-    assert_ok(run_cli(env, "ask", "first question"))
-    assert_ok(run_cli(env, "ask", "second question"))
+    assert_quiet(run_cli(env, "ask", "first question"))
+    assert_quiet(run_cli(env, "ask", "second question"))
 
     messages = history_json(env)
     assert [(m["role"], m["content"]) for m in messages] == [
@@ -472,9 +426,9 @@ def test_history_json_after_asks(env: Env, standin: OllamaStandIn) -> None:
 def test_history_text_marks_cut_off_replies(env: Env, standin: OllamaStandIn) -> None:
     standin.script_reply(REPLY)
     standin.fail_next("drop", after=2, path="/api/chat")
-    assert_error(run_cli(env, "ask", "hello"), 5)
+    assert_one_line(run_cli(env, "ask", "hello"), 5)
     proc = run_cli(env, "history")
-    assert_ok(proc)
+    assert_quiet(proc)
     assert "hello" in proc.stdout
     assert PARTIAL.strip() in proc.stdout
     assert "cut off" in proc.stdout
@@ -491,7 +445,7 @@ def test_straylight_now_names_log_file_and_time(
     cli_env: Callable[..., Env], standin: OllamaStandIn, home: Path, now: str, day: str, stamp: str
 ) -> None:
     fixed = cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=now)
-    assert_ok(run_cli(fixed, "ask", "what time is it?"))
+    assert_quiet(run_cli(fixed, "ask", "what time is it?"))
     assert sorted(p.name for p in (home / "conversation").iterdir()) == [f"{day}.md"]
     messages = history_json(fixed)  # "today" is the frozen day
     assert [m["time"] for m in messages] == [stamp, stamp]
@@ -502,7 +456,7 @@ def test_straylight_now_names_log_file_and_time(
 def test_history_of_a_day_without_log(env: Env) -> None:
     assert history_json(env, "--date", "2001-01-01") == []
     proc = run_cli(env, "history", "--date", "2001-01-01")
-    assert_ok(proc)
+    assert_quiet(proc)
     assert "2001-01-01" in proc.stdout
 
 
@@ -521,10 +475,10 @@ def test_conversation_option_sends_history_and_longterm(
     standin.script_reply("Hi Ada.")
     standin.script_reply("You said hello.")
     standin.script_reply("Who?")
-    assert_ok(run_cli(env, "ask", "hello"))
+    assert_quiet(run_cli(env, "ask", "hello"))
     conversation = history_json(env)[0]["conversation_id"]
 
-    assert_ok(run_cli(env, "ask", "--conversation", conversation, "what did I say?"))
+    assert_quiet(run_cli(env, "ask", "--conversation", conversation, "what did I say?"))
     messages = standin.chat_requests()[-1]["messages"]
     assert [(m["role"], m["content"]) for m in messages[1:]] == [
         ("user", "hello"),
@@ -540,7 +494,7 @@ def test_conversation_option_sends_history_and_longterm(
     assert "<!--" not in system["content"]
 
     # A new conversation carries no history, but the same long-term memory.
-    assert_ok(run_cli(env, "ask", "-c", "fresh-one", "who am I?"))
+    assert_quiet(run_cli(env, "ask", "-c", "fresh-one", "who am I?"))
     fresh = standin.chat_requests()[-1]["messages"]
     assert [m["role"] for m in fresh] == ["system", "user"]
     assert "My name is Ada." in fresh[0]["content"]
@@ -570,7 +524,7 @@ def test_history_turns_limits_the_prompt(
         ),
     )
     run_env = env if turns is None else dict(env, STRAYLIGHT_HISTORY_TURNS=turns)
-    assert_ok(run_cli(run_env, "ask", "-c", "long", "and now?"))
+    assert_quiet(run_cli(run_env, "ask", "-c", "long", "and now?"))
     messages = standin.chat_requests()[-1]["messages"]
     assert messages[0]["role"] == "system"
     assert messages[-1] == {"role": "user", "content": "and now?"}
@@ -593,7 +547,7 @@ def test_home_option_works_before_and_after_every_command(
         option = ["--home", str(other)]
         args = [*option, command] if position == "before" else [command, *option]
         calls.append((env, [*args, *tail[command]], None))
-    for (position, other), proc in zip(others.items(), run_many(*calls), strict=True):
+    for (position, other), proc in zip(others.items(), run_each(calls), strict=True):
         assert proc.returncode == 0, (position, proc.stderr)
         assert proc.stderr == "", position
         if command == "ask":
@@ -622,7 +576,7 @@ def test_home_option_works_before_and_after_every_command(
 def test_status_reports_reachable_ollama_and_pulled_model(
     env: Env, standin: OllamaStandIn, home: Path
 ) -> None:
-    assert_ok(run_cli(env, "ask", "hello"))
+    assert_quiet(run_cli(env, "ask", "hello"))
     report = status_json(env)
     assert report["ollama"]["reachable"] is True
     assert report["ollama"]["model_pulled"] is True
@@ -683,7 +637,7 @@ def test_non_utf8_longterm_warns_but_ask_still_works(
     proc = run_cli(env, "ask", "hello")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == REPLY + "\n"
-    warning = assert_error(proc, 0, "warning")
+    warning = assert_one_line(proc, 0, "warning")
     assert "UTF-8" in warning
     assert "NON-UTF8-MARKER" not in standin.chat_requests()[-1]["messages"][0]["content"]
     # The user's file is left as it was.
@@ -698,7 +652,7 @@ def _mode(path: Path) -> int:
 
 
 def test_files_are_private_even_with_a_permissive_umask(env: Env, home: Path) -> None:
-    assert_ok(run_cli(env, "ask", "secret", umask=0))
+    assert_quiet(run_cli(env, "ask", "secret", umask=0))
     assert _mode(home) == 0o700
     assert _mode(home / "conversation") == 0o700
     assert _mode(home / "conversation" / f"{DAY}.md") == 0o600
@@ -709,7 +663,7 @@ def test_files_are_private_even_with_a_permissive_umask(env: Env, home: Path) ->
 def test_existing_open_conversation_dir_is_tightened(env: Env, home: Path) -> None:
     (home / "conversation").mkdir(parents=True)
     os.chmod(home / "conversation", 0o755)
-    assert_ok(run_cli(env, "ask", "secret"))
+    assert_quiet(run_cli(env, "ask", "secret"))
     assert _mode(home / "conversation") == 0o700
     assert _mode(home / "conversation" / f"{DAY}.md") == 0o600
 
@@ -719,11 +673,11 @@ def test_existing_open_conversation_dir_is_tightened(env: Env, home: Path) -> No
 
 def test_history_date_must_be_exactly_yyyy_mm_dd(env: Env) -> None:
     for bad in ("20311203", "2031-W05-1"):
-        assert_error(run_cli(env, "history", "--date", bad), 2, "YYYY-MM-DD", label=bad)
+        assert_one_line(run_cli(env, "history", "--date", bad), 2, "YYYY-MM-DD", label=bad)
 
 
 def test_options_are_not_abbreviated(env: Env) -> None:
-    assert_error(run_cli(env, "history", "--dat", "2026-11-29"), 2, "--dat")
+    assert_one_line(run_cli(env, "history", "--dat", "2026-11-29"), 2, "--dat")
 
 
 def test_an_empty_variable_counts_as_unset(env: Env, tmp_path: Path) -> None:

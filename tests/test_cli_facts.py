@@ -1,6 +1,7 @@
 """Layer 4 from the command line: `facts set|get|list|retire|history|undo`, `candidates
-list|approve|reject`, `--workspace`, `reflect`, and what `ask` proposes — each a real
-`python -m tui.cli` subprocess against the HTTP stand-in and a real DuckDB file."""
+list|approve|reject`, `--workspace`, `reflect`, and what `ask` proposes — each through
+`tui.cli.main` in-process (tests/support/cli.py) against the HTTP stand-in and a real DuckDB
+file."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.support.cli import NOW, Env, assert_ok, assert_one_line, cli_env, printed_json, run_cli
 from tests.support.ollama_standin import OllamaStandIn
-from tests.test_cli_memory import Env, assert_error, assert_ok, make_env, run_cli
 
 FACT_FIELDS = {
     "key",
@@ -26,14 +27,15 @@ FACT_FIELDS = {
 CANDIDATE_FIELDS = {"id", "key", "type", "scope", "body", "proof", "origin"}
 
 
-def env_for(tmp_path: Path, standin: OllamaStandIn, **extra: str) -> Env:
-    return make_env(tmp_path / "home", tmp_path, standin, STRAYLIGHT_WORKSPACE="blyck", **extra)
+def env_for(tmp_path: Path, standin: OllamaStandIn) -> Env:
+    home = tmp_path / "home"
+    return cli_env(
+        home, tmp_path, OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW, STRAYLIGHT_WORKSPACE="blyck"
+    )
 
 
 def json_of(env: Env, *args: str) -> Any:
-    proc = run_cli(env, *args, "--json")
-    assert_ok(proc)
-    return json.loads(proc.stdout)
+    return printed_json(run_cli(env, *args, "--json"))
 
 
 def test_set_get_list_retire_with_the_documented_json(
@@ -84,10 +86,10 @@ def test_overwrite_history_and_undo(tmp_path: Path, standin: OllamaStandIn) -> N
 
 def test_errors_are_one_line_with_stable_exit_codes(tmp_path: Path, standin: OllamaStandIn) -> None:
     env = env_for(tmp_path, standin)
-    assert_error(run_cli(env, "facts", "get", "nope"), 1, "no fact")
-    assert_error(run_cli(env, "facts", "set", "k", "--type", "wish", "--body", "x"), 2)
-    assert_error(run_cli(env, "facts", "set", ":", "--type", "fact", "--body", "x"), 2, "key")
-    assert_error(run_cli(env, "candidates", "approve", "99"), 1, "no candidate")
+    assert_one_line(run_cli(env, "facts", "get", "nope"), 1, "no fact")
+    assert_one_line(run_cli(env, "facts", "set", "k", "--type", "wish", "--body", "x"), 2)
+    assert_one_line(run_cli(env, "facts", "set", ":", "--type", "fact", "--body", "x"), 2, "key")
+    assert_one_line(run_cli(env, "candidates", "approve", "99"), 1, "no candidate")
     assert json_of(env, "candidates", "list") == []
 
 
@@ -104,7 +106,7 @@ def test_a_success_in_ask_is_a_candidate_until_approved(
     fact = json_of(env, "candidates", "approve", str(candidate["id"]))
     assert fact["key"] == candidate["key"]
     assert [f["key"] for f in json_of(env, "facts", "list")] == [candidate["key"]]
-    assert_error(run_cli(env, "candidates", "approve", str(candidate["id"])), 1, "already")
+    assert_one_line(run_cli(env, "candidates", "approve", str(candidate["id"])), 1, "already")
 
 
 def test_a_rejected_candidate_is_not_proposed_again(tmp_path: Path, standin: OllamaStandIn) -> None:

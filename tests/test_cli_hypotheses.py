@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from agent.settings import Settings
-from memory.dream import DUE_AFTER, START_CONFIDENCE
+from memory.dream import CardDraft
+from memory.hypotheses import Hypotheses
 from store.database import database_path, open_database
-from store.hypothesis_store import HYPOTHESIS_STATUSES, Hypothesis, HypothesisStore
+from store.hypothesis_store import HYPOTHESIS_STATUSES, Hypothesis
 from tests.conftest import FIXED_NOW
 from tests.support.ollama_standin import OllamaStandIn
 from tui.cli_hypotheses import STATUSES, register
@@ -70,15 +71,13 @@ class Cli:
     def add_card(self, statement: str, workspace: str = "demo") -> Hypothesis:
         settings = self.settings()
         with open_database(database_path(settings.home), clock=settings.clock) as db:
-            return HypothesisStore(db).create(
+            draft = CardDraft(
                 statement=statement,
-                source_ids=["fact:1", "point:2"],
+                source_ids=("fact:1", "point:2"),
                 prediction="At least 3 of the next 5 deploys will fail while the VPN is up.",
                 measurement="Count failed deploys in deploy.log over the next 14 days.",
-                confidence=START_CONFIDENCE,
-                due_at=db.clock.now() + DUE_AFTER,
-                workspace=workspace,
             )
+            return Hypotheses(db).create(draft, workspace=workspace, reason="")
 
 
 @pytest.fixture

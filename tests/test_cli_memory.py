@@ -1,16 +1,16 @@
 """Layer 3 from the command line, as a user meets it: `remember`, `forget`, `recall`,
 `import-doc`, the memory part of `status`, and what `ask` saves and recalls.
 
-Every command runs as `python -m tui.cli ...` in a subprocess against the real-HTTP Ollama
-stand-in, with a real DuckDB file and a real usearch index in a temp data dir. Read-only
-checks share one module-scoped data dir (each subprocess costs about a second).
+Every command runs through `tui.cli.main` in-process (tests/support/cli.py: its own
+environment, stdin and cwd) against the real-HTTP Ollama stand-in, with a real DuckDB file
+and a real usearch index in a temp data dir; a lock held by another process is met by real
+processes. Read-only checks share one module-scoped data dir.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -22,11 +22,20 @@ from typing import Any
 import pytest
 
 from memory.doc_splitter import split_markdown
+from tests.support.cli import (
+    NOW,
+    REPO_ROOT,
+    TIMEOUT,
+    Env,
+    assert_ok,
+    assert_one_line,
+    cli_env,
+    printed_json,
+    run_cli,
+    spawn_many,
+)
 from tests.support.ollama_standin import OllamaStandIn
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT = 20  # seconds, per subprocess; a healthy call takes about one
-NOW = "2031-02-03T04:05:06Z"
 EMBED = "/api/embed"
 
 # The memory LESSONS §28 is about: symptom words ("empty error") and mechanism words
@@ -43,93 +52,17 @@ PIN = "Deploy rule: the batch embedding timeout is raised to 120 seconds in prod
 GITHUB_TOKEN = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
 SECRET_NOTE = f"The staging deploy bot authenticates with {GITHUB_TOKEN} on every push."
 
-Env = dict[str, str]
-
 
 # --------------------------------------------------------------------------- helpers
 
 
 def make_env(home: Path, tmp: Path, standin: OllamaStandIn, **extra: str) -> Env:
     """Like conftest's `cli_env`, usable from module-scoped fixtures too."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("STRAYLIGHT_", "MEMORY_")) and k != "OLLAMA_HOST"
-    }
-    env.update(
-        {
-            "STRAYLIGHT_HOME": str(home),
-            "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
-            "PYTHONPATH": str(REPO_ROOT),
-            "TZ": "UTC",
-            "OLLAMA_HOST": standin.host,
-            "STRAYLIGHT_NOW": NOW,
-        }
-    )
-    env.update(extra)
-    return env
-
-
-def run_cli(env: Env, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args],
-        env=env,
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-
-
-def run_many(env: Env, *commands: list[str]) -> list[subprocess.CompletedProcess[str]]:
-    """Independent CLI calls started side by side; results in order."""
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", *args],
-            env=env,
-            cwd=REPO_ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for args in commands
-    ]
-    results = []
-    try:
-        for process in processes:
-            out, err = process.communicate(timeout=TIMEOUT)
-            results.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait(timeout=TIMEOUT)
-    return results
-
-
-def assert_ok(proc: subprocess.CompletedProcess[str]) -> None:
-    assert proc.returncode == 0, (proc.args, proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr, proc.stderr
-
-
-def assert_error(proc: subprocess.CompletedProcess[str], code: int, *fragments: str) -> str:
-    """Exit `code`, exactly one stderr line, no traceback; returns that line."""
-    seen = (proc.args, proc.returncode, proc.stdout, proc.stderr)
-    assert proc.returncode == code, seen
-    assert "Traceback" not in proc.stderr, seen
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, seen
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, *seen)
-    return lines[0]
+    return cli_env(home, tmp, OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW, **extra)
 
 
 def cli_json(env: Env, *args: str) -> Any:
-    proc = run_cli(env, *args, "--json")
-    assert_ok(proc)
-    return json.loads(proc.stdout)
+    return printed_json(run_cli(env, *args, "--json"))
 
 
 def remember(env: Env, text: str) -> int:
@@ -352,7 +285,7 @@ def test_forget_removes_a_point_and_an_unknown_id_exits_1(env: Env) -> None:
     assert keep != gone
 
     # Forgetting it again: the id is unknown now.
-    line = assert_error(run_cli(env, "forget", str(gone)), 1, f"#{gone}")
+    line = assert_one_line(run_cli(env, "forget", str(gone)), 1, f"#{gone}")
     assert "no memory point" in line
 
 
@@ -477,7 +410,7 @@ def test_import_doc_is_idempotent_across_edits(
     assert "last Friday" in texts and "harbour crane" in texts
     assert "first Monday" not in texts and "lighthouse beacon" not in texts
 
-    line = assert_error(run_cli(env, "import-doc", str(tmp_path / "missing.md"), "--json"), 2)
+    line = assert_one_line(run_cli(env, "import-doc", str(tmp_path / "missing.md"), "--json"), 2)
     assert "missing.md" in line
 
 
@@ -509,11 +442,11 @@ def test_a_held_data_dir_gives_one_line_and_exit_6(env: Env, home: Path) -> None
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "locked"
-        results = run_many(
-            env, ["ask", "hi"], ["remember", "one more thing to keep"], ["status", "--json"]
-        )
+        # Real processes: the lock is another process's, met by what a user starts.
+        commands = [["ask", "hi"], ["remember", "one more thing to keep"], ["status", "--json"]]
+        results = spawn_many([(env, command, None) for command in commands])
         for proc in results:
-            line = assert_error(proc, 6)
+            line = assert_one_line(proc, 6)
             assert line.startswith(f"straylight: {home} is in use by PID {holder.pid}"), line
             assert proc.stdout == ""
     finally:

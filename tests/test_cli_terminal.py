@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import pty
 import subprocess
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from store.daily_log import DailyLog, LogMessage
+from tests.support.cli import cli_command, run_cli
 from tests.support.ollama_standin import OllamaStandIn
 
 HOSTILE = "clear \x1b[2J title \x1b]0;PWNED\x07 done"
@@ -20,7 +20,7 @@ def on_a_terminal(env: dict[str, str], *args: str) -> str:
     """Run `straylight ARGS` with its stdout on a pseudo-terminal; what it printed."""
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", *args],
+        cli_command(*args),
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=follower,
@@ -58,11 +58,9 @@ def test_history_ask_and_recall_show_escape_sequences_as_symbols_on_a_terminal(
     shown = on_a_terminal(env, "ask", "say it")
     assert "\x1b[2J" not in shown and "␛[2J" in shown
 
-    on_a_terminal(env, "remember", HOSTILE)
+    assert run_cli(env, "remember", HOSTILE).returncode == 0  # (its output is not the point)
     shown = on_a_terminal(env, "recall", "clear title done")
     assert "\x1b[2J" not in shown and "␛[2J" in shown
 
-    piped = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "history"], env=env, capture_output=True, text=True
-    )
+    piped = run_cli(env, "history")  # stdout is a pipe (not a terminal) in-process too
     assert HOSTILE in piped.stdout  # a pipe gets the text as stored

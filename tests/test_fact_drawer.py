@@ -13,15 +13,10 @@ import pytest
 from memory.fact_drawer import FactDrawer, FactsConfig
 from memory.fact_types import FactError, FactProposal
 from store.clock import Clock
-from store.database import database_path, open_database
+from store.database import open_database
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 WS = "/home/me/blyck"
-
-
-@pytest.fixture
-def db_file(tmp_path: Path) -> Path:
-    return database_path(tmp_path / "home")
 
 
 def drawer_at(db_file: Path, when: datetime, workspace: str = WS, **config: object) -> FactDrawer:
@@ -46,7 +41,7 @@ def test_writing_an_existing_key_overwrites_it_and_keeps_every_version(
     second = drawer.set("deploy:blyck", "capability", "Deploy with the release script.")
     assert first.key == second.key == "deploy:blyck"
     assert second.id == first.id
-    facts = drawer.list()
+    facts = drawer.list_facts()
     assert [(f.key, f.body) for f in facts] == [("deploy:blyck", "Deploy with the release script.")]
     history = drawer.history("deploy:blyck")
     assert [(v.fact["body"], (v.previous or {}).get("body")) for v in history] == [
@@ -77,7 +72,9 @@ def test_the_same_key_in_workspace_and_global_scope_are_two_facts(
         ("global", "Commit messages in English."),
     ]
     other = FactDrawer(drawer.db, "/home/me/other")
-    assert [(f.scope, f.body) for f in other.list()] == [("global", "Commit messages in English.")]
+    assert [(f.scope, f.body) for f in other.list_facts()] == [
+        ("global", "Commit messages in English.")
+    ]
 
 
 def test_bad_facts_are_refused_with_one_line(drawer: FactDrawer) -> None:
@@ -118,7 +115,7 @@ PROPOSAL = FactProposal(
 def test_a_proposal_is_only_a_candidate_until_approved(drawer: FactDrawer) -> None:
     outcome = drawer.propose(PROPOSAL, origin="promotion")
     assert outcome.candidate is not None and outcome.candidate.status == "pending"
-    assert drawer.list() == []  # no fact without approval
+    assert drawer.list_facts() == []  # no fact without approval
     fact = drawer.approve(outcome.candidate.id)
     assert (fact.key, fact.body, fact.source) == ("deploy:blyck", PROPOSAL.body, "user")
     assert drawer.pending() == []
@@ -139,7 +136,7 @@ def test_a_rejection_is_remembered(drawer: FactDrawer) -> None:
     drawer.reject(candidate.id)
     again = drawer.propose(PROPOSAL, origin="reflection")
     assert (again.candidate, again.reason) == (None, "rejected before")
-    assert drawer.list() == []
+    assert drawer.list_facts() == []
     with pytest.raises(FactError, match="already rejected"):
         drawer.approve(candidate.id)
 
@@ -209,7 +206,7 @@ def test_injection_updates_last_seen(db_file: Path) -> None:
     d.db.close()
     later = drawer_at(db_file, T0 + timedelta(days=3))
     later.for_prompt("hello")
-    assert later.list()[0].last_seen == T0 + timedelta(days=3)
+    assert later.list_facts()[0].last_seen == T0 + timedelta(days=3)
     later.db.close()
 
 
@@ -237,7 +234,7 @@ def test_decay_boundaries(db_file: Path, days: int, expected: str, kind: str) ->
     d.db.close()
     later = drawer_at(db_file, T0 + timedelta(days=days))
     report = later.decay()
-    assert later.list()[0].status == expected
+    assert later.list_facts()[0].status == expected
     assert ("k:x" in report.stale) == (expected == "stale")
     assert ("k:x" in report.retired) == (expected == "retired")
     later.db.close()
@@ -249,7 +246,7 @@ def test_capabilities_rules_and_procedures_never_decay(db_file: Path, kind: str)
     d.set("k:x", kind, "Something that stays.")
     d.db.close()
     later = drawer_at(db_file, T0 + timedelta(days=400))
-    assert later.decay().stale == [] and later.list()[0].status == "active"
+    assert later.decay().stale == [] and later.list_facts()[0].status == "active"
     later.db.close()
 
 
@@ -268,7 +265,7 @@ def test_an_explicit_read_revives_a_stale_fact(db_file: Path) -> None:
 def test_vectors_round_trip(drawer: FactDrawer) -> None:
     fact = drawer.set("x:y", "fact", "A fact with a vector.")
     drawer.set_vector(fact, [0.5, 0.25])
-    [again] = drawer.list()
+    [again] = drawer.list_facts()
     assert again.embedding is not None
     np.testing.assert_array_equal(again.embedding, np.array([0.5, 0.25], dtype=np.float32))
     assert drawer.needs_vector() == []
@@ -294,8 +291,8 @@ def test_an_approved_candidate_lands_in_its_own_workspace(drawer: FactDrawer) ->
     assert candidate is not None
     elsewhere = FactDrawer(drawer.db, "/home/me/other")
     fact = elsewhere.approve(candidate.id)
-    assert fact.workspace == WS and elsewhere.list() == []
-    assert [f.key for f in drawer.list()] == ["deploy:blyck"]
+    assert fact.workspace == WS and elsewhere.list_facts() == []
+    assert [f.key for f in drawer.list_facts()] == ["deploy:blyck"]
 
 
 def test_history_shows_only_what_this_workspace_may_see(drawer: FactDrawer) -> None:

@@ -11,15 +11,10 @@ import pytest
 
 from memory.fact_drawer import FactDrawer
 from store.clock import Clock
-from store.database import database_path, open_database
+from store.database import open_database
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 WS = "/home/me/blyck"
-
-
-@pytest.fixture
-def db_file(tmp_path: Path) -> Path:
-    return database_path(tmp_path / "home")
 
 
 def drawer_at(db_file: Path, when: datetime, workspace: str = WS) -> FactDrawer:
@@ -38,7 +33,7 @@ def test_revive_makes_a_retired_fact_active_and_audits_it(drawer: FactDrawer) ->
     drawer.retire("db:staging")
     [revived] = drawer.revive("db:staging")
     assert (revived.key, revived.status) == ("db:staging", "active")
-    assert [f.status for f in drawer.list()] == ["active"]
+    assert [f.status for f in drawer.list_facts()] == ["active"]
     last = drawer.history("db:staging")[-1]
     assert (last.event, last.reason) == ("fact_status", "revived by the user")
     assert (last.fact["status"], (last.previous or {})["status"]) == ("active", "retired")
@@ -78,7 +73,7 @@ def test_scope_picks_the_global_fact_behind_a_workspace_one(drawer: FactDrawer) 
     drawer.set("editor", "rule", "Use any editor.", scope="global")
     [retired] = drawer.retire("editor", scope="global")
     assert (retired.scope, retired.status) == ("global", "retired")
-    statuses = {(f.scope, f.status) for f in drawer.list()}
+    statuses = {(f.scope, f.status) for f in drawer.list_facts()}
     assert statuses == {("workspace", "active"), ("global", "retired")}
     assert drawer.revive("editor", scope="workspace") == []  # that one is active
     [revived] = drawer.revive("editor", scope="global")

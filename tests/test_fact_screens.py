@@ -13,6 +13,7 @@ from textual.pilot import Pilot
 from agent.settings import Settings
 from memory.fact_drawer import FactDrawer
 from memory.fact_types import FactProposal
+from memory.hypotheses import SOURCE, START_CONFIDENCE
 from store.hypothesis_store import Hypothesis, HypothesisStore
 from tests.conftest import FIXED_NOW
 from tests.support.pilot_helpers import type_text, wait_until
@@ -111,6 +112,8 @@ def make_card(drawer: FactDrawer, statement: str, due_in_days: float) -> Hypothe
         measurement="run bench.memory_scale at 200k points and compare p95",
         due_at=drawer.db.clock.now() + timedelta(days=due_in_days),
         workspace=WS,
+        confidence=START_CONFIDENCE,
+        source=SOURCE,
     )
 
 
@@ -261,7 +264,7 @@ async def test_candidates_approve_with_one_key(settings: Settings) -> None:
         assert screen.records[0].id == first
         await pilot.press("a")
         await reloaded(pilot, screen, 1)
-        assert [(f.key, f.body) for f in drawer.list()] == [
+        assert [(f.key, f.body) for f in drawer.list_facts()] == [
             ("build:npm", "npm run dist builds blyck.")
         ]
         assert first not in [c.id for c in drawer.pending()]
@@ -280,7 +283,9 @@ async def test_candidates_edit_then_enter_approves_the_edited_body(settings: Set
         await clear_and_type(pilot, "npm run dist builds the app; are tests extra?")
         await pilot.press("enter")
         await reloaded(pilot, screen, 0)
-        assert [f.body for f in drawer.list()] == ["npm run dist builds the app; are tests extra?"]
+        assert [f.body for f in drawer.list_facts()] == [
+            "npm run dist builds the app; are tests extra?"
+        ]
         assert drawer.store.candidate(cid).status == "approved"  # type: ignore[union-attr]
         assert "(edited)" in status_line(screen)
 
@@ -313,7 +318,7 @@ async def test_candidates_reject_leaves_no_fact(settings: Settings) -> None:
         await show(pilot, app, screen)
         await pilot.press("r")
         await reloaded(pilot, screen, 0)
-        assert drawer.list() == [] and drawer.pending() == []
+        assert drawer.list_facts() == [] and drawer.pending() == []
         assert drawer.store.candidate(cid).status == "rejected"  # type: ignore[union-attr]
         assert "No candidates wait for approval" in detail_text(screen)
 
@@ -430,6 +435,8 @@ def seed_snapshot_cards(drawer: FactDrawer) -> None:
             measurement="run bench.memory_scale at 200k points and compare p95",
             due_at=now + timedelta(days=days),
             workspace=WS,
+            confidence=START_CONFIDENCE,
+            source=SOURCE,
         )
     refuted = store.create(
         statement="Pinned points are recalled more often than others.",
@@ -438,6 +445,8 @@ def seed_snapshot_cards(drawer: FactDrawer) -> None:
         measurement="count pinned hits in the sidebar over 50 turns",
         due_at=now - timedelta(days=20),
         workspace=WS,
+        confidence=START_CONFIDENCE,
+        source=SOURCE,
     )
     store.set_status(refuted.id, "refuted", 0.0)
 

@@ -5,21 +5,22 @@ promotion, the "can't" check and the reflection pass."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
-from agent.turn import (
+from agent.turn import TurnEngine
+from agent.turn_events import (
     Approval,
+    ApprovalRequested,
     CandidatesProposed,
     CapabilityReminder,
     FactsInjected,
     ReplyFinished,
     ToolUsed,
-    TurnEngine,
     TurnEvent,
 )
 from memory.fact_drawer import FactDrawer, FactsConfig
@@ -47,8 +48,18 @@ def drawer(engine: TurnEngine) -> FactDrawer:
     return engine.facts
 
 
-async def turn(engine: TurnEngine, text: str, conversation: str = "c1") -> list[TurnEvent]:
-    events = [e async for e in engine.run(text, conversation_id=conversation, model=MODEL)]
+async def turn(
+    engine: TurnEngine,
+    text: str,
+    conversation: str = "c1",
+    approver: Callable[[Candidate], Approval] | None = None,
+) -> list[TurnEvent]:
+    """One turn's events; `approver` answers each approval request (none: left pending)."""
+    events = []
+    async for event in engine.run(text, conversation_id=conversation, model=MODEL):
+        if isinstance(event, ApprovalRequested) and approver is not None:
+            event.answer(approver(event.candidate))
+        events.append(event)
     await engine.drain()
     return events
 
@@ -103,7 +114,7 @@ async def test_memory_write_without_an_approver_stays_pending(
     events = await turn(engine, "remember how to build")
     proposed = [e for e in events if isinstance(e, CandidatesProposed)]
     assert proposed and proposed[0].candidates[0].key == "build:npm"
-    assert drawer(engine).list() == []  # no fact without approval
+    assert drawer(engine).list_facts() == []  # no fact without approval
     assert json.loads(tool_messages(standin)[0]["content"])["status"] == "pending"
 
 
@@ -113,29 +124,28 @@ async def test_memory_write_asks_the_approver_and_continues(
 ) -> None:
     asked: list[Candidate] = []
 
-    async def approver(candidate: Candidate) -> Approval:
+    def approver(candidate: Candidate) -> Approval:
         asked.append(candidate)
         if verdict == "approve":
             return Approval("approve", body="npm run dist builds blyck.")
         return Approval("reject")
 
-    engine.approver = approver
     call = {
         "name": "memory_write",
         "arguments": {"key": "build:npm", "body": "npm run dist.", "type": "capability"},
     }
     standin.script_reply("", tool_calls=[call])
     standin.script_reply("Done.")
-    events = await turn(engine, "remember how to build")
+    events = await turn(engine, "remember how to build", approver=approver)
     assert len(asked) == 1 and any(isinstance(e, ReplyFinished) for e in events)
-    facts = drawer(engine).list()
+    facts = drawer(engine).list_facts()
     if verdict == "approve":
         assert [(f.key, f.body) for f in facts] == [("build:npm", "npm run dist builds blyck.")]
     else:
         assert facts == [] and drawer(engine).pending() == []
         standin.script_reply("", tool_calls=[call])
         standin.script_reply("ok")
-        await turn(engine, "remember how to build, again")
+        await turn(engine, "remember how to build, again", approver=approver)
         assert len(asked) == 1  # the rejected key and body are not proposed again
 
 
@@ -154,7 +164,7 @@ async def test_unknown_tools_and_bad_arguments_get_an_error_result(
     assert any(isinstance(e, ReplyFinished) for e in events)
     results = [json.loads(m["content"]) for m in tool_messages(standin)]
     assert "unknown tool" in results[0]["error"] and "needs key" in results[1]["error"]
-    assert drawer(engine).list() == [] and drawer(engine).pending() == []
+    assert drawer(engine).list_facts() == [] and drawer(engine).pending() == []
 
 
 async def test_a_model_without_tool_support_gets_no_tools(
@@ -185,7 +195,7 @@ async def test_a_reported_success_becomes_a_candidate_not_a_fact(
     events = await turn(engine, "I just deployed blyck to S3 with aws s3 cp and it worked.")
     proposed = [c for e in events if isinstance(e, CandidatesProposed) for c in e.candidates]
     assert proposed and proposed[0].type == "capability" and proposed[0].origin == "promotion"
-    assert drawer(engine).list() == []
+    assert drawer(engine).list_facts() == []
 
 
 async def test_cant_claim_shows_the_capability_and_the_next_prompt_carries_it(
@@ -230,7 +240,7 @@ async def test_reflection_turns_valid_items_into_candidates(
     standin.script_reply(json.dumps(reflection))
     proposed = await engine.reflect("c1", MODEL)
     assert [(c.key, c.origin) for c in proposed] == [("db:blyck", "reflection")]
-    assert drawer(engine).list() == []
+    assert drawer(engine).list_facts() == []
     assert standin.chat_requests()[-1]["format"]["required"] == ["facts"]
 
 
@@ -241,7 +251,7 @@ async def test_reflection_with_invalid_output_applies_nothing(
     await turn(engine, "We decided to use Postgres 16 for blyck from now on.")
     standin.script_reply("this is not json {")
     assert await engine.reflect("c1", MODEL) == []
-    assert drawer(engine).pending() == [] and drawer(engine).list() == []
+    assert drawer(engine).pending() == [] and drawer(engine).list_facts() == []
 
 
 async def test_a_fact_the_reply_used_gains_confidence(
@@ -254,5 +264,5 @@ async def test_a_fact_the_reply_used_gains_confidence(
     d.store.set_confidence(unused, 0.8, reason="test")
     standin.script_reply("Sure: this PC deploys blyck with npm run dist, so I will do that.")
     await turn(engine, "deploy blyck")
-    confidence = {f.key: round(f.confidence, 4) for f in d.list()}
+    confidence = {f.key: round(f.confidence, 4) for f in d.list_facts()}
     assert confidence == {"deploy:blyck": 0.85, "build:cargo": 0.8}

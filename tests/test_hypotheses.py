@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from agent.dream_run import CardStateError, delete_card, refute_card, validate_card
-from memory.dream import DUE_AFTER, START_CONFIDENCE, VALIDATED_CONFIDENCE
+from memory.dream import CardDraft
 from memory.fact_drawer import FactDrawer
+from memory.hypotheses import (
+    START_CONFIDENCE,
+    VALIDATED_CONFIDENCE,
+    CardStateError,
+    Hypotheses,
+)
 from store.clock import Clock
 from store.database import Database, database_path, open_database
-from store.hypothesis_store import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_DUE_AFTER,
-    Hypothesis,
-    HypothesisStore,
-)
+from store.hypothesis_store import Hypothesis, HypothesisStore
 
 T0 = datetime(2026, 11, 29, 21, 4, 38, tzinfo=UTC)
 WS = "/home/me/blyck"
@@ -50,15 +50,13 @@ def at(db_file: Path) -> Iterator[Callable[[datetime], Database]]:
 
 
 def new_card(db: Database, statement: str = STATEMENT, workspace: str = WS) -> Hypothesis:
-    return HypothesisStore(db).create(
+    draft = CardDraft(
         statement=statement,
-        source_ids=["fact:1", "point:2"],
+        source_ids=("fact:1", "point:2"),
         prediction="At least 3 of the next 5 deploys will fail while the VPN is up.",
         measurement=MEASUREMENT,
-        confidence=START_CONFIDENCE,
-        due_at=db.clock.now() + DUE_AFTER,
-        workspace=workspace,
     )
+    return Hypotheses(db).create(draft, workspace=workspace, reason="")
 
 
 def audit(db: Database) -> list[tuple[str, dict[str, object]]]:
@@ -111,7 +109,7 @@ def test_alerts_come_once_per_card_per_day(at: Callable[[datetime], Database]) -
     assert store.due_alerts(next_day) == []
     assert store.get(later.id) is not None and store.get(later.id).last_alerted is None  # type: ignore[union-attr]
 
-    validate_card(db, FactDrawer(db, WS), first.id)  # decided cards are never alerted
+    Hypotheses(db, FactDrawer(db, WS)).validate(first.id)  # decided cards are never alerted
     assert [c.id for c in store.due_alerts(next_day + timedelta(days=1))] == [second.id]
 
 
@@ -123,7 +121,7 @@ def test_list_puts_overdue_cards_first_then_by_due_date(
     soon = new_card(at(T0 + timedelta(days=10)), "A newer claim that is due within days.")
     db = at(T0 + timedelta(days=20))
     new = new_card(db, "The newest claim, due in two weeks from now.")
-    validate_card(db, FactDrawer(db, WS), validated.id)
+    Hypotheses(db, FactDrawer(db, WS)).validate(validated.id)
     order = [c.id for c in HypothesisStore(db).list()]
     assert order == [old.id, validated.id, soon.id, new.id]
     later = db.clock.now() + timedelta(days=5)  # now `soon` is overdue too
@@ -143,7 +141,7 @@ def test_validate_raises_confidence_and_proposes_one_pending_candidate(
     card = new_card(at(T0))
     db = at(T0 + timedelta(days=3))
     drawer = FactDrawer(db, WS)
-    validated, candidate = validate_card(db, drawer, card.id)
+    validated, candidate = Hypotheses(db, drawer).validate(card.id)
     assert (validated.status, validated.confidence) == ("validated", VALIDATED_CONFIDENCE)
     assert validated.confidence > START_CONFIDENCE
     assert validated.decided_at == T0 + timedelta(days=3)
@@ -160,9 +158,9 @@ def test_validate_raises_confidence_and_proposes_one_pending_candidate(
     assert candidate.confidence == VALIDATED_CONFIDENCE
     assert candidate.key.startswith(f"hypothesis:{card.id}:")
     assert "blyck" in candidate.key
-    assert drawer.list() == []  # no fact until the user approves
+    assert drawer.list_facts() == []  # no fact until the user approves
     with pytest.raises(CardStateError, match="cannot be validated"):
-        validate_card(db, drawer, card.id)
+        Hypotheses(db, drawer).validate(card.id)
     assert len(drawer.pending()) == 1
     assert [event for event, _ in audit(db)] == ["hypothesis_create", "hypothesis_validate"]
     assert audit(db)[-1][1]["status"] == "validated"
@@ -173,7 +171,7 @@ def test_validating_a_card_of_another_workspace_proposes_there(
 ) -> None:
     db = at(T0)
     card = new_card(db, workspace="/home/me/other")
-    _, candidate = validate_card(db, FactDrawer(db, WS), card.id)
+    _, candidate = Hypotheses(db, FactDrawer(db, WS)).validate(card.id)
     assert candidate is not None and candidate.workspace == "/home/me/other"
     assert FactDrawer(db, WS).pending() == []
 
@@ -181,11 +179,11 @@ def test_validating_a_card_of_another_workspace_proposes_there(
 def test_refute_sets_confidence_zero(at: Callable[[datetime], Database]) -> None:
     db = at(T0)
     card = new_card(db)
-    refuted = refute_card(db, card.id)
+    refuted = Hypotheses(db).refute(card.id)
     assert (refuted.status, refuted.confidence, refuted.decided_at) == ("refuted", 0.0, T0)
     assert HypothesisStore(db).counts(T0 + timedelta(days=30)) == {"open": 0, "overdue": 0}
     with pytest.raises(CardStateError):
-        validate_card(db, FactDrawer(db, WS), card.id)
+        Hypotheses(db, FactDrawer(db, WS)).validate(card.id)
     assert FactDrawer(db, WS).pending() == []
     assert [event for event, _ in audit(db)] == ["hypothesis_create", "hypothesis_refute"]
 
@@ -193,15 +191,15 @@ def test_refute_sets_confidence_zero(at: Callable[[datetime], Database]) -> None
 def test_delete_keeps_the_row(at: Callable[[datetime], Database]) -> None:
     db = at(T0)
     card = new_card(db)
-    deleted = delete_card(db, card.id)
+    deleted = Hypotheses(db).delete(card.id)
     assert deleted.status == "deleted" and deleted.confidence == START_CONFIDENCE
     store = HypothesisStore(db)
     assert store.get(card.id) == deleted
     assert store.list(["open"]) == [] and store.list() == [deleted]
     with pytest.raises(CardStateError):
-        refute_card(db, card.id)
+        Hypotheses(db).refute(card.id)
     with pytest.raises(CardStateError):
-        delete_card(db, card.id)
+        Hypotheses(db).delete(card.id)
     assert [event for event, _ in audit(db)] == ["hypothesis_create", "hypothesis_delete"]
     assert audit(db)[-1][1]["id"] == card.id
 
@@ -209,9 +207,9 @@ def test_delete_keeps_the_row(at: Callable[[datetime], Database]) -> None:
 def test_unknown_ids_raise_lookup_error(at: Callable[[datetime], Database]) -> None:
     db = at(T0)
     for action in (
-        lambda: validate_card(db, FactDrawer(db, WS), 42),
-        lambda: refute_card(db, 42),
-        lambda: delete_card(db, 42),
+        lambda: Hypotheses(db, FactDrawer(db, WS)).validate(42),
+        lambda: Hypotheses(db).refute(42),
+        lambda: Hypotheses(db).delete(42),
         lambda: HypothesisStore(db).set_status(42, "refuted"),
     ):
         with pytest.raises(LookupError, match="no hypothesis #42"):
@@ -223,7 +221,7 @@ def test_counts_open_and_overdue(at: Callable[[datetime], Database]) -> None:
     db = at(T0)
     new_card(db, "The first open claim about deploys of blyck.")
     refuted = new_card(db, "A refuted claim about deploys of blyck.")
-    refute_card(db, refuted.id)
+    Hypotheses(db).refute(refuted.id)
     db = at(T0 + timedelta(days=7))
     new_card(db, "A later open claim about deploys of blyck.")
     store = HypothesisStore(db)
@@ -256,11 +254,11 @@ def test_as_json_holds_every_column(at: Callable[[datetime], Database]) -> None:
     assert data["source"] == "generated-hypothesis"
 
 
-def test_the_store_defaults_are_the_dream_policy(at: Callable[[datetime], Database]) -> None:
-    assert (DEFAULT_CONFIDENCE, DEFAULT_DUE_AFTER) == (START_CONFIDENCE, DUE_AFTER)
-    card = HypothesisStore(at(T0)).create(
+def test_a_new_card_gets_the_policy_numbers(at: Callable[[datetime], Database]) -> None:
+    draft = CardDraft(
         statement=STATEMENT, source_ids=("fact:1", "point:2"), prediction="p", measurement="m"
     )
+    card = Hypotheses(at(T0)).create(draft, workspace="", reason="")
     assert (card.confidence, card.due_at, card.source) == (
         0.30,
         T0 + timedelta(days=14),

@@ -13,12 +13,13 @@ import pytest
 
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
-from jobs.job_functions import JOBS, JobContext
+from jobs.background_jobs import JOBS, JobContext
 from jobs.runner import JobRunner, next_at_hour
+from memory.dream import CardDraft
 from memory.fact_drawer import FactDrawer
+from memory.hypotheses import Hypotheses
 from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
-from store.hypothesis_store import HypothesisStore
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import wait_until
 from tests.test_cli_memory import assert_ok, make_env, run_cli
@@ -102,7 +103,7 @@ async def test_decay_job_makes_an_unseen_decision_stale(mem: Memory) -> None:
     later = mem.at(T0 + timedelta(days=90))
     result = await later.run("decay")
     assert result.data["stale"] == ["db:engine"]
-    statuses = {f.key: f.status for f in mem.drawer.list()}
+    statuses = {f.key: f.status for f in mem.drawer.list_facts()}
     assert statuses == {"db:engine": "stale", "deploy:blyck": "active"}
     assert runner is not later
 
@@ -162,13 +163,13 @@ async def test_bindings_job_names_the_procedure_and_the_broken_binding(mem: Memo
 async def test_overdue_hypotheses_alert_once_a_day(mem: Memory) -> None:
     runner = mem.at(T0)
     assert mem.store is not None
-    HypothesisStore(mem.store.db).create(
+    draft = CardDraft(
         statement="Saves get slower when the word index is large.",
         source_ids=("fact:1", "point:2"),
         prediction="save p95 grows above 5 ms at 200k points",
         measurement="run bench.memory_scale at 200k points",
-        workspace="demo",
     )
+    Hypotheses(mem.store.db).create(draft, workspace="demo", reason="")
     assert (await runner.run("overdue-hypotheses")).notices == []
     late = mem.at(T0 + timedelta(days=14))
     first = await late.run("overdue-hypotheses")

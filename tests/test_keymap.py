@@ -17,6 +17,7 @@ from tui.widgets.chat_message import ChatNotice
 
 def test_every_binding_id_in_the_app_is_documented() -> None:
     from tui.screens.candidates_screen import CandidatesScreen
+    from tui.screens.chat_screen import ChatScreen
     from tui.screens.confirm_screen import ConfirmScreen
     from tui.screens.conversations_screen import ConversationReader, ConversationsScreen
     from tui.screens.facts_screen import FactsScreen
@@ -33,6 +34,7 @@ def test_every_binding_id_in_the_app_is_documented() -> None:
         binding.id
         for owner in (
             StraylightApp,
+            ChatScreen,
             ChatInput,
             CandidatePrompt,
             HelpScreen,
@@ -85,9 +87,9 @@ async def test_a_remapped_key_runs_the_action_and_unknown_ids_are_named(
             lambda: any("frobnicate" in str(n.render()) for n in app.query(ChatNotice)),
             what="the unknown-id notice",
         )
-        before = app.conversation_id
+        before = app.chat.conversation_id
         await pilot.press("ctrl+t")
-        await wait_until(pilot, lambda: app.conversation_id != before, what="new conversation")
+        await wait_until(pilot, lambda: app.chat.conversation_id != before, what="new conversation")
         from tui.screens.facts_screen import FactsScreen
 
         await wait_until(pilot, lambda: app.engine.facts is not None, what="memory open")
@@ -97,3 +99,15 @@ async def test_a_remapped_key_runs_the_action_and_unknown_ids_are_named(
         await pilot.press("f3")  # its old key no longer opens it
         await pilot.pause()
         assert not isinstance(app.screen, FactsScreen)
+
+
+def test_every_chat_key_is_on_the_help_screen() -> None:
+    """The Keys section is prose (it groups keys of several screens); each chat key is in it."""
+    from tui.commands import CHAT_KEYS
+    from tui.screens.help_screen import HELP_TEXT
+
+    keys_section = HELP_TEXT.split("## Keys")[1].split("## Slash commands")[0]
+    for key in CHAT_KEYS:
+        shown = "+".join(part.capitalize() for part in key.key.split("+"))
+        shown = shown.replace("Escape", "Esc")
+        assert f"**{shown}**" in keys_section, key.id

@@ -94,7 +94,7 @@ def test_forget_removes_the_point_everywhere(home: Path) -> None:
     assert store.forget(point_id)
     assert store.points.get(point_id) is None
     assert lexical_rows(store, point_id) == 0
-    assert point_id not in store._index  # type: ignore[union-attr]
+    assert point_id not in store.vectors.index  # type: ignore[union-attr]
     assert not store.recall("staging database password", vector=vec(text)).hits
     assert not store.forget(point_id)
     assert next(e.event for e in store.points.audit_events(limit=2)) == "forget"
@@ -134,7 +134,7 @@ def test_a_hundred_concurrent_saves_lose_nothing(home: Path) -> None:
     for thread in threads:
         thread.join()
     assert store.points.counts()["total"] == 100
-    assert len(store._index) == 100  # type: ignore[arg-type]
+    assert len(store.vectors.index) == 100  # type: ignore[arg-type]
     store.close()
     reopened = open_store(home)
     assert reopened.index_state() == ("in_sync", 100)
@@ -254,7 +254,11 @@ def test_an_index_that_missed_writes_is_reconciled_on_open(home: Path) -> None:
     store.db.close()  # no index save: the file still has ids[0] and lacks `added`
     store = open_store(home)
     assert store.index_state() == ("in_sync", 3)
-    assert store._index is not None and ids[0] not in store._index and added in store._index
+    assert (
+        store.vectors.index is not None
+        and ids[0] not in store.vectors.index
+        and added in store.vectors.index
+    )
     hits = store.recall("point committed while the index", vector=vec(extra)).hits
     assert hits[0].id == added
     store.close()

@@ -70,7 +70,7 @@ async def settle(pilot, app: StraylightApp, expected: str) -> None:
     await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
     await app.engine.drain()
     total = app.engine.memory.store.points.counts()["total"]
-    app.refresh_memory_status()
+    app.chat.refresh_memory_status()
     await wait_until(
         pilot, lambda: memory_line(app).startswith(f"{total} point"), what="memory line"
     )
@@ -197,7 +197,7 @@ def test_sidebar_headroom(
             lambda: [m.status for m in app.query(ChatMessage)] == ["complete", "complete"],
             what="finished reply",
         )
-        app.refresh_fact_status()
+        app.chat.refresh_fact_status()
         await settle(pilot, app, "online")
         state = app.query_one(StatusSidebar).state
         assert state is not None and state.headroom == level

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from agent.settings import Settings
 from memory.fact_drawer import FactDrawer
+from memory.hypotheses import DUE_AFTER, SOURCE, START_CONFIDENCE
 from store.database import database_path, open_database
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import type_text, wait_until
@@ -54,10 +55,10 @@ async def test_approving_a_memory_write_inline_stores_the_fact_and_the_turn_goes
         await opened(pilot, app)
         await send(pilot, "remember how we build")
         await wait_until(pilot, lambda: len(app.query(CandidatePrompt)) == 1, what="prompt")
-        assert facts(app).list() == []  # nothing before the user says so
+        assert facts(app).list_facts() == []  # nothing before the user says so
         await pilot.press("a")
         await wait_until(pilot, lambda: last_reply_done(app), what="the turn to finish")
-        assert [(f.key, f.body) for f in facts(app).list()] == [
+        assert [(f.key, f.body) for f in facts(app).list_facts()] == [
             ("build:npm", "npm run dist builds blyck.")
         ]
         assert "Saved it." in [m.text for m in app.query(ChatMessage)]
@@ -79,7 +80,7 @@ async def test_editing_then_approving_stores_the_edited_body(
         await type_text(pilot, "the app.")
         await pilot.press("enter")
         await wait_until(pilot, lambda: last_reply_done(app), what="the turn to finish")
-        assert [f.body for f in facts(app).list()] == ["npm run dist builds the app."]
+        assert [f.body for f in facts(app).list_facts()] == ["npm run dist builds the app."]
 
 
 async def test_rejecting_inline_leaves_no_fact(settings: Settings, standin: OllamaStandIn) -> None:
@@ -92,7 +93,7 @@ async def test_rejecting_inline_leaves_no_fact(settings: Settings, standin: Olla
         await wait_until(pilot, lambda: len(app.query(CandidatePrompt)) == 1, what="prompt")
         await pilot.press("r")
         await wait_until(pilot, lambda: last_reply_done(app), what="the turn to finish")
-        assert facts(app).list() == [] and facts(app).pending() == []
+        assert facts(app).list_facts() == [] and facts(app).pending() == []
         assert facts(app).store.candidates(status="rejected")[0].key == "build:npm"
 
 
@@ -104,7 +105,7 @@ async def test_fact_set_and_candidates_approve_by_slash_command(
         await opened(pilot, app)
         await send(pilot, "/fact set prod:db rule Don't touch the PROD database --proof incident")
         await wait_until(pilot, lambda: any("Fact set" in n for n in notices(app)), what="set")
-        [rule] = facts(app).list()
+        [rule] = facts(app).list_facts()
         assert (rule.key, rule.type, rule.body, rule.proof) == (
             "prod:db",
             "rule",
@@ -118,7 +119,7 @@ async def test_fact_set_and_candidates_approve_by_slash_command(
         await wait_until(pilot, lambda: last_reply_done(app), what="the reply")
         await send(pilot, f"/candidates approve {candidate.id}")
         await wait_until(pilot, lambda: facts(app).pending() == [], what="approval")
-        assert candidate.key in {f.key for f in facts(app).list()}
+        assert candidate.key in {f.key for f in facts(app).list_facts()}
         state = app.query_one(StatusSidebar).state
         assert state is not None and state.workspace == "demo"
 
@@ -172,8 +173,11 @@ async def test_hypotheses_by_slash_command_and_the_palette_entries(
             prediction="save p95 grows above 5 ms at 200k points",
             measurement="run bench.memory_scale at 200k points and compare p95",
             workspace="demo",
+            confidence=START_CONFIDENCE,
+            source=SOURCE,
+            due_at=facts(app).db.clock.now() + DUE_AFTER,
         )
-        app.refresh_fact_status()
+        app.chat.refresh_fact_status()
         await wait_until(
             pilot,
             lambda: app.query_one(StatusSidebar).state.hypotheses == (1, 0),  # type: ignore[union-attr]

@@ -59,7 +59,7 @@ async def test_select_pin_copy_and_forget_a_message(
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
         await pilot.press("y")
         await wait_until(pilot, lambda: points_with(app, REPLY) == [], what="forgotten")
-        assert app.engine.daily_log.recent(app.conversation_id, 5)[-1].content == REPLY
+        assert app.engine.daily_log.recent(app.chat.conversation_id, 5)[-1].content == REPLY
 
         await pilot.press("escape")
         assert isinstance(app.focused, ChatInput)

@@ -157,10 +157,10 @@ async def test_new_conversation_clears_the_chat_and_starts_fresh_history(
         await type_text(pilot, "first conversation")
         await pilot.press("enter")
         await wait_until(pilot, lambda: len(logged(app)) == 2)
-        first_id = app.conversation_id
+        first_id = app.chat.conversation_id
         await type_text(pilot, "/new")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.conversation_id != first_id, what="new id")
+        await wait_until(pilot, lambda: app.chat.conversation_id != first_id, what="new id")
         assert messages(app) == []
         await type_text(pilot, "second")
         await pilot.press("enter")

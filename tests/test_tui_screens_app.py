@@ -9,7 +9,8 @@ from agent.settings import Settings
 from store.daily_log import DailyLog, LogMessage
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import type_text, wait_until
-from tui.app import PALETTE_COMMANDS, SCREEN_COMMANDS, StraylightApp
+from tui.app import StraylightApp
+from tui.commands import SLASH_COMMANDS, palette_commands
 from tui.screens.conversations_screen import ConversationsScreen
 from tui.widgets.chat_message import ChatMessage
 
@@ -40,7 +41,7 @@ async def test_ctrl_o_then_c_continues_an_old_conversation_with_its_history(
         await wait_until(pilot, lambda: screen.index_complete, what="the index")
         await pilot.press("down")  # from the day line to its conversation
         await pilot.press("c")
-        await wait_until(pilot, lambda: app.conversation_id == OLD, what="continued")
+        await wait_until(pilot, lambda: app.chat.conversation_id == OLD, what="continued")
         assert [m.text for m in app.query(ChatMessage)] == [
             "Our staging box is nebula-7.",
             "Noted: staging is nebula-7.",
@@ -95,5 +96,5 @@ async def test_every_screen_opens_by_key_and_by_slash_command_and_esc_closes_it(
 
 
 def test_every_screen_command_has_a_palette_entry() -> None:
-    palette = {command for command, _title, _help in PALETTE_COMMANDS}
-    assert set(SCREEN_COMMANDS) <= palette
+    palette = {command for command, _title, _help in palette_commands()}
+    assert {name for name, command in SLASH_COMMANDS.items() if command.opens} <= palette

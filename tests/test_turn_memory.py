@@ -9,7 +9,8 @@ import pytest
 
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
-from agent.turn import Recalled, ReplyFinished, TurnEngine
+from agent.turn import TurnEngine
+from agent.turn_events import AfterTurnEvent, MemstatusDue, PointsSaved, Recalled, ReplyFinished
 from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
 from tests.support.ollama_standin import OllamaStandIn
@@ -133,3 +134,28 @@ async def test_ingest_is_idempotent_and_costs_nothing_when_unchanged(
     assert (third.added, third.updated, third.unchanged, third.removed) == (1, 1, 1, 1)
     docs = memory.store.points.list_points(role="doc")
     assert len(docs) == 3 and all(p.pinned for p in docs)
+
+
+async def test_the_background_save_reports_the_point_ids_and_when_memstatus_is_due(
+    engine: TurnEngine, standin: OllamaStandIn
+) -> None:
+    engine.settings = engine.settings.model_copy(
+        update={"memory": engine.settings.memory.model_copy(update={"status_every_n": 2})}
+    )
+    heard: list[AfterTurnEvent] = []
+    engine.after_turn = heard.append
+    standin.script_reply(REPLY)
+    events = await turn(engine, FACT, "first")
+    finished = next(e for e in events if isinstance(e, ReplyFinished))
+    saved = [e for e in heard if isinstance(e, PointsSaved)]
+    assert len(saved) == 1 and saved[0].turn == finished.turn
+    store = engine.memory.store  # type: ignore[union-attr]
+    by_role = {p.role: p.id for p in store.points.iter_points()}
+    assert (saved[0].user_point_id, saved[0].reply_point_id) == (
+        by_role["user"],
+        by_role["assistant"],
+    )
+    assert not any(isinstance(e, MemstatusDue) for e in heard)  # 1 turn of 2
+    standin.script_reply("Second answer, on another subject: the weather in Lisbon is mild.")
+    await turn(engine, "How is the weather in Lisbon these days, roughly?", "first")
+    assert [e.turns for e in heard if isinstance(e, MemstatusDue)] == [2]

@@ -329,15 +329,16 @@ def _ask_text(raw: str) -> str:
 
 async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
     from agent.ollama_gateway import OllamaGateway
-    from agent.turn import (
+    from agent.turn import TurnEngine, new_conversation_id
+    from agent.turn_events import (
+        AfterTurnEvent,
         CandidatesProposed,
         CapabilityReminder,
         LongtermWarning,
+        MemstatusDue,
         ReplyDelta,
         ReplyFailed,
         ReplyFinished,
-        TurnEngine,
-        new_conversation_id,
     )
     from tui.memory_session import MemorySession
 
@@ -349,6 +350,8 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
         await gateway.aclose()
         raise
     engine = TurnEngine(settings, gateway, memory)
+    after_turn: list[AfterTurnEvent] = []  # what the background save reports, read after drain
+    engine.after_turn = after_turn.append
     engine.longterm.ensure_template()
     conversation_id = conversation or new_conversation_id(settings.clock)
     code = EXIT_MODEL_ERROR
@@ -389,8 +392,8 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
                 f"{database_path(settings.home)}: {cause}",
                 EXIT_UNEXPECTED,
             )
-        if code == EXIT_OK:
-            reminders += await _memstatus_after_turn(settings, memory, gateway)
+        if code == EXIT_OK and any(isinstance(event, MemstatusDue) for event in after_turn):
+            reminders += await _run_memstatus(settings, memory, gateway)
     finally:
         session.close()
         await gateway.aclose()
@@ -409,17 +412,13 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
     return code
 
 
-async def _memstatus_after_turn(settings: Settings, memory: Any, gateway: Any) -> list[str]:
-    """Every MEMORY_STATUS_EVERY_N turns the memstatus job runs; its notice (only on
-    escalation) becomes one stderr line."""
-    from jobs.job_functions import JobContext
+async def _run_memstatus(settings: Settings, memory: Any, gateway: Any) -> list[str]:
+    """The engine said memstatus is due (every MEMORY_STATUS_EVERY_N turns): run the job; its
+    notice (only on escalation) becomes one stderr line."""
+    from jobs.background_jobs import JobContext
     from jobs.runner import JobRunner
-    from memory.memstatus_notice import count_turn
 
     try:
-        turns = await asyncio.to_thread(count_turn, memory.store.db)
-        if turns < settings.memory.status_every_n:
-            return []
         runner = JobRunner(JobContext(settings, memory, gateway, settings.ollama.model))
         result = await runner.run("memstatus")
     except Exception:  # never in the way of the reply

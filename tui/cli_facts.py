@@ -105,7 +105,7 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
             facts: list[Fact] = []
         else:
             with open_drawer(settings) as drawer:
-                facts = drawer.list(
+                facts = drawer.list_facts(
                     type=args.type, status=args.status, all_workspaces=args.all_workspaces
                 )
         if args.json:

@@ -107,20 +107,21 @@ def dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _list(args, settings, now)
     if not database_path(settings.home).exists():
         return fail(f"no hypothesis #{args.id}", EXIT_NOT_FOUND)
-    from agent.dream_run import CardStateError, delete_card, refute_card, validate_card
     from memory.fact_drawer import candidate_json
+    from memory.hypotheses import CardStateError, Hypotheses
     from tui.cli_facts import open_drawer
 
     candidate: dict[str, Any] | None = None
     try:
         with open_drawer(settings) as drawer:
+            book = Hypotheses.of(drawer)
             if args.action == "validate":
-                card, made = validate_card(drawer.db, drawer, args.id)
+                card, made = book.validate(args.id)
                 candidate = candidate_json(made) if made is not None else None
             elif args.action == "refute":
-                card = refute_card(drawer.db, args.id)
+                card = book.refute(args.id)
             else:
-                card = delete_card(drawer.db, args.id)
+                card = book.delete(args.id)
     except LookupError as error:
         return fail(str(error), EXIT_NOT_FOUND)
     except CardStateError as error:
@@ -146,16 +147,16 @@ def dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _list(args: argparse.Namespace, settings: Settings, now: datetime) -> int:
+    from memory.hypotheses import Hypotheses
     from store.database import database_path
-    from store.hypothesis_store import HypothesisStore
     from tui.cli_facts import open_drawer
 
     cards: list[Hypothesis] = []
     if database_path(settings.home).exists():
         statuses = [args.status] if args.status else ["open", "validated", "refuted"]
         with open_drawer(settings) as drawer:
-            workspace = None if args.all_workspaces else drawer.workspace
-            cards = HypothesisStore(drawer.db).list(statuses, now=now, workspace=workspace)
+            book = Hypotheses.of(drawer)
+            cards = book.cards(statuses, now=now, all_workspaces=args.all_workspaces)
     if args.json:
         print_json([card_json(card, now) for card in cards])
         return EXIT_OK

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from agent.settings import Settings
-from jobs.job_functions import JOBS
+from jobs.background_jobs import JOBS
 from tui.cli_output import print_json
 
 EXIT_OK = 0
@@ -53,7 +53,7 @@ def _print_infos(infos: list[Any], *, as_json: bool) -> None:
 
 async def _main(args: Any, settings: Settings) -> int:
     from agent.ollama_gateway import OllamaGateway
-    from jobs.job_functions import JobContext
+    from jobs.background_jobs import JobContext
     from jobs.runner import JobInfo, JobRunner, next_run_of
     from store.database import database_path
     from tui.memory_session import MemorySession

@@ -121,10 +121,7 @@ def memory_status(settings: Settings) -> dict[str, Any]:
         if memory.facts is not None:
             status["facts"] = fact_status(memory.facts.counts(), len(memory.facts.pending()))
             status["workspace"] = memory.facts.workspace
-        from store.hypothesis_store import HypothesisStore
-
-        workspace = memory.facts.workspace if memory.facts is not None else None
-        counts = HypothesisStore(memory.store.db).counts(settings.clock.now(), workspace=workspace)
+        counts = memory.hypotheses.counts(settings.clock.now())
         status["hypotheses"] = {"open": counts["open"], "overdue": counts["overdue"]}
         return status
 

@@ -10,19 +10,17 @@ day it has messages in; `load_conversation` gathers all of its messages, oldest 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from store.conversation_id import start_date
 from store.daily_log import DailyLog, LogMessage
 from tui.display_text import ellipsize, first_line
 
 # Statuses that mean a message did not arrive whole: shown with a warning mark.
 PROBLEM_STATUSES = frozenset({"truncated", "failed", "cut_off"})
 FIRST_LINE_WIDTH = 72  # characters of the first user line kept in a summary
-# `new_conversation_id`: `20261129-210438-3fa9c1`, the UTC start time first.
-_ID_START_RE = re.compile(r"^(\d{8})-\d{6}-[0-9a-f]+$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +132,8 @@ def load_conversation(
 def _days_from_start(daily_log: DailyLog, conversation_id: str) -> list[date]:
     """The day files that can hold messages of this conversation, oldest first."""
     all_days = daily_log.days()
-    match = _ID_START_RE.match(conversation_id)
-    if match is None:
-        return all_days
-    try:
-        started = datetime.strptime(match.group(1), "%Y%m%d").date()
-    except ValueError:
+    started = start_date(conversation_id)
+    if started is None:
         return all_days
     earliest = started - timedelta(days=1)
     return [day for day in all_days if day >= earliest]

@@ -4,7 +4,7 @@
     /fact get KEY · /fact retire KEY · /fact undo KEY
     /facts list                                               this workspace's facts
     /candidates [list | approve ID [BODY] | reject ID]        the approval gate
-    (/facts, /candidates and /hypotheses alone open their screens: tui/app.py)
+    (/facts, /candidates and /hypotheses alone open their screens: tui/commands.py)
 
 BODY is the rest of the line (apostrophes welcome); `--scope` and `--proof` may follow it,
 `--proof` takes the rest of the line. Each runs in a thread and answers with a notice.
@@ -18,18 +18,13 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from memory.fact_types import FACT_TYPES, FactError
+from tui.commands import usage
 
 if TYPE_CHECKING:
     from memory.fact_drawer import FactDrawer
     from store.fact_store import Fact
 
 Notice = Callable[..., Awaitable[None]]
-
-FACT_COMMANDS: dict[str, str] = {
-    "/fact": "/fact set KEY TYPE BODY [--scope global] [--proof TEXT]; /fact get|retire|undo KEY",
-    "/facts": "opens the facts screen; /facts list prints this workspace's and the global ones",
-    "/candidates": "opens the candidates screen; /candidates list | approve ID [BODY] | reject ID",
-}
 
 _SET = re.compile(r"^(?P<key>\S+)\s+(?P<type>\S+)\s+(?P<rest>.+)$", re.DOTALL)
 _PROOF = re.compile(r"\s--proof\s+(?P<proof>.*)$", re.DOTALL)
@@ -99,11 +94,11 @@ async def _fact(drawer: FactDrawer, argument: str, notice: Notice) -> None:
         prefix = "Retired: " if verb == "retire" else ""
         await notice("\n".join(prefix + fact_line(f) for f in facts))
     else:
-        await notice(f"Usage: {FACT_COMMANDS['/fact']}", kind="error")
+        await notice(f"Usage: {usage('/fact')}", kind="error")
 
 
 async def _list(drawer: FactDrawer, notice: Notice) -> None:
-    facts = await asyncio.to_thread(drawer.list)
+    facts = await asyncio.to_thread(drawer.list_facts)
     shown = [f for f in facts if f.status != "retired"]
     if not shown:
         await notice(f"No facts yet for {drawer.workspace}. /fact set KEY TYPE BODY adds one.")
@@ -127,7 +122,7 @@ async def _candidates(drawer: FactDrawer, argument: str, notice: Notice) -> None
         return
     number, _, body = rest.strip().partition(" ")
     if verb not in ("approve", "reject") or not number.lstrip("#").isdigit():
-        await notice(f"Usage: {FACT_COMMANDS['/candidates']}", kind="error")
+        await notice(f"Usage: {usage('/candidates')}", kind="error")
         return
     candidate_id = int(number.lstrip("#"))
     if verb == "approve":
@@ -138,29 +133,19 @@ async def _candidates(drawer: FactDrawer, argument: str, notice: Notice) -> None
         await notice(f"Rejected #{candidate_id} ({rejected.key}); it will not be proposed again.")
 
 
-HYPOTHESIS_COMMANDS: dict[str, str] = {
-    "/hypotheses": "opens the hypotheses screen; /hypotheses list | validate|refute|delete ID",
-}
-
-
 async def run_hypothesis_command(drawer: FactDrawer | None, argument: str, notice: Notice) -> None:
     """`/hypotheses [validate|refute|delete ID]` — the dream's cards (see `straylight
     hypotheses`)."""
     if drawer is None:
         await notice("Hypotheses are not available: the memory is not open.", kind="error")
         return
-    from agent.dream_run import CardStateError, delete_card, refute_card, validate_card
-    from store.hypothesis_store import HypothesisStore
+    from memory.hypotheses import CardStateError, Hypotheses
 
     verb, _, number = argument.strip().partition(" ")
-    db = drawer.db
+    book = Hypotheses.of(drawer)
     if verb in ("", "list"):
-        now = db.clock.now()
-        cards = await asyncio.to_thread(
-            lambda: HypothesisStore(db).list(
-                ["open", "validated"], now=now, workspace=drawer.workspace
-            )
-        )
+        now = drawer.db.clock.now()
+        cards = await asyncio.to_thread(lambda: book.cards(["open", "validated"], now=now))
         if not cards:
             await notice("No hypothesis cards. /dream may make one from related memories.")
             return
@@ -172,19 +157,19 @@ async def run_hypothesis_command(drawer: FactDrawer | None, argument: str, notic
         await notice("Hypotheses (/hypotheses validate|refute|delete ID):\n" + "\n".join(lines))
         return
     if verb not in ("validate", "refute", "delete") or not number.strip().lstrip("#").isdigit():
-        await notice(f"Usage: {HYPOTHESIS_COMMANDS['/hypotheses']}", kind="error")
+        await notice(f"Usage: {usage('/hypotheses')}", kind="error")
         return
     card_id = int(number.strip().lstrip("#"))
     try:
         if verb == "validate":
-            card, candidate = await asyncio.to_thread(validate_card, db, drawer, card_id)
+            card, candidate = await asyncio.to_thread(book.validate, card_id)
             extra = f"; fact candidate #{candidate.id} waits for approval" if candidate else ""
             await notice(f"Validated #{card.id} (confidence {card.confidence:.2f}){extra}.")
         elif verb == "refute":
-            card = await asyncio.to_thread(refute_card, db, card_id)
+            card = await asyncio.to_thread(book.refute, card_id)
             await notice(f"Refuted #{card.id}.")
         else:
-            card = await asyncio.to_thread(delete_card, db, card_id)
+            card = await asyncio.to_thread(book.delete, card_id)
             await notice(f"Deleted #{card.id}.")
     except LookupError:
         await notice(f"No hypothesis #{card_id}.", kind="error")

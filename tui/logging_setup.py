@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import logging.handlers
 import os
@@ -13,7 +14,7 @@ from store.private_files import FILE_MODE, ensure_private_dir
 class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     """A rotating handler whose new files are 0600 too, after every rollover."""
 
-    def _open(self):  # type: ignore[no-untyped-def]  # noqa: ANN202 - stdlib signature
+    def _open(self) -> io.TextIOWrapper:
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 

@@ -15,14 +15,6 @@ if TYPE_CHECKING:
 
 Notice = Callable[..., Awaitable[None]]
 
-MEMORY_COMMANDS: dict[str, str] = {
-    "/remember": "/remember TEXT pins a memory",
-    "/forget": "/forget ID deletes a memory point",
-    "/recall": "/recall QUERY shows what would be recalled; /recall alone opens the browser",
-    "/memstatus": "memory counts, index and RAM headroom",
-    "/import": "/import PATH ingests a Markdown file as pinned doc memories",
-}
-
 
 async def run_memory_command(
     memory: TurnMemory | None, unavailable: str, command: str, argument: str, notice: Notice

@@ -1,8 +1,9 @@
-"""Helpers for the reliability suite: run `python -m tui.cli` as a user does, seed a data dir
-with committed turns, and check that nothing outside the data dir was touched.
+"""Helpers for the reliability suite: run `straylight` as a user does, seed a data dir with
+committed turns, and check that nothing outside the data dir was touched.
 
-Every subprocess gets its own `HOME`, `TMPDIR` and working directory inside the test's tmp dir,
-so a stray write anywhere but the data dir shows up in `outside_snapshot`.
+Every run (in-process through tests/support/cli.py, or a process where one is needed) gets
+its own `HOME`, `TMPDIR` and working directory inside the test's tmp dir, so a stray write
+anywhere but the data dir shows up in `outside_snapshot`.
 """
 
 from __future__ import annotations
@@ -13,17 +14,16 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support import cli
+from tests.support.cli import DAY, NOW, CliResult, Env, printed_json
 from tests.support.ollama_standin import OllamaStandIn
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT = 30  # seconds per subprocess; a healthy call takes about one
-NOW = "2031-02-03T04:05:06Z"
-DAY = "2031-02-03"
 MODEL = "llama3.2"
 
 # The committed turn every case starts from: both messages pass the save filter (≥ 50 chars),
@@ -33,7 +33,6 @@ SEED_REPLY = "The keeper says the lighthouse beacon runs on a rebuilt diesel gen
 SEED_QUERY = "lighthouse beacon diesel generator"
 SEED_POINTS = 2
 
-Env = dict[str, str]
 
 # `python -m tui.cli` with RLIMIT_FSIZE: every file the process writes stops growing at `limit`
 # bytes (EFBIG, "File too large" — the kernel's disk-full for one process, unprivileged and as
@@ -50,57 +49,31 @@ _LIMITED = (
 
 def make_env(home: Path, tmp: Path, ollama_host: str, **extra: str) -> Env:
     """The environment of one user: data dir, Ollama, a frozen clock, private HOME and TMPDIR."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("STRAYLIGHT_", "MEMORY_")) and k not in ("OLLAMA_HOST", "TMPDIR")
-    }
     for name in ("user-home", "tmpdir", "cwd", "xdg-config"):
         (tmp / name).mkdir(exist_ok=True)
-    env.update(
-        {
-            "STRAYLIGHT_HOME": str(home),
-            "STRAYLIGHT_NOW": NOW,
-            "STRAYLIGHT_WORKSPACE": "demo",
-            "OLLAMA_HOST": ollama_host,
-            "HOME": str(tmp / "user-home"),
-            "TMPDIR": str(tmp / "tmpdir"),
-            "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
-            "XDG_DATA_HOME": str(tmp / "xdg-data"),
-            "PYTHONPATH": str(REPO_ROOT),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "TZ": "UTC",
-        }
-    )
-    env.update(extra)
-    return env
+    return cli.sandboxed_env(home, tmp, ollama_host, TMPDIR=str(tmp / "tmpdir"), **extra)
 
 
 def _cwd(env: Env) -> Path:
     return Path(env["HOME"]).parent / "cwd"
 
 
-def cli_command(*args: str, file_size_limit: int | None = None) -> list[str]:
+def _limited_command(file_size_limit: int) -> Callable[..., list[str]]:
+    return lambda *args: [sys.executable, "-c", _LIMITED, str(file_size_limit), *args]
+
+
+def run_cli(env: Env, *args: str, file_size_limit: int | None = None) -> CliResult:
+    """`straylight ARGS` in the user's working dir: in-process, or with a file size limit as
+    a process of its own (the limit is per process)."""
     if file_size_limit is None:
-        return [sys.executable, "-m", "tui.cli", *args]
-    return [sys.executable, "-c", _LIMITED, str(file_size_limit), *args]
-
-
-def run_cli(env: Env, *args: str, file_size_limit: int | None = None) -> Any:
-    return subprocess.run(
-        cli_command(*args, file_size_limit=file_size_limit),
-        env=env,
-        cwd=_cwd(env),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
+        return cli.run_cli(env, *args, cwd=_cwd(env))
+    command = _limited_command(file_size_limit)(*args)
+    return cli.run_process(command, env, cwd=_cwd(env))
 
 
 def popen_cli(env: Env, *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        cli_command(*args),
+        cli.cli_command(*args),
         env=env,
         cwd=_cwd(env),
         stdin=subprocess.DEVNULL,
@@ -109,65 +82,27 @@ def popen_cli(env: Env, *args: str) -> subprocess.Popen[bytes]:
     )
 
 
-def run_many(env: Env, *commands: list[str]) -> list[Any]:
-    """Run CLI calls side by side (only for calls that do not contend for the data dir)."""
-    processes = [
-        subprocess.Popen(
-            cli_command(*args),
-            env=env,
-            cwd=_cwd(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for args in commands
-    ]
-    results = []
-    try:
-        for process in processes:
-            out, err = process.communicate(timeout=TIMEOUT)
-            results.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait(timeout=TIMEOUT)
-    return results
+def run_many(env: Env, *commands: list[str]) -> list[CliResult]:
+    """Independent commands, one after the other, in-process."""
+    return cli.run_many(env, *commands, cwd=_cwd(env))
 
 
-def assert_one_line(proc: Any, code: int, *fragments: str) -> str:
-    """Exit `code`, exactly one stderr line, no traceback, each fragment in it."""
-    seen = (proc.args[3:], proc.returncode, proc.stdout[-500:], proc.stderr)
-    assert proc.returncode == code, seen
-    assert "Traceback" not in proc.stderr, seen
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, seen
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, *seen)
-    return lines[0]
-
-
-def assert_ok(proc: Any) -> None:
-    assert (proc.returncode, proc.stderr) == (0, ""), (proc.args[3:], proc.stdout[-500:])
+def spawn_many(env: Env, *commands: list[str]) -> list[CliResult]:
+    """Commands as processes side by side (for what must meet another process, or must not
+    start the TUI in this one if it regressed)."""
+    return cli.spawn_many([(env, command, None) for command in commands], cwd=_cwd(env))
 
 
 def history_json(env: Env, *args: str) -> list[dict[str, Any]]:
-    proc = run_cli(env, "history", "--json", "--date", DAY, *args)
-    assert_ok(proc)
-    return json.loads(proc.stdout)
+    return printed_json(run_cli(env, "history", "--json", "--date", DAY, *args), quiet=True)
 
 
 def status_json(env: Env) -> dict[str, Any]:
-    proc = run_cli(env, "status", "--json")
-    assert_ok(proc)
-    return json.loads(proc.stdout)
+    return printed_json(run_cli(env, "status", "--json"), quiet=True)
 
 
 def recall_json(env: Env, query: str = SEED_QUERY) -> dict[str, Any]:
-    proc = run_cli(env, "recall", "--json", query)
-    assert_ok(proc)
-    return json.loads(proc.stdout)
+    return printed_json(run_cli(env, "recall", "--json", query), quiet=True)
 
 
 def sha256(path: Path) -> str:
@@ -228,11 +163,8 @@ def summary(messages: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
 
 
 def history_and_status(env: Env) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Today's messages (`history --json`) and `status --json`, run side by side."""
-    history, status = run_many(env, ["history", "--json", "--date", DAY], ["status", "--json"])
-    assert_ok(history)
-    assert_ok(status)
-    return json.loads(history.stdout), json.loads(status.stdout)
+    """Today's messages (`history --json`) and `status --json`."""
+    return history_json(env), status_json(env)
 
 
 def assert_seed_intact(env: Env, *, points: int = SEED_POINTS, recall: bool = False) -> None:

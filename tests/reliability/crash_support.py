@@ -44,10 +44,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli import DAY, REPO_ROOT, sandboxed_env
+
 PYTHON = sys.executable
-NOW = "2031-02-03T04:05:06Z"
-DAY = "2031-02-03"
 EMBED_MODEL = "nomic-embed-text"
 WORKSPACE = "crash"
 SEED_VARIABLE = "STRAYLIGHT_CRASH_SEED"
@@ -185,27 +184,13 @@ class CrashRig:
         self.outside = self._outside_listing()
 
     def _environment(self) -> dict[str, str]:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("STRAYLIGHT_", "MEMORY_")) and k != "OLLAMA_HOST"
-        }
-        env.update(
-            {
-                "STRAYLIGHT_HOME": str(self.home),
-                "STRAYLIGHT_WORKSPACE": WORKSPACE,
-                "STRAYLIGHT_NOW": NOW,
-                "OLLAMA_HOST": self.standin.host,
-                "XDG_CONFIG_HOME": str(self.root / "xdg-config"),
-                "XDG_DATA_HOME": str(self.root / "xdg-data"),
-                "HOME": str(self.root / "user-home"),
-                "TMPDIR": str(self.root / "tmp"),
-                "PYTHONPATH": str(REPO_ROOT),
-                "PYTHONDONTWRITEBYTECODE": "1",
-                "TZ": "UTC",
-            }
+        return sandboxed_env(
+            self.home,
+            self.root,
+            self.standin.host,
+            STRAYLIGHT_WORKSPACE=WORKSPACE,
+            TMPDIR=str(self.root / "tmp"),
         )
-        return env
 
     # ---- failure messages
 

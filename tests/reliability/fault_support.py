@@ -1,16 +1,16 @@
 """Helpers of the reliability suite: run `straylight` as a user does, check what it left.
 
-Every case runs the real command (`python -m tui.cli …`) in a subprocess against the
-real-HTTP Ollama stand-in, from an empty working directory, and checks the data dir with the
-product's own parser (`store.daily_log.parse_messages`) and a read-only look at the database.
+Every case runs the real command against the real-HTTP Ollama stand-in, from an empty
+working directory (`tui.cli.main` in-process through tests/support/cli.py; a real
+`python -m tui.cli` process where the interpreter's decoding matters), and checks the data
+dir with the product's own parser (`store.daily_log.parse_messages`) and a read-only look at
+the database.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,66 +19,22 @@ from typing import Any
 import pytest
 
 from store.daily_log import LogMessage, parse_messages
+from tests.support import cli
+from tests.support.cli import DAY, PROG, CliResult, assert_ok
 from tests.support.ollama_standin import OllamaStandIn
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT = 30  # seconds per subprocess; a healthy call takes about one
-NOW = "2031-02-03T04:05:06Z"
-DAY = "2031-02-03"
 SEED_QUESTION = "How does the blue service get deployed to the staging cluster these days?"
 SEED_REPLY = "The blue service deploys with just deploy-blue, which pushes to the staging cluster."
 REPLY = "alpha beta gamma delta"  # streamed by the stand-in as four chunks
 PARTIAL = "alpha beta "  # what arrives before a fault injected with after=2
-PROG = "straylight: "
 
 
-def run_cli(
-    env: dict[str, str], *args: str, stdin: str | bytes | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """`straylight ARGS` as a subprocess; stdin text (or bytes, passed through unchanged)."""
-    extra: dict[str, Any] = {"stdin": subprocess.DEVNULL} if stdin is None else {"input": stdin}
-    if isinstance(stdin, bytes):
-        proc = subprocess.run(
-            [sys.executable, "-m", "tui.cli", *args],
-            env=env,
-            cwd=cwd or REPO_ROOT,
-            capture_output=True,
-            timeout=TIMEOUT,
-            **extra,
-        )
-        return subprocess.CompletedProcess(
-            proc.args,
-            proc.returncode,
-            proc.stdout.decode("utf-8", "replace"),
-            proc.stderr.decode("utf-8", "replace"),
-        )
-    return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args],
-        env=env,
-        cwd=cwd or REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        **extra,
-    )
-
-
-def assert_one_line(proc: subprocess.CompletedProcess[str], code: int, *fragments: str) -> str:
-    """Exit `code`, exactly one stderr line (no traceback) containing every fragment."""
-    seen = (proc.returncode, proc.stdout[-500:], proc.stderr[-2000:])
-    assert proc.returncode == code, seen
-    assert "Traceback" not in proc.stderr, seen
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, seen
-    assert lines[0].startswith(PROG), seen
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, *seen)
-    return lines[0].removeprefix(PROG)
-
-
-def assert_ok(proc: subprocess.CompletedProcess[str]) -> None:
-    assert proc.returncode == 0, (proc.returncode, proc.stdout[-500:], proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr, proc.stderr
+def assert_one_line(result: CliResult, code: int, *fragments: str) -> str:
+    """Exit `code`, exactly one stderr line (no traceback) starting with `straylight: ` and
+    containing every fragment; the line without that prefix."""
+    line = cli.assert_one_line(result, code, *fragments)
+    assert line.startswith(PROG), (result.returncode, result.stderr[-2000:])
+    return line.removeprefix(PROG)
 
 
 def log_path(home: Path, day: str = DAY) -> Path:
@@ -143,37 +99,24 @@ class Workspace:
 
     def run(
         self, *args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        return run_cli(env or self.env, *args, stdin=stdin, cwd=self.cwd)
+    ) -> CliResult:
+        """`straylight ARGS` in-process, in this world's env and working dir."""
+        return cli.run_cli(env or self.env, *args, stdin=stdin, cwd=self.cwd)
+
+    def run_process(
+        self, *args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None
+    ) -> CliResult:
+        """`python -m tui.cli ARGS` as a real process (the interpreter's own decoding of
+        argv, stdin and stdout, which the in-process run does not go through)."""
+        return cli.run_cli_process(env or self.env, *args, stdin=stdin, cwd=self.cwd)
 
     def outside(self) -> dict[str, tuple[int, int]]:
         """The test's tmp dir minus the data dir."""
         return tree(self.root, skip=self.home)
 
 
-def cli_environment(root: Path, home: Path, ollama_host: str, **extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("STRAYLIGHT_", "MEMORY_")) and k != "OLLAMA_HOST"
-    }
-    env.update(
-        {
-            "STRAYLIGHT_HOME": str(home),
-            "STRAYLIGHT_NOW": NOW,
-            "STRAYLIGHT_WORKSPACE": "demo",
-            "OLLAMA_HOST": ollama_host,
-            "XDG_CONFIG_HOME": str(root / "xdg-config"),
-            "XDG_DATA_HOME": str(root / "xdg-data"),
-            "XDG_CACHE_HOME": str(root / "xdg-cache"),
-            "HOME": str(root / "user-home"),
-            "PYTHONPATH": str(REPO_ROOT),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "TZ": "UTC",
-        }
-    )
-    env.update(extra)
-    return env
+def cli_environment(root: Path, home: Path, ollama_host: str) -> dict[str, str]:
+    return cli.sandboxed_env(home, root, ollama_host, XDG_CACHE_HOME=str(root / "xdg-cache"))
 
 
 @pytest.fixture(scope="session")
@@ -186,7 +129,7 @@ def seeded_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with OllamaStandIn() as standin:
         standin.script_reply(SEED_REPLY)
         env = cli_environment(root, home, standin.host)
-        proc = run_cli(env, "ask", SEED_QUESTION, cwd=root / "cwd")
+        proc = cli.run_cli(env, "ask", SEED_QUESTION, cwd=root / "cwd")
     assert_ok(proc)
     assert [p[1] for p in points(home)] == ["user", "assistant"], points(home)
     return home

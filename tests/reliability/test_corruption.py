@@ -2,7 +2,7 @@
 
 Each case starts from a data dir with one committed turn (two log messages, two points,
 `vectors.usearch`) made by the real `straylight ask`, damages one file, runs the commands a
-user would run (`python -m tui.cli …` in a subprocess against the Ollama stand-in) and checks:
+user would run (in-process, tests/support/cli.py, against the Ollama stand-in) and checks:
 the exit code and the one stderr line (no traceback), the damaged file byte for byte where it
 must be left alone, no new file outside the data dir (HOME, TMPDIR, the working directory and
 the config dir all live in the test's tmp dir), and the committed turn still there afterwards.
@@ -39,8 +39,6 @@ from tests.reliability.corruption_support import (  # noqa: F401 - the fixtures
     SEED_QUERY,
     SEED_QUESTION,
     Env,
-    assert_ok,
-    assert_one_line,
     assert_seed_intact,
     copy_seed,
     data_dir_listing,
@@ -57,9 +55,11 @@ from tests.reliability.corruption_support import (  # noqa: F401 - the fixtures
     seed_messages,
     seed_template,
     sha256,
+    spawn_many,
     status_json,
     summary,
 )
+from tests.support.cli import assert_one_line, assert_quiet
 from tests.support.ollama_standin import OllamaStandIn
 
 EXIT_UNEXPECTED = 1  # README: a damaged database is not a usage error; the line names the file
@@ -115,9 +115,9 @@ def test_a_damaged_vector_index_is_rebuilt_and_recall_still_works(
     recall, history = run_many(
         env, ["recall", "--json", SEED_QUERY], ["history", "--json", "--date", DAY]
     )
-    assert_ok(recall)
+    assert_quiet(recall)
     assert SEED_QUESTION in [hit["content"] for hit in json.loads(recall.stdout)["hits"]]
-    assert_ok(history)
+    assert_quiet(history)
     assert summary(json.loads(history.stdout)) == seed_messages()
     report = status_json(env)
     assert report["index"] == {"state": "in_sync", "size": SEED_POINTS}
@@ -160,7 +160,7 @@ def test_a_damaged_database_stops_with_one_line_and_is_left_untouched(
         )
         assert proc.stdout == ""
     # The daily log does not need the database: the conversation is still readable.
-    assert_ok(history)
+    assert_quiet(history)
     assert summary(json.loads(history.stdout)) == seed_messages()
     # Left byte for byte; no new empty database (nor a .wal) created in its place.
     assert sha256(database) == digest
@@ -288,7 +288,7 @@ def test_a_hand_edited_daily_log_is_read_and_continued(
 
     standin.script_reply("The crossing takes forty minutes.")
     proc = run_cli(env, "ask", "--conversation", conversation, "And what does it cost?")
-    assert_ok(proc)
+    assert_quiet(proc)
     assert proc.stdout == "The crossing takes forty minutes.\n"
     # What the file said went into the prompt as history (empty messages never do).
     sent = standin.chat_requests()[-1]["messages"][1:]
@@ -336,7 +336,7 @@ def test_a_config_with_wrong_types_stops_every_command_with_one_line(
     first = str(configs["keymap-not-a-table"])
     calls = [["ask", "hello", "--config", str(path)] for path in configs.values()]
     calls += [["status", "--json", "--config", first], ["--config", first]]  # and the TUI
-    results = run_many(env, *calls)
+    results = spawn_many(env, *calls)  # processes: a TUI that starts cannot hang this one
     labels = [*WRONG_TYPES, "keymap-not-a-table", "keymap-not-a-table"]
     for label, proc in zip(labels, results, strict=True):
         assert_one_line(proc, EXIT_USAGE, str(configs[label]), WRONG_TYPES[label][1])

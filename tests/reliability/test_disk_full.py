@@ -1,7 +1,7 @@
 """Issue 7, part 6: the disk fills up while a turn is being saved.
 
 The fault is injected with RLIMIT_FSIZE in the `straylight ask` process (see
-`corruption_support.cli_command`): no file that process writes can grow past the limit, so real
+`corruption_support.run_cli`): no file that process writes can grow past the limit, so real
 writes through the real code fail with EFBIG ("File too large"), like ENOSPC on a full disk —
 unprivileged, as root too, and without mocking any of our code. (A small tmpfs needs mount
 rights CI does not have; a read-only data dir does not stop root.) The limit is per file, so
@@ -28,8 +28,6 @@ from tests.reliability.corruption_support import (  # noqa: F401 - the fixtures
     SEED_POINTS,
     SEED_QUESTION,
     Env,
-    assert_ok,
-    assert_one_line,
     assert_seed_intact,
     copy_seed,
     day_log,
@@ -48,6 +46,7 @@ from tests.reliability.corruption_support import (  # noqa: F401 - the fixtures
     status_json,
     summary,
 )
+from tests.support.cli import CliResult, assert_one_line, assert_quiet
 from tests.support.ollama_standin import OllamaStandIn
 
 EXIT_UNEXPECTED = 1  # README: "unexpected error (details in the log file)"
@@ -94,7 +93,7 @@ def test_a_full_disk_before_the_message_is_logged_stops_the_turn(
     assert outside_snapshot(tmp_path, home) == outside
 
     # Space again: the next turn works and everything before it is there.
-    assert_ok(run_cli(env, "ask", QUESTION))
+    assert_quiet(run_cli(env, "ask", QUESTION))
     messages, status = history_and_status(env)
     assert summary(messages) == [
         *seed_messages(),
@@ -125,7 +124,7 @@ def test_a_full_disk_while_the_reply_is_logged_keeps_the_question_whole(
     assert outside_snapshot(tmp_path, home) == outside
 
     standin.script_reply(REPLY)
-    assert_ok(run_cli(env, "ask", "--conversation", "c-full", QUESTION))
+    assert_quiet(run_cli(env, "ask", "--conversation", "c-full", QUESTION))
     messages, status = history_and_status(env)
     assert summary(messages) == [
         *seed_messages(),
@@ -137,7 +136,7 @@ def test_a_full_disk_while_the_reply_is_logged_keeps_the_question_whole(
     assert status["points"]["total"] == SEED_POINTS + 2  # the failed turn saved none
 
 
-def _ask_with_a_full_wal(env: Env, home: Path, standin: OllamaStandIn) -> object:
+def _ask_with_a_full_wal(env: Env, home: Path, standin: OllamaStandIn) -> CliResult:
     assert day_log(home).stat().st_size + 2048 < WAL_LIMIT, "precondition"
     assert (home / "straylight.log").stat().st_size + 4096 < WAL_LIMIT, "precondition"
     standin.script_reply(REPLY)
@@ -168,7 +167,7 @@ def test_points_that_cannot_be_saved_leave_everything_earlier_intact(
     assert database.exists()
 
     standin.script_reply(REPLY + " Space is back again.")
-    assert_ok(run_cli(env, "ask", "Space is back: " + QUESTION))
+    assert_quiet(run_cli(env, "ask", "Space is back: " + QUESTION))
     assert status_json(env)["points"]["total"] == saved + 2
 
 

@@ -86,9 +86,11 @@ def test_a_1_mib_paste_is_accepted_and_round_trips(world: Workspace) -> None:
         "```",
         "",
     ]
-    text = ""
-    while len(text.encode()) < MiB:
-        text += "\n".join(lines) + f"\nline {len(text)}\n"
+    text, size = "", 0  # (the size counted as it grows: encoding 1 MiB each round took ~5 s)
+    while size < MiB:
+        piece = "\n".join(lines) + f"\nline {len(text)}\n"
+        text += piece
+        size += len(piece.encode())
     text = text.encode()[:MiB].decode("utf-8", "ignore").rstrip("\n") + "\nend of paste"
     before_log, before_points = log_path(world.home).read_bytes(), points(world.home)
     outside = world.outside()
@@ -134,7 +136,7 @@ def test_nul_and_invalid_utf8_on_stdin_are_logged_not_fatal(world: Workspace) ->
         "nul \x00 here, invalid \ufffd\ufffd bytes, a lone \ufffd\ufffd\ufffd surrogate, and more"
     )
     env = dict(world.env, PYTHONIOENCODING="utf-8:surrogateescape")
-    proc = world.run("ask", "-", stdin=raw, env=env)
+    proc = world.run_process("ask", "-", stdin=raw, env=env)  # the interpreter's decoding
     assert_ok(proc)
     assert sent_user_messages(world.standin) == [expected]
     assert new_messages(world)[0] == ("user", expected, "complete")
@@ -144,7 +146,7 @@ def test_nul_and_invalid_utf8_on_stdin_are_logged_not_fatal(world: Workspace) ->
 
 def test_invalid_utf8_on_stdin_under_a_strict_utf8_locale_is_replaced(world: Workspace) -> None:
     env = dict(world.env, PYTHONIOENCODING="utf-8:strict")  # what en_US.UTF-8 gives
-    proc = world.run("ask", "-", stdin=b"caf\xe9 au lait from a Latin-1 file", env=env)
+    proc = world.run_process("ask", "-", stdin=b"caf\xe9 au lait from a Latin-1 file", env=env)
     assert_ok(proc)
     assert new_messages(world)[0] == ("user", "caf\ufffd au lait from a Latin-1 file", "complete")
 
@@ -154,10 +156,10 @@ def test_invalid_utf8_in_an_argument_is_replaced_not_fatal(world: Workspace) -> 
     `remember` store U+FFFD instead (before the fix both exited 1: UnicodeEncodeError)."""
     bad = os.fsdecode(b"caf\xe9 au lait, a Latin-1 argument long enough to be saved as a point")
     good = bad.replace("\udce9", "\ufffd")
-    proc = world.run("ask", bad)
+    proc = world.run_process("ask", bad)  # argv as the interpreter decodes it
     assert_ok(proc)
     assert new_messages(world)[0] == ("user", good, "complete")
-    assert_ok(remembered := world.run("remember", bad))
+    assert_ok(remembered := world.run_process("remember", bad))
     assert "remembered #" in remembered.stdout
     assert good in [p[2] for p in points(world.home)]
 
@@ -166,7 +168,7 @@ def test_a_reply_with_control_characters_and_a_lone_surrogate_is_kept(world: Wor
     """The model's text is data too: a JSON `\\ud800` escape (which no real Ollama sends)
     becomes U+FFFD instead of crashing the output (before the fix: exit 1)."""
     world.standin.script_reply("nul \x00, esc \x1b[31mred\x1b[0m, lone \ud800 surrogate")
-    proc = world.run("ask", "Say something odd")
+    proc = world.run_process("ask", "Say something odd")  # the interpreter's stdout
     assert_ok(proc)
     reply = "nul \x00, esc \x1b[31mred\x1b[0m, lone \ufffd surrogate"
     assert proc.stdout == reply + "\n"

@@ -1,6 +1,6 @@
 """Issue 7, part 3: Ollama faults, end to end through `straylight ask`.
 
-Each case runs `straylight ask` in a subprocess against the real-HTTP stand-in with one
+Each case runs `straylight ask` (in-process, tests/support/cli.py) against the stand-in with one
 fault injected, on a copy of a data dir that already holds one complete turn (two log
 messages, two points). Every case must end with: the exit code the README names (3
 unreachable, 4 model not pulled, 5 timeout / cut off / other model error), exactly one

@@ -255,11 +255,11 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
 
     def on_mount(self) -> None:
         self.say("Reading the daily logs…")
-        self.tree.focus()
+        self.conversation_tree.focus()
         self.read_index()
 
     @property
-    def tree(self) -> Tree[ConversationSummary | DaySummary]:
+    def conversation_tree(self) -> Tree[ConversationSummary | DaySummary]:
         return self.query_one("#conversation-tree", Tree)
 
     # ---- the index, a day at a time --------------------------------------------------
@@ -287,7 +287,7 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
     @on(DaysLoaded)
     def add_days(self, message: DaysLoaded) -> None:
         """Append the days (older than those shown) with their conversations to the tree."""
-        tree = self.tree
+        tree = self.conversation_tree
         for summary in message.days:
             expand = self.day_count < EXPANDED_DAYS
             node = tree.root.add(day_label(summary), summary, expand=expand)
@@ -316,7 +316,7 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
         self._days_of.setdefault(cid, []).insert(0, conversation.day)
 
     def _put_cursor_on_first(self) -> None:
-        tree = self.tree
+        tree = self.conversation_tree
         if tree.cursor_node is None and tree.root.children:
             day = tree.root.children[0]
             tree.move_cursor(day.children[0] if day.children else day)
@@ -338,7 +338,7 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
     @property
     def highlighted(self) -> ConversationSummary | None:
         """The conversation under the tree's cursor (None on a day line)."""
-        node = self.tree.cursor_node
+        node = self.conversation_tree.cursor_node
         data = node.data if node is not None else None
         return data if isinstance(data, ConversationSummary) else None
 
@@ -414,7 +414,7 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
     # ---- actions -----------------------------------------------------------------------
     def action_open(self) -> None:
         """Enter: open the highlighted conversation read-only; on a day, fold or unfold it."""
-        node = self.tree.cursor_node
+        node = self.conversation_tree.cursor_node
         if node is None:
             return
         if isinstance(node.data, DaySummary):

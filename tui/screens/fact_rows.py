@@ -5,7 +5,7 @@ runs in worker threads; and `EditInput`, that editor (Enter submits, Esc cancels
 A subclass names its columns, reads its records in a thread (`read_records`), turns one
 record into cells (`cells`) and into the detail pane's text (`detail`), and says what an
 empty table means (`empty_text`). Widgets are touched on the event loop only: a thread's
-result comes back through `App.call_from_thread`.
+result comes back as a `ThreadDone` message, handled by the screen.
 """
 
 from __future__ import annotations
@@ -54,6 +54,14 @@ def clip(text: str, width: int) -> str:
 def day(value: datetime | None) -> str:
     """`2026-11-29`, or an em dash for no date."""
     return f"{value:%Y-%m-%d}" if value is not None else "—"
+
+
+@dataclass
+class ThreadDone(Message):
+    """A worker thread of a record screen finished: `callback(*args)` on the event loop."""
+
+    callback: Callable[..., None]
+    args: tuple[object, ...]
 
 
 class EditInput(Input):
@@ -303,21 +311,21 @@ class RecordScreen(MemoryScreen[None], Generic[RecordT]):
             try:
                 result = job()
             except (ValueError, LookupError) as error:
-                self.app.call_from_thread(self._deliver, self._refused, str(error))
+                self.post_message(ThreadDone(self._refused, (str(error),)))
                 return
             except Exception as error:
                 log.exception("%s: a database call failed", type(self).__name__)
-                self.app.call_from_thread(self._deliver, self._refused, f"⚠ failed: {error}")
+                self.post_message(ThreadDone(self._refused, (f"⚠ failed: {error}",)))
                 return
             if not get_current_worker().is_cancelled:
-                self.app.call_from_thread(self._deliver, done, result)
+                self.post_message(ThreadDone(done, (result,)))
 
         self.run_worker(run, thread=True, group=group, exclusive=exclusive, exit_on_error=False)
 
     def _refused(self, text: str) -> None:
         self.say(text, error=True)
 
-    def _deliver(self, callback: Callable[..., None], *args: object) -> None:
-        """Run `callback` unless the screen was closed meanwhile."""
+    def on_thread_done(self, message: ThreadDone) -> None:
+        """Run the callback unless the screen was closed meanwhile."""
         if self.is_attached and self in self.app.screen_stack:
-            callback(*args)
+            message.callback(*message.args)

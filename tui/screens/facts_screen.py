@@ -68,7 +68,7 @@ class FactFilters:
 
 def read_facts(drawer: FactDrawer, filters: FactFilters) -> list[Fact]:
     """The facts these filters let through (blocks: call it in a thread)."""
-    facts = drawer.list(
+    facts = drawer.list_facts(
         type=None if filters.type == "all" else filters.type,
         status=None if filters.status == "all" else filters.status,
         all_workspaces=filters.scope == "every",
@@ -215,9 +215,7 @@ class FactsScreen(RecordScreen["Fact"]):
         """The drawer of the fact's own workspace (a fact of another one is written there)."""
         if fact.scope == "global" or fact.workspace == self.drawer.workspace:
             return self.drawer
-        from memory.fact_drawer import FactDrawer
-
-        return FactDrawer(self.drawer.db, fact.workspace, self.drawer.config)
+        return self.drawer.in_workspace(fact.workspace)
 
     # ---- filters -------------------------------------------------------------------------
     def action_cycle(self, which: str) -> None:

@@ -1,4 +1,4 @@
-"""F1 / `/help`: keys and slash commands."""
+"""F1 / `/help`: keys and slash commands (the commands' lines come from tui/commands.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
+from tui.commands import slash_help
 from tui.keymap import BINDING_IDS
 
 HELP_TEMPLATE = """\
@@ -32,19 +33,7 @@ HELP_TEMPLATE = """\
 - **Ctrl+G** — edit longterm.md in `$VISUAL` / `$EDITOR`; it is re-read when you save
 
 ## Slash commands
-- `/help` — this help
-- `/new` — start a new conversation (the log keeps the old one)
-- `/model NAME` — chat with another model for this session; `/model` alone lists the pulled ones
-- `/remember TEXT` · `/forget ID` · `/recall QUERY` · `/memstatus` · `/import PATH` — memories;
-  `/recall` alone opens the memory browser
-- `/fact set KEY TYPE BODY [--scope global] [--proof TEXT]` — write a fact now
-- `/fact get|retire|undo KEY` — read, retire, undo; `/facts` opens the facts screen,
-  `/facts list` prints them here
-- `/candidates` — the candidates screen; `/candidates list`, `approve ID [BODY]`, `reject ID`
-- `/dream` — run the dream now: at most one hypothesis card
-- `/hypotheses` — the cards' screen, overdue first; `/hypotheses list|validate|refute|delete ID`
-- `/conversations` — the daily logs by day: read one, continue it · `/longterm` — edit
-  longterm.md
+{slash_commands}
 
 ## On the memory screens (Esc closes them)
 - **Memory browser** (F2): **/** search (hybrid recall) · **r** role filter · **o** pinned only ·
@@ -68,7 +57,7 @@ Every message is appended to `conversation/YYYY-MM-DD.md` in the data dir the mo
 sent; `longterm.md` there goes into every prompt, whole. `straylight status` and
 `straylight config` show the paths and every setting.
 """
-HELP_TEXT = HELP_TEMPLATE.replace(
+HELP_TEXT = HELP_TEMPLATE.replace("{slash_commands}", slash_help()).replace(
     "{binding_ids}", ", ".join(f"`{binding}`" for binding in BINDING_IDS)
 )
 

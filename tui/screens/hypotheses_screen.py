@@ -9,9 +9,9 @@ it cites. The same effects as `/hypotheses validate|refute|delete ID`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -22,12 +22,12 @@ from tui.screens.fact_rows import Column, RecordScreen, clip, day
 
 if TYPE_CHECKING:
     from memory.fact_drawer import FactDrawer
+    from memory.hypotheses import Hypotheses
     from store.clock import Clock
-    from store.database import Database
     from store.fact_store import Candidate
     from store.hypothesis_store import Hypothesis
 
-SHOWN_STATUSES = ("open", "validated", "refuted")  # deleted cards stay in the audit only
+CardT = TypeVar("CardT")  # what a card action returns
 STATUS_STYLES = {"overdue": "bold red", "open": "", "validated": "green", "refuted": "dim"}
 CITED_CHARS = 70
 
@@ -47,22 +47,17 @@ def card_order(cards: Sequence[Hypothesis], now: datetime) -> list[Hypothesis]:
     return sorted(cards, key=rank)
 
 
-def cited_lines(db: Database, source_ids: Sequence[str]) -> list[str]:
+def cited_lines(book: Hypotheses, source_ids: Sequence[str]) -> list[str]:
     """One line per memory a card cites (`fact:12 rule prod:db — …`, `point:3 — …`); blocks."""
-    from store.fact_store import FactStore
-    from store.point_store import PointStore
+    from store.fact_store import Fact
 
-    facts, points = FactStore(db), PointStore(db)
     lines = []
-    for source in source_ids:
-        kind, _, number = source.partition(":")
-        fact = facts.by_id(int(number)) if kind == "fact" and number.isdigit() else None
-        point = points.get(int(number)) if kind == "point" and number.isdigit() else None
+    for source, memory in book.cited(source_ids):
         text = "(not found)"
-        if fact is not None:
-            text = f"{fact.type} {fact.key} — {fact.body}"
-        elif point is not None:
-            text = point.content
+        if isinstance(memory, Fact):
+            text = f"{memory.type} {memory.key} — {memory.body}"
+        elif memory is not None:
+            text = memory.content
         lines.append(f"{source} {clip(printable(text), CITED_CHARS)}")
     return lines
 
@@ -86,19 +81,17 @@ class HypothesesScreen(RecordScreen["Hypothesis"]):
 
     def __init__(self, drawer: FactDrawer, clock: Clock | None = None) -> None:
         super().__init__()
+        from memory.hypotheses import Hypotheses
+
         self.drawer = drawer
+        self.book = Hypotheses.of(drawer)
         self.clock = clock or drawer.db.clock
         self._cited: dict[int, list[str]] = {}
 
     # ---- the table -----------------------------------------------------------------------
     def read_records(self) -> list[Hypothesis]:
-        from store.hypothesis_store import HypothesisStore
-
         now = self.clock.now()
-        cards = HypothesisStore(self.drawer.db).list(
-            SHOWN_STATUSES, now=now, workspace=self.drawer.workspace
-        )
-        return card_order(cards, now)
+        return card_order(self.book.cards(now=now), now)
 
     def record_id(self, record: Hypothesis) -> int:
         return record.id
@@ -155,7 +148,7 @@ class HypothesesScreen(RecordScreen["Hypothesis"]):
         card = self.current()
         if card is None or card.id in self._cited:
             return
-        db = self.drawer.db
+        book = self.book
 
         def loaded(lines: list[str]) -> None:
             self._cited[card.id] = lines
@@ -163,64 +156,56 @@ class HypothesesScreen(RecordScreen["Hypothesis"]):
                 RecordScreen.show_detail(self)
 
         self.in_thread(
-            lambda: cited_lines(db, card.source_ids), loaded, group="cited", exclusive=True
+            lambda: cited_lines(book, card.source_ids), loaded, group="cited", exclusive=True
         )
 
     # ---- actions -------------------------------------------------------------------------
-    def action_validate(self) -> None:
+    def _card_to(self, verb: str) -> Hypothesis | None:
+        """The card under the cursor, or None (and say so) when the table is empty."""
         card = self.current()
         if card is None:
-            self.say("No card to validate.", error=True)
+            self.say(f"No card to {verb}.", error=True)
+        return card
+
+    def _act(self, job: Callable[[], CardT], said: Callable[[CardT], str]) -> None:
+        """Run a card action in a thread, then say what it did and read the cards again."""
+
+        def done(result: CardT) -> None:
+            self.say(said(result))
+            self.reload()
+
+        self.in_thread(job, done)
+
+    def action_validate(self) -> None:
+        card = self._card_to("validate")
+        if card is None:
             return
-        from agent.dream_run import validate_card
 
-        db, drawer = self.drawer.db, self.drawer
-
-        def validated(result: tuple[Hypothesis, Candidate | None]) -> None:
+        def said(result: tuple[Hypothesis, Candidate | None]) -> str:
             done, candidate = result
             extra = f"; fact candidate #{candidate.id} waits for approval" if candidate else ""
-            self.say(f"Validated #{done.id} (confidence {done.confidence:.2f}){extra}.")
-            self.reload()
+            return f"Validated #{done.id} (confidence {done.confidence:.2f}){extra}."
 
-        self.in_thread(lambda: validate_card(db, drawer, card.id), validated)
+        self._act(lambda: self.book.validate(card.id), said)
 
     def action_refute(self) -> None:
-        card = self.current()
-        if card is None:
-            self.say("No card to refute.", error=True)
-            return
-        from agent.dream_run import refute_card
-
-        db = self.drawer.db
-
-        def refuted(done: Hypothesis) -> None:
-            self.say(f"Refuted #{done.id} (confidence {done.confidence:.2f}).")
-            self.reload()
-
-        self.in_thread(lambda: refute_card(db, card.id), refuted)
+        card = self._card_to("refute")
+        if card is not None:
+            self._act(
+                lambda: self.book.refute(card.id),
+                lambda done: f"Refuted #{done.id} (confidence {done.confidence:.2f}).",
+            )
 
     def action_delete(self) -> None:
-        card = self.current()
+        card = self._card_to("delete")
         if card is None:
-            self.say("No card to delete.", error=True)
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._delete(card)
+                self._act(lambda: self.book.delete(card.id), lambda done: f"Deleted #{done.id}.")
             else:
                 self.say(f"Kept #{card.id}.")
 
         question = f"Delete hypothesis #{card.id}? {clip(card.statement, 120)}"
         self.app.push_screen(ConfirmScreen(question), answered)
-
-    def _delete(self, card: Hypothesis) -> None:
-        from agent.dream_run import delete_card
-
-        db = self.drawer.db
-
-        def deleted(done: Hypothesis) -> None:
-            self.say(f"Deleted #{done.id}.")
-            self.reload()
-
-        self.in_thread(lambda: delete_card(db, card.id), deleted)

@@ -26,6 +26,7 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
+from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
@@ -530,7 +531,9 @@ class MemoryBrowserScreen(MemoryScreen[None]):
         bottom = max(table.cursor_row, int(table.scroll_y) + table.size.height)
         if bottom < table.row_count - PREFETCH_ROWS:
             return
-        last_id = int(str(table.coordinate_to_cell_key((table.row_count - 1, 0)).row_key.value))
+        last_id = int(
+            str(table.coordinate_to_cell_key(Coordinate(table.row_count - 1, 0)).row_key.value)
+        )
         self.fetching = True
         self.load_page(self.generation, self.filters, last_id)
 
@@ -597,7 +600,7 @@ class MemoryBrowserScreen(MemoryScreen[None]):
         table = self.table
         if table.row_count == 0:
             return None
-        key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+        key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
         return int(str(key))
 
     # ---- actions --------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Static
 
-from agent.turn import Approval
+from agent.turn_events import Approval
 
 if TYPE_CHECKING:
     from store.fact_store import Candidate

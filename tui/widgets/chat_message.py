@@ -41,12 +41,12 @@ class ChatMessage(Vertical, can_focus=True):
 
     DEFAULT_CLASSES = "chat-message"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "app.select_message(-1)", "Previous", id="message_previous", show=False),
-        Binding("down", "app.select_message(1)", "Next", id="message_next", show=False),
-        Binding("p", "app.pin_message", "Pin", id="message_pin"),
-        Binding("f", "app.forget_message", "Forget", id="message_forget"),
-        Binding("c", "app.copy_message", "Copy", id="message_copy"),
-        Binding("escape", "app.focus_input", "Back to typing", id="message_done"),
+        Binding("up", "screen.select_message(-1)", "Previous", id="message_previous", show=False),
+        Binding("down", "screen.select_message(1)", "Next", id="message_next", show=False),
+        Binding("p", "screen.pin_message", "Pin", id="message_pin"),
+        Binding("f", "screen.forget_message", "Forget", id="message_forget"),
+        Binding("c", "screen.copy_message", "Copy", id="message_copy"),
+        Binding("escape", "screen.focus_input", "Back to typing", id="message_done"),
     ]
 
     def __init__(
@@ -64,6 +64,7 @@ class ChatMessage(Vertical, can_focus=True):
         self.time = time
         self.model = model
         self.status = status
+        self.point_id: int | None = None  # its memory point, once the engine reports the save
         self._stream: MarkdownStream | None = None
         self._pending: list[str] = []
         self._flush_timer: Timer | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -192,3 +193,15 @@ class SidebarSummary(Static):
     def watch_state(self, state: SidebarState | None) -> None:
         if state is not None:
             self.update(summary_text(state))
+
+
+def memory_status_line(status: dict[str, Any]) -> str:
+    """The sidebar's memory block: points (total, pinned, without a vector), the index, the
+    RAM estimate and its headroom level (coloured by the sidebar)."""
+    points, index = status["points"], status["index"]
+    total = points["total"]
+    lines = f"{total:,} point{'' if total == 1 else 's'}, {points['pinned']:,} pinned"
+    if points["without_vector"]:
+        lines += f"\n{points['without_vector']:,} without a vector"
+    ram = status["ram_estimate_bytes"] / 2**20
+    return f"{lines}\nindex {index['state']}\nRAM ~{ram:.1f} MiB · {status['headroom']}"

@@ -107,6 +107,7 @@ async def decay(ctx: JobContext) -> JobResult:
 
 async def dream(ctx: JobContext) -> JobResult:
     from agent.dream_run import run_dream
+    from memory.hypotheses import DUE_AFTER, START_CONFIDENCE
 
     drawer = ctx.memory.facts
     if drawer is None:
@@ -117,18 +118,18 @@ async def dream(ctx: JobContext) -> JobResult:
     if outcome.card is None:
         return JobResult("ok", f"no card: {outcome.reason}")
     card = outcome.card
-    text = f"New hypothesis #{card.id} (confidence 0.30, due in 14 days): {card.statement}"
+    text = (
+        f"New hypothesis #{card.id} (confidence {START_CONFIDENCE:.2f}, "
+        f"due in {DUE_AFTER.days} days): {card.statement}"
+    )
     return JobResult("ok", f"card #{card.id}", [JobNotice("dream", text)], {"card": card.id})
 
 
 async def overdue_hypotheses(ctx: JobContext) -> JobResult:
-    from store.hypothesis_store import HypothesisStore
-
-    book = HypothesisStore(ctx.memory.store.db)
+    book = ctx.memory.hypotheses
     now = ctx.settings.clock.now()
-    workspace = ctx.memory.facts.workspace if ctx.memory.facts is not None else None
-    due = await asyncio.to_thread(lambda: book.due_alerts(now, workspace=workspace))
-    counts = await asyncio.to_thread(lambda: book.counts(now, workspace=workspace))
+    due = await asyncio.to_thread(book.due_alerts, now)
+    counts = await asyncio.to_thread(book.counts, now)
     notices = [
         JobNotice(
             "hypothesis",
@@ -148,7 +149,7 @@ async def bindings(ctx: JobContext) -> JobResult:
     drawer = ctx.memory.facts
     if drawer is None:
         return JobResult("skipped", "no fact drawer")
-    facts = await asyncio.to_thread(drawer.list)
+    facts = await asyncio.to_thread(drawer.list_facts)
     alerts = check_bindings(
         facts, ctx.settings.clock.now(), limit_days=ctx.settings.jobs.binding_limit_days
     )

@@ -1,0 +1,111 @@
+"""Reads of the points table that recall, index upkeep and status need beyond `PointStore`.
+
+The SQL of `memory.memory_store` lives here (memory/ holds policy, store/ the statements):
+what a recall hit shows, the pinned ids and vectors, the vectors by id for the index, the
+texts to re-index words from, and the sizes the RAM estimate is made of.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from store.database import Cursor, Database
+from store.point_values import FloatVector, as_utc, matrix_from_bytes, vector_from_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class HitRow:
+    """What a recall hit shows of a point (no embedding column)."""
+
+    id: int
+    role: str
+    pinned: bool
+    created_at: datetime
+    content: str
+    content_hash: str
+
+
+_OF_IDS = "id IN (SELECT unnest(?::BIGINT[]))"
+
+
+def _rows_of(db: Database, columns: str, ids: Sequence[int]) -> list[Any]:
+    """`columns` of the points of `ids`, in one query."""
+    with db.cursor() as cur:
+        return cur.execute(f"SELECT {columns} FROM points WHERE {_OF_IDS}", [list(ids)]).fetchall()
+
+
+def hit_rows(db: Database, ids: Sequence[int]) -> dict[int, HitRow]:
+    """The hit rows of many ids in one query."""
+    if not ids:
+        return {}
+    rows = _rows_of(db, "id, role, pinned, created_at, content, content_hash", ids)
+    return {int(r[0]): HitRow(int(r[0]), r[1], bool(r[2]), as_utc(r[3]), r[4], r[5]) for r in rows}
+
+
+def pinned_ids(db: Database) -> list[int]:
+    with db.cursor() as cur:
+        return [int(r[0]) for r in cur.execute("SELECT id FROM points WHERE pinned").fetchall()]
+
+
+def vectors_of(db: Database, ids: Iterable[int], model: str) -> dict[int, FloatVector]:
+    """The vectors `model` made for these points (points without one are left out)."""
+    wanted = list(ids)
+    if not wanted:
+        return {}
+    with db.cursor() as cur:
+        rows = cur.execute(
+            f"SELECT id, embedding FROM points WHERE {_OF_IDS} "
+            "AND embed_model = ? AND embedding IS NOT NULL",
+            [wanted, model],
+        ).fetchall()
+    return {int(pid): vector_from_bytes(vector) for pid, vector in rows}
+
+
+def vector_ids(db: Database, model: str) -> npt.NDArray[np.int64]:
+    """Ids of the points with a vector of `model` (the dimension is enforced on write, so no
+    length scan of the vectors)."""
+    with db.cursor() as cur:
+        rows = cur.execute(
+            "SELECT id FROM points WHERE embed_model = ? AND embedding IS NOT NULL", [model]
+        ).fetchall()
+    return np.asarray([r[0] for r in rows], dtype=np.int64)
+
+
+def vector_matrix(db: Database, ids: npt.NDArray[Any], dim: int) -> FloatVector:
+    """The stored vectors of `ids`, in that order, as an (n, dim) matrix."""
+    wanted = [int(i) for i in ids]
+    rows = _rows_of(db, "id, embedding", wanted)
+    by_id = {int(pid): blob for pid, blob in rows}
+    return matrix_from_bytes([by_id[i] for i in wanted], dim)
+
+
+def point_texts(cur: Cursor) -> list[tuple[int, str, datetime]]:
+    """(id, content, created_at) of every point: what the word index is rebuilt from."""
+    return [
+        (int(pid), str(text), when)
+        for pid, text, when in cur.execute("SELECT id, content, created_at FROM points").fetchall()
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSizes:
+    """What the RAM estimate is made of, besides the vector index."""
+
+    payload_bytes: int  # the points' text
+    lexical_docs: int
+    lexical_postings: int
+
+
+def stored_sizes(db: Database) -> StoredSizes:
+    with db.cursor() as cur:
+        payload = cur.execute("SELECT coalesce(sum(strlen(content)), 0) FROM points").fetchall()
+        docs, postings = cur.execute(
+            "SELECT (SELECT count(*) FROM lexical_docs), (SELECT count(*) FROM lexical_postings)"
+        ).fetchall()[0]
+    return StoredSizes(int(payload[0][0]), int(docs), int(postings))

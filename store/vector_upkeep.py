@@ -1,0 +1,194 @@
+"""Upkeep of `vectors.usearch`, the derived vector index of one data dir.
+
+DuckDB is the source of truth, vectors included. The index file is rebuilt from it whenever
+it is missing, damaged or of another dimension (in a background thread; meanwhile `search`
+runs an exact search over the stored vectors), and reconciled with it on every open, so a
+crash between a commit and the index update loses nothing.
+
+The file is saved (atomically) on close and after `SAVE_EVERY` changes or 1 % of its size,
+whichever is more: a save rewrites the whole file (161 MB at 100k points), so saving every
+200 changes made the disk the bottleneck of the commits around it. A crash loses at most
+that many index entries, which the next open reconciles from the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from store import point_reads
+from store.database import Database
+from store.point_store import PointStore
+from store.vector_index import VectorIndex, exact_search
+
+log = logging.getLogger("straylight.memory")
+
+INDEX_FILENAME = "vectors.usearch"
+SAVE_EVERY = 200  # index changes between two saves of vectors.usearch, at least …
+SAVE_FRACTION = 100  # … and at least 1/100 of the index: a save rewrites the whole file
+
+
+class VectorKeeper:
+    """The vector index of a data dir for one embedding model: open, add, remove, search,
+    reconcile and save. Thread-safe; `lock` also guards the caller's first-vector setup."""
+
+    def __init__(self, home: Path, db: Database, embed_model: str) -> None:
+        self.path = home / INDEX_FILENAME
+        self.db = db
+        self.embed_model = embed_model
+        self.index: VectorIndex | None = None
+        self.lock = threading.RLock()
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="index-add")
+        self._rebuild_thread: threading.Thread | None = None
+        self._saving: threading.Thread | None = None
+        self._unsaved = 0  # index changes since the file was last saved
+        self._fallback: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
+
+    def discard_file(self) -> None:
+        """Delete the index file (its vectors are of a model no longer used)."""
+        self.path.unlink(missing_ok=True)
+
+    # ---- opening ----------------------------------------------------------------------
+    def open(self, dim: int, *, first: bool = False) -> None:
+        """Load the index, reconciled with the database, or rebuild it in the background."""
+        index = VectorIndex(self.path, dim)
+        state = index.open()
+        if first:  # the first vector ever: an empty index is in sync
+            self.path.unlink(missing_ok=True)
+            index.open()
+            index.state = state = "in_sync"
+        with self.lock:
+            self.index = index
+        if state == "in_sync":
+            ids = point_reads.vector_ids(self.db, self.embed_model)
+            report = index.reconcile(ids, lambda missing: self._vectors(missing, dim))
+            if report.added or report.removed:
+                log.info("index reconciled: +%d −%d", report.added, report.removed)
+                index.save()
+        else:
+            log.warning("vector index %s (%s): rebuilding in the background", state, index.reason)
+            self._start_rebuild(index, dim)
+
+    def _vectors(self, ids: npt.NDArray[Any], dim: int) -> npt.NDArray[np.float32]:
+        return point_reads.vector_matrix(self.db, ids, dim)
+
+    def _all_vectors(self, dim: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        return PointStore(self.db).vectors(self.embed_model, dim)
+
+    def _start_rebuild(self, index: VectorIndex, dim: int) -> None:
+        def rebuild() -> None:
+            try:
+                ids, matrix = self._all_vectors(dim)
+                self._fallback = (ids, matrix)  # searches run exactly over these meanwhile
+                index.rebuild(ids, matrix)
+                log.info("vector index rebuilt with %d vectors", len(ids))
+            except Exception:
+                log.exception("rebuilding the vector index failed")
+            finally:
+                self._fallback = None
+
+        self._rebuild_thread = threading.Thread(target=rebuild, name="index-rebuild", daemon=True)
+        self._rebuild_thread.start()
+
+    # ---- changes ----------------------------------------------------------------------
+    def submit_add(self, ids: Sequence[int], vectors: Sequence[Sequence[float]]) -> Future[None]:
+        """`add` in the index thread (usearch releases the GIL: it overlaps a DB write)."""
+        return self._worker.submit(self.add, ids, vectors)
+
+    def add(self, ids: Sequence[int], vectors: Sequence[Sequence[float]]) -> None:
+        with self.lock:
+            index = self.index
+            if index is None or not ids:
+                return
+            index.add(np.asarray(ids, dtype=np.int64), np.asarray(vectors, dtype=np.float32))
+            self._unsaved += len(ids)
+            due = max(SAVE_EVERY, len(index) // SAVE_FRACTION)
+            if self._unsaved >= due and not (self._saving and self._saving.is_alive()):
+                self._unsaved = 0
+                self._saving = threading.Thread(
+                    target=self._save, args=(index,), name="index-save", daemon=True
+                )
+                self._saving.start()
+
+    def _save(self, index: VectorIndex) -> None:
+        """Save vectors.usearch off the save path (searches go on; a crash is reconciled)."""
+        try:
+            index.save()
+        except OSError:
+            log.exception("saving the vector index failed (it is rebuilt on open)")
+
+    def remove(self, ids: Sequence[int]) -> None:
+        with self.lock:
+            if self.index is not None and ids:
+                self.index.remove(np.asarray(ids, dtype=np.int64))
+
+    # ---- reading ----------------------------------------------------------------------
+    def search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+        """The `k` nearest points by cosine; exact over the stored vectors while rebuilding.
+        Empty without an index or for a query of another dimension."""
+        with self.lock:
+            index = self.index
+        if index is None or index.ndim != query.shape[-1]:
+            return []
+        if index.state == "in_sync":
+            return [(int(pid), float(score)) for pid, score in index.search(query, k)]
+        fallback = self._fallback
+        ids, matrix = fallback if fallback else self._all_vectors(index.ndim)
+        return [(int(pid), float(s)) for pid, s in exact_search(query, ids, matrix, k)]
+
+    def state(self) -> tuple[str, int] | None:
+        """(state, size) of the index; None when there is none yet."""
+        with self.lock:
+            index = self.index
+        if index is None:
+            return None
+        return index.state, len(index)
+
+    # ---- upkeep and closing -----------------------------------------------------------
+    def upkeep(self) -> dict[str, Any]:
+        """The index-upkeep job: reconcile with the database and save (atomically) when it
+        changed. Does nothing while a rebuild runs."""
+        with self.lock:
+            index = self.index
+        if index is None:
+            return {"state": "none", "added": 0, "removed": 0, "saved": False}
+        if index.state != "in_sync":
+            return {"state": index.state, "added": 0, "removed": 0, "saved": False}
+        dim = index.ndim
+        ids = point_reads.vector_ids(self.db, self.embed_model)
+        report = index.reconcile(ids, lambda missing: self._vectors(missing, dim))
+        saved = False
+        if index.dirty:
+            index.save()
+            with self.lock:
+                self._unsaved = 0
+            saved = True
+        return {
+            "state": index.state,
+            "added": report.added,
+            "removed": report.removed,
+            "saved": saved,
+        }
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until a background rebuild and save finished."""
+        for thread in (self._rebuild_thread, self._saving):
+            if thread is not None:
+                thread.join(timeout)
+
+    def close(self) -> None:
+        """Save a changed index; stop the index thread."""
+        with self.lock:
+            if self.index is not None and self.index.dirty:
+                try:
+                    self.index.save()
+                except OSError:
+                    log.exception("saving the vector index failed (it is rebuilt on open)")
+        self._worker.shutdown(wait=True)

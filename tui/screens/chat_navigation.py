@@ -1,0 +1,341 @@
+"""The chat screen's ways around: the selected message (pin, forget, copy), the sidebar
+(folding, the recalled hits), the chat log's notices and the memory screens.
+
+`ChatScreen` (tui/screens/chat_screen.py) adds the turn, the slash commands and the
+conversation; this base holds what does not depend on them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from textual import events, work
+from textual.message import Message
+from textual.screen import Screen
+
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.chat_log import ChatLog
+from tui.widgets.chat_message import ChatMessage
+from tui.widgets.recalled_hits import RecalledHits
+from tui.widgets.status_sidebar import (
+    SidebarState,
+    SidebarSummary,
+    StatusSidebar,
+    memory_status_line,
+)
+
+if TYPE_CHECKING:
+    from agent.turn import TurnEngine
+    from memory.fact_drawer import FactDrawer
+    from memory.turn_memory import TurnMemory
+    from tui.app import StraylightApp
+
+log = logging.getLogger("straylight.tui")
+
+NARROW_COLUMNS = 100  # below this the sidebar (34 columns) would squeeze the chat
+
+
+@dataclass
+class SidebarUpdate(Message):
+    """New values for the sidebar, from a worker (a status read in a thread)."""
+
+    changes: dict[str, object]
+
+
+class ChatNavigation(Screen[None]):
+    """The chat screen without its conversation: messages, sidebar, memory screens."""
+
+    def __init__(self, engine: TurnEngine, sidebar: SidebarState) -> None:
+        super().__init__()
+        self.engine = engine
+        self._sidebar_state = sidebar
+        self._narrow = False  # under NARROW_COLUMNS the sidebar folds into one line
+        self._sidebar_chosen = False  # Ctrl+B overrides the fold until the width changes
+
+    @property
+    def straylight(self) -> StraylightApp:
+        return cast("StraylightApp", self.app)
+
+    @property
+    def chat_log(self) -> ChatLog:
+        return self.query_one(ChatLog)
+
+    async def notice(self, text: str, *, kind: str = "info") -> None:
+        await self.chat_log.notice(text, kind=kind)
+
+    # ---- the sidebar -------------------------------------------------------------------
+    def publish_sidebar(self, **changes: object) -> None:
+        self._sidebar_state = self._sidebar_state.with_changes(**changes)
+        for sidebar in self.query(StatusSidebar):  # none while the app shuts down
+            sidebar.state = self._sidebar_state
+        for summary in self.query(SidebarSummary):
+            summary.state = self._sidebar_state
+
+    @property
+    def sidebar_state(self) -> SidebarState:
+        return self._sidebar_state
+
+    def on_sidebar_update(self, message: SidebarUpdate) -> None:
+        self.publish_sidebar(**message.changes)
+
+    @work(thread=True, exclusive=True, group="memory-status", exit_on_error=False)
+    def refresh_memory_status(self) -> None:
+        """The sidebar's memory block (points, index, RAM, headroom), read in a thread."""
+        memory = self.engine.memory
+        if memory is None:
+            return
+        try:
+            status = memory.store.status()
+        except Exception:
+            log.exception("memory status failed")
+            return
+        self.post_message(
+            SidebarUpdate(
+                {"memory_line": memory_status_line(status), "headroom": str(status["headroom"])}
+            )
+        )
+
+    @work(thread=True, exclusive=True, group="fact-status", exit_on_error=False)
+    def refresh_fact_status(self) -> None:
+        """The sidebar's facts line and hypothesis counts, read in a thread."""
+        drawer = self.engine.facts
+        if drawer is None:
+            return
+        from memory.hypotheses import Hypotheses
+
+        try:
+            counts = drawer.counts()
+            pending = len(drawer.pending())
+            cards = Hypotheses.of(drawer).counts(self.engine.clock.now())
+        except Exception:
+            log.exception("fact status failed")
+            return
+        line = f"{counts['active']} active, {counts['stale']} stale · {pending} pending"
+        self.post_message(
+            SidebarUpdate({"facts_line": line, "hypotheses": (cards["open"], cards["overdue"])})
+        )
+
+    def action_toggle_sidebar(self) -> None:
+        sidebar = self.query_one(StatusSidebar)
+        sidebar.display = not sidebar.display
+        self._sidebar_chosen = True
+        self._show_summary()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Under NARROW_COLUMNS the sidebar folds into one line (Ctrl+B still opens it)."""
+        narrow = event.size.width < NARROW_COLUMNS
+        if narrow != self._narrow:
+            self._narrow = narrow
+            self._sidebar_chosen = False
+        if not self._sidebar_chosen:
+            self.query_one(StatusSidebar).display = not narrow
+        self._show_summary()
+
+    def _show_summary(self) -> None:
+        summary = self.query_one(SidebarSummary)
+        summary.display = self._narrow and not self.query_one(StatusSidebar).display
+
+    # ---- the selected message: pin, forget, copy -----------------------------------------
+    def action_select_message(self, step: int) -> None:
+        """Ctrl+Up selects the last message; Up/Down on a message move the selection."""
+        chat = list(self.query(ChatMessage))
+        if not chat:
+            return
+        current = self.focused
+        if step == 0 or not isinstance(current, ChatMessage) or current not in chat:
+            target = chat[-1]
+        else:
+            index = chat.index(current) + step
+            if index >= len(chat):
+                self.action_focus_input()
+                return
+            target = chat[max(index, 0)]
+        target.focus()
+        target.scroll_visible(animate=False)
+
+    def action_focus_input(self) -> None:
+        self.query_one(ChatInput).focus()
+
+    def _selected(self) -> ChatMessage | None:
+        focused = self.focused
+        return focused if isinstance(focused, ChatMessage) and focused.text.strip() else None
+
+    def action_copy_message(self) -> None:
+        message = self._selected()
+        if message is not None:
+            self.app.copy_to_clipboard(message.text)  # OSC 52: works over ssh too
+            self.notify("Copied the message.", timeout=3)
+
+    async def action_pin_message(self) -> None:
+        message = self._selected()
+        memory = self.engine.memory
+        if message is None:
+            return
+        if memory is None:
+            problem = self.straylight.memory_problem
+            await self.notice(f"Memory is not available: {problem}", kind="error")
+            return
+        point_id, created = await _pin(memory, message)
+        note = "pinned as a new memory" if created else "pinned"
+        await self.notice(f"#{point_id} {note}: {message.text[:60].strip()}…")
+        self.refresh_memory_status()
+
+    def action_forget_message(self) -> None:
+        message = self._selected()
+        if message is None:
+            return
+        memory = self._memory_or_say()
+        if memory is None:
+            return
+        from tui.screens.confirm_screen import ConfirmScreen
+
+        async def answered(yes: bool | None) -> None:
+            if not yes:
+                return
+            gone = await _forget(memory, message)
+            text = f"Forgot {len(gone)} memory point(s)." if gone else "No memory point for it."
+            await self.notice(text, kind="info" if gone else "warning")
+            self.refresh_memory_status()
+
+        self.app.push_screen(
+            ConfirmScreen("Forget this message's memory point? The log keeps the message."),
+            answered,
+        )
+
+    # ---- the memory screens, longterm.md in $EDITOR, the recalled hits ---------------------
+    def _memory_or_say(self) -> TurnMemory | None:
+        memory = self.engine.memory
+        if memory is None:
+            problem = self.straylight.memory_problem
+            self.notify(f"Memory is not available: {problem}", severity="error")
+        return memory
+
+    def _facts_or_say(self) -> FactDrawer | None:
+        """The fact drawer (it opens with the memory), or None after saying why not."""
+        return self.engine.facts if self._memory_or_say() is not None else None
+
+    def _open_screen(self, screen: Screen[Any], on_close: Any = None) -> None:
+        """Push a memory screen (one of each kind at a time); the sidebar is refreshed after."""
+        if type(self.app.screen) is type(screen):
+            return
+        app = self.straylight
+
+        async def closed(result: object) -> None:
+            self.refresh_memory_status()
+            self.refresh_fact_status()
+            if on_close is not None:
+                outcome = on_close(result)
+                if inspect.isawaitable(outcome):
+                    await outcome
+
+        app.push_screen(screen, closed)
+
+    def action_open_memory_browser(self, point_id: int | None = None) -> None:
+        if (memory := self._memory_or_say()) is None:
+            return
+        from tui.screens.memory_browser import MemoryBrowserScreen
+
+        self._open_screen(MemoryBrowserScreen(memory, point_id=point_id))
+
+    def action_open_facts(self) -> None:
+        if (facts := self._facts_or_say()) is None:
+            return
+        from tui.screens.facts_screen import FactsScreen
+
+        self._open_screen(FactsScreen(facts))
+
+    def action_open_candidates(self) -> None:
+        if (facts := self._facts_or_say()) is None:
+            return
+        from tui.widgets.candidate_prompt import CandidatePrompt
+
+        if any(not prompt.result.done() for prompt in self.query(CandidatePrompt)):
+            self.notify(
+                "A fact waits for your answer in the chat: a approve · e edit · r reject · "
+                "l later (then the candidates screen shows the rest).",
+                severity="warning",
+            )
+            return
+        from tui.screens.candidates_screen import CandidatesScreen
+
+        self._open_screen(CandidatesScreen(facts))
+
+    def action_open_hypotheses(self) -> None:
+        if (facts := self._facts_or_say()) is None:
+            return
+        from tui.screens.hypotheses_screen import HypothesesScreen
+
+        self._open_screen(HypothesesScreen(facts))
+
+    def action_focus_recalled(self) -> None:
+        hits = self.query_one(RecalledHits)
+        if not hits.option_count:
+            self.notify("No recalled hits yet: they appear after a turn that recalled some.")
+            return
+        sidebar = self.query_one(StatusSidebar)
+        if not sidebar.display:
+            sidebar.display = True
+            self._sidebar_chosen = True
+            self._show_summary()
+        hits.focus()
+        if hits.highlighted is None:
+            hits.highlighted = 0
+
+    def on_recalled_hits_open_hit(self, message: RecalledHits.OpenHit) -> None:
+        self.action_open_memory_browser(message.point_id)
+
+    def on_recalled_hits_leave(self, _message: RecalledHits.Leave) -> None:
+        self.action_focus_input()
+
+    def on_recalled_hits_forget_hit(self, message: RecalledHits.ForgetHit) -> None:
+        memory = self._memory_or_say()
+        if memory is None:
+            return
+        from tui.screens.confirm_screen import ConfirmScreen
+
+        point_id = message.point_id
+
+        async def answered(yes: bool | None) -> None:
+            if not yes:
+                return
+            gone = await asyncio.to_thread(memory.store.forget, point_id)
+            recalled = tuple(
+                line for line in self._sidebar_state.recalled or () if line.point_id != point_id
+            )
+            self.publish_sidebar(recalled=recalled)
+            if not recalled:
+                self.action_focus_input()  # the list is gone with its last hit
+            self.notify(f"Forgot #{point_id}." if gone else f"#{point_id} was already gone.")
+            self.refresh_memory_status()
+
+        self.app.push_screen(ConfirmScreen(f"Forget memory point #{point_id}?"), answered)
+
+
+async def _point_ids(memory: TurnMemory, message: ChatMessage) -> list[int]:
+    """The message's saved point (the engine reported its id), or, for a message whose id is
+    unknown (a continued conversation, a save that skipped it), the points holding its text."""
+    if message.point_id is not None:
+        return [message.point_id]
+    return [point.id for point in await memory.saved_points(message.text)]
+
+
+async def _pin(memory: TurnMemory, message: ChatMessage) -> tuple[int, bool]:
+    """Pin the saved point of this message; a message that was not saved (the filter skipped
+    it) becomes a new pinned point. (id, created)."""
+    for point_id in reversed(await _point_ids(memory, message)):
+        if await asyncio.to_thread(memory.store.set_pinned, point_id, True):
+            return point_id, False
+    return await memory.remember(message.text), True
+
+
+async def _forget(memory: TurnMemory, message: ChatMessage) -> list[int]:
+    """Forget the point(s) of this message; the ids forgotten."""
+    gone = []
+    for point_id in await _point_ids(memory, message):
+        if await asyncio.to_thread(memory.store.forget, point_id):
+            gone.append(point_id)
+    return gone

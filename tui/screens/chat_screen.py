@@ -1,0 +1,443 @@
+"""The chat screen: the chat log, the message box, the status sidebar and the chat's keys.
+
+It consumes the turn's events (agent/turn_events.py), routes slash commands through the one
+registry (tui/commands.py) and keeps the conversation (its id, model, reflection); moving
+around (messages, sidebar, memory screens) is its base, tui/screens/chat_navigation.py.
+Workers do the I/O and report back with messages; the handlers update widgets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import aclosing
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Footer
+
+from agent.turn import new_conversation_id
+from agent.turn_events import (
+    Approval,
+    ApprovalRequested,
+    CandidatesProposed,
+    CapabilityReminder,
+    FactsInjected,
+    LongtermWarning,
+    PointsSaved,
+    Recalled,
+    ReplyDelta,
+    ReplyFailed,
+    ReplyFinished,
+    ToolUsed,
+)
+from tui.commands import CHAT_KEYS, CHAT_ONLY_ACTIONS
+from tui.display_text import printable
+from tui.screens.chat_navigation import ChatNavigation
+from tui.slash_router import run_slash_command
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.chat_log import ChatLog
+from tui.widgets.chat_message import ChatMessage, EmptyChatHint
+from tui.widgets.recalled_hits import RecalledLine
+from tui.widgets.status_sidebar import SidebarState, SidebarSummary, StatusSidebar
+
+if TYPE_CHECKING:
+    from agent.ollama_gateway import OllamaStatus
+    from store.fact_store import Candidate
+    from store.longterm_file import LongtermState
+    from tui.app import StraylightApp
+    from tui.screens.conversations_screen import ContinueConversation
+
+log = logging.getLogger("straylight.tui")
+
+
+@dataclass
+class StatusChecked(Message):
+    """A background check of Ollama and longterm.md finished."""
+
+    ollama: OllamaStatus
+    longterm: LongtermState
+
+
+class ChatScreen(ChatNavigation):
+    """The conversation: one turn at a time, streamed into the chat log."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [key.binding() for key in CHAT_KEYS]
+
+    def __init__(self, app: StraylightApp) -> None:
+        settings = app.settings
+        started = settings.clock.now()
+        super().__init__(
+            app.engine,
+            SidebarState(
+                host=settings.ollama.host,
+                model=settings.ollama.model,
+                conversation_started=started,
+                longterm_budget=settings.longterm_budget_bytes,
+                workspace=app.workspace,
+            ),
+        )
+        self.settings = settings
+        self.model = settings.ollama.model
+        self.conversation_id = new_conversation_id(settings.clock)
+        self.conversation_started: datetime = started
+        self.ollama_status: OllamaStatus | None = None
+        self.replying = False
+        self.unreflected_turns = 0  # finished turns of this conversation since its reflection
+        self._unsaved: dict[int, tuple[ChatMessage, ChatMessage]] = {}  # turn → its messages
+
+    # ---- layout ---------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="main"):
+            with Vertical(id="chat-column"):
+                yield SidebarSummary(id="sidebar-summary")
+                with ChatLog(id="chat-log"):
+                    yield EmptyChatHint()
+                yield ChatInput(id="input")
+            yield StatusSidebar(id="sidebar")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(ChatInput).focus()
+        self.chat_log.anchor()
+        self.publish_sidebar()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The chat's own keys work (and show in the Footer) only while the chat is on top; a
+        memory screen or the help has its own keys, and Esc closes it first."""
+        return not (action in CHAT_ONLY_ACTIONS and self.app.screen is not self)
+
+    # ---- Ollama and longterm.md, checked in the background --------------------------------
+    @work(exclusive=True, group="status", exit_on_error=False)
+    async def check_status(self) -> None:
+        """Ask Ollama how it is and re-read longterm.md's state, off the event loop."""
+        try:
+            await asyncio.to_thread(self.engine.longterm.ensure_template)
+        except OSError as error:
+            log.warning("cannot create longterm.md: %s", error)
+        ollama = await self.engine.gateway.check()
+        longterm = await asyncio.to_thread(self.engine.longterm.load)
+        self.post_message(StatusChecked(ollama, longterm))
+
+    def on_status_checked(self, message: StatusChecked) -> None:
+        self._apply_ollama_status(message.ollama)
+        self._apply_longterm(message.longterm)
+        app = self.straylight
+        delay = app.poll_online_seconds if message.ollama.reachable else app.poll_offline_seconds
+        self.set_timer(delay, self.check_status, name="ollama-recheck")
+
+    def _apply_ollama_status(self, status: OllamaStatus) -> None:
+        was_offline = self.ollama_status is not None and not self.ollama_status.reachable
+        self.ollama_status = status
+        if status.reachable:
+            detail = f"version {status.version}" if status.version else None
+            self.publish_sidebar(
+                ollama="online", ollama_detail=detail, model_pulled=status.has_model(self.model)
+            )
+            if was_offline:
+                self.notify(f"Ollama is back at {status.host}", timeout=4)
+        else:
+            self.publish_sidebar(ollama="offline", ollama_detail=status.error, model_pulled=None)
+
+    def _apply_longterm(self, state: LongtermState) -> None:
+        self.publish_sidebar(
+            longterm_bytes=state.size_bytes,
+            longterm_budget=state.budget_bytes,
+            longterm_warning=state.warning,
+        )
+
+    # ---- sending -----------------------------------------------------------------
+    async def on_chat_input_submitted(self, message: ChatInput.Submitted) -> None:
+        text = message.text
+        if text.lstrip().startswith("/"):
+            message.input.clear()
+            await self.run_slash_command(text.strip())
+            return
+        if self.replying:
+            self.notify("A reply is still streaming: Esc cancels it.", severity="warning")
+            return
+        message.input.clear()
+        self.replying = True
+        self.send_turn(text)
+
+    @work(exclusive=True, group="reply", exit_on_error=False)
+    async def send_turn(self, text: str) -> None:
+        now = self.settings.clock.now()
+        user, reply = await self.chat_log.start_turn(text, time=now, model=self.model)
+        finished = False
+        turn = self.engine.run(text, conversation_id=self.conversation_id, model=self.model)
+        try:
+            async with aclosing(turn) as turn_events:
+                async for event in turn_events:
+                    if isinstance(event, ReplyDelta):
+                        await reply.append(event.text)
+                    elif isinstance(event, ReplyFinished):
+                        self._unsaved[event.turn] = (user, reply)  # until its PointsSaved
+                        finished = True
+                        await reply.finish(event.text, "complete")
+                        self.publish_sidebar(last_reply=_reply_stats(event))
+                        self.unreflected_turns += 1
+                        self._restart_idle_timer()
+                    elif isinstance(event, ApprovalRequested):
+                        event.answer(await self._approval_or_later(event.candidate))
+                    elif isinstance(event, FactsInjected):
+                        self.publish_sidebar(
+                            injected_facts=len(event.injected.facts),
+                            injected=tuple(f.key for f in event.injected.facts),
+                        )
+                    elif isinstance(event, Recalled):
+                        self.publish_sidebar(recalled=_recalled_lines(event))
+                    elif isinstance(event, ToolUsed):
+                        await self.notice(f"🗂 {event.name}: {event.summary}")
+                    elif isinstance(event, CandidatesProposed):
+                        await self.announce_candidates(event.candidates)
+                    elif isinstance(event, CapabilityReminder):
+                        await self._remind_capabilities(event)
+                    elif isinstance(event, ReplyFailed):
+                        finished = True
+                        self.publish_sidebar(last_reply=None)
+                        await self._show_failure(reply, event)
+                    elif isinstance(event, LongtermWarning) and not event.over_budget:
+                        self.publish_sidebar(longterm_warning=event.text)  # (over budget: shown)
+        except asyncio.CancelledError:
+            self.publish_sidebar(last_reply=None)
+            await reply.finish(status="cancelled")
+            raise
+        except Exception as error:  # named on screen, detailed in the log
+            log.exception("turn failed")
+            finished = True
+            await reply.finish(status="failed")
+            await self.notice(
+                f"⚠ {type(error).__name__}: {error} (details in {self.settings.log_file})",
+                kind="error",
+            )
+        finally:
+            self.replying = False
+            if not finished and reply.status in ("waiting", "streaming"):
+                await reply.finish(status="cancelled")
+
+    def points_saved(self, event: PointsSaved) -> None:
+        """The engine saved a turn's points: its two messages keep their ids."""
+        user, reply = self._unsaved.pop(event.turn, (None, None))
+        if user is not None and reply is not None:
+            user.point_id, reply.point_id = event.user_point_id, event.reply_point_id
+
+    async def _show_failure(self, reply: ChatMessage, event: ReplyFailed) -> None:
+        if event.partial:
+            await reply.finish(event.partial, "cut_off")
+            note = f"⚠ {event.error} — the partial reply above is kept, marked cut off."
+        else:
+            await reply.remove()
+            note = f"⚠ {event.error}"
+        await self.notice(note, kind="error")
+        if event.error.kind == "unreachable":
+            self.publish_sidebar(ollama="offline", ollama_detail=str(event.error))
+            self.check_status()
+        elif event.error.kind == "model_missing":
+            self.publish_sidebar(model_pulled=False)
+
+    # ---- layer 4 in the chat: approval, candidates, the "can't" check -------------------
+    async def _approval_or_later(self, candidate: Candidate) -> Approval:
+        try:
+            return await self.ask_approval(candidate)
+        except Exception:
+            log.exception("asking for approval failed; the candidate stays pending")
+            return Approval("later")
+
+    async def ask_approval(self, candidate: Candidate) -> Approval:
+        """An inline prompt in the chat log; the turn waits for the answer."""
+        from tui.widgets.candidate_prompt import CandidatePrompt
+
+        prompt = CandidatePrompt(candidate)
+        await self.chat_log.add(prompt)
+        prompt.focus()
+        try:
+            return await prompt.result
+        except asyncio.CancelledError:
+            prompt.leave_for_later()  # the reply was cancelled: the candidate stays pending
+            raise
+        finally:
+            for box in self.query(ChatInput):  # none while the app shuts down
+                box.focus()
+
+    async def announce_candidates(self, candidates: list[Candidate]) -> None:
+        candidates = [c for c in candidates if c.origin != "tool"]  # its line is shown
+        if not candidates:
+            self.refresh_fact_status()
+            return
+        lines = [f"#{c.id} {c.type} `{c.key}`: {c.body}" for c in candidates]
+        count = len(candidates)
+        await self.notice(
+            f"🗂 {count} fact candidate{'' if count == 1 else 's'} "
+            "(/candidates approve ID or reject ID):\n" + "\n".join(lines)
+        )
+        self.refresh_fact_status()
+
+    async def _remind_capabilities(self, event: CapabilityReminder) -> None:
+        lines = [f"{f.type} `{f.key}`: {f.body}" for f in event.facts]
+        await self.notice(
+            "↳ Known fact — this was done from here before; the next turn carries it:\n"
+            + "\n".join(lines),
+            kind="warning",
+        )
+
+    # ---- reflection at the end of a session ---------------------------------------------
+    def _restart_idle_timer(self) -> None:
+        timer = getattr(self, "_idle_timer", None)
+        if timer is not None:
+            timer.stop()
+        minutes = self.settings.facts.reflection_idle_minutes
+        self._idle_timer = self.set_timer(minutes * 60, self.reflect_in_background)
+
+    def reflect_in_background(self) -> None:
+        """Session end (/new, idle): reflect on the conversation without blocking anyone."""
+        if self.unreflected_turns and self.engine.facts is not None:
+            self.unreflected_turns = 0
+            self.run_reflection(self.conversation_id)
+
+    @work(exclusive=False, group="reflection", exit_on_error=False)
+    async def run_reflection(self, conversation_id: str) -> None:
+        try:
+            proposed = await self.engine.reflect(conversation_id, self.model)
+        except Exception as error:  # noqa: BLE001 - logged, never on the way
+            log.warning("reflection on %s failed: %s", conversation_id, error)
+            return
+        if proposed and not self.straylight.quitting:
+            await self.announce_candidates(proposed)
+
+    def cancel_reply(self) -> None:
+        """Stop the streaming reply, if one streams (what arrived is kept)."""
+        if self.replying:
+            self.workers.cancel_group(self, "reply")
+
+    # ---- slash commands ----------------------------------------------------------------
+    async def run_slash_command(self, line: str) -> None:
+        await run_slash_command(self, line)
+
+    def models_text(self) -> str:
+        status = self.ollama_status
+        if status is None or not status.reachable:
+            return f"Model: {self.model}. Ollama is offline, so the pulled models are unknown."
+        pulled = ", ".join(status.models) or "none"
+        return f"Model: {self.model}. Pulled: {pulled}. `/model NAME` switches."
+
+    async def switch_model(self, name: str) -> None:
+        self.model = name
+        pulled = self.ollama_status.has_model(name) if self.ollama_status else None
+        if self.ollama_status is not None and not self.ollama_status.reachable:
+            pulled = None
+        self.publish_sidebar(model=name, model_pulled=pulled)
+        note = f"Model for this session: {name}."
+        if pulled is False:
+            note += f" It is not pulled: run `ollama pull {name}`."
+        await self.notice(note, kind="warning" if pulled is False else "info")
+
+    async def report_unknown_bindings(self, unknown: list[str]) -> None:
+        await self.notice(
+            f"config.toml [keymap]: unknown binding id {', '.join(unknown)} (ignored); "
+            "F1 lists the ids.",
+            kind="error",
+        )
+
+    # ---- actions -----------------------------------------------------------------
+    def action_cancel_reply(self) -> None:
+        if self.replying:
+            self.cancel_reply()
+            self.notify("Reply cancelled; what arrived is kept.", timeout=3)
+
+    async def action_new_conversation(self) -> None:
+        self.cancel_reply()
+        self.reflect_in_background()
+        self.conversation_id = new_conversation_id(self.settings.clock)
+        self.conversation_started = self.settings.clock.now()
+        await self.chat_log.clear()
+        self._publish_new_conversation(self.conversation_started)
+        self.notify("New conversation.", timeout=3)
+
+    def _publish_new_conversation(self, started: datetime) -> None:
+        self.publish_sidebar(
+            conversation_started=started,
+            last_reply=None,
+            recalled=None,
+            injected=(),
+            injected_facts=None,
+        )
+
+    def action_open_conversations(self) -> None:
+        from tui.screens.conversations_screen import ConversationsScreen
+
+        self._open_screen(
+            ConversationsScreen(self.engine.daily_log, self.conversation_id),
+            self._continue_conversation,
+        )
+
+    async def _continue_conversation(self, chosen: ContinueConversation | None) -> None:
+        """The conversations screen chose one to continue: show it and make it current."""
+        if chosen is None:
+            return
+        if chosen.conversation_id == self.conversation_id:
+            self.notify("That is the conversation you are in.", timeout=3)
+            return
+        from tui.screens.conversations_screen import chat_widgets
+
+        self.cancel_reply()
+        self.reflect_in_background()  # the conversation being left gets its reflection
+        self.conversation_id = chosen.conversation_id
+        first = chosen.started or self.settings.clock.now()
+        self.conversation_started = first
+        await self.chat_log.show(chat_widgets(chosen.messages))
+        self._publish_new_conversation(first)
+        await self.notice(
+            f"Continuing conversation {chosen.conversation_id}: the next message goes on it."
+        )
+        self.query_one(ChatInput).focus()
+
+    def action_edit_longterm(self) -> None:
+        """Suspend the TUI, edit longterm.md in $VISUAL / $EDITOR, re-read it after."""
+        from textual.app import SuspendNotSupported
+
+        from tui.external_editor import EditorError, edit_file
+
+        path = self.engine.longterm.path
+        try:
+            self.engine.longterm.ensure_template()
+            try:
+                with self.app.suspend():  # the editor owns the terminal until it exits
+                    edit_file(path)
+            except SuspendNotSupported:
+                if not self.app.is_headless:
+                    raise EditorError(
+                        f"this terminal cannot hand over to an editor; edit {path} yourself"
+                    ) from None
+                edit_file(path)  # headless (tests): there is no terminal to hand over
+        except (EditorError, OSError) as error:
+            self.notify(str(error), severity="error", timeout=8)
+            return
+        self.check_status()  # re-reads longterm.md and updates the sidebar
+        self.notify(f"longterm.md saved; the next turn reads it ({path})", timeout=4)
+
+
+def _recalled_lines(event: Recalled) -> tuple[RecalledLine, ...]:
+    """`#12 0.82 the first words…` for each hit (pinned ones marked)."""
+    lines = []
+    for hit in event.result.hits[:6]:
+        words = " ".join(printable(hit.content).split())[:18]
+        pin = "📌" if hit.pinned else ""
+        lines.append(RecalledLine(hit.id, f"#{hit.id} {hit.score:.2f}{pin} {words}…"))
+    return tuple(lines)
+
+
+def _reply_stats(event: ReplyFinished) -> str | None:
+    stats = event.stats
+    if stats.eval_count and stats.eval_duration_ns:
+        rate = stats.eval_count / (stats.eval_duration_ns / 1e9)
+        return f"last reply {stats.eval_count} tokens, {rate:.0f} tok/s"
+    if stats.eval_count:
+        return f"last reply {stats.eval_count} tokens"
+    return None

@@ -1,0 +1,72 @@
+"""The slash-command router: `/command argument` from the message box, looked up in the one
+registry (tui/commands.py) and run on the chat screen.
+
+Without an argument a command that `opens` a screen runs that action; otherwise what it
+`runs` decides. A memory, fact or hypothesis command that fails is named in the chat
+(detailed in the log), and the sidebar's counts are refreshed after it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from tui.commands import SLASH_COMMANDS
+
+if TYPE_CHECKING:
+    from tui.screens.chat_screen import ChatScreen
+
+log = logging.getLogger("straylight.tui")
+
+
+async def run_slash_command(chat: ChatScreen, line: str) -> None:
+    """Run one typed `/command argument` line on the chat screen."""
+    command, _, argument = line.partition(" ")
+    argument = argument.strip()
+    entry = SLASH_COMMANDS.get(command)
+    if entry is not None and entry.opens and not argument:
+        await chat.run_action(entry.opens)
+    elif entry is None or entry.runs is None:
+        known = ", ".join(SLASH_COMMANDS)
+        await chat.notice(f"Unknown command {command}. Known: {known}.", kind="error")
+    elif entry.runs == "help":
+        chat.straylight.action_help()
+    elif entry.runs == "new":
+        await chat.action_new_conversation()
+    elif entry.runs == "model":
+        if argument:
+            await chat.switch_model(argument)
+        else:
+            await chat.notice(chat.models_text())
+    elif entry.runs == "dream":
+        chat.straylight.run_job_now("dream", announce=True)
+    else:
+        await _run_store_command(chat, command, argument)
+
+
+async def _run_store_command(chat: ChatScreen, command: str, argument: str) -> None:
+    """A memory, fact or hypothesis command: its failure is named on screen (detailed in
+    the log), and the sidebar's counts are refreshed after."""
+    from tui.fact_commands import run_fact_command, run_hypothesis_command
+    from tui.memory_commands import run_memory_command
+
+    app = chat.straylight
+    runs = SLASH_COMMANDS[command].runs
+    try:
+        if runs == "memory":
+            await run_memory_command(
+                chat.engine.memory, app.memory_problem, command, argument, chat.notice
+            )
+        elif runs == "fact":
+            await run_fact_command(
+                chat.engine.facts, app.memory_problem, command, argument, chat.notice
+            )
+        else:
+            await run_hypothesis_command(chat.engine.facts, argument, chat.notice)
+    except Exception as error:  # named on screen, detailed in the log
+        log.exception("%s failed", command)
+        await chat.notice(f"⚠ {command} failed: {error}", kind="error")
+    if runs == "memory":
+        chat.refresh_memory_status()
+    else:
+        chat.refresh_fact_status()
