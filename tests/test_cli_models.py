@@ -1,16 +1,14 @@
-"""`straylight models` and `straylight pull`, run as a user runs them (`python -m tui.cli` in a
-subprocess) against the real-HTTP Ollama stand-in: the JSON contract, the table, the progress
-output on a pipe and on a terminal, exit codes, and Ctrl+C during a pull."""
+"""`straylight models` and `straylight pull` against the real-HTTP Ollama stand-in: the JSON
+contract, the table, the progress output on a pipe and on a terminal, exit codes (in-process
+through tests/support/cli.py), and Ctrl+C during a pull (a real process)."""
 
 from __future__ import annotations
 
 import io
-import json
 import os
 import pty
 import signal
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,11 +17,19 @@ import ollama
 import pytest
 
 from agent.model_catalog import PullProgress
+from tests.support.cli import (
+    REPO_ROOT,
+    TIMEOUT,
+    Env,
+    assert_one_line,
+    assert_quiet,
+    cli_command,
+    printed_json,
+    run_cli,
+)
 from tests.support.ollama_standin import OllamaStandIn
 from tui.cli_models import PipeProgress, TerminalProgress, human_bytes
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT = 20
 FIELDS = [
     "name",
     "size",
@@ -36,35 +42,11 @@ FIELDS = [
     "embedding",
 ]
 MODELS = ("llama3.2", "qwen3:8b", "llava", "nomic-embed-text")
-Env = dict[str, str]
-
-
-def run_cli(env: Env, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args],
-        env=env,
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-
-
-def assert_error(proc: subprocess.CompletedProcess[str], code: int, fragment: str) -> str:
-    """Exit `code`, exactly one stderr line holding `fragment`, no traceback."""
-    seen = (proc.returncode, proc.stdout, proc.stderr)
-    assert proc.returncode == code, seen
-    assert "Traceback" not in proc.stderr, seen
-    (line,) = proc.stderr.splitlines()
-    assert line.startswith("straylight: ") and fragment in line, seen
-    return line
 
 
 def models_json(env: Env, *args: str) -> list[dict[str, Any]]:
-    proc = run_cli(env, "models", "--json", *args)
-    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
-    entries: list[dict[str, Any]] = json.loads(proc.stdout)
+    result = run_cli(env, "models", "--json", *args)
+    entries: list[dict[str, Any]] = printed_json(result, quiet=True)
     return entries
 
 
@@ -124,7 +106,7 @@ def test_loaded_follows_api_ps(env: Env, standin: OllamaStandIn) -> None:
 
 def test_models_prints_a_table_without_json(env: Env) -> None:
     proc = run_cli(env, "models")
-    assert (proc.returncode, proc.stderr) == (0, "")
+    assert_quiet(proc)
     header, *rows = proc.stdout.splitlines()
     assert header.split() == [
         "NAME",
@@ -156,10 +138,10 @@ def test_ollama_down_is_the_same_line_and_code_as_other_commands(
     standin.stop()
     env = cli_env(OLLAMA_HOST=host)
     ask = run_cli(env, "ask", "hello")
-    line = assert_error(ask, 3, "not reachable")
-    assert assert_error(run_cli(env, "models"), 3, "not reachable") == line
-    assert assert_error(run_cli(env, "models", "--json"), 3, "not reachable") == line
-    assert assert_error(run_cli(env, "pull", "mistral"), 3, "not reachable") == line
+    line = assert_one_line(ask, 3, "not reachable")
+    assert assert_one_line(run_cli(env, "models"), 3, "not reachable") == line
+    assert assert_one_line(run_cli(env, "models", "--json"), 3, "not reachable") == line
+    assert assert_one_line(run_cli(env, "pull", "mistral"), 3, "not reachable") == line
 
 
 def test_common_options_work(
@@ -172,7 +154,7 @@ def test_common_options_work(
     assert not missing_home.exists()  # a read-only command creates no data dir
     proc = run_cli(env, "pull", "--ollama-host", standin.host, "mistral")
     assert proc.returncode == 0, proc.stderr
-    assert_error(run_cli(env, "pull", " "), 2, "pull needs a model NAME")
+    assert_one_line(run_cli(env, "pull", " "), 2, "pull needs a model NAME")
 
 
 # -------------------------------------------------------------------------------- pull
@@ -180,7 +162,7 @@ def test_common_options_work(
 
 def test_pull_on_a_pipe_prints_one_line_per_status(env: Env, standin: OllamaStandIn) -> None:
     proc = run_cli(env, "pull", "mistral")
-    assert (proc.returncode, proc.stderr) == (0, "")
+    assert_quiet(proc)
     lines = proc.stdout.splitlines()
     assert lines[0] == "pulling manifest"
     assert lines[1].startswith("pulling ") and lines[1].endswith("(2.0 GB)")
@@ -193,7 +175,7 @@ def test_pull_on_a_pipe_prints_one_line_per_status(env: Env, standin: OllamaStan
 
 def test_pulling_an_unknown_model_exits_1_with_ollamas_message(env: Env) -> None:
     proc = run_cli(env, "pull", "no-such-model")
-    line = assert_error(proc, 1, "pull model manifest: file does not exist")
+    line = assert_one_line(proc, 1, "pull model manifest: file does not exist")
     assert line == "straylight: pull model manifest: file does not exist"
     assert proc.stdout == "pulling manifest\n"
 
@@ -201,7 +183,7 @@ def test_pulling_an_unknown_model_exits_1_with_ollamas_message(env: Env) -> None
 def test_a_pull_failing_midway_exits_1_with_the_message(env: Env, standin: OllamaStandIn) -> None:
     standin.fail_next("error_line", path="/api/pull", after=3, message="connection reset by peer")
     proc = run_cli(env, "pull", "mistral")
-    assert assert_error(proc, 1, "") == "straylight: connection reset by peer"
+    assert assert_one_line(proc, 1) == "straylight: connection reset by peer"
     assert "mistral:latest" not in standin.models
 
 
@@ -210,7 +192,7 @@ def test_pull_on_a_terminal_draws_a_progress_bar(env: Env, standin: OllamaStandI
     leader, follower = pty.openpty()
     try:
         process = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", "pull", "gemma3"],
+            cli_command("pull", "gemma3"),
             env={**env, "COLUMNS": "100"},
             cwd=REPO_ROOT,
             stdin=subprocess.DEVNULL,
@@ -241,7 +223,7 @@ def test_pull_on_a_terminal_draws_a_progress_bar(env: Env, standin: OllamaStandI
 def test_ctrl_c_stops_a_pull_cleanly(env: Env, standin: OllamaStandIn) -> None:
     standin.fail_next("stall", path="/api/pull", after=2, seconds=30)
     process = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "pull", "mistral"],
+        cli_command("pull", "mistral"),
         env=env,
         cwd=REPO_ROOT,
         stdin=subprocess.DEVNULL,
