@@ -7,14 +7,23 @@ its first frame before they load.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent.gateway_errors import GatewayError, ModelError, StreamCutOff, classify
+from agent.gateway_errors import (
+    GatewayError,
+    ModelError,
+    OllamaRedirected,
+    StreamCutOff,
+    classify,
+)
+from agent.ollama_host import is_loopback_host
 from memory.secret_masking import replace_lone_surrogates
 
 if TYPE_CHECKING:
+    import httpx
     import ollama
 
     from agent.settings import Settings
@@ -110,13 +119,30 @@ class OllamaGateway:
         )
 
     def _get_client(self) -> ollama.AsyncClient:
+        """The client, made on first use: no redirect is followed, and a loopback host is
+        reached directly even when HTTP_PROXY & co. are set (a remote host still honours
+        them: the environment is how a user configures a proxy for a remote Ollama)."""
         if self._client is None:
             import httpx
             import ollama
 
+            host = self.host or os.environ.get("OLLAMA_HOST") or ""
             timeout = httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
-            self._client = ollama.AsyncClient(host=self.host, timeout=timeout)
+            self._client = ollama.AsyncClient(
+                host=host,
+                timeout=timeout,
+                follow_redirects=False,
+                trust_env=not is_loopback_host(host),
+                event_hooks={"response": [self._refuse_redirect]},
+            )
         return self._client
+
+    async def _refuse_redirect(self, response: httpx.Response) -> None:
+        """A 3xx answer is an error that names where it pointed; the request is not re-sent."""
+        if 300 <= response.status_code < 400:
+            location = response.headers.get("location")
+            target = str(response.url.join(location)) if location else None
+            raise OllamaRedirected(self.host, target)
 
     async def aclose(self) -> None:
         if self._client is not None:
