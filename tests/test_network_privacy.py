@@ -25,7 +25,6 @@ from agent.gateway_errors import (
     EXIT_MODEL_ERROR,
     EXIT_UNREACHABLE,
     GatewayError,
-    ModelError,
     OllamaRedirected,
 )
 from agent.ollama_gateway import ChatDelta, OllamaGateway
@@ -294,21 +293,19 @@ def test_ask_against_a_redirecting_host_exits_3_and_sends_nothing_on(
 # ------------------------------------------------------------------ server error text
 
 
-async def test_a_server_error_with_a_token_is_masked(standin: OllamaStandIn) -> None:
-    standin.fail_next("status", status=500, message=f"bad credential {GHP}", path="/api/chat")
-    gateway = OllamaGateway(standin.url)
-    try:
-        with pytest.raises(ModelError) as caught:
-            await chat_text(gateway)
-    finally:
-        await gateway.aclose()
-    assert GHP not in str(caught.value)
-    assert "[REDACTED:github_token]" in str(caught.value)
-
-
-async def test_a_stream_error_line_with_a_token_is_masked(standin: OllamaStandIn) -> None:
+@pytest.mark.parametrize(
+    ("fault", "params"),
+    [
+        ("status", {"status": 500, "message": f"bad credential {GHP}", "path": "/api/chat"}),
+        ("error_line", {"after": 2, "message": f"token {GHP} rejected"}),
+    ],
+    ids=["http-500", "stream-error-line"],
+)
+async def test_a_server_error_with_a_token_is_masked(
+    standin: OllamaStandIn, fault: str, params: dict[str, Any]
+) -> None:
     standin.script_reply("one two three four")
-    standin.fail_next("error_line", after=2, message=f"token {GHP} rejected")
+    standin.fail_next(fault, **params)  # type: ignore[arg-type]
     gateway = OllamaGateway(standin.url)
     try:
         with pytest.raises(GatewayError) as caught:
@@ -316,6 +313,7 @@ async def test_a_stream_error_line_with_a_token_is_masked(standin: OllamaStandIn
     finally:
         await gateway.aclose()
     assert GHP not in str(caught.value)
+    assert "[REDACTED:github_token]" in str(caught.value)
 
 
 @pytest.mark.parametrize(
