@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
+from memory.secret_masking import mask_secrets
+
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
@@ -37,6 +39,23 @@ class OllamaUnreachable(GatewayError):
             "(or the Ollama app), or point --ollama-host / OLLAMA_HOST at it"
         )
         self.host = host
+
+
+class OllamaRedirected(GatewayError):
+    """The host answered with a redirect: Straylight never follows one (the prompt would be
+    sent on to wherever the redirect points)."""
+
+    kind = "redirect"
+    exit_code = EXIT_UNREACHABLE
+
+    def __init__(self, host: str, location: str | None) -> None:
+        target = _short(mask_secrets(location), 120) if location else "an unnamed address"
+        super().__init__(
+            f"Ollama at {host} answered with a redirect to {target}; Straylight does not "
+            "follow redirects: point --ollama-host / OLLAMA_HOST at the address Ollama serves on"
+        )
+        self.host = host
+        self.location = location
 
 
 class ModelNotPulled(GatewayError):
@@ -90,7 +109,9 @@ def classify(
     if isinstance(error, ollama.ResponseError):
         if error.status_code == 404:
             return ModelNotPulled(model)
-        detail = str(error.error or "").strip() or "unknown error"
+        # The server's own words end up in the daily log's `reason` and in straylight.log:
+        # masked like every other text that is kept.
+        detail = mask_secrets(str(error.error or "").strip()) or "unknown error"
         if error.status_code == -1:
             return (
                 StreamCutOff(f"Ollama reported: {detail}")

@@ -7,14 +7,24 @@ its first frame before they load.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent.gateway_errors import GatewayError, ModelError, StreamCutOff, classify
+from agent.gateway_errors import (
+    GatewayError,
+    ModelError,
+    ModelTimeout,
+    OllamaRedirected,
+    StreamCutOff,
+    classify,
+)
+from agent.ollama_host import is_loopback_host
 from memory.secret_masking import replace_lone_surrogates
 
 if TYPE_CHECKING:
+    import httpx
     import ollama
 
     from agent.settings_models import OllamaConfig
@@ -98,6 +108,8 @@ class OllamaGateway:
         self.read_timeout = read_timeout
         self.connect_timeout = connect_timeout
         self._client: ollama.AsyncClient | None = None
+        self._capabilities: dict[str, tuple[str, ...] | None] = {}  # per model, for the process
+        self._stalled = False  # a request timed out and Ollama has not answered since
 
     @classmethod
     def from_config(cls, config: OllamaConfig) -> OllamaGateway:
@@ -109,17 +121,57 @@ class OllamaGateway:
         )
 
     def _get_client(self) -> ollama.AsyncClient:
+        """The client, made on first use: no redirect is followed, and a loopback host is
+        reached directly even when HTTP_PROXY & co. are set (a remote host still honours
+        them: the environment is how a user configures a proxy for a remote Ollama)."""
         if self._client is None:
             import httpx
             import ollama
 
+            host = self.host or os.environ.get("OLLAMA_HOST") or ""
             timeout = httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
-            self._client = ollama.AsyncClient(host=self.host, timeout=timeout)
+            self._client = ollama.AsyncClient(
+                host=host,
+                timeout=timeout,
+                follow_redirects=False,
+                trust_env=not is_loopback_host(host),
+                event_hooks={"response": [self._on_response]},
+            )
         return self._client
 
     def client(self) -> ollama.AsyncClient:
         """The underlying client, for the model catalogue (agent/model_catalog.py)."""
         return self._get_client()
+
+    @property
+    def metadata_timeout(self) -> float:
+        """Seconds a metadata call (/api/version, /api/tags, /api/show) may take: the connect
+        timeout, never more than the read timeout. Ollama answers them from memory; the read
+        timeout is for a model's reply (a slow /api/show once delayed every ask by 41 s)."""
+        return min(self.connect_timeout, self.read_timeout)
+
+    def _named(
+        self, error: BaseException, *, model: str, timeout: float, streamed: bool
+    ) -> GatewayError:
+        """`classify`, and remember a timeout: until Ollama answers again, metadata calls are
+        skipped rather than waited for (a hung server is reported after one timeout, not
+        after the timeouts of every call before the chat)."""
+        named = classify(error, host=self.host, model=model, timeout=timeout, streamed=streamed)
+        if isinstance(named, ModelTimeout):
+            self._stalled = True
+        return named
+
+    async def _on_response(self, response: httpx.Response) -> None:
+        """Every answer ends a stall; a 3xx answer is refused (see `_refuse_redirect`)."""
+        self._stalled = False
+        self._refuse_redirect(response)
+
+    def _refuse_redirect(self, response: httpx.Response) -> None:
+        """A 3xx answer is an error that names where it pointed; the request is not re-sent."""
+        if 300 <= response.status_code < 400:
+            location = response.headers.get("location")
+            target = str(response.url.join(location)) if location else None
+            raise OllamaRedirected(self.host, target)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -128,17 +180,20 @@ class OllamaGateway:
 
     async def check(self) -> OllamaStatus:
         """Version and pulled models; never raises."""
+        import ollama
+
         client = self._get_client()
+        timeout = self.metadata_timeout
         try:
-            response = await client._client.get("/api/version", timeout=self.connect_timeout)
+            response = await client._client.get("/api/version", timeout=timeout)
             response.raise_for_status()
             version = str(response.json().get("version", "")) or None
-            listed = await client.list()
+            # `client.list()` takes no timeout: the same request through the client's
+            # `_request` (its errors, its parsing) with the metadata timeout.
+            listed = await client._request(ollama.ListResponse, "GET", "/api/tags", timeout=timeout)
             models = tuple(m.model for m in listed.models if m.model)
         except Exception as error:  # noqa: BLE001 - any failure is a status line
-            named = classify(
-                error, host=self.host, model="", timeout=self.connect_timeout, streamed=False
-            )
+            named = self._named(error, model="", timeout=timeout, streamed=False)
             log.info("ollama check failed: %r", error)
             return OllamaStatus(self.host, reachable=False, error=str(named))
         return OllamaStatus(self.host, reachable=True, version=version, models=models)
@@ -188,9 +243,7 @@ class OllamaGateway:
         except GatewayError:
             raise
         except Exception as error:
-            named = classify(
-                error, host=self.host, model=model, timeout=self.read_timeout, streamed=streamed
-            )
+            named = self._named(error, model=model, timeout=self.read_timeout, streamed=streamed)
             log.warning("chat with %s failed: %s (%r)", model, named, error, exc_info=error)
             raise named from error
         if not finished:
@@ -208,24 +261,41 @@ class OllamaGateway:
                 model=model, messages=list(messages), stream=False, format=schema
             )
         except Exception as error:  # classified and re-raised
-            named = classify(
-                error, host=self.host, model=model, timeout=self.read_timeout, streamed=False
-            )
+            named = self._named(error, model=model, timeout=self.read_timeout, streamed=False)
             log.warning("structured chat with %s failed: %s (%r)", model, named, error)
             raise named from error
         return response.message.content or ""
 
     async def capabilities(self, model: str) -> tuple[str, ...] | None:
         """The model's capabilities from /api/show ("completion", "tools", …); None when
-        Ollama does not say (old servers) or cannot be asked."""
+        Ollama does not say (old servers) or cannot be asked in `metadata_timeout` seconds.
+        An answer is kept for the life of the gateway (the process); a failure is not."""
+        import ollama
+
+        key = normalise_model_name(model)
+        if key in self._capabilities:
+            return self._capabilities[key]
+        if self._stalled:
+            log.info("capabilities of %s not asked: Ollama timed out and has not answered", model)
+            return None
         client = self._get_client()
         try:
-            shown = await client.show(model)
+            # `client.show()` takes no timeout: its request, through `_request`, with one.
+            shown = await client._request(
+                ollama.ShowResponse,
+                "POST",
+                "/api/show",
+                json={"model": model},
+                timeout=self.metadata_timeout,
+            )
         except Exception as error:  # noqa: BLE001 - unknown, not fatal
-            log.info("could not read the capabilities of %s: %r", model, error)
+            named = self._named(error, model=model, timeout=self.metadata_timeout, streamed=False)
+            log.info("could not read the capabilities of %s: %s", model, named)
             return None
         capabilities = getattr(shown, "capabilities", None)
-        return tuple(str(c) for c in capabilities) if capabilities is not None else None
+        known = tuple(str(c) for c in capabilities) if capabilities is not None else None
+        self._capabilities[key] = known
+        return known
 
     async def embed(self, model: str, texts: Sequence[str]) -> list[list[float]]:
         """One /api/embed request for all `texts`; raises a named `GatewayError`.
@@ -236,9 +306,7 @@ class OllamaGateway:
         try:
             response = await client.embed(model=model, input=list(texts))
         except Exception as error:  # classified and re-raised
-            named = classify(
-                error, host=self.host, model=model, timeout=self.read_timeout, streamed=False
-            )
+            named = self._named(error, model=model, timeout=self.read_timeout, streamed=False)
             log.warning("embedding with %s failed: %s (%r)", model, named, error)
             raise named from error
         vectors = [list(vector) for vector in response.embeddings]

@@ -36,3 +36,18 @@ def parse_ollama_host(host: str | None) -> str:
     if path := split.path.strip("/"):
         return f"{scheme}://{host}:{port}/{path}"
     return f"{scheme}://{host}:{port}"
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """Whether OLLAMA_HOST names this machine: 127.0.0.0/8, ::1, localhost (or 0.0.0.0 / ::,
+    which connect to this machine too). Such a host is never reached through a proxy."""
+    hostname = urllib.parse.urlsplit(parse_ollama_host(host)).hostname or ""
+    if hostname.rstrip(".").lower() in {"localhost", "localhost.localdomain"}:
+        return True
+    if hostname.rstrip(".").lower().endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(hostname)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified

@@ -158,28 +158,64 @@ def _accept_plain_word(match: re.Match[str], key_start: int, value_end: int) -> 
     if match.group("sep") == "=":
         sep = match.start("sep")
         return text[sep - 1] not in " \t\"'" and text[sep + 1] not in " \t"
-    return match.group("sep") == ":" and _is_whole_line(text, key_start, value_end)
+    if match.group("sep") != ":":
+        return False
+    is_password = match.group("kw").lower().startswith(("pass", "pwd"))
+    return _is_whole_line(text, key_start, value_end) or (
+        is_password and _ends_clause(text, value_end)
+    )
 
 
-def _accept_value(match: re.Match[str], key_start: int) -> bool:
-    """Whether the value is a secret rather than code, prose or a placeholder."""
-    start, end, quoted = _assignment_value_span(match)
-    value = match.string[start:end]
-    if (
+def _is_stand_in(value: str) -> bool:
+    """Empty, already masked, a placeholder (``<x>``, ``$VAR``, ``***``) or a word like None."""
+    return (
         not value
         or value.startswith(REDACTED_PREFIX)
-        or _PLACEHOLDER_RE.fullmatch(value)
+        or _PLACEHOLDER_RE.fullmatch(value) is not None
         or value.casefold() in _NOT_SECRET_WORDS
-    ):
-        return False
-    if quoted:
-        return True
+    )
+
+
+def _looks_random(value: str) -> bool | None:
+    """True/False for a value that is code, a number or mixes in digits or symbols; None for
+    a plain word (its context decides)."""
     if any(c in _CODE_CHARS for c in value):
         return False
     if value.isdigit():
         return len(value) >= 6
     if any(c.isdigit() or not (c.isalnum() or c in _WORD_SYMBOLS) for c in value):
         return len(value) >= 4
+    return None
+
+
+_ANSWER_WORDS = frozenset(
+    {"yes", "no", "ok", "okay", "same", "below", "above", "changed", "reset", "expired", "set"}
+    | {"wrong", "correct", "incorrect", "weak", "strong", "saved", "forgotten", "lost"}
+)
+
+
+def _ends_clause(text: str, end: int) -> bool:
+    """Whether the plain word ending at ``end`` ends its clause (``password: letmein, ok``)
+    and is not an answer about the password (``Password: yes``)."""
+    if end < len(text) and text[end] not in "\r\n.,;!?)":
+        return False
+    start = end
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    return text[start:end].casefold() not in _ANSWER_WORDS
+
+
+def _accept_value(match: re.Match[str], key_start: int) -> bool:
+    """Whether the value is a secret rather than code, prose or a placeholder."""
+    start, end, quoted = _assignment_value_span(match)
+    value = match.string[start:end]
+    if _is_stand_in(value):
+        return False
+    if quoted:
+        return True
+    random = _looks_random(value)
+    if random is not None:
+        return random
     return _accept_plain_word(match, key_start, end)
 
 
@@ -206,6 +242,65 @@ def _assignment_kind(match: re.Match[str]) -> str:
         if _AWS_SECRET_VALUE_RE.fullmatch(match.string, start, end):
             return "aws_secret"
     return "secret" if "secret" in key else "api_key"
+
+
+# ----------------------------------------------------------- command lines and prose
+
+_QUOTED_OR_WORD = r"""(?:'(?P<sq>[^'\n]{1,500})'|"(?P<dq>[^"\n]{1,500})"|(?P<val>[^\s'"`<>]+))"""
+_MYSQL_GLUED_RE = re.compile(r"-p" + _QUOTED_OR_WORD)
+_MYSQL_COMMAND_RE = re.compile(r"(?<![\w-])(?:mysql|mariadb)[\w-]*(?:\.exe)?[ \t]")
+_PASSWORD_OPTION_RE = re.compile(r"--password[ \t]+" + _QUOTED_OR_WORD)
+_PASSWORD_PROSE_RE = re.compile(
+    r"(?i:passw(?:or)?d|passphrase|passcode)[ \t]+(?i:is|was)[ \t]*(?P<colon>:?)[ \t]*"
+    + _QUOTED_OR_WORD
+)
+_PROSE_TRAILING = ".:?,;)"
+
+
+def _quoted_or_word_span(match: re.Match[str], trailing: str = "") -> tuple[int, int]:
+    """The value's span: inside the quotes, or the word without trailing punctuation."""
+    for name in ("sq", "dq"):
+        if match.group(name) is not None:
+            return match.span(name)
+    start, end = match.span("val")
+    while end > start and match.string[end - 1] in trailing:
+        end -= 1
+    return start, end
+
+
+def _option_value_ok(match: re.Match[str]) -> bool:
+    """An option's value that is not another option, a placeholder or a word like None."""
+    start, end = _quoted_or_word_span(match)
+    value = match.string[start:end]
+    return not _is_stand_in(value) and not value.startswith("-")
+
+
+def _accept_mysql_glued(match: re.Match[str]) -> bool:
+    """``-pSECRET`` counts only as an option of a MySQL/MariaDB client on the same command."""
+    text, start = match.string, match.start()
+    if start == 0 or text[start - 1] not in " \t":
+        return False
+    command_start = max(text.rfind(c, 0, start) for c in "\n|;&") + 1
+    in_mysql_command = _MYSQL_COMMAND_RE.search(text, command_start, start) is not None
+    return in_mysql_command and _option_value_ok(match)
+
+
+def _accept_password_prose(match: re.Match[str]) -> bool:
+    """``my password is: X`` (a word that ends its clause) or ``password is hunter2``."""
+    start, end = _prose_span(match)
+    value = match.string[start:end]
+    if _is_stand_in(value):
+        return False
+    if match.group("val") is None:
+        return True
+    random = _looks_random(value)
+    if random is not None:
+        return random
+    return bool(match.group("colon")) and _ends_clause(match.string, end)
+
+
+def _prose_span(match: re.Match[str]) -> tuple[int, int]:
+    return _quoted_or_word_span(match, _PROSE_TRAILING)
 
 
 # ------------------------------------------------------------------------------ detectors
@@ -245,8 +340,22 @@ _DETECTORS: tuple[_Detector, ...] = (
     ),
     _Detector(
         "slack_token",
-        ("xox",),
-        re.compile(_TOKEN_BEFORE + r"xox[abposr]-[A-Za-z0-9-]{10,}" + _TOKEN_AFTER),
+        ("xox", "xapp-"),
+        re.compile(
+            _TOKEN_BEFORE
+            + r"(?:xox[abposr]-[A-Za-z0-9-]{10,}|xapp-[0-9]+-[A-Za-z0-9-]{10,})"
+            + _TOKEN_AFTER
+        ),
+    ),
+    _Detector(
+        "hf_token",
+        ("hf_",),
+        re.compile(_TOKEN_BEFORE + r"hf_[A-Za-z0-9]{30,}" + _TOKEN_AFTER),
+    ),
+    _Detector(
+        "npm_token",
+        ("npm_",),
+        re.compile(_TOKEN_BEFORE + r"npm_[A-Za-z0-9]{36,}" + _TOKEN_AFTER),
     ),
     _Detector(
         "slack_webhook",
@@ -311,6 +420,28 @@ _DETECTORS: tuple[_Detector, ...] = (
         re.compile(r"://(?P<secret>[A-Za-z0-9_.~%-]{20,})@(?=[A-Za-z0-9\[])"),
         group="secret",
         accept=_accept_url_token,
+    ),
+    _Detector(
+        "password",
+        ("-p",),
+        _MYSQL_GLUED_RE,
+        accept=_accept_mysql_glued,
+        span_of=_quoted_or_word_span,
+    ),
+    _Detector(
+        "password",
+        ("--password",),
+        _PASSWORD_OPTION_RE,
+        accept=_option_value_ok,
+        span_of=_quoted_or_word_span,
+    ),
+    _Detector(
+        "password",
+        ("passw", "passphrase", "passcode"),
+        _PASSWORD_PROSE_RE,
+        folded=True,
+        accept=_accept_password_prose,
+        span_of=_prose_span,
     ),
     _Detector(
         "password",

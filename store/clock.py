@@ -7,14 +7,32 @@ reproduce decay, due dates, log file names and schedules exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+
+# Decay, due dates and local days do arithmetic of up to a year on an instant: one closer than
+# that to the ends of `datetime` would raise OverflowError deep inside a command.
+_MARGIN = timedelta(days=366)
+EARLIEST = datetime.min.replace(tzinfo=UTC) + _MARGIN
+LATEST = datetime.max.replace(tzinfo=UTC) - _MARGIN
 
 
 def parse_instant(text: str) -> datetime:
-    """Parse an ISO 8601 instant; a value without a zone is taken as UTC."""
+    """Parse an ISO 8601 instant; a value without a zone is taken as UTC.
+
+    A ValueError (one line) for text that is not an instant or lies within a year of the
+    ends of `datetime` (`STRAYLIGHT_NOW=9999-12-31T23:59:59-12:00`, year 1)."""
     value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
+    try:
+        in_range = EARLIEST <= value.astimezone(UTC) <= LATEST
+    except OverflowError:
+        in_range = False
+    if not in_range:
+        raise ValueError(
+            "instant out of range: it needs a year on either side of it "
+            f"({EARLIEST.date().isoformat()} to {LATEST.date().isoformat()} UTC)"
+        )
     return value.astimezone(UTC)
 
 

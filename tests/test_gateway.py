@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 
 import pytest
 
@@ -117,3 +118,60 @@ async def test_check_reports_version_and_models(standin: OllamaStandIn) -> None:
     standin.start()
     assert (await gateway.check()).reachable
     await gateway.aclose()
+
+
+# ------------------------------------------------- metadata calls (issue 15 §8)
+
+
+def show_requests(standin: OllamaStandIn) -> int:
+    return sum(1 for request in standin.requests if request.path == "/api/show")
+
+
+async def test_capabilities_are_asked_once_per_model(standin: OllamaStandIn) -> None:
+    gateway = OllamaGateway(standin.url)
+    try:
+        first = await gateway.capabilities("llama3.2")
+        assert await gateway.capabilities("llama3.2:latest") == first
+        assert first is not None and "tools" in first
+        assert show_requests(standin) == 1
+        await gateway.capabilities("nomic-embed-text")
+        assert show_requests(standin) == 2
+    finally:
+        await gateway.aclose()
+
+
+@pytest.mark.parametrize("path", ["/api/show", "/api/tags", "/api/version"])
+async def test_a_slow_metadata_call_gives_up_at_the_connect_timeout(
+    standin: OllamaStandIn, path: str
+) -> None:
+    """A slow /api/show delayed every ask by its full duration: metadata calls have the
+    short (connect) timeout, not the read timeout meant for a model's reply."""
+    standin.fail_next("delay", seconds=5.0, path=path)
+    gateway = OllamaGateway(standin.url, read_timeout=60.0, connect_timeout=0.5)
+    started = time.monotonic()
+    try:
+        if path == "/api/show":
+            assert await gateway.capabilities("llama3.2") is None
+        else:
+            assert not (await gateway.check()).reachable
+    finally:
+        await gateway.aclose()
+    assert time.monotonic() - started < 3.0
+
+
+async def test_after_a_timeout_metadata_is_not_waited_for(standin: OllamaStandIn) -> None:
+    """A hung Ollama: the stall is not reported after the timeout of every call before the
+    chat (the recall embedding, then /api/show, then the chat: 2 s reported at 7 s)."""
+    standin.fail_next("delay", seconds=5.0, count=None)
+    gateway = OllamaGateway(standin.url, read_timeout=0.5, connect_timeout=0.5)
+    try:
+        with pytest.raises(ModelTimeout):
+            await gateway.embed("nomic-embed-text", ["hello"])
+        started = time.monotonic()
+        assert await gateway.capabilities("llama3.2") is None
+        assert time.monotonic() - started < 0.2
+        standin.clear_faults()
+        assert (await gateway.check()).reachable  # an answer ends the stall
+        assert await gateway.capabilities("llama3.2") is not None
+    finally:
+        await gateway.aclose()

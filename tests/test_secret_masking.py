@@ -153,6 +153,29 @@ MASKED = [
         "https://api.example.com/v1/items?token=[REDACTED:token]&page=2",
     ),
     ('auth_token := "f00dcafe"', 'auth_token := "[REDACTED:token]"'),
+    # issue 15 §2: tokens and command-line and prose forms that escaped
+    (
+        "SLACK_APP_TOKEN xapp-1-A0123456789-1234567890123-abcdef0123456789abcdef",
+        "SLACK_APP_TOKEN [REDACTED:slack_token]",
+    ),
+    ("login with hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh now", "login with [REDACTED:hf_token] now"),
+    (
+        "//registry.npmjs.org/:_authToken=npm_AbCdEf0123456789AbCdEf0123456789AbCd",
+        "//registry.npmjs.org/:_authToken=[REDACTED:npm_token]",
+    ),
+    ("npm_AbCdEf0123456789AbCdEf0123456789AbCd", "[REDACTED:npm_token]"),
+    ("mysql -u root -pS3cr3tPass appdb", "mysql -u root -p[REDACTED:password] appdb"),
+    ("mysqldump -h db -u app -p'x7#kL9' app", "mysqldump -h db -u app -p'[REDACTED:password]' app"),
+    ("mysql --password S3cr3t -u root", "mysql --password [REDACTED:password] -u root"),
+    ("psql --password 'two words' x", "psql --password '[REDACTED:password]' x"),
+    ("my password is: letmein", "my password is: [REDACTED:password]"),
+    ("My password is: S3cr3t! Keep it.", "My password is: [REDACTED:password] Keep it."),
+    ("my password is hunter2, remember it", "my password is [REDACTED:password], remember it"),
+    ("the wifi password: letmein, ok?", "the wifi password: [REDACTED:password], ok?"),
+    (
+        "the passphrase was Tr0ub4dor&3 back then",
+        "the passphrase was [REDACTED:password] back then",
+    ),
 ]
 
 MUST_NOT_MASK = [
@@ -203,6 +226,21 @@ MUST_NOT_MASK = [
     "Set `token` to the value from the dashboard.",
     "password: ''",
     "[REDACTED:password] was already masked",
+    "mkdir -p build && ssh -p 2222 host",
+    "gcc -pthread -pedantic main.c",
+    "mysql -p  # it prompts for the password",
+    "mysql -u root -p appdb",
+    "mysql --password -u root",
+    "mysql --password $DB_PASSWORD -u root",
+    "use --password-file /run/secrets/db instead",
+    "my password is in the vault",
+    "my password is: use the one from the vault",
+    "the password is 12 characters long",
+    "The password was reset yesterday.",
+    "hf_hub_download(repo_id='x') and npm_config_cache are names",
+    "the xapp- prefix marks Slack app tokens",
+    "Password: yes, it was reset.",
+    "Is the password: wrong, or the user name?",
 ]
 
 
@@ -308,6 +346,13 @@ _FRAGMENTS = [
     "hooks.slack.com/services/",
     "https://user:",
     "hunter2",
+    "xapp-1-",
+    "hf_",
+    "npm_",
+    "mysql ",
+    " -p",
+    "--password ",
+    " is: ",
     "<",
     ">",
     "$",
@@ -347,6 +392,9 @@ _secret_values = st.one_of(
     _random(_alnum, 30).map(lambda s: "sk-proj-" + s + "7"),
     _random(_alnum + "_-", 35).map(lambda s: "AIza" + s),
     _random(_alnum, 24).map(lambda s: "sk_live_" + s),
+    _random(_alnum, 34).map(lambda s: "hf_" + s),
+    _random(_alnum, 36).map(lambda s: "npm_" + s),
+    _random(_alnum, 24).map(lambda s: "xapp-1-" + s),
     st.tuples(_random(_alnum, 20), _random(_alnum, 30)).map(lambda p: f"eyJ{p[0]}.eyJ{p[1]}.sig"),
 )
 _assignment_secrets = st.tuples(

@@ -27,6 +27,16 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     failed_records = 0  # records dropped because the log file could not be written
 
 
+class MaskingFormatter(logging.Formatter):
+    """Secrets in a record (a server's error text, a traceback's message) are masked before
+    the line reaches the file, like every other text Straylight keeps."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from memory.secret_masking import mask_secrets
+
+        return mask_secrets(super().format(record))
+
+
 def setup_file_logging(log_file: Path, level: int = logging.INFO) -> None:
     """Route the root logger to a rotating 0600 file; quiet chatty libraries."""
     ensure_private_dir(log_file.parent)
@@ -34,7 +44,7 @@ def setup_file_logging(log_file: Path, level: int = logging.INFO) -> None:
         log_file, maxBytes=2_000_000, backupCount=3, encoding="utf-8"
     )
     handler.setFormatter(
-        logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S")
+        MaskingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S")
     )
     root = logging.getLogger()
     for old in list(root.handlers):

@@ -232,7 +232,7 @@ KINDS = [
     *["private_key", "aws_key", "aws_secret", "github_token", "gitlab_token", "slack_token"],
     *["slack_webhook", "anthropic_key", "openai_key", "google_api_key", "stripe_key"],
     *["bearer_token", "basic_auth", "jwt", "password", "url_credentials", "secret", "token"],
-    "api_key",
+    *["api_key", "hf_token", "npm_token"],
 ]
 LONGEST_TOKEN = max(len(f"{REDACTED_PREFIX}{kind}]") for kind in KINDS)  # 26
 
