@@ -243,14 +243,13 @@ def _notes(cut: dict[str, int], longterm_total: int) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def _headroom(total: int, usable: int, cut: dict[str, int], fits: bool) -> Headroom:
-    """critical: not sendable, memory cut, or >= 95 % of the usable window; warn: only old
-    history cut, or >= 80 %; ok otherwise."""
-    share = total / usable if usable else math.inf
+def _headroom(total: int, window: int, usable: int, cut: dict[str, int], fits: bool) -> Headroom:
+    """critical: not sendable, memory cut, or the prompt takes >= 95 % of the window (the
+    reply reserve is being eaten); warn: old history cut, or >= 80 % of the usable window."""
     memory_cut = any(cut.get(name) for name in ("longterm", "facts", "recall"))
-    if not fits or memory_cut or share >= CRITICAL_SHARE:
+    if not fits or memory_cut or total >= CRITICAL_SHARE * window:
         return "critical"
-    if cut.get("history") or share >= WARN_SHARE:
+    if cut.get("history") or total >= WARN_SHARE * usable:
         return "warn"
     return "ok"
 
@@ -261,10 +260,12 @@ def budget_prompt(
     window: int,
     reply_reserve: int,
     factor: float = 1.0,
+    margin: float = 0.0,
     protected_tail: int = DEFAULT_PROTECTED_TAIL,
 ) -> BudgetedPrompt:
-    """Fit ``parts`` into ``window - reply_reserve`` tokens (``factor``: the model's
-    calibration, `TokenEstimator.factor`). See the module docstring for the order of cuts."""
+    """Fit ``parts`` into ``window - reply_reserve`` tokens. ``factor`` is the model's
+    calibration (`TokenEstimator.factor`), ``margin`` the share of the room held back for the
+    estimate's error (`TokenEstimator.margin`). The module docstring gives the order of cuts."""
     factor = factor if factor > 0 else 1.0
     usable = max(0, window - reply_reserve)
     fixed = _cost(parts.system) + _cost(parts.user)
@@ -273,19 +274,27 @@ def budget_prompt(
     template = PROMPT_OVERHEAD + 2 * MESSAGE_OVERHEAD
     fixed_tokens = template + math.ceil(fixed * factor)
     fits = fixed_tokens <= window - MIN_REPLY_TOKENS
-    room = _Room((usable - template) / factor - fixed)
+    room = _Room((usable - template) / (factor * (1.0 + max(0.0, margin))) - fixed)
     per_message = MESSAGE_OVERHEAD / factor
 
     history = parts.history
     tail_size = min(protected_tail, len(history))
     older, tail = history[: len(history) - tail_size], history[len(history) - tail_size :]
+    # Strict order: a section gets room only when every section that outlives it was kept whole.
     kept_tail = _fill_history(tail, room, per_message)
-    longterm, longterm_cut, longterm_total = _fill_longterm(parts.longterm, room)
+    whole = kept_tail == len(tail)
+    longterm, longterm_cut, longterm_total = (
+        _fill_longterm(parts.longterm, room) if whole else ("", len(_paragraphs(parts.longterm)), 0)
+    )
+    longterm_total = longterm_total or len(_paragraphs(parts.longterm))
+    whole = whole and longterm_cut == 0
     facts_extra = 0.0 if parts.rules else _heading_cost("facts")
-    kept_facts = _fill_list(parts.facts, room, facts_extra)
-    kept_older = _fill_history(older, room, per_message) if kept_tail == len(tail) else 0
+    kept_facts = _fill_list(parts.facts, room, facts_extra) if whole else 0
+    whole = whole and kept_facts == len(parts.facts)
+    kept_older = _fill_history(older, room, per_message) if whole else 0
+    whole = whole and kept_older == len(older)
     recall_extra = _heading_cost("recall") + (_cost(parts.recall_head) + 1.0)
-    kept_recall = _fill_list(parts.recall, room, recall_extra)
+    kept_recall = _fill_list(parts.recall, room, recall_extra) if whole else 0
 
     kept_history = kept_tail + kept_older
     kept = replace(
@@ -313,10 +322,18 @@ def _section_units(kept: PromptParts) -> dict[str, float]:
     return {
         "system": _cost(kept.system),
         "rules": sum(_cost(r) + 1.0 for r in kept.rules) + (facts_heading if kept.rules else 0),
-        "longterm": _cost(kept.longterm) + _heading_cost("longterm") if kept.longterm else 0.0,
+        # Per paragraph and per hit: those estimates are cached from the fitting above.
+        "longterm": sum(_cost(p) + 1.0 for p in _paragraphs(kept.longterm))
+        + _heading_cost("longterm")
+        if kept.longterm
+        else 0.0,
         "facts": sum(_cost(f) + 1.0 for f in kept.facts)
         + (facts_heading if kept.facts and not kept.rules else 0.0),
-        "recall": _cost(kept.recall_block()) + _heading_cost("recall") if kept.recall else 0.0,
+        "recall": sum(_cost(hit) + 1.0 for hit in kept.recall)
+        + _cost(kept.recall_head)
+        + _heading_cost("recall")
+        if kept.recall
+        else 0.0,
         "history": sum(_cost(m.content) for m in kept.history),
         "user": _cost(kept.user),
     }
@@ -346,6 +363,6 @@ def _result(
         estimate=estimate,
         cut=cut,
         notes=_notes(cut, longterm_total),
-        headroom=_headroom(total, usable, cut, fits),
+        headroom=_headroom(total, window, usable, cut, fits),
         fits=fits,
     )

@@ -35,10 +35,12 @@ from functools import lru_cache
 from typing import Any, Final
 
 __all__ = [
+    "CALIBRATED_MARGIN",
     "FACTOR_MAX",
     "FACTOR_MIN",
     "MESSAGE_OVERHEAD",
     "PROMPT_OVERHEAD",
+    "UNCALIBRATED_MARGIN",
     "ModelCalibration",
     "PromptEstimate",
     "TokenEstimator",
@@ -62,58 +64,69 @@ _ACCEPT_HIGH: Final = 1.8
 _MIN_CONTENT_TOKENS: Final = 48
 """Below this the template overhead dominates and the ratio says little."""
 
+UNCALIBRATED_MARGIN: Final = 0.15
+CALIBRATED_MARGIN: Final = 0.08
+"""Room held back for the estimate's error: before 3 observations, and after (docs give the
+measured error these cover)."""
+_CALIBRATED_AFTER: Final = 3
+
 _BASE_SCALE: Final = 0.85
 """Maps the piece prices onto llama-3's counts for mixed text (fitted, see the docs)."""
 _WORD_FREE = 7
 _WORD_STEP = 4
-_GERMAN_WORD_FREE = 4
+_GERMAN_WORD_FREE = 3
 _GERMAN_WORD_STEP = 3
 _NON_ASCII_BYTES = 3
-_PUNCT_PER_TOKEN = 3
 _GERMAN_SHARE = 0.08
 
-_PIECE_RE: Final = re.compile(r"[^\W\d_]+|\d{1,3}|\n+|[ \t]{2,}|_+|[^\w\s]+|\s")
+_ASCII_WORD_RE: Final = re.compile(r"[A-Za-z]+")
+_NON_ASCII_RUN_RE: Final = re.compile(r"[^\x00-\x7f]+")
 _CJK_RE: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_GERMAN_FUNCTION_WORDS: Final = (
-    "der die das und ist nicht ein eine zu mit den von sie es ich auf für im dem sich "
-    "auch wird werden sind wir ihr noch wie bei oder aus nach"
+_ONE_TOKEN_RE: Final = re.compile(
+    # The lookahead lets the engine skip letters fast (1.7x faster than the bare alternation).
+    r"(?=[\d\n \t_!-/:-@\[-^`{-~])(?:\d{1,3}|\n+|[ \t]{2,}|_+|[!-/:-@\[-^`{-~]{1,3})"
 )
-_GERMAN_WORDS: Final = frozenset(_GERMAN_FUNCTION_WORDS.split())
+"""Digit groups, newline runs, indentation, underscores, ASCII punctuation by threes."""
+_GERMAN_HINT_RE: Final = re.compile(
+    r"\b(?:d(?:er|ie|as|en|em)|und|ist|nicht|eine?|zu|mit|von|sie|es|ich|auf|für|im|sich|"
+    r"auch|wird|werden|sind|wir|ihr|noch|wie|bei|oder|aus|nach)\b|[äöüß]"
+)
+_GERMAN_SAMPLE: Final = 4000
+"""German is told from the first characters (lowercased): enough words, bounded cost."""
 
 
-def _word_cost(length: int, free: int, step: int) -> int:
-    return 1 if length <= free else 1 + math.ceil((length - free) / step)
+def _extra_tokens(words: list[str], free: int, step: int) -> int:
+    """Tokens beyond the first for words longer than ``free`` letters."""
+    return sum(-(-(len(word) - free) // step) for word in words if len(word) > free)
+
+
+def _non_ascii_units(text: str) -> int:
+    """Runs of non-ASCII characters: a CJK character is a token, the rest by UTF-8 bytes."""
+    units = 0
+    for run in _NON_ASCII_RUN_RE.findall(text):
+        cjk = len(_CJK_RE.findall(run)) if len(run) > 1 else 0
+        rest = len(run.encode()) - 3 * cjk
+        units += cjk + (-(-rest // _NON_ASCII_BYTES) if rest > 0 else 0)
+    return units
 
 
 @lru_cache(maxsize=4096)
 def _raw_units(text: str) -> float:
-    """Unscaled price of ``text``; cached because history and longterm.md repeat every turn."""
-    ascii_words: list[int] = []
-    german = 0
-    units = 0
-    for match in _PIECE_RE.finditer(text):
-        piece = match.group()
-        first = piece[0]
-        if piece == " ":
-            continue
-        if first.isalpha():
-            if piece.isascii():
-                ascii_words.append(len(piece))
-                if len(piece) <= 6 and piece.lower() in _GERMAN_WORDS:
-                    german += 1
-            else:
-                cjk = len(_CJK_RE.findall(piece))
-                rest = len(piece.encode()) - 3 * cjk
-                units += cjk + (1 + (rest - 1) // _NON_ASCII_BYTES + 1 if rest > 0 else 0)
-                german += 1 if any(ch in "äöüßÄÖÜ" for ch in piece) else 0
-        elif first in "\n \t_" or first.isdigit():
-            units += 1
-        else:
-            units += math.ceil(len(piece) / _PUNCT_PER_TOKEN)
+    """Unscaled price of ``text``; cached because history and longterm.md repeat every turn.
+
+    A few C-level regex passes: a Python loop over every piece was ~5x slower."""
+    units = len(_ONE_TOKEN_RE.findall(text))
+    if not text.isascii():
+        units += _non_ascii_units(text)
+    ascii_words = _ASCII_WORD_RE.findall(text)
     words = len(ascii_words)
-    is_german = words > 0 and german / words >= _GERMAN_SHARE
-    free, step = (_GERMAN_WORD_FREE, _GERMAN_WORD_STEP) if is_german else (_WORD_FREE, _WORD_STEP)
-    units += sum(_word_cost(length, free, step) for length in ascii_words)
+    sample = text[:_GERMAN_SAMPLE]
+    german = len(_GERMAN_HINT_RE.findall(sample.lower())) if words else 0
+    sample_words = words if len(text) <= _GERMAN_SAMPLE else len(_ASCII_WORD_RE.findall(sample))
+    if sample_words and german / sample_words >= _GERMAN_SHARE:
+        units += words + _extra_tokens(ascii_words, _GERMAN_WORD_FREE, _GERMAN_WORD_STEP)
+    else:
+        units += words + _extra_tokens(ascii_words, _WORD_FREE, _WORD_STEP)
     return float(units)
 
 
@@ -186,6 +199,13 @@ class TokenEstimator:
     def factor(self, model: str) -> float:
         calibration = self.models.get(model)
         return calibration.factor if calibration else 1.0
+
+    def margin(self, model: str) -> float:
+        """The share of the budget to hold back for this model's estimation error."""
+        calibration = self.models.get(model)
+        if calibration is None or calibration.observations < _CALIBRATED_AFTER:
+            return UNCALIBRATED_MARGIN
+        return CALIBRATED_MARGIN
 
     def text_tokens(self, model: str, text: str) -> int:
         """Calibrated tokens of ``text`` alone (no template), rounded up."""
