@@ -84,7 +84,7 @@ def full_parts(seed: int) -> PromptParts:
 
 
 def assemble(parts: PromptParts, window: int, reserve: int) -> list[dict[str, str]]:
-    result = budget_prompt(parts, window=window, reply_reserve=reserve, factor=1.1, margin=0.08)
+    result = budget_prompt(parts, window=window, reply_reserve=reserve, factor=1.1, margin=0.10)
     kept = result.kept
     system = build_system_prompt(
         [
