@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
+from agent.prompt import PromptSection, build_system_prompt
 from agent.token_estimate import (
     MESSAGE_OVERHEAD,
     PROMPT_OVERHEAD,
@@ -106,6 +107,24 @@ class PromptParts:
         if not self.recall:
             return ""
         return "\n\n".join([self.recall_head, *self.recall] if self.recall_head else self.recall)
+
+    def chat_messages(self) -> list[dict[str, str]]:
+        """The chat request's messages, as `agent.turn` assembles them: the system prompt
+        (persona, long-term memory, known facts, recalled context), the history, the message."""
+        system = build_system_prompt(
+            [
+                PromptSection("persona", self.system),
+                PromptSection("longterm", self.longterm),
+                PromptSection("known_facts", self.known_facts_block()),
+                PromptSection("recalled_context", self.recall_block()),
+            ]
+        )
+        history = [{"role": m.role, "content": m.content} for m in self.history]
+        return [
+            {"role": "system", "content": system},
+            *history,
+            {"role": "user", "content": self.user},
+        ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.context_budget import HistoryMessage, PromptParts, budget_prompt
-from agent.prompt import PERSONA, PromptSection, build_system_prompt
+from agent.prompt import PERSONA
 from agent.token_estimate import PromptEstimate, TokenEstimator, _raw_units
 from bench._common import format_machine, machine_info, write_json
 from bench.prompt_budget_corpus import ENGLISH, GERMAN, corpus
@@ -85,17 +85,7 @@ def full_parts(seed: int) -> PromptParts:
 
 def assemble(parts: PromptParts, window: int, reserve: int) -> list[dict[str, str]]:
     result = budget_prompt(parts, window=window, reply_reserve=reserve, factor=1.1, margin=0.10)
-    kept = result.kept
-    system = build_system_prompt(
-        [
-            PromptSection("persona", kept.system),
-            PromptSection("longterm", kept.longterm),
-            PromptSection("known_facts", kept.known_facts_block()),
-            PromptSection("recalled_context", kept.recall_block()),
-        ]
-    )
-    history = [{"role": m.role, "content": m.content} for m in kept.history]
-    return [{"role": "system", "content": system}, *history, {"role": "user", "content": kept.user}]
+    return result.kept.chat_messages()
 
 
 def time_assembly(runs: int) -> dict[str, Any]:

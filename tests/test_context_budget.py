@@ -17,7 +17,7 @@ from agent.context_budget import (
     format_tokens,
 )
 from agent.context_window import detect_truncation, reply_reserve
-from agent.prompt import PERSONA, PromptSection, build_system_prompt
+from agent.prompt import PERSONA
 from agent.token_estimate import PromptEstimate, TokenEstimator
 from tests.support.ollama_standin import OllamaStandIn
 
@@ -146,10 +146,17 @@ def test_the_summary_reads_like_the_sidebar() -> None:
 
 
 def test_blocks_render_like_the_turns_sections() -> None:
-    kept = full_parts(history=0)
+    kept = full_parts(history=2)
     assert kept.known_facts_block().splitlines()[0] == RULE
     assert kept.recall_block().startswith(kept.recall_head + "\n\n[#0")
     assert PromptParts(system="x", user="y").recall_block() == ""
+    system, *history, user = kept.chat_messages()
+    assert system["role"] == "system" and system["content"].startswith(PERSONA)
+    assert "\n\n## Long-term memory\n\n## Note 0" in system["content"]
+    assert "\n\n## Known facts\n\n" + RULE in system["content"]
+    assert system["content"].index("## Known facts") < system["content"].index("## Recalled")
+    assert [m["role"] for m in history] == ["user", "assistant"]
+    assert user == {"role": "user", "content": kept.user}
 
 
 # ------------------------------------------------------- against the stand-in, real client
@@ -157,17 +164,7 @@ def test_blocks_render_like_the_turns_sections() -> None:
 
 def to_messages(result: BudgetedPrompt) -> list[dict[str, Any]]:
     """What the turn will send: `agent.prompt`'s system prompt, history, the new message."""
-    kept = result.kept
-    system = build_system_prompt(
-        [
-            PromptSection("persona", kept.system),
-            PromptSection("longterm", kept.longterm),
-            PromptSection("known_facts", kept.known_facts_block()),
-            PromptSection("recalled_context", kept.recall_block()),
-        ]
-    )
-    history = [{"role": m.role, "content": m.content} for m in kept.history]
-    return [{"role": "system", "content": system}, *history, {"role": "user", "content": kept.user}]
+    return list(result.kept.chat_messages())
 
 
 @pytest.fixture
