@@ -58,7 +58,7 @@ DEFAULT_PROTECTED_TAIL: Final = 4
 MIN_REPLY_TOKENS: Final = 256
 """A prompt that leaves less than this for the reply is not sent."""
 
-SECTIONS: Final = ("system", "rules", "longterm", "facts", "recall", "history", "user")
+SECTIONS: Final = ("system", "rules", "longterm", "facts", "recall", "history", "user", "tools")
 _HEADINGS: Final = {
     "longterm": "## Long-term memory",
     "facts": "## Known facts",
@@ -97,6 +97,9 @@ class PromptParts:
     """The recall block's preamble, sent only with at least one hit."""
     history: tuple[HistoryMessage, ...] = ()
     """This conversation's messages before the new one, oldest first."""
+    tools: str = ""
+    """The tool definitions as sent (their JSON): Ollama renders them into the prompt. Never cut
+    here; the turn decides whether to send tools at all."""
 
     def known_facts_block(self) -> str:
         """The `## Known facts` body: rules first, then facts, one a line."""
@@ -158,7 +161,7 @@ class BudgetedPrompt:
 
     def refusal(self) -> str:
         """The one-line message when `fits` is False."""
-        needed = self.tokens["system"] + self.tokens["rules"] + self.tokens["user"]
+        needed = sum(self.tokens[name] for name in ("system", "rules", "user", "tools"))
         return (
             f"Not sent: the message needs about {self.tokens['user']:,} tokens and, with the "
             f"persona and rules, {needed:,} of the model's {self.window:,}-token window, "
@@ -287,7 +290,7 @@ def budget_prompt(
     estimate's error (`TokenEstimator.margin`). The module docstring gives the order of cuts."""
     factor = factor if factor > 0 else 1.0
     usable = max(0, window - reply_reserve)
-    fixed = _cost(parts.system) + _cost(parts.user)
+    fixed = _cost(parts.system) + _cost(parts.user) + _cost(parts.tools)
     if parts.rules:
         fixed += _heading_cost("facts") + sum(_cost(rule) + 1.0 for rule in parts.rules)
     template = PROMPT_OVERHEAD + 2 * MESSAGE_OVERHEAD
@@ -355,6 +358,7 @@ def _section_units(kept: PromptParts) -> dict[str, float]:
         else 0.0,
         "history": sum(_cost(m.content) for m in kept.history),
         "user": _cost(kept.user),
+        "tools": _cost(kept.tools),
     }
 
 

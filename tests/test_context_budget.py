@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from typing import Any
 
 import ollama
@@ -116,6 +117,20 @@ def test_longterm_is_cut_by_whole_paragraphs_from_the_end() -> None:
     paragraphs = parts.longterm.split("\n\n")
     note = result.notes[-1]
     assert note.startswith("long-term memory: last ") and f"of {len(paragraphs)}" in note
+
+
+def test_tool_definitions_are_counted_and_never_cut() -> None:
+    tools = '[{"type": "function", "function": {"name": "memory_read", "parameters": {}}}]' * 20
+    bare = budget_prompt(full_parts(history=0), window=32768, reply_reserve=0)
+    with_tools = budget_prompt(
+        replace(full_parts(history=0), tools=tools), window=32768, reply_reserve=0
+    )
+    assert with_tools.tokens["tools"] > 200
+    assert abs(with_tools.total - bare.total - with_tools.tokens["tools"]) <= 1
+    tight = budget_prompt(
+        replace(full_parts(history=0), tools=tools), window=bare.total, reply_reserve=0
+    )
+    assert tight.kept.tools == tools and tight.cut  # memory gave way to the tools
 
 
 def test_a_message_too_long_for_the_window_is_refused_with_the_fix() -> None:
