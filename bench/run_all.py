@@ -30,7 +30,14 @@ from typing import Any
 
 from bench._common import REPO_ROOT, RESULTS_DIR, JsonDict, format_machine, machine_info, write_json
 
-BENCHMARKS = ("startup", "streaming", "memory_scale", "fact_classifier", "memory_browser")
+BENCHMARKS = (
+    "startup",
+    "streaming",
+    "memory_scale",
+    "fact_classifier",
+    "memory_browser",
+    "prompt_budget",
+)
 OPT_IN = ("scaling",)  # run only when named in --only
 BENCH_TIMEOUT_SECONDS = 1200
 TIMEOUT_SECONDS = {"scaling": 4 * 3600}
@@ -224,6 +231,16 @@ def memory_browser_rows(result: JsonDict) -> list[Row]:
     ]
 
 
+def prompt_budget_rows(result: JsonDict) -> list[Row]:
+    """Prompt assembly under the full budget, and the token estimator's error (issue 13)."""
+    from bench.prompt_budget import rows_for
+
+    return [
+        Row(metric, value, target, "" if ok is None else _verdict(ok))
+        for metric, value, target, ok in rows_for(result)
+    ]
+
+
 def scaling_rows(result: JsonDict) -> list[Row]:
     """bench/scaling.py: one row a metric, the sizes side by side."""
     from bench.scaling import table_rows
@@ -267,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         "fact_classifier": [],
         "memory_browser": ["--points", str(args.browser_points)],
         "scaling": ["--sizes", args.scaling_sizes],
+        "prompt_budget": [],
     }
     results: dict[str, Any] = {}
     failed: list[str] = []
@@ -288,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += fact_classifier_rows(results["fact_classifier"])
     if "memory_browser" in results:
         rows += memory_browser_rows(results["memory_browser"])
+    if "prompt_budget" in results:
+        rows += prompt_budget_rows(results["prompt_budget"])
     if "scaling" in results:
         rows += scaling_rows(results["scaling"])
     for name in failed:

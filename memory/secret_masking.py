@@ -483,16 +483,31 @@ def replace_lone_surrogates(text: str) -> str:
     return _SURROGATE_RE.sub("\ufffd", text)
 
 
-def mask_secrets(text: str) -> str:
+class MaskedText(str):
+    """A text `mask_secrets` has already masked: masking it again returns it as it is.
+
+    The turn masks the user's message once, where it enters; the log, the points, the
+    classifier and the prompt all receive this object, so none of them pays the scan again."""
+
+    __slots__ = ()
+
+    def strip(self, chars: str | None = None) -> MaskedText:
+        """Still masked: no detector depends on white space at the ends of a text."""
+        return MaskedText(str.strip(self, chars))
+
+
+def mask_secrets(text: str) -> MaskedText:
     """``text`` with every secret replaced by ``[REDACTED:kind]``; idempotent.
 
     Every text passes here before it is persisted, so here it also becomes writable as UTF-8:
     a lone surrogate (a byte that was not UTF-8 in an argument or on stdin, which Python
     decodes with ``surrogateescape``) becomes U+FFFD, one for one, so positions stay."""
+    if isinstance(text, MaskedText):
+        return text
     text = replace_lone_surrogates(text)
     matches = find_secrets(text)
     if not matches:
-        return text
+        return MaskedText(text)
     parts: list[str] = []
     position = 0
     for match in matches:
@@ -500,7 +515,7 @@ def mask_secrets(text: str) -> str:
         parts.append(f"{REDACTED_PREFIX}{match.kind}]")
         position = match.end
     parts.append(text[position:])
-    return "".join(parts)
+    return MaskedText("".join(parts))
 
 
 # ------------------------------------------------------------------------------- engine

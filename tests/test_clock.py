@@ -3,8 +3,6 @@ with one line (exit 2), not an OverflowError traceback in every command."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from store.clock import parse_instant
+from tests.support.cli import CliResult, run_cli
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EDGES = [
@@ -52,19 +51,7 @@ def test_garbage_is_still_a_value_error() -> None:
         parse_instant("yesterday-ish")
 
 
-def run_cli(env: Env, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args],
-        env=env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-def assert_one_line_exit_2(proc: subprocess.CompletedProcess[str]) -> None:
+def assert_one_line_exit_2(proc: CliResult) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and "OverflowError" not in proc.stderr
     lines = proc.stderr.strip().splitlines()

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,6 +27,7 @@ from agent.gateway_errors import (
 )
 from agent.ollama_gateway import ChatDelta, OllamaGateway
 from agent.ollama_host import is_loopback_host
+from tests.support.cli import run_cli
 from tests.support.ollama_standin import OllamaStandIn
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -160,18 +159,6 @@ async def chat_text(gateway: OllamaGateway) -> str:
         if isinstance(event, ChatDelta):
             text += event.text
     return text
-
-
-def run_cli(env: Env, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args],
-        env=env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def everything_written(home: Path) -> str:

@@ -9,7 +9,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from memory.secret_masking import REDACTED_PREFIX, SecretMatch, find_secrets, mask_secrets
+from memory.secret_masking import (
+    REDACTED_PREFIX,
+    MaskedText,
+    SecretMatch,
+    find_secrets,
+    mask_secrets,
+)
 
 AWS_ID = "AKIAIOSFODNN7EXAMPLE"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -250,10 +256,19 @@ def test_realistic_secrets_are_masked_with_their_kind(text: str, masked: str) ->
     assert mask_secrets(masked) == masked
 
 
+def test_a_masked_text_is_not_scanned_again() -> None:
+    """What the turn masked where it entered passes every later mask as the same object."""
+    masked = mask_secrets("deploy with ghp_ZZZZYYYYXXXXWWWWVVVVUUUUTTTTSSSSRRRR  \n")
+    assert isinstance(masked, MaskedText) and "[REDACTED:" in masked
+    assert mask_secrets(masked) is masked
+    stripped = masked.strip()
+    assert isinstance(stripped, MaskedText) and mask_secrets(stripped) is stripped
+
+
 @pytest.mark.parametrize("text", MUST_NOT_MASK)
 def test_ordinary_text_is_left_alone(text: str) -> None:
     assert find_secrets(text) == []
-    assert mask_secrets(text) is text
+    assert mask_secrets(text) == text
 
 
 def test_find_secrets_gives_sorted_spans_of_the_secret_only() -> None:

@@ -159,3 +159,27 @@ async def test_the_background_save_reports_the_point_ids_and_when_memstatus_is_d
     standin.script_reply("Second answer, on another subject: the weather in Lisbon is mild.")
     await turn(engine, "How is the weather in Lisbon these days, roughly?", "first")
     assert [e.turns for e in heard if isinstance(e, MemstatusDue)] == [2]
+
+
+async def test_the_users_text_is_scanned_for_secrets_once_per_turn(
+    engine: TurnEngine, standin: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Masked where it enters the turn; the log, the points, the classifier and the prompt
+    reuse that text (the scan is the expensive part: ~4.5 ms per 100 KB)."""
+    import memory.secret_masking as masking
+
+    text = FACT + " and the deploy token is ghp_ZZZZYYYYXXXXWWWWVVVVUUUUTTTTSSSSRRRR"
+    scanned: list[str] = []
+    real = masking.find_secrets
+
+    def counting(value: str) -> list[masking.SecretMatch]:
+        scanned.append(value)
+        return real(value)
+
+    monkeypatch.setattr(masking, "find_secrets", counting)
+    standin.script_reply(REPLY)
+    await turn(engine, text, "once")
+    assert sum(1 for value in scanned if "nebula-7 and runs Debian 12 and" in value) == 1
+    store = engine.memory.store  # type: ignore[union-attr]
+    saved = store.texts_of([row.id for row in store.points.page_rows(limit=5)])
+    assert any("[REDACTED:" in t and "ghp_" not in t for t in saved.values())
