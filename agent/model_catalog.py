@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from agent.context_window import model_context_length, modelfile_num_ctx
 from agent.gateway_errors import GatewayError, ModelError, OllamaUnreachable, classify
 
 if TYPE_CHECKING:
@@ -34,7 +34,6 @@ LIST_TIMEOUT_SECONDS = 10.0
 """How long /api/tags and /api/ps may take: a hung server must not hold `models` for the
 chat's long read timeout."""
 EXIT_PULL_FAILED = 1
-_NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,34 +164,13 @@ def _named(client: ollama.AsyncClient, error: BaseException, model: str = "") ->
     )
 
 
-def parse_num_ctx(parameters: str | None) -> int | None:
-    """The `num_ctx` line of a Modelfile's parameters text (`"num_ctx 8192"`), if any."""
-    match = _NUM_CTX.search(parameters or "")
-    return int(match.group(1)) if match else None
-
-
-def context_length_of(model_info: Mapping[str, Any] | None) -> int | None:
-    """`model_info["<general.architecture>.context_length"]`; any `*.context_length` key when
-    the architecture is not named."""
-    if not model_info:
-        return None
-    architecture = model_info.get("general.architecture")
-    keys = [f"{architecture}.context_length"] if architecture else []
-    keys += sorted(key for key in model_info if key.endswith(".context_length"))
-    for key in keys:
-        value = model_info.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
-
-
 def _shown_from(response: Any) -> ShownModel:
     capabilities = getattr(response, "capabilities", None)
     details = getattr(response, "details", None)
     return ShownModel(
         capabilities=tuple(str(c) for c in capabilities) if capabilities is not None else None,
-        context_length=context_length_of(getattr(response, "modelinfo", None)),
-        num_ctx=parse_num_ctx(getattr(response, "parameters", None)),
+        context_length=model_context_length(response),
+        num_ctx=modelfile_num_ctx(response),
         family=getattr(details, "family", None) or None,
         parameter_size=getattr(details, "parameter_size", None) or None,
         quantization=getattr(details, "quantization_level", None) or None,

@@ -15,10 +15,8 @@ from agent.model_catalog import (
     PullFailed,
     PullProgress,
     chat_models,
-    context_length_of,
     delete_model,
     list_models,
-    parse_num_ctx,
     pull_model,
     show_model,
 )
@@ -240,21 +238,3 @@ async def test_delete_removes_the_model(srv: OllamaStandIn, gateway: OllamaGatew
     assert "llava:latest" not in by_name(await list_models(client))
     with pytest.raises(ModelNotPulled, match="llava"):
         await delete_model(client, "llava")
-
-
-# ------------------------------------------------------------------------------ parsing
-
-
-def test_parse_num_ctx_reads_the_parameter_line() -> None:
-    assert parse_num_ctx("temperature 0.6\nnum_ctx 8192\nstop <|im_end|>") == 8192
-    assert parse_num_ctx("num_ctx    2048  ") == 2048
-    assert parse_num_ctx("temperature 0.6") is None
-    assert parse_num_ctx(None) is None
-
-
-def test_context_length_follows_the_architecture() -> None:
-    info = {"general.architecture": "qwen3", "qwen3.context_length": 40960}
-    assert context_length_of(info) == 40960
-    assert context_length_of({"bert.context_length": 512}) == 512
-    assert context_length_of({"general.architecture": "llama"}) is None
-    assert context_length_of(None) is None
