@@ -19,6 +19,7 @@ __all__ = [
     "GERMAN_STOPWORDS",
     "STOPWORDS",
     "detect_language",
+    "one_line",
     "raw_tokens",
     "snowball",
     "terms",
@@ -36,3 +37,8 @@ def word_list(text: str) -> tuple[str, ...]:
     """The words of `text` in their written order, for lists whose order matters (the
     alternatives of a regular expression)."""
     return tuple(text.split())
+
+
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace (newlines too) as one space, stripped."""
+    return " ".join(text.split())
