@@ -13,7 +13,7 @@ from typing import Literal
 
 from memory.fact_types import key_parts
 from memory.secret_masking import mask_secrets
-from memory.text.words import one_line, terms
+from memory.text.words import clip, one_line, terms
 from store.fact_store import Fact
 from store.point_store import Point
 
@@ -42,10 +42,6 @@ class _Memory:
     text: str
     terms: frozenset[str]
     key_terms: frozenset[str]
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _pool(facts: Iterable[Fact], pinned_points: Iterable[Point]) -> list[_Memory]:
@@ -106,7 +102,7 @@ def _relations(pool: Sequence[_Memory]) -> dict[int, dict[int, float]]:
 
 
 def _source(memory: _Memory) -> DreamSource:
-    text = _clip(one_line(mask_secrets(memory.text)), SOURCE_TEXT_CHARS)
+    text = clip(one_line(mask_secrets(memory.text)), SOURCE_TEXT_CHARS)
     return DreamSource(memory.id, memory.kind, text)
 
 

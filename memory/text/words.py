@@ -18,6 +18,7 @@ __all__ = [
     "ENGLISH_STOPWORDS",
     "GERMAN_STOPWORDS",
     "STOPWORDS",
+    "clip",
     "detect_language",
     "one_line",
     "raw_tokens",
@@ -42,3 +43,8 @@ def word_list(text: str) -> tuple[str, ...]:
 def one_line(text: str) -> str:
     """`text` with every run of whitespace (newlines too) as one space, stripped."""
     return " ".join(text.split())
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
