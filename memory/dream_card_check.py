@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from memory import dream_card_words as w
-from memory.reflection import hostile_reason
+from memory.hostile_text import bad_character, hostile_reason
 from memory.secret_masking import mask_secrets
 from memory.text.markdown import unwrap_fenced_reply
 from memory.text.words import one_line
@@ -27,9 +26,6 @@ PREDICTION_MAX_CHARS = 500
 MEASUREMENT_MAX_CHARS = 500
 SOURCE_IDS_MAX = 20
 
-_INVISIBLE = frozenset(
-    "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-)
 _WORD = re.compile(r"\w+", re.UNICODE)
 _ID_SPACES = re.compile(r"\s*:\s*")
 
@@ -46,15 +42,6 @@ class CardDraft:
 
 def _word_count(text: str) -> int:
     return len(_WORD.findall(text))
-
-
-def _bad_character(text: str) -> str | None:
-    for char in text:
-        if char in "\n\t":
-            continue
-        if char in _INVISIBLE or unicodedata.category(char) == "Cc":
-            return char
-    return None
 
 
 def prediction_problem(prediction: str) -> str | None:
@@ -144,7 +131,7 @@ def check_card(raw: str, known_ids: Collection[str]) -> CardDraft | str:
     if not texts["statement"]:
         return "no hypothesis: the model offered none"
     for name, text in texts.items():
-        if (char := _bad_character(text)) is not None:
+        if (char := bad_character(text, allow_newlines=True)) is not None:
             return f"hostile: control or invisible character {char!r} in the {name}"
         if (reason := hostile_reason(text)) is not None:
             return f"hostile: {name} {reason}"
