@@ -139,6 +139,10 @@ class OllamaGateway:
             )
         return self._client
 
+    def client(self) -> ollama.AsyncClient:
+        """The underlying client, for the model catalogue (agent/model_catalog.py)."""
+        return self._get_client()
+
     @property
     def metadata_timeout(self) -> float:
         """Seconds a metadata call (/api/version, /api/tags, /api/show) may take: the connect

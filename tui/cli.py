@@ -128,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     from tui import cli_hypotheses
 
     cli_hypotheses.register(commands, _common_options, _Parser)
+    from tui import cli_models
+
+    cli_models.register(commands, _common_options, _Parser)
 
     config = commands.add_parser(
         "config", allow_abbrev=False, help="print every effective setting and its source"
@@ -285,6 +288,10 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         from tui import cli_jobs
 
         return cli_jobs.dispatch(args, settings)
+    if args.command in ("models", "pull"):
+        from tui import cli_models
+
+        return cli_models.dispatch(args, settings)
     if args.command in ("facts", "candidates", "reflect"):
         from tui import cli_facts
 
