@@ -105,6 +105,32 @@ def test_finished_reply_with_code_block(snap_compare, make_settings, fixed_stand
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+def test_reply_with_folded_thinking(snap_compare, make_settings, fixed_standin) -> None:
+    """A thinking model's reply: the "Thinking" block folded above the answer."""
+    fixed_standin.set_models(["llama3.2", "qwen3:8b", "nomic-embed-text"])
+    fixed_standin.script_reply(
+        "Paris is the capital of France.",
+        thinking="The user asks for the capital of France. That is Paris; answer in one line.",
+    )
+    settings = make_settings(
+        ollama_host=fixed_standin.host, jobs_enabled=False, model="qwen3:8b"
+    ).model_copy(update={"now": _fixed_now()})
+    app = StraylightApp(settings)
+
+    async def run_before(pilot) -> None:
+        await settle(pilot, app, "online")
+        app.query_one(ChatInput).text = "What is the capital of France?"
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: [m.status for m in app.query(ChatMessage)] == ["complete", "complete"],
+            what="finished reply",
+        )
+        await settle(pilot, app, "online")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
 def test_offline_state(snap_compare, make_settings) -> None:
     app = StraylightApp(frozen(make_settings, OFFLINE_HOST), poll_offline_seconds=3600)
 
