@@ -84,7 +84,7 @@ class TurnEngine:
         self._carry: list[Fact] = []  # capability facts the next prompt must carry
         self._tool_support: dict[str, bool] = {}
         self._turns = itertools.count(1)
-        self.think = settings.ollama.think  # `/think` changes it for the session
+        self.think: bool | str | None = settings.ollama.think  # `/think` changes it
 
     @property
     def facts(self) -> FactDrawer | None:

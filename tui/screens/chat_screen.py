@@ -352,7 +352,7 @@ class ChatScreen(ChatNavigation):
             except ValueError:
                 await self.notice(f"Usage: {usage('/think')}", kind="error")
                 return
-            self.engine.think = value  # type: ignore[assignment]  # parse_think checked it
+            self.engine.think = value if isinstance(value, bool | str) else None
         await self.notice(_think_text(self.engine.think))
 
     async def report_unknown_bindings(self, unknown: list[str]) -> None:
