@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -36,8 +38,21 @@ Run it with `python count.py < notes.txt`.
 
 @pytest.fixture
 def fixed_standin() -> Iterator[OllamaStandIn]:
-    with OllamaStandIn(port=SNAPSHOT_PORT) as server:
+    """The stand-in on the fixed port; another suite on this machine may hold it for a
+    moment (two checkouts tested side by side), so wait for it rather than fail."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            server = OllamaStandIn(port=SNAPSHOT_PORT).start()
+            break
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    try:
         yield server
+    finally:
+        server.stop()
 
 
 def frozen(make_settings: Callable[..., Settings], host: str) -> Settings:
