@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import reduce
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -46,6 +46,7 @@ ENV_NAMES: dict[str, str] = {
     "history_turns": "STRAYLIGHT_HISTORY_TURNS",
     "http_timeout_seconds": "STRAYLIGHT_HTTP_TIMEOUT_SECONDS",
     "connect_timeout_seconds": "STRAYLIGHT_CONNECT_TIMEOUT_SECONDS",
+    "num_ctx": "STRAYLIGHT_NUM_CTX",
     "longterm_budget_bytes": "STRAYLIGHT_LONGTERM_BUDGET_BYTES",
     "now": "STRAYLIGHT_NOW",
     "workspace": "STRAYLIGHT_WORKSPACE",
@@ -154,6 +155,9 @@ def _toml_type_problem(name: str, value: object) -> str | None:
                 return f"keymap.{binding}: expected keys as a string, got {keys!r}"
         return None
     annotation = field_annotation(SETTING_PATHS[name])
+    optional = [arg for arg in get_args(annotation) if arg is not type(None)]
+    if len(optional) == 1 and len(get_args(annotation)) == 2:  # `int | None`: unset is None
+        annotation = optional[0]
     kind = _KINDS.get(annotation) if isinstance(annotation, type) else None
     if kind is None:  # home (a path string) and now (a datetime or ISO string)
         expected: tuple[type, ...] = (str, datetime)

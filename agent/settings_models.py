@@ -47,6 +47,10 @@ class OllamaConfig(SettingsArea):
     connect_timeout_seconds: float = Field(default=5.0, gt=0)
     """Connect timeout (seconds) of model calls: a dead host is named quickly. Key
     `connect_timeout_seconds`."""
+    num_ctx: int | None = Field(default=None, ge=512)
+    """Context window (tokens) sent as `options.num_ctx` on every chat request, and the
+    window the prompt is budgeted against. Unset: the model's Modelfile `num_ctx`, else its
+    trained maximum capped at 16,384 (docs/context_budget.md says why). Key `num_ctx`."""
 
     @field_validator("host", mode="before")
     @classmethod
@@ -141,6 +145,7 @@ SETTING_PATHS: dict[str, FieldPath] = {
     "history_turns": ("history_turns",),
     "http_timeout_seconds": ("ollama", "http_timeout_seconds"),
     "connect_timeout_seconds": ("ollama", "connect_timeout_seconds"),
+    "num_ctx": ("ollama", "num_ctx"),
     "longterm_budget_bytes": ("longterm_budget_bytes",),
     "now": ("now",),
     "memory_enabled": ("memory", "enabled"),
