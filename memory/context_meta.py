@@ -53,3 +53,29 @@ def save_turn_context(
             meta.put(cur, CALIBRATION_KEY, json.dumps(calibration, sort_keys=True))
         if report is not None:
             meta.put(cur, CONTEXT_REPORT_KEY, json.dumps(report, ensure_ascii=False))
+
+
+CONTEXT_FIELDS: Final = (
+    "model",
+    "window",
+    "model_max",
+    "last_prompt_tokens",
+    "reply_reserve",
+    "cut",
+    "headroom",
+)
+"""`status --json`'s `context`, in order."""
+
+
+def context_status(report: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`status --json`'s `context` from a saved report: exactly `CONTEXT_FIELDS`; nulls and an
+    empty `cut` before the first budgeted turn."""
+    report = report or {}
+    status = {name: report.get(name) for name in CONTEXT_FIELDS}
+    cut = report.get("cut")
+    status["cut"] = (
+        {str(k): v for k, v in cut.items() if isinstance(v, int)}
+        if isinstance(cut, Mapping)
+        else {}
+    )
+    return status
