@@ -82,7 +82,7 @@ class TurnEngine:
         self._carry: list[Fact] = []  # capability facts the next prompt must carry
         self._tool_support: dict[str, bool] = {}
         self._turns = itertools.count(1)
-        self.context = TurnContext(settings.ollama.num_ctx, gateway, memory)
+        self.context = TurnContext(settings.ollama.num_ctx, gateway, lambda: self.memory)
 
     @property
     def facts(self) -> FactDrawer | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent.context_budget import BudgetedPrompt, HistoryMessage, PromptParts, budget_prompt
@@ -90,13 +90,17 @@ class TurnContext:
     """One engine's windows, token estimator and last context report."""
 
     def __init__(
-        self, num_ctx: int | None, gateway: OllamaGateway, memory: TurnMemory | None
+        self,
+        num_ctx: int | None,
+        gateway: OllamaGateway,
+        memory: Callable[[], TurnMemory | None],
     ) -> None:
         self.num_ctx = num_ctx
         self.gateway = gateway
-        self.memory = memory
+        self._memory = memory  # the engine's, read each time: the TUI opens it after start-up
         self._windows: dict[str, WindowChoice] = {}
-        self._estimator: TokenEstimator | None = None
+        self._estimator = TokenEstimator()
+        self._loaded = False  # the stored calibration was read
 
     async def window(self, model: str) -> WindowChoice:
         """The model's window, chosen once per model (the same `num_ctx` on every request:
@@ -114,17 +118,20 @@ class TurnContext:
         return {"num_ctx": (await self.window(model)).window}
 
     async def estimator(self) -> TokenEstimator:
-        """The calibration, read from the memory once per process."""
-        if self._estimator is None:
-            state: dict[str, Any] | None = None
-            if self.memory is not None:
-                from memory.context_meta import load_calibration
+        """The calibration, read from the memory once it is open (what this process learnt
+        before that is kept for the models the stored state does not know)."""
+        memory = self._memory()
+        if not self._loaded and memory is not None:
+            from memory.context_meta import load_calibration
 
-                try:
-                    state = await asyncio.to_thread(load_calibration, self.memory.store.db)
-                except Exception:  # never in the way of the turn: start afresh
-                    log.exception("reading the token calibration failed")
-            self._estimator = TokenEstimator.from_json(state)
+            self._loaded = True
+            try:
+                state = await asyncio.to_thread(load_calibration, memory.store.db)
+            except Exception:  # never in the way of the turn: start afresh
+                log.exception("reading the token calibration failed")
+                state = None
+            stored = TokenEstimator.from_json(state)
+            self._estimator = TokenEstimator({**self._estimator.models, **stored.models})
         return self._estimator
 
     async def budget(
@@ -186,13 +193,14 @@ class TurnContext:
     async def save(self, report: ContextBudgeted | None) -> None:
         """Persist the calibration and the last report (for `status`), when the memory is
         open; never raises."""
-        if self.memory is None:
+        memory = self._memory()
+        if memory is None:
             return
         from memory.context_meta import save_turn_context
 
-        calibration = self._estimator.to_json() if self._estimator is not None else None
+        calibration = self._estimator.to_json() if self._loaded else None
         saved = {**report.to_json(), "notes": list(report.notes)} if report else None
         try:
-            await asyncio.to_thread(save_turn_context, self.memory.store.db, calibration, saved)
+            await asyncio.to_thread(save_turn_context, memory.store.db, calibration, saved)
         except Exception:
             log.exception("saving the context report failed")
