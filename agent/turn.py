@@ -215,14 +215,17 @@ class TurnEngine:
                 outcome = complete
                 reply = mask_secrets("".join(parts))
                 await asyncio.to_thread(self._log_reply, reply, conversation_id, model, complete)
+                # Calibrated (or a truncation noted) before the background save keeps it;
+                # tool rounds add messages the estimate did not see: not compared.
+                overflow = (
+                    await self.context.after_reply(model, budgeted, done) if rounds == 0 else None
+                )
                 self._save_in_background(
                     turn, text, recall, reply, conversation_id, answered, context
                 )
                 yield ReplyFinished(reply, done, turn)
-                if rounds == 0:  # tool rounds add messages the estimate did not see
-                    overflow = await self.context.after_reply(model, budgeted, done)
-                    if overflow is not None:
-                        yield ContextNotice(overflow.message)
+                if overflow is not None:
+                    yield ContextNotice(overflow.message)
                 used = turn_facts.used_memories(injected, recall)
                 async for followup in self._after_reply(text, reply, conversation_id, used):
                     yield followup
