@@ -20,7 +20,9 @@ from agent.gateway_errors import (
     StreamCutOff,
     classify,
 )
+from agent.model_options import options_for
 from agent.ollama_host import is_loopback_host
+from agent.think_splitter import ThinkSplitter
 from memory.secret_masking import replace_lone_surrogates
 
 if TYPE_CHECKING:
@@ -59,6 +61,14 @@ class ChatDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ChatThinking:
+    """A piece of the model's thinking (`message.thinking`, or inline `<think>` content):
+    shown while it arrives, never part of the reply."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ChatDone:
     """The final chunk: the model finished."""
 
@@ -85,7 +95,14 @@ class ChatToolCalls:
     calls: tuple[ToolCall, ...]
 
 
-ChatEvent = ChatDelta | ChatDone | ChatToolCalls
+ChatEvent = ChatDelta | ChatThinking | ChatDone | ChatToolCalls
+
+
+def answer_text(content: str) -> str:
+    """`content` without an inline `<think>…</think>` at its start (a whole reply)."""
+    splitter = ThinkSplitter()
+    pieces = splitter.feed(content) + splitter.flush()
+    return "".join(text for kind, text in pieces if kind == "answer")
 
 
 def _tool_calls(raw: Sequence[Any]) -> tuple[ToolCall, ...]:
@@ -102,11 +119,19 @@ class OllamaGateway:
     """Chat and health checks against one Ollama host."""
 
     def __init__(
-        self, host: str, *, read_timeout: float = 300.0, connect_timeout: float = 5.0
+        self,
+        host: str,
+        *,
+        read_timeout: float = 300.0,
+        connect_timeout: float = 5.0,
+        model_options: Mapping[str, Any] | None = None,
+        keep_alive: str | float | None = None,
     ) -> None:
         self.host = host
         self.read_timeout = read_timeout
         self.connect_timeout = connect_timeout
+        self.model_options = dict(model_options or {})  # config.toml [model_options]
+        self.keep_alive = keep_alive  # None: Ollama's default
         self._client: ollama.AsyncClient | None = None
         self._capabilities: dict[str, tuple[str, ...] | None] = {}  # per model, for the process
         self._shown: dict[str, Any] = {}  # /api/show per model, for the process
@@ -119,7 +144,17 @@ class OllamaGateway:
             config.host,
             read_timeout=config.http_timeout_seconds,
             connect_timeout=config.connect_timeout_seconds,
+            model_options=config.model_options,
+            keep_alive=config.keep_alive,
         )
+
+    def request_options(
+        self, model: str, options: Mapping[str, Any] | None = None
+    ) -> dict[str, Any] | None:
+        """The `options` of a chat request: the model options of config.toml for `model`,
+        then `options` (the caller's, e.g. num_ctx) over them; None when there are none."""
+        merged = options_for(self.model_options, model) | dict(options or {})
+        return merged or None
 
     def _get_client(self) -> ollama.AsyncClient:
         """The client, made on first use: no redirect is followed, and a loopback host is
@@ -139,6 +174,10 @@ class OllamaGateway:
                 event_hooks={"response": [self._on_response]},
             )
         return self._client
+
+    def client(self) -> ollama.AsyncClient:
+        """The underlying client, for the model catalogue (agent/model_catalog.py)."""
+        return self._get_client()
 
     @property
     def metadata_timeout(self) -> float:
@@ -202,29 +241,41 @@ class OllamaGateway:
         *,
         options: dict[str, Any] | None = None,
         tools: Sequence[dict[str, Any]] | None = None,
+        think: bool | str | None = None,
     ) -> AsyncIterator[ChatEvent]:
-        """Yield reply text as it arrives, then one `ChatDone`.
+        """Yield reply text as it arrives (thinking as `ChatThinking`), then one `ChatDone`.
 
+        `think` is sent only when not None (the caller knows whether the model thinks).
         Raises a `GatewayError`; a stream that ends without Ollama's final chunk raises
         `StreamCutOff`. Cancelling the consumer closes the HTTP stream.
         """
         client = self._get_client()
         streamed = False
         finished = False
+        splitter = ThinkSplitter()  # models that inline <think>…</think> in content
         try:
             stream = await client.chat(
                 model=model,
                 messages=list(messages),
                 stream=True,
-                options=options,
+                options=self.request_options(model, options),
                 tools=list(tools) if tools else None,
+                think=think,
+                keep_alive=self.keep_alive,
             )
             async for part in stream:
+                thought = replace_lone_surrogates(getattr(part.message, "thinking", None) or "")
+                if thought:
+                    streamed = True
+                    yield ChatThinking(thought)
                 text = part.message.content or ""
                 text = replace_lone_surrogates(text)  # a "\ud800" escape is not writable
-                if text:
+                pieces = splitter.feed(text) if text else []
+                if part.done:
+                    pieces += splitter.flush()
+                for kind, piece in pieces:
                     streamed = True
-                    yield ChatDelta(text)
+                    yield ChatDelta(piece) if kind == "answer" else ChatThinking(piece)
                 if part.message.tool_calls:
                     yield ChatToolCalls(_tool_calls(part.message.tool_calls))
                 if part.done:
@@ -255,13 +306,18 @@ class OllamaGateway:
         client = self._get_client()
         try:
             response = await client.chat(
-                model=model, messages=list(messages), stream=False, format=schema
+                model=model,
+                messages=list(messages),
+                stream=False,
+                format=schema,
+                options=self.request_options(model),
+                keep_alive=self.keep_alive,
             )
         except Exception as error:  # classified and re-raised
             named = self._named(error, model=model, timeout=self.read_timeout, streamed=False)
             log.warning("structured chat with %s failed: %s (%r)", model, named, error)
             raise named from error
-        return response.message.content or ""
+        return answer_text(response.message.content or "")
 
     async def show(self, model: str) -> Any | None:
         """The raw /api/show answer (the client's ShowResponse: `model_info`, `parameters`,

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 # `Settings` comes from here too: `from agent.settings import Settings` is the usual import.
+from agent.model_options import ModelOptionError, check_model_options
 from agent.settings_models import (
     APP_NAME,
     SETTING_PATHS,
@@ -50,6 +51,8 @@ ENV_NAMES: dict[str, str] = {
     "longterm_budget_bytes": "STRAYLIGHT_LONGTERM_BUDGET_BYTES",
     "now": "STRAYLIGHT_NOW",
     "workspace": "STRAYLIGHT_WORKSPACE",
+    "think": "STRAYLIGHT_THINK",
+    "keep_alive": "STRAYLIGHT_KEEP_ALIVE",
 } | {name: name.upper() for name in SETTING_PATHS if name.startswith("memory_")}
 ENV_NAMES |= {
     name: f"STRAYLIGHT_{name.upper()}" for name in SETTING_PATHS if name.startswith("jobs_")
@@ -60,6 +63,7 @@ FLAG_NAMES: dict[str, str] = {
     "ollama_host": "--ollama-host",
     "model": "--model",
     "workspace": "--workspace",
+    "think": "--think",
 }
 
 CONFIG_ENV = "STRAYLIGHT_CONFIG"
@@ -127,6 +131,12 @@ def read_config_file(path: Path) -> dict[str, object]:
         name = _config_key(raw_key)
         if name is None:
             raise SettingsError(f"config file {path}: unknown key '{raw_key}'")
+        if name == "model_options":
+            try:
+                check_model_options(value)
+            except ModelOptionError as error:
+                key = f"{raw_key}.{error.key}" if error.key else raw_key
+                raise SettingsError(f"config file {path}: key '{key}': {error.problem}") from None
         problem = _toml_type_problem(name, value)
         if problem:
             raise SettingsError(f"config file {path}: key '{raw_key}': {problem}")
@@ -142,6 +152,13 @@ _TOML_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+_LOOSE_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "think": ((bool, str), 'true, false, "low", "medium" or "high"'),
+    "keep_alive": ((int, float, str), 'seconds or a duration such as "5m"'),
+    "model_options": ((dict,), "a table: [model_options] with option = value lines"),
+}
+"""Settings of more than one TOML type (their values are checked when they are validated)."""
+
 _KINDS: dict[type, str] = {bool: "bool", int: "int", float: "float", str: "str"}
 
 
@@ -154,6 +171,13 @@ def _toml_type_problem(name: str, value: object) -> str | None:
             if not isinstance(keys, str) or not keys.strip():
                 return f"keymap.{binding}: expected keys as a string, got {keys!r}"
         return None
+    if name in _LOOSE_TYPES:
+        expected_types, wanted_text = _LOOSE_TYPES[name]
+        if isinstance(value, expected_types) and not (
+            isinstance(value, bool) and bool not in expected_types
+        ):
+            return None
+        return f"expected {wanted_text}, got {type(value).__name__} {value!r}"
     annotation = field_annotation(SETTING_PATHS[name])
     optional = [arg for arg in get_args(annotation) if arg is not type(None)]
     if len(optional) == 1 and len(get_args(annotation)) == 2:  # `int | None`: unset is None

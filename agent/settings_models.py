@@ -14,16 +14,36 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import reduce
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agent.model_options import check_model_options, parse_keep_alive
 from agent.ollama_host import parse_ollama_host
 from memory.settings_models import FactsConfig, MemoryConfig, SettingsArea
 from store.clock import Clock, parse_instant
 
 APP_NAME = "straylight"
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+
+ThinkLevel = Literal["low", "medium", "high"]
+Think = bool | ThinkLevel
+THINK_CHOICES = ("true", "false", "low", "medium", "high")
+
+
+def parse_think(value: object) -> object:
+    """`think` from a flag, the environment, config.toml or `/think`: true/false (any case)
+    become booleans, an empty string is unset, levels stay as they are."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if not text:
+            return None
+        if text in ("true", "false"):
+            return text == "true"
+        if text in THINK_CHOICES:
+            return text
+        raise ValueError(f"expected one of {', '.join(THINK_CHOICES)}, got {value!r}")
+    return value
 
 
 def default_home() -> Path:
@@ -47,6 +67,19 @@ class OllamaConfig(SettingsArea):
     connect_timeout_seconds: float = Field(default=5.0, gt=0)
     """Connect timeout (seconds) of model calls: a dead host is named quickly. Key
     `connect_timeout_seconds`."""
+    think: Think | None = None
+    """Whether a thinking model thinks before it answers: true, false, or a level (low,
+    medium, high). Unset (the default) sends nothing and lets the model decide (most think);
+    sent only to models whose capabilities contain `thinking`. Key `think`."""
+    keep_alive: str | int | float | None = None
+    """How long Ollama keeps the model loaded after a request: seconds or a duration ("5m",
+    "1h"); negative keeps it loaded, 0 unloads it. Unset: Ollama's own default (5 minutes).
+    Key `keep_alive`."""
+    model_options: dict[str, Any] = Field(default_factory=dict)
+    """config.toml `[model_options]`: Ollama options (temperature, top_p, top_k, min_p, seed,
+    num_predict, repeat_penalty, repeat_last_n, stop, …) for every chat model, and per model
+    in `[model_options."qwen3:8b"]`; sent with every chat request. Not num_ctx (the context
+    budget owns it). Key `model_options`."""
     num_ctx: int | None = Field(default=None, ge=512)
     """Context window (tokens) sent as `options.num_ctx` on every chat request, and the
     window the prompt is budgeted against. Unset: the model's Modelfile `num_ctx`, else its
@@ -56,6 +89,21 @@ class OllamaConfig(SettingsArea):
     @classmethod
     def _parse_host(cls, value: object) -> object:
         return parse_ollama_host(value) if isinstance(value, str) or value is None else value
+
+    @field_validator("think", mode="before")
+    @classmethod
+    def _parse_think(cls, value: object) -> object:
+        return parse_think(value)
+
+    @field_validator("keep_alive", mode="before")
+    @classmethod
+    def _parse_keep_alive(cls, value: object) -> object:
+        return parse_keep_alive(value)
+
+    @field_validator("model_options", mode="before")
+    @classmethod
+    def _check_model_options(cls, value: object) -> object:
+        return check_model_options(value)
 
 
 class JobsConfig(SettingsArea):
@@ -145,6 +193,9 @@ SETTING_PATHS: dict[str, FieldPath] = {
     "history_turns": ("history_turns",),
     "http_timeout_seconds": ("ollama", "http_timeout_seconds"),
     "connect_timeout_seconds": ("ollama", "connect_timeout_seconds"),
+    "think": ("ollama", "think"),
+    "keep_alive": ("ollama", "keep_alive"),
+    "model_options": ("ollama", "model_options"),
     "num_ctx": ("ollama", "num_ctx"),
     "longterm_budget_bytes": ("longterm_budget_bytes",),
     "now": ("now",),

@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Any
 from agent import turn_facts
 from agent.fact_tools import MAX_ROUNDS, TOOL_SPECS
 from agent.gateway_errors import ContextOverflow, GatewayError, ModelError, ToolsNotSupported
-from agent.ollama_gateway import ChatDelta, ChatDone, ChatToolCalls, OllamaGateway, ToolCall
+from agent.ollama_gateway import (
+    ChatDelta,
+    ChatDone,
+    ChatThinking,
+    ChatToolCalls,
+    OllamaGateway,
+    ToolCall,
+)
 from agent.prompt import PERSONA
 from agent.settings import Settings
 from agent.turn_context import TurnContext, prompt_parts
@@ -46,6 +53,7 @@ from agent.turn_events import (
     ReplyDelta,
     ReplyFailed,
     ReplyFinished,
+    ThinkingDelta,
     ToolUsed,
     TurnEvent,
 )
@@ -83,6 +91,7 @@ class TurnEngine:
         self._tool_support: dict[str, bool] = {}
         self._turns = itertools.count(1)
         self.context = TurnContext(settings.ollama.num_ctx, gateway, lambda: self.memory)
+        self.think: bool | str | None = settings.ollama.think  # `/think` changes it
 
     @property
     def facts(self) -> FactDrawer | None:
@@ -148,8 +157,10 @@ class TurnEngine:
         yield context
         messages: list[dict[str, Any]] = list(budgeted.kept.chat_messages())
         options = await self.context.options(model)
+        think = await self._think_for(model)
 
         parts: list[str] = []
+        thought_chars = 0  # thinking is shown, never kept: only its size is logged
         outcome: tuple[MessageStatus, str | None] | None = None
         try:
             if not budgeted.fits:  # Ollama would mangle it: not sent, named (it is logged)
@@ -161,12 +172,15 @@ class TurnEngine:
                 round_text: list[str] = []
                 try:
                     async for event in self.gateway.stream_chat(
-                        model, messages, options=options, tools=tools
+                        model, messages, options=options, tools=tools, think=think
                     ):
                         if isinstance(event, ChatDelta):
                             parts.append(event.text)
                             round_text.append(event.text)
                             yield ReplyDelta(event.text)
+                        elif isinstance(event, ChatThinking):
+                            thought_chars += len(event.text)
+                            yield ThinkingDelta(event.text)
                         elif isinstance(event, ChatToolCalls):
                             calls.extend(event.calls)
                         else:
@@ -211,6 +225,8 @@ class TurnEngine:
                         "and gave no answer"
                     )
                 assert done is not None
+                if thought_chars:
+                    log.info("%s thought %d characters (not kept)", model, thought_chars)
                 complete: tuple[MessageStatus, str | None] = ("complete", None)
                 outcome = complete
                 reply = mask_secrets("".join(parts))
@@ -277,6 +293,14 @@ class TurnEngine:
             supported = capabilities is None or "tools" in capabilities
             self._tool_support[model] = supported
         return TOOL_SPECS if supported else None
+
+    async def _think_for(self, model: str) -> bool | str | None:
+        """The `think` field for `model`: the setting, sent only when it is set and the
+        model's capabilities contain `thinking` (Ollama refuses it otherwise)."""
+        if self.think is None:
+            return None
+        capabilities = await self.gateway.capabilities(model)
+        return self.think if capabilities is not None and "thinking" in capabilities else None
 
     async def _run_tool(
         self, call: ToolCall, query_vector: list[float] | None, conversation_id: str

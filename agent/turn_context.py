@@ -43,7 +43,7 @@ def fact_lines(injected: InjectedFacts | None) -> tuple[tuple[str, ...], tuple[s
     """`## Known facts` as (rules, facts): rules and capabilities (and the cap's note) are
     never cut, the other facts one a line, most relevant first. A block whose lines do not
     match its facts one to one is kept whole, as rules."""
-    from memory.fact_drawer import ALWAYS_TYPES
+    from memory.fact_injection import ALWAYS_TYPES
 
     if injected is None or not injected.block:
         return (), ()
@@ -140,7 +140,8 @@ class TurnContext:
         """Fit `parts` into the model's window; the budget and its event."""
         choice = await self.window(model)
         estimator = await self.estimator()
-        reserve = reply_reserve(choice.window)
+        predict = (self.gateway.request_options(model) or {}).get("num_predict")
+        reserve = reply_reserve(choice.window, predict if isinstance(predict, int) else None)
         budgeted = budget_prompt(
             parts,
             window=choice.window,

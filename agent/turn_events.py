@@ -37,6 +37,14 @@ class ReplyDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    """A piece of the model's thinking, before (or between) the reply's text. Shown while it
+    arrives and then dropped: never logged, saved, sent back or checked."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ReplyFinished:
     """The reply is complete and logged; `turn` numbers this engine's turns (its
     `PointsSaved` carries the same number)."""
@@ -186,6 +194,7 @@ TurnEvent = (
     | FactsInjected
     | ToolUsed
     | ReplyDelta
+    | ThinkingDelta
     | ReplyFinished
     | ReplyFailed
     | ApprovalRequested

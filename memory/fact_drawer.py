@@ -7,17 +7,8 @@ Writes reach the drawer two ways only:
    success event, the reflection pass) into a *candidate*; only `approve` makes it a fact.
    `reject` is remembered: the same key and body are not proposed again.
 
-Every prompt gets a `## Known facts` block (`for_prompt`), without the model asking:
-
-* all active rules and capabilities of this workspace and the global scope, capped at
-  `always_max` (key matches first, then confidence, then the most recently verified), with a
-  note saying how many the cap cut;
-* then the top-k other active facts (decisions, procedures, facts) that match the message:
-  exact key match first (the key, or all its parts, appear in the message as words — stems,
-  so "deployed" matches `deploy:blyck`; some of its parts give a partial score), then a light
-  semantic match of the body (cosine of the turn's query vector with the fact's vector, when
-  ≥ `min_score`; without vectors, the share of the body's words found in the message),
-  weighted by confidence and recency (last seen; a 90-day half-life-ish curve).
+Every prompt gets a `## Known facts` block (`for_prompt`), without the model asking; which
+facts and how they rank is `memory.fact_injection`.
 
 Stale and retired facts are never injected; injection updates `last_seen`. An explicit read
 (`get`, `memory_read` with a key) revives a stale fact. `decay` applies the status rules:
@@ -27,8 +18,6 @@ capabilities, rules and procedures never decay. Secrets are masked in every body
 
 from __future__ import annotations
 
-import builtins
-import math
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,8 +25,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from memory.fact_injection import FactRanking
+from memory.fact_injection import InjectedFacts as InjectedFacts
 from memory.fact_types import (
     BODY_MAX_CHARS,
     NON_DECAYING,
@@ -47,32 +37,18 @@ from memory.fact_types import (
     check_scope,
     check_status,
     check_type,
-    key_parts,
     normalise_key,
 )
 from memory.secret_masking import find_secrets, mask_secrets
 from memory.settings_models import FactsConfig
+from memory.text.words import clip
 from store.database import Database
 from store.fact_store import Candidate, Fact, FactStore, FactVersion, FactWrite
-from store.text_terms import default_analyzer
 
-ALWAYS_TYPES = ("rule", "capability")
 # Secret kinds found by a keyword (`password = …`): in a key like `password:db` they are names.
 KEYWORD_KINDS = frozenset({"password", "secret", "token", "api_key", "connection_string"})
 STALE_AFTER = timedelta(days=90)
 RETIRE_AFTER = timedelta(days=180)
-RECENCY_DAYS = 90.0  # recency weight e^(-days unseen / 90)
-BODY_OVERLAP_FLOOR = 0.5  # without vectors: share of the body's words in the message
-
-
-@dataclass(frozen=True, slots=True)
-class InjectedFacts:
-    """What went under `## Known facts` this turn, and how many rules/capabilities the cap
-    left out."""
-
-    facts: list[Fact]
-    block: str
-    cut: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +63,6 @@ class GateOutcome:
 class DecayReport:
     stale: list[str] = field(default_factory=list)
     retired: list[str] = field(default_factory=list)
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def clean_text(text: str) -> str:
@@ -113,7 +85,7 @@ class FactDrawer:
         self.workspace = workspace
         self.config = config or FactsConfig()
         self.store = FactStore(db)
-        self._analyzer = default_analyzer()
+        self.ranking = FactRanking(self.config, lambda: self.db.clock.now())
 
     def in_workspace(self, workspace: str) -> FactDrawer:
         """The drawer of another workspace, on the same database and config."""
@@ -154,7 +126,7 @@ class FactDrawer:
             key=key,
             body=body,
             confidence=confidence,
-            proof=_clip(_one_line(mask_secrets(proof)), PROOF_MAX_CHARS),
+            proof=clip(_one_line(mask_secrets(proof)), PROOF_MAX_CHARS),
             status="active",
             source=source,
             last_verified=self.db.clock.now() if verified else None,
@@ -221,7 +193,7 @@ class FactDrawer:
     def search(self, query: str, query_vector: Sequence[float] | None = None) -> list[Fact]:
         """`memory_read(query=…)`: active facts ranked like injection's matches (top-k)."""
         facts = self.store.visible(self.workspace, statuses=["active"])
-        ranked = self._rank(facts, query, query_vector)
+        ranked = self.ranking.rank(facts, query, query_vector)
         hits = [fact for fact, _ in ranked[: max(self.config.top_k, 1)]]
         self.store.touch_seen([f.id for f in hits])
         return hits
@@ -424,124 +396,18 @@ class FactDrawer:
         carry: Sequence[Fact] = (),
         touch: bool = True,
     ) -> InjectedFacts:
-        """The `## Known facts` block for this message (see the module docstring).
+        """The `## Known facts` block for this message (see the module docstring and
+        `memory.fact_injection`).
 
         `carry`: facts that must be in this prompt whatever the cap (the "can't" check of the
         previous reply)."""
         active = self.store.visible(self.workspace, statuses=["active"])
         if not active:
             return InjectedFacts([], "")
-        words = self._terms(message)
-        lowered = message.lower()
-        always = [f for f in active if f.type in ALWAYS_TYPES]
-        always.sort(
-            key=lambda f: (
-                -self._key_score(f.key, words, lowered),
-                -f.confidence,
-                -(f.last_verified or f.updated_at).timestamp(),
-                f.key,
-            )
-        )
-        carried_ids = {f.id for f in carry}
-        carried = [f for f in active if f.id in carried_ids]
-        always = [f for f in always if f.id not in carried_ids]
-        cap = max(self.config.always_max - len(carried), 0)
-        cut = max(len(always) - cap, 0)
-        chosen_always = carried + always[:cap]
-        others = [f for f in active if f.type not in ALWAYS_TYPES and f.id not in carried_ids]
-        ranked = self._rank(others, message, query_vector, words=words)
-        chosen_others = [f for f, _ in ranked[: self.config.top_k]]
-        chosen = chosen_always + chosen_others
-        block, shown = self._format(chosen, cut, carried_ids)
-        if touch and shown:
-            self.store.touch_seen([f.id for f in shown])
-        return InjectedFacts(shown, block, cut)
-
-    def _terms(self, text: str) -> builtins.set[str]:
-        return set(self._analyzer.terms(text))
-
-    def _key_score(self, key: str, words: builtins.set[str], lowered: str) -> float:
-        """1.0 when the key or all its parts appear in the message; a share of 0.5 for some."""
-        if key in lowered:
-            return 1.0
-        parts = key_parts(key)
-        if not parts:
-            return 0.0
-        hits = 0
-        for part in parts:
-            stems = self._terms(part.replace("-", " "))
-            if stems and stems <= words:
-                hits += 1
-        if hits == len(parts):
-            return 1.0
-        return 0.5 * hits / len(parts)
-
-    def _semantic(
-        self, fact: Fact, query: npt.NDArray[np.float32] | None, words: builtins.set[str]
-    ) -> float:
-        if (
-            query is not None
-            and fact.embedding is not None
-            and fact.embed_model == self.config.embed_model
-            and fact.embedding.shape == query.shape
-        ):
-            norm = float(np.linalg.norm(fact.embedding) * np.linalg.norm(query))
-            cosine = float(fact.embedding @ query) / norm if norm else 0.0
-            return cosine if cosine >= self.config.min_score else 0.0
-        body = self._terms(fact.body)
-        if not body:
-            return 0.0
-        share = len(body & words) / len(body)
-        return share if share >= BODY_OVERLAP_FLOOR else 0.0
-
-    def _rank(
-        self,
-        facts: Sequence[Fact],
-        message: str,
-        query_vector: Sequence[float] | None,
-        *,
-        words: builtins.set[str] | None = None,
-    ) -> list[tuple[Fact, float]]:
-        words = self._terms(message) if words is None else words
-        lowered = message.lower()
-        query = np.asarray(query_vector, dtype=np.float32) if query_vector is not None else None
-        now = self.db.clock.now()
-        scored: list[tuple[Fact, float]] = []
-        for fact in facts:
-            relevance = self._key_score(fact.key, words, lowered) + 0.5 * self._semantic(
-                fact, query, words
-            )
-            if relevance <= 0:
-                continue
-            days = max((now - fact.last_seen).total_seconds() / 86400.0, 0.0)
-            weight = (0.5 + 0.5 * fact.confidence) * (0.5 + 0.5 * math.exp(-days / RECENCY_DAYS))
-            scored.append((fact, relevance * weight))
-        scored.sort(key=lambda item: (-item[1], item[0].key))
-        return scored
-
-    def _format(
-        self, facts: Sequence[Fact], cut: int, carried: builtins.set[int]
-    ) -> tuple[str, list[Fact]]:
-        lines: list[str] = []
-        shown: list[Fact] = []
-        used = 0
-        limit = self.config.max_chars
-        for fact in facts:
-            line = format_fact_line(fact, carried=fact.id in carried)
-            if limit and used + len(line) + 1 > limit:
-                cut += 1 if fact.type in ALWAYS_TYPES else 0
-                continue
-            lines.append(line)
-            shown.append(fact)
-            used += len(line) + 1
-        if not lines and not cut:
-            return "", []
-        if cut:
-            lines.append(
-                f"({cut} more rules or capabilities are not shown here; "
-                "memory_read can fetch them by key.)"
-            )
-        return "\n".join(lines), shown
+        injected = self.ranking.inject(active, message, query_vector, carry=carry)
+        if touch and injected.facts:
+            self.store.touch_seen([f.id for f in injected.facts])
+        return injected
 
     # --- decay ----------------------------------------------------------------------------
 
@@ -582,21 +448,6 @@ class FactDrawer:
         self.store.set_embedding(
             fact.id, np.asarray(vector, dtype=np.float32), self.config.embed_model
         )
-
-
-def format_fact_line(fact: Fact, *, carried: bool = False) -> str:
-    """One fact as a prompt line: `- capability deploy:blyck — body (proof: …; confidence …)`."""
-    details = []
-    if fact.proof and fact.type in ("capability", "procedure"):
-        details.append(f"proof: {_clip(fact.proof, 160)}")
-    if fact.requires:
-        details.append("requires " + ", ".join(fact.requires))
-    details.append(f"confidence {fact.confidence:.2f}")
-    if fact.last_verified:
-        details.append(f"verified {fact.last_verified:%Y-%m-%d}")
-    where = " (global)" if fact.scope == "global" else ""
-    note = " — you said you could not do this; this fact says you can" if carried else ""
-    return f"- {fact.type} `{fact.key}`{where}: {fact.body} ({'; '.join(details)}){note}"
 
 
 def fact_json(fact: Fact) -> dict[str, Any]:

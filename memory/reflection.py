@@ -34,6 +34,8 @@ from memory.fact_types import (
     key_parts,
     normalise_key,
 )
+from memory.hostile_text import INVISIBLE, bad_character
+from memory.hostile_text import hostile_reason as hostile_reason  # tests import it here
 from memory.llm_schema import llm_schema
 from memory.secret_masking import mask_secrets
 from memory.text.markdown import unwrap_fenced_reply
@@ -188,113 +190,6 @@ class ReflectionResult:
 
 _FLAGS = re.IGNORECASE | re.UNICODE
 
-_EN_OVERRIDE_VERB = r"(?:ignore|disregard|forget|override|overrule|bypass)"
-_DE_OVERRIDE_VERB = (
-    r"(?:ignorier(?:e|t|en)?|vergiss|vergesst|vergessen\s+sie|missachte(?:t|n)?|"
-    r"übergehe|überschreibe)"
-)
-# Nouns that name the model's instructions whatever qualifies them ("ignore the instructions"),
-# and nouns that do only when qualified ("ignore all rules", not "ignore the lint rules").
-_EN_STRONG = r"(?:instructions?|directives?|prompts?|programming|guardrails)"
-_EN_WEAK = (
-    r"(?:rules?|guidelines?|constraints?|restrictions?|context|messages?|orders?|commands?|"
-    r"policies|policy|training)"
-)
-_EN_QUALIFIER = r"(?:previous|prior|above|earlier|preceding|existing|original|initial|former)"
-_DE_STRONG = r"(?:anweisungen|anweisung|instruktionen|prompts?|programmierung|systemanweisungen)"
-_DE_WEAK = r"(?:regeln|befehle|vorgaben|richtlinien|einschränkungen|nachrichten)"
-_DE_QUALIFIER = (
-    r"(?:vorherigen|vorigen|bisherigen|obigen|früheren|ursprünglichen|alten|"
-    r"vorangegangenen|vorstehenden)"
-)
-
-_HOSTILE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "tells the model to ignore its instructions",
-        re.compile(
-            rf"\b{_EN_OVERRIDE_VERB}\s+(?:(?:all|any|every)\s+(?:of\s+)?)?"
-            rf"(?:(?:the|your|my|these|those|its)\s+)?(?:{_EN_QUALIFIER}\s+)?"
-            rf"(?:system\s+|safety\s+)?{_EN_STRONG}\b"
-            rf"|\b{_EN_OVERRIDE_VERB}\s+(?:(?:all|any)\s+(?:of\s+)?(?:the\s+|your\s+)?"
-            rf"(?:{_EN_QUALIFIER}\s+)?|(?:the\s+|your\s+)?{_EN_QUALIFIER}\s+|your\s+)"
-            rf"(?:system\s+|safety\s+)?{_EN_WEAK}\b"
-            rf"|\b{_EN_OVERRIDE_VERB}\s+(?:everything|all|anything)\s+"
-            rf"(?:above|before|previous|prior|earlier|you\s+(?:were|have\s+been)\s+told)\b"
-            rf"|\b{_EN_OVERRIDE_VERB}\s+(?:(?:all|any)\s+(?:of\s+)?)?(?:the\s+|your\s+)?"
-            rf"{_EN_WEAK}\s+(?:above|before|so\s+far|(?:you\s+(?:were|have\s+been)\s+)?given)\b"
-            rf"|\b{_EN_OVERRIDE_VERB}\s+everything\b",
-            _FLAGS,
-        ),
-    ),
-    (
-        "tells the model to ignore its instructions",
-        re.compile(
-            rf"\b{_DE_OVERRIDE_VERB}\s+(?:(?:alle|sämtliche)\s+)?(?:(?:die|deine|ihre|eure)\s+)?"
-            rf"(?:{_DE_QUALIFIER}\s+)?{_DE_STRONG}\b"
-            rf"|\b{_DE_OVERRIDE_VERB}\s+(?:(?:alle|sämtliche)\s+(?:{_DE_QUALIFIER}\s+)?"
-            rf"|(?:die\s+|deine\s+|ihre\s+|eure\s+)?{_DE_QUALIFIER}\s+|deine\s+|ihre\s+)"
-            rf"{_DE_WEAK}\b"
-            rf"|\b{_DE_OVERRIDE_VERB}\s+alles\s+(?:bisherige|vorherige|obige|davor|oben)\b",
-            _FLAGS,
-        ),
-    ),
-    (
-        "demands obedience",
-        re.compile(
-            r"\byou\s+(?:must|shall|will|should|have\s+to|need\s+to)\s+(?:always\s+)?obey\b"
-            r"|\bobey\s+(?:me|only\s+me|every\s+(?:command|order|instruction))\b"
-            r"|\b(?:musst|sollst|wirst)\s+(?:\w+\s+){0,2}?gehorchen\b|\bgehorche\b",
-            _FLAGS,
-        ),
-    ),
-    (
-        "changes the assistant's identity",
-        re.compile(
-            r"\bfrom\s+now\s+on,?\s+(?:you\s+are|you're|you\s+will\s+be|you\s+act|act\s+as|"
-            r"your\s+(?:new\s+)?(?:name|role|identity|persona))\b"
-            r"|\byou\s+are\s+now\s+(?:a|an|my|no\s+longer|free|unrestricted|jailbroken|dan|"
-            r"called|named)\b"
-            r"|\bpretend\s+(?:to\s+be|you\s+are|you're)\b"
-            r"|\b(?:developer|god|dan|jailbreak|unrestricted)\s+mode\b|\bjailbr(?:eak|oken)"
-            r"|\b(?:ab\s+(?:jetzt|sofort|nun|heute)|von\s+nun\s+an)\s+(?:bist|heißt|agierst|"
-            r"handelst|spielst)\s+du\b"
-            r"|\bdu\s+bist\s+(?:jetzt|ab\s+jetzt|nun|ab\s+sofort)\s+(?:ein|eine|kein|keine|"
-            r"frei|mein|meine)\b",
-            _FLAGS,
-        ),
-    ),
-    (
-        "talks about a new or hidden system prompt",
-        re.compile(
-            r"\b(?:new|updated|real|actual|true|hidden|secret|following)\s+system[\s-]*prompt\b"
-            r"|\byour\s+(?:\w+\s+)?system[\s-]*prompt\b"
-            r"|\bignore\s+(?:the\s+)?system[\s-]*prompt\b"
-            r"|\bsystem[\s-]*prompt\s*[:=]"
-            r"|\b(?:this|here)\s+is\s+(?:the\s+|your\s+|a\s+|my\s+)?system[\s-]*prompt\b"
-            r"|\b(?:begin|start|end)\s+(?:of\s+)?(?:the\s+)?system[\s-]*prompt\b"
-            r"|\b(?:neuer?|neuen|deinen?|echte[nr]?|wahre[nr]?|folgende[nr]?|versteckte[nr]?)\s+"
-            r"system[\s-]*prompt\b"
-            r"|\b(?:ignoriere|vergiss)\s+(?:den\s+)?system[\s-]*prompt\b",
-            _FLAGS,
-        ),
-    ),
-)
-
-_STRUCTURE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("has a heading line (prompt structure)", re.compile(r"^[ \t]*#", re.MULTILINE)),
-    (
-        "has a role line (prompt structure)",
-        re.compile(r"^[ \t]*(?:system|assistant|developer)[ \t]*:", re.MULTILINE | _FLAGS),
-    ),
-    (
-        "has a chat-template token (prompt structure)",
-        re.compile(
-            r"<\|[a-z_]+\|>|\[/?INST\]|<</?SYS>>|</?s>|<start_of_turn>|<end_of_turn>"
-            r"|<<<TRANSCRIPT|TRANSCRIPT>>>",
-            _FLAGS,
-        ),
-    ),
-)
 
 # Every key part among these words: the key names the assistant's own instructions.
 _PROMPT_KEY_WORDS = frozenset(
@@ -313,39 +208,16 @@ _PROMPT_KEY_WORDS = frozenset(
     }
 )
 
-_INVISIBLE = frozenset(
-    "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff"  # zero-width characters and marks
-    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"  # bidi embeddings and isolates
-)
-
-
-def _bad_character(text: str, *, allow_newlines: bool) -> str | None:
-    """The first control, bidi-override or zero-width character in `text`, if any."""
-    for char in text:
-        if char in "\n\t" and allow_newlines:
-            continue
-        if char in _INVISIBLE or unicodedata.category(char) == "Cc":
-            return char
-    return None
-
 
 def _clean_proof(text: str) -> str:
     """The proof with control and invisible characters turned into spaces (CRLF → LF)."""
     text = text.replace("\r\n", "\n")
     return "".join(
         " "
-        if (char not in "\n\t" and (char in _INVISIBLE or unicodedata.category(char) == "Cc"))
+        if (char not in "\n\t" and (char in INVISIBLE or unicodedata.category(char) == "Cc"))
         else char
         for char in text
     ).strip()
-
-
-def hostile_reason(text: str) -> str | None:
-    """Why `text` reads as an instruction to the model or as prompt structure, else None."""
-    for reason, pattern in (*_HOSTILE_PATTERNS, *_STRUCTURE_PATTERNS):
-        if pattern.search(text):
-            return reason
-    return None
 
 
 _PROOF_ROLE_LABEL = re.compile(
@@ -415,7 +287,7 @@ def _preview(item: object) -> str:
         text = json.dumps(item, ensure_ascii=False, default=str)
     text = mask_secrets(text)
     text = "".join(
-        repr(char)[1:-1] if unicodedata.category(char) == "Cc" or char in _INVISIBLE else char
+        repr(char)[1:-1] if unicodedata.category(char) == "Cc" or char in INVISIBLE else char
         for char in text
     )
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
@@ -458,9 +330,9 @@ def _check_item(item: object, haystack: str | None) -> FactProposal | str:
     fields = _read_fields(item)
     if isinstance(fields, str):
         return fields
-    if (char := _bad_character(fields.key, allow_newlines=False)) is not None:
+    if (char := bad_character(fields.key, allow_newlines=False)) is not None:
         return f"control character {char!r} in the key"
-    if (char := _bad_character(fields.body, allow_newlines=True)) is not None:
+    if (char := bad_character(fields.body, allow_newlines=True)) is not None:
         return f"control character {char!r} in the body"
     try:
         key = normalise_key(fields.key)

@@ -5,6 +5,7 @@ user would care about is written in the same transaction as its audit row: `add`
 `delete` → 'forget', `set_pinned` → 'pin' / 'unpin'; the save filter's refusals are
 recorded with `record_skip` ('skip' + the rule), anything else (e.g. 'ingest') with
 `record_event`. No policy lives here: what to save, mask or forget is decided in `memory/`.
+The records it takes and gives, and how a row becomes one: `store.point_records`.
 
 Times are aware UTC in and out (`created_at`, audit `at`); a naive datetime is refused.
 Embeddings are float32 vectors (read-only numpy arrays in a `Point`) stored as BLOBs of
@@ -26,8 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import duckdb
@@ -37,23 +37,32 @@ import numpy.typing as npt
 from store.database import Database
 from store.lexical_index import PointWords
 from store.point_columns import point_columns, registered, tag_columns, vector_columns
-from store.point_values import (
-    FloatVector,
-    as_utc,
-    as_vector,
-    content_hash,
-    matrix_from_bytes,
-    vector_bytes,
-    vector_from_bytes,
+from store.point_records import (
+    AUDIT_COLUMNS,
+    POINT_COLUMNS,
+    ROW_COLUMNS,
+    AuditEvent,
+    NewPoint,
+    Point,
+    PointFilter,
+    PointRow,
+    audit_from_row,
+    filter_clauses,
+    point_from_row,
+    row_from_tuple,
+    where_sql,
 )
 
-ROLES = ("user", "assistant", "doc")
+# The `X as X` imports: other modules import these names from here, as before.
+from store.point_records import ROLES as ROLES
+from store.point_records import ROW_HEAD_CHARS as ROW_HEAD_CHARS
+from store.point_values import FloatVector as FloatVector
+from store.point_values import as_utc as as_utc
+from store.point_values import as_vector, matrix_from_bytes
+from store.point_values import content_hash as content_hash
+from store.point_values import vector_bytes as vector_bytes
+from store.point_values import vector_from_bytes as vector_from_bytes
 
-_POINT_COLUMNS = (
-    "id, role, content, conversation_id, channel, pinned, tags, source, content_hash, "
-    "created_at, embedding, embed_model"
-)
-_AUDIT_COLUMNS = 'id, "at", event, point_id, rule, reason, detail'
 # A save is one statement (DuckDB runs data-modifying CTEs): the point, its 'save' audit row
 # and, with `words`, its word-index rows. Each statement costs ~0.5 ms at 100k points.
 _SAVE_POINT = """
@@ -104,169 +113,6 @@ _INSERT_AUDIT = (
     'INSERT INTO audit ("at", event, point_id, rule, reason, detail) '
     "VALUES (?, ?, ?, ?, ?, ?) RETURNING id"
 )
-
-
-def _check_role(role: str) -> None:
-    if role not in ROLES:
-        raise ValueError(f"role must be one of {', '.join(ROLES)}; got {role!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class NewPoint:
-    """A point to insert. `created_at` None means the database clock's now."""
-
-    role: str
-    content: str
-    source: str
-    conversation_id: str = ""
-    channel: str = "tui"
-    pinned: bool = False
-    tags: Sequence[str] = ()
-    created_at: datetime | None = None
-    embedding: FloatVector | None = field(default=None, compare=False)
-    embed_model: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_role(self.role)
-        if isinstance(self.tags, str):
-            raise TypeError("tags must be a sequence of strings, not one string")
-        object.__setattr__(self, "tags", tuple(str(tag) for tag in self.tags))
-        if self.created_at is not None:
-            object.__setattr__(self, "created_at", as_utc(self.created_at))
-        if (self.embedding is None) != (self.embed_model is None):
-            raise ValueError("embedding and embed_model go together: give both or neither")
-        if self.embedding is not None:
-            object.__setattr__(self, "embedding", as_vector(self.embedding))
-
-
-@dataclass(frozen=True, slots=True)
-class Point:
-    """A stored point. Equality ignores `embedding` (compare vectors with numpy)."""
-
-    id: int
-    role: str
-    content: str
-    conversation_id: str
-    channel: str
-    pinned: bool
-    tags: tuple[str, ...]
-    source: str
-    content_hash: str
-    created_at: datetime
-    embedding: FloatVector | None = field(compare=False)
-    embed_model: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class AuditEvent:
-    """One audit row. For 'skip' rows `detail` is JSON: role, conversation_id, preview."""
-
-    id: int
-    at: datetime
-    event: str
-    point_id: int | None
-    rule: str | None
-    reason: str | None
-    detail: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class PointRow:
-    """One line of a point list: what a browser shows without the full content or vector.
-
-    `head` is the start of the content (at most `ROW_HEAD_CHARS` characters)."""
-
-    id: int
-    role: str
-    pinned: bool
-    created_at: datetime
-    head: str
-
-
-@dataclass(frozen=True, slots=True)
-class PointFilter:
-    """Which points a list shows: a role, pinned only, and a half-open time range
-    [`since`, `until`) of aware datetimes. None means no bound."""
-
-    role: str | None = None
-    pinned_only: bool = False
-    since: datetime | None = None
-    until: datetime | None = None
-
-    def __post_init__(self) -> None:
-        if self.role is not None:
-            _check_role(self.role)
-        for name in ("since", "until"):
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, as_utc(value))
-
-    def clauses(self) -> tuple[list[str], list[Any]]:
-        """SQL conditions on `points` and their parameters."""
-        clauses, params = _filters(self.role, True if self.pinned_only else None)
-        if self.since is not None:
-            clauses.append("created_at >= ?")
-            params.append(self.since)
-        if self.until is not None:
-            clauses.append("created_at < ?")
-            params.append(self.until)
-        return clauses, params
-
-
-ROW_HEAD_CHARS = 240
-_ROW_COLUMNS = f"id, role, pinned, created_at, left(content, {ROW_HEAD_CHARS})"
-
-
-def _row_from_tuple(row: Sequence[Any]) -> PointRow:
-    return PointRow(int(row[0]), row[1], bool(row[2]), row[3].astimezone(UTC), row[4])
-
-
-def _point_from_row(row: Sequence[Any]) -> Point:
-    embedding = row[10]
-    return Point(
-        id=int(row[0]),
-        role=row[1],
-        content=row[2],
-        conversation_id=row[3],
-        channel=row[4],
-        pinned=bool(row[5]),
-        tags=tuple(row[6]),
-        source=row[7],
-        content_hash=row[8],
-        created_at=row[9].astimezone(UTC),
-        embedding=None if embedding is None else vector_from_bytes(embedding),
-        embed_model=row[11],
-    )
-
-
-def _audit_from_row(row: Sequence[Any]) -> AuditEvent:
-    aid, at, event, point_id, rule, reason, detail = row
-    return AuditEvent(
-        id=int(aid),
-        at=at.astimezone(UTC),
-        event=event,
-        point_id=None if point_id is None else int(point_id),
-        rule=rule,
-        reason=reason,
-        detail=detail,
-    )
-
-
-def _filters(role: str | None, pinned: bool | None) -> tuple[list[str], list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if role is not None:
-        _check_role(role)
-        clauses.append("role = ?")
-        params.append(role)
-    if pinned is not None:
-        clauses.append("pinned = ?")
-        params.append(pinned)
-    return clauses, params
-
-
-def _where(clauses: Sequence[str]) -> str:
-    return f" WHERE {' AND '.join(clauses)}" if clauses else ""
 
 
 class PointStore:
@@ -426,9 +272,9 @@ class PointStore:
     def get(self, point_id: int) -> Point | None:
         with self.db.cursor() as cur:
             rows = cur.execute(
-                f"SELECT {_POINT_COLUMNS} FROM points WHERE id = ?", [point_id]
+                f"SELECT {POINT_COLUMNS} FROM points WHERE id = ?", [point_id]
             ).fetchall()
-        return _point_from_row(rows[0]) if rows else None
+        return point_from_row(rows[0]) if rows else None
 
     def list_points(
         self,
@@ -440,10 +286,10 @@ class PointStore:
         newest_first: bool = False,
     ) -> list[Point]:
         """One page of points in id order (oldest first unless `newest_first`)."""
-        clauses, params = _filters(role, pinned)
+        clauses, params = filter_clauses(role, pinned)
         order = "DESC" if newest_first else "ASC"
         sql = (
-            f"SELECT {_POINT_COLUMNS} FROM points{_where(clauses)} "
+            f"SELECT {POINT_COLUMNS} FROM points{where_sql(clauses)} "
             f"ORDER BY id {order} LIMIT ? OFFSET ?"
         )
         return self._select(sql, [*params, limit, offset])
@@ -454,9 +300,9 @@ class PointStore:
         """All matching points in id order, fetched in batches (no cursor held between them)."""
         after = -1
         while True:
-            clauses, params = _filters(role, pinned)
+            clauses, params = filter_clauses(role, pinned)
             sql = (
-                f"SELECT {_POINT_COLUMNS} FROM points{_where(['id > ?', *clauses])} "
+                f"SELECT {POINT_COLUMNS} FROM points{where_sql(['id > ?', *clauses])} "
                 "ORDER BY id LIMIT ?"
             )
             batch = self._select(sql, [after, *params, batch_size])
@@ -474,10 +320,10 @@ class PointStore:
         if before_id is not None:
             clauses.insert(0, "id < ?")
             params.insert(0, before_id)
-        sql = f"SELECT {_ROW_COLUMNS} FROM points{_where(clauses)} ORDER BY id DESC LIMIT ?"
+        sql = f"SELECT {ROW_COLUMNS} FROM points{where_sql(clauses)} ORDER BY id DESC LIMIT ?"
         with self.db.cursor() as cur:
             rows = cur.execute(sql, [*params, limit]).fetchall()
-        return [_row_from_tuple(row) for row in rows]
+        return [row_from_tuple(row) for row in rows]
 
     def rows_newer_than(
         self, point_id: int, where: PointFilter | None = None, *, limit: int = 200
@@ -487,35 +333,37 @@ class PointStore:
         clauses, params = (where or PointFilter()).clauses()
         clauses.insert(0, "id > ?")
         params.insert(0, point_id)
-        sql = f"SELECT {_ROW_COLUMNS} FROM points{_where(clauses)} ORDER BY id ASC LIMIT ?"
+        sql = f"SELECT {ROW_COLUMNS} FROM points{where_sql(clauses)} ORDER BY id ASC LIMIT ?"
         with self.db.cursor() as cur:
             rows = cur.execute(sql, [*params, limit]).fetchall()
-        return [_row_from_tuple(row) for row in reversed(rows)]
+        return [row_from_tuple(row) for row in reversed(rows)]
 
     def rows_of(self, ids: Sequence[int]) -> dict[int, PointRow]:
         """The list rows of the given ids that exist, by id (one query)."""
         if not ids:
             return {}
-        sql = f"SELECT {_ROW_COLUMNS} FROM points WHERE id IN (SELECT unnest(?::BIGINT[]))"
+        sql = f"SELECT {ROW_COLUMNS} FROM points WHERE id IN (SELECT unnest(?::BIGINT[]))"
         with self.db.cursor() as cur:
             rows = cur.execute(sql, [[int(point_id) for point_id in ids]]).fetchall()
-        return {int(row[0]): _row_from_tuple(row) for row in rows}
+        return {int(row[0]): row_from_tuple(row) for row in rows}
 
     def count_matching(self, where: PointFilter | None = None) -> int:
         """How many points pass the filter."""
         clauses, params = (where or PointFilter()).clauses()
         with self.db.cursor() as cur:
-            rows = cur.execute(f"SELECT count(*) FROM points{_where(clauses)}", params).fetchall()
+            rows = cur.execute(
+                f"SELECT count(*) FROM points{where_sql(clauses)}", params
+            ).fetchall()
         return int(rows[0][0])
 
     def by_source_prefix(self, prefix: str) -> list[Point]:
         """Points whose `source` starts with `prefix` (e.g. one ingested document), by id."""
-        sql = f"SELECT {_POINT_COLUMNS} FROM points WHERE starts_with(source, ?) ORDER BY id"
+        sql = f"SELECT {POINT_COLUMNS} FROM points WHERE starts_with(source, ?) ORDER BY id"
         return self._select(sql, [prefix])
 
     def find_by_hash(self, digest: str) -> list[Point]:
         """Points whose content hashes to `digest` (see `content_hash`), by id."""
-        sql = f"SELECT {_POINT_COLUMNS} FROM points WHERE content_hash = ? ORDER BY id"
+        sql = f"SELECT {POINT_COLUMNS} FROM points WHERE content_hash = ? ORDER BY id"
         return self._select(sql, [digest])
 
     def counts(self) -> dict[str, int]:
@@ -581,10 +429,10 @@ class PointStore:
         if point_id is not None:
             clauses.append("point_id = ?")
             params.append(point_id)
-        sql = f"SELECT {_AUDIT_COLUMNS} FROM audit{_where(clauses)} ORDER BY id DESC LIMIT ?"
+        sql = f"SELECT {AUDIT_COLUMNS} FROM audit{where_sql(clauses)} ORDER BY id DESC LIMIT ?"
         with self.db.cursor() as cur:
             rows = cur.execute(sql, [*params, limit]).fetchall()
-        return [_audit_from_row(row) for row in rows]
+        return [audit_from_row(row) for row in rows]
 
     def skip_counts(self) -> dict[str, int]:
         """How many messages each save-filter rule refused."""
@@ -600,7 +448,7 @@ class PointStore:
     def _select(self, sql: str, params: Sequence[Any]) -> list[Point]:
         with self.db.cursor() as cur:
             rows = cur.execute(sql, list(params)).fetchall()
-        return [_point_from_row(row) for row in rows]
+        return [point_from_row(row) for row in rows]
 
     @staticmethod
     def _point_params(new: NewPoint, now: datetime) -> list[Any]:

@@ -10,9 +10,6 @@ file format, parameters and their measurements: docs/vector_index.md.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
-import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -21,13 +18,22 @@ from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
-from usearch.compiled import MetricKind, ScalarKind
+from usearch.compiled import MetricKind
 from usearch.index import Index
 
-from store.private_files import FILE_MODE, ensure_private_dir
+from store.vector_index_file import (
+    SCALAR_KINDS,
+    check_header,
+    read_index_payload,
+    remove_stale_temp_files,
+    write_atomically,
+)
+
+# The `X as X` imports: other modules import these names from here, as before.
+from store.vector_index_file import IndexDType as IndexDType
+from store.vector_index_file import IndexFileError as IndexFileError
 
 IndexState = Literal["in_sync", "missing", "rebuilding", "stale"]
-IndexDType = Literal["f16", "f32"]
 KeysLike = npt.NDArray[np.integer] | Sequence[int]
 FloatMatrix = npt.NDArray[np.float32]
 Hits = list[tuple[int, float]]
@@ -44,10 +50,7 @@ FETCH_BATCH: Final = 4096
 PER_VECTOR_OVERHEAD: Final = 140
 BASE_BYTES: Final = 512 * 1024
 
-_FOOTER_MAGIC: Final = b"STRAYVX1"
-_FOOTER: Final = struct.Struct("<8sQ32s")
 _DTYPE_BYTES: Final[dict[str, int]] = {"f16": 2, "f32": 4}
-_SCALAR_KINDS: Final[dict[str, ScalarKind]] = {"f16": ScalarKind.F16, "f32": ScalarKind.F32}
 
 
 @dataclass(frozen=True)
@@ -56,10 +59,6 @@ class ReconcileReport:
 
     added: int
     removed: int
-
-
-class IndexFileError(Exception):
-    """The index file cannot be used; the message says why."""
 
 
 class _ReadWriteLock:
@@ -234,110 +233,6 @@ def estimate_index_bytes(
     return n * per_vector + BASE_BYTES
 
 
-# ---------------------------------------------------------------- file format
-
-
-def _encode(payload: bytes | bytearray) -> bytes:
-    digest = hashlib.sha256(payload).digest()
-    return _FOOTER.pack(_FOOTER_MAGIC, len(payload), digest)
-
-
-def read_index_payload(path: Path) -> bytearray:
-    """The usearch bytes of a file written by `VectorIndex.save`; IndexFileError if unusable."""
-    with path.open("rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            raise IndexFileError("empty file")
-        if size < _FOOTER.size:
-            raise IndexFileError(f"truncated or not an index ({size} bytes)")
-        f.seek(size - _FOOTER.size)
-        magic, length, digest = _FOOTER.unpack(f.read(_FOOTER.size))
-        if magic != _FOOTER_MAGIC:
-            raise IndexFileError("no checksum footer: truncated, or not written by VectorIndex")
-        if length != size - _FOOTER.size:
-            raise IndexFileError(f"length mismatch: footer says {length}, file has {size}")
-        f.seek(0)
-        payload = bytearray(length)
-        if f.readinto(payload) != length:
-            raise IndexFileError("file shrank while being read")
-    if hashlib.sha256(payload).digest() != digest:
-        raise IndexFileError("checksum mismatch: the file is corrupt")
-    return payload
-
-
-def _check_header(payload: bytearray, ndim: int, dtype: IndexDType) -> None:
-    try:
-        meta = Index.metadata(payload)
-    except (ValueError, RuntimeError) as exc:
-        raise IndexFileError(f"not a usearch index: {exc}") from exc
-    if meta is None:
-        raise IndexFileError("not a usearch index")
-    if meta["dimensions"] != ndim:
-        raise IndexFileError(f"ndim {meta['dimensions']} in file, expected {ndim}")
-    if meta["kind_metric"] != MetricKind.Cos:
-        raise IndexFileError(f"metric {meta['kind_metric'].name} in file, expected Cos")
-    if meta["kind_scalar"] != _SCALAR_KINDS[dtype]:
-        raise IndexFileError(f"dtype {meta['kind_scalar'].name} in file, expected {dtype}")
-
-
-def _write_atomically(path: Path, payload: bytes | bytearray) -> None:
-    """Write payload + footer to a 0600 temp file, fsync, rename over `path`, fsync the dir."""
-    ensure_private_dir(path.parent)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-        try:
-            os.fchmod(fd, FILE_MODE)
-            _write_all(fd, payload)
-            _write_all(fd, _encode(payload))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    _fsync_dir(path.parent)
-
-
-def _write_all(fd: int, data: bytes | bytearray) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def remove_stale_temp_files(path: Path) -> list[Path]:
-    """Delete `<name>.tmp-<pid>` files left by processes that died mid-save."""
-    removed: list[Path] = []
-    for tmp in path.parent.glob(f"{path.name}.tmp-*"):
-        pid_text = tmp.name.rsplit("-", 1)[-1]
-        if not pid_text.isdigit() or int(pid_text) == os.getpid() or _pid_alive(int(pid_text)):
-            continue
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-            removed.append(tmp)
-    return removed
-
-
 # ---------------------------------------------------------------- the index
 
 
@@ -356,8 +251,8 @@ class VectorIndex:
     ) -> None:
         if ndim <= 0:
             raise ValueError(f"ndim must be positive, got {ndim}")
-        if dtype not in _SCALAR_KINDS:
-            raise ValueError(f"dtype must be one of {sorted(_SCALAR_KINDS)}, got {dtype!r}")
+        if dtype not in SCALAR_KINDS:
+            raise ValueError(f"dtype must be one of {sorted(SCALAR_KINDS)}, got {dtype!r}")
         self.path = Path(path)
         self.ndim = ndim
         self.dtype: IndexDType = dtype
@@ -405,7 +300,7 @@ class VectorIndex:
             return "missing", f"no index file at {self.path}"
         try:
             payload = read_index_payload(self.path)
-            _check_header(payload, self.ndim, self.dtype)
+            check_header(payload, self.ndim, self.dtype)
             fresh.load(payload)
         except IndexFileError as exc:
             return "stale", str(exc)
@@ -578,7 +473,7 @@ class VectorIndex:
                 payload = self._index.save()
             if payload is None:
                 raise RuntimeError("usearch returned no bytes")
-            _write_atomically(self.path, payload)
+            write_atomically(self.path, payload)
             self.dirty = False
 
 

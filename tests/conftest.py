@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import ollama
 import pytest
+import pytest_asyncio
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
@@ -82,3 +84,11 @@ def cli_env(home: Path, tmp_path: Path) -> Callable[..., dict[str, str]]:
         return user_env(home, tmp_path, **extra)
 
     return make
+
+
+@pytest_asyncio.fixture
+async def client(srv: OllamaStandIn) -> AsyncIterator[ollama.AsyncClient]:
+    """The real `ollama` client talking HTTP to the module's stand-in (its `srv` fixture)."""
+    async_client = ollama.AsyncClient(host=srv.url)
+    yield async_client
+    await async_client.close()

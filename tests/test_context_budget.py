@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import ollama
 import pytest
-import pytest_asyncio
 
 from agent.context_budget import (
     BudgetedPrompt,
@@ -186,13 +185,6 @@ def to_messages(result: BudgetedPrompt) -> list[dict[str, Any]]:
 def srv() -> Iterator[OllamaStandIn]:
     with OllamaStandIn(models=(MODEL,), port=0, context_mode="truncate") as server:
         yield server
-
-
-@pytest_asyncio.fixture
-async def client(srv: OllamaStandIn) -> AsyncIterator[ollama.AsyncClient]:
-    async_client = ollama.AsyncClient(host=srv.url)
-    yield async_client
-    await async_client.close()
 
 
 @pytest.mark.asyncio

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import ollama
 import pytest
-import pytest_asyncio
 
 from agent.context_window import (
     DEFAULT_WINDOW_CAP,
@@ -113,13 +112,6 @@ def srv() -> Iterator[OllamaStandIn]:
     specs = {"tuned": ModelSpec(num_ctx=65_536)}
     with OllamaStandIn(models=(MODEL, "qwen3:8b", "tuned"), port=0, specs=specs) as server:
         yield server
-
-
-@pytest_asyncio.fixture
-async def client(srv: OllamaStandIn) -> AsyncIterator[ollama.AsyncClient]:
-    async_client = ollama.AsyncClient(host=srv.url)
-    yield async_client
-    await async_client.close()
 
 
 @pytest.mark.asyncio

@@ -252,3 +252,14 @@ def test_status_reports_hypotheses(tmp_path: Path, standin: OllamaStandIn) -> No
     listed = run_cli(env, "hypotheses", "list", "--json")
     assert_ok(listed)
     assert json.loads(listed.stdout) == []
+
+
+def test_a_job_run_from_the_shell_says_it_ran_without_a_level_word(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """`memstatus: ok: headroom critical` read as if "ok" were the headroom level."""
+    env = make_env(tmp_path / "home", tmp_path, standin, MEMORY_RAM_WARN_BYTES="1")
+    proc = run_cli(env, "jobs", "run", "memstatus")
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.strip()
+    assert line.startswith("memstatus ran: ") and "ok" not in line.split(":")[0], line

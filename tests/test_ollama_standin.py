@@ -43,13 +43,6 @@ def srv() -> Iterator[OllamaStandIn]:
 
 
 @pytest_asyncio.fixture
-async def client(srv: OllamaStandIn) -> AsyncIterator[ollama.AsyncClient]:
-    async_client = ollama.AsyncClient(host=srv.url)
-    yield async_client
-    await async_client.close()
-
-
-@pytest_asyncio.fixture
 async def short_client(srv: OllamaStandIn) -> AsyncIterator[ollama.AsyncClient]:
     async_client = ollama.AsyncClient(host=srv.url, timeout=SHORT_TIMEOUT)
     yield async_client

@@ -6,13 +6,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import ollama
 import pytest
-import pytest_asyncio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,13 +46,6 @@ def conversation(turns: int) -> list[dict[str, str]]:
 def srv() -> Iterator[OllamaStandIn]:
     with OllamaStandIn(models=(CHAT_MODEL,), port=0) as server:
         yield server
-
-
-@pytest_asyncio.fixture
-async def client(srv: OllamaStandIn) -> AsyncIterator[ollama.AsyncClient]:
-    async_client = ollama.AsyncClient(host=srv.url)
-    yield async_client
-    await async_client.close()
 
 
 # ------------------------------------------------------------------ tokens

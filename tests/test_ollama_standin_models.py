@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import ollama
 import pytest
-import pytest_asyncio
 
 from tests.support.ollama_standin import ModelSpec, OllamaStandIn, prompt_tokens
 
@@ -25,13 +24,6 @@ PIXEL = base64.b64decode(
 def srv() -> Iterator[OllamaStandIn]:
     with OllamaStandIn(models=(CHAT_MODEL, EMBED_MODEL, VISION_MODEL), embed_dim=8) as server:
         yield server
-
-
-@pytest_asyncio.fixture
-async def client(srv: OllamaStandIn) -> AsyncIterator[ollama.AsyncClient]:
-    async_client = ollama.AsyncClient(host=srv.url)
-    yield async_client
-    await async_client.close()
 
 
 # -------------------------------------------------------------------- show

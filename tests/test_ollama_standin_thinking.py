@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import httpx
 import ollama
 import pytest
-import pytest_asyncio
 
 from tests.support.ollama_standin import DEFAULT_THINKING_PREFIX, ModelSpec, OllamaStandIn
 
@@ -23,13 +22,6 @@ def srv() -> Iterator[OllamaStandIn]:
     specs = {INLINE: ModelSpec(capabilities=("completion",), inline_thinking=True)}
     with OllamaStandIn(models=(PLAIN, THINKER, LEVELLED, INLINE), specs=specs) as server:
         yield server
-
-
-@pytest_asyncio.fixture
-async def client(srv: OllamaStandIn) -> AsyncIterator[ollama.AsyncClient]:
-    async_client = ollama.AsyncClient(host=srv.url)
-    yield async_client
-    await async_client.close()
 
 
 async def stream(

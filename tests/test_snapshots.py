@@ -77,6 +77,19 @@ async def settle(pilot, app: StraylightApp, expected: str) -> None:
     await pilot.pause()
 
 
+async def finished_turn(pilot, app: StraylightApp, text: str) -> None:
+    """Send `text` from a settled chat and settle again once the reply is complete."""
+    await settle(pilot, app, "online")
+    app.query_one(ChatInput).text = text
+    await pilot.press("enter")
+    await wait_until(
+        pilot,
+        lambda: [m.status for m in app.query(ChatMessage)] == ["complete", "complete"],
+        what="finished reply",
+    )
+    await settle(pilot, app, "online")
+
+
 def test_empty_chat(snap_compare, make_settings, fixed_standin) -> None:
     app = StraylightApp(frozen(make_settings, fixed_standin.host))
 
@@ -91,16 +104,25 @@ def test_finished_reply_with_code_block(snap_compare, make_settings, fixed_stand
     app = StraylightApp(frozen(make_settings, fixed_standin.host))
 
     async def run_before(pilot) -> None:
-        await settle(pilot, app, "online")
-        box = app.query_one(ChatInput)
-        box.text = "Write a word counter in Python"
-        await pilot.press("enter")
-        await wait_until(
-            pilot,
-            lambda: [m.status for m in app.query(ChatMessage)] == ["complete", "complete"],
-            what="finished reply",
-        )
-        await settle(pilot, app, "online")
+        await finished_turn(pilot, app, "Write a word counter in Python")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_reply_with_folded_thinking(snap_compare, make_settings, fixed_standin) -> None:
+    """A thinking model's reply: the "Thinking" block folded above the answer."""
+    fixed_standin.set_models(["llama3.2", "qwen3:8b", "nomic-embed-text"])
+    fixed_standin.script_reply(
+        "Paris is the capital of France.",
+        thinking="The user asks for the capital of France. That is Paris; answer in one line.",
+    )
+    settings = make_settings(
+        ollama_host=fixed_standin.host, jobs_enabled=False, model="qwen3:8b"
+    ).model_copy(update={"now": _fixed_now()})
+    app = StraylightApp(settings)
+
+    async def run_before(pilot) -> None:
+        await finished_turn(pilot, app, "What is the capital of France?")
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 

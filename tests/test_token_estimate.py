@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import ollama
 import pytest
-import pytest_asyncio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -131,13 +130,6 @@ def test_a_truncation_raises_the_factor_at_once() -> None:
 def srv() -> Iterator[OllamaStandIn]:
     with OllamaStandIn(models=(MODEL,), port=0, context_mode="truncate") as server:
         yield server
-
-
-@pytest_asyncio.fixture
-async def client(srv: OllamaStandIn) -> AsyncIterator[ollama.AsyncClient]:
-    async_client = ollama.AsyncClient(host=srv.url)
-    yield async_client
-    await async_client.close()
 
 
 def chat(turns: int, text: str) -> list[dict[str, str]]:

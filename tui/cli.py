@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from agent.gateway_errors import EXIT_MODEL_ERROR, EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, Settings, SettingsError, load_settings
+from agent.settings_models import THINK_CHOICES
 from tui.cli_output import PROG, fail, for_terminal, read_stdin_text
 
 log = logging.getLogger("straylight.cli")
@@ -79,6 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument(
         "--conversation", "-c", metavar="ID", help="continue this conversation (default: new)"
     )
+    ask.add_argument(
+        "--think",
+        choices=THINK_CHOICES,
+        help="whether a thinking model thinks, or how hard (default: THINK, else the model's)",
+    )
+    ask.add_argument(
+        "--show-thinking", action="store_true", help="write the model's thinking to stderr"
+    )
 
     history = commands.add_parser(
         "history", allow_abbrev=False, help="print the messages of one day's log"
@@ -128,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     from tui import cli_hypotheses
 
     cli_hypotheses.register(commands, _common_options, _Parser)
+    from tui import cli_models
+
+    cli_models.register(commands, _common_options, _Parser)
 
     config = commands.add_parser(
         "config", allow_abbrev=False, help="print every effective setting and its source"
@@ -207,6 +219,7 @@ def _resolve(args: argparse.Namespace) -> ResolvedSettings:
         "ollama_host": args.ollama_host,
         "model": args.model,
         "workspace": args.workspace,
+        "think": getattr(args, "think", None),
     }
     config = Path(args.config) if args.config else None
     return load_settings(flags=flags, config_path=config, require_config=config is not None)
@@ -270,7 +283,8 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         with DataDirLock(settings.home):  # a second instance stops here, before painting
             return run_app(settings)
     if args.command == "ask":
-        return asyncio.run(_ask(settings, _ask_text(args.text), args.conversation))
+        text = _ask_text(args.text)
+        return asyncio.run(_ask(settings, text, args.conversation, args.show_thinking))
     if args.command == "history":
         return _history(settings, args.date, args.conversation, as_json=args.json)
     if args.command == "status":
@@ -285,6 +299,10 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         from tui import cli_jobs
 
         return cli_jobs.dispatch(args, settings)
+    if args.command in ("models", "pull"):
+        from tui import cli_models
+
+        return cli_models.dispatch(args, settings)
     if args.command in ("facts", "candidates", "reflect"):
         from tui import cli_facts
 
@@ -320,7 +338,9 @@ def _ask_text(raw: str) -> str:
     return text
 
 
-async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
+async def _ask(
+    settings: Settings, text: str, conversation: str | None, show_thinking: bool = False
+) -> int:
     from agent.ollama_gateway import OllamaGateway
     from agent.turn import TurnEngine, new_conversation_id
     from agent.turn_events import (
@@ -334,7 +354,9 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
         ReplyDelta,
         ReplyFailed,
         ReplyFinished,
+        ThinkingDelta,
     )
+    from tui.cli_output import ThinkingEcho
     from tui.memory_session import MemorySession
 
     gateway = OllamaGateway.from_config(settings.ollama)
@@ -353,10 +375,16 @@ async def _ask(settings: Settings, text: str, conversation: str | None) -> int:
     wrote_text = False
     pending = 0
     reminders: list[str] = []
+    thinking = ThinkingEcho()
     try:
         async for event in engine.run(
             text, conversation_id=conversation_id, model=settings.ollama.model
         ):
+            if isinstance(event, ThinkingDelta):
+                if show_thinking:  # stdout carries only the answer
+                    thinking.write(event.text)
+                continue
+            thinking.close()
             if isinstance(event, ReplyDelta):
                 sys.stdout.write(for_terminal(event.text))
                 sys.stdout.flush()

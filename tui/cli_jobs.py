@@ -40,6 +40,13 @@ def dispatch(args: Any, settings: Settings) -> int:
     return asyncio.run(_main(args, settings))
 
 
+def job_line(name: str, status: str, summary: str) -> str:
+    """`memstatus ran: headroom critical` — the job's own status is a verb, so that `ok`
+    is never read as the memory's headroom level."""
+    verb = {"ok": "ran", "skipped": "skipped", "error": "failed"}.get(status, status)
+    return f"{name} {verb}: {summary}"
+
+
 def _print_infos(infos: list[Any], *, as_json: bool) -> None:
     """JSON in UTC; the table in local time."""
     if as_json:
@@ -91,7 +98,7 @@ async def _main(args: Any, settings: Settings) -> int:
         }
         print_json(data)
     else:
-        print(f"{args.name}: {result.status}: {result.summary}")
+        print(job_line(args.name, result.status, result.summary))
         for notice in result.notices:
             print(f"straylight: {notice.text}", file=sys.stderr)
     return EXIT_JOB_FAILED if result.status == "error" else EXIT_OK

@@ -36,3 +36,32 @@ def for_terminal(text: str) -> str:
     from tui.display_text import printable
 
     return printable(text)
+
+
+class ThinkingEcho:
+    """`ask --show-thinking`: the model's thinking on stderr as it streams, dimmed on a
+    terminal and plain into a pipe; a line break when the answer starts."""
+
+    def __init__(self) -> None:
+        self._open = False
+        self._ends_line = True
+
+    def write(self, text: str) -> None:
+        if not text:
+            return
+        if sys.stderr.isatty():
+            from tui.display_text import printable
+
+            sys.stderr.write(f"\x1b[2m{printable(text)}\x1b[22m")
+        else:
+            sys.stderr.write(text)
+        sys.stderr.flush()
+        self._open = True
+        self._ends_line = text.endswith("\n")
+
+    def close(self) -> None:
+        """The answer starts (or the turn ends): end the thinking's last line."""
+        if self._open and not self._ends_line:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+        self._open = False

@@ -13,7 +13,7 @@ from typing import Literal
 
 from textual.binding import Binding
 
-Runner = Literal["help", "new", "model", "dream", "memory", "fact", "hypothesis"]
+Runner = Literal["help", "new", "model", "think", "dream", "memory", "fact", "hypothesis"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +105,13 @@ _COMMANDS: tuple[SlashCommand, ...] = (
         "/model NAME switches the chat model; /model alone lists pulled models",
         "model",
         help="- `/model NAME` — chat with another model for this session; `/model` alone lists "
-        "the pulled ones",
+        "the pulled ones;\n  `/think true|false|low|medium|high` — thinking "
+        "(**t** on a reply shows it)",
+    ),
+    SlashCommand(
+        "/think",
+        "/think true|false|low|medium|high sets thinking for this session; /think alone shows it",
+        "think",
     ),
     SlashCommand(
         "/remember",

@@ -27,6 +27,7 @@ BINDING_IDS: dict[str, str] = {
     "message_pin": "pin the selected message as a memory (p)",
     "message_forget": "forget the selected message's memory point, after a yes (f)",
     "message_copy": "copy the selected message to the clipboard (c)",
+    "message_thinking": "open or fold the selected reply's thinking (t)",
     "message_done": "back to the message box (Esc)",
     "confirm_yes": "answer yes to a question (y)",
     "confirm_no": "answer no (n)",

@@ -38,6 +38,8 @@ async def run_slash_command(chat: ChatScreen, line: str) -> None:
             await chat.switch_model(argument)
         else:
             await chat.notice(chat.models_text())
+    elif entry.runs == "think":
+        await chat.set_think(argument)
     elif entry.runs == "dream":
         chat.straylight.run_job_now("dream", announce=True)
     else:

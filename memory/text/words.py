@@ -18,7 +18,9 @@ __all__ = [
     "ENGLISH_STOPWORDS",
     "GERMAN_STOPWORDS",
     "STOPWORDS",
+    "clip",
     "detect_language",
+    "one_line",
     "raw_tokens",
     "snowball",
     "terms",
@@ -36,3 +38,13 @@ def word_list(text: str) -> tuple[str, ...]:
     """The words of `text` in their written order, for lists whose order matters (the
     alternatives of a regular expression)."""
     return tuple(text.split())
+
+
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace (newlines too) as one space, stripped."""
+    return " ".join(text.split())
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -37,6 +37,7 @@ from agent.turn_events import (
     ReplyDelta,
     ReplyFailed,
     ReplyFinished,
+    ThinkingDelta,
     ToolUsed,
 )
 from tui.commands import CHAT_KEYS, CHAT_ONLY_ACTIONS
@@ -179,6 +180,8 @@ class ChatScreen(ChatNavigation):
                 async for event in turn_events:
                     if isinstance(event, ReplyDelta):
                         await reply.append(event.text)
+                    elif isinstance(event, ThinkingDelta):
+                        await reply.append_thinking(event.text)
                     elif isinstance(event, ReplyFinished):
                         self._unsaved[event.turn] = (user, reply)  # until its PointsSaved
                         finished = True
@@ -348,6 +351,20 @@ class ChatScreen(ChatNavigation):
             note += f" It is not pulled: run `ollama pull {name}`."
         await self.notice(note, kind="warning" if pulled is False else "info")
 
+    async def set_think(self, argument: str) -> None:
+        """`/think VALUE` sets the `think` field for this session; `/think` shows it."""
+        from agent.settings_models import parse_think
+        from tui.commands import usage
+
+        if argument:
+            try:
+                value = parse_think(argument)
+            except ValueError:
+                await self.notice(f"Usage: {usage('/think')}", kind="error")
+                return
+            self.engine.think = value if isinstance(value, bool | str) else None
+        await self.notice(_think_text(self.engine.think))
+
     async def report_unknown_bindings(self, unknown: list[str]) -> None:
         await self.notice(
             f"config.toml [keymap]: unknown binding id {', '.join(unknown)} (ignored); "
@@ -431,6 +448,13 @@ class ChatScreen(ChatNavigation):
             return
         self.check_status()  # re-reads longterm.md and updates the sidebar
         self.notify(f"longterm.md saved; the next turn reads it ({path})", timeout=4)
+
+
+def _think_text(think: bool | str | None) -> str:
+    if think is None:
+        return "Thinking: unset, the model decides (`/think true|false|low|medium|high`)."
+    shown = str(think).lower() if isinstance(think, bool) else think
+    return f"Thinking: {shown}, sent to models that can think."
 
 
 def _recalled_lines(event: Recalled) -> tuple[RecalledLine, ...]:

@@ -8,8 +8,9 @@ open than 100. A search (Enter in the search box) embeds the query (fail-soft: w
 Ollama is away) and shows up to `SEARCH_K` recall hits with their scores. The filters apply to
 both. Dates are shown and read in local time, like the rest of the app.
 
-Every database call runs in a worker thread and reports back with a message; a change of
-search or filter bumps a generation number so late pages of an older list are dropped.
+Every database call runs in a worker thread (`browser_loading`) and reports back with a message;
+a change of search or filter bumps a generation number so late pages of an older list are
+dropped. The filters are `browser_filter`, the list widget and the preview text `point_views`.
 
 Keys: `/` search, `p` pin/unpin, `f` forget, `r` role filter, `o` pinned only, `d` dates
 (Enter applies), Esc in a box returns to the list, Esc on the list closes the browser.
@@ -17,8 +18,8 @@ Keys: `/` search, `p` pin/unpin, `f` forget, `r` role filter, `o` pinned only, `
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from datetime import date, datetime, time, timedelta
+from dataclasses import replace
+from datetime import date
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -27,245 +28,30 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.coordinate import Coordinate
-from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
-from tui.display_text import first_line, printable
+from tui.screens.browser_filter import ROLE_CYCLE, BrowserFilter, parse_day
+from tui.screens.browser_loading import PAGE_SIZE as PAGE_SIZE  # tests import it here
+from tui.screens.browser_loading import (
+    LoadFailed,
+    PageLoaded,
+    PointChanged,
+    PreviewLoaded,
+    read_page,
+    read_preview,
+    search_rows,
+)
 from tui.screens.confirm_screen import ConfirmScreen
 from tui.screens.memory_screen import MemoryScreen
+from tui.screens.point_views import ListedRow, PointTable, preview_text, row_cells
 
 if TYPE_CHECKING:
     from memory.turn_memory import TurnMemory
-    from store.point_store import Point, PointFilter, PointRow
 
-PAGE_SIZE = 200  # rows fetched per page
 PREFETCH_ROWS = 150  # fetch the next page when the cursor or view is this close to the end
-NEWER_LIMIT = 500  # opened on a point: at most this many newer rows are shown above it
-SEARCH_K = 200  # recall hits asked for (per group: pinned and the rest)
 PREVIEW_DELAY = 0.06  # seconds the cursor must rest on a row before its preview loads
-ROLE_CYCLE: tuple[str | None, ...] = (None, "user", "assistant", "doc")
-ROLE_SHORT = {"user": "user", "assistant": "asst", "doc": "doc"}
-PIN_MARK = "●"
-# (key, label, width) of the fixed columns; the first-line column takes the rest
-FIXED_COLUMNS: tuple[tuple[str, str, int], ...] = (
-    ("id", "id", 6),
-    ("score", "score", 5),
-    ("date", "date", 16),
-    ("pin", PIN_MARK, 1),
-    ("role", "role", 4),
-)
-LINE_COLUMN = "line"
-MIN_LINE_WIDTH = 12
 NARROW_WIDTH = 100  # narrower terminals stack the preview under the list
-
-
-def local_stamp(when: datetime) -> str:
-    """A time as the app shows it: local, to the minute."""
-    return f"{when.astimezone():%Y-%m-%d %H:%M}"
-
-
-def shown_line(text: str) -> str:
-    """The first non-blank line of a text, stripped (control characters shown as symbols)."""
-    return first_line(printable(text))
-
-
-def parse_day(text: str) -> date | None:
-    """A YYYY-MM-DD day; None for an empty box. Raises ValueError for anything else."""
-    text = text.strip()
-    if not text:
-        return None
-    try:
-        return date.fromisoformat(text) if len(text) == 10 else _bad_day(text)
-    except ValueError:
-        return _bad_day(text)
-
-
-def _bad_day(text: str) -> date:
-    raise ValueError(f"“{text}” is not a date: use YYYY-MM-DD")
-
-
-def day_start(day: date) -> datetime:
-    """Local midnight at the start of `day`, as an aware datetime."""
-    return datetime.combine(day, time.min).astimezone()
-
-
-@dataclass(frozen=True, slots=True)
-class BrowserFilter:
-    """The filters as the user set them: role (None: all), pinned only, and a day range
-    (both ends included, local days)."""
-
-    role: str | None = None
-    pinned_only: bool = False
-    since: date | None = None
-    until: date | None = None
-
-    def for_store(self) -> PointFilter:
-        """The same filter as the point store reads it (a half-open range of instants)."""
-        from store.point_store import PointFilter
-
-        return PointFilter(
-            role=self.role,
-            pinned_only=self.pinned_only,
-            since=day_start(self.since) if self.since else None,
-            until=day_start(self.until + timedelta(days=1)) if self.until else None,
-        )
-
-    def describe(self) -> str:
-        """A short summary for the title line, "" when nothing is filtered."""
-        parts = []
-        if self.role:
-            parts.append(self.role)
-        if self.pinned_only:
-            parts.append("pinned")
-        if self.since or self.until:
-            parts.append(f"{self.since or '…'} – {self.until or '…'}")
-        return ", ".join(parts)
-
-
-@dataclass(frozen=True, slots=True)
-class ListedRow:
-    """A row of the list: the point's summary and its recall score (None when browsing)."""
-
-    row: PointRow
-    score: float | None = None
-
-
-# ---- messages from the workers ----------------------------------------------------------
-
-
-class PageLoaded(Message):
-    """A page of rows for list `generation`; `total` only with the first page."""
-
-    def __init__(
-        self,
-        generation: int,
-        rows: list[ListedRow],
-        *,
-        exhausted: bool,
-        total: int | None = None,
-        focus_id: int | None = None,
-        note: str = "",
-    ) -> None:
-        super().__init__()
-        self.generation = generation
-        self.rows = rows
-        self.exhausted = exhausted
-        self.total = total
-        self.focus_id = focus_id
-        self.note = note
-
-
-class PreviewLoaded(Message):
-    """The full point behind a row (None: it is gone) and its confidence, if it has one."""
-
-    def __init__(self, point_id: int, point: Point | None, confidence: float | None) -> None:
-        super().__init__()
-        self.point_id = point_id
-        self.point = point
-        self.confidence = confidence
-
-
-class PointChanged(Message):
-    """A pin, unpin or forget finished; `done` False when the point was not there."""
-
-    def __init__(self, point_id: int, action: str, done: bool) -> None:
-        super().__init__()
-        self.point_id = point_id
-        self.action = action  # "pin", "unpin" or "forget"
-        self.done = done
-
-
-class LoadFailed(Message):
-    """A worker's read failed: one line for the status."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-
-
-# ---- widgets ----------------------------------------------------------------------------
-
-
-class PointTable(DataTable[Text | str]):
-    """The point list: fixed columns plus a first-line column that fills the width."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("home", "scroll_top", "First", show=False),
-        Binding("end", "scroll_bottom", "Last", show=False),
-    ]
-    DEFAULT_CSS = """
-    PointTable {
-        overflow-x: hidden;
-    }
-    """
-
-    def on_mount(self) -> None:
-        for key, label, width in FIXED_COLUMNS:
-            self.add_column(label, width=width, key=key)
-        self.add_column("first line", width=MIN_LINE_WIDTH, key=LINE_COLUMN)
-
-    def on_resize(self, _event: events.Resize) -> None:
-        self.fit_line_column()
-
-    def fit_line_column(self) -> None:
-        """Give the first-line column the width the fixed columns leave."""
-        padding = 2 * self.cell_padding
-        fixed = sum(width + padding for _key, _label, width in FIXED_COLUMNS)
-        scrollbar = self.styles.scrollbar_size_vertical
-        width = max(MIN_LINE_WIDTH, self.size.width - fixed - padding - scrollbar)
-        column = self.columns.get(LINE_COLUMN)  # type: ignore[call-overload]
-        if column is None or column.width == width:
-            return
-        column.width = width
-        # DataTable has no public way to resize a column: drop its render caches.
-        self._clear_caches()
-        self._require_update_dimensions = True
-        self.refresh()
-
-
-def row_cells(listed: ListedRow) -> list[Text | str]:
-    """The cells of one list row."""
-    row = listed.row
-    score = "" if listed.score is None else f"{listed.score:.2f}"
-    return [
-        Text(str(row.id), justify="right"),
-        Text(score, justify="right"),
-        local_stamp(row.created_at),
-        Text(PIN_MARK if row.pinned else "", style="bold"),
-        ROLE_SHORT.get(row.role, row.role),
-        Text(shown_line(row.head), no_wrap=True, overflow="ellipsis"),
-    ]
-
-
-def preview_text(point: Point, confidence: float | None) -> Text:
-    """The preview pane: the point's facts, a rule, and the whole content."""
-    text = Text()
-    text.append(f"#{point.id}", style="bold")
-    text.append(f" · {point.role}")
-    if point.pinned:
-        text.append(" · pinned", style="bold")
-    text.append("\n")
-    facts = [
-        ("created", local_stamp(point.created_at)),
-        ("conversation", point.conversation_id or "—"),
-        ("source", point.source),
-        ("channel", point.channel),
-        ("vector", point.embed_model or "none yet"),
-    ]
-    if confidence is not None:
-        facts.append(("confidence", f"{confidence:.2f}"))
-    if point.tags:
-        facts.append(("tags", ", ".join(point.tags)))
-    for label, value in facts:
-        text.append(f"{label:<13}", style="dim")
-        text.append(f"{value}\n")
-    text.append("─" * 24 + "\n", style="dim")
-    text.append(printable(point.content))
-    return text
-
-
-# ---- the screen -------------------------------------------------------------------------
 
 
 class MemoryBrowserScreen(MemoryScreen[None]):
@@ -424,37 +210,15 @@ class MemoryBrowserScreen(MemoryScreen[None]):
         first: bool = False,
         focus_id: int | None = None,
     ) -> None:
-        """Fetch one page (and, with the first, the count); opened on a point, the page
-        starts at that point with up to `NEWER_LIMIT` newer rows above it."""
-        points = self.memory.store.points
+        """Fetch one page (`read_page`) and post it."""
         try:
-            where = filters.for_store()
-            newer: list[PointRow] = []
-            note = ""
-            if focus_id is not None:
-                if points.get(focus_id) is None:
-                    note, focus_id = f"No point #{focus_id} (forgotten?).", None
-                else:
-                    newer = points.rows_newer_than(focus_id, where, limit=NEWER_LIMIT + 1)
-                    if len(newer) > NEWER_LIMIT:
-                        newer = newer[-NEWER_LIMIT:]
-                        note = f"Showing from #{focus_id}; Enter in an empty search: newest."
-                    before_id = focus_id + 1
-            rows = points.page_rows(where, before_id=before_id, limit=PAGE_SIZE)
-            total = points.count_matching(where) if first else None
+            page = read_page(
+                self.memory.store, generation, filters, before_id, first=first, focus_id=focus_id
+            )
         except Exception as error:  # noqa: BLE001 - shown on the status line, not raised
             self.post_message(LoadFailed(f"Cannot read the points: {error}"))
             return
-        self.post_message(
-            PageLoaded(
-                generation,
-                [ListedRow(row) for row in newer + rows],
-                exhausted=len(rows) < PAGE_SIZE,
-                total=total,
-                focus_id=focus_id,
-                note=note,
-            )
-        )
+        self.post_message(page)
 
     @work(group="browser-search", exclusive=True, exit_on_error=False)
     async def run_search(self, generation: int, query: str, filters: BrowserFilter) -> None:
@@ -465,27 +229,12 @@ class MemoryBrowserScreen(MemoryScreen[None]):
         vector = await self.memory.embed_one(query)
         mode = "hybrid" if vector is not None else "words only: no embedding"
         try:
-            found = await asyncio.to_thread(self._search, query, vector, filters)
+            found = await asyncio.to_thread(search_rows, self.memory.store, query, vector, filters)
         except Exception as error:  # noqa: BLE001 - shown on the status line, not raised
             self.post_message(LoadFailed(f"Search failed: {error}"))
             return
         note = f"{len(found)} hit{'' if len(found) == 1 else 's'} for “{query}” ({mode})."
         self.post_message(PageLoaded(generation, found, exhausted=True, note=note))
-
-    def _search(
-        self, query: str, vector: list[float] | None, filters: BrowserFilter
-    ) -> list[ListedRow]:
-        """Recall, then keep the hits that pass the filters (runs in a thread)."""
-        store = self.memory.store
-        result = store.recall(query, vector=vector, k=SEARCH_K)
-        where = filters.for_store()
-        found: list[ListedRow] = []
-        rows = store.points.rows_of([hit.id for hit in result.hits])
-        for hit in result.hits:
-            row = rows.get(hit.id)
-            if row is not None and passes(row, where):
-                found.append(ListedRow(row, hit.score))
-        return found
 
     def on_page_loaded(self, message: PageLoaded) -> None:
         if message.generation != self.generation:
@@ -566,16 +315,13 @@ class MemoryBrowserScreen(MemoryScreen[None]):
 
     @work(thread=True, group="browser-preview", exclusive=True, exit_on_error=False)
     def load_preview(self, point_id: int) -> None:
-        """The full point and its confidence (pinned points have one)."""
-        from memory.confidence import confidence_of_points
-
+        """The full point and its confidence (`read_preview`)."""
         try:
-            point = self.memory.store.points.get(point_id)
-            confidence = confidence_of_points(self.memory.store.db, [point_id]).get(point_id)
+            loaded = read_preview(self.memory.store, point_id)
         except Exception as error:  # noqa: BLE001 - shown on the status line, not raised
             self.post_message(LoadFailed(f"Cannot read point #{point_id}: {error}"))
             return
-        self.post_message(PreviewLoaded(point_id, point, confidence))
+        self.post_message(loaded)
 
     def on_preview_loaded(self, message: PreviewLoaded) -> None:
         if message.point_id != self.cursor_point_id():
@@ -746,13 +492,3 @@ class MemoryBrowserScreen(MemoryScreen[None]):
         if described:
             parts.append(described)
         self.query_one("#screen-title", Static).update(Text(" · ".join(parts)))
-
-
-def passes(row: PointRow, where: PointFilter) -> bool:
-    """Whether a row passes a filter (the same test `PointStore` runs in SQL)."""
-    return (
-        (where.role is None or row.role == where.role)
-        and (not where.pinned_only or row.pinned)
-        and (where.since is None or row.created_at >= where.since)
-        and (where.until is None or row.created_at < where.until)
-    )

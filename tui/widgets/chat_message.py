@@ -1,4 +1,6 @@
-"""One message in the chat log: a title line and a Markdown body that can stream."""
+"""One message in the chat log: a title line and a Markdown body that can stream; above a
+thinking model's reply, a dimmed "Thinking" block that streams too and folds when the answer
+starts (t on the selected message, or a click on its title, opens it again)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from tui.display_text import printable
 
 if TYPE_CHECKING:
     from textual.timer import Timer
-    from textual.widgets import Markdown
+    from textual.widgets import Collapsible, Markdown
     from textual.widgets.markdown import MarkdownStream
 
 FLUSH_HZ = 30  # screen updates per second while a reply streams
@@ -23,6 +25,7 @@ FLUSH_HZ = 30  # screen updates per second while a reply streams
 STATUS_LABELS = {
     "complete": "",
     "waiting": " · waiting for the model…",
+    "thinking": " · thinking…",
     "streaming": " · …",
     "cut_off": " · ⚠ cut off",
     "truncated": " · ⚠ truncated",
@@ -36,8 +39,11 @@ class ChatMessage(Vertical, can_focus=True):
     `MarkdownStream` and rendered in full once it is complete.
 
     Selectable (Ctrl+Up from the message box, or a click): Up/Down move between messages,
-    p pins it, f forgets its memory point (after a confirmation), c copies it, Esc goes back
-    to the message box."""
+    p pins it, f forgets its memory point (after a confirmation), c copies it, t opens or
+    folds its thinking, Esc goes back to the message box.
+
+    Thinking is shown only: it is mounted with its first piece (a reply without thinking is
+    laid out exactly as before) and lives as long as the widget (the log never has it)."""
 
     DEFAULT_CLASSES = "chat-message"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -46,6 +52,7 @@ class ChatMessage(Vertical, can_focus=True):
         Binding("p", "screen.pin_message", "Pin", id="message_pin"),
         Binding("f", "screen.forget_message", "Forget", id="message_forget"),
         Binding("c", "screen.copy_message", "Copy", id="message_copy"),
+        Binding("t", "toggle_thinking", "Thinking", id="message_thinking", show=False),
         Binding("escape", "screen.focus_input", "Back to typing", id="message_done"),
     ]
 
@@ -68,6 +75,9 @@ class ChatMessage(Vertical, can_focus=True):
         self._stream: MarkdownStream | None = None
         self._pending: list[str] = []
         self._flush_timer: Timer | None = None
+        self.thinking = ""  # what the model thought before this reply: shown, never kept
+        self._thinking_block: Collapsible | None = None
+        self._thinking_dirty = False
 
     def compose(self) -> ComposeResult:
         yield Static(self._title_text(), classes="message-title")
@@ -95,6 +105,46 @@ class ChatMessage(Vertical, can_focus=True):
         self.set_class(status in ("cut_off", "failed"), "-problem")
         self.query_one(".message-title", Static).update(self._title_text())
 
+    @property
+    def thinking_block(self) -> Collapsible | None:
+        """The "Thinking" block, once the model sent thinking."""
+        return self._thinking_block
+
+    async def append_thinking(self, fragment: str) -> None:
+        """Queue a piece of the model's thinking; the block opens with the first piece and
+        is written at the same flush rate as the reply."""
+        if not fragment:
+            return
+        if self._thinking_block is None:
+            from textual.widgets import Collapsible
+            from textual.widgets._collapsible import CollapsibleTitle
+
+            block = Collapsible(
+                Static("", classes="thinking-text"),
+                title="Thinking",
+                collapsed=False,
+                classes="message-thinking",
+            )
+            await self.mount(block, before=self.body)
+            block.query_one(CollapsibleTitle).can_focus = False  # t toggles; Tab skips it
+            self._thinking_block = block
+            if self._stream is None:
+                self._set_status("thinking")
+        self.thinking += fragment
+        self._thinking_dirty = True
+        if self._flush_timer is None:
+            self._flush_timer = self.set_timer(1 / FLUSH_HZ, self._flush_pending)
+
+    def fold_thinking(self) -> None:
+        """Fold the "Thinking" block (the answer started)."""
+        if self._thinking_block is not None:
+            self._thinking_block.collapsed = True
+
+    def action_toggle_thinking(self) -> None:
+        """Open or fold the "Thinking" block (key t on the selected message)."""
+        if self._thinking_block is not None:
+            self._thinking_block.collapsed = not self._thinking_block.collapsed
+
     async def append(self, fragment: str) -> None:
         """Queue a fragment of reply text; it reaches the screen with the next flush.
 
@@ -107,6 +157,7 @@ class ChatMessage(Vertical, can_focus=True):
             from textual.widgets import Markdown
 
             self._set_status("streaming")
+            self.fold_thinking()
             self._stream = Markdown.get_stream(self.body)
         self.text += fragment
         self._pending.append(fragment)
@@ -115,6 +166,10 @@ class ChatMessage(Vertical, can_focus=True):
 
     async def _flush_pending(self) -> None:
         self._flush_timer = None
+        if self._thinking_dirty and self._thinking_block is not None:
+            self._thinking_dirty = False
+            text = self._thinking_block.query_one(".thinking-text", Static)
+            text.update(Text(printable(self.thinking)))
         if self._pending and self._stream is not None:
             chunk = "".join(self._pending)
             self._pending.clear()
@@ -134,6 +189,7 @@ class ChatMessage(Vertical, can_focus=True):
         await self.stop_stream()
         if text is not None:
             self.text = text
+        self.fold_thinking()
         await self.body.update(printable(self.text))
         self._set_status(status)
 

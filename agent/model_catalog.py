@@ -1,0 +1,342 @@
+"""What Straylight knows about the models on an Ollama server: list, show, pull, delete.
+
+Each model becomes a typed `ModelRecord` built from three Ollama answers: `/api/tags` (name,
+size, details), `/api/show` (capabilities, `model_info` with `<architecture>.context_length`,
+the Modelfile `parameters` that may set `num_ctx`) and `/api/ps` (what is loaded, with its
+memory and window). The functions take an `ollama.AsyncClient` (`OllamaGateway.client()`),
+raise named `GatewayError`s, and import `ollama`/`httpx` only when called.
+
+`/api/show` answers are cached per process and host (a model's capabilities and window do
+not change unless it is pulled again: a new digest, a pull or a delete drops the entry).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from agent.context_window import model_context_length, modelfile_num_ctx
+from agent.gateway_errors import GatewayError, ModelError, OllamaUnreachable, classify
+
+if TYPE_CHECKING:
+    import ollama
+
+log = logging.getLogger("straylight.models")
+
+SHOW_TIMEOUT_SECONDS = 5.0
+"""How long one /api/show may take while listing: a slow answer must not stall the list."""
+SHOW_CONCURRENCY = 8
+LIST_TIMEOUT_SECONDS = 10.0
+"""How long /api/tags and /api/ps may take: a hung server must not hold `models` for the
+chat's long read timeout."""
+EXIT_PULL_FAILED = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ShownModel:
+    """What `/api/show` says about one model (None: Ollama did not say)."""
+
+    capabilities: tuple[str, ...] | None = None
+    context_length: int | None = None
+    """The model's trained maximum window, `model_info["<architecture>.context_length"]`."""
+    num_ctx: int | None = None
+    """A `PARAMETER num_ctx` of the Modelfile: the window the model asks for by default."""
+    family: str | None = None
+    parameter_size: str | None = None
+    quantization: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunningModel:
+    """A model loaded in memory (`/api/ps`)."""
+
+    size: int | None
+    """Bytes in memory (weights + KV cache)."""
+    size_vram: int | None
+    context_length: int | None
+    """The window it was loaded with."""
+    expires_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRecord:
+    """One pulled model, as far as Ollama told us. Unknown parts are None: a model whose
+    /api/show failed is still listed with what /api/tags said."""
+
+    JSON_FIELDS: ClassVar[tuple[str, ...]] = (
+        "name",
+        "size",
+        "family",
+        "parameter_size",
+        "quantization",
+        "capabilities",
+        "context_length",
+        "loaded",
+        "embedding",
+    )
+
+    name: str
+    size: int | None
+    family: str | None
+    parameter_size: str | None
+    quantization: str | None
+    capabilities: tuple[str, ...] | None
+    context_length: int | None
+    num_ctx: int | None
+    loaded: bool | None
+    """From /api/ps; None when /api/ps could not be read."""
+    running: RunningModel | None = None
+
+    @property
+    def embedding(self) -> bool | None:
+        """An embedding model (capabilities contain "embedding"); None when unknown."""
+        return None if self.capabilities is None else "embedding" in self.capabilities
+
+    @property
+    def chat_capable(self) -> bool | None:
+        """Can chat (capabilities contain "completion"); None when unknown."""
+        return None if self.capabilities is None else "completion" in self.capabilities
+
+    def to_json(self) -> dict[str, Any]:
+        """The `straylight models --json` entry: exactly `JSON_FIELDS`."""
+        return {
+            "name": self.name,
+            "size": self.size,
+            "family": self.family,
+            "parameter_size": self.parameter_size,
+            "quantization": self.quantization,
+            "capabilities": list(self.capabilities) if self.capabilities is not None else None,
+            "context_length": self.context_length,
+            "loaded": self.loaded,
+            "embedding": self.embedding,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PullProgress:
+    """One progress record of a pull: a status, and for a layer its digest and byte counts."""
+
+    status: str
+    digest: str | None = None
+    total: int | None = None
+    completed: int | None = None
+
+    @property
+    def fraction(self) -> float | None:
+        """Share of this layer done (0…1), None when the record has no total."""
+        if not self.total:
+            return None
+        return min(1.0, (self.completed or 0) / self.total)
+
+
+class PullFailed(GatewayError):
+    """Ollama refused or broke off a pull; `str()` is Ollama's message."""
+
+    kind = "pull_failed"
+    exit_code = EXIT_PULL_FAILED
+
+
+# (host, normalised name) -> (digest the answer belongs to, the answer)
+_show_cache: dict[tuple[str, str], tuple[str | None, ShownModel]] = {}
+
+
+def normalise_name(name: str) -> str:
+    """`llama3.2` and `llama3.2:latest` are the same model (a tag after the last `/`)."""
+    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
+
+
+def host_of(client: ollama.AsyncClient) -> str:
+    """The address the client talks to, for error messages and the cache key."""
+    return str(client._client.base_url).rstrip("/")
+
+
+def _read_timeout(client: ollama.AsyncClient) -> float:
+    return float(client._client.timeout.read or 0.0)
+
+
+def _named(client: ollama.AsyncClient, error: BaseException, model: str = "") -> GatewayError:
+    return classify(
+        error, host=host_of(client), model=model, timeout=_read_timeout(client), streamed=False
+    )
+
+
+def _shown_from(response: Any) -> ShownModel:
+    capabilities = getattr(response, "capabilities", None)
+    details = getattr(response, "details", None)
+    return ShownModel(
+        capabilities=tuple(str(c) for c in capabilities) if capabilities is not None else None,
+        context_length=model_context_length(response),
+        num_ctx=modelfile_num_ctx(response),
+        family=getattr(details, "family", None) or None,
+        parameter_size=getattr(details, "parameter_size", None) or None,
+        quantization=getattr(details, "quantization_level", None) or None,
+    )
+
+
+async def show_model(
+    client: ollama.AsyncClient, name: str, *, digest: str | None = None, refresh: bool = False
+) -> ShownModel:
+    """`/api/show` for one model, cached per process (a different `digest` from /api/tags,
+    i.e. the model was pulled again, refetches).
+
+    Raises a named `GatewayError` (`ModelNotPulled` for a model Ollama does not have)."""
+    key = (host_of(client), normalise_name(name))
+    cached = _show_cache.get(key)
+    if cached is not None and not refresh:
+        known, shown = cached
+        if digest is None or known is None or known == digest:  # same pull of the model
+            _show_cache[key] = (digest or known, shown)
+            return shown
+    try:
+        response = await client.show(name)
+    except Exception as error:  # classified and re-raised
+        raise _named(client, error, name) from error
+    shown = _shown_from(response)
+    _show_cache[key] = (digest, shown)
+    return shown
+
+
+def forget_shown(client: ollama.AsyncClient, name: str) -> None:
+    """Drop the cached /api/show answer of one model (after a pull or a delete)."""
+    _show_cache.pop((host_of(client), normalise_name(name)), None)
+
+
+def clear_show_cache() -> None:
+    """Forget every cached /api/show answer (tests; a server that was replaced)."""
+    _show_cache.clear()
+
+
+async def running_models(client: ollama.AsyncClient) -> dict[str, RunningModel]:
+    """`/api/ps`: the loaded models by normalised name. Raises a named `GatewayError`."""
+    try:
+        response = await client.ps()
+    except Exception as error:  # classified and re-raised
+        raise _named(client, error) from error
+    running: dict[str, RunningModel] = {}
+    for model in response.models:
+        name = model.model or model.name
+        if name:
+            running[normalise_name(name)] = RunningModel(
+                size=model.size,
+                size_vram=model.size_vram,
+                context_length=model.context_length,
+                expires_at=model.expires_at,
+            )
+    return running
+
+
+async def _show_or_none(
+    client: ollama.AsyncClient, name: str, digest: str | None, gate: asyncio.Semaphore
+) -> ShownModel | None:
+    async with gate:
+        try:
+            return await asyncio.wait_for(
+                show_model(client, name, digest=digest), SHOW_TIMEOUT_SECONDS
+            )
+        except (GatewayError, TimeoutError) as error:
+            log.info("could not show %s while listing: %r", name, error)
+            return None
+
+
+async def list_models(client: ollama.AsyncClient) -> list[ModelRecord]:
+    """Every pulled model in Ollama's order, with what /api/show and /api/ps add.
+
+    /api/tags failing raises a named `GatewayError` (`OllamaUnreachable` when Ollama is
+    down, `ModelError` when it takes longer than `LIST_TIMEOUT_SECONDS`); a failing or slow
+    /api/show only leaves that model's details unknown, a failing /api/ps `loaded`."""
+    try:
+        tags = await asyncio.wait_for(client.list(), LIST_TIMEOUT_SECONDS)
+    except TimeoutError as error:
+        seconds = f"{LIST_TIMEOUT_SECONDS:g}"
+        raise ModelError(f"Ollama did not list its models within {seconds} s") from error
+    except Exception as error:  # classified and re-raised
+        raise _named(client, error) from error
+    pulled = [model for model in tags.models if model.model]
+    gate = asyncio.Semaphore(SHOW_CONCURRENCY)
+    shows = [_show_or_none(client, str(m.model), m.digest, gate) for m in pulled]
+    shown, running = await asyncio.gather(asyncio.gather(*shows), _running_or_none(client))
+    return [_record(model, facts, running) for model, facts in zip(pulled, shown, strict=True)]
+
+
+async def _running_or_none(client: ollama.AsyncClient) -> dict[str, RunningModel] | None:
+    try:
+        return await asyncio.wait_for(running_models(client), LIST_TIMEOUT_SECONDS)
+    except (GatewayError, TimeoutError) as error:
+        log.info("could not read /api/ps: %s", error)
+        return None
+
+
+def _record(
+    model: Any, shown: ShownModel | None, running: dict[str, RunningModel] | None
+) -> ModelRecord:
+    name = str(model.model)
+    details = model.details
+    facts = shown or ShownModel()
+    now_running = running.get(normalise_name(name)) if running is not None else None
+    return ModelRecord(
+        name=name,
+        size=model.size,
+        family=(getattr(details, "family", None) or None) or facts.family,
+        parameter_size=(getattr(details, "parameter_size", None) or None) or facts.parameter_size,
+        quantization=(getattr(details, "quantization_level", None) or None) or facts.quantization,
+        capabilities=facts.capabilities,
+        context_length=facts.context_length,
+        num_ctx=facts.num_ctx,
+        loaded=None if running is None else now_running is not None,
+        running=now_running,
+    )
+
+
+def chat_models(records: Iterable[ModelRecord]) -> list[ModelRecord]:
+    """The models that can chat, by capabilities (unknown capabilities are kept)."""
+    return [record for record in records if record.chat_capable is not False]
+
+
+async def pull_model(client: ollama.AsyncClient, name: str) -> AsyncIterator[PullProgress]:
+    """Pull `name`, yielding Ollama's progress records until "success".
+
+    Raises `PullFailed` with Ollama's message ("pull model manifest: file does not exist"
+    for an unknown model) or when the stream breaks off, `OllamaUnreachable` when Ollama is
+    down. Closing the iterator (Ctrl+C) closes the HTTP stream; Ollama keeps what it has
+    and a later pull resumes."""
+    import httpx
+    import ollama
+
+    forget_shown(client, name)
+    succeeded = False
+    try:
+        stream = await client.pull(name, stream=True)
+        async for record in stream:
+            progress = PullProgress(
+                status=str(record.status or ""),
+                digest=record.digest or None,
+                total=record.total,
+                completed=record.completed,
+            )
+            succeeded = succeeded or progress.status == "success"
+            yield progress
+    except ollama.ResponseError as error:
+        raise PullFailed(str(error.error or "").strip() or "Ollama refused the pull") from error
+    except (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout) as error:
+        raise OllamaUnreachable(host_of(client)) from error
+    except httpx.TransportError as error:
+        if isinstance(error, httpx.TimeoutException):
+            raise PullFailed(str(_named(client, error, name))) from error
+        raise PullFailed("the connection to Ollama dropped during the pull") from error
+    except Exception as error:  # malformed lines and the like
+        raise PullFailed(str(_named(client, error, name))) from error
+    if not succeeded:
+        raise PullFailed("Ollama ended the pull without reporting success")
+
+
+async def delete_model(client: ollama.AsyncClient, name: str) -> None:
+    """Delete a pulled model; `ModelNotPulled` when Ollama does not have it."""
+    forget_shown(client, name)
+    try:
+        await client.delete(name)
+    except Exception as error:  # classified and re-raised
+        raise _named(client, error, name) from error

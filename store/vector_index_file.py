@@ -1,0 +1,129 @@
+"""The file `vectors.usearch`: usearch's bytes plus a checksum footer, written atomically
+(0600 temp file, fsync, rename, fsync the folder) and checked on load; temp files of processes
+that died mid-save are removed. `store.vector_index` keeps the index itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import struct
+from pathlib import Path
+from typing import Final, Literal
+
+from usearch.compiled import MetricKind, ScalarKind
+from usearch.index import Index
+
+from store.private_files import FILE_MODE, ensure_private_dir
+
+IndexDType = Literal["f16", "f32"]
+
+_FOOTER_MAGIC: Final = b"STRAYVX1"
+_FOOTER: Final = struct.Struct("<8sQ32s")
+SCALAR_KINDS: Final[dict[str, ScalarKind]] = {"f16": ScalarKind.F16, "f32": ScalarKind.F32}
+
+
+class IndexFileError(Exception):
+    """The index file cannot be used; the message says why."""
+
+
+def _encode(payload: bytes | bytearray) -> bytes:
+    digest = hashlib.sha256(payload).digest()
+    return _FOOTER.pack(_FOOTER_MAGIC, len(payload), digest)
+
+
+def read_index_payload(path: Path) -> bytearray:
+    """The usearch bytes of a file written by `VectorIndex.save`; IndexFileError if unusable."""
+    with path.open("rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            raise IndexFileError("empty file")
+        if size < _FOOTER.size:
+            raise IndexFileError(f"truncated or not an index ({size} bytes)")
+        f.seek(size - _FOOTER.size)
+        magic, length, digest = _FOOTER.unpack(f.read(_FOOTER.size))
+        if magic != _FOOTER_MAGIC:
+            raise IndexFileError("no checksum footer: truncated, or not written by VectorIndex")
+        if length != size - _FOOTER.size:
+            raise IndexFileError(f"length mismatch: footer says {length}, file has {size}")
+        f.seek(0)
+        payload = bytearray(length)
+        if f.readinto(payload) != length:
+            raise IndexFileError("file shrank while being read")
+    if hashlib.sha256(payload).digest() != digest:
+        raise IndexFileError("checksum mismatch: the file is corrupt")
+    return payload
+
+
+def check_header(payload: bytearray, ndim: int, dtype: IndexDType) -> None:
+    try:
+        meta = Index.metadata(payload)
+    except (ValueError, RuntimeError) as exc:
+        raise IndexFileError(f"not a usearch index: {exc}") from exc
+    if meta is None:
+        raise IndexFileError("not a usearch index")
+    if meta["dimensions"] != ndim:
+        raise IndexFileError(f"ndim {meta['dimensions']} in file, expected {ndim}")
+    if meta["kind_metric"] != MetricKind.Cos:
+        raise IndexFileError(f"metric {meta['kind_metric'].name} in file, expected Cos")
+    if meta["kind_scalar"] != SCALAR_KINDS[dtype]:
+        raise IndexFileError(f"dtype {meta['kind_scalar'].name} in file, expected {dtype}")
+
+
+def write_atomically(path: Path, payload: bytes | bytearray) -> None:
+    """Write payload + footer to a 0600 temp file, fsync, rename over `path`, fsync the dir."""
+    ensure_private_dir(path.parent)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        try:
+            os.fchmod(fd, FILE_MODE)
+            _write_all(fd, payload)
+            _write_all(fd, _encode(payload))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    _fsync_dir(path.parent)
+
+
+def _write_all(fd: int, data: bytes | bytearray) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temp_files(path: Path) -> list[Path]:
+    """Delete `<name>.tmp-<pid>` files left by processes that died mid-save."""
+    removed: list[Path] = []
+    for tmp in path.parent.glob(f"{path.name}.tmp-*"):
+        pid_text = tmp.name.rsplit("-", 1)[-1]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid() or _pid_alive(int(pid_text)):
+            continue
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+            removed.append(tmp)
+    return removed

@@ -1,0 +1,213 @@
+"""Thinking models and model parameters through the real ollama client and the stand-in:
+`think` only for models that can think, thinking streamed as `ThinkingDelta` and kept nowhere
+(daily log, straylight.log, points, the next prompt, `ask`'s stdout), `--show-thinking`,
+inline `<think>` split across chunks, `options` and `keep_alive` on every chat request."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.ollama_gateway import OllamaGateway
+from agent.settings import Settings
+from agent.turn import TurnEngine
+from agent.turn_events import ReplyDelta, ReplyFinished, ThinkingDelta
+from memory.memory_store import MemoryStore
+from tests.support.cli import Env, assert_one_line, run_cli
+from tests.support.ollama_standin import ModelSpec, OllamaStandIn
+
+PLAIN = "llama3.2"
+THINKER = "qwen3:8b"
+INLINE = "r1-distill"
+THOUGHT = "The user wants the capital; Paris, obviously, zebra-tangerine."
+MARK = "zebra-tangerine"  # a word only the thinking has
+ANSWER = "Paris is the capital of France, and it has been for a very long time now."
+
+
+@pytest.fixture
+def standin() -> Iterator[OllamaStandIn]:
+    specs = {INLINE: ModelSpec(capabilities=("completion",), inline_thinking=True)}
+    models = (PLAIN, THINKER, INLINE, "nomic-embed-text")
+    with OllamaStandIn(models=models, specs=specs) as server:
+        yield server
+
+
+async def run_turn(engine: TurnEngine, text: str, model: str, conversation: str = "c1"):
+    return [e async for e in engine.run(text, conversation_id=conversation, model=model)]
+
+
+def engine_for(settings: Settings) -> TurnEngine:
+    return TurnEngine(settings, OllamaGateway.from_config(settings.ollama))
+
+
+# ----------------------------------------------------------------------------- the turn
+
+
+@pytest.mark.parametrize("think", ["true", "false", "low", "high"])
+async def test_think_is_sent_only_to_models_that_can_think(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, think: str
+) -> None:
+    settings = make_settings(ollama_host=standin.host, think=think)
+    engine = engine_for(settings)
+    events = await run_turn(engine, "hi", PLAIN)
+    assert isinstance(events[-1], ReplyFinished)  # no 400 "does not support thinking"
+    await run_turn(engine, "hi", THINKER)
+    plain, thinker = (r for r in standin.requests if r.path == "/api/chat")
+    assert plain.think is None
+    assert thinker.think == {"true": True, "false": False}.get(think, think)
+
+
+async def test_unset_think_sends_nothing_and_the_model_decides(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    standin.script_reply(ANSWER, thinking=THOUGHT)
+    events = await run_turn(engine_for(settings), "capital of France?", THINKER)
+    assert [r.think for r in standin.requests if r.path == "/api/chat"] == [None]
+    thinking = "".join(e.text for e in events if isinstance(e, ThinkingDelta))
+    assert thinking == THOUGHT
+    assert "".join(e.text for e in events if isinstance(e, ReplyDelta)) == ANSWER
+    first_answer = next(i for i, e in enumerate(events) if isinstance(e, ReplyDelta))
+    assert all(not isinstance(e, ThinkingDelta) for e in events[first_answer:])
+    finished = events[-1]
+    assert isinstance(finished, ReplyFinished) and finished.text == ANSWER
+
+
+async def test_think_false_gets_no_thinking(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    engine = engine_for(make_settings(ollama_host=standin.host, think="false"))
+    standin.script_reply(ANSWER, thinking=THOUGHT)
+    events = await run_turn(engine, "capital?", THINKER)
+    assert not [e for e in events if isinstance(e, ThinkingDelta)]
+
+
+async def test_inline_think_tags_split_across_chunks_become_thinking(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    text = f"<think>{THOUGHT}</think>\n\n{ANSWER}"
+    cuts = [
+        "<th",
+        "ink>The user ",
+        "wants the capital; Paris, obviously, zebra-tangerine.</",
+        "thi",
+    ]
+    cuts.append(text[len("".join(cuts)) :])
+    standin.script_reply(text, tokens=cuts)  # a model without the thinking parser
+    events = await run_turn(engine_for(settings), "capital?", PLAIN)
+    assert "".join(e.text for e in events if isinstance(e, ThinkingDelta)) == THOUGHT
+    finished = events[-1]
+    assert isinstance(finished, ReplyFinished) and finished.text == ANSWER
+    logged = engine_for(settings).daily_log.read_day(settings.clock.now().date())
+    assert logged[-1].content == ANSWER
+
+
+async def test_an_inline_thinker_of_the_stand_in_gets_the_same_treatment(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    standin.script_reply(ANSWER, thinking=THOUGHT)
+    events = await run_turn(engine_for(settings), "capital?", INLINE)
+    assert "".join(e.text for e in events if isinstance(e, ThinkingDelta)) == THOUGHT
+    assert events[-1] == ReplyFinished(ANSWER, events[-1].stats, events[-1].turn)  # type: ignore[union-attr]
+
+
+async def test_options_and_keep_alive_reach_every_chat_request(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    config = tmp_path / "options.toml"
+    config.write_text(
+        'keep_alive = "30m"\n[model_options]\ntemperature = 0.2\nseed = 7\n'
+        '[model_options."qwen3:8b"]\ntemperature = 0.6\nnum_predict = 64\n',
+        encoding="utf-8",
+    )
+    from agent.settings import load_settings
+
+    settings = load_settings(
+        flags={"home": str(tmp_path / "h"), "ollama_host": standin.host},
+        environ={},
+        config_path=config,
+    ).settings
+    gateway = OllamaGateway.from_config(settings.ollama)
+    engine = TurnEngine(settings, gateway)
+    await run_turn(engine, "hi", PLAIN)
+    await run_turn(engine, "hi", THINKER)
+    await gateway.chat_structured(THINKER, [{"role": "user", "content": "x"}], {"type": "object"})
+    plain, thinker, structured = (r for r in standin.requests if r.path == "/api/chat")
+    # The turn adds the context budget's num_ctx (both models' maximum capped at 16,384).
+    assert plain.options == {"temperature": 0.2, "seed": 7, "num_ctx": 16384}
+    assert thinker.options == {"temperature": 0.6, "seed": 7, "num_predict": 64, "num_ctx": 16384}
+    assert structured.options == {"temperature": 0.6, "seed": 7, "num_predict": 64}
+    assert {plain.keep_alive, thinker.keep_alive, structured.keep_alive} == {"30m"}
+
+
+async def test_the_callers_options_go_over_the_model_options(standin: OllamaStandIn) -> None:
+    gateway = OllamaGateway(standin.host, model_options={"temperature": 0.1, "seed": 3})
+    events = [
+        e
+        async for e in gateway.stream_chat(
+            PLAIN, [{"role": "user", "content": "x"}], options={"num_ctx": 8192, "seed": 4}
+        )
+    ]
+    assert events
+    assert standin.requests[-1].options == {"temperature": 0.1, "seed": 4, "num_ctx": 8192}
+    assert standin.requests[-1].keep_alive is None  # unset: Ollama's default
+    await gateway.aclose()
+
+
+# ----------------------------------------------------------------------------- ask
+
+
+@pytest.fixture
+def env(cli_env: Callable[..., Env], standin: OllamaStandIn) -> Env:
+    return cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_MODEL=THINKER)
+
+
+def test_thinking_is_kept_nowhere(env: Env, standin: OllamaStandIn, home: Path) -> None:
+    standin.script_reply(ANSWER, thinking=THOUGHT)
+    first = run_cli(env, "ask", "What is the capital of France?")
+    assert (first.returncode, first.stdout) == (0, ANSWER + "\n"), first.stderr
+    assert MARK not in first.stderr
+
+    daily = "".join(p.read_text("utf-8") for p in (home / "conversation").glob("*.md"))
+    assert ANSWER in daily and MARK not in daily
+    log_text = (home / "straylight.log").read_text("utf-8")
+    assert MARK not in log_text
+    assert "thought" in log_text  # only its size is logged
+
+    stored = Settings(home=home)
+    store = MemoryStore.open(home, stored.memory, clock=stored.clock)
+    try:
+        contents = [p.content for p in store.points.list_points(limit=100)]
+    finally:
+        store.close()
+    assert ANSWER in contents and not any(MARK in c for c in contents)
+
+    conversation = json.loads(run_cli(env, "history", "--json").stdout)[0]["conversation_id"]
+    second = run_cli(env, "ask", "--conversation", conversation, "And of Italy?")
+    assert second.returncode == 0, second.stderr
+    history = standin.chat_requests()[-1]["messages"]
+    assert any(m["content"] == ANSWER for m in history)
+    assert not any(MARK in str(m) for m in history)
+
+
+def test_show_thinking_writes_it_to_stderr(env: Env, standin: OllamaStandIn) -> None:
+    standin.script_reply(ANSWER, thinking=THOUGHT)
+    proc = run_cli(env, "ask", "--show-thinking", "--think", "high", "capital?")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ANSWER + "\n"
+    assert proc.stderr == THOUGHT + "\n"  # plain into a pipe: no escape sequences
+    assert standin.chat_requests()[-1]["think"] == "high"
+
+
+def test_a_bad_think_flag_is_a_usage_error(env: Env) -> None:
+    proc = run_cli(env, "ask", "--think", "hard", "hi")
+    assert_one_line(proc, 2, "--think")
+
+
+def test_an_unknown_model_option_stops_ask_with_one_line(env: Env, tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text("[model_options]\ntempurature = 0.7\n", encoding="utf-8")
+    proc = run_cli(env, "ask", "--config", str(config), "hi")
+    assert_one_line(proc, 2, "key 'model_options.tempurature'", "unknown model option")

@@ -1,0 +1,103 @@
+"""The chat's "Thinking" block: it appears while a thinking model thinks, streams, folds when
+the answer starts, and t on the selected reply opens it again; `/think` sets the field."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agent.settings import Settings
+from tests.support.ollama_standin import OllamaStandIn
+from tests.support.pilot_helpers import type_text, wait_until
+from tui.app import StraylightApp
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.chat_message import ChatMessage
+
+SIZE = (110, 32)
+THINKER = "qwen3:8b"
+THOUGHT = "The user asks for a capital. France: Paris. Say it briefly and kindly."
+ANSWER = "Paris is the capital of France."
+
+
+def reply_of(app: StraylightApp) -> ChatMessage | None:
+    messages = [m for m in app.query(ChatMessage) if m.role == "assistant"]
+    return messages[-1] if messages else None
+
+
+def block_state(app: StraylightApp) -> str:
+    reply = reply_of(app)
+    if reply is None or reply.thinking_block is None:
+        return "none"
+    return "folded" if reply.thinking_block.collapsed else "open"
+
+
+async def test_the_thinking_block_streams_folds_and_opens_again(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    standin.set_models(["llama3.2", THINKER, "nomic-embed-text"])
+    settings = make_settings(ollama_host=standin.host, model=THINKER, jobs_enabled=False)
+    standin.script_reply(ANSWER, thinking=THOUGHT)
+    standin.token_delay = 0.05  # slow enough to see the model think
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "capital of France?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: block_state(app) == "open", what="thinking shown")
+        reply = reply_of(app)
+        assert reply is not None and reply.status == "thinking" and reply.text == ""
+        await wait_until(pilot, lambda: reply.status == "complete", timeout=10, what="the answer")
+        assert block_state(app) == "folded"
+        assert reply.thinking == THOUGHT and reply.text == ANSWER
+        shown = str(reply.query_one(".thinking-text").render())
+        assert shown == THOUGHT
+
+        await pilot.press("ctrl+up")
+        assert app.focused is reply
+        await pilot.press("t")
+        assert block_state(app) == "open"
+        await pilot.press("t")
+        assert block_state(app) == "folded"
+        await pilot.press("escape")
+        assert isinstance(app.focused, ChatInput)
+
+
+async def test_a_reply_without_thinking_has_no_block(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    standin.script_reply(ANSWER)
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "capital?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: (r := reply_of(app)) is not None and r.status == "complete")
+        assert block_state(app) == "none"
+        await pilot.press("ctrl+up")
+        await pilot.press("t")  # nothing to open: nothing happens
+        assert block_state(app) == "none"
+
+
+async def test_slash_think_sets_the_field_for_the_session(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    standin.set_models(["llama3.2", THINKER, "nomic-embed-text"])
+    settings = make_settings(ollama_host=standin.host, model=THINKER, jobs_enabled=False)
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.engine.think is None
+        await type_text(pilot, "/think")
+        await pilot.press("enter")
+        await type_text(pilot, "/think low")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.engine.think == "low", what="think low")
+        await type_text(pilot, "/think maybe")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.engine.think == "low"
+        notices = [str(n.render()) for n in app.query(".chat-notice")]
+        assert any(n.startswith("Thinking: unset") for n in notices), notices
+        assert any(n.startswith("Thinking: low") for n in notices), notices
+        assert any(n.startswith("Usage: /think") for n in notices), notices
+        await type_text(pilot, "hi")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any(r.path == "/api/chat" for r in standin.requests))
+        await wait_until(pilot, lambda: not app.chat.replying, what="reply done")
+        assert standin.chat_requests()[-1]["think"] == "low"
