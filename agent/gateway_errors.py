@@ -96,6 +96,13 @@ class ToolsNotSupported(ModelError):
     kind = "tools_not_supported"
 
 
+class ContextOverflow(ModelError):
+    """The prompt does not fit the model's window: not sent (Straylight's budget), or refused
+    by Ollama (HTTP 400 naming the context). The message names the fix."""
+
+    kind = "context_overflow"
+
+
 def classify(
     error: BaseException, *, host: str, model: str, timeout: float, streamed: bool
 ) -> GatewayError:

@@ -134,6 +134,7 @@ class OllamaGateway:
         self.keep_alive = keep_alive  # None: Ollama's default
         self._client: ollama.AsyncClient | None = None
         self._capabilities: dict[str, tuple[str, ...] | None] = {}  # per model, for the process
+        self._shown: dict[str, Any] = {}  # /api/show per model, for the process
         self._stalled = False  # a request timed out and Ollama has not answered since
 
     @classmethod
@@ -317,6 +318,33 @@ class OllamaGateway:
             log.warning("structured chat with %s failed: %s (%r)", model, named, error)
             raise named from error
         return answer_text(response.message.content or "")
+
+    async def show(self, model: str) -> Any | None:
+        """The raw /api/show answer (the client's ShowResponse: `model_info`, `parameters`,
+        `capabilities`), asked like `capabilities` (the metadata timeout, skipped while
+        Ollama is stalled); kept for the life of the gateway, a failure is not."""
+        import ollama
+
+        key = normalise_model_name(model)
+        if key in self._shown:
+            return self._shown[key]
+        if self._stalled:
+            log.info("/api/show of %s not asked: Ollama timed out and has not answered", model)
+            return None
+        try:
+            shown = await self._get_client()._request(
+                ollama.ShowResponse,
+                "POST",
+                "/api/show",
+                json={"model": model},
+                timeout=self.metadata_timeout,
+            )
+        except Exception as error:  # noqa: BLE001 - unknown, not fatal
+            named = self._named(error, model=model, timeout=self.metadata_timeout, streamed=False)
+            log.info("could not read /api/show of %s: %s", model, named)
+            return None
+        self._shown[key] = shown
+        return shown
 
     async def capabilities(self, model: str) -> tuple[str, ...] | None:
         """The model's capabilities from /api/show ("completion", "tools", …); None when

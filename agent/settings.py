@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import reduce
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -47,6 +47,7 @@ ENV_NAMES: dict[str, str] = {
     "history_turns": "STRAYLIGHT_HISTORY_TURNS",
     "http_timeout_seconds": "STRAYLIGHT_HTTP_TIMEOUT_SECONDS",
     "connect_timeout_seconds": "STRAYLIGHT_CONNECT_TIMEOUT_SECONDS",
+    "num_ctx": "STRAYLIGHT_NUM_CTX",
     "longterm_budget_bytes": "STRAYLIGHT_LONGTERM_BUDGET_BYTES",
     "now": "STRAYLIGHT_NOW",
     "workspace": "STRAYLIGHT_WORKSPACE",
@@ -178,6 +179,9 @@ def _toml_type_problem(name: str, value: object) -> str | None:
             return None
         return f"expected {wanted_text}, got {type(value).__name__} {value!r}"
     annotation = field_annotation(SETTING_PATHS[name])
+    optional = [arg for arg in get_args(annotation) if arg is not type(None)]
+    if len(optional) == 1 and len(get_args(annotation)) == 2:  # `int | None`: unset is None
+        annotation = optional[0]
     kind = _KINDS.get(annotation) if isinstance(annotation, type) else None
     if kind is None:  # home (a path string) and now (a datetime or ISO string)
         expected: tuple[type, ...] = (str, datetime)

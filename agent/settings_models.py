@@ -80,6 +80,10 @@ class OllamaConfig(SettingsArea):
     num_predict, repeat_penalty, repeat_last_n, stop, …) for every chat model, and per model
     in `[model_options."qwen3:8b"]`; sent with every chat request. Not num_ctx (the context
     budget owns it). Key `model_options`."""
+    num_ctx: int | None = Field(default=None, ge=512)
+    """Context window (tokens) sent as `options.num_ctx` on every chat request, and the
+    window the prompt is budgeted against. Unset: the model's Modelfile `num_ctx`, else its
+    trained maximum capped at 16,384 (docs/context_budget.md says why). Key `num_ctx`."""
 
     @field_validator("host", mode="before")
     @classmethod
@@ -192,6 +196,7 @@ SETTING_PATHS: dict[str, FieldPath] = {
     "think": ("ollama", "think"),
     "keep_alive": ("ollama", "keep_alive"),
     "model_options": ("ollama", "model_options"),
+    "num_ctx": ("ollama", "num_ctx"),
     "longterm_budget_bytes": ("longterm_budget_bytes",),
     "now": ("now",),
     "memory_enabled": ("memory", "enabled"),

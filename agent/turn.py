@@ -3,7 +3,10 @@
 1. The user's message is masked (once: the log, the points and the prompt get the same text);
    the last N messages of this conversation are read back from the log through its parser,
    and then the message is appended to today's log, before the model is asked anything.
-2. The prompt is persona + longterm.md + known facts + recalled context + that history.
+2. The prompt is persona + longterm.md + known facts + recalled context + that history,
+   fitted into the model's window by the context budget (agent/turn_context.py): what does
+   not fit is left out on a boundary and reported (`ContextBudgeted`); a message too long
+   for the window is not sent (a named failure); every request sends `options.num_ctx`.
 3. The reply streams from Ollama; every failure is a named `GatewayError`.
 4. The reply is logged when complete; cut off or cancelled, what arrived is logged and
    marked; failed before any text, an empty reply marked `failed` with the reason.
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent import turn_facts
 from agent.fact_tools import MAX_ROUNDS, TOOL_SPECS
-from agent.gateway_errors import GatewayError, ModelError, ToolsNotSupported
+from agent.gateway_errors import ContextOverflow, GatewayError, ModelError, ToolsNotSupported
 from agent.ollama_gateway import (
     ChatDelta,
     ChatDone,
@@ -31,14 +34,17 @@ from agent.ollama_gateway import (
     OllamaGateway,
     ToolCall,
 )
-from agent.prompt import PERSONA, PromptSection, build_system_prompt
+from agent.prompt import PERSONA
 from agent.settings import Settings
+from agent.turn_context import TurnContext, prompt_parts
 from agent.turn_events import (
     AfterTurnEvent,
     AfterTurnListener,
     ApprovalRequested,
     CandidatesProposed,
     CapabilityReminder,
+    ContextBudgeted,
+    ContextNotice,
     FactsInjected,
     LongtermWarning,
     MemstatusDue,
@@ -84,6 +90,7 @@ class TurnEngine:
         self._carry: list[Fact] = []  # capability facts the next prompt must carry
         self._tool_support: dict[str, bool] = {}
         self._turns = itertools.count(1)
+        self.context = TurnContext(settings.ollama.num_ctx, gateway, lambda: self.memory)
         self.think: bool | str | None = settings.ollama.think  # `/think` changes it
 
     @property
@@ -105,29 +112,6 @@ class TurnEngine:
             self._append(current)
         history = [m for m in recent if m.content]
         return history, self.longterm.load()
-
-    def assemble(
-        self,
-        history: list[LogMessage],
-        longterm: LongtermState,
-        current: LogMessage,
-        recalled_block: str = "",
-        facts_block: str = "",
-    ) -> list[dict[str, Any]]:
-        """System prompt (persona, longterm.md, known facts, recalled context), history, the
-        new message."""
-        sections = [
-            PromptSection("persona", PERSONA),
-            PromptSection("longterm", longterm.text),
-            PromptSection("known_facts", facts_block),
-            PromptSection("recalled_context", recalled_block),
-        ]
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": build_system_prompt(sections)}
-        ]
-        messages += [{"role": m.role, "content": m.content} for m in history]
-        messages.append({"role": "user", "content": current.content})
-        return messages
 
     async def run(
         self, text: str, *, conversation_id: str, model: str
@@ -155,20 +139,32 @@ class TurnEngine:
             )
             if recall.result is not None:
                 yield Recalled(recall.result)
-        block = recall.result.block if recall and recall.result else ""
         query_vector = recall.query_vector if recall else None
         injected = await self._inject_facts(text, query_vector)
         if injected is not None:
             yield FactsInjected(injected)
-        facts_block = injected.block if injected is not None else ""
-        messages = self.assemble(history, longterm, user_message, block, facts_block)
         tools = await self._tools_for(model)
+        material = prompt_parts(
+            persona=PERSONA,
+            user=user_message,
+            history=history,
+            longterm=longterm.text,
+            injected=injected,
+            recall=recall.result if recall else None,
+            tools=tools,
+        )
+        budgeted, context = await self.context.budget(model, material)
+        yield context
+        messages: list[dict[str, Any]] = list(budgeted.kept.chat_messages())
+        options = await self.context.options(model)
         think = await self._think_for(model)
 
         parts: list[str] = []
         thought_chars = 0  # thinking is shown, never kept: only its size is logged
         outcome: tuple[MessageStatus, str | None] | None = None
         try:
+            if not budgeted.fits:  # Ollama would mangle it: not sent, named (it is logged)
+                raise ContextOverflow(budgeted.refusal())
             rounds = 0
             while True:
                 calls: list[ToolCall] = []
@@ -176,7 +172,7 @@ class TurnEngine:
                 round_text: list[str] = []
                 try:
                     async for event in self.gateway.stream_chat(
-                        model, messages, tools=tools, think=think
+                        model, messages, options=options, tools=tools, think=think
                     ):
                         if isinstance(event, ChatDelta):
                             parts.append(event.text)
@@ -235,13 +231,23 @@ class TurnEngine:
                 outcome = complete
                 reply = mask_secrets("".join(parts))
                 await asyncio.to_thread(self._log_reply, reply, conversation_id, model, complete)
-                self._save_in_background(turn, text, recall, reply, conversation_id, answered)
+                # Calibrated (or a truncation noted) before the background save keeps it;
+                # tool rounds add messages the estimate did not see: not compared.
+                overflow = (
+                    await self.context.after_reply(model, budgeted, done) if rounds == 0 else None
+                )
+                self._save_in_background(
+                    turn, text, recall, reply, conversation_id, answered, context
+                )
                 yield ReplyFinished(reply, done, turn)
+                if overflow is not None:
+                    yield ContextNotice(overflow.message)
                 used = turn_facts.used_memories(injected, recall)
                 async for followup in self._after_reply(text, reply, conversation_id, used):
                     yield followup
                 break
-        except GatewayError as error:
+        except GatewayError as raised:
+            error = self.context.refused(raised, model)
             partial = mask_secrets("".join(parts))
             # Cut off: what arrived is kept. Failed before any text: an empty reply marked
             # `failed` with the reason, so the log says why the message went unanswered.
@@ -349,8 +355,10 @@ class TurnEngine:
         reply: str,
         conversation_id: str,
         answered: str,
+        context: ContextBudgeted | None = None,
     ) -> None:
-        """Save both points without making anyone wait (`drain` awaits them at exit)."""
+        """Save both points (and the context report) without making anyone wait (`drain`
+        awaits them at exit)."""
         if self.memory is None:
             return
         recalled = [hit.content for hit in recall.result.hits] if recall and recall.result else []
@@ -364,6 +372,7 @@ class TurnEngine:
                 conversation_id=conversation_id,
                 recalled_texts=recalled,
                 context=answered,
+                report=context,
             ),
             name="memory-save",
         )
@@ -381,9 +390,11 @@ class TurnEngine:
         conversation_id: str,
         recalled_texts: list[str],
         context: str,
+        report: ContextBudgeted | None = None,
     ) -> None:
-        """The background save; then `PointsSaved`, and `MemstatusDue` when this turn is the
-        N-th since the memstatus job last ran."""
+        """The background save (the points, then the calibration and the context report);
+        then `PointsSaved`, and `MemstatusDue` when this turn is the N-th since the memstatus
+        job last ran."""
         user, reply = await memory.save_turn(
             user_text=user_text,
             user_vector=user_vector,
@@ -392,6 +403,7 @@ class TurnEngine:
             recalled_texts=recalled_texts,
             context=context,
         )
+        await self.context.save(report)
         self._tell(PointsSaved(turn, conversation_id, user.point_id, reply.point_id))
         if not self.counts_memstatus_turns:
             return

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from agent.context_budget import Headroom, format_tokens
 from agent.gateway_errors import GatewayError
 from agent.ollama_gateway import ChatDone
 
@@ -73,6 +74,47 @@ class FactsInjected:
     """What layer 4 put under `## Known facts` this turn."""
 
     injected: InjectedFacts
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBudgeted:
+    """The prompt was fitted into the model's window (before the reply streams): its
+    estimated tokens, the reply reserve, what was left out and the headroom."""
+
+    model: str
+    window: int
+    model_max: int | None
+    tokens: int
+    reply_reserve: int
+    cut: dict[str, int] = field(default_factory=dict)
+    """Items left out per section ("history", "recall", "facts", "longterm")."""
+    notes: tuple[str, ...] = ()
+    """One line per cut section: "history: 6 oldest messages left out"."""
+    headroom: Headroom = "ok"
+
+    def summary(self) -> str:
+        """The sidebar's "context 3.1k / 8k"."""
+        return f"context {format_tokens(self.tokens)} / {format_tokens(self.window)}"
+
+    def to_json(self) -> dict[str, object]:
+        """`status --json`'s `context` (what is persisted adds `notes`)."""
+        return {
+            "model": self.model,
+            "window": self.window,
+            "model_max": self.model_max,
+            "last_prompt_tokens": self.tokens,
+            "reply_reserve": self.reply_reserve,
+            "cut": dict(self.cut),
+            "headroom": self.headroom,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ContextNotice:
+    """Ollama cut the prompt anyway (its `prompt_eval_count` fell far short): the line names
+    it and the fix."""
+
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +188,8 @@ class ApprovalRequested:
 
 TurnEvent = (
     LongtermWarning
+    | ContextBudgeted
+    | ContextNotice
     | Recalled
     | FactsInjected
     | ToolUsed

@@ -332,6 +332,7 @@ CONFIG_NAMES = [
     "think",
     "keep_alive",
     "model_options",
+    "num_ctx",
     "longterm_budget_bytes",
     "now",
     "memory_enabled",
@@ -380,6 +381,7 @@ NESTED: list[tuple[str, tuple[str, ...], str, str, Any]] = [
         "2",
         2.0,
     ),
+    ("num_ctx", ("ollama", "num_ctx"), "STRAYLIGHT_NUM_CTX", "8192", 8192),
     ("memory_top_k", ("memory", "top_k"), "MEMORY_TOP_K", "9", 9),
     ("memory_status_every_n", ("memory", "status_every_n"), "MEMORY_STATUS_EVERY_N", "4", 4),
     (

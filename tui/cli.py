@@ -347,6 +347,8 @@ async def _ask(
         AfterTurnEvent,
         CandidatesProposed,
         CapabilityReminder,
+        ContextBudgeted,
+        ContextNotice,
         LongtermWarning,
         MemstatusDue,
         ReplyDelta,
@@ -396,8 +398,10 @@ async def _ask(
                 kept = " (the partial reply is kept in the log, marked cut off)"
                 fail(str(event.error) + (kept if event.partial else ""), code)
                 wrote_text = False
-            elif isinstance(event, LongtermWarning):
+            elif isinstance(event, LongtermWarning | ContextNotice):
                 print(f"{PROG}: warning: {event.text}", file=sys.stderr)
+            elif isinstance(event, ContextBudgeted) and event.notes:
+                print(f"{PROG}: {event.summary()}: {'; '.join(event.notes)}", file=sys.stderr)
             elif isinstance(event, CandidatesProposed):
                 pending += len(event.candidates)
             elif isinstance(event, CapabilityReminder):
@@ -509,6 +513,7 @@ async def _status(settings: Settings, *, as_json: bool) -> int:
     from tui.cli_memory import memory_status
 
     memory = await asyncio.to_thread(memory_status, settings)
+    context_notes: list[str] = memory.pop("context_notes", [])
     report: dict[str, Any] = {
         "home": str(settings.home),
         **memory,
@@ -567,7 +572,19 @@ async def _status(settings: Settings, *, as_json: bool) -> int:
         f"facts      {facts['active']} active, {facts['stale']} stale, {facts['retired']} "
         f"retired; {facts['pending_candidates']} candidates pending ({memory['workspace']})"
     )
+    print(f"context    {_context_line(memory['context'], context_notes)}")
     return EXIT_OK
+
+
+def _context_line(context: dict[str, Any], notes: list[str]) -> str:
+    """`3.1k / 8k tokens (ok) — history: 6 oldest messages left out` for the last turn."""
+    from agent.context_budget import format_tokens
+
+    if context.get("window") is None or context.get("last_prompt_tokens") is None:
+        return "not known yet (no turn since this version)"
+    used = f"{format_tokens(context['last_prompt_tokens'])} / {format_tokens(context['window'])}"
+    cut = f" — {'; '.join(notes)}" if notes else ""
+    return f"{used} tokens ({context['headroom']}){cut}"
 
 
 def _config(resolved: ResolvedSettings, *, as_json: bool) -> int:

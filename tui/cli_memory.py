@@ -9,6 +9,7 @@ from typing import Any
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
 from agent.workspace import resolve_workspace
+from memory.context_meta import context_status, load_context_report
 from memory.memory_store import MemoryConfig, RecallResult, headroom
 from tui.cli_output import for_terminal, print_json
 from tui.memory_session import MemorySession
@@ -123,6 +124,9 @@ def memory_status(settings: Settings) -> dict[str, Any]:
             status["workspace"] = memory.facts.workspace
         counts = memory.hypotheses.counts(settings.clock.now())
         status["hypotheses"] = {"open": counts["open"], "overdue": counts["overdue"]}
+        report = load_context_report(memory.store.db)
+        status["context"] = context_status(report)
+        status["context_notes"] = list(report.get("notes") or []) if report else []
         return status
 
 
@@ -149,4 +153,6 @@ def _empty_status(config: MemoryConfig, workspace: str) -> dict[str, Any]:
         "facts": fact_status({}, 0),
         "workspace": workspace,
         "hypotheses": {"open": 0, "overdue": 0},
+        "context": context_status(None),
+        "context_notes": [],
     }

@@ -206,8 +206,13 @@ def test_a_ten_mib_longterm_is_named_by_ask(env: Env, home: Path, standin: Ollam
     longterm = _ten_mib_longterm(home)
     standin.script_reply("Noted.")
     proc = run_cli(env, "ask", "hello")
-    assert_one_line(proc, 0, str(longterm), "budget")
+    # The warning names the file; the context budget then names what it left out of it.
+    warning, cut = proc.stderr.splitlines()
+    assert proc.returncode == 0 and str(longterm) in warning and "budget" in warning
+    assert cut.startswith("straylight: context ") and "long-term memory: last" in cut
     assert proc.stdout == "Noted.\n"
+    (outcome,) = standin.chat_outcomes()
+    assert outcome.dropped_messages == 0 and outcome.window == 16384
 
 
 # --------------------------------------------------------------------------- daily logs

@@ -72,10 +72,12 @@ def sent_user_messages(standin: OllamaStandIn) -> list[str]:
 # --------------------------------------------------------------------------- big pastes
 
 
-def test_a_1_mib_paste_is_accepted_and_round_trips(world: Workspace) -> None:
-    """No size limit is documented, so 1 MiB is accepted: logged whole, sent whole, saved
-    as one point, and read back byte for byte (through stdin: one argv string is capped by
-    the OS at 128 KiB)."""
+def test_a_1_mib_paste_is_logged_whole_and_refused_by_the_context_budget(
+    world: Workspace,
+) -> None:
+    """1 MiB (~350,000 tokens) fits no model's window: it is logged whole and read back byte
+    for byte (through stdin: one argv string is capped by the OS at 128 KiB), but not sent —
+    Ollama would keep only its ends — and the refusal names the size and the fix."""
     lines = [
         "### user",
         "### assistant",
@@ -94,16 +96,13 @@ def test_a_1_mib_paste_is_accepted_and_round_trips(world: Workspace) -> None:
     text = text.encode()[:MiB].decode("utf-8", "ignore").rstrip("\n") + "\nend of paste"
     before_log, before_points = log_path(world.home).read_bytes(), points(world.home)
     outside = world.outside()
-    world.standin.script_reply("Got a big paste.")
     proc = world.run("ask", "-", stdin=text)
-    assert_ok(proc)
-    assert proc.stdout == "Got a big paste.\n"
-    assert sent_user_messages(world.standin) == [text]
-    assert new_messages(world) == [
-        ("user", text, "complete"),
-        ("assistant", "Got a big paste.", "complete"),
-    ]
-    assert [p[2] for p in points(world.home)[2:]] == [text]  # the reply is under the floor
+    assert proc.returncode == 5 and proc.stdout == "", proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert "Not sent: the message needs about" in line and "raise num_ctx" in line
+    assert sent_user_messages(world.standin) == []
+    assert new_messages(world) == [("user", text, "complete"), ("assistant", "", "failed")]
+    assert points(world.home) == before_points  # a failed turn saves no point
     assert history_json(world)[2]["content"] == text
     assert_seed_kept(world, before_log, before_points)
     assert world.outside() == outside

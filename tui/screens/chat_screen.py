@@ -28,6 +28,8 @@ from agent.turn_events import (
     ApprovalRequested,
     CandidatesProposed,
     CapabilityReminder,
+    ContextBudgeted,
+    ContextNotice,
     FactsInjected,
     LongtermWarning,
     PointsSaved,
@@ -206,6 +208,14 @@ class ChatScreen(ChatNavigation):
                         finished = True
                         self.publish_sidebar(last_reply=None)
                         await self._show_failure(reply, event)
+                    elif isinstance(event, ContextBudgeted):
+                        self.publish_sidebar(
+                            context=event.summary(),
+                            context_headroom=event.headroom,
+                            context_notes=event.notes,
+                        )
+                    elif isinstance(event, ContextNotice):
+                        await self.notice(f"⚠ {event.text}")
                     elif isinstance(event, LongtermWarning) and not event.over_budget:
                         self.publish_sidebar(longterm_warning=event.text)  # (over budget: shown)
         except asyncio.CancelledError:

@@ -1,4 +1,5 @@
-"""The right-hand status sidebar: Ollama host, state and model; the conversation; longterm.md."""
+"""The right-hand status sidebar: Ollama host, state and model; the conversation and the last
+prompt against the context window; longterm.md."""
 
 from __future__ import annotations
 
@@ -38,9 +39,15 @@ class SidebarState:
     alerts: tuple[str, ...] = ()  # overdue hypotheses, broken bindings
     recalled: tuple[RecalledLine, ...] | None = None  # the last turn's recalled hits
     injected: tuple[str, ...] = ()  # the last turn's injected fact keys
+    context: str | None = None  # the last prompt against the window: "context 3.1k / 8k"
+    context_headroom: str = "ok"  # ok | warn | critical
+    context_notes: tuple[str, ...] = ()  # what the budget left out, one line a section
 
     def with_changes(self, **changes: object) -> SidebarState:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+_HEADROOM_STYLES = {"warn": "bold yellow", "critical": "bold red"}
 
 
 def _section(title: str, lines: list[tuple[str, str]]) -> Text:
@@ -79,7 +86,7 @@ class StatusSidebar(VerticalScroll):
             return
         self.query_one("#sidebar-ollama", Static).update(self._ollama_block(state))
         self.query_one("#sidebar-conversation", Static).update(self._conversation_block(state))
-        memory_style = {"warn": "bold yellow", "critical": "bold red"}.get(state.headroom, "")
+        memory_style = _HEADROOM_STYLES.get(state.headroom, "")
         self.query_one("#sidebar-memory", Static).update(
             _section("Memory", [(state.memory_line, memory_style)])
         )
@@ -117,6 +124,10 @@ class StatusSidebar(VerticalScroll):
         lines = [(f"started {started.astimezone():%Y-%m-%d %H:%M}" if started else "new", "")]
         if state.last_reply:
             lines.append((state.last_reply, "dim"))
+        if state.context:
+            style = _HEADROOM_STYLES.get(state.context_headroom, "")
+            lines.append((f"{state.context} · {state.context_headroom}", style))
+            lines += [(note, "yellow" if style else "dim") for note in state.context_notes]
         return _section("Conversation", lines)
 
     @staticmethod
@@ -171,8 +182,10 @@ def summary_text(state: SidebarState) -> Text:
     text.append(f" · {state.model}")
     points = state.memory_line.split(",")[0].split("\n")[0]
     text.append(f" · {points}")
-    headroom_style = {"warn": "bold yellow", "critical": "bold red"}.get(state.headroom, "")
+    headroom_style = _HEADROOM_STYLES.get(state.headroom, "")
     text.append(f" · RAM {state.headroom}", style=headroom_style)
+    if state.context and state.context_headroom in _HEADROOM_STYLES:
+        text.append(f" · {state.context}", style=_HEADROOM_STYLES[state.context_headroom])
     counts, _, pending = state.facts_line.partition("·")
     active = counts.split(",")[0].replace("active", "").strip()
     text.append(f" · {active} facts" if active.isdigit() else " · facts …")

@@ -1,0 +1,207 @@
+"""The context budget in a turn: the window per model, the prompt's parts, what Ollama said.
+
+`TurnContext` belongs to one `TurnEngine`. It chooses each model's window once (from the
+`num_ctx` setting and `/api/show`, `agent.context_window.choose_window`), fits the turn's
+material into it (`agent.context_budget.budget_prompt`), gives the `options.num_ctx` every chat
+request carries, and after the reply calibrates the token estimator or names a truncation.
+The calibration and the last turn's report are kept in the `meta` table through
+`memory.context_meta` when the memory is open (`status` reads the report).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agent.context_budget import BudgetedPrompt, HistoryMessage, PromptParts, budget_prompt
+from agent.context_window import (
+    Overflow,
+    WindowChoice,
+    choose_window,
+    detect_truncation,
+    parse_context_error,
+    reply_reserve,
+)
+from agent.gateway_errors import ContextOverflow, GatewayError
+from agent.ollama_gateway import ChatDone, OllamaGateway
+from agent.token_estimate import TokenEstimator
+from agent.turn_events import ContextBudgeted
+
+if TYPE_CHECKING:
+    from memory.fact_drawer import InjectedFacts
+    from memory.memory_store import RecallResult
+    from memory.turn_memory import TurnMemory
+    from store.daily_log import LogMessage
+
+log = logging.getLogger("straylight.context")
+
+
+def fact_lines(injected: InjectedFacts | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`## Known facts` as (rules, facts): rules and capabilities (and the cap's note) are
+    never cut, the other facts one a line, most relevant first. A block whose lines do not
+    match its facts one to one is kept whole, as rules."""
+    from memory.fact_injection import ALWAYS_TYPES
+
+    if injected is None or not injected.block:
+        return (), ()
+    lines = injected.block.split("\n")
+    facts = injected.facts
+    if len(lines) != len(facts) + (1 if injected.cut else 0):
+        return (injected.block,), ()
+    rules = [line for line, fact in zip(lines, facts, strict=False) if fact.type in ALWAYS_TYPES]
+    others = [
+        line for line, fact in zip(lines, facts, strict=False) if fact.type not in ALWAYS_TYPES
+    ]
+    rules += lines[len(facts) :]  # the cap's note
+    return tuple(rules), tuple(others)
+
+
+def prompt_parts(
+    *,
+    persona: str,
+    user: LogMessage,
+    history: Sequence[LogMessage],
+    longterm: str,
+    injected: InjectedFacts | None,
+    recall: RecallResult | None,
+    tools: Sequence[dict[str, Any]] | None,
+) -> PromptParts:
+    """The turn's material as the budget's plain data."""
+    from memory.recall import RECALL_PREAMBLE
+
+    rules, facts = fact_lines(injected)
+    return PromptParts(
+        system=persona,
+        user=user.content,
+        rules=rules,
+        longterm=longterm,
+        facts=facts,
+        recall=recall.entries if recall is not None else (),
+        recall_head=RECALL_PREAMBLE,
+        history=tuple(HistoryMessage(m.role, m.content) for m in history),
+        tools=json.dumps(list(tools)) if tools else "",
+    )
+
+
+class TurnContext:
+    """One engine's windows, token estimator and last context report."""
+
+    def __init__(
+        self,
+        num_ctx: int | None,
+        gateway: OllamaGateway,
+        memory: Callable[[], TurnMemory | None],
+    ) -> None:
+        self.num_ctx = num_ctx
+        self.gateway = gateway
+        self._memory = memory  # the engine's, read each time: the TUI opens it after start-up
+        self._windows: dict[str, WindowChoice] = {}
+        self._estimator = TokenEstimator()
+        self._loaded = False  # the stored calibration was read
+
+    async def window(self, model: str) -> WindowChoice:
+        """The model's window, chosen once per model (the same `num_ctx` on every request:
+        a different one makes Ollama reload the model)."""
+        choice = self._windows.get(model)
+        if choice is None:
+            show = await self.gateway.show(model)
+            choice = choose_window(self.num_ctx, show)
+            log.info("context window of %s: %s", model, choice.describe())
+            self._windows[model] = choice
+        return choice
+
+    async def options(self, model: str) -> dict[str, Any]:
+        """What every chat request of this model sends in `options`."""
+        return {"num_ctx": (await self.window(model)).window}
+
+    async def estimator(self) -> TokenEstimator:
+        """The calibration, read from the memory once it is open (what this process learnt
+        before that is kept for the models the stored state does not know)."""
+        memory = self._memory()
+        if not self._loaded and memory is not None:
+            from memory.context_meta import load_calibration
+
+            self._loaded = True
+            try:
+                state = await asyncio.to_thread(load_calibration, memory.store.db)
+            except Exception:  # never in the way of the turn: start afresh
+                log.exception("reading the token calibration failed")
+                state = None
+            stored = TokenEstimator.from_json(state)
+            self._estimator = TokenEstimator({**self._estimator.models, **stored.models})
+        return self._estimator
+
+    async def budget(
+        self, model: str, parts: PromptParts
+    ) -> tuple[BudgetedPrompt, ContextBudgeted]:
+        """Fit `parts` into the model's window; the budget and its event."""
+        choice = await self.window(model)
+        estimator = await self.estimator()
+        predict = (self.gateway.request_options(model) or {}).get("num_predict")
+        reserve = reply_reserve(choice.window, predict if isinstance(predict, int) else None)
+        budgeted = budget_prompt(
+            parts,
+            window=choice.window,
+            reply_reserve=reserve,
+            factor=estimator.factor(model),
+            margin=estimator.margin(model),
+        )
+        event = ContextBudgeted(
+            model=model,
+            window=choice.window,
+            model_max=choice.model_max,
+            tokens=budgeted.total,
+            reply_reserve=reserve,
+            cut=dict(budgeted.cut),
+            notes=budgeted.notes,
+            headroom=budgeted.headroom,
+        )
+        return budgeted, event
+
+    async def after_reply(
+        self, model: str, budgeted: BudgetedPrompt, done: ChatDone
+    ) -> Overflow | None:
+        """Ollama's `prompt_eval_count` against the estimate: a truncation (named, and the
+        estimate raised) or one more calibration observation."""
+        choice = await self.window(model)
+        estimator = await self.estimator()
+        overflow = detect_truncation(
+            budgeted.total, done.prompt_eval_count, choice.window, choice.model_max
+        )
+        if overflow is not None:
+            log.warning("%s", overflow.message)
+            estimator.note_truncation(model)
+        else:
+            estimator.observe(model, budgeted.estimate, done.prompt_eval_count)
+        return overflow
+
+    def refused(self, error: GatewayError, model: str) -> GatewayError:
+        """An HTTP 400 that names the context becomes its one line with the fix; any other
+        error is returned as it was."""
+        cause = error.__cause__
+        text = str(getattr(cause, "error", "") or "") if cause is not None else ""
+        choice = self._windows.get(model)
+        overflow = parse_context_error(
+            text or str(error),
+            window=choice.window if choice else None,
+            model_max=choice.model_max if choice else None,
+        )
+        return ContextOverflow(overflow.message) if overflow is not None else error
+
+    async def save(self, report: ContextBudgeted | None) -> None:
+        """Persist the calibration and the last report (for `status`), when the memory is
+        open; never raises."""
+        memory = self._memory()
+        if memory is None:
+            return
+        from memory.context_meta import save_turn_context
+
+        calibration = self._estimator.to_json() if self._loaded else None
+        saved = {**report.to_json(), "notes": list(report.notes)} if report else None
+        try:
+            await asyncio.to_thread(save_turn_context, memory.store.db, calibration, saved)
+        except Exception:
+            log.exception("saving the context report failed")
