@@ -257,13 +257,14 @@ def _new_threads(before: set[threading.Thread]) -> list[threading.Thread]:
 
 
 def _open_files() -> list[str]:
-    """What this process's file descriptors point at, but sockets, pipes and the like."""
+    """What this process's file descriptors point at, but sockets, pipes and the like, and
+    the kernel's /proc and /sys files (a library's thread may be reading one right then)."""
     found = []
     with contextlib.suppress(FileNotFoundError):
         for fd in os.listdir("/proc/self/fd"):
             with contextlib.suppress(OSError):
                 target = os.readlink(f"/proc/self/fd/{fd}")
-                if target.startswith("/"):
+                if target.startswith("/") and not target.startswith(("/proc/", "/sys/")):
                     found.append(target)
     return found
 
