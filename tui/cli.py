@@ -19,13 +19,12 @@ from datetime import date
 from pathlib import Path
 from typing import Any, NoReturn
 
-from agent.gateway_errors import EXIT_MODEL_ERROR, EXIT_OK, EXIT_USAGE
+from agent.gateway_errors import EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, Settings, SettingsError, load_settings
 from agent.settings_models import THINK_CHOICES
-from tui.cli_output import PROG, fail, for_terminal, read_stdin_text
+from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, for_terminal, read_stdin_text
 
 log = logging.getLogger("straylight.cli")
-EXIT_UNEXPECTED = 1
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 # Commands that may create the data dir; the others only read it.
@@ -284,11 +283,15 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
             return run_app(settings)
     if args.command == "ask":
         text = _ask_text(args.text)
-        return asyncio.run(_ask(settings, text, args.conversation, args.show_thinking))
+        from tui.cli_ask import ask
+
+        return asyncio.run(ask(settings, text, args.conversation, args.show_thinking))
     if args.command == "history":
         return _history(settings, args.date, args.conversation, as_json=args.json)
     if args.command == "status":
-        return asyncio.run(_status(settings, as_json=args.json))
+        from tui.cli_status import status
+
+        return asyncio.run(status(settings, as_json=args.json))
     if args.command == "config":
         return _config(resolved, as_json=args.json)
     if args.command == "hypotheses":
@@ -338,120 +341,6 @@ def _ask_text(raw: str) -> str:
     return text
 
 
-async def _ask(
-    settings: Settings, text: str, conversation: str | None, show_thinking: bool = False
-) -> int:
-    from agent.ollama_gateway import OllamaGateway
-    from agent.turn import TurnEngine, new_conversation_id
-    from agent.turn_events import (
-        AfterTurnEvent,
-        CandidatesProposed,
-        CapabilityReminder,
-        ContextBudgeted,
-        ContextNotice,
-        LongtermWarning,
-        MemstatusDue,
-        ReplyDelta,
-        ReplyFailed,
-        ReplyFinished,
-        ThinkingDelta,
-    )
-    from tui.cli_output import ThinkingEcho
-    from tui.memory_session import MemorySession
-
-    gateway = OllamaGateway.from_config(settings.ollama)
-    session = MemorySession(settings, gateway)
-    try:
-        memory = session.open()
-    except BaseException:
-        await gateway.aclose()
-        raise
-    engine = TurnEngine(settings, gateway, memory)
-    after_turn: list[AfterTurnEvent] = []  # what the background save reports, read after drain
-    engine.after_turn = after_turn.append
-    engine.longterm.ensure_template()
-    conversation_id = conversation or new_conversation_id(settings.clock)
-    code = EXIT_MODEL_ERROR
-    wrote_text = False
-    pending = 0
-    reminders: list[str] = []
-    thinking = ThinkingEcho()
-    try:
-        async for event in engine.run(
-            text, conversation_id=conversation_id, model=settings.ollama.model
-        ):
-            if isinstance(event, ThinkingDelta):
-                if show_thinking:  # stdout carries only the answer
-                    thinking.write(event.text)
-                continue
-            thinking.close()
-            if isinstance(event, ReplyDelta):
-                sys.stdout.write(for_terminal(event.text))
-                sys.stdout.flush()
-                wrote_text = True
-            elif isinstance(event, ReplyFinished):
-                code = EXIT_OK
-            elif isinstance(event, ReplyFailed):
-                code = event.error.exit_code
-                if wrote_text:
-                    sys.stdout.write("\n")
-                kept = " (the partial reply is kept in the log, marked cut off)"
-                fail(str(event.error) + (kept if event.partial else ""), code)
-                wrote_text = False
-            elif isinstance(event, LongtermWarning | ContextNotice):
-                print(f"{PROG}: warning: {event.text}", file=sys.stderr)
-            elif isinstance(event, ContextBudgeted) and event.notes:
-                print(f"{PROG}: {event.summary()}: {'; '.join(event.notes)}", file=sys.stderr)
-            elif isinstance(event, CandidatesProposed):
-                pending += len(event.candidates)
-            elif isinstance(event, CapabilityReminder):
-                keys = ", ".join(f.key for f in event.facts)
-                reminders.append(f"{PROG}: known fact: this was done from here before ({keys})")
-        failures = await engine.drain()  # the two points are saved before the process ends
-        if failures and code == EXIT_OK:  # (a failed reply has its line already)
-            from store.database import database_path
-
-            cause = " ".join(str(failures[0]).split()) or type(failures[0]).__name__
-            code = fail(
-                f"the turn is in the daily log, but its memory points were not saved to "
-                f"{database_path(settings.home)}: {cause}",
-                EXIT_UNEXPECTED,
-            )
-        if code == EXIT_OK and any(isinstance(event, MemstatusDue) for event in after_turn):
-            reminders += await _run_memstatus(settings, memory, gateway)
-    finally:
-        session.close()
-        await gateway.aclose()
-    if wrote_text:
-        sys.stdout.write("\n")
-        sys.stdout.flush()
-    for line in reminders:
-        print(line, file=sys.stderr)
-    if pending:
-        plural = "candidate waits" if pending == 1 else "candidates wait"
-        print(
-            f"{PROG}: {pending} fact {plural} for approval (straylight candidates list)",
-            file=sys.stderr,
-        )
-    log.info("ask finished in conversation %s with exit code %d", conversation_id, code)
-    return code
-
-
-async def _run_memstatus(settings: Settings, memory: Any, gateway: Any) -> list[str]:
-    """The engine said memstatus is due (every MEMORY_STATUS_EVERY_N turns): run the job; its
-    notice (only on escalation) becomes one stderr line."""
-    from jobs.background_jobs import JobContext
-    from jobs.runner import JobRunner
-
-    try:
-        runner = JobRunner(JobContext(settings, memory, gateway, settings.ollama.model))
-        result = await runner.run("memstatus")
-    except Exception:  # never in the way of the reply
-        log.exception("memstatus after the turn failed")
-        return []
-    return [f"{PROG}: {notice.text}" for notice in result.notices]
-
-
 def _history(
     settings: Settings, day_text: str | None, conversation: str | None, *, as_json: bool
 ) -> int:
@@ -485,106 +374,6 @@ def _history(
         print(for_terminal(message.content))
         print()
     return EXIT_OK
-
-
-async def _status(settings: Settings, *, as_json: bool) -> int:
-    from agent.ollama_gateway import OllamaGateway
-    from store.daily_log import DailyLog
-    from store.longterm_file import LongtermFile
-
-    gateway = OllamaGateway(
-        settings.ollama.host,
-        read_timeout=settings.ollama.connect_timeout_seconds,
-        connect_timeout=settings.ollama.connect_timeout_seconds,
-    )
-    try:
-        ollama = await gateway.check()
-    finally:
-        await gateway.aclose()
-    longterm = LongtermFile(settings.home / "longterm.md", settings.longterm_budget_bytes).load()
-    today = settings.clock.now().astimezone().date()
-    today_messages = DailyLog(settings.home / "conversation").read_day(today)
-    longterm_warning = longterm.warning
-    if longterm_warning is None and longterm.over_budget:
-        longterm_warning = (
-            f"longterm.md is {longterm.size_bytes} bytes, over its budget of "
-            f"{longterm.budget_bytes} bytes: every turn pays for it"
-        )
-    from tui.cli_memory import memory_status
-
-    memory = await asyncio.to_thread(memory_status, settings)
-    context_notes: list[str] = memory.pop("context_notes", [])
-    report: dict[str, Any] = {
-        "home": str(settings.home),
-        **memory,
-        "longterm_bytes": longterm.size_bytes,
-        "ollama": {
-            "host": ollama.host,
-            "reachable": ollama.reachable,
-            "version": ollama.version,
-            "model": settings.ollama.model,
-            "model_pulled": ollama.has_model(settings.ollama.model) if ollama.reachable else None,
-            "embed_model": settings.memory.embed_model,
-            "embed_model_pulled": (
-                ollama.has_model(settings.memory.embed_model) if ollama.reachable else None
-            ),
-            "error": ollama.error,
-        },
-        "longterm": {
-            "path": str(longterm.path),
-            "size_bytes": longterm.size_bytes,
-            "budget_bytes": longterm.budget_bytes,
-            "over_budget": longterm.over_budget,
-            "warning": longterm_warning,
-        },
-        "log": {"today": today.isoformat(), "messages_today": len(today_messages)},
-    }
-    if as_json:
-        print(json.dumps(report, ensure_ascii=False, indent=2))
-        return EXIT_OK
-    state = f"online, Ollama {ollama.version}" if ollama.reachable else f"offline: {ollama.error}"
-    print(f"data dir   {settings.home}")
-    print(f"ollama     {ollama.host} ({state})")
-    pulled = report["ollama"]["model_pulled"]
-    model_note = "" if pulled is None else (" (pulled)" if pulled else " (not pulled)")
-    print(f"model      {settings.ollama.model}{model_note}")
-    print(f"longterm   {longterm.size_bytes} / {longterm.budget_bytes} bytes")
-    if longterm_warning:
-        print(f"warning    {longterm_warning}")
-    print(f"today      {len(today_messages)} messages in {today.isoformat()}.md")
-    points = memory["points"]
-    print(
-        f"memory     {points['total']} points ({points['user']} user, {points['assistant']} "
-        f"assistant, {points['doc']} doc; {points['pinned']} pinned, "
-        f"{points['without_vector']} without vector)"
-    )
-    skips = ", ".join(f"{rule} {count}" for rule, count in memory["skips"].items()) or "none"
-    print(f"skipped    {skips}")
-    index = memory["index"]
-    print(f"index      {index['state']}, {index['size']} vectors")
-    mib = memory["ram_estimate_bytes"] / 2**20
-    print(f"ram        ~{mib:.1f} MiB estimated, headroom {memory['headroom']}")
-    print(f"embedding  {settings.memory.embed_model}, {memory['embed_requests']} requests so far")
-    cards = memory["hypotheses"]
-    print(f"hypotheses {cards['open']} open, {cards['overdue']} overdue")
-    facts = memory["facts"]
-    print(
-        f"facts      {facts['active']} active, {facts['stale']} stale, {facts['retired']} "
-        f"retired; {facts['pending_candidates']} candidates pending ({memory['workspace']})"
-    )
-    print(f"context    {_context_line(memory['context'], context_notes)}")
-    return EXIT_OK
-
-
-def _context_line(context: dict[str, Any], notes: list[str]) -> str:
-    """`3.1k / 8k tokens (ok) — history: 6 oldest messages left out` for the last turn."""
-    from agent.context_budget import format_tokens
-
-    if context.get("window") is None or context.get("last_prompt_tokens") is None:
-        return "not known yet (no turn since this version)"
-    used = f"{format_tokens(context['last_prompt_tokens'])} / {format_tokens(context['window'])}"
-    cut = f" — {'; '.join(notes)}" if notes else ""
-    return f"{used} tokens ({context['headroom']}){cut}"
 
 
 def _config(resolved: ResolvedSettings, *, as_json: bool) -> int:

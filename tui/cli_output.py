@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 PROG = "straylight"
+EXIT_UNEXPECTED = 1  # an error nobody foresaw: one line, details in straylight.log
 
 
 def print_json(data: Any) -> None:

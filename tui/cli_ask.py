@@ -1,0 +1,131 @@
+"""`straylight ask TEXT`: one turn from the shell, consuming the same turn events as the TUI.
+
+The reply goes to stdout as it streams; notices (what the context budget left out, memstatus
+on escalation, candidates waiting for approval) are one line each on stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+from agent.gateway_errors import EXIT_MODEL_ERROR, EXIT_OK
+from agent.settings import Settings
+from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, for_terminal
+
+log = logging.getLogger("straylight.cli")
+
+
+async def ask(
+    settings: Settings, text: str, conversation: str | None, show_thinking: bool = False
+) -> int:
+    from agent.ollama_gateway import OllamaGateway
+    from agent.turn import TurnEngine, new_conversation_id
+    from agent.turn_events import (
+        AfterTurnEvent,
+        CandidatesProposed,
+        CapabilityReminder,
+        ContextBudgeted,
+        ContextNotice,
+        LongtermWarning,
+        MemstatusDue,
+        ReplyDelta,
+        ReplyFailed,
+        ReplyFinished,
+        ThinkingDelta,
+    )
+    from tui.cli_output import ThinkingEcho
+    from tui.memory_session import MemorySession
+
+    gateway = OllamaGateway.from_config(settings.ollama)
+    session = MemorySession(settings, gateway)
+    try:
+        memory = session.open()
+    except BaseException:
+        await gateway.aclose()
+        raise
+    engine = TurnEngine(settings, gateway, memory)
+    after_turn: list[AfterTurnEvent] = []  # what the background save reports, read after drain
+    engine.after_turn = after_turn.append
+    engine.longterm.ensure_template()
+    conversation_id = conversation or new_conversation_id(settings.clock)
+    code = EXIT_MODEL_ERROR
+    wrote_text = False
+    pending = 0
+    reminders: list[str] = []
+    thinking = ThinkingEcho()
+    try:
+        async for event in engine.run(
+            text, conversation_id=conversation_id, model=settings.ollama.model
+        ):
+            if isinstance(event, ThinkingDelta):
+                if show_thinking:  # stdout carries only the answer
+                    thinking.write(event.text)
+                continue
+            thinking.close()
+            if isinstance(event, ReplyDelta):
+                sys.stdout.write(for_terminal(event.text))
+                sys.stdout.flush()
+                wrote_text = True
+            elif isinstance(event, ReplyFinished):
+                code = EXIT_OK
+            elif isinstance(event, ReplyFailed):
+                code = event.error.exit_code
+                if wrote_text:
+                    sys.stdout.write("\n")
+                kept = " (the partial reply is kept in the log, marked cut off)"
+                fail(str(event.error) + (kept if event.partial else ""), code)
+                wrote_text = False
+            elif isinstance(event, LongtermWarning | ContextNotice):
+                print(f"{PROG}: warning: {event.text}", file=sys.stderr)
+            elif isinstance(event, ContextBudgeted) and event.notes:
+                print(f"{PROG}: {event.summary()}: {'; '.join(event.notes)}", file=sys.stderr)
+            elif isinstance(event, CandidatesProposed):
+                pending += len(event.candidates)
+            elif isinstance(event, CapabilityReminder):
+                keys = ", ".join(f.key for f in event.facts)
+                reminders.append(f"{PROG}: known fact: this was done from here before ({keys})")
+        failures = await engine.drain()  # the two points are saved before the process ends
+        if failures and code == EXIT_OK:  # (a failed reply has its line already)
+            from store.database import database_path
+
+            cause = " ".join(str(failures[0]).split()) or type(failures[0]).__name__
+            code = fail(
+                f"the turn is in the daily log, but its memory points were not saved to "
+                f"{database_path(settings.home)}: {cause}",
+                EXIT_UNEXPECTED,
+            )
+        if code == EXIT_OK and any(isinstance(event, MemstatusDue) for event in after_turn):
+            reminders += await run_memstatus(settings, memory, gateway)
+    finally:
+        session.close()
+        await gateway.aclose()
+    if wrote_text:
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+    for line in reminders:
+        print(line, file=sys.stderr)
+    if pending:
+        plural = "candidate waits" if pending == 1 else "candidates wait"
+        print(
+            f"{PROG}: {pending} fact {plural} for approval (straylight candidates list)",
+            file=sys.stderr,
+        )
+    log.info("ask finished in conversation %s with exit code %d", conversation_id, code)
+    return code
+
+
+async def run_memstatus(settings: Settings, memory: Any, gateway: Any) -> list[str]:
+    """The engine said memstatus is due (every MEMORY_STATUS_EVERY_N turns): run the job; its
+    notice (only on escalation) becomes one stderr line."""
+    from jobs.background_jobs import JobContext
+    from jobs.runner import JobRunner
+
+    try:
+        runner = JobRunner(JobContext(settings, memory, gateway, settings.ollama.model))
+        result = await runner.run("memstatus")
+    except Exception:  # never in the way of the reply
+        log.exception("memstatus after the turn failed")
+        return []
+    return [f"{PROG}: {notice.text}" for notice in result.notices]

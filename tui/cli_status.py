@@ -1,0 +1,111 @@
+"""`straylight status [--json]`: Ollama, the data dir, longterm.md, today's log, the memory
+(points, index, RAM headroom), the last prompt's context window, facts and hypotheses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from agent.gateway_errors import EXIT_OK
+from agent.settings import Settings
+
+
+async def status(settings: Settings, *, as_json: bool) -> int:
+    from agent.ollama_gateway import OllamaGateway
+    from store.daily_log import DailyLog
+    from store.longterm_file import LongtermFile
+
+    gateway = OllamaGateway(
+        settings.ollama.host,
+        read_timeout=settings.ollama.connect_timeout_seconds,
+        connect_timeout=settings.ollama.connect_timeout_seconds,
+    )
+    try:
+        ollama = await gateway.check()
+    finally:
+        await gateway.aclose()
+    longterm = LongtermFile(settings.home / "longterm.md", settings.longterm_budget_bytes).load()
+    today = settings.clock.now().astimezone().date()
+    today_messages = DailyLog(settings.home / "conversation").read_day(today)
+    longterm_warning = longterm.warning
+    if longterm_warning is None and longterm.over_budget:
+        longterm_warning = (
+            f"longterm.md is {longterm.size_bytes} bytes, over its budget of "
+            f"{longterm.budget_bytes} bytes: every turn pays for it"
+        )
+    from tui.cli_memory import memory_status
+
+    memory = await asyncio.to_thread(memory_status, settings)
+    context_notes: list[str] = memory.pop("context_notes", [])
+    report: dict[str, Any] = {
+        "home": str(settings.home),
+        **memory,
+        "longterm_bytes": longterm.size_bytes,
+        "ollama": {
+            "host": ollama.host,
+            "reachable": ollama.reachable,
+            "version": ollama.version,
+            "model": settings.ollama.model,
+            "model_pulled": ollama.has_model(settings.ollama.model) if ollama.reachable else None,
+            "embed_model": settings.memory.embed_model,
+            "embed_model_pulled": (
+                ollama.has_model(settings.memory.embed_model) if ollama.reachable else None
+            ),
+            "error": ollama.error,
+        },
+        "longterm": {
+            "path": str(longterm.path),
+            "size_bytes": longterm.size_bytes,
+            "budget_bytes": longterm.budget_bytes,
+            "over_budget": longterm.over_budget,
+            "warning": longterm_warning,
+        },
+        "log": {"today": today.isoformat(), "messages_today": len(today_messages)},
+    }
+    if as_json:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    state = f"online, Ollama {ollama.version}" if ollama.reachable else f"offline: {ollama.error}"
+    print(f"data dir   {settings.home}")
+    print(f"ollama     {ollama.host} ({state})")
+    pulled = report["ollama"]["model_pulled"]
+    model_note = "" if pulled is None else (" (pulled)" if pulled else " (not pulled)")
+    print(f"model      {settings.ollama.model}{model_note}")
+    print(f"longterm   {longterm.size_bytes} / {longterm.budget_bytes} bytes")
+    if longterm_warning:
+        print(f"warning    {longterm_warning}")
+    print(f"today      {len(today_messages)} messages in {today.isoformat()}.md")
+    points = memory["points"]
+    print(
+        f"memory     {points['total']} points ({points['user']} user, {points['assistant']} "
+        f"assistant, {points['doc']} doc; {points['pinned']} pinned, "
+        f"{points['without_vector']} without vector)"
+    )
+    skips = ", ".join(f"{rule} {count}" for rule, count in memory["skips"].items()) or "none"
+    print(f"skipped    {skips}")
+    index = memory["index"]
+    print(f"index      {index['state']}, {index['size']} vectors")
+    mib = memory["ram_estimate_bytes"] / 2**20
+    print(f"ram        ~{mib:.1f} MiB estimated, headroom {memory['headroom']}")
+    print(f"embedding  {settings.memory.embed_model}, {memory['embed_requests']} requests so far")
+    cards = memory["hypotheses"]
+    print(f"hypotheses {cards['open']} open, {cards['overdue']} overdue")
+    facts = memory["facts"]
+    print(
+        f"facts      {facts['active']} active, {facts['stale']} stale, {facts['retired']} "
+        f"retired; {facts['pending_candidates']} candidates pending ({memory['workspace']})"
+    )
+    print(f"context    {context_line(memory['context'], context_notes)}")
+    return EXIT_OK
+
+
+def context_line(context: dict[str, Any], notes: list[str]) -> str:
+    """`3.1k / 8k tokens (ok) — history: 6 oldest messages left out` for the last turn."""
+    from agent.context_budget import format_tokens
+
+    if context.get("window") is None or context.get("last_prompt_tokens") is None:
+        return "not known yet (no turn since this version)"
+    used = f"{format_tokens(context['last_prompt_tokens'])} / {format_tokens(context['window'])}"
+    cut = f" — {'; '.join(notes)}" if notes else ""
+    return f"{used} tokens ({context['headroom']}){cut}"
