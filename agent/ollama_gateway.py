@@ -133,7 +133,6 @@ class OllamaGateway:
         self.model_options = dict(model_options or {})  # config.toml [model_options]
         self.keep_alive = keep_alive  # None: Ollama's default
         self._client: ollama.AsyncClient | None = None
-        self._capabilities: dict[str, tuple[str, ...] | None] = {}  # per model, for the process
         self._shown: dict[str, Any] = {}  # /api/show per model, for the process
         self._stalled = False  # a request timed out and Ollama has not answered since
 
@@ -349,33 +348,10 @@ class OllamaGateway:
     async def capabilities(self, model: str) -> tuple[str, ...] | None:
         """The model's capabilities from /api/show ("completion", "tools", …); None when
         Ollama does not say (old servers) or cannot be asked in `metadata_timeout` seconds.
-        An answer is kept for the life of the gateway (the process); a failure is not."""
-        import ollama
-
-        key = normalise_model_name(model)
-        if key in self._capabilities:
-            return self._capabilities[key]
-        if self._stalled:
-            log.info("capabilities of %s not asked: Ollama timed out and has not answered", model)
-            return None
-        client = self._get_client()
-        try:
-            # `client.show()` takes no timeout: its request, through `_request`, with one.
-            shown = await client._request(
-                ollama.ShowResponse,
-                "POST",
-                "/api/show",
-                json={"model": model},
-                timeout=self.metadata_timeout,
-            )
-        except Exception as error:  # noqa: BLE001 - unknown, not fatal
-            named = self._named(error, model=model, timeout=self.metadata_timeout, streamed=False)
-            log.info("could not read the capabilities of %s: %s", model, named)
-            return None
-        capabilities = getattr(shown, "capabilities", None)
-        known = tuple(str(c) for c in capabilities) if capabilities is not None else None
-        self._capabilities[key] = known
-        return known
+        Read from `show`, so an answer is kept for the life of the gateway; a failure is not."""
+        shown = await self.show(model)
+        capabilities = getattr(shown, "capabilities", None) if shown is not None else None
+        return tuple(str(c) for c in capabilities) if capabilities is not None else None
 
     async def embed(self, model: str, texts: Sequence[str]) -> list[list[float]]:
         """One /api/embed request for all `texts`; raises a named `GatewayError`.
