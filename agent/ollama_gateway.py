@@ -6,6 +6,7 @@ its first frame before they load.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -43,9 +44,22 @@ class OllamaStatus:
     version: str | None = None
     models: tuple[str, ...] = ()
     error: str | None = None
+    capabilities: tuple[tuple[str, ...] | None, ...] = ()
+    """Per model (same order as `models`), what /api/show says it can; None: not known."""
 
     def has_model(self, name: str) -> bool:
         return normalise_model_name(name) in {normalise_model_name(m) for m in self.models}
+
+    @property
+    def chat_models(self) -> tuple[str, ...]:
+        """The pulled models that can chat (capability `completion`), by what Ollama says
+        rather than by name; a model whose capabilities are unknown (an old server) stays."""
+        known = self.capabilities or (None,) * len(self.models)
+        return tuple(
+            name
+            for name, caps in zip(self.models, known, strict=True)
+            if caps is None or "completion" in caps
+        )
 
 
 def normalise_model_name(name: str) -> str:
@@ -231,7 +245,14 @@ class OllamaGateway:
             named = self._named(error, model="", timeout=timeout, streamed=False)
             log.info("ollama check failed: %r", error)
             return OllamaStatus(self.host, reachable=False, error=str(named))
-        return OllamaStatus(self.host, reachable=True, version=version, models=models)
+        capabilities = await asyncio.gather(*(self.capabilities(name) for name in models))
+        return OllamaStatus(
+            self.host,
+            reachable=True,
+            version=version,
+            models=models,
+            capabilities=tuple(capabilities),
+        )
 
     async def stream_chat(
         self,

@@ -98,3 +98,32 @@ async def test_every_screen_opens_by_key_and_by_slash_command_and_esc_closes_it(
 def test_every_screen_command_has_a_palette_entry() -> None:
     palette = {command for command, _title, _help in palette_commands()}
     assert {name for name, command in SLASH_COMMANDS.items() if command.opens} <= palette
+
+
+async def test_model_switching_offers_only_models_that_can_chat(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """By what /api/show says, not by name: an embedding model called like a chat model is
+    not offered, a chat model whose name says 'embed' nowhere is."""
+    from tui.widgets.chat_message import ChatNotice
+
+    standin.set_models(
+        ["llama3.2", "qwen3:8b", "nomic-embed-text", "bge-large"],
+        capabilities={"bge-large": ["embedding"]},
+    )
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(
+            pilot,
+            lambda: app.chat.ollama_status is not None and app.chat.ollama_status.reachable,
+            what="Ollama online",
+        )
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        switches = {t.removeprefix("Switch model: ") for t in titles if t.startswith("Switch")}
+        assert switches == {"llama3.2:latest", "qwen3:8b"}
+        await type_text(pilot, "/model")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(app.query(ChatNotice)), what="the model list")
+        listed = str(list(app.query(ChatNotice))[-1].render())
+        assert "qwen3:8b" in listed and "llama3.2" in listed
+        assert "bge-large" not in listed and "nomic-embed-text" not in listed

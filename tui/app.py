@@ -19,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 
-from agent.ollama_gateway import OllamaGateway, normalise_model_name
+from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
 from agent.turn import TurnEngine
 from agent.turn_events import AfterTurnEvent, MemstatusDue, PointsSaved
@@ -288,10 +288,7 @@ class StraylightApp(App[int]):
         for command, title, help_text in palette_commands():
             yield SystemCommand(title, help_text, _runs(chat.run_slash_command, command))
         if chat.ollama_status is not None and chat.ollama_status.reachable:
-            embed = normalise_model_name(self.settings.memory.embed_model)
-            for name in chat.ollama_status.models:
-                if normalise_model_name(name) == embed:
-                    continue  # the embedding model cannot chat
+            for name in chat.ollama_status.chat_models:  # by capabilities, not by name
                 yield SystemCommand(
                     f"Switch model: {name}",
                     "Chat with this model for the rest of the session",

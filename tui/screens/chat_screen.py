@@ -337,8 +337,8 @@ class ChatScreen(ChatNavigation):
         status = self.ollama_status
         if status is None or not status.reachable:
             return f"Model: {self.model}. Ollama is offline, so the pulled models are unknown."
-        pulled = ", ".join(status.models) or "none"
-        return f"Model: {self.model}. Pulled: {pulled}. `/model NAME` switches."
+        chat = ", ".join(status.chat_models) or "none"
+        return f"Model: {self.model}. Pulled chat models: {chat}. `/model NAME` switches."
 
     async def switch_model(self, name: str) -> None:
         self.model = name
