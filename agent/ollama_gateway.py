@@ -10,7 +10,7 @@ import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agent.gateway_errors import (
@@ -245,14 +245,16 @@ class OllamaGateway:
             named = self._named(error, model="", timeout=timeout, streamed=False)
             log.info("ollama check failed: %r", error)
             return OllamaStatus(self.host, reachable=False, error=str(named))
-        capabilities = await asyncio.gather(*(self.capabilities(name) for name in models))
-        return OllamaStatus(
-            self.host,
-            reachable=True,
-            version=version,
-            models=models,
-            capabilities=tuple(capabilities),
-        )
+        return OllamaStatus(self.host, reachable=True, version=version, models=models)
+
+    async def check_with_capabilities(self) -> OllamaStatus:
+        """`check`, plus what each pulled model can do (one /api/show per model, kept for the
+        process): for the chat's model choice. `status` and the jobs need only `check`."""
+        status = await self.check()
+        if not status.reachable:
+            return status
+        capabilities = await asyncio.gather(*(self.capabilities(m) for m in status.models))
+        return replace(status, capabilities=tuple(capabilities))
 
     async def stream_chat(
         self,

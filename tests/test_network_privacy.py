@@ -223,14 +223,10 @@ async def test_a_remote_ollama_goes_through_the_configured_proxy(
         finally:
             await gateway.aclose()
     assert status.reachable, status.error
-    targets = [seen.target for seen in proxy.seen]
-    assert targets[:2] == [
+    assert [seen.target for seen in proxy.seen] == [
         "http://ollama.invalid:11434/api/version",
         "http://ollama.invalid:11434/api/tags",
     ]
-    # then each model's /api/show (its capabilities), through the proxy as well
-    assert set(targets[2:]) == {"http://ollama.invalid:11434/api/show"}
-    assert len(targets) == 2 + len(status.models)
 
 
 def test_ask_with_a_proxy_in_the_environment_talks_to_loopback_directly(

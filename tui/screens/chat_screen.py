@@ -124,7 +124,7 @@ class ChatScreen(ChatNavigation):
             await asyncio.to_thread(self.engine.longterm.ensure_template)
         except OSError as error:
             log.warning("cannot create longterm.md: %s", error)
-        ollama = await self.engine.gateway.check()
+        ollama = await self.engine.gateway.check_with_capabilities()
         longterm = await asyncio.to_thread(self.engine.longterm.load)
         self.post_message(StatusChecked(ollama, longterm))
 
