@@ -215,7 +215,7 @@ def test_ask_system_is_sent_kept_and_carried(env: Env, standin: OllamaStandIn) -
     assert standin.chat_requests()[-1]["messages"][0]["content"].startswith("You are Straylight")
 
 
-def _db(home: Path):  # noqa: ANN202 - a read-only DuckDB connection
+def _db(home: Path):
     import duckdb
 
     return duckdb.connect(str(home / "straylight.duckdb"), read_only=True)
