@@ -75,7 +75,9 @@ class ConversationNotes:
     def forget_message_points(self, conversation_id: str, role: str, text: str) -> list[int]:
         """Forget the unpinned points that hold exactly this message of this conversation
         (a superseded user message or reply: its replacement gets its own point)."""
-        digest = content_hash(mask_secrets(text).strip())
+        stored = mask_secrets(text).strip()
+        self.store.filter.forget_saved(role, stored, conversation_id)
+        digest = content_hash(stored)
         gone = []
         for point in self.store.points.find_by_hash(digest):
             mine = point.conversation_id == conversation_id and point.role == role

@@ -171,7 +171,15 @@ def supersede_last_exchange(daily_log: DailyLog, conversation_id: str) -> list[L
         if not users:
             return []
         chosen = [i for i in live if i >= users[-1]]
-        wanted = set(chosen)
-        rewrite_day(daily_log, day, lambda i, _m, w=wanted: "supersede" if i in w else "keep")
+        rewrite_day(daily_log, day, _superseding(set(chosen)))
         return [messages[i] for i in chosen]
     return []
+
+
+def _superseding(indexes: set[int]) -> Decide:
+    """A `Decide` that supersedes the messages at these indexes and keeps the rest."""
+
+    def decide(index: int, _message: LogMessage) -> Edit:
+        return "supersede" if index in indexes else "keep"
+
+    return decide
