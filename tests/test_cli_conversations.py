@@ -292,3 +292,22 @@ def test_daily_log_rewrite_keeps_other_blocks_byte_for_byte(home: Path) -> None:
     assert [m.content for m in taken] == ["no metadata, CRLF"]  # it inherits conversation "a"
     assert [m.status for m in log.read_day(log.days()[0])] == ["complete", "complete", "superseded"]
     assert [m.content for m in log.recent("a", 10)] == ["q1", "### user"]
+
+
+def test_history_and_the_listing_leave_superseded_messages_out(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    from store.daily_log_rewrite import supersede_last_exchange
+
+    cid = ask(env, standin, FIRST)
+    ask(env, standin, "And in summer?", "-c", cid, reply="Same, but feed it first.")
+    log = DailyLog(home / "conversation")
+    taken = supersede_last_exchange(log, cid)
+    assert [m.content for m in taken] == ["And in summer?", "Same, but feed it first."]
+    rows = printed_json(run_cli(env, "history", "--json"))
+    assert [r["content"] for r in rows] == [FIRST, REPLY]
+    assert listing(env)[0]["messages"] == 2
+    standin.script_reply("ok")
+    assert_ok(run_cli(env, "ask", "next", "-c", cid))
+    sent = [m["content"] for m in standin.chat_requests()[-1]["messages"][1:]]
+    assert sent == [FIRST, REPLY, "next"]

@@ -358,7 +358,7 @@ def _ask_text(raw: str) -> str:
 def _history(
     settings: Settings, day_text: str | None, conversation: str | None, *, as_json: bool
 ) -> int:
-    from store.daily_log import DailyLog
+    from store.daily_log import SUPERSEDED, DailyLog
 
     if day_text is not None:
         try:
@@ -370,6 +370,7 @@ def _history(
     else:
         day = settings.clock.now().astimezone().date()
     messages = DailyLog(settings.home / "conversation").read_day(day)
+    messages = [m for m in messages if m.status != SUPERSEDED]  # replaced by /retry or an edit
     if conversation:
         messages = [m for m in messages if m.conversation_id == conversation]
     if as_json:

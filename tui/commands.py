@@ -192,6 +192,9 @@ _COMMANDS: tuple[SlashCommand, ...] = (
         "/title",
         "/title TEXT names this conversation; /title alone shows its title",
         "conversation",
+        help="- `/title TEXT` · `/system TEXT` (`--clear`) — this conversation's title and system\n"
+        "  prompt · `/retry` (or **r** on the last reply) regenerates the last reply; **Up** in\n"
+        "  an empty box (or **e** on your last message) edits and resends it",
     ),
     SlashCommand(
         "/system",
