@@ -67,10 +67,7 @@ async def ready(pilot, app: StraylightApp) -> None:
 
 async def send(pilot, app: StraylightApp, text: str, replies: int) -> None:
     """Send `text`; wait until `replies` replies are complete and their points saved."""
-    box = app.query_one(ChatInput)
-    box.focus()
-    box.load_text(text)
-    await pilot.press("enter")
+    await send_line(pilot, app, text)
     await wait_until(
         pilot,
         lambda: (
@@ -79,6 +76,19 @@ async def send(pilot, app: StraylightApp, text: str, replies: int) -> None:
             == replies
         ),
         what=f"{replies} replies",
+    )
+    await app.engine.drain()
+
+
+async def exchange_shown(pilot, app: StraylightApp, user: str, reply: str) -> None:
+    """Wait until the chat shows exactly this exchange, complete, and its points are saved."""
+    await wait_until(
+        pilot,
+        lambda: (
+            [m.text for m in messages(app)] == [user, reply]
+            and messages(app)[1].status == "complete"
+        ),
+        what=f"the exchange {user[:20]!r} → {reply[:20]!r}",
     )
     await app.engine.drain()
 
@@ -170,15 +180,7 @@ async def test_retry_supersedes_the_reply_and_replaces_its_point(
         assert points_of(app) == sorted([("user", QUESTION), ("assistant", FIRST)])
         standin.script_reply(SECOND)
         await send_line(pilot, app, "/retry")
-        await wait_until(
-            pilot,
-            lambda: (
-                [m.text for m in messages(app)] == [QUESTION, SECOND]
-                and messages(app)[1].status == "complete"
-            ),
-            what="the new reply",
-        )
-        await app.engine.drain()
+        await exchange_shown(pilot, app, QUESTION, SECOND)
         assert [(m.role, m.content, m.status) for m in logged(app)] == [
             ("user", QUESTION, "superseded"),
             ("assistant", FIRST, "superseded"),
@@ -190,6 +192,16 @@ async def test_retry_supersedes_the_reply_and_replaces_its_point(
         await send(pilot, app, "Thanks, and what hydration works best for bread flour?", 2)
         sent = [m["content"] for m in standin.chat_requests()[-1]["messages"][1:]]
         assert FIRST not in sent and sent.count(QUESTION) == 1 and SECOND in sent
+
+
+async def test_retry_with_nothing_to_retry_says_so(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        assert "Nothing to retry" in await command(pilot, app, "/retry")
+        assert not app.chat.replying and standin.chat_requests() == []
 
 
 async def test_r_on_the_selected_last_reply_regenerates_it(
@@ -204,14 +216,7 @@ async def test_r_on_the_selected_last_reply_regenerates_it(
         await pilot.press("ctrl+up")  # selects the last message: the reply
         await wait_until(pilot, lambda: app.focused is messages(app)[-1], what="selected")
         await pilot.press("r")
-        await wait_until(
-            pilot,
-            lambda: (
-                [m.text for m in messages(app)] == [QUESTION, SECOND]
-                and messages(app)[1].status == "complete"
-            ),
-            what="the new reply",
-        )
+        await exchange_shown(pilot, app, QUESTION, SECOND)
         assert [m.status for m in logged(app)][:2] == ["superseded", "superseded"]
         await pilot.press("ctrl+up", "up", "r")  # the user message: not a reply
         await pilot.pause()
@@ -235,15 +240,7 @@ async def test_up_in_an_empty_box_edits_the_last_message_and_resends_it(
         edited = QUESTION[:-1] + " Be brief!"
         standin.script_reply(SECOND)
         await pilot.press("enter")
-        await wait_until(
-            pilot,
-            lambda: (
-                [m.text for m in messages(app)] == [edited, SECOND]
-                and messages(app)[1].status == "complete"
-            ),
-            what="the edited exchange",
-        )
-        await app.engine.drain()
+        await exchange_shown(pilot, app, edited, SECOND)
         assert [(m.content, m.status) for m in logged(app)] == [
             (QUESTION, "superseded"),
             (FIRST, "superseded"),
