@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date
 from pathlib import Path
 from typing import Literal
@@ -137,11 +137,14 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def drop_conversation(daily_log: DailyLog, conversation_id: str) -> tuple[int, list[date]]:
-    """Remove every message of a conversation from every day file: (messages, days)."""
+def drop_conversation(
+    daily_log: DailyLog, conversation_id: str, days: Iterable[date] | None = None
+) -> tuple[int, list[date]]:
+    """Remove every message of a conversation from the day files `days` (default: all of
+    them): (messages, days changed)."""
     removed = 0
-    days: list[date] = []
-    for day in daily_log.days():
+    changed: list[date] = []
+    for day in daily_log.days() if days is None else sorted(set(days)):
         count = rewrite_day(
             daily_log,
             day,
@@ -149,8 +152,8 @@ def drop_conversation(daily_log: DailyLog, conversation_id: str) -> tuple[int, l
         )
         if count:
             removed += count
-            days.append(day)
-    return removed, days
+            changed.append(day)
+    return removed, changed
 
 
 def supersede_last_exchange(daily_log: DailyLog, conversation_id: str) -> list[LogMessage]:

@@ -32,6 +32,8 @@ from tui.cli_output import fail, for_terminal, print_json
 from tui.conversation_index import (
     ConversationInfo,
     clean_title,
+    conversation_info,
+    days_from_start,
     list_conversations,
     load_conversation,
 )
@@ -109,10 +111,7 @@ async def _main(args: Any, settings: Settings) -> int:
 
 
 def _find(daily_log: DailyLog, conversation_id: str) -> ConversationInfo | None:
-    for info in list_conversations(daily_log, {}):
-        if info.conversation_id == conversation_id:
-            return info
-    return None
+    return conversation_info(daily_log, conversation_id)
 
 
 @asynccontextmanager
@@ -253,7 +252,7 @@ async def _delete(
         # so the same command finishes the job
         day_names = [day.isoformat() for day in info.days]
         removed = notes.remove(cid, messages=info.messages, days=day_names)
-        dropped, days_changed = drop_conversation(daily_log, cid)
+        dropped, days_changed = drop_conversation(daily_log, cid, days_from_start(daily_log, cid))
     kept = f" ({removed.pinned_kept} pinned kept)" if removed.pinned_kept else ""
     print(
         f"deleted {cid}: {dropped} messages from {len(days_changed)} daily "

@@ -126,7 +126,7 @@ def load_conversation(
     days before the start encoded in a `new_conversation_id` id are skipped (one day of
     slack: ids are UTC, file names local dates); any other id reads every file.
     """
-    wanted = sorted(set(days)) if days is not None else _days_from_start(daily_log, conversation_id)
+    wanted = sorted(set(days)) if days is not None else days_from_start(daily_log, conversation_id)
     collected: list[LogMessage] = []
     for day in wanted:
         collected.extend(
@@ -137,7 +137,7 @@ def load_conversation(
     return collected
 
 
-def _days_from_start(daily_log: DailyLog, conversation_id: str) -> list[date]:
+def days_from_start(daily_log: DailyLog, conversation_id: str) -> list[date]:
     """The day files that can hold messages of this conversation, oldest first."""
     all_days = daily_log.days()
     started = start_date(conversation_id)
@@ -211,6 +211,18 @@ def list_conversations(daily_log: DailyLog, titles: dict[str, str]) -> list[Conv
     )
 
 
+def conversation_info(daily_log: DailyLog, conversation_id: str) -> ConversationInfo | None:
+    """One conversation's row (its proposed title), reading only the day files that can hold
+    it (`days_from_start`); None when no live message of it is found."""
+    entries = [
+        (day, m)
+        for day in days_from_start(daily_log, conversation_id)
+        for m in daily_log.read_day(day)
+        if m.conversation_id == conversation_id and m.status != SUPERSEDED
+    ]
+    return _info(conversation_id, entries, None) if entries else None
+
+
 def _info(
     conversation_id: str, entries: list[tuple[date, LogMessage]], title: str | None
 ) -> ConversationInfo:
@@ -227,13 +239,4 @@ def _info(
         messages=len(messages),
         model=models[-1] if models else None,
         days=tuple(dict.fromkeys(day for day, _m in entries)),
-    )
-
-
-def has_conversation(daily_log: DailyLog, conversation_id: str) -> bool:
-    """Whether any day file holds a message of this conversation (a superseded one too)."""
-    return any(
-        m.conversation_id == conversation_id
-        for day in _days_from_start(daily_log, conversation_id)
-        for m in daily_log.read_day(day)
     )

@@ -16,7 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from store.daily_log import DailyLog
-from tui.conversation_index import ConversationInfo, clean_title, list_conversations
+from tui.conversation_index import clean_title, conversation_info, days_from_start
 
 if TYPE_CHECKING:
     from memory.conversation_notes import ConversationNotes
@@ -71,13 +71,6 @@ class Deleted:
     points: int
 
 
-def find_info(daily_log: DailyLog, conversation_id: str) -> ConversationInfo | None:
-    for info in list_conversations(daily_log, {}):
-        if info.conversation_id == conversation_id:
-            return info
-    return None
-
-
 def delete_conversation(
     daily_log: DailyLog, notes: ConversationNotes | None, conversation_id: str
 ) -> Deleted:
@@ -85,13 +78,14 @@ def delete_conversation(
     logs, each file rewritten atomically)."""
     from store.daily_log_rewrite import drop_conversation
 
-    info = find_info(daily_log, conversation_id)
+    info = conversation_info(daily_log, conversation_id)
     days = [day.isoformat() for day in info.days] if info else []
     count = info.messages if info else 0
     points = 0
     if notes is not None:
         points = len(notes.remove(conversation_id, messages=count, days=days).forgotten)
-    dropped, _days = drop_conversation(daily_log, conversation_id)
+    candidates = days_from_start(daily_log, conversation_id)
+    dropped, _days = drop_conversation(daily_log, conversation_id, candidates)
     return Deleted(conversation_id, dropped, points)
 
 
@@ -103,7 +97,7 @@ def export_conversation(
     from tui.cli_conversations import export_markdown
     from tui.conversation_index import load_conversation
 
-    info = find_info(daily_log, conversation_id)
+    info = conversation_info(daily_log, conversation_id)
     if info is None:
         raise ValueError(f"no conversation {conversation_id!r}")
     record = notes.get(conversation_id) if notes is not None else None
