@@ -34,7 +34,7 @@ from agent.ollama_gateway import (
     OllamaGateway,
     ToolCall,
 )
-from agent.prompt import PERSONA
+from agent.prompt import persona_for
 from agent.settings import Settings
 from agent.turn_context import TurnContext, prompt_parts
 from agent.turn_events import (
@@ -114,9 +114,10 @@ class TurnEngine:
         return history, self.longterm.load()
 
     async def run(
-        self, text: str, *, conversation_id: str, model: str
+        self, text: str, *, conversation_id: str, model: str, system: str | None = None
     ) -> AsyncGenerator[TurnEvent, None]:
-        """One turn. Cancelling the consumer logs what arrived, marked `cancelled`."""
+        """One turn. Cancelling the consumer logs what arrived, marked `cancelled`.
+        `system`: the conversation's own system prompt (None: the persona)."""
         turn = next(self._turns)
         text = mask_secrets(text)  # nothing unmasked is persisted, not even in the log
         user_message = LogMessage(
@@ -145,7 +146,7 @@ class TurnEngine:
             yield FactsInjected(injected)
         tools = await self._tools_for(model)
         material = prompt_parts(
-            persona=PERSONA,
+            persona=persona_for(system),
             user=user_message,
             history=history,
             longterm=longterm.text,

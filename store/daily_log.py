@@ -47,7 +47,10 @@ _ESCAPE_RE = re.compile(rf"^(\\*{_GUARDED})$", re.MULTILINE)
 _UNESCAPE_RE = re.compile(rf"^\\(\\*{_GUARDED})$", re.MULTILINE)
 _DAY_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
 
-MessageStatus = Literal["complete", "cut_off", "cancelled", "failed", "truncated"]
+MessageStatus = Literal["complete", "cut_off", "cancelled", "failed", "truncated", "superseded"]
+# A message `/retry` or an edit replaced: kept in the file, skipped by history, `ask` and
+# continuing (store/daily_log_rewrite.py marks it).
+SUPERSEDED: MessageStatus = "superseded"
 # Metadata key on a message appended right after one that a crash cut short.
 PREVIOUS_CUT_SHORT = "previous_cut_short"
 
@@ -130,7 +133,14 @@ def _message_from(role: Role, body: str, meta: dict[str, object], inherited: str
         except ValueError:
             time_value = None
     status = meta.get("status")
-    known: tuple[str, ...] = ("complete", "cut_off", "cancelled", "failed", "truncated")
+    known: tuple[str, ...] = (
+        "complete",
+        "cut_off",
+        "cancelled",
+        "failed",
+        "truncated",
+        "superseded",
+    )
     conversation = meta.get("conversation")
     model = meta.get("model")
     reason = meta.get("reason")
@@ -260,7 +270,8 @@ class DailyLog:
             yield day, self.read_day(day)
 
     def recent(self, conversation_id: str, limit: int) -> list[LogMessage]:
-        """The last `limit` messages of one conversation, oldest first.
+        """The last `limit` messages of one conversation, oldest first (superseded ones
+        left out).
 
         Walks the day files newest first and stops once it has enough, or once it has
         passed the day the conversation started: the date in an id like
@@ -278,7 +289,7 @@ class DailyLog:
             mine = [m for m in self.read_day(day) if m.conversation_id == conversation_id]
             if floor is None and not mine and collected:
                 break
-            collected = mine + collected
+            collected = [m for m in mine if m.status != SUPERSEDED] + collected
             if len(collected) >= limit:
                 break
         return collected[-limit:]

@@ -239,6 +239,18 @@ MIGRATIONS: Sequence[tuple[Statement, ...]] = (
         )
         """,
     ),
+    # 5 — conversations you manage (issue 16): a title and a system prompt per conversation id.
+    # The daily logs stay the source of the messages; this holds only what a user sets.
+    (
+        """
+        CREATE TABLE conversations (
+            id VARCHAR PRIMARY KEY,
+            title VARCHAR,
+            system_prompt VARCHAR,
+            updated_at TIMESTAMPTZ NOT NULL
+        )
+        """,
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -87,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument(
         "--show-thinking", action="store_true", help="write the model's thinking to stderr"
     )
+    ask.add_argument(
+        "--system",
+        metavar="TEXT",
+        help="this conversation's system prompt (kept with it; '' clears it)",
+    )
 
     history = commands.add_parser(
         "history", allow_abbrev=False, help="print the messages of one day's log"
@@ -139,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     from tui import cli_models
 
     cli_models.register(commands, _common_options, _Parser)
+    from tui import cli_conversations
+
+    cli_conversations.register(commands, _common_options, _Parser)
 
     config = commands.add_parser(
         "config", allow_abbrev=False, help="print every effective setting and its source"
@@ -285,7 +293,9 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         text = _ask_text(args.text)
         from tui.cli_ask import ask
 
-        return asyncio.run(ask(settings, text, args.conversation, args.show_thinking))
+        return asyncio.run(
+            ask(settings, text, args.conversation, args.show_thinking, system=args.system)
+        )
     if args.command == "history":
         return _history(settings, args.date, args.conversation, as_json=args.json)
     if args.command == "status":
@@ -302,6 +312,10 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         from tui import cli_jobs
 
         return cli_jobs.dispatch(args, settings)
+    if args.command == "conversations":
+        from tui import cli_conversations
+
+        return cli_conversations.dispatch(args, settings)
     if args.command in ("models", "pull"):
         from tui import cli_models
 
@@ -344,7 +358,7 @@ def _ask_text(raw: str) -> str:
 def _history(
     settings: Settings, day_text: str | None, conversation: str | None, *, as_json: bool
 ) -> int:
-    from store.daily_log import DailyLog
+    from store.daily_log import SUPERSEDED, DailyLog
 
     if day_text is not None:
         try:
@@ -356,6 +370,7 @@ def _history(
     else:
         day = settings.clock.now().astimezone().date()
     messages = DailyLog(settings.home / "conversation").read_day(day)
+    messages = [m for m in messages if m.status != SUPERSEDED]  # replaced by /retry or an edit
     if conversation:
         messages = [m for m in messages if m.conversation_id == conversation]
     if as_json:

@@ -18,7 +18,12 @@ log = logging.getLogger("straylight.cli")
 
 
 async def ask(
-    settings: Settings, text: str, conversation: str | None, show_thinking: bool = False
+    settings: Settings,
+    text: str,
+    conversation: str | None,
+    show_thinking: bool = False,
+    *,
+    system: str | None = None,
 ) -> int:
     from agent.ollama_gateway import OllamaGateway
     from agent.turn import TurnEngine, new_conversation_id
@@ -50,6 +55,7 @@ async def ask(
     engine.after_turn = after_turn.append
     engine.longterm.ensure_template()
     conversation_id = conversation or new_conversation_id(settings.clock)
+    system_prompt = conversation_system_prompt(memory, conversation_id, system)
     code = EXIT_MODEL_ERROR
     wrote_text = False
     pending = 0
@@ -57,7 +63,7 @@ async def ask(
     thinking = ThinkingEcho()
     try:
         async for event in engine.run(
-            text, conversation_id=conversation_id, model=settings.ollama.model
+            text, conversation_id=conversation_id, model=settings.ollama.model, system=system_prompt
         ):
             if isinstance(event, ThinkingDelta):
                 if show_thinking:  # stdout carries only the answer
@@ -129,3 +135,14 @@ async def run_memstatus(settings: Settings, memory: Any, gateway: Any) -> list[s
         log.exception("memstatus after the turn failed")
         return []
     return [f"{PROG}: {notice.text}" for notice in result.notices]
+
+
+def conversation_system_prompt(memory: Any, conversation_id: str, given: str | None) -> str | None:
+    """`--system TEXT` sets the conversation's system prompt (blank clears it); without it,
+    the one the conversation kept (None: the persona)."""
+    from memory.conversation_notes import ConversationNotes
+
+    notes = ConversationNotes(memory.store)
+    if given is not None:
+        notes.set_system_prompt(conversation_id, given.strip() or None)
+    return notes.get(conversation_id).system_prompt

@@ -13,7 +13,9 @@ from typing import Literal
 
 from textual.binding import Binding
 
-Runner = Literal["help", "new", "model", "think", "dream", "memory", "fact", "hypothesis"]
+Runner = Literal[
+    "help", "new", "model", "think", "dream", "memory", "fact", "hypothesis", "conversation"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +187,26 @@ _COMMANDS: tuple[SlashCommand, ...] = (
         palette=("Conversations", "The daily logs: read one, continue it (Ctrl+O)"),
         help="- `/conversations` — the daily logs by day: read one, continue it · `/longterm` "
         "— edit\n  longterm.md",
+    ),
+    SlashCommand(
+        "/title",
+        "/title TEXT names this conversation; /title alone shows its title",
+        "conversation",
+        help="- `/title TEXT` · `/system TEXT` (`--clear`) — this conversation's title and system\n"
+        "  prompt · `/retry` (or **r** on the last reply) regenerates the last reply; **Up** in\n"
+        "  an empty box (or **e** on your last message) edits and resends it",
+    ),
+    SlashCommand(
+        "/system",
+        "/system TEXT sets this conversation's system prompt; /system alone shows it; "
+        "/system --clear removes it",
+        "conversation",
+    ),
+    SlashCommand(
+        "/retry",
+        "regenerate the last reply (the old one stays in the log, marked superseded)",
+        "conversation",
+        palette=("Retry", "Regenerate the last reply"),
     ),
     SlashCommand(
         "/longterm",

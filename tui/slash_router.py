@@ -42,6 +42,10 @@ async def run_slash_command(chat: ChatScreen, line: str) -> None:
         await chat.set_think(argument)
     elif entry.runs == "dream":
         chat.straylight.run_job_now("dream", announce=True)
+    elif entry.runs == "conversation":
+        from tui.conversation_commands import run_conversation_command
+
+        await run_conversation_command(chat, command, argument)
     else:
         await _run_store_command(chat, command, argument)
 

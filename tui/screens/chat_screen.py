@@ -93,6 +93,8 @@ class ChatScreen(ChatNavigation):
         self.ollama_status: OllamaStatus | None = None
         self.replying = False
         self.unreflected_turns = 0  # finished turns of this conversation since its reflection
+        self.system_prompt: str | None = None  # this conversation's own (`/system`), or none
+        self.editing_last = False  # the box holds the last user message, to resend edited
         self._unsaved: dict[int, tuple[ChatMessage, ChatMessage]] = {}  # turn → its messages
 
     # ---- layout ---------------------------------------------------------------------
@@ -166,6 +168,12 @@ class ChatScreen(ChatNavigation):
             self.notify("A reply is still streaming: Esc cancels it.", severity="warning")
             return
         message.input.clear()
+        if self.editing_last:  # the edited last message: the old exchange is superseded
+            from tui.conversation_commands import retry_last
+
+            self.editing_last = False
+            await retry_last(self, new_text=text)
+            return
         self.replying = True
         self.send_turn(text)
 
@@ -174,7 +182,9 @@ class ChatScreen(ChatNavigation):
         now = self.settings.clock.now()
         user, reply = await self.chat_log.start_turn(text, time=now, model=self.model)
         finished = False
-        turn = self.engine.run(text, conversation_id=self.conversation_id, model=self.model)
+        turn = self.engine.run(
+            text, conversation_id=self.conversation_id, model=self.model, system=self.system_prompt
+        )
         try:
             async with aclosing(turn) as turn_events:
                 async for event in turn_events:
@@ -381,6 +391,7 @@ class ChatScreen(ChatNavigation):
     async def action_new_conversation(self) -> None:
         self.cancel_reply()
         self.reflect_in_background()
+        self.system_prompt, self.editing_last = None, False
         self.conversation_id = new_conversation_id(self.settings.clock)
         self.conversation_started = self.settings.clock.now()
         await self.chat_log.clear()
@@ -399,8 +410,11 @@ class ChatScreen(ChatNavigation):
     def action_open_conversations(self) -> None:
         from tui.screens.conversations_screen import ConversationsScreen
 
+        memory = self.engine.memory
         self._open_screen(
-            ConversationsScreen(self.engine.daily_log, self.conversation_id),
+            ConversationsScreen(
+                self.engine.daily_log, self.conversation_id, memory.store if memory else None
+            ),
             self._continue_conversation,
         )
 
@@ -416,6 +430,7 @@ class ChatScreen(ChatNavigation):
         self.cancel_reply()
         self.reflect_in_background()  # the conversation being left gets its reflection
         self.conversation_id = chosen.conversation_id
+        self.system_prompt, self.editing_last = chosen.system_prompt, False
         first = chosen.started or self.settings.clock.now()
         self.conversation_started = first
         await self.chat_log.show(chat_widgets(chosen.messages))
@@ -424,6 +439,63 @@ class ChatScreen(ChatNavigation):
             f"Continuing conversation {chosen.conversation_id}: the next message goes on it."
         )
         self.query_one(ChatInput).focus()
+
+    # ---- retry and edit (tui/conversation_commands.py does the work) ---------------------
+    def chat_messages(self) -> list[ChatMessage]:
+        """The messages on screen, oldest first."""
+        return list(self.chat_log.query_children(ChatMessage))
+
+    async def remove_last_exchange(self) -> None:
+        """Remove the last user message and everything after it from the chat log."""
+        children = list(self.chat_log.children)
+        users = [
+            i for i, w in enumerate(children) if isinstance(w, ChatMessage) and w.role == "user"
+        ]
+        if users:
+            await self.chat_log.remove_children(children[users[-1] :])
+
+    def on_chat_input_edit_last(self, message: ChatInput.EditLast) -> None:
+        """Up in an empty box: the last user message goes back in it, to edit and resend."""
+        self._edit_last(message.input)
+
+    def on_text_area_changed(self, message: ChatInput.Changed) -> None:
+        if isinstance(message.text_area, ChatInput) and not message.text_area.text:
+            self.editing_last = False  # emptied: the next message is a new one
+
+    def _edit_last(self, box: ChatInput) -> None:
+        users = [m for m in self.chat_messages() if m.role == "user"]
+        if not users or self.replying:
+            return
+        box.load_text(users[-1].text)
+        box.move_cursor(box.document.end)
+        box.focus()
+        self.editing_last = True
+        self.notify(
+            "Editing your last message: Enter resends it (the old exchange is kept, "
+            "marked superseded).",
+            timeout=4,
+        )
+
+    async def action_retry_message(self) -> None:
+        """r on the selected message: regenerate it, when it is the last reply."""
+        from tui.conversation_commands import retry_last
+
+        selected = self._selected()
+        replies = [m for m in self.chat_messages() if m.role == "assistant"]
+        if selected is None or not replies or selected is not replies[-1]:
+            self.notify("Only the last reply can be regenerated.", severity="warning")
+            return
+        self.query_one(ChatInput).focus()
+        await retry_last(self)
+
+    def action_edit_message(self) -> None:
+        """e on the selected message: edit and resend it, when it is the last user message."""
+        selected = self._selected()
+        users = [m for m in self.chat_messages() if m.role == "user"]
+        if selected is None or not users or selected is not users[-1]:
+            self.notify("Only your last message can be edited.", severity="warning")
+            return
+        self._edit_last(self.query_one(ChatInput))
 
     def action_edit_longterm(self) -> None:
         """Suspend the TUI, edit longterm.md in $VISUAL / $EDITOR, re-read it after."""
