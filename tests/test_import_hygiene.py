@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("ollama", "httpx", "duckdb", "usearch", "numpy", "textual.widgets._markdown")
+HEAVY = ("ollama", "httpx", "duckdb", "usearch", "numpy", "textual.widgets._markdown", "mcp")
 
 
 def test_the_entry_and_the_app_do_not_import_heavy_libraries() -> None:

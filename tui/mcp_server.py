@@ -17,8 +17,9 @@ import re
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import Field, ValidationError
 
 from agent.settings import Settings
 from tui.command_runner import CommandRunner
@@ -48,6 +49,25 @@ def read_only(title: str) -> ToolAnnotations:
     )
 
 
+class StraylightServer(MCPServer[Any]):
+    """The SDK's server, with arguments that fail the schema reported on one line."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            cause = error.__cause__
+            if not isinstance(cause, ValidationError) or isinstance(error, UnexpectedToolError):
+                raise
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in detail['loc'])}: {detail['msg']}"
+                for detail in cause.errors()
+            )
+            raise ToolError(f"invalid arguments for {name}: {problems}") from cause
+
+
 def client_origin(ctx: Context) -> str:
     """`mcp:<client name>` from the handshake's clientInfo.name (`mcp:unknown` without one)."""
     params = ctx.session.client_params
@@ -67,7 +87,7 @@ def global_argv(options: dict[str, str | None]) -> list[str]:
 
 def build_server(settings: Settings, tools: MemoryTools) -> MCPServer:
     """The MCP server: the tools with their schemas and annotations, and the resources."""
-    server: MCPServer = MCPServer(
+    server = StraylightServer(
         "straylight", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING"
     )
 
