@@ -224,7 +224,8 @@ async def test_load_doc_reads_only_under_the_allowed_roots(
             await session.call_tool("memory_load_doc", {"path": str(workspace / "notes.md")})
         )
         assert (again["added"], again["unchanged"]) == (0, 2)
-        escapes = (str(outside / "secret.md"), "escape.md", "linked-dir/secret.md", "../private/secret.md")  # fmt: skip
+        escapes = [str(outside / "secret.md"), "escape.md", "linked-dir/secret.md"]
+        escapes.append("../private/secret.md")
         for path in escapes:
             refused = error_of(await session.call_tool("memory_load_doc", {"path": path}))
             assert "outside the folders" in refused and "mcp_doc_roots" in refused, path
