@@ -91,3 +91,21 @@ def test_mcp_doc_roots_from_the_file_and_the_environment(tmp_path: Path) -> None
     config.write_text('mcp_doc_roots = "/srv/docs"\n')
     with pytest.raises(SettingsError, match=r"mcp_doc_roots.*list of directories"):
         load_settings(environ={}, config_path=config)
+
+
+def test_doc_roots_are_the_workspace_and_the_configured_folders_never_slash_or_home(
+    tmp_path: Path,
+) -> None:
+    from tui.mcp_doc_roots import allowed_doc, doc_roots
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    assert doc_roots([notes], cwd=repo / "src") == [repo, notes]
+    assert doc_roots([notes], cwd=Path("/")) == [notes]
+    assert doc_roots([], cwd=tmp_path, home=tmp_path) == []
+    (tmp_path / "x.md").write_text("# x\n")
+    with pytest.raises(ValueError, match=r"outside the folders .*\(none\)"):
+        allowed_doc(str(tmp_path / "x.md"), [])

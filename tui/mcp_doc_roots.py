@@ -18,10 +18,17 @@ from pathlib import Path
 from agent.workspace import git_root
 
 
-def doc_roots(configured: Iterable[Path], cwd: Path | None = None) -> list[Path]:
-    """The allowed roots, resolved: the workspace directory first, then the configured ones."""
+def doc_roots(
+    configured: Iterable[Path], cwd: Path | None = None, home: Path | None = None
+) -> list[Path]:
+    """The allowed roots, resolved: the workspace directory first, then the configured ones.
+
+    A workspace that is the filesystem root or the home directory itself is no fence at all
+    (desktop clients start their servers in `/` or `~`): then only the configured folders."""
     directory = (cwd or Path.cwd()).absolute()
-    roots = [git_root(directory) or directory, *configured]
+    workspace = Path(os.path.realpath(git_root(directory) or directory))
+    too_wide = {Path(workspace.anchor), Path(os.path.realpath(home or Path.home()))}
+    roots = [*([] if workspace in too_wide else [workspace]), *configured]
     resolved: list[Path] = []
     for root in roots:
         real = Path(os.path.realpath(root))
@@ -42,7 +49,7 @@ def allowed_doc(raw: str, roots: Iterable[Path]) -> Path:
         raise ValueError(f"no such file: {raw}") from None
     allowed = list(roots)
     if not any(real.is_relative_to(root) for root in allowed):
-        shown = ", ".join(str(root) for root in allowed)
+        shown = ", ".join(str(root) for root in allowed) or "none"
         link = f" (a link to {real})" if real != given.absolute() else ""
         raise ValueError(
             f"{raw}{link} is outside the folders memory_load_doc may read ({shown}); "
