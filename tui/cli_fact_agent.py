@@ -13,14 +13,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from agent.settings import Settings
-from memory.fact_drawer import candidate_json, clean_text, fact_json
 from memory.fact_types import FactError, FactProposal, Origin, check_scope, check_type
-from store.database import database_path
-from store.fact_store import Fact
 from tui.cli_output import fail, print_json, read_stdin_text
+
+if TYPE_CHECKING:  # the drawer and the store pull in numpy and duckdb: not at parse time
+    from store.fact_store import Fact
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -54,6 +54,8 @@ def register(facts_actions: Any, candidate_actions: Any, leaf: Any) -> None:
 def clean_origin(text: str) -> str:
     """An origin is a short label on one line: control characters dropped, spaces joined;
     Straylight's own origins (`tool`, `promotion`, …) cannot be claimed from outside."""
+    from memory.fact_drawer import clean_text
+
     origin = " ".join(clean_text(text).split())[:ORIGIN_MAX_CHARS]
     if origin in get_args(Origin):
         raise FactError(f"origin {origin!r} is Straylight's own; name the proposer instead")
@@ -70,6 +72,7 @@ def dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _propose(args: argparse.Namespace, settings: Settings) -> int:
+    from memory.fact_drawer import candidate_json
     from tui.cli_facts import open_drawer
 
     body = read_stdin_text() if args.body == "-" else args.body
@@ -101,6 +104,9 @@ def _propose(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _search(settings: Settings, query: str, *, as_json: bool) -> int:
+    from memory.fact_drawer import fact_json
+    from store.database import database_path
+
     if not query.strip():
         return fail("facts search needs a non-empty QUERY", EXIT_INVALID)
     facts: list[Fact] = []
