@@ -58,9 +58,11 @@ def env(tmp_path: Path, standin: OllamaStandIn) -> Env:
 
 
 @contextlib.asynccontextmanager
-async def mcp_session(env: Env, cwd: Path, client: str = "claude-code") -> AsyncIterator[Any]:
+async def mcp_session(
+    env: Env, cwd: Path, client: str = "claude-code", options: tuple[str, ...] = ()
+) -> AsyncIterator[Any]:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "tui", "mcp"], env=env, cwd=cwd
+        command=sys.executable, args=["-m", "tui", "mcp", *options], env=env, cwd=cwd
     )
     with open(os.devnull, "w") as errlog:
         async with (
@@ -240,12 +242,15 @@ async def test_load_doc_reads_only_under_the_allowed_roots(
     assert loaded["added"] == 1
 
 
-async def test_the_longterm_resource_is_the_prompt_text(
+async def test_the_servers_options_reach_every_command_and_longterm_is_the_prompt_text(
     env: Env, workspace: Path, tmp_path: Path
 ) -> None:
-    home = tmp_path / "home"
+    home = tmp_path / "elsewhere"
     home.mkdir(mode=0o700)
     (home / "longterm.md").write_text("<!-- my own note -->\n- Call me Ada.\n")
-    async with mcp_session(env, workspace) as session:
+    options = ("--home", str(home), "--workspace", "blyck")
+    async with mcp_session(env, workspace, options=options) as session:
         read = await session.read_resource("straylight://longterm")
+        status = result_of(await session.call_tool("memory_status", {}))
     assert read.contents[0].text == "- Call me Ada."  # type: ignore[union-attr]
+    assert (status["home"], status["workspace"]) == (str(home), "blyck")
