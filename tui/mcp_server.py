@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -248,6 +249,12 @@ def _version() -> str:
 
 def serve(settings: Settings, options: dict[str, str | None]) -> int:
     """Run the server on stdin/stdout until the client closes it."""
+    if sys.stdin.isatty():  # started by hand: say what it is waiting for
+        print(
+            "straylight mcp: an MCP server waiting for a client on stdin/stdout; register it "
+            "with one (claude mcp add straylight -- straylight mcp), Ctrl+D ends it",
+            file=sys.stderr,
+        )
     runner = CommandRunner()
     tools = MemoryTools(runner, global_argv(options), doc_roots(settings.mcp_doc_roots))
     server = build_server(settings, tools)
