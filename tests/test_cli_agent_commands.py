@@ -47,15 +47,15 @@ def test_recall_role_keeps_only_that_role_and_every_hit_has_its_date(
 def test_candidates_propose_waits_for_approval_and_names_its_origin(env: Env) -> None:
     args = ("candidates", "propose", "Deploy: Blyck", "--type", "procedure")
     made = printed_json(
-        run_cli(env, *args, "--body", "just deploy", "--origin", "mcp:zed\x1b[2J", "--json")
+        run_cli(env, *args, "--body", "just deploy", "--origin", "mcp:zed\x1b[2J[bold]", "--json")
     )
     assert (made["key"], made["status"], made["origin"]) == (
         "deploy:blyck",
         "pending",
-        "mcp:zed[2J",
+        "mcp:zed 2J bold",
     )
     listed = run_cli(env, "candidates", "list")
-    assert "from mcp:zed[2J" in listed.stdout
+    assert "from mcp:zed 2J bold" in listed.stdout
     assert_one_line(run_cli(env, *args, "--body", "just deploy"), 1, "already pending")
     assert_one_line(run_cli(env, *args, "--body", "   "), 2, "body")
     assert_one_line(run_cli(env, *args, "--body", "x", "--origin", "tool"), 2, "origin")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import sys
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -26,6 +27,7 @@ EXIT_OK = 0
 EXIT_REFUSED = 1
 EXIT_INVALID = 2
 ORIGIN_MAX_CHARS = 60
+_NOT_IN_ORIGIN = re.compile(r"[^\w.:@/+\- ]+")
 PROPOSED_CONFIDENCE = 0.7  # as the chat model's memory_write: a claim to be approved
 QUERY_EMBED_TIMEOUT_SECONDS = 15.0
 # `FactDrawer.propose`'s reasons for turning a valid proposal away
@@ -52,11 +54,10 @@ def register(facts_actions: Any, candidate_actions: Any, leaf: Any) -> None:
 
 
 def clean_origin(text: str) -> str:
-    """An origin is a short label on one line: control characters dropped, spaces joined;
-    Straylight's own origins (`tool`, `promotion`, …) cannot be claimed from outside."""
-    from memory.fact_drawer import clean_text
-
-    origin = " ".join(clean_text(text).split())[:ORIGIN_MAX_CHARS]
+    """An origin is a short label on one line: letters, digits and `. : @ / + -`, anything
+    else (control characters, markup brackets) a space, spaces joined; Straylight's own
+    origins (`tool`, `promotion`, …) cannot be claimed from outside."""
+    origin = " ".join(_NOT_IN_ORIGIN.sub(" ", text).split())[:ORIGIN_MAX_CHARS].strip()
     if origin in get_args(Origin):
         raise FactError(f"origin {origin!r} is Straylight's own; name the proposer instead")
     return origin or "cli"
