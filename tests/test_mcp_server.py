@@ -14,13 +14,14 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, Implementation
 
+from memory.memory_store import Role
 from store.data_dir_lock import DataDirLock
 from tests.support.cli import DAY, NOW, Env, cli_env
 from tests.support.ollama_standin import OllamaStandIn
@@ -123,6 +124,7 @@ async def test_the_tools_have_schemas_annotations_and_descriptions(
         "fact",
     ]
     assert tools["memory_forget"].input_schema["required"] == ["id"]
+    assert search["properties"]["role"]["anyOf"][0]["enum"] == list(get_args(Role))
     assert resources == {"straylight://longterm", "straylight://facts"}
 
 
