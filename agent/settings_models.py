@@ -152,6 +152,23 @@ class Settings(BaseModel):
     """The workspace facts belong to: default the git root of the current directory, else
     the directory itself. Key `workspace`."""
 
+    mcp_doc_roots: list[Path] = Field(default_factory=list)
+    """Folders `straylight mcp`'s `memory_load_doc` may read besides the workspace (the git
+    root of the current directory, else the directory): a list in config.toml, paths joined
+    by the OS path separator (`:`) in the environment. Key `mcp_doc_roots`."""
+
+    @field_validator("mcp_doc_roots", mode="before")
+    @classmethod
+    def _split_doc_roots(cls, value: object) -> object:
+        if isinstance(value, str):  # the environment: `dir1:dir2`
+            value = [part for part in value.split(os.pathsep) if part.strip()]
+        if isinstance(value, list | tuple):
+            return [
+                Path(os.path.expanduser(str(p))).absolute() if isinstance(p, str | Path) else p
+                for p in value
+            ]
+        return value
+
     @field_validator("now", mode="before")
     @classmethod
     def _parse_now(cls, value: object) -> object:
@@ -223,6 +240,7 @@ SETTING_PATHS: dict[str, FieldPath] = {
     "jobs_binding_limit_days": ("jobs", "binding_limit_days"),
     "keymap": ("keymap",),
     "workspace": ("workspace",),
+    "mcp_doc_roots": ("mcp_doc_roots",),
 }
 """Every setting's flat name (its config key, the order `straylight config` lists them) and
 the field of `Settings` that holds it."""

@@ -32,7 +32,7 @@ COMMANDS_THAT_WRITE = frozenset(
     {None, "ask", "remember", "forget", "import-doc", "facts", "candidates", "reflect", "jobs"}
 )
 # Sub-commands that only read: they never create the data dir (a mistyped --home is reported).
-READ_ACTIONS = frozenset({"list", "get", "history"})
+READ_ACTIONS = frozenset({"list", "get", "history", "search"})
 EXIT_DATA_DIR_IN_USE = 6
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common_options(recall, top=False)
     recall.add_argument("query", metavar="QUERY", help="the message")
     recall.add_argument("--k", type=int, metavar="N", help="hits per group (default MEMORY_TOP_K)")
+    recall.add_argument(
+        "--role", choices=("user", "assistant", "doc"), help="only points of this role"
+    )
     recall.add_argument("--json", action="store_true", help="print JSON")
 
     import_doc = commands.add_parser(
@@ -147,6 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
     from tui import cli_conversations
 
     cli_conversations.register(commands, _common_options, _Parser)
+
+    mcp = commands.add_parser(
+        "mcp", allow_abbrev=False, help="serve the memory to other agents (MCP over stdio)"
+    )
+    _common_options(mcp, top=False)
 
     config = commands.add_parser(
         "config", allow_abbrev=False, help="print every effective setting and its source"
@@ -204,6 +212,9 @@ def _fact_commands(commands: Any) -> None:
     leaf(verbs, "reject", "reject a candidate (not proposed again)").add_argument(
         "id", metavar="ID", type=int
     )
+    from tui import cli_fact_agent
+
+    cli_fact_agent.register(actions, verbs, leaf)
 
     reflect = leaf(commands, "reflect", "run the reflection pass over a conversation now")
     reflect.add_argument(
@@ -304,6 +315,10 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         return asyncio.run(status(settings, as_json=args.json))
     if args.command == "config":
         return _config(resolved, as_json=args.json)
+    if args.command == "mcp":
+        from tui.mcp_server import serve
+
+        return serve(settings, _global_options(args))
     if args.command == "hypotheses":
         from tui import cli_hypotheses
 
@@ -334,7 +349,9 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     if args.command == "recall":
         if args.k is not None and args.k < 1:
             raise UsageError("--k must be at least 1")
-        return asyncio.run(cli_memory.recall(settings, args.query, k=args.k, as_json=args.json))
+        return asyncio.run(
+            cli_memory.recall(settings, args.query, k=args.k, role=args.role, as_json=args.json)
+        )
     if args.command == "import-doc":
         path = Path(args.path).expanduser()
         if path.is_dir():
@@ -346,6 +363,17 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         except UnicodeDecodeError as error:
             raise UsageError(f"{path} is not UTF-8 text (byte {error.start})") from None
     raise UsageError(f"unknown command {args.command!r}")
+
+
+def _global_options(args: argparse.Namespace) -> dict[str, str | None]:
+    """The global options as given, for the commands a long-lived process runs."""
+    return {
+        "--home": args.home,
+        "--ollama-host": args.ollama_host,
+        "--model": args.model,
+        "--config": args.config,
+        "--workspace": args.workspace,
+    }
 
 
 def _ask_text(raw: str) -> str:
