@@ -26,6 +26,7 @@ from agent.turn_events import AfterTurnEvent, MemstatusDue, PointsSaved
 from agent.workspace import resolve_workspace
 from tui.commands import CHAT_KEYS, palette_commands
 from tui.keymap import split_keymap
+from tui.model_pulls import ModelPulls
 from tui.screens.chat_screen import ChatScreen
 from tui.startup_timer import seconds_since_start
 
@@ -97,6 +98,7 @@ class StraylightApp(App[int]):
         self.crashed = False
         self.memory_session: MemorySession | None = None
         self.memory_problem = "still opening"
+        self.model_pulls = ModelPulls()  # pulls started on the models screen (F8)
         self.chat = ChatScreen(self)
         self.install_screen(self.chat, "chat")
 
@@ -157,6 +159,31 @@ class StraylightApp(App[int]):
         self.chat.refresh_memory_status()  # the point count, without waiting for a turn or a job
         if self.settings.jobs.enabled:
             self._start_jobs(message.memory)
+
+    @work(exclusive=True, group="embed-switch", exit_on_error=False)
+    async def switch_embed_model(self, name: str) -> None:
+        """Embed with `name` for the rest of the session (the models screen's e): the jobs
+        stop, layer 3 closes and opens again with the new model. Opening with another model
+        marks every point for re-embedding (memory/memory_store.py), which backfill does in
+        the background; recall matches words meanwhile. config.toml is not changed."""
+        if self.scheduler is not None:
+            scheduler, self.scheduler = self.scheduler, None
+            await scheduler.stop()
+        await self.engine.drain()
+        self.engine.memory = None
+        self.memory_problem = f"reopening with the embedding model {name}"
+        if self.memory_session is not None:
+            session, self.memory_session = self.memory_session, None
+            await asyncio.to_thread(session.close)
+        memory = self.settings.memory.model_copy(update={"embed_model": name})
+        facts = self.settings.facts.model_copy(update={"embed_model": name})
+        self.settings = self.settings.model_copy(update={"memory": memory, "facts": facts})
+        self.engine.settings = self.settings
+        self.open_memory()
+        await self.chat.notice(
+            f"Embedding model for this session: {name}. Every memory point is re-embedded "
+            "in the background; recall matches words until then."
+        )
 
     def _post_after_turn(self, event: AfterTurnEvent) -> None:
         self.post_message(AfterTurn(event))  # the save task runs on the app's loop

@@ -80,6 +80,14 @@ CHAT_KEYS: tuple[ChatKey, ...] = (
     ChatKey("open_facts", "f3", "open_facts", "Facts"),
     ChatKey("open_candidates", "f4", "open_candidates", "Candidates", show=False),
     ChatKey("open_hypotheses", "f5", "open_hypotheses", "Hypotheses", show=False),
+    ChatKey(
+        "open_models",
+        "f8",
+        "open_models",
+        "Models",
+        show=False,
+        palette=("Models", "Pulled models: pull, delete, use for chat or embeddings (F8)"),
+    ),
     ChatKey("open_conversations", "ctrl+o", "open_conversations", "Chats", show=False),
     ChatKey("edit_longterm", "ctrl+g", "edit_longterm", "longterm.md", show=False),
     ChatKey(
