@@ -17,7 +17,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agent.context_window import model_context_length, modelfile_num_ctx
 from agent.gateway_errors import GatewayError, ModelError, OllamaUnreachable, classify
@@ -138,6 +138,51 @@ class PullFailed(GatewayError):
 
     kind = "pull_failed"
     exit_code = EXIT_PULL_FAILED
+
+
+@dataclass(frozen=True, slots=True)
+class MissingModel:
+    """A configured model Ollama does not have: the chat model or the embedding model."""
+
+    role: Literal["chat", "embedding"]
+    name: str
+
+    @property
+    def fixes(self) -> tuple[str, str]:
+        """The two commands that pull it."""
+        return (f"ollama pull {self.name}", f"straylight pull {self.name}")
+
+    @property
+    def effect(self) -> str:
+        """What is missing without it."""
+        if self.role == "chat":
+            return "the chat cannot reply"
+        return "memories are saved without a vector and recalled by their words only"
+
+    def line(self) -> str:
+        """`The embedding model nomic-embed-text is not pulled (…): run `ollama pull …` or
+        `straylight pull …`.`"""
+        ollama_fix, own_fix = self.fixes
+        return (
+            f"The {self.role} model {self.name} is not pulled ({self.effect}): "
+            f"run `{ollama_fix}` or `{own_fix}`."
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"role": self.role, "model": self.name, "fix": list(self.fixes)}
+
+
+def missing_models(
+    pulled: Iterable[str], *, chat_model: str, embed_model: str
+) -> tuple[MissingModel, ...]:
+    """The chat and embedding models that are not among `pulled` (`llama3.2` is
+    `llama3.2:latest`), chat first."""
+    have = {normalise_name(name) for name in pulled}
+    wanted: list[MissingModel] = [
+        MissingModel("chat", chat_model),
+        MissingModel("embedding", embed_model),
+    ]
+    return tuple(m for m in wanted if m.name and normalise_name(m.name) not in have)
 
 
 # (host, normalised name) -> (digest the answer belongs to, the answer)

@@ -31,6 +31,7 @@ from tui.screens.chat_screen import ChatScreen
 from tui.startup_timer import seconds_since_start
 
 if TYPE_CHECKING:
+    from agent.model_catalog import MissingModel
     from jobs.background_jobs import JobResult
     from jobs.scheduler import JobScheduler
     from memory.turn_memory import TurnMemory
@@ -99,6 +100,7 @@ class StraylightApp(App[int]):
         self.memory_session: MemorySession | None = None
         self.memory_problem = "still opening"
         self.model_pulls = ModelPulls()  # pulls started on the models screen (F8)
+        self.missing_models: tuple[MissingModel, ...] = ()  # by the last Ollama check
         self.chat = ChatScreen(self)
         self.install_screen(self.chat, "chat")
 
@@ -180,6 +182,7 @@ class StraylightApp(App[int]):
         self.settings = self.settings.model_copy(update={"memory": memory, "facts": facts})
         self.engine.settings = self.settings
         self.open_memory()
+        self.chat.check_status()  # the sidebar's embedding line follows
         await self.chat.notice(
             f"Embedding model for this session: {name}. Every memory point is re-embedded "
             "in the background; recall matches words until then."
@@ -314,6 +317,12 @@ class StraylightApp(App[int]):
                 yield SystemCommand(title, help_text, _runs(chat.run_action, key.action))
         for command, title, help_text in palette_commands():
             yield SystemCommand(title, help_text, _runs(chat.run_slash_command, command))
+        for missing in self.missing_models:
+            yield SystemCommand(
+                f"Pull missing {missing.role} model: {missing.name}",
+                "Open the models screen ready to pull it",
+                _opens_pull(chat.action_open_models, missing.name),
+            )
         if chat.ollama_status is not None and chat.ollama_status.reachable:
             for name in chat.ollama_status.chat_models:  # by capabilities, not by name
                 yield SystemCommand(
@@ -349,6 +358,15 @@ def _runs(
 
     async def run() -> None:
         await call(argument)
+
+    return run
+
+
+def _opens_pull(open_models: Callable[..., None], name: str) -> Callable[[], None]:
+    """A palette callback: the models screen with `name` in its pull box."""
+
+    def run() -> None:
+        open_models(pull=name)
 
     return run
 
