@@ -14,6 +14,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agent.context_budget import BudgetedPrompt, HistoryMessage, PromptParts, budget_prompt
@@ -37,6 +38,11 @@ if TYPE_CHECKING:
     from store.daily_log import LogMessage
 
 log = logging.getLogger("straylight.context")
+
+IMAGE_TOKENS = 768
+"""What one image on a message costs in the window: Ollama's own estimate for a CLIP image
+in its truncation heuristic (models differ: llava's 576 patches, gemma3's 256, plus their
+markers); the budget reserves it, and calibration takes it off `prompt_eval_count`."""
 
 
 def fact_lines(injected: InjectedFacts | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -135,9 +141,10 @@ class TurnContext:
         return self._estimator
 
     async def budget(
-        self, model: str, parts: PromptParts
+        self, model: str, parts: PromptParts, *, images: int = 0
     ) -> tuple[BudgetedPrompt, ContextBudgeted]:
-        """Fit `parts` into the model's window; the budget and its event."""
+        """Fit `parts` into the model's window; the budget and its event. Each of `images`
+        (on the user's message) is counted as `IMAGE_TOKENS` on top of the reply reserve."""
         choice = await self.window(model)
         estimator = await self.estimator()
         predict = (self.gateway.request_options(model) or {}).get("num_predict")
@@ -145,7 +152,7 @@ class TurnContext:
         budgeted = budget_prompt(
             parts,
             window=choice.window,
-            reply_reserve=reserve,
+            reply_reserve=reserve + IMAGE_TOKENS * images,
             factor=estimator.factor(model),
             margin=estimator.margin(model),
         )
@@ -162,12 +169,17 @@ class TurnContext:
         return budgeted, event
 
     async def after_reply(
-        self, model: str, budgeted: BudgetedPrompt, done: ChatDone
+        self, model: str, budgeted: BudgetedPrompt, done: ChatDone, *, images: int = 0
     ) -> Overflow | None:
         """Ollama's `prompt_eval_count` against the estimate: a truncation (named, and the
-        estimate raised) or one more calibration observation."""
+        estimate raised) or one more calibration observation. The images' tokens are taken
+        off Ollama's count first: the estimate is of the text."""
         choice = await self.window(model)
         estimator = await self.estimator()
+        evaluated = done.prompt_eval_count
+        if evaluated is not None and images:
+            evaluated = max(0, evaluated - IMAGE_TOKENS * images)
+            done = replace(done, prompt_eval_count=evaluated)
         overflow = detect_truncation(
             budgeted.total, done.prompt_eval_count, choice.window, choice.model_max
         )

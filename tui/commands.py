@@ -13,7 +13,7 @@ from typing import Literal
 
 from textual.binding import Binding
 
-Runner = Literal["help", "new", "model", "think", "dream", "memory", "fact", "hypothesis"]
+Runner = Literal["help", "new", "model", "think", "dream", "memory", "fact", "hypothesis", "image"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +120,13 @@ _COMMANDS: tuple[SlashCommand, ...] = (
         "/think",
         "/think true|false|low|medium|high sets thinking for this session; /think alone shows it",
         "think",
+    ),
+    SlashCommand(
+        "/image",
+        "/image PATH attaches an image to your next message (vision models); /image off drops it",
+        "image",
+        help="- `/image PATH` — an image for your next message, for models that can see "
+        "(`/image off` drops it)",
     ),
     SlashCommand(
         "/remember",

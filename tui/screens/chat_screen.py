@@ -51,6 +51,7 @@ from tui.widgets.recalled_hits import RecalledLine
 from tui.widgets.status_sidebar import SidebarState, SidebarSummary, StatusSidebar
 
 if TYPE_CHECKING:
+    from agent.image_attachment import ImageAttachment
     from agent.model_catalog import MissingModel
     from agent.ollama_gateway import OllamaStatus
     from store.fact_store import Candidate
@@ -97,6 +98,7 @@ class ChatScreen(ChatNavigation):
         self.unreflected_turns = 0  # finished turns of this conversation since its reflection
         self._unsaved: dict[int, tuple[ChatMessage, ChatMessage]] = {}  # turn → its messages
         self._offered_pulls: set[MissingModel] = set()  # missing models with a notice shown
+        self.pending_image: ImageAttachment | None = None  # `/image PATH`, for the next message
 
     # ---- layout ---------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -208,7 +210,12 @@ class ChatScreen(ChatNavigation):
         now = self.settings.clock.now()
         user, reply = await self.chat_log.start_turn(text, time=now, model=self.model)
         finished = False
-        turn = self.engine.run(text, conversation_id=self.conversation_id, model=self.model)
+        from tui.image_command import image_for_turn
+
+        image = await image_for_turn(self)
+        turn = self.engine.run(
+            text, conversation_id=self.conversation_id, model=self.model, image=image
+        )
         try:
             async with aclosing(turn) as turn_events:
                 async for event in turn_events:
