@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from agent.context_window import WindowChoice, choose_window
 from agent.gateway_errors import (
     GatewayError,
     ModelError,
@@ -140,14 +141,17 @@ class OllamaGateway:
         connect_timeout: float = 5.0,
         model_options: Mapping[str, Any] | None = None,
         keep_alive: str | float | None = None,
+        num_ctx: int | None = None,
     ) -> None:
         self.host = host
+        self.num_ctx = num_ctx  # the `num_ctx` setting (None: chosen per model)
         self.read_timeout = read_timeout
         self.connect_timeout = connect_timeout
         self.model_options = dict(model_options or {})  # config.toml [model_options]
         self.keep_alive = keep_alive  # None: Ollama's default
         self._client: ollama.AsyncClient | None = None
         self._shown: dict[str, Any] = {}  # /api/show per model, for the process
+        self._windows: dict[tuple[str, int | None], WindowChoice] = {}
         self._stalled = False  # a request timed out and Ollama has not answered since
 
     @classmethod
@@ -159,6 +163,7 @@ class OllamaGateway:
             connect_timeout=config.connect_timeout_seconds,
             model_options=config.model_options,
             keep_alive=config.keep_alive,
+            num_ctx=config.num_ctx,
         )
 
     def request_options(
@@ -320,19 +325,36 @@ class OllamaGateway:
             log.warning("chat with %s ended without a final chunk", model)
             raise StreamCutOff("Ollama closed the stream before the reply finished")
 
+    async def context_window(self, model: str, setting: int | None = None) -> WindowChoice:
+        """The window every request of `model` sends as `options.num_ctx`: the `setting`
+        (default: this gateway's `num_ctx`), else the Modelfile's, else the model's maximum
+        capped (`agent.context_window.choose_window`). Chosen once per model and setting: a
+        request with another `num_ctx` would make Ollama reload the model."""
+        chosen = setting if setting is not None else self.num_ctx
+        key = (normalise_model_name(model), chosen)
+        choice = self._windows.get(key)
+        if choice is None:
+            choice = choose_window(chosen, await self.show(model))
+            log.info("context window of %s: %s", model, choice.describe())
+            self._windows[key] = choice
+        return choice
+
     async def chat_structured(
         self, model: str, messages: Sequence[dict[str, Any]], schema: dict[str, Any]
     ) -> str:
         """One non-streamed reply constrained to a JSON schema (Ollama's `format`); the raw
-        text. Raises a named `GatewayError`."""
+        text. It carries the model options of config.toml and the same `num_ctx` as the chat
+        (the reflection and the dream: without it Ollama's default window cuts their prompt,
+        and a different window would reload the model). Raises a named `GatewayError`."""
         client = self._get_client()
+        window = {"num_ctx": (await self.context_window(model)).window}
         try:
             response = await client.chat(
                 model=model,
                 messages=list(messages),
                 stream=False,
                 format=schema,
-                options=self.request_options(model),
+                options=self.request_options(model, window),
                 keep_alive=self.keep_alive,
             )
         except Exception as error:  # classified and re-raised

@@ -21,7 +21,6 @@ from agent.context_budget import BudgetedPrompt, HistoryMessage, PromptParts, bu
 from agent.context_window import (
     Overflow,
     WindowChoice,
-    choose_window,
     detect_truncation,
     parse_context_error,
     reply_reserve,
@@ -113,9 +112,7 @@ class TurnContext:
         a different one makes Ollama reload the model)."""
         choice = self._windows.get(model)
         if choice is None:
-            show = await self.gateway.show(model)
-            choice = choose_window(self.num_ctx, show)
-            log.info("context window of %s: %s", model, choice.describe())
+            choice = await self.gateway.context_window(model, self.num_ctx)
             self._windows[model] = choice
         return choice
 
