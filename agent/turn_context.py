@@ -21,6 +21,7 @@ from agent.context_budget import BudgetedPrompt, HistoryMessage, PromptParts, bu
 from agent.context_window import (
     Overflow,
     WindowChoice,
+    detect_smaller_window,
     detect_truncation,
     parse_context_error,
     reply_reserve,
@@ -183,9 +184,33 @@ class TurnContext:
         if overflow is not None:
             log.warning("%s", overflow.message)
             estimator.note_truncation(model)
-        else:
-            estimator.observe(model, budgeted.estimate, done.prompt_eval_count)
-        return overflow
+            return overflow
+        if choice.model_max is None:  # the window was a guess: ask what Ollama really runs
+            loaded = await self._loaded_window(model)
+            if loaded is not None and loaded < choice.window:
+                self._windows[model] = WindowChoice(loaded, "loaded", loaded)  # next turns
+                overflow = detect_smaller_window(
+                    budgeted.total, choice.window, loaded
+                ) or detect_truncation(budgeted.total, done.prompt_eval_count, loaded, loaded)
+                if overflow is not None:
+                    log.warning("%s", overflow.message)
+                    return overflow  # a cut prompt's count says nothing of the estimate
+        estimator.observe(model, budgeted.estimate, done.prompt_eval_count)
+        return None
+
+    async def _loaded_window(self, model: str) -> int | None:
+        """The window Ollama loaded `model` with (`/api/ps`), None when it cannot say."""
+        from agent.model_catalog import normalise_name, running_models
+
+        try:
+            running = await asyncio.wait_for(
+                running_models(self.gateway.client()), self.gateway.metadata_timeout
+            )
+        except (GatewayError, TimeoutError) as error:
+            log.info("could not read /api/ps for %s's window: %s", model, error)
+            return None
+        entry = running.get(normalise_name(model))
+        return entry.context_length if entry is not None else None
 
     def refused(self, error: GatewayError, model: str) -> GatewayError:
         """An HTTP 400 that names the context becomes its one line with the fix; any other
@@ -198,7 +223,12 @@ class TurnContext:
             window=choice.window if choice else None,
             model_max=choice.model_max if choice else None,
         )
-        return ContextOverflow(overflow.message) if overflow is not None else error
+        if overflow is None:
+            return error
+        real = overflow.window
+        if choice is not None and choice.model_max is None and real and real < choice.window:
+            self._windows[model] = WindowChoice(real, "loaded", real)  # the next turns fit
+        return ContextOverflow(overflow.message)
 
     async def save(self, report: ContextBudgeted | None) -> None:
         """Persist the calibration and the last report (for `status`), when the memory is
