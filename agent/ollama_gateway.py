@@ -150,7 +150,6 @@ class OllamaGateway:
         self.model_options = dict(model_options or {})  # config.toml [model_options]
         self.keep_alive = keep_alive  # None: Ollama's default
         self._client: ollama.AsyncClient | None = None
-        self._shown: dict[str, Any] = {}  # /api/show per model, for the process
         self._windows: dict[tuple[str, int | None], WindowChoice] = {}
         self._stalled = False  # a request timed out and Ollama has not answered since
 
@@ -365,30 +364,25 @@ class OllamaGateway:
 
     async def show(self, model: str) -> Any | None:
         """The raw /api/show answer (the client's ShowResponse: `model_info`, `parameters`,
-        `capabilities`), asked like `capabilities` (the metadata timeout, skipped while
-        Ollama is stalled); kept for the life of the gateway, a failure is not."""
-        import ollama
+        `capabilities`) with the metadata timeout, skipped while Ollama is stalled. Kept in
+        the model catalogue's cache of this gateway's client (agent/model_catalog.py), which
+        the models list and screen read too; a failure is not kept."""
+        from agent.model_catalog import cached_show, fetch_show
 
-        key = normalise_model_name(model)
-        if key in self._shown:
-            return self._shown[key]
+        client = self._get_client()
+        known = cached_show(client, model)
+        if known is not None:
+            return known
         if self._stalled:
             log.info("/api/show of %s not asked: Ollama timed out and has not answered", model)
             return None
         try:
-            shown = await self._get_client()._request(
-                ollama.ShowResponse,
-                "POST",
-                "/api/show",
-                json={"model": model},
-                timeout=self.metadata_timeout,
-            )
-        except Exception as error:  # noqa: BLE001 - unknown, not fatal
-            named = self._named(error, model=model, timeout=self.metadata_timeout, streamed=False)
-            log.info("could not read /api/show of %s: %s", model, named)
+            return await fetch_show(client, model, timeout=self.metadata_timeout)
+        except GatewayError as error:  # unknown, not fatal
+            if isinstance(error, ModelTimeout):
+                self._stalled = True
+            log.info("could not read /api/show of %s: %s", model, error)
             return None
-        self._shown[key] = shown
-        return shown
 
     async def capabilities(self, model: str) -> tuple[str, ...] | None:
         """The model's capabilities from /api/show ("completion", "tools", …); None when
