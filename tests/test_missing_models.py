@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 import pytest
 from textual.widgets import Button, Input, Static
 
-from agent import model_catalog
 from agent.model_catalog import MissingModel, missing_models
 from agent.settings import Settings
 from tests.support.cli import Env, printed_json, run_cli
@@ -22,13 +21,6 @@ from tui.widgets.missing_model import MissingModelNotice
 from tui.widgets.status_sidebar import StatusSidebar
 
 SIZE = (110, 40)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> Iterator[None]:
-    model_catalog.clear_show_cache()
-    yield
-    model_catalog.clear_show_cache()
 
 
 @pytest.fixture

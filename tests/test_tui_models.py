@@ -9,7 +9,6 @@ from collections.abc import Iterator
 import pytest
 from textual.widgets import DataTable, Input, ProgressBar
 
-from agent import model_catalog
 from agent.settings import Settings
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import type_text, wait_until
@@ -20,13 +19,6 @@ from tui.widgets.chat_message import ChatMessage
 
 SIZE = (110, 32)
 MODELS = ("llama3.2", "qwen3:8b", "nomic-embed-text", "all-minilm")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> Iterator[None]:
-    model_catalog.clear_show_cache()
-    yield
-    model_catalog.clear_show_cache()
 
 
 @pytest.fixture
