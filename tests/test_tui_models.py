@@ -194,3 +194,22 @@ async def test_use_as_chat_model_and_embedding_only_for_embedding_models(
         await app.engine.drain()
         embeds = [r for r in srv.requests if r.path == "/api/embed"]
         assert embeds and {r.body["model"] for r in embeds} == {"all-minilm:latest"}
+
+
+async def test_with_ollama_down_the_screen_says_so_in_one_line(
+    app_settings: Settings, srv: OllamaStandIn
+) -> None:
+    app = StraylightApp(app_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        srv.stop()
+        await pilot.press("f8")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelsScreen), what="models")
+        screen = app.screen
+        assert isinstance(screen, ModelsScreen)
+        await wait_until(pilot, lambda: screen.loaded, what="the attempt")
+        status = str(screen.query_one("#screen-status").render())
+        assert "not reachable" in status and "\n" not in status.strip()
+        assert screen.records == [] and screen.query_one(DataTable).row_count == 0
+        await pilot.press("d", "c", "e")  # nothing highlighted: nothing happens
+        assert app.screen is screen
