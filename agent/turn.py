@@ -64,6 +64,7 @@ from store.daily_log import DailyLog, LogMessage, MessageStatus
 from store.longterm_file import LongtermFile, LongtermState
 
 if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before the first frame
+    from agent.image_attachment import ImageAttachment
     from memory.fact_drawer import FactDrawer, InjectedFacts
     from memory.turn_memory import TurnMemory, TurnRecall
     from store.fact_store import Candidate, Fact
@@ -114,14 +115,26 @@ class TurnEngine:
         return history, self.longterm.load()
 
     async def run(
-        self, text: str, *, conversation_id: str, model: str, system: str | None = None
+        self,
+        text: str,
+        *,
+        conversation_id: str,
+        model: str,
+        system: str | None = None,
+        image: ImageAttachment | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
         """One turn. Cancelling the consumer logs what arrived, marked `cancelled`.
-        `system`: the conversation's own system prompt (None: the persona)."""
+        `system`: the conversation's own system prompt (None: the persona). `image` goes
+        with the message to a vision model; the log keeps its path and hash."""
         turn = next(self._turns)
         text = mask_secrets(text)  # nothing unmasked is persisted, not even in the log
         user_message = LogMessage(
-            "user", text, conversation_id=conversation_id, time=self.clock.now(), model=model
+            "user",
+            text,
+            conversation_id=conversation_id,
+            time=self.clock.now(),
+            model=model,
+            extra=image.log_extra() if image is not None else {},
         )
         history, longterm = await asyncio.to_thread(self.open_turn, user_message)
         if longterm.warning:
@@ -154,9 +167,12 @@ class TurnEngine:
             recall=recall.result if recall else None,
             tools=tools,
         )
-        budgeted, context = await self.context.budget(model, material)
+        images = 0 if image is None else 1
+        budgeted, context = await self.context.budget(model, material, images=images)
         yield context
         messages: list[dict[str, Any]] = list(budgeted.kept.chat_messages())
+        if image is not None:  # the client sends the bytes base64-encoded
+            messages[-1] = {**messages[-1], "images": [image.data]}
         options = await self.context.options(model)
         think = await self._think_for(model)
 
@@ -235,7 +251,9 @@ class TurnEngine:
                 # Calibrated (or a truncation noted) before the background save keeps it;
                 # tool rounds add messages the estimate did not see: not compared.
                 overflow = (
-                    await self.context.after_reply(model, budgeted, done) if rounds == 0 else None
+                    await self.context.after_reply(model, budgeted, done, images=images)
+                    if rounds == 0
+                    else None
                 )
                 self._save_in_background(
                     turn, text, recall, reply, conversation_id, answered, context

@@ -14,7 +14,16 @@ from typing import Literal
 from textual.binding import Binding
 
 Runner = Literal[
-    "help", "new", "model", "think", "dream", "memory", "fact", "hypothesis", "conversation"
+    "help",
+    "new",
+    "model",
+    "think",
+    "dream",
+    "memory",
+    "fact",
+    "hypothesis",
+    "conversation",
+    "image",
 ]
 
 
@@ -82,6 +91,14 @@ CHAT_KEYS: tuple[ChatKey, ...] = (
     ChatKey("open_facts", "f3", "open_facts", "Facts"),
     ChatKey("open_candidates", "f4", "open_candidates", "Candidates", show=False),
     ChatKey("open_hypotheses", "f5", "open_hypotheses", "Hypotheses", show=False),
+    ChatKey(
+        "open_models",
+        "f8",
+        "open_models",
+        "Models",
+        show=False,
+        palette=("Models", "Pulled models: pull, delete, use for chat or embeddings (F8)"),
+    ),
     ChatKey("open_conversations", "ctrl+o", "open_conversations", "Chats", show=False),
     ChatKey("edit_longterm", "ctrl+g", "edit_longterm", "longterm.md", show=False),
     ChatKey(
@@ -114,6 +131,13 @@ _COMMANDS: tuple[SlashCommand, ...] = (
         "/think",
         "/think true|false|low|medium|high sets thinking for this session; /think alone shows it",
         "think",
+    ),
+    SlashCommand(
+        "/image",
+        "/image PATH attaches an image to your next message (vision models); /image off drops it",
+        "image",
+        help="- `/image PATH` — an image for your next message, for models that can see "
+        "(`/image off` drops it)",
     ),
     SlashCommand(
         "/remember",

@@ -67,6 +67,12 @@ BINDING_IDS: dict[str, str] = {
     "conversation_rename": "conversations: rename the highlighted one (r)",
     "conversation_delete": "conversations: delete it, after a yes (d)",
     "conversation_export": "conversations: export it as Markdown (e)",
+    "open_models": "the models screen (F8)",
+    "models_pull": "models: type a model name to pull (p)",
+    "models_delete": "models: delete the highlighted model, after a yes (d)",
+    "models_use_chat": "models: chat with the highlighted model this session (c)",
+    "models_use_embedding": "models: embed with it this session, after a yes (e)",
+    "models_refresh": "models: read the list again (r)",
 }
 
 

@@ -51,11 +51,14 @@ from tui.widgets.recalled_hits import RecalledLine
 from tui.widgets.status_sidebar import SidebarState, SidebarSummary, StatusSidebar
 
 if TYPE_CHECKING:
+    from agent.image_attachment import ImageAttachment
+    from agent.model_catalog import MissingModel
     from agent.ollama_gateway import OllamaStatus
     from store.fact_store import Candidate
     from store.longterm_file import LongtermState
     from tui.app import StraylightApp
     from tui.screens.conversations_screen import ContinueConversation
+    from tui.widgets.missing_model import MissingModelNotice
 
 log = logging.getLogger("straylight.tui")
 
@@ -96,6 +99,8 @@ class ChatScreen(ChatNavigation):
         self.system_prompt: str | None = None  # this conversation's own (`/system`), or none
         self.editing_last = False  # the box holds the last user message, to resend edited
         self._unsaved: dict[int, tuple[ChatMessage, ChatMessage]] = {}  # turn → its messages
+        self._offered_pulls: set[MissingModel] = set()  # missing models with a notice shown
+        self.pending_image: ImageAttachment | None = None  # `/image PATH`, for the next message
 
     # ---- layout ---------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -142,13 +147,44 @@ class ChatScreen(ChatNavigation):
         self.ollama_status = status
         if status.reachable:
             detail = f"version {status.version}" if status.version else None
+            embed_model = self.straylight.settings.memory.embed_model
             self.publish_sidebar(
-                ollama="online", ollama_detail=detail, model_pulled=status.has_model(self.model)
+                ollama="online",
+                ollama_detail=detail,
+                model_pulled=status.has_model(self.model),
+                embed_model=embed_model,
+                embed_pulled=status.has_model(embed_model),
             )
+            self.offer_missing_models(status)
             if was_offline:
                 self.notify(f"Ollama is back at {status.host}", timeout=4)
         else:
-            self.publish_sidebar(ollama="offline", ollama_detail=status.error, model_pulled=None)
+            self.publish_sidebar(
+                ollama="offline", ollama_detail=status.error, model_pulled=None, embed_pulled=None
+            )
+
+    def offer_missing_models(self, status: OllamaStatus) -> None:
+        """A notice with a Pull button for each configured model Ollama does not have, once
+        per model until it is pulled; the app keeps the list (palette, memory screens)."""
+        from agent.model_catalog import missing_models
+        from tui.widgets.missing_model import MissingModelNotice
+
+        missing = missing_models(
+            status.models,
+            chat_model=self.model,
+            embed_model=self.straylight.settings.memory.embed_model,
+        )
+        self.straylight.missing_models = missing
+        for model in missing:
+            if model not in self._offered_pulls:
+                self._offered_pulls.add(model)
+                self.run_worker(self.chat_log.add(MissingModelNotice(model)))
+        self._offered_pulls &= set(missing)  # pulled (or deleted again): offer it again
+
+    def on_missing_model_notice_pull_requested(
+        self, message: MissingModelNotice.PullRequested
+    ) -> None:
+        self.action_open_models(pull=message.name)
 
     def _apply_longterm(self, state: LongtermState) -> None:
         self.publish_sidebar(
@@ -182,8 +218,15 @@ class ChatScreen(ChatNavigation):
         now = self.settings.clock.now()
         user, reply = await self.chat_log.start_turn(text, time=now, model=self.model)
         finished = False
+        from tui.image_command import image_for_turn
+
+        image = await image_for_turn(self)
         turn = self.engine.run(
-            text, conversation_id=self.conversation_id, model=self.model, system=self.system_prompt
+            text,
+            conversation_id=self.conversation_id,
+            model=self.model,
+            system=self.system_prompt,
+            image=image,
         )
         try:
             async with aclosing(turn) as turn_events:
@@ -358,7 +401,10 @@ class ChatScreen(ChatNavigation):
         self.publish_sidebar(model=name, model_pulled=pulled)
         note = f"Model for this session: {name}."
         if pulled is False:
-            note += f" It is not pulled: run `ollama pull {name}`."
+            note += (
+                f" It is not pulled: run `ollama pull {name}` or `straylight pull {name}`"
+                " (F8 pulls it here)."
+            )
         await self.notice(note, kind="warning" if pulled is False else "info")
 
     async def set_think(self, argument: str) -> None:
