@@ -46,6 +46,22 @@ def parse_think(value: object) -> object:
     return value
 
 
+def check_home(path: Path, given: str) -> Path:
+    """A data dir path Straylight can use, or a ValueError saying why not: an empty one
+    (`--home ""` would silently be the current directory), one that is not valid UTF-8
+    (DuckDB and usearch cannot open it) or one that names something other than a directory
+    (`STRAYLIGHT_HOME=/dev/null`)."""
+    if not given.strip():
+        raise ValueError("the data dir must not be empty")
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("the data dir path is not valid UTF-8") from None
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{path} exists and is not a directory")
+    return path
+
+
 def default_home() -> Path:
     import platformdirs
 
@@ -94,6 +110,13 @@ class OllamaConfig(SettingsArea):
     @classmethod
     def _parse_think(cls, value: object) -> object:
         return parse_think(value)
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_named(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("the chat model name must not be empty")
+        return value
 
     @field_validator("keep_alive", mode="before")
     @classmethod
@@ -165,7 +188,7 @@ class Settings(BaseModel):
     @classmethod
     def _expand_home(cls, value: object) -> object:
         if isinstance(value, str | Path):
-            return Path(os.path.expanduser(str(value))).absolute()
+            return check_home(Path(os.path.expanduser(str(value))).absolute(), str(value))
         return value
 
     @model_validator(mode="after")

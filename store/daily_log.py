@@ -287,7 +287,9 @@ class DailyLog:
 def _start_day(conversation_id: str) -> date | None:
     """The day before the UTC date a conversation id starts with, or None for other ids."""
     started = start_date(conversation_id)
-    return None if started is None else started - timedelta(days=1)
+    if started is None or started == date.min:  # year 1 (a hand-written id): no day before
+        return None
+    return started - timedelta(days=1)
 
 
 def _separator_needed(path: Path) -> bytes:

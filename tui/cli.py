@@ -282,10 +282,16 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         with DataDirLock(settings.home):  # a second instance stops here, before painting
             return run_app(settings)
     if args.command == "ask":
-        text = _ask_text(args.text)
-        from tui.cli_ask import ask
+        from tui.cli_ask import ask, conversation_option
 
-        return asyncio.run(ask(settings, text, args.conversation, args.show_thinking))
+        try:
+            conversation = (
+                None if args.conversation is None else conversation_option(args.conversation)
+            )
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        text = _ask_text(args.text)
+        return asyncio.run(ask(settings, text, conversation, args.show_thinking))
     if args.command == "history":
         return _history(settings, args.date, args.conversation, as_json=args.json)
     if args.command == "status":
@@ -313,7 +319,7 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     from tui import cli_memory
 
     if args.command == "remember":
-        text = _ask_text(args.text)
+        text = _ask_text(args.text, "remember")
         return asyncio.run(cli_memory.remember(settings, text, as_json=args.json))
     if args.command == "forget":
         return asyncio.run(cli_memory.forget(settings, args.id, as_json=args.json))
@@ -334,10 +340,10 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     raise UsageError(f"unknown command {args.command!r}")
 
 
-def _ask_text(raw: str) -> str:
+def _ask_text(raw: str, command: str = "ask") -> str:
     text = read_stdin_text() if raw == "-" else raw
     if not text.strip():
-        raise UsageError("ask needs a non-empty TEXT")
+        raise UsageError(f"{command} needs a non-empty TEXT")
     return text
 
 

@@ -17,6 +17,19 @@ from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, for_terminal
 log = logging.getLogger("straylight.cli")
 
 
+def conversation_option(text: str) -> str:
+    """`ask --conversation ID` checked before anything is logged: the id's format
+    (store/conversation_id.py), and a name the masker would change is refused too (a pasted
+    token must not become a conversation id in the log, the database and straylight.log)."""
+    from memory.secret_masking import mask_secrets
+    from store.conversation_id import ID_FORMAT, check_conversation_id
+
+    checked = check_conversation_id(text)
+    if mask_secrets(checked) != checked:
+        raise ValueError(f"--conversation wants {ID_FORMAT} (the value is not repeated here)")
+    return checked
+
+
 async def ask(
     settings: Settings, text: str, conversation: str | None, show_thinking: bool = False
 ) -> int:
