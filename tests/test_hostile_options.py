@@ -112,5 +112,7 @@ def test_made_ids_and_plain_names_are_accepted(given: str) -> None:
 
 def test_a_hand_written_year_one_id_does_not_break_the_history_walk(tmp_path: Path) -> None:
     log = DailyLog(tmp_path / "conversation")
-    log.append(LogMessage("user", "old", conversation_id="00010101-000000-abcdef"), date(2031, 2, 3))
+    log.append(
+        LogMessage("user", "old", conversation_id="00010101-000000-abcdef"), date(2031, 2, 3)
+    )
     assert [m.content for m in log.recent("00010101-000000-abcdef", 5)] == ["old"]
