@@ -48,6 +48,7 @@ from agent.turn_events import (
     FactsInjected,
     LongtermWarning,
     MemstatusDue,
+    MessageMasked,
     PointsSaved,
     Recalled,
     ReplyDelta,
@@ -118,11 +119,13 @@ class TurnEngine:
     ) -> AsyncGenerator[TurnEvent, None]:
         """One turn. Cancelling the consumer logs what arrived, marked `cancelled`."""
         turn = next(self._turns)
-        text = mask_secrets(text)  # nothing unmasked is persisted, not even in the log
+        typed, text = text, mask_secrets(text)  # nothing unmasked is persisted, not the log
         user_message = LogMessage(
             "user", text, conversation_id=conversation_id, time=self.clock.now(), model=model
         )
         history, longterm = await asyncio.to_thread(self.open_turn, user_message)
+        if text != typed:
+            yield MessageMasked(text)
         if longterm.warning:
             yield LongtermWarning(longterm.warning)
         elif longterm.over_budget:
@@ -148,7 +151,7 @@ class TurnEngine:
             persona=PERSONA,
             user=user_message,
             history=history,
-            longterm=longterm.text,
+            longterm=mask_secrets(longterm.text),  # the file is the user's; the prompt is masked
             injected=injected,
             recall=recall.result if recall else None,
             tools=tools,

@@ -32,6 +32,15 @@ class LongtermWarning:
 
 
 @dataclass(frozen=True, slots=True)
+class MessageMasked:
+    """The user's message held a secret: `text` is what the log and the points hold (masked).
+    Sent once the message is logged, only when it differs from what was typed; the TUI shows
+    it in place of the typed text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ReplyDelta:
     text: str
 
@@ -188,6 +197,7 @@ class ApprovalRequested:
 
 TurnEvent = (
     LongtermWarning
+    | MessageMasked
     | ContextBudgeted
     | ContextNotice
     | Recalled

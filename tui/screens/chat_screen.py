@@ -32,6 +32,7 @@ from agent.turn_events import (
     ContextNotice,
     FactsInjected,
     LongtermWarning,
+    MessageMasked,
     PointsSaved,
     Recalled,
     ReplyDelta,
@@ -180,6 +181,8 @@ class ChatScreen(ChatNavigation):
                 async for event in turn_events:
                     if isinstance(event, ReplyDelta):
                         await reply.append(event.text)
+                    elif isinstance(event, MessageMasked):  # show what the log holds
+                        await user.show_text(event.text)
                     elif isinstance(event, ThinkingDelta):
                         await reply.append_thinking(event.text)
                     elif isinstance(event, ReplyFinished):
