@@ -83,6 +83,12 @@ class OllamaConfig(SettingsArea):
     connect_timeout_seconds: float = Field(default=5.0, gt=0)
     """Connect timeout (seconds) of model calls: a dead host is named quickly. Key
     `connect_timeout_seconds`."""
+    reply_max_chars: int = Field(default=200_000, ge=1)
+    """Characters one reply may have, its thinking included: an endless stream is stopped
+    there, named, and what arrived is kept, marked cut off. Key `reply_max_chars`."""
+    reply_max_seconds: float = Field(default=1800.0, gt=0)
+    """Seconds one turn's reply may take from the message being sent (tool rounds included);
+    then it is stopped like `reply_max_chars`. Key `reply_max_seconds`."""
     think: Think | None = None
     """Whether a thinking model thinks before it answers: true, false, or a level (low,
     medium, high). Unset (the default) sends nothing and lets the model decide (most think);
@@ -216,6 +222,8 @@ SETTING_PATHS: dict[str, FieldPath] = {
     "history_turns": ("history_turns",),
     "http_timeout_seconds": ("ollama", "http_timeout_seconds"),
     "connect_timeout_seconds": ("ollama", "connect_timeout_seconds"),
+    "reply_max_chars": ("ollama", "reply_max_chars"),
+    "reply_max_seconds": ("ollama", "reply_max_seconds"),
     "think": ("ollama", "think"),
     "keep_alive": ("ollama", "keep_alive"),
     "model_options": ("ollama", "model_options"),
@@ -239,6 +247,8 @@ SETTING_PATHS: dict[str, FieldPath] = {
     "memory_facts_max_chars": ("facts", "max_chars"),
     "memory_facts_min_score": ("facts", "min_score"),
     "memory_tools": ("facts", "tools"),
+    "memory_tool_calls_per_round": ("facts", "tool_calls_per_round"),
+    "memory_tool_calls_per_turn": ("facts", "tool_calls_per_turn"),
     "memory_reflection": ("facts", "reflection"),
     "memory_reflection_idle_minutes": ("facts", "reflection_idle_minutes"),
     "jobs_enabled": ("jobs", "enabled"),

@@ -127,6 +127,14 @@ class ContextNotice:
 
 
 @dataclass(frozen=True, slots=True)
+class LimitNotice:
+    """A limit of the turn stopped something that goes on without it (tool calls over their
+    cap were not run): one line naming the limit and its setting."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolUsed:
     """The model called a memory tool; `summary` is one line for the chat."""
 
@@ -200,6 +208,7 @@ TurnEvent = (
     | MessageMasked
     | ContextBudgeted
     | ContextNotice
+    | LimitNotice
     | Recalled
     | FactsInjected
     | ToolUsed

@@ -31,6 +31,7 @@ from agent.turn_events import (
     ContextBudgeted,
     ContextNotice,
     FactsInjected,
+    LimitNotice,
     LongtermWarning,
     MessageMasked,
     PointsSaved,
@@ -217,7 +218,7 @@ class ChatScreen(ChatNavigation):
                             context_headroom=event.headroom,
                             context_notes=event.notes,
                         )
-                    elif isinstance(event, ContextNotice):
+                    elif isinstance(event, ContextNotice | LimitNotice):
                         await self.notice(f"⚠ {event.text}")
                     elif isinstance(event, LongtermWarning) and not event.over_budget:
                         self.publish_sidebar(longterm_warning=event.text)  # (over budget: shown)
