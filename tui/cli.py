@@ -258,6 +258,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if isinstance(error, DataDirLocked):
             return fail(str(error), EXIT_DATA_DIR_IN_USE)
+        from tui.data_dir_access import unwritable_data_dir
+
+        if (unwritable := unwritable_data_dir(error, settings.home)) is not None:
+            return fail(unwritable, EXIT_USAGE)
         if isinstance(error, DatabaseError):
             log.error("database error: %s", error)
             return fail(str(error), EXIT_UNEXPECTED)

@@ -6,8 +6,12 @@ on escalation, candidates waiting for approval) are one line each on stderr.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from agent.gateway_errors import EXIT_MODEL_ERROR, EXIT_OK
@@ -30,8 +34,66 @@ def conversation_option(text: str) -> str:
     return checked
 
 
+class SignalStop:
+    """SIGTERM and SIGHUP during `ask` stop it the way Ctrl-C does: the turn is cancelled, so
+    what arrived is logged, marked `cancelled` with the signal as the reason; the exit code
+    is 128 + the signal (143, 129)."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.engine: Any = None  # the TurnEngine, once there is one
+        self.received: signal.Signals | None = None
+
+    def _stop(self, signum: signal.Signals) -> None:
+        if self.received is None:
+            self.received = signum
+            if self.engine is not None:
+                self.engine.stop_reason = f"stopped by {signum.name}"
+            self.task.cancel()
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        loop = asyncio.get_running_loop()
+        before = {signum: signal.getsignal(signum) for signum in self.SIGNALS}
+        for signum in self.SIGNALS:
+            loop.add_signal_handler(signum, self._stop, signum)
+        try:
+            yield
+        finally:
+            for signum, handler in before.items():
+                loop.remove_signal_handler(signum)
+                signal.signal(signum, handler)
+
+
 async def ask(
     settings: Settings, text: str, conversation: str | None, show_thinking: bool = False
+) -> int:
+    """One turn (`_ask`), stopped by SIGTERM or SIGHUP like Ctrl-C (see `SignalStop`)."""
+    task = asyncio.current_task()
+    assert task is not None
+    stop = SignalStop(task)
+    with stop.installed():
+        try:
+            return await _ask(settings, text, conversation, show_thinking, stop)
+        except asyncio.CancelledError:
+            if stop.received is None:
+                raise
+            task.uncancel()
+    log.warning("ask stopped by %s", stop.received.name)
+    return fail(
+        f"stopped by {stop.received.name} (what arrived is kept in the log, marked cancelled)",
+        128 + stop.received,
+    )
+
+
+async def _ask(
+    settings: Settings,
+    text: str,
+    conversation: str | None,
+    show_thinking: bool,
+    stop: SignalStop,
 ) -> int:
     from agent.ollama_gateway import OllamaGateway
     from agent.turn import TurnEngine, new_conversation_id
@@ -41,6 +103,7 @@ async def ask(
         CapabilityReminder,
         ContextBudgeted,
         ContextNotice,
+        LimitNotice,
         LongtermWarning,
         MemstatusDue,
         ReplyDelta,
@@ -59,6 +122,7 @@ async def ask(
         await gateway.aclose()
         raise
     engine = TurnEngine(settings, gateway, memory)
+    stop.engine = engine
     after_turn: list[AfterTurnEvent] = []  # what the background save reports, read after drain
     engine.after_turn = after_turn.append
     engine.longterm.ensure_template()
@@ -90,7 +154,7 @@ async def ask(
                 kept = " (the partial reply is kept in the log, marked cut off)"
                 fail(str(event.error) + (kept if event.partial else ""), code)
                 wrote_text = False
-            elif isinstance(event, LongtermWarning | ContextNotice):
+            elif isinstance(event, LongtermWarning | ContextNotice | LimitNotice):
                 print(f"{PROG}: warning: {event.text}", file=sys.stderr)
             elif isinstance(event, ContextBudgeted) and event.notes:
                 print(f"{PROG}: {event.summary()}: {'; '.join(event.notes)}", file=sys.stderr)
