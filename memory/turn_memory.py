@@ -222,7 +222,8 @@ def masked_keys(entries: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     used: set[str] = set()
     masked: list[tuple[str, str]] = []
     for key, content in entries:
-        base = unique = mask_secrets(key)
+        base: str = mask_secrets(key)
+        unique = base
         count = 1
         while unique in used:
             count += 1
