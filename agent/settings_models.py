@@ -87,8 +87,9 @@ class OllamaConfig(SettingsArea):
     """Characters one reply may have, its thinking included: an endless stream is stopped
     there, named, and what arrived is kept, marked cut off. Key `reply_max_chars`."""
     reply_max_seconds: float = Field(default=1800.0, gt=0)
-    """Seconds one turn's reply may take from the message being sent (tool rounds included);
-    then it is stopped like `reply_max_chars`. Key `reply_max_seconds`."""
+    """Seconds one reply may stream (a turn's chat requests added up; a wait for the user's
+    approval of a tool call does not count); then it is stopped like `reply_max_chars`. Key
+    `reply_max_seconds`."""
     think: Think | None = None
     """Whether a thinking model thinks before it answers: true, false, or a level (low,
     medium, high). Unset (the default) sends nothing and lets the model decide (most think);

@@ -7,8 +7,9 @@ how many tool calls the model may make.
   first event the read timeout applies between chunks, as before. A tool round starts a
   new deadline (the model is asked again).
 - **Reply size and duration** (`reply_max_chars`, thinking included, and
-  `reply_max_seconds`): an endless stream is stopped, named, and what arrived is kept,
-  marked cut off, like any other stream that broke off.
+  `reply_max_seconds`, the time spent in chat requests, tool rounds added up): an endless
+  stream is stopped, named, and what arrived is kept, marked cut off, like any other stream
+  that broke off.
 - **Tool calls** (`memory_tool_calls_per_round`, `memory_tool_calls_per_turn`): the calls
   over a cap are not run; the model is told once, and after the turn's cap it must answer
   in text.
@@ -53,6 +54,7 @@ class TurnLimits:
     started: float = field(default_factory=lambda: asyncio.get_running_loop().time())
     chars: int = 0
     calls: int = 0
+    streamed: float = 0.0  # seconds spent in chat requests so far (the duration limit)
 
     async def stream(
         self, events: AsyncIterator[Event], *, first_round: bool
@@ -60,29 +62,34 @@ class TurnLimits:
         """`events` (one chat request's stream), within the deadline and the size and
         duration limits; the stream is closed however this ends."""
         loop = asyncio.get_running_loop()
-        end = self.started + self.max_seconds
-        first_by = (self.started if first_round else loop.time()) + self.read_timeout
+        begun = loop.time()
+        # The duration counts the time in chat requests, not a user deciding on a tool call.
+        end = begun + self.max_seconds - self.streamed
+        first_by = (self.started if first_round else begun) + self.read_timeout
         waiting_for_first = True
         async with aclosing(events):  # type: ignore[type-var]
-            while True:
-                limit = min(first_by, end) if waiting_for_first else end
-                try:
-                    async with asyncio.timeout_at(limit):
-                        event = await anext(events)
-                except StopAsyncIteration:
-                    return
-                except TimeoutError:
-                    if loop.time() >= end:
-                        raise self._too_long() from None
-                    raise ModelTimeout(self.read_timeout) from None
-                waiting_for_first = False
-                if isinstance(event, ChatDelta | ChatThinking):
-                    self.chars += len(event.text)
-                    if self.chars > self.max_chars:
-                        raise ReplyLimitReached(
-                            f"{self.max_chars:,} characters", "STRAYLIGHT_REPLY_MAX_CHARS"
-                        )
-                yield event
+            try:
+                while True:
+                    limit = min(first_by, end) if waiting_for_first else end
+                    try:
+                        async with asyncio.timeout_at(limit):
+                            event = await anext(events)
+                    except StopAsyncIteration:
+                        return
+                    except TimeoutError:
+                        if loop.time() >= end:
+                            raise self._too_long() from None
+                        raise ModelTimeout(self.read_timeout) from None
+                    waiting_for_first = False
+                    if isinstance(event, ChatDelta | ChatThinking):
+                        self.chars += len(event.text)
+                        if self.chars > self.max_chars:
+                            raise ReplyLimitReached(
+                                f"{self.max_chars:,} characters", "STRAYLIGHT_REPLY_MAX_CHARS"
+                            )
+                    yield event
+            finally:
+                self.streamed += loop.time() - begun
 
     def _too_long(self) -> ReplyLimitReached:
         return ReplyLimitReached(f"{self.max_seconds:g} s", "STRAYLIGHT_REPLY_MAX_SECONDS")

@@ -13,9 +13,13 @@ from pathlib import Path
 
 import duckdb
 
+from agent.settings import Settings
 from store.daily_log import DailyLog
 from tests.support.cli import NOW, CliResult, run_cli
 from tests.support.ollama_standin import OllamaStandIn
+from tests.support.pilot_helpers import type_text, wait_until
+from tui.app import StraylightApp
+from tui.widgets.chat_message import ChatMessage, ChatNotice
 
 Env = dict[str, str]
 
@@ -125,3 +129,22 @@ def test_a_stall_of_every_call_is_reported_at_the_timeout(
     assert took < 3.5, took  # was 4+: the embedding's timeout, then the chat's
     _, status, reason = logged_reply(home)
     assert status == "failed" and reason is not None and "within 2 s" in reason
+
+
+async def test_the_tui_names_the_reply_limit_and_keeps_the_partial_reply(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    standin.script_reply("word " * 400)
+    settings = make_settings(ollama_host=standin.host, reply_max_chars=60)
+    app = StraylightApp(settings)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        await type_text(pilot, "talk forever")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.replying, what="the reply to stop")
+        reply = list(app.query(ChatMessage))[-1]
+        assert reply.status == "cut_off" and 50 <= len(reply.text) <= 60
+        shown = [str(n.render()) for n in app.query(ChatNotice)]
+        assert any("the reply reached its limit of 60 characters" in line for line in shown)
+        logged = app.engine.daily_log.read_day(app.settings.clock.now().astimezone().date())
+        assert (logged[-1].status, logged[-1].content) == ("cut_off", reply.text)
