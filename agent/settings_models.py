@@ -49,16 +49,19 @@ def parse_think(value: object) -> object:
 def check_home(path: Path, given: str) -> Path:
     """A data dir path Straylight can use, or a ValueError saying why not: an empty one
     (`--home ""` would silently be the current directory), one that is not valid UTF-8
-    (DuckDB and usearch cannot open it) or one that names something other than a directory
-    (`STRAYLIGHT_HOME=/dev/null`)."""
+    (DuckDB and usearch cannot open it) or one that names something other than a directory,
+    or lies below one (`STRAYLIGHT_HOME=/dev/null`, `/dev/null/x`)."""
     if not given.strip():
         raise ValueError("the data dir must not be empty")
     try:
         str(path).encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError("the data dir path is not valid UTF-8") from None
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"{path} exists and is not a directory")
+    for part in (path, *path.parents):  # the nearest one that exists must be a directory
+        if part.exists():
+            if not part.is_dir():
+                raise ValueError(f"{part} exists and is not a directory")
+            break
     return path
 
 

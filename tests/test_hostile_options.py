@@ -53,10 +53,10 @@ def test_an_empty_home_is_refused_not_the_current_directory(
     assert files_under(cwd) == []
 
 
-def test_a_home_that_is_not_a_directory_is_named(env: Env) -> None:
-    line = one_line_exit_2(
-        run_cli(dict(env, STRAYLIGHT_HOME="/dev/null"), "status"), "STRAYLIGHT_HOME"
-    )
+@pytest.mark.parametrize("home", ["/dev/null", "/dev/null/below"])
+@pytest.mark.parametrize("command", [["status"], ["recall", "x"], ["ask", "hi"]])
+def test_a_home_that_is_not_a_directory_is_named(env: Env, home: str, command: list[str]) -> None:
+    line = one_line_exit_2(run_cli(dict(env, STRAYLIGHT_HOME=home), *command), "STRAYLIGHT_HOME")
     assert "/dev/null exists and is not a directory" in line
     assert "details in" not in line
 
