@@ -37,7 +37,8 @@ def conversation_option(text: str) -> str:
 class SignalStop:
     """SIGTERM and SIGHUP during `ask` stop it the way Ctrl-C does: the turn is cancelled, so
     what arrived is logged, marked `cancelled` with the signal as the reason; the exit code
-    is 128 + the signal (143, 129)."""
+    is 128 + the signal (143, 129). Once the reply is logged (`finishing`), the signal only
+    sets the exit code: the background save of its points is not cut short."""
 
     SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -45,10 +46,13 @@ class SignalStop:
         self.task = task
         self.engine: Any = None  # the TurnEngine, once there is one
         self.received: signal.Signals | None = None
+        self.finishing = False
 
     def _stop(self, signum: signal.Signals) -> None:
         if self.received is None:
             self.received = signum
+            if self.finishing:
+                return
             if self.engine is not None:
                 self.engine.stop_reason = f"stopped by {signum.name}"
             self.task.cancel()
@@ -76,11 +80,19 @@ async def ask(
     stop = SignalStop(task)
     with stop.installed():
         try:
-            return await _ask(settings, text, conversation, show_thinking, stop)
+            code = await _ask(settings, text, conversation, show_thinking, stop)
         except asyncio.CancelledError:
             if stop.received is None:
                 raise
             task.uncancel()
+        else:
+            if stop.received is None:
+                return code
+            log.warning("ask got %s after the reply was logged", stop.received.name)
+            return fail(
+                f"stopped by {stop.received.name} after the reply was logged and saved",
+                128 + stop.received,
+            )
     log.warning("ask stopped by %s", stop.received.name)
     return fail(
         f"stopped by {stop.received.name} (what arrived is kept in the log, marked cancelled)",
@@ -147,8 +159,10 @@ async def _ask(
                 wrote_text = True
             elif isinstance(event, ReplyFinished):
                 code = EXIT_OK
+                stop.finishing = True  # logged: a signal no longer cuts the save short
             elif isinstance(event, ReplyFailed):
                 code = event.error.exit_code
+                stop.finishing = True
                 if wrote_text:
                     sys.stdout.write("\n")
                 kept = " (the partial reply is kept in the log, marked cut off)"

@@ -15,6 +15,7 @@ file, as the rest of the suite does.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -146,3 +147,17 @@ def test_a_read_only_data_dir_is_one_line_exit_2(world: Workspace, command: list
     assert f"cannot write to data dir {home} (it is on a read-only file system)" in lines[0]
     assert "unexpected error" not in lines[0] and "details in" not in lines[0]
     assert fault_support.tree(world.home) == listing
+
+
+async def test_a_signal_after_the_reply_is_logged_does_not_cut_the_save_short() -> None:
+    """The reply is in the log and its points are being saved: the signal sets the exit code
+    (128 + it) but does not cancel the save."""
+    from tui.cli_ask import SignalStop
+
+    task = asyncio.current_task()
+    assert task is not None
+    stop = SignalStop(task)
+    stop.finishing = True
+    stop._stop(signal.SIGTERM)
+    await asyncio.sleep(0)  # a cancellation would be delivered here
+    assert stop.received == signal.SIGTERM and not task.cancelling()
