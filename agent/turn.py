@@ -22,6 +22,7 @@ import itertools
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from agent import turn_facts
@@ -210,8 +211,9 @@ class TurnEngine:
                     round_tools = self._tool_round(
                         calls, "".join(round_text), messages, limits, query_vector, conversation_id
                     )
-                    async for step_event in round_tools:
-                        yield step_event
+                    async with aclosing(round_tools):
+                        async for step_event in round_tools:
+                            yield step_event
                     if rounds == MAX_ROUNDS or limits.turn_cap_reached:
                         tools = None  # the last request: the model must answer in text
                     continue
@@ -272,7 +274,7 @@ class TurnEngine:
         limits: TurnLimits,
         query_vector: list[float] | None,
         conversation_id: str,
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent, None]:
         """Run the calls of one tool round that the caps admit (the others are named, and
         the model is told once) and add the round to `messages`."""
         admitted, capped = limits.admit(calls)
