@@ -90,7 +90,7 @@ async def ask(
                 return code
             log.warning("ask got %s after the reply was logged", stop.received.name)
             return fail(
-                f"stopped by {stop.received.name} after the reply was logged and saved",
+                f"stopped by {stop.received.name} after the reply was logged",
                 128 + stop.received,
             )
     log.warning("ask stopped by %s", stop.received.name)
