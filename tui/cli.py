@@ -277,6 +277,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if isinstance(error, DataDirLocked):
             return fail(str(error), EXIT_DATA_DIR_IN_USE)
+        from tui.data_dir_access import unwritable_data_dir
+
+        if (unwritable := unwritable_data_dir(error, settings.home)) is not None:
+            return fail(unwritable, EXIT_USAGE)
         if isinstance(error, DatabaseError):
             log.error("database error: %s", error)
             return fail(str(error), EXIT_UNEXPECTED)
@@ -301,11 +305,17 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         with DataDirLock(settings.home):  # a second instance stops here, before painting
             return run_app(settings)
     if args.command == "ask":
-        text = _ask_text(args.text)
-        from tui.cli_ask import ask
+        from tui.cli_ask import ask, conversation_option
 
+        try:
+            conversation = (
+                None if args.conversation is None else conversation_option(args.conversation)
+            )
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        text = _ask_text(args.text)
         return asyncio.run(
-            ask(settings, text, args.conversation, args.show_thinking, system=args.system)
+            ask(settings, text, conversation, args.show_thinking, system=args.system)
         )
     if args.command == "history":
         return _history(settings, args.date, args.conversation, as_json=args.json)
@@ -342,7 +352,7 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     from tui import cli_memory
 
     if args.command == "remember":
-        text = _ask_text(args.text)
+        text = _ask_text(args.text, "remember")
         return asyncio.run(cli_memory.remember(settings, text, as_json=args.json))
     if args.command == "forget":
         return asyncio.run(cli_memory.forget(settings, args.id, as_json=args.json))
@@ -376,10 +386,10 @@ def _global_options(args: argparse.Namespace) -> dict[str, str | None]:
     }
 
 
-def _ask_text(raw: str) -> str:
+def _ask_text(raw: str, command: str = "ask") -> str:
     text = read_stdin_text() if raw == "-" else raw
     if not text.strip():
-        raise UsageError("ask needs a non-empty TEXT")
+        raise UsageError(f"{command} needs a non-empty TEXT")
     return text
 
 
