@@ -52,6 +52,7 @@ def ideas(base: RecallTuning = TUNING) -> dict[str, list[RecallTuning]]:
             base, feedback_seeds=(3, 5), feedback_terms=(4, 8), feedback_weight=(0.25, 0.5)
         ),
         "session_diversity": _grid(base, same_day_factor=(0.9, 0.8, 0.7, 0.5)),
+        "neighbour_diversity": _grid(base, neighbour_factor=(0.9, 0.8, 0.7, 0.5, 0.3)),
         "dates": _grid(base, date_boost=(0.25, 0.5, 1.0)),
     }
     return {

@@ -63,6 +63,9 @@ class RecallTuning:
     same_day_factor: float = 1.0
     """Diversity: a hit's fused score times this for every better hit of the same day
     (1: off), so the hits are not all neighbours of one conversation."""
+    neighbour_factor: float = 1.0
+    """Diversity: a hit's fused score times this for every better hit next to it (point ids
+    one apart: the turn it answers or its reply), so ten hits are not five pairs (1: off)."""
     date_boost: float = 0.0
     """Fused score times (1 + this) for a point inside a time the query names
     ("in May 2023", "last week": `memory.text.dates`); 0: off."""
@@ -194,12 +197,15 @@ def recall(
     hits: list[RecallHit] = []
     for group, rerank in ((pinned_order, False), (regular, True)):
         wanted = group[: k + len(excluded)]  # enough to fill k after exclusions
-        if rerank and (spans or tuning.same_day_factor != 1.0):
+        reranks = rerank and (
+            spans or tuning.same_day_factor != 1.0 or tuning.neighbour_factor != 1.0
+        )
+        if reranks:
             wanted = group[: max(tuning.rerank_depth, k + len(excluded))]
         rows = point_reads.hit_rows(store.db, wanted)
         points = [rows[pid] for pid in wanted if pid in rows]
         points = [point for point in points if point.content_hash not in excluded]
-        if rerank and (spans or tuning.same_day_factor != 1.0):
+        if reranks:
             points = _rerank(points, fused, spans, tuning)
         for point in points[:k]:
             score = max(cosine.get(point.id, 0.0), lexical_score.get(point.id, 0.0))
@@ -296,7 +302,7 @@ def _rerank(
     tuning: RecallTuning,
 ) -> list[point_reads.HitRow]:
     """The date boost, then a greedy pick that lowers a hit's score for every better hit
-    of the same day (diversity)."""
+    of the same day and every better hit next to it (diversity)."""
     boost = 1.0 + tuning.date_boost
     score = {
         point.id: fused.get(point.id, 0.0)
@@ -304,20 +310,24 @@ def _rerank(
         for point in points
     }
     left = sorted(points, key=lambda p: -score[p.id])
-    if tuning.same_day_factor == 1.0:
+    if tuning.same_day_factor == 1.0 and tuning.neighbour_factor == 1.0:
         return left
     per_day: dict[object, int] = {}
+    taken: set[int] = set()
+
+    def diverse(point: point_reads.HitRow) -> float:
+        near = (point.id - 1 in taken) + (point.id + 1 in taken)
+        return (
+            score[point.id]
+            * tuning.same_day_factor ** per_day.get(point.created_at.date(), 0)
+            * tuning.neighbour_factor**near
+        )
+
     picked: list[point_reads.HitRow] = []
     while left:
-        best = max(
-            range(len(left)),
-            key=lambda i: (
-                score[left[i].id]
-                * tuning.same_day_factor ** per_day.get(left[i].created_at.date(), 0)
-            ),
-        )
-        point = left.pop(best)
+        point = left.pop(max(range(len(left)), key=lambda i: diverse(left[i])))
         per_day[point.created_at.date()] = per_day.get(point.created_at.date(), 0) + 1
+        taken.add(point.id)
         picked.append(point)
     return picked
 

@@ -165,3 +165,19 @@ def test_feedback_search_takes_terms_the_seeds_share_and_the_query_lacks(home: P
     assert a in found and b in found
     assert cache.feedback_search("violin", [a], terms=4, k=10) == []  # one seed shares nothing
     store.close()
+
+
+def test_neighbour_diversity_keeps_a_turn_and_its_reply_from_filling_the_hits(home: Path) -> None:
+    store = open_store(home)
+    when = datetime(2023, 3, 10, tzinfo=UTC)
+    first = save(store, "sailing trip sailing boat sailing lessons", when)
+    reply = save(store, "sailing trip sailing boat", when)
+    save(store, "we had lunch", when)  # keeps the third one's id apart from the pair
+    apart = save(store, "a sailing trip", when)
+    query = "sailing trip boat"
+    plain = [h.id for h in store.recall(query, vector=vec(query), k=2, mode="lexical").hits]
+    assert set(plain) == {first, reply}
+    tuned = RecallTuning(neighbour_factor=0.3)
+    hits = store.recall(query, vector=vec(query), k=2, mode="lexical", tuning=tuned).hits
+    assert [hit.id for hit in hits] == [plain[0], apart]
+    store.close()
