@@ -187,7 +187,7 @@ def run_loo(
 
 def print_loo(results: Mapping[str, Any]) -> None:
     print("leave-one-conversation-out (hybrid, filter off): mean over held-out questions / worst")
-    header = f"{'idea':<18}{'R@5':>13}{'R@10':>13}{'in_block':>13}   " + "  ".join(
+    header = f"{'idea':<21}{'R@5':>13}{'R@10':>13}{'in_block':>13}   " + "  ".join(
         f"{c}:{CATEGORIES[int(c)][:6]}@10" for c in ("1", "2", "3", "4")
     )
     print(header)
@@ -199,7 +199,7 @@ def print_loo(results: Mapping[str, Any]) -> None:
             for c in ("1", "2", "3", "4")
             if c in mean["by_category"]
         ]
-        print(f"{name:<18}" + "".join(f"{c:>13}" for c in cells) + "   " + "  ".join(cats))
+        print(f"{name:<21}" + "".join(f"{c:>13}" for c in cells) + "   " + "  ".join(cats))
         choices = sorted(set(row["chosen"].values()))
         if choices != ["product"]:
-            print(f"{'':<18}chosen: " + "; ".join(choices))
+            print(f"{'':<21}chosen: " + "; ".join(choices))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from bench.locomo_cache import CachedEmbedder
 from bench.locomo_data import QuestionScore
@@ -52,3 +55,52 @@ def test_vectors_are_embedded_once_and_kept_on_disk(tmp_path: Path) -> None:
     again = CachedEmbedder(path, lambda: embed)
     assert again(["abc"]) == [[3.0, 1.0]]
     assert calls == [["ab", "abc"]]
+
+
+def _conversation(sample_id: str, pet: str) -> dict[str, object]:
+    return {
+        "sample_id": sample_id,
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bob",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": f"My {pet} learned a new trick."},
+                {"speaker": "Bob", "dia_id": "D1:2", "text": "We went sailing on the lake."},
+            ],
+            "session_2_date_time": "10:00 am on 3 June, 2023",
+            "session_2": [
+                {"speaker": "Ann", "dia_id": "D2:1", "text": "The garden is full of tomatoes."}
+            ],
+        },
+        "qa": [
+            {"question": f"What did Ann's {pet} learn?", "evidence": ["D1:1"], "category": 4},
+            {"question": "Where did Bob go sailing?", "evidence": ["D1:2"], "category": 1},
+        ],
+    }
+
+
+def test_the_json_report_keeps_its_fields_and_adds_the_new_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench import locomo
+
+    data = tmp_path / "two.json"
+    data.write_text(
+        json.dumps([_conversation("conv-a", "dog"), _conversation("conv-b", "parrot")]),
+        encoding="utf-8",
+    )
+    argv = [str(data), "--json", "--loo", "--embedder", "hash", "--cache-dir", str(tmp_path)]
+    assert locomo.main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    for key in ("questions", "filter_off", "filter_on", "embedder", "embed_seconds", "by_category"):
+        assert key in report
+    assert report["questions"] == 4
+    assert set(report["per_conversation"]) == {"conv-a", "conv-b"}
+    assert set(report["per_conversation"]["conv-a"]) == {"hybrid", "vector", "lexical"}
+    assert set(report["in_block"]["filter_off"]) == {"hybrid", "vector", "lexical"}
+    assert 0.0 <= report["in_block"]["filter_off"]["hybrid"] <= 1.0
+    loo = report["loo"]["product"]
+    assert set(loo) == {"mean", "worst", "per_conversation", "chosen"}
+    assert loo["mean"]["n"] == 4 and set(loo["chosen"]) == {"conv-a", "conv-b"}
+    assert set(report["loo"]) == {"product", *ideas()}
