@@ -196,8 +196,9 @@ def print_loo(results: Mapping[str, Any]) -> None:
         cells = [f"{mean[k]:.3f}/{worst[k]:.3f}" for k in ("recall@5", "recall@10", "in_block")]
         cats = [
             f"{mean['by_category'][c]['recall@10']:.3f}/{worst['by_category'][c]['recall@10']:.3f}"
-            for c in ("1", "2", "3", "4")
             if c in mean["by_category"]
+            else f"{'-':^11}"
+            for c in ("1", "2", "3", "4")
         ]
         print(f"{name:<21}" + "".join(f"{c:>13}" for c in cells) + "   " + "  ".join(cats))
         choices = sorted(set(row["chosen"].values()))
