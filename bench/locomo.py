@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -185,8 +186,9 @@ async def run(path: Path, args: argparse.Namespace) -> dict[str, Any]:
         block_shares: dict[str, list[float]] = {mode: [] for mode in MODES}
         kept = 0
         stores: dict[str, tuple[MemoryStore, dict[int, str]]] = {}
+        homes: list[Path] = []
         for conversation in conversations:
-            store, point_to_turn, _home = replay(
+            store, point_to_turn, home = replay(
                 conversation,
                 turn_vectors[conversation.sample_id],
                 filter_on=filter_on,
@@ -194,6 +196,7 @@ async def run(path: Path, args: argparse.Namespace) -> dict[str, Any]:
                 with_context=not args.no_context,
             )
             stores[conversation.sample_id] = (store, point_to_turn)
+            homes.append(home)
             kept += len(point_to_turn)
             own: dict[str, list[QuestionScore]] = {mode: [] for mode in MODES}
             for question, vector in zip(
@@ -216,6 +219,8 @@ async def run(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             loo = run_loo(conversations, _loo_recall(stores, question_vectors))
         for store, _ in stores.values():
             store.close()
+        for home in homes:  # the replayed stores are scratch: nothing to keep in /tmp
+            shutil.rmtree(home, ignore_errors=True)
         key = "filter_on" if filter_on else "filter_off"
         reports[key] = {mode: aggregate(scores[mode]) for mode in MODES}
         results[key] = {mode: _summary(report) for mode, report in reports[key].items()} | {
