@@ -17,7 +17,9 @@ for nomic-embed-text's cosine scale, and it only trims the tail of a ranking thi
 `--json` also gives `per_conversation` (filter off, each mode) and `in_block`: the share of
 the evidence inside the injected `## Recalled context` block — the hits the product puts
 there at the default `MEMORY_TOP_K` and `MEMORY_MAX_CHARS` — beside recall@k. `--loo` adds
-the leave-one-conversation-out tuning of `bench/locomo_loo.py` (key `loo`). MiniLM vectors
+the leave-one-conversation-out tuning of `bench/locomo_loo.py` (key `loo`); `--vectors`
+compares vector-only recall with plain cosines (`bench/locomo_vectors.py`, key
+`vector_diagnostics`, MiniLM only). MiniLM vectors
 are cached on disk (`--cache-dir`, default $TMPDIR/straylight-locomo), so only the first
 run pays for the model.
 """
