@@ -246,6 +246,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 silence_logging()
         except OSError:
             silence_logging()
+    from tui import owner_client
+
+    if owner_client.forwards(args):  # the data dir's owner runs it, if another process owns it
+        raw = list(sys.argv[1:] if argv is None else argv)
+        return owner_client.run_or_forward(raw, resolved, lambda: _run(args, resolved))
+    return _run(args, resolved)
+
+
+def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: bool = False) -> int:
+    """Dispatch a parsed command; every error becomes one line and its exit code. A command
+    `forwarded` from another process runs in a thread of the owner (tui/owner_request.py)."""
+    settings = resolved.settings
     try:
         return _dispatch(args, resolved)
     except UsageError as error:
@@ -263,8 +275,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return fail(str(error), EXIT_UNEXPECTED)
         if isinstance(error, BrokenPipeError):
             # `straylight history | head`: the reader left; that is not an error.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            if not forwarded:  # (a forwarded command's client has gone: nothing to quiet)
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
             return EXIT_BROKEN_PIPE
         log.exception("unexpected error")
         return fail(

@@ -33,7 +33,14 @@ EMBED_TIMEOUT_SECONDS = 15.0
 
 @contextlib.contextmanager
 def open_drawer(settings: Settings) -> Iterator[FactDrawer]:
-    """The fact drawer of this workspace, with the data dir locked for the duration."""
+    """The fact drawer of this workspace, with the data dir locked for the duration (in the
+    owner's process: a drawer over the owner's open database)."""
+    from tui.memory_session import open_store
+
+    shared = open_store(settings.home)
+    if shared is not None:
+        yield FactDrawer(shared.db, resolve_workspace(settings.workspace), settings.facts)
+        return
     with DataDirLock(settings.home):
         db = open_database(database_path(settings.home), clock=settings.clock)
         try:
