@@ -250,7 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if owner_client.forwards(args):  # the data dir's owner runs it, if another process owns it
         raw = list(sys.argv[1:] if argv is None else argv)
-        return owner_client.run_or_forward(raw, resolved, lambda: _run(args, resolved))
+        return owner_client.run_or_forward(
+            raw, resolved, lambda: _run(args, resolved), args.command
+        )
     return _run(args, resolved)
 
 

@@ -45,6 +45,10 @@ FORWARDED_COMMANDS = frozenset(
 """Commands that open the memory. `history`, `config`, `models`, `pull` read no database and
 always run here; the TUI never forwards (a second chat on one data dir is refused)."""
 
+SERVING_COMMANDS = FORWARDED_COMMANDS - {"facts", "candidates", "hypotheses"}
+"""Commands that serve the others while they run here: those that open the whole memory.
+The fact drawer's commands open only the database and are short; the others wait for them."""
+
 RETRY_SECONDS = 3.0
 _RETRY_PAUSE = 0.05
 EXIT_UNEXPECTED = 1
@@ -107,7 +111,7 @@ def forward(home: Path, request: CommandRequest, out: TextIO, err: TextIO) -> in
 
 
 def run_or_forward(
-    argv: Sequence[str], resolved: ResolvedSettings, run_here: Callable[[], int]
+    argv: Sequence[str], resolved: ResolvedSettings, run_here: Callable[[], int], command: str
 ) -> int:
     """`straylight ARGV` for a command that needs the memory: forwarded to the data dir's
     owner, else run here (`run_here`) with the data-dir lock held."""
@@ -150,7 +154,9 @@ def run_or_forward(
             continue
         from tui.owner_server import OwnerServer
 
-        server = OwnerServer.start_soft(home)  # while it runs, it serves the others
+        server = None
+        if command in SERVING_COMMANDS:  # while it runs, it serves the others
+            server = OwnerServer.start_soft(home)
         try:
             return run_here()  # ours now: the command's own lock is this one (re-entrant)
         finally:

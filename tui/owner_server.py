@@ -45,6 +45,16 @@ GRACE_SECONDS = 10.0
 EXIT_USAGE = 2
 
 
+_served: set[str] = set()  # real paths of the data dirs this process serves
+_served_guard = threading.Lock()
+
+
+def serving(home: Path) -> bool:
+    """Whether this process serves `home` (other processes' commands may run here)."""
+    with _served_guard:
+        return os.path.realpath(home) in _served
+
+
 class OwnerServer:
     """`OwnerServer(home).start()` … `.stop()`; the caller holds the data-dir lock."""
 
@@ -84,6 +94,8 @@ class OwnerServer:
     def start(self) -> OwnerServer:
         self._listener = Listener.bind(self.home)
         owner_streams.install()
+        with _served_guard:
+            _served.add(os.path.realpath(self.home))
         self._accepting = threading.Thread(target=self._accept_loop, name="owner-accept")
         self._accepting.daemon = True
         self._accepting.start()
@@ -117,6 +129,8 @@ class OwnerServer:
         if self._listener is not None:
             self._listener = None
             owner_streams.uninstall()
+            with _served_guard:
+                _served.discard(os.path.realpath(self.home))
 
     # ---- the accept loop and one connection ---------------------------------------------
     def _accept_loop(self) -> None:
