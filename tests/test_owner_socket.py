@@ -327,3 +327,53 @@ async def test_command_runner_forwards_to_another_owner(
         owner.kill()
     log = (home / "straylight.log").read_text()
     assert "ran recall for a client: exit 0" in log
+
+
+def test_ctrl_c_in_a_client_cancels_its_command_in_the_owner(
+    home: Path, tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    env = env_for(home, tmp_path, standin)
+    assert_ok(run_cli_process(env, "remember", "The night ferry leaves from pier four."))
+    standin.script_reply("one two three four five six seven eight nine ten eleven twelve")
+    standin.token_delay = 0.5
+    owner = SlowOwner(env, "Count slowly")
+    client = subprocess.Popen(
+        cli_command("ask", "Count slowly again"),
+        env=env,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert client.stdout is not None
+        first = client.stdout.read(4)  # the forwarded reply streams: the command runs
+        assert first
+        client.send_signal(signal.SIGINT)
+        _out, err = client.communicate(timeout=WAIT)
+        assert (client.returncode, err) == (130, "straylight: interrupted\n")
+        log = home / "straylight.log"
+        deadline = time.monotonic() + WAIT
+        while "exit 130" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "ran ask for a client: exit 130" in log.read_text()
+        assert "(cancelled)" in log.read_text()
+        assert owner.process.poll() is None  # the owner goes on
+        standin.token_delay = 0.0
+        code, out, owner_err = owner.finish()
+        assert (code, owner_err) == (0, "")
+        assert out.startswith("one two three")
+    finally:
+        standin.token_delay = 0.0
+        owner.kill()
+        if client.poll() is None:
+            client.kill()
+            client.communicate(timeout=WAIT)
+    history = json.loads(run_cli_process(env, "history", "--json").stdout)
+    said = [(m["role"], m["content"]) for m in history]
+    assert ("user", "Count slowly again") in said  # logged before the reply began
+    assert (
+        said.count(("assistant", "one two three four five six seven eight nine ten eleven twelve"))
+        == 1
+    )

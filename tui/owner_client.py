@@ -116,13 +116,11 @@ def run_or_forward(
     """`straylight ARGV` for a command that needs the memory: forwarded to the data dir's
     owner, else run here (`run_here`) with the data-dir lock held."""
     from store.data_dir_lock import DataDirLock, DataDirLocked
-    from store.owner_socket import socket_path
     from tui.cli_output import fail, read_stdin_text
 
     home = resolved.settings.home
-    lock_file = DataDirLock(home).path
-    if not socket_path(home).exists() and not lock_file.exists():
-        return run_here()  # never owned (or not even made): nothing to ask, nothing to create
+    if not home.is_dir():
+        return run_here()  # no data dir yet: nobody to ask; the command decides what to create
     stdin: str | None = None
     if "-" in argv:  # the command reads stdin: read it once, for the owner or for us
         stdin = read_stdin_text()
@@ -152,6 +150,8 @@ def run_or_forward(
                 return fail(str(locked), EXIT_DATA_DIR_IN_USE)
             time.sleep(_RETRY_PAUSE)
             continue
+        except OSError:  # a data dir we cannot lock (read-only): the command itself says so
+            return run_here()
         from tui.owner_server import OwnerServer
 
         server = None

@@ -5,7 +5,8 @@ process (a CLI command, `straylight mcp`), the server says so here, in its threa
 that may have written (`remember`, `forget`, `import-doc`, `ask`, facts and candidates
 changes, …) makes the app refresh the sidebar's counts, reload an open facts or candidates
 screen, and name the fact candidates that are new since it last looked, with the keys to
-approve them. The memory browser reads the database on refresh, so it shows new points then.
+approve them. The memory browser reads the database whenever it loads (opened again, a
+search, a filter), so it shows new points then.
 """
 
 from __future__ import annotations
