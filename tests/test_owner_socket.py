@@ -293,7 +293,10 @@ async def test_command_runner_takes_over_runs_in_process_and_serves_the_others(
         assert (missing.exit_code, missing.stdout) == (1, "")
         assert missing.stderr == "straylight: no memory point #999\n"
         usage = await runner.run(["recall", "x", "--k", "0"])
-        assert usage.exit_code == 2
+        assert (usage.exit_code, usage.stderr) == (2, "straylight: --k must be at least 1\n")
+        unparsed = await runner.run(["recall"])
+        assert unparsed.exit_code == 2
+        assert "the following arguments are required: QUERY" in unparsed.stderr
         local = await runner.run(["config", "--json"])
         assert local.exit_code == 0 and json.loads(local.stdout)["home"]["value"] == str(home)
     finally:

@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import io
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,18 +140,23 @@ def _parse(
 ) -> tuple[argparse.Namespace, ResolvedSettings] | CommandOutcome:
     """The parsed command line and its settings, or the usage error the command would give."""
     from agent.settings import SettingsError, load_settings
+    from tui import owner_streams
     from tui.cli import build_parser
 
-    err = io.StringIO()
-    saved = sys.stderr
+    out: list[str] = []
+    err: list[str] = []
+    streams = owner_streams.CommandStreams.of(
+        out.append, err.append, None, tty_out=False, tty_err=False
+    )
+    owner_streams.install()  # argparse prints usage errors and --help: into this outcome
     try:
-        sys.stderr = err  # argparse prints its usage error there
-        args = build_parser().parse_args(list(argv))
+        with owner_streams.routed(streams):
+            args = build_parser().parse_args(list(argv))
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 2
-        return CommandOutcome(code, "", err.getvalue())
+        return CommandOutcome(code, "".join(out), "".join(err))
     finally:
-        sys.stderr = saved
+        owner_streams.uninstall()
     flags = {
         "home": args.home,
         "ollama_host": args.ollama_host,

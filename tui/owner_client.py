@@ -115,7 +115,6 @@ def run_or_forward(
 ) -> int:
     """`straylight ARGV` for a command that needs the memory: forwarded to the data dir's
     owner, else run here (`run_here`) with the data-dir lock held."""
-    from store.data_dir_lock import DataDirLock, DataDirLocked
     from tui.cli_output import fail, read_stdin_text
 
     home = resolved.settings.home
@@ -128,6 +127,18 @@ def run_or_forward(
 
         sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
     request = _request(argv, resolved, stdin)
+    try:
+        return _forward_or_own(home, request, run_here, command)
+    except KeyboardInterrupt:  # while waiting for the owner or the lock
+        return fail("interrupted", EXIT_INTERRUPTED)
+
+
+def _forward_or_own(
+    home: Path, request: CommandRequest, run_here: Callable[[], int], command: str
+) -> int:
+    from store.data_dir_lock import DataDirLock, DataDirLocked
+    from tui.cli_output import fail
+
     deadline = time.monotonic() + RETRY_SECONDS
     while True:
         try:
