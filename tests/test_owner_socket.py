@@ -48,6 +48,19 @@ def env_for(home: Path, tmp_path: Path, standin: OllamaStandIn) -> dict[str, str
     return cli_env(home, tmp_path, OLLAMA_HOST=standin.host, STRAYLIGHT_WORKSPACE="demo")
 
 
+def client_process(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    """A `straylight` client as a process, its output read as text."""
+    return subprocess.Popen(
+        cli_command(*args),
+        env=env,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 class SlowOwner:
     """A `straylight ask` as a process of its own, mid-reply (the stand-in streams slowly):
     it holds the data dir, its memory is open, and it serves the others."""
@@ -209,15 +222,7 @@ def test_kill_9_of_the_owner_mid_command_then_the_clients_go_on(
     standin.script_reply("one two three four five six seven eight nine ten")
     standin.token_delay = 1.0
     owner = SlowOwner(env, "Count slowly")
-    client = subprocess.Popen(  # a forwarded `ask`: mid-reply when the owner dies
-        cli_command("ask", "Count slowly again"),
-        env=env,
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    client = client_process(env, "ask", "Count slowly again")  # mid-reply when the owner dies
     try:
         deadline = time.monotonic() + WAIT
         while len(standin.chat_requests()) < 2 and time.monotonic() < deadline:
@@ -340,15 +345,7 @@ def test_ctrl_c_in_a_client_cancels_its_command_in_the_owner(
     standin.script_reply("one two three four five six seven eight nine ten eleven twelve")
     standin.token_delay = 0.5
     owner = SlowOwner(env, "Count slowly")
-    client = subprocess.Popen(
-        cli_command("ask", "Count slowly again"),
-        env=env,
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    client = client_process(env, "ask", "Count slowly again")
     try:
         assert client.stdout is not None
         first = client.stdout.read(4)  # the forwarded reply streams: the command runs

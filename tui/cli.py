@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any, NoReturn
@@ -212,16 +212,27 @@ def _version() -> str:
         return "unknown"
 
 
-def _resolve(args: argparse.Namespace) -> ResolvedSettings:
-    flags = {
+def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the command line gives (None: not given)."""
+    return {
         "home": args.home,
         "ollama_host": args.ollama_host,
         "model": args.model,
         "workspace": args.workspace,
         "think": getattr(args, "think", None),
     }
+
+
+def _resolve(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> ResolvedSettings:
     config = Path(args.config) if args.config else None
-    return load_settings(flags=flags, config_path=config, require_config=config is not None)
+    return load_settings(
+        flags=setting_flags(args),
+        environ=environ,
+        config_path=config,
+        require_config=config is not None,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

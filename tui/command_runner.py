@@ -139,9 +139,9 @@ def _parse(
     argv: Sequence[str], env: Mapping[str, str]
 ) -> tuple[argparse.Namespace, ResolvedSettings] | CommandOutcome:
     """The parsed command line and its settings, or the usage error the command would give."""
-    from agent.settings import SettingsError, load_settings
+    from agent.settings import SettingsError
     from tui import owner_streams
-    from tui.cli import build_parser
+    from tui.cli import _resolve, build_parser
 
     out: list[str] = []
     err: list[str] = []
@@ -157,18 +157,8 @@ def _parse(
         return CommandOutcome(code, "".join(out), "".join(err))
     finally:
         owner_streams.uninstall()
-    flags = {
-        "home": args.home,
-        "ollama_host": args.ollama_host,
-        "model": args.model,
-        "workspace": args.workspace,
-        "think": getattr(args, "think", None),
-    }
-    config = Path(args.config) if args.config else None
     try:
-        resolved = load_settings(
-            flags=flags, environ=env, config_path=config, require_config=config is not None
-        )
+        resolved = _resolve(args, env)
     except SettingsError as error:
         return CommandOutcome(EXIT_USAGE, "", f"straylight: {error}\n")
     return args, resolved

@@ -100,7 +100,7 @@ def run_request(request: CommandRequest) -> int:
     workspace as the client resolved them; relative paths against its working directory)."""
     from agent.gateway_errors import EXIT_USAGE
     from agent.settings import SettingsError, load_settings
-    from tui.cli import _run, build_parser
+    from tui.cli import _run, build_parser, setting_flags
     from tui.cli_output import fail
 
     try:
@@ -110,11 +110,9 @@ def run_request(request: CommandRequest) -> int:
     if isinstance(getattr(args, "path", None), str):
         args.path = os.path.join(request.cwd, os.path.expanduser(args.path))
     flags = {
+        **setting_flags(args),
         "home": request.home,
-        "ollama_host": args.ollama_host,
-        "model": args.model,
         "workspace": request.workspace or args.workspace,
-        "think": getattr(args, "think", None),
     }
     config = Path(request.config) if request.config else None
     try:
