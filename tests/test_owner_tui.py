@@ -24,6 +24,7 @@ from tests.support.cli import CliResult, assert_ok, cli_env, run_cli_process, sp
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import wait_until
 from tui.app import StraylightApp
+from tui.command_runner import CommandRunner
 from tui.widgets.chat_message import ChatNotice
 from tui.widgets.status_sidebar import StatusSidebar
 
@@ -110,6 +111,15 @@ async def test_cli_commands_while_the_tui_owns_the_dir_print_what_they_print_alo
             assert seen(owned_status) == seen(alone_status)
             owned = await clients(env, *READS)
             assert [seen(r) for r in owned] == [seen(r) for r in alone]
+            # A CommandRunner (the MCP server's) in the owner's process runs them here.
+            runner = CommandRunner(env=env, cwd=tmp_path)
+            try:
+                for argv, before in zip(READS, alone, strict=True):
+                    outcome = await runner.run(argv)
+                    assert (outcome.exit_code, outcome.stdout, outcome.stderr) == seen(before)
+                assert not runner._owned  # borrowed the TUI's memory, took nothing over
+            finally:
+                await runner.aclose()
 
             # Writes from other clients: the chat shows them at once.
             [saved] = await clients(env, ["remember", "The day ferry leaves from pier two."])

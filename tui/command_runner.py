@@ -100,7 +100,10 @@ class CommandRunner:
 
     # ---- owning -----------------------------------------------------------------------
     def _owns(self, home: Path) -> bool:
-        return os.path.realpath(home) in self._owned
+        """This process owns the data dir (through this runner, or a TUI or session here)."""
+        from store.data_dir_lock import held_here
+
+        return os.path.realpath(home) in self._owned or held_here(home)
 
     async def _own(self, resolved: ResolvedSettings) -> str | None:
         """Take the data dir: the lock, the memory, the socket. None, or why not."""
