@@ -184,14 +184,17 @@ class OwnerServer:
             with lock:
                 send_frame(conn, frame)
 
-        send({"owner": os.getpid()})
         try:
+            send({"owner": os.getpid()})
             request = CommandRequest.from_frame(frame)
             if os.path.realpath(request.home) != os.path.realpath(self.home):
                 raise BadRequest(f"this process serves {self.home}, not {request.home}")
         except BadRequest as error:
-            send({"err": f"straylight: {error}\n"})
-            send({"exit": EXIT_USAGE})
+            with contextlib.suppress(OSError):
+                send({"err": f"straylight: {error}\n"})
+                send({"exit": EXIT_USAGE})
+            return
+        except OSError:  # the client left already
             return
 
         def finish(run: CommandRun) -> None:  # the exit code, and the connection shut
