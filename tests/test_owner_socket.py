@@ -14,6 +14,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -144,6 +145,7 @@ def test_a_peer_of_another_user_is_refused(tmp_path: Path, monkeypatch: pytest.M
         listener.close()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/fd is Linux's")
 def test_a_long_data_dir_path_still_gets_a_socket(tmp_path: Path) -> None:
     home = tmp_path / ("deep-" * 20) / "home"  # beyond sun_path's 108 bytes
     home.mkdir(parents=True, mode=0o700)
