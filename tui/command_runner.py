@@ -144,7 +144,8 @@ def _parse(
     """The parsed command line and its settings, or the usage error the command would give."""
     from agent.settings import SettingsError
     from tui import owner_streams
-    from tui.cli import _resolve, build_parser
+    from tui.cli import _resolve
+    from tui.owner_request import command_parser
 
     out: list[str] = []
     err: list[str] = []
@@ -154,7 +155,7 @@ def _parse(
     owner_streams.install()  # argparse prints usage errors and --help: into this outcome
     try:
         with owner_streams.routed(streams):
-            args = build_parser().parse_args(list(argv))
+            args = command_parser().parse_args(list(argv))
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 2
         return CommandOutcome(code, "".join(out), "".join(err))
