@@ -339,8 +339,15 @@ async def test_command_runner_forwards_to_another_owner(
     assert "ran recall for a client: exit 0" in log
 
 
+@pytest.mark.parametrize(
+    ("signum", "code", "line"),
+    [
+        (signal.SIGINT, 130, "straylight: interrupted\n"),
+        (signal.SIGTERM, 143, "straylight: stopped by SIGTERM\n"),
+    ],
+)
 def test_ctrl_c_in_a_client_cancels_its_command_in_the_owner(
-    home: Path, tmp_path: Path, standin: OllamaStandIn
+    home: Path, tmp_path: Path, standin: OllamaStandIn, signum: int, code: int, line: str
 ) -> None:
     env = env_for(home, tmp_path, standin)
     assert_ok(run_cli_process(env, "remember", "The night ferry leaves from pier four."))
@@ -352,9 +359,9 @@ def test_ctrl_c_in_a_client_cancels_its_command_in_the_owner(
         assert client.stdout is not None
         first = client.stdout.read(4)  # the forwarded reply streams: the command runs
         assert first
-        client.send_signal(signal.SIGINT)
+        client.send_signal(signum)
         _out, err = client.communicate(timeout=WAIT)
-        assert (client.returncode, err) == (130, "straylight: interrupted\n")
+        assert (client.returncode, err) == (code, line)
         log = home / "straylight.log"
         deadline = time.monotonic() + WAIT
         while "exit 130" not in log.read_text() and time.monotonic() < deadline:
@@ -363,8 +370,8 @@ def test_ctrl_c_in_a_client_cancels_its_command_in_the_owner(
         assert "(cancelled)" in log.read_text()
         assert owner.process.poll() is None  # the owner goes on
         standin.token_delay = 0.0
-        code, out, owner_err = owner.finish()
-        assert (code, owner_err) == (0, "")
+        owner_code, out, owner_err = owner.finish()
+        assert (owner_code, owner_err) == (0, "")
         assert out.startswith("one two three")
     finally:
         standin.token_delay = 0.0

@@ -12,11 +12,14 @@ connection, which cancels the command in the owner.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -49,6 +52,7 @@ SERVING_COMMANDS = FORWARDED_COMMANDS - {"facts", "candidates", "hypotheses"}
 """Commands that serve the others while they run here: those that open the whole memory.
 The fact drawer's commands open only the database and are short; the others wait for them."""
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 RETRY_SECONDS = 3.0
 _RETRY_PAUSE = 0.05
 EXIT_UNEXPECTED = 1
@@ -63,6 +67,33 @@ class NotServed(Exception):
 
 class OwnerGone(Exception):
     """The owner ended while running the command: it may or may not have been done."""
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGHUP while the owner ran the command (the connection closes: the owner
+    cancels it, as for Ctrl+C); the exit code is 128 + the signal, as for `ask` alone."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _stop(signum: int, _frame: object) -> None:
+    raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """While forwarding: SIGTERM and SIGHUP raise `Stopped` (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {signum: signal.signal(signum, _stop) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
 
 
 def forwards(args: argparse.Namespace) -> bool:
@@ -142,9 +173,12 @@ def _forward_or_own(
     deadline = time.monotonic() + RETRY_SECONDS
     while True:
         try:
-            return forward(home, request, sys.stdout, sys.stderr)
+            with _stopped_by_signals():
+                return forward(home, request, sys.stdout, sys.stderr)
         except NotServed:
             pass
+        except Stopped as stop:
+            return fail(f"stopped by {stop}", 128 + stop.signum)
         except OwnerGone as error:
             log.warning("%s", error)
             return fail(f"{error}; it may or may not have been done", EXIT_UNEXPECTED)
