@@ -286,6 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             confirmed = confirmed_argv(args, settings, raw)
             if isinstance(confirmed, int):
                 return confirmed
+            if confirmed is not raw:  # asked and confirmed here: not asked again
+                args.yes = True
             raw = confirmed
         return owner_client.run_or_forward(
             raw, resolved, lambda: _run(args, resolved), args.command
