@@ -183,6 +183,9 @@ def test_inline_candidate_prompt(snap_compare, make_settings, fixed_standin) -> 
         app.query_one(ChatInput).text = "Remember how we deploy blyck"
         await pilot.press("enter")
         await wait_until(pilot, lambda: len(app.query(CandidatePrompt)) == 1, what="prompt")
+        await wait_until(  # the sidebar counts the candidate at once (issue 16)
+            pilot, lambda: app.chat.sidebar_state.facts_line.endswith("1 pending"), what="count"
+        )
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

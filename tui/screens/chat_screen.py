@@ -19,6 +19,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import Footer
 
@@ -111,6 +112,14 @@ class ChatScreen(ChatNavigation):
         self.chat_log.anchor()
         self.publish_sidebar()
 
+    def _screen_resized(self, size: Size) -> None:
+        """A screen pushed over the chat gets a first Resize, which Textual passes on to the
+        chat below it: the chat then laid its whole log out again for nothing, so opening F1
+        or F2 slowed with the session's length (issue 16). Only a real change of size lays
+        it out (Textual 8.2's hook; a size changed while suspended is laid out on resume)."""
+        if size != self.outer_size:
+            super()._screen_resized(size)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The chat's own keys work (and show in the Footer) only while the chat is on top; a
         memory screen or the help has its own keys, and Esc closes it first."""
@@ -173,6 +182,7 @@ class ChatScreen(ChatNavigation):
     async def send_turn(self, text: str) -> None:
         now = self.settings.clock.now()
         user, reply = await self.chat_log.start_turn(text, time=now, model=self.model)
+        self.refresh_longterm()  # the size of the longterm.md this prompt reads
         finished = False
         turn = self.engine.run(text, conversation_id=self.conversation_id, model=self.model)
         try:
@@ -200,6 +210,7 @@ class ChatScreen(ChatNavigation):
                         self.publish_sidebar(recalled=_recalled_lines(event))
                     elif isinstance(event, ToolUsed):
                         await self.notice(f"🗂 {event.name}: {event.summary}")
+                        self.refresh_fact_status()  # an approval or a new candidate: at once
                     elif isinstance(event, CandidatesProposed):
                         await self.announce_candidates(event.candidates)
                     elif isinstance(event, CapabilityReminder):
@@ -270,6 +281,7 @@ class ChatScreen(ChatNavigation):
         prompt = CandidatePrompt(candidate)
         await self.chat_log.add(prompt)
         prompt.focus()
+        self.refresh_fact_status()  # one more pending, at once
         try:
             return await prompt.result
         except asyncio.CancelledError:
