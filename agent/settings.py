@@ -53,6 +53,7 @@ ENV_NAMES: dict[str, str] = {
     "workspace": "STRAYLIGHT_WORKSPACE",
     "think": "STRAYLIGHT_THINK",
     "keep_alive": "STRAYLIGHT_KEEP_ALIVE",
+    "theme": "STRAYLIGHT_THEME",
 } | {name: name.upper() for name in SETTING_PATHS if name.startswith("memory_")}
 ENV_NAMES |= {
     name: f"STRAYLIGHT_{name.upper()}" for name in SETTING_PATHS if name.startswith("jobs_")

@@ -151,6 +151,9 @@ class Settings(BaseModel):
     workspace: str | None = None
     """The workspace facts belong to: default the git root of the current directory, else
     the directory itself. Key `workspace`."""
+    theme: str | None = None
+    """The Textual theme of the TUI (e.g. `nord`, `gruvbox`); choosing one in the command
+    palette writes it here. Unset: Textual's default. Key `theme`."""
 
     @field_validator("now", mode="before")
     @classmethod
@@ -223,6 +226,7 @@ SETTING_PATHS: dict[str, FieldPath] = {
     "jobs_binding_limit_days": ("jobs", "binding_limit_days"),
     "keymap": ("keymap",),
     "workspace": ("workspace",),
+    "theme": ("theme",),
 }
 """Every setting's flat name (its config key, the order `straylight config` lists them) and
 the field of `Settings` that holds it."""

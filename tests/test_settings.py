@@ -359,6 +359,7 @@ CONFIG_NAMES = [
     "jobs_binding_limit_days",
     "keymap",
     "workspace",
+    "theme",
 ]
 
 # Fields of the areas that are no setting of their own (tuned by tests and benchmarks, or

@@ -324,7 +324,7 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         from tui.app import run_app
 
         with DataDirLock(settings.home):  # a second instance stops here, before painting
-            return run_app(settings)
+            return run_app(settings, resolved.config_path)
     if args.command == "ask":
         text = _ask_text(args.text)
         from tui.cli_ask import ask
