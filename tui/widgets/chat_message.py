@@ -72,6 +72,7 @@ class ChatMessage(Vertical, can_focus=True):
         self.model = model
         self.status = status
         self.point_id: int | None = None  # its memory point, once the engine reports the save
+        self.reason: str | None = None  # why a logged reply failed or was cut (conversations)
         self._stream: MarkdownStream | None = None
         self._pending: list[str] = []
         self._flush_timer: Timer | None = None
@@ -92,7 +93,8 @@ class ChatMessage(Vertical, can_focus=True):
     def _title_text(self) -> Text:
         who = "you" if self.role == "user" else (self.model or "assistant")
         when = f" · {self.time.astimezone():%H:%M}" if self.time else ""
-        return Text(f"{who}{when}{STATUS_LABELS.get(self.status, '')}")
+        why = f": {self.reason}" if self.reason and self.status != "complete" else ""
+        return Text(f"{who}{when}{STATUS_LABELS.get(self.status, '')}{why}")
 
     @property
     def body(self) -> Markdown:
