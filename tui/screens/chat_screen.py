@@ -140,6 +140,8 @@ class ChatScreen(ChatNavigation):
     def on_status_checked(self, message: StatusChecked) -> None:
         self._apply_ollama_status(message.ollama)
         self._apply_longterm(message.longterm)
+        for hint in self.query(EmptyChatHint):  # the embedding model: pulled or the command
+            hint.show_setup()
         app = self.straylight
         delay = app.poll_online_seconds if message.ollama.reachable else app.poll_offline_seconds
         self.set_timer(delay, self.check_status, name="ollama-recheck")
