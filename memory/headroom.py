@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-from store.vector_index import estimate_index_bytes
-
 Headroom = Literal["ok", "warn", "critical"]
 
 ENGINE_BYTES = 35 * 2**20  # DuckDB and usearch once loaded (measured: bench/memory_scale.py)
@@ -39,6 +37,8 @@ def ram_estimate_bytes(
     0.95 of the RSS growth at 10k points, 1.0 at 100k. An empty store used to read ~0 and
     jump by the whole fixed cost at its first point (issue 16).
     """
+    from store.vector_index import estimate_index_bytes  # usearch: not on the settings' path
+
     index = estimate_index_bytes(vectors, dim) if vectors and dim else 0
     lexical = LEXICAL_DOC_BYTES * lexical_docs + LEXICAL_POSTING_BYTES * lexical_postings
     return FIXED_BYTES + index + lexical + payload_bytes
