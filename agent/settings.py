@@ -56,6 +56,7 @@ ENV_NAMES: dict[str, str] = {
     "mcp_doc_roots": "STRAYLIGHT_MCP_DOC_ROOTS",
     "reply_max_chars": "STRAYLIGHT_REPLY_MAX_CHARS",
     "reply_max_seconds": "STRAYLIGHT_REPLY_MAX_SECONDS",
+    "theme": "STRAYLIGHT_THEME",
 } | {name: name.upper() for name in SETTING_PATHS if name.startswith("memory_")}
 ENV_NAMES |= {
     name: f"STRAYLIGHT_{name.upper()}" for name in SETTING_PATHS if name.startswith("jobs_")
@@ -246,9 +247,32 @@ def load_settings(
         settings = Settings.model_validate(nested_values(values))
     except ValidationError as error:
         raise SettingsError(_one_line(error, provenance)) from None
+    _check_ram_lines(settings, provenance)
     for name in SETTING_PATHS:
         provenance.setdefault(name, Provenance("default", None))
     return ResolvedSettings(settings, provenance, path, path.is_file())
+
+
+def _check_ram_lines(settings: Settings, provenance: Mapping[str, Provenance]) -> None:
+    """A critical RAM line below the warn line is refused only when the user set both: one
+    alone (`MEMORY_RAM_CRIT_BYTES=1` to force critical) is kept, as tests and docs use it."""
+    from memory.headroom import crossed_lines_problem
+
+    names = ("memory_ram_warn_bytes", "memory_ram_crit_bytes")
+    if not all(name in provenance for name in names):
+        return
+    problem = crossed_lines_problem(settings.memory.ram_warn_bytes, settings.memory.ram_crit_bytes)
+    if problem is not None:
+        origins = " and ".join(dict.fromkeys(_origin(provenance[name]) for name in names))
+        raise SettingsError(f"{origins}: {problem}")
+
+
+def _origin(where: Provenance) -> str:
+    if where.source == "file":
+        return f"config file {where.origin}"
+    if where.source == "env":
+        return f"environment variable {where.origin}"
+    return f"option {where.origin}"
 
 
 _ORDER = {name: index for index, name in enumerate(SETTING_PATHS)}

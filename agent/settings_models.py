@@ -184,6 +184,9 @@ class Settings(BaseModel):
     workspace: str | None = None
     """The workspace facts belong to: default the git root of the current directory, else
     the directory itself. Key `workspace`."""
+    theme: str | None = None
+    """The Textual theme of the TUI (e.g. `nord`, `gruvbox`); choosing one in the command
+    palette writes it here. Unset: Textual's default. Key `theme`."""
 
     mcp_doc_roots: list[Path] = Field(default_factory=list)
     """Folders `straylight mcp`'s `memory_load_doc` may read besides the workspace (the git
@@ -278,6 +281,7 @@ SETTING_PATHS: dict[str, FieldPath] = {
     "keymap": ("keymap",),
     "workspace": ("workspace",),
     "mcp_doc_roots": ("mcp_doc_roots",),
+    "theme": ("theme",),
 }
 """Every setting's flat name (its config key, the order `straylight config` lists them) and
 the field of `Settings` that holds it."""

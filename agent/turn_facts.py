@@ -154,27 +154,49 @@ async def reflect(
 ) -> list[Candidate]:
     """The end-of-session reflection pass: one structured call over the conversation;
     valid items become candidates, invalid or hostile ones are dropped and logged."""
+    proposed, _dropped = await reflect_report(drawer, gateway, daily_log, conversation_id, model)
+    return proposed
+
+
+async def reflect_report(
+    drawer: FactDrawer,
+    gateway: OllamaGateway,
+    daily_log: DailyLog,
+    conversation_id: str,
+    model: str,
+) -> tuple[list[Candidate], list[tuple[str, str]]]:
+    """`reflect`, and what it dropped as (item, reason): items the checks refused (not JSON,
+    hostile, proof not in the session …) and proposals the approval gate refused (rejected
+    before, already pending, already a fact) — so `straylight reflect` can say why."""
     from memory.reflection import REFLECTION_SCHEMA, parse_reflection, reflection_messages
 
     messages = await asyncio.to_thread(daily_log.recent, conversation_id, REFLECT_MESSAGES)
     transcript = [(m.role, m.content) for m in messages if m.content]
     if not any(role == "user" for role, _ in transcript):
-        return []
+        return [], [("(the conversation)", "no user message to reflect on")]
     known = await asyncio.to_thread(lambda: [f.key for f in drawer.list_facts(status="active")])
     prompt = reflection_messages(transcript, known_keys=known)
     raw = await gateway.chat_structured(model, prompt, REFLECTION_SCHEMA)
     result = parse_reflection(raw, transcript_text="\n".join(t for _, t in transcript))
+    dropped = list(result.dropped)
     for preview, reason in result.dropped:
         log.warning("reflection item dropped (%s): %s", reason, preview)
-    proposed = await asyncio.to_thread(
-        lambda: drawer.propose_all(
-            result.proposals, origin="reflection", conversation_id=conversation_id
-        )
-    )
+
+    def propose() -> list[Candidate]:
+        made: list[Candidate] = []
+        for proposal in result.proposals:
+            outcome = drawer.propose(proposal, origin="reflection", conversation_id=conversation_id)
+            if outcome.candidate is not None:
+                made.append(outcome.candidate)
+            else:
+                dropped.append((proposal.key, outcome.reason))
+        return made
+
+    proposed = await asyncio.to_thread(propose)
     log.info(
         "reflection on %s: %d candidates, %d dropped",
         conversation_id,
         len(proposed),
-        len(result.dropped),
+        len(dropped),
     )
-    return proposed
+    return proposed, dropped

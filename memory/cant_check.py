@@ -388,3 +388,36 @@ def match_capabilities(
         if score > 0:
             scored[key] = (score, position)
     return sorted(scored, key=lambda key: (-scored[key][0], scored[key][1]))
+
+
+# ---------------------------------------------------------------- inability is not use
+
+
+def says_cannot(sentence: str) -> bool:
+    """Whether a sentence says the assistant cannot do something (an inability or a lack of
+    access in the first person, outside a condition): naming a capability there is not using
+    it, so it neither boosts its confidence nor proves a success event."""
+    text = plain_apostrophes(sentence)
+    if _CUE.search(text) is None:
+        return False
+    return (
+        _unconditional(_EN_INABILITY, text)
+        or _german_inability(text)
+        or _unconditional(_EN_FIRST_PERSON_LACK, text)
+        or _german_first_person_lack(text)
+    )
+
+
+def without_inability(reply: str) -> str:
+    """`reply` without its sentences that say the assistant cannot do something, line by line
+    (code blocks and everything else kept as they are)."""
+    if _CUE.search(reply) is None:
+        return reply
+    kept_lines: list[str] = []
+    for line in reply.split("\n"):
+        if _CUE.search(line) is None:
+            kept_lines.append(line)
+            continue
+        kept = [piece for piece in split_sentences(line) if not says_cannot(piece)]
+        kept_lines.append(" ".join(kept))
+    return "\n".join(kept_lines)

@@ -3,7 +3,8 @@
 Facts and pinned points carry a confidence between 0 and 1: `decay_confidence` (the daily
 `decay` job) takes 0.05 for every full 30 days without verification, idempotently;
 `boost_used` adds 0.05 when a memory injected into a turn was used in its reply
-(`used_in_reply`: the key named, or a sentence of the body found by fuzzy match). The rules
+(`used_in_reply`: the key named, or a sentence of the body found by fuzzy match) outside the
+reply's sentences that say it cannot do something. The rules
 and their measurements: docs/confidence.md.
 """
 
@@ -222,6 +223,9 @@ def boost_used(
     `reply`. Returns what rose: fact keys, and pinned points as `#id`. A memory already at
     1.0 does not rise (and its fact gets no audit row); a fact boost is audited
     ('fact_confidence', reason `boost: used in a reply`)."""
+    from memory.cant_check import without_inability
+
+    reply = without_inability(reply)  # "I can't deploy …" names a capability, it does not use it
     boosted: list[str] = []
     store = FactStore(db)
     seen: set[int] = set()

@@ -4,7 +4,9 @@ An entry's key is its heading path (`Lessons > §8 Timeouts`), made unique by a 
 when two sections share a path, so an edit to one section changes one entry and the
 rest stay byte-identical (idempotent ingest re-embeds only what changed). Headings inside
 fenced code blocks are code, not structure. Text before the first heading is the entry
-`(preamble)`.
+`(preamble)`. A heading with no body (a document's `# Title`) is not an entry of its own:
+it would match every query that names the title. It is folded into the next section, whose
+heading path already names it when it is a parent, or whose text starts with its line.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ class DocEntry:
 
 
 def split_markdown(text: str) -> list[DocEntry]:
-    """Entries in document order; empty sections (a heading with no body) are kept."""
+    """Entries in document order; a heading with no body is folded into the next section."""
     sections: list[tuple[list[str], list[str]]] = []  # (heading path, body lines)
     path: list[tuple[int, str]] = []
     body: list[str] = []
@@ -58,7 +60,30 @@ def split_markdown(text: str) -> list[DocEntry]:
         body = [line]
         started = True
     close()
-    return _unique_entries(sections)
+    return _unique_entries(_fold_empty_headings(sections))
+
+
+def _fold_empty_headings(
+    sections: list[tuple[list[str], list[str]]],
+) -> list[tuple[list[str], list[str]]]:
+    """Sections without an empty heading-only one; its heading line moves to a neighbour."""
+    folded: list[tuple[list[str], list[str]]] = []
+    carried: list[str] = []  # heading lines of empty sections the next heading path lacks
+    for index, (heading_path, lines) in enumerate(sections):
+        empty = bool(heading_path) and not any(line.strip() for line in lines[1:])
+        if not empty:
+            folded.append((heading_path, carried + lines))
+            carried = []
+        elif index + 1 < len(sections):
+            following = sections[index + 1][0]
+            if following[: len(heading_path)] != heading_path:
+                carried.append(lines[0])
+        elif folded:  # a heading at the very end: it belongs to the text before it
+            last_path, last_lines = folded[-1]
+            folded[-1] = (last_path, last_lines + carried + [lines[0]])
+        else:  # a document of headings only: keep the last one, or nothing is stored
+            folded.append((heading_path, carried + lines))
+    return folded
 
 
 def _unique_entries(sections: list[tuple[list[str], list[str]]]) -> list[DocEntry]:

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from store.vector_index import estimate_index_bytes
-
 Headroom = Literal["ok", "warn", "critical"]
 
 ENGINE_BYTES = 35 * 2**20  # DuckDB and usearch once loaded (measured: bench/memory_scale.py)
 LEXICAL_BASE_BYTES = 28 * 2**20
 LEXICAL_DOC_BYTES = 920
 LEXICAL_POSTING_BYTES = 200  # 128 in the mirror + DuckDB's cache of the postings table
+
+
+FIXED_BYTES = ENGINE_BYTES + LEXICAL_BASE_BYTES  # an open memory, before its first point
 
 
 def ram_estimate_bytes(
@@ -27,25 +28,34 @@ def ram_estimate_bytes(
     lexical_postings: int = 0,
 ) -> int:
     """What the memory costs in RAM, fitted on measured RSS growth (bench/memory_scale.py):
+    a fixed cost paid by an open memory, empty or not, plus a cost per point.
 
-    engine (35 MiB) + the usearch index (`estimate_index_bytes`: vectors × (dim × 2 + 16 ×
-    2 × 4 + 140) + 512 KiB) + the word index (its in-memory mirror and DuckDB's cache of
-    its table: 28 MiB + 920 B a document + 200 B a posting) + the stored text (payload).
-    Measured: 0.95 of the RSS growth at 10k points, 1.0 at 100k.
+    Fixed: the engine (DuckDB and usearch, 35 MiB) and the word index's base (its mirror and
+    DuckDB's cache of its table, 28 MiB). Per point: the usearch index
+    (`estimate_index_bytes`: vectors × (dim × 2 + 16 × 2 × 4 + 140) + 512 KiB), 920 B a
+    document + 200 B a posting in the word index, and the stored text (payload). Measured:
+    0.95 of the RSS growth at 10k points, 1.0 at 100k. An empty store used to read ~0 and
+    jump by the whole fixed cost at its first point (issue 16).
     """
+    from store.vector_index import estimate_index_bytes  # usearch: not on the settings' path
+
     index = estimate_index_bytes(vectors, dim) if vectors and dim else 0
-    lexical = 0
-    if lexical_docs:
-        lexical = (
-            LEXICAL_BASE_BYTES
-            + LEXICAL_DOC_BYTES * lexical_docs
-            + LEXICAL_POSTING_BYTES * lexical_postings
+    lexical = LEXICAL_DOC_BYTES * lexical_docs + LEXICAL_POSTING_BYTES * lexical_postings
+    return FIXED_BYTES + index + lexical + payload_bytes
+
+
+def crossed_lines_problem(warn_bytes: int, crit_bytes: int) -> str | None:
+    """Why a critical line below the warn line makes no sense, or None when it does not."""
+    if crit_bytes < warn_bytes:
+        return (
+            f"memory_ram_crit_bytes ({crit_bytes}) is below memory_ram_warn_bytes "
+            f"({warn_bytes}): the critical line must be at or above the warn line"
         )
-    engine = ENGINE_BYTES if vectors or lexical_docs else 0
-    return engine + index + lexical + payload_bytes
+    return None
 
 
 def headroom(ram: int, warn: int, critical: int) -> Headroom:
+    """The level of `ram` against the two lines; critical wins when both are crossed."""
     if ram >= critical:
         return "critical"
     if ram >= warn:

@@ -453,7 +453,8 @@ def test_straylight_now_names_log_file_and_time(
     assert messages[0]["conversation_id"].startswith(compact)
 
 
-def test_history_of_a_day_without_log(env: Env) -> None:
+def test_history_of_a_day_without_log(env: Env, home: Path) -> None:
+    home.mkdir(parents=True)  # a data dir without that day's log (none at all: a hint, below)
     assert history_json(env, "--date", "2001-01-01") == []
     proc = run_cli(env, "history", "--date", "2001-01-01")
     assert_quiet(proc)

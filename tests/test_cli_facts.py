@@ -150,3 +150,79 @@ def test_reflect_proposes_candidates_from_the_latest_conversation(
     result = json_of(env, "reflect")
     assert [c["key"] for c in result["candidates"]] == ["db:blyck"]
     assert [c["origin"] for c in json_of(env, "candidates", "list")] == ["reflection"]
+
+
+# ------------------------------------------------------------ CLI and TUI agree (issue 16)
+
+
+def test_facts_list_shows_active_facts_by_default_like_the_tui(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    env = env_for(tmp_path, standin)
+    for key in ("deploy:blyck", "db:blyck"):
+        assert_ok(run_cli(env, "facts", "set", key, "--type", "fact", "--body", f"About {key}."))
+    assert_ok(run_cli(env, "facts", "retire", "db:blyck"))
+    assert [f["key"] for f in json_of(env, "facts", "list")] == ["deploy:blyck"]
+    everything = json_of(env, "facts", "list", "--status", "all")
+    assert sorted(f["key"] for f in everything) == ["db:blyck", "deploy:blyck"]
+    assert [f["key"] for f in json_of(env, "facts", "list", "--status", "retired")] == ["db:blyck"]
+
+
+def test_all_workspaces_names_each_facts_workspace(tmp_path: Path, standin: OllamaStandIn) -> None:
+    env = env_for(tmp_path, standin)
+    assert_ok(run_cli(env, "facts", "set", "db:x", "--type", "fact", "--body", "In blyck."))
+    other = dict(env, STRAYLIGHT_WORKSPACE="harbour")
+    assert_ok(run_cli(other, "facts", "set", "db:y", "--type", "fact", "--body", "In harbour."))
+    listed = json_of(env, "facts", "list", "--all-workspaces")
+    assert {(f["key"], f["workspace"]) for f in listed} == {("db:x", "blyck"), ("db:y", "harbour")}
+    plain = run_cli(env, "facts", "list", "--all-workspaces")
+    assert_ok(plain)
+    lines = sorted(plain.stdout.splitlines())
+    assert "(workspace blyck," in lines[0] and "(workspace harbour," in lines[1], lines
+
+
+def test_reflect_says_what_was_dropped_and_why(tmp_path: Path, standin: OllamaStandIn) -> None:
+    env = env_for(tmp_path, standin)
+    standin.script_reply("Noted.")
+    assert_ok(run_cli(env, "ask", "We decided: blyck uses Postgres 16 from now on."))
+    invented = {
+        "type": "decision",
+        "key": "db:blyck",
+        "body": "blyck uses MySQL.",
+        "scope": "workspace",
+        "proof": "we switched to MySQL yesterday",
+    }
+    standin.script_reply(json.dumps({"facts": [invented]}))
+    result = json_of(env, "reflect")
+    assert result["candidates"] == []
+    [dropped] = result["dropped"]
+    assert "db:blyck" in dropped["item"] and "proof" in dropped["reason"], dropped
+    standin.script_reply(json.dumps({"facts": [invented]}))
+    plain = run_cli(env, "reflect")
+    assert_ok(plain)
+    assert "0 new candidates" in plain.stderr and "1 dropped" in plain.stderr
+    assert "dropped (" in plain.stderr and "db:blyck" in plain.stderr
+
+
+def test_a_missing_data_dir_gives_read_only_commands_a_hint(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    env = env_for(tmp_path, standin)
+    home = tmp_path / "home"
+    for command in (["status"], ["facts", "list"], ["history"]):
+        proc = run_cli(env, *command)
+        assert proc.returncode == 0, proc.stderr
+        assert f"no data dir at {home} — mistyped STRAYLIGHT_HOME?" in proc.stderr, command
+        assert not home.exists()
+    flagged = run_cli(env, "status", "--home", str(tmp_path / "hoem"))
+    assert flagged.returncode == 0 and "mistyped --home?" in flagged.stderr
+    assert_ok(run_cli(env, "facts", "set", "db:x", "--type", "fact", "--body", "Exists."))
+    assert "no data dir" not in run_cli(env, "status").stderr
+
+
+def test_status_help_names_what_it_shows(tmp_path: Path, standin: OllamaStandIn) -> None:
+    proc = run_cli(env_for(tmp_path, standin), "status", "--help")
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())
+    for part in ("embedding model", "headroom", "facts", "hypotheses", "context window"):
+        assert part in text, part

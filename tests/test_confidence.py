@@ -352,6 +352,24 @@ def test_a_used_fact_and_pinned_point_rise_capped_at_one(open_at: OpenAt) -> Non
         assert len(FactStore(db).history("deploy:blyck")) == audit_rows
 
 
+def test_a_reply_saying_it_cannot_use_a_capability_does_not_boost_it(open_at: OpenAt) -> None:
+    """Issue 16: "I can't deploy …" named the capability; it did not use it."""
+    with open_at(0) as db:
+        FactDrawer(db, "demo").set(
+            "deploy:staging", "capability", "This machine can deploy to staging with just deploy."
+        )
+    with open_at(65) as db:
+        decay_confidence(db, db.clock.now())
+        capability = fact(db, "deploy:staging")
+        cant = "I can't deploy to staging because I don't have the credentials. Ask your admin."
+        assert boost_used(db, cant, [capability], []) == []
+        german = "Ich kann nicht auf staging deployen, mir fehlen die Zugangsdaten."
+        assert boost_used(db, german, [capability], []) == []
+        assert fact(db, "deploy:staging").confidence == 0.9
+        used = "Done: I ran just deploy and the deploy to staging finished."
+        assert boost_used(db, used, [capability], []) == ["deploy:staging"]
+
+
 def test_a_boost_does_not_restart_decay(open_at: OpenAt) -> None:
     with open_at(0) as db:
         FactDrawer(db, "demo").set("deploy:blyck", "procedure", DEPLOY_BODY)

@@ -200,6 +200,26 @@ def test_chat_widgets_are_what_the_chat_log_shows(tmp_path: Path) -> None:
     assert all(isinstance(w, ReadOnlyMessage) and not w.can_focus for w in read_only)
 
 
+def test_a_failed_reply_shows_its_reason(tmp_path: Path) -> None:
+    """Issue 16: the conversations screen showed "⚠ failed" without the reason."""
+    log = DailyLog(tmp_path / "conversation")
+    say(log, KEYS, at(DAY_27, 9, 20), "user", "Are you there?")
+    reason = "Ollama is not reachable at http://127.0.0.1:11434"
+    say(
+        log,
+        KEYS,
+        at(DAY_27, 9, 20),
+        "assistant",
+        "",
+        model="llama3.2",
+        status="failed",
+        reason=reason,
+    )
+    _user, reply = chat_widgets(load_conversation(log, KEYS))
+    title = reply._title_text().plain
+    assert "⚠ failed" in title and reason in title
+
+
 # ---- the screen on the real app ------------------------------------------------------------
 def tree_of(screen: ConversationsScreen) -> list[str]:
     """The tree as text: day lines, then their conversation lines indented (expanded days)."""

@@ -32,12 +32,11 @@ def test_one_entry_per_heading_with_context_and_unique_keys() -> None:
     entries = split_markdown(DOC)
     assert [e.key for e in entries] == [
         PREAMBLE,
-        "Lessons",
         "Lessons > §8 Timeouts",
         "Lessons > §29 Parser",
         "Lessons > §8 Timeouts (2)",
     ]
-    timeouts = entries[2].content
+    timeouts = entries[1].content
     assert timeouts.startswith("Lessons\n## §8 Timeouts")
     assert "# not a heading" in timeouts  # fenced code stays in its section
     assert entries[0].content == "Intro text before any heading."
@@ -51,6 +50,20 @@ def test_editing_one_section_changes_only_that_entry() -> None:
     }
     changed = [key for key in before if before[key] != after.get(key)]
     assert changed == ["Lessons > §29 Parser"]
+
+
+def test_a_heading_without_body_is_not_an_entry_of_its_own() -> None:
+    """A document's `# Title` would match every query naming the title (issue 16)."""
+    entries = split_markdown("# Runbook\n\n## Deploy\nUse the blue pipeline.\n")
+    assert [e.key for e in entries] == ["Runbook > Deploy"]
+    assert entries[0].content == "Runbook\n## Deploy\nUse the blue pipeline."
+
+
+def test_an_empty_sibling_heading_is_carried_into_the_next_section() -> None:
+    entries = split_markdown("# Notes\n\n# Deploy\nUse the blue pipeline.\n# Tail\n")
+    assert [e.key for e in entries] == ["Deploy"]
+    assert entries[0].content == "# Notes\n# Deploy\nUse the blue pipeline.\n# Tail"
+    assert [e.key for e in split_markdown("# Only a title\n")] == ["Only a title"]
 
 
 @given(st.text())

@@ -254,6 +254,20 @@ def test_status_reports_hypotheses(tmp_path: Path, standin: OllamaStandIn) -> No
     assert json.loads(listed.stdout) == []
 
 
+def test_the_first_turn_warns_even_when_its_points_are_filtered_out(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """Issue 16: an empty store read ~0.0 MiB, so with MEMORY_RAM_WARN_BYTES=1 the first warning
+    came a turn late. An open memory has a fixed cost: the first turn's check warns."""
+    env = make_env(
+        tmp_path / "home", tmp_path, standin, MEMORY_STATUS_EVERY_N="1", MEMORY_RAM_WARN_BYTES="1"
+    )
+    standin.script_reply("Hi.")  # too short for the save filter: no point is stored
+    first = run_cli(env, "ask", "Hi")
+    assert_ok(first)
+    assert "past the warn line" in first.stderr
+
+
 def test_a_job_run_from_the_shell_says_it_ran_without_a_level_word(
     tmp_path: Path, standin: OllamaStandIn
 ) -> None:

@@ -272,6 +272,41 @@ async def test_forget_asks_first_n_keeps_and_y_forgets(settings: Settings) -> No
         assert f"#{screen.cursor_point_id()}" in preview(app)
 
 
+async def test_esc_after_a_search_keeps_the_browser_and_the_keys_go_to_the_list(
+    settings: Settings,
+) -> None:
+    """Issue 16: search, Enter, Esc closed the browser and "Down Down f y" went into the chat
+    box. Esc after a search now clears it (the list, newest first, keeps the focus); a
+    second Esc closes the browser."""
+    from tui.widgets.chat_input import ChatInput
+
+    app = StraylightApp(calm(settings))
+    async with app.run_test(size=SIZE) as pilot:
+        store = await open_memory(pilot, app)
+        ids = add_sample(store)
+        screen = await open_browser(pilot, app, rows=len(SAMPLE))
+        await search(pilot, app, "logrotate nginx")
+        await pilot.press("escape")
+        await wait_until(
+            pilot, lambda: screen.query_text == "" and not screen.fetching, what="search cleared"
+        )
+        assert app.screen is screen and app.focused is screen.query_one(PointTable)
+        assert "Esc again closes" in status(app)
+        await wait_until(pilot, lambda: len(listed_ids(app)) == len(SAMPLE), what="every row")
+        await pilot.press("down", "down")
+        await settled(pilot, app)
+        third = listed_ids(app)[2]
+        assert screen.cursor_point_id() == third
+        await pilot.press("f")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="question")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: store.points.get(third) is None, what="forgotten")
+        assert set(ids.values()) - set(listed_ids(app)) == {third}
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, MemoryBrowserScreen))
+        assert app.screen.query_one(ChatInput).text == ""
+
+
 async def test_opening_on_a_point_selects_it_and_shows_it(settings: Settings) -> None:
     app = StraylightApp(calm(settings))
     async with app.run_test(size=SIZE) as pilot:

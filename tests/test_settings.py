@@ -364,6 +364,7 @@ CONFIG_NAMES = [
     "keymap",
     "workspace",
     "mcp_doc_roots",
+    "theme",
 ]
 
 # Fields of the areas that are no setting of their own (tuned by tests and benchmarks, or
@@ -799,6 +800,30 @@ def test_main_exits_2_with_one_line(
         assert fragment in err
     if not env:
         assert str(path) in err
+
+
+@pytest.mark.parametrize("command", ["config", "status"])
+def test_a_critical_line_below_the_warn_line_set_by_the_user_is_refused(
+    run_main: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """Issue 16: accepted silently before. Both lines must be the user's to be refused."""
+    path = write_config(tmp_path / "lines.toml", "memory_ram_warn_bytes = 5000\n")
+    monkeypatch.setenv("MEMORY_RAM_CRIT_BYTES", "1000")
+    code, out, err = run_main("--config", str(path), command)
+    assert (code, out) == (2, "")
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "MEMORY_RAM_CRIT_BYTES" in err and str(path) in err
+    assert "memory_ram_crit_bytes (1000) is below memory_ram_warn_bytes (5000)" in err
+
+
+def test_a_critical_line_alone_may_sit_below_the_default_warn_line(
+    tmp_path: Path,
+) -> None:
+    """`MEMORY_RAM_CRIT_BYTES=1` alone forces critical (tests and docs rely on it)."""
+    resolved = load_settings(
+        environ={"MEMORY_RAM_CRIT_BYTES": "1"}, config_path=tmp_path / "none.toml"
+    )
+    assert resolved.settings.memory.ram_crit_bytes == 1
 
 
 # --------------------------------------------------------------------------- OLLAMA_HOST parsing

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import errno
+import os
+import re
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -55,9 +60,16 @@ def fixed_standin() -> Iterator[OllamaStandIn]:
         server.stop()
 
 
+SNAPSHOT_HOMES = Path(tempfile.gettempdir()) / "straylight-snapshot-homes"
+
+
 def frozen(make_settings: Callable[..., Settings], host: str) -> Settings:
-    """Fixed clock; no background jobs (their start-up catch-up would race the picture)."""
-    return make_settings(ollama_host=host, jobs_enabled=False).model_copy(
+    """Fixed clock; no background jobs (their start-up catch-up would race the picture); a
+    data dir at a fixed path per test (the first screen names it), emptied first."""
+    test = os.environ.get("PYTEST_CURRENT_TEST", "snapshot").split("::")[-1].split(" ")[0]
+    home = SNAPSHOT_HOMES / re.sub(r"[^\w.-]", "_", test)
+    shutil.rmtree(home, ignore_errors=True)
+    return make_settings(ollama_host=host, jobs_enabled=False, home=str(home)).model_copy(
         update={"now": _fixed_now()}
     )
 
@@ -183,6 +195,9 @@ def test_inline_candidate_prompt(snap_compare, make_settings, fixed_standin) -> 
         app.query_one(ChatInput).text = "Remember how we deploy blyck"
         await pilot.press("enter")
         await wait_until(pilot, lambda: len(app.query(CandidatePrompt)) == 1, what="prompt")
+        await wait_until(  # the sidebar counts the candidate at once (issue 16)
+            pilot, lambda: app.chat.sidebar_state.facts_line.endswith("1 pending"), what="count"
+        )
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -196,6 +196,17 @@ def test_empty_and_trivial_input() -> None:
 # --- turns
 
 
+def test_a_reply_saying_it_cannot_is_no_success_event() -> None:
+    """Issue 16: "I can't deploy …" must not count as a use of the capability."""
+    for reply in (
+        "I can't deploy to staging because I don't have the credentials.",
+        "I can't deploy to staging without the deploy key, although the build passed.",
+        "I'm not able to restart nginx because I don't have sudo, though the config test passed.",
+        "Ich kann nicht deployen, aber der Build hat funktioniert.",
+    ):
+        assert [p.key for p in classify_turn("deploy it", reply)] == [], reply
+
+
 def test_a_turn_yields_user_and_reply_proposals_user_first() -> None:
     proposals = classify_turn(
         "I just deployed blyck to S3 with `aws s3 cp`, it worked. Also never touch PROD.",

@@ -200,3 +200,50 @@ async def test_hypotheses_by_slash_command_and_the_palette_entries(
         )
         titles = {c.title for c in app.get_system_commands(app.screen)}
         assert {"Facts", "Fact candidates", "Hypotheses", "Dream now", "Memory status"} <= titles
+
+
+# ---- the sidebar at once (issue 16) -----------------------------------------------------
+
+
+def facts_line(app: StraylightApp) -> str:
+    state = app.query_one(StatusSidebar).state
+    return state.facts_line if state else ""
+
+
+async def test_the_sidebar_counts_an_inline_approval_before_the_turn_ends(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """It said "0 active · 1 pending" until the next turn."""
+    standin.script_reply("", tool_calls=[WRITE])
+    standin.script_reply("Saved it.")
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot, app)
+        await send(pilot, "remember how we build")
+        await wait_until(pilot, lambda: len(app.query(CandidatePrompt)) == 1, what="prompt")
+        await wait_until(pilot, lambda: facts_line(app).endswith("1 pending"), what="pending")
+        standin.fail_next("delay", path="/api/chat", seconds=4.0)  # the turn's second request
+        await pilot.press("a")
+        await wait_until(
+            pilot, lambda: facts_line(app) == "1 active, 0 stale · 0 pending", what="approved"
+        )
+        assert not last_reply_done(app)  # counted while the reply is still on its way
+        await wait_until(pilot, lambda: last_reply_done(app), timeout=15, what="the turn")
+
+
+async def test_the_sidebar_counts_a_change_made_on_a_memory_screen(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    from tui.screens.facts_screen import FactsScreen
+
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot, app)
+        await wait_until(pilot, lambda: facts_line(app).startswith("0 active"), what="counts")
+        await pilot.press("f3")
+        await wait_until(pilot, lambda: isinstance(app.screen, FactsScreen), what="facts screen")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        facts(app).set("db:port", "fact", "The staging database listens on 5433.")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: facts_line(app).startswith("1 active"), what="counted")

@@ -92,3 +92,29 @@ def test_an_editor_that_fails_is_reported(tmp_path: Path) -> None:
     with pytest.raises(EditorError, match="exited with status 3"):
         edit_file(target, {"EDITOR": f"{sys.executable} -c 'raise SystemExit(3)'"})
     assert target.read_text(encoding="utf-8") == "x"
+
+
+async def test_an_outside_edit_of_longterm_md_shows_at_the_next_turn_and_on_focus(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """Issue 16: the sidebar kept the old size while the prompt already used the new text."""
+    from textual import events
+
+    path = settings.home / "longterm.md"
+    standin.script_reply("Noted.")
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: longterm_bytes(app) > 0, what="longterm.md read")
+        with path.open("a", encoding="utf-8") as handle:  # another editor, another window
+            handle.write(ADDED)
+        await type_text(pilot, "what is the staging server?")
+        await pilot.press("enter")
+        await wait_until(
+            pilot, lambda: longterm_bytes(app) == path.stat().st_size, what="the new size"
+        )
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(ADDED)
+        app.screen.post_message(events.AppFocus())  # the user is back in this terminal
+        await wait_until(
+            pilot, lambda: longterm_bytes(app) == path.stat().st_size, what="size on focus"
+        )

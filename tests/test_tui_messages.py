@@ -84,6 +84,8 @@ async def test_the_sidebar_shows_what_the_last_prompt_carried(
 
         await wait_until(pilot, lambda: bool(state() and state().recalled), what="recalled")
         assert any(line.text.startswith(f"#{point} ") for line in state().recalled)
+        # the facts come a thread hop after the recall: wait for them too (a race under load)
+        await wait_until(pilot, lambda: bool(state().injected), what="injected facts")
         assert state().injected == ("deploy:blyck",)
 
 

@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
@@ -32,6 +33,8 @@ from tui.screens.chat_screen import ChatScreen
 from tui.startup_timer import seconds_since_start
 
 if TYPE_CHECKING:
+    from textual.theme import Theme
+
     from agent.model_catalog import MissingModel
     from jobs.background_jobs import JobResult
     from jobs.scheduler import JobScheduler
@@ -85,9 +88,11 @@ class StraylightApp(App[int]):
         *,
         poll_online_seconds: float = 30.0,
         poll_offline_seconds: float = 3.0,
+        config_path: Path | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings
+        self.config_path = config_path  # where a theme chosen in the palette is kept (None: not)
         self.poll_online_seconds = poll_online_seconds
         self.poll_offline_seconds = poll_offline_seconds
         self.gateway = OllamaGateway.from_config(settings.ollama)
@@ -113,12 +118,43 @@ class StraylightApp(App[int]):
         return self.chat.replying
 
     def on_mount(self) -> None:
+        self._apply_theme_setting()
         known, unknown = split_keymap(self.settings.keymap)
         if known:
             self.set_keymap(known)
         if unknown:
             self.call_after_refresh(self.chat.report_unknown_bindings, unknown)
         self.call_after_refresh(self._after_first_frame)
+
+    def _apply_theme_setting(self) -> None:
+        """The `theme` setting, then every later choice (the palette's "Change theme") is
+        written back to config.toml: the theme is kept across starts."""
+        name = self.settings.theme
+        if name and name in self.available_themes:
+            self.theme = name
+        elif name:
+            self.call_after_refresh(
+                self.notify,
+                f"Unknown theme {name!r} in the settings; using the default.",
+                severity="warning",
+            )
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _theme_changed(self, theme: Theme) -> None:
+        if self.config_path is not None and theme.name != self.settings.theme:
+            self._save_theme(self.config_path, theme.name)
+
+    @work(thread=True, exclusive=True, group="theme", exit_on_error=False)
+    def _save_theme(self, config_path: Path, name: str) -> None:
+        from tui.theme_setting import ThemeSaveError, save_theme
+
+        try:
+            save_theme(config_path, name)
+        except ThemeSaveError as error:
+            log.warning("theme not saved: %s", error)
+            self.call_from_thread(self.notify, str(error), severity="warning")
+            return
+        log.info("theme %s saved to %s", name, config_path)
 
     def _after_first_frame(self) -> None:
         log.info("first frame after %.0f ms", seconds_since_start() * 1000)
@@ -430,8 +466,8 @@ def _opens_pull(open_models: Callable[..., None], name: str) -> Callable[[], Non
     return run
 
 
-def run_app(settings: Settings) -> int:
-    app = StraylightApp(settings)
+def run_app(settings: Settings, config_path: Path | None = None) -> int:
+    app = StraylightApp(settings, config_path=config_path)
     result = app.run()
     if app.crashed:
         return 1

@@ -102,7 +102,17 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("--json", action="store_true", help="print JSON")
 
     status = commands.add_parser(
-        "status", allow_abbrev=False, help="Ollama, longterm.md and log status"
+        "status",
+        allow_abbrev=False,
+        help="the data dir, Ollama and its models, memory, headroom, facts, hypotheses",
+        description=(
+            "What Straylight sees now: the data dir; Ollama's host, reachability and version, "
+            "the chat model and the embedding model (pulled or not); longterm.md's size and "
+            "budget; today's messages; the memory's points, skips, vector index, RAM estimate "
+            "and headroom (ok/warn/critical); hypotheses; facts and pending candidates of this "
+            "workspace; the last prompt's context window. Reads only: a missing data dir is "
+            "not created. --json prints the fields the README lists."
+        ),
     )
     _common_options(status, top=False)
     status.add_argument("--json", action="store_true", help="print JSON")
@@ -191,8 +201,15 @@ def _fact_commands(commands: Any) -> None:
     leaf(actions, "get", "show a fact (revives a stale one)").add_argument("key", metavar="KEY")
     fact_list = leaf(actions, "list", "list the facts of this workspace and the global ones")
     fact_list.add_argument("--type", choices=FACT_TYPES)
-    fact_list.add_argument("--status", choices=FACT_STATUSES)
-    fact_list.add_argument("--all-workspaces", action="store_true", help="facts of every workspace")
+    fact_list.add_argument(
+        "--status",
+        choices=(*FACT_STATUSES, "all"),
+        default="active",
+        help="active (default, as in the TUI), stale, retired or all",
+    )
+    fact_list.add_argument(
+        "--all-workspaces", action="store_true", help="facts of every workspace, each named"
+    )
     leaf(actions, "retire", "retire a fact").add_argument("key", metavar="KEY")
     leaf(actions, "history", "every version of a key").add_argument("key", metavar="KEY")
     leaf(actions, "undo", "undo the last write of a key").add_argument("key", metavar="KEY")
@@ -300,7 +317,10 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
     `forwarded` from another process runs in a thread of the owner (tui/owner_request.py)."""
     settings = resolved.settings
     try:
-        return _dispatch(args, resolved)
+        code = _dispatch(args, resolved)
+        if code == 0:  # a failed command says its own one line
+            _hint_missing_home(args, resolved)
+        return code
     except UsageError as error:
         return fail(str(error), EXIT_USAGE)
     except KeyboardInterrupt:
@@ -331,6 +351,30 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
         )
 
 
+# Commands that read the data dir and print what is there: an empty answer from a data dir
+# that does not exist is most often a mistyped --home, so they say so (exit code unchanged).
+READS_DATA_DIR = frozenset({"status", "history", "recall", "facts", "candidates", "jobs"})
+
+
+def _hint_missing_home(args: argparse.Namespace, resolved: ResolvedSettings) -> None:
+    """One stderr line when a read-only command looks at a data dir that does not exist:
+    `no data dir at … — mistyped --home?`; exit 0 is kept (an empty store is a valid answer,
+    and scripts polling `status` before the first chat must not fail)."""
+    if args.command not in READS_DATA_DIR:
+        return
+    if args.command in COMMANDS_THAT_WRITE and getattr(args, "action", None) not in READ_ACTIONS:
+        return
+    home = resolved.settings.home
+    if home.exists():
+        return
+    where = resolved.provenance.get("home")
+    if where is not None and where.source != "default":
+        named = where.origin if where.source != "file" else f"home in {where.origin}"
+        print(f"{PROG}: no data dir at {home} — mistyped {named}?", file=sys.stderr)
+    else:
+        print(f"{PROG}: no data dir at {home} yet (nothing stored so far)", file=sys.stderr)
+
+
 def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     settings = resolved.settings
     if args.command is None:
@@ -338,7 +382,7 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         from tui.app import run_app
 
         with DataDirLock(settings.home):  # a second instance stops here, before painting
-            return run_app(settings)
+            return run_app(settings, resolved.config_path)
     if args.command == "ask":
         from tui.cli_ask import ask, conversation_option
 

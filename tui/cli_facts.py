@@ -79,8 +79,12 @@ def _embed(settings: Settings, drawer: FactDrawer, fact: Fact) -> None:
         drawer.set_vector(fact, vectors[0])
 
 
-def _line(fact: Fact) -> str:
-    where = "global" if fact.scope == "global" else "workspace"
+def _line(fact: Fact, *, workspace: bool = False) -> str:
+    """One fact on a line; with `workspace`, the workspace it belongs to (`--all-workspaces`)."""
+    if fact.scope == "global":
+        where = "global"
+    else:
+        where = f"workspace {fact.workspace}" if workspace else "workspace"
     status = "" if fact.status == "active" else f" [{fact.status}]"
     return f"{fact.key}  {fact.type} ({where}, {fact.confidence:.2f}){status}: {fact.body}"
 
@@ -127,13 +131,15 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
         else:
             with open_drawer(settings) as drawer:
                 facts = drawer.list_facts(
-                    type=args.type, status=args.status, all_workspaces=args.all_workspaces
+                    type=args.type,
+                    status=None if args.status == "all" else args.status,
+                    all_workspaces=args.all_workspaces,
                 )
         if args.json:
             print_json([fact_json(f) for f in facts])
         else:
             for fact in facts:
-                print(_line(fact))
+                print(_line(fact, workspace=args.all_workspaces))
             if not facts:
                 print("no facts", file=sys.stderr)
         return EXIT_OK
@@ -217,6 +223,7 @@ async def _reflect(settings: Settings, conversation: str | None, *, as_json: boo
     from agent.gateway_errors import GatewayError
     from agent.ollama_gateway import OllamaGateway
     from agent.turn import TurnEngine
+    from agent.turn_facts import reflect_report
     from tui.memory_session import MemorySession
 
     gateway = OllamaGateway.from_config(settings.ollama)
@@ -229,21 +236,40 @@ async def _reflect(settings: Settings, conversation: str | None, *, as_json: boo
             return fail("no conversation to reflect on", EXIT_NOT_FOUND)
         if not engine.daily_log.recent(conversation, 1):
             return fail(f"no conversation {conversation!r} in the logs", EXIT_NOT_FOUND)
-        try:
-            proposed = await engine.reflect(conversation, settings.ollama.model)
-        except GatewayError as error:
-            return fail(str(error), error.exit_code)
+        proposed: list[Candidate] = []
+        dropped: list[tuple[str, str]] = []
+        drawer = engine.facts
+        if drawer is None or not settings.facts.reflection:
+            dropped = [("(the conversation)", "reflection is off (memory_reflection = false)")]
+        else:
+            try:
+                proposed, dropped = await reflect_report(
+                    drawer, gateway, engine.daily_log, conversation, settings.ollama.model
+                )
+            except GatewayError as error:
+                return fail(str(error), error.exit_code)
     finally:
         session.close()
         await gateway.aclose()
     if as_json:
         print_json(
-            {"conversation": conversation, "candidates": [candidate_json(c) for c in proposed]}
+            {
+                "conversation": conversation,
+                "candidates": [candidate_json(c) for c in proposed],
+                "dropped": [{"item": item, "reason": reason} for item, reason in dropped],
+            }
         )
     else:
         for c in proposed:
             print(f"#{c.id} {c.key}  {c.type}: {c.body}")
-        print(f"{len(proposed)} new candidates from {conversation}", file=sys.stderr)
+        for item, reason in dropped:
+            print(f"dropped ({reason}): {item}", file=sys.stderr)
+        summary = f"{len(proposed)} new candidates from {conversation}"
+        if dropped:
+            summary += f", {len(dropped)} dropped"
+        elif not proposed:
+            summary += ": the model proposed nothing"
+        print(summary, file=sys.stderr)
     return EXIT_OK
 
 

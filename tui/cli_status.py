@@ -91,7 +91,18 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     print(f"index      {index['state']}, {index['size']} vectors")
     mib = memory["ram_estimate_bytes"] / 2**20
     print(f"ram        ~{mib:.1f} MiB estimated, headroom {memory['headroom']}")
-    print(f"embedding  {settings.memory.embed_model}, {memory['embed_requests']} requests so far")
+    embed_pulled = report["ollama"]["embed_model_pulled"]
+    embed_note = (
+        ""
+        if embed_pulled is None
+        else " (pulled)"
+        if embed_pulled
+        else f" (not pulled: run `straylight pull {settings.memory.embed_model}`)"
+    )
+    print(
+        f"embedding  {settings.memory.embed_model}{embed_note}, "
+        f"{memory['embed_requests']} requests so far"
+    )
     cards = memory["hypotheses"]
     print(f"hypotheses {cards['open']} open, {cards['overdue']} overdue")
     facts = memory["facts"]

@@ -119,6 +119,41 @@ class ChatNavigation(Screen[None]):
             SidebarUpdate({"facts_line": line, "hypotheses": (cards["open"], cards["overdue"])})
         )
 
+    @work(thread=True, exclusive=True, group="longterm-status", exit_on_error=False)
+    def refresh_longterm(self) -> None:
+        """The sidebar's longterm.md block, re-read in a thread: at each turn (the prompt
+        reads the file then), when the chat comes back and when the terminal regains focus,
+        so an outside edit shows at once, not at the next Ollama poll."""
+        try:
+            state = self.engine.longterm.load()
+        except Exception:
+            log.exception("reading longterm.md for the sidebar failed")
+            return
+        self.post_message(
+            SidebarUpdate(
+                {
+                    "longterm_bytes": state.size_bytes,
+                    "longterm_budget": state.budget_bytes,
+                    "longterm_warning": state.warning,
+                }
+            )
+        )
+
+    def refresh_counts(self) -> None:
+        """Every count the sidebar shows, read again (facts, candidates, points, longterm)."""
+        self.refresh_fact_status()
+        self.refresh_memory_status()
+        self.refresh_longterm()
+
+    def on_screen_resume(self, _event: events.ScreenResume) -> None:
+        """Back from a memory screen, where facts, candidates or points may have changed."""
+        if self.is_mounted:
+            self.refresh_counts()
+
+    def on_app_focus(self, _event: events.AppFocus) -> None:
+        """The terminal is back in front (longterm.md may have been edited elsewhere)."""
+        self.refresh_longterm()
+
     def action_toggle_sidebar(self) -> None:
         sidebar = self.query_one(StatusSidebar)
         sidebar.display = not sidebar.display

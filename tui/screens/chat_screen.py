@@ -19,6 +19,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import Footer
 
@@ -120,6 +121,14 @@ class ChatScreen(ChatNavigation):
         self.chat_log.anchor()
         self.publish_sidebar()
 
+    def _screen_resized(self, size: Size) -> None:
+        """A screen pushed over the chat gets a first Resize, which Textual passes on to the
+        chat below it: the chat then laid its whole log out again for nothing, so opening F1
+        or F2 slowed with the session's length (issue 16). Only a real change of size lays
+        it out (Textual 8.2's hook; a size changed while suspended is laid out on resume)."""
+        if size != self.outer_size:
+            super()._screen_resized(size)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The chat's own keys work (and show in the Footer) only while the chat is on top; a
         memory screen or the help has its own keys, and Esc closes it first."""
@@ -140,6 +149,8 @@ class ChatScreen(ChatNavigation):
     def on_status_checked(self, message: StatusChecked) -> None:
         self._apply_ollama_status(message.ollama)
         self._apply_longterm(message.longterm)
+        for hint in self.query(EmptyChatHint):  # the embedding model: pulled or the command
+            hint.show_setup()
         app = self.straylight
         delay = app.poll_online_seconds if message.ollama.reachable else app.poll_offline_seconds
         self.set_timer(delay, self.check_status, name="ollama-recheck")
@@ -219,6 +230,7 @@ class ChatScreen(ChatNavigation):
     async def send_turn(self, text: str) -> None:
         now = self.settings.clock.now()
         user, reply = await self.chat_log.start_turn(text, time=now, model=self.model)
+        self.refresh_longterm()  # the size of the longterm.md this prompt reads
         finished = False
         from tui.image_command import image_for_turn
 
@@ -257,6 +269,7 @@ class ChatScreen(ChatNavigation):
                         self.publish_sidebar(recalled=_recalled_lines(event))
                     elif isinstance(event, ToolUsed):
                         await self.notice(f"🗂 {event.name}: {event.summary}")
+                        self.refresh_fact_status()  # an approval or a new candidate: at once
                     elif isinstance(event, CandidatesProposed):
                         await self.announce_candidates(event.candidates)
                     elif isinstance(event, CapabilityReminder):
@@ -327,6 +340,7 @@ class ChatScreen(ChatNavigation):
         prompt = CandidatePrompt(candidate)
         await self.chat_log.add(prompt)
         prompt.focus()
+        self.refresh_fact_status()  # one more pending, at once
         try:
             return await prompt.result
         except asyncio.CancelledError:

@@ -134,6 +134,7 @@ def chat_widgets(messages: Iterable[LogMessage], *, read_only: bool = False) -> 
             model=message.model,
             status=chat_status(message.status),
         )
+        widget.reason = message.reason  # "⚠ failed: Ollama is not reachable at …" (issue 16)
         widget.set_class(message.status in PROBLEM_STATUSES, "-problem")
         widgets.append(widget)
     return widgets

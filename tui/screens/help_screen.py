@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Markdown
+from textual.screen import Screen
+from textual.widgets import Footer, Static
 
 from tui.commands import slash_help
 from tui.keymap import BINDING_IDS
@@ -64,18 +67,79 @@ HELP_TEXT = HELP_TEMPLATE.replace("{slash_commands}", slash_help()).replace(
 )
 
 
-class HelpScreen(ModalScreen[None]):
-    """A scrollable help page over the chat."""
+class HelpScreen(Screen[None]):
+    """The help page, full screen and scrollable.
+
+    Opening it costs the same whatever the session length (issue 16: 2.6 s late in a long
+    session): it is an opaque screen, not a modal over the chat (a modal made the chat's
+    whole log lay out again under it), and its text is one `Static` of styled text made once
+    (Textual's `Markdown` widget mounted ~120 widgets each time). bench/screen_open.py
+    measures it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss_help", "Close", id="close_help"),
         Binding("f1", "dismiss_help", "Close", show=False),
         Binding("q", "dismiss_help", "Close", show=False),
     ]
+    DEFAULT_CSS = """
+    HelpScreen #help-body {
+        padding: 0 1;
+    }
+    """
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
-            yield Markdown(HELP_TEXT)
+            yield Static(help_text(), id="help-text")
+        yield Footer()
 
     def action_dismiss_help(self) -> None:
         self.dismiss(None)
+
+
+_INLINE_RE = re.compile(r"(\*\*[^*]+\*\*|`[^`]+`)")
+
+
+@lru_cache(maxsize=1)
+def help_text() -> Text:
+    """The help as styled text, made once per process: headings, bullets, **bold** and
+    `code` of the Markdown source, list items and paragraphs joined into one line each so
+    they wrap at any width. (Rich's Markdown re-renders on every layout: ~0.4 s here.)"""
+    blocks: list[tuple[str, str]] = []  # (kind, text): heading1, heading2, item, paragraph
+    for line in HELP_TEXT.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            blocks.append(("blank", ""))
+        elif line.startswith("## "):
+            blocks.append(("heading2", line[3:].strip()))
+        elif line.startswith("# "):
+            blocks.append(("heading1", line[2:].strip()))
+        elif line.startswith("- "):
+            blocks.append(("item", line[2:].strip()))
+        elif blocks and blocks[-1][0] in ("item", "paragraph"):
+            kind, joined = blocks[-1]
+            blocks[-1] = (kind, f"{joined} {stripped}")
+        else:
+            blocks.append(("paragraph", stripped))
+    text = Text()
+    for kind, body in blocks:
+        if kind == "blank":
+            continue
+        if kind in ("heading1", "heading2"):
+            if text:
+                text.append("\n")
+            style = "bold reverse" if kind == "heading1" else "bold underline"
+            text.append(f" {body} " if kind == "heading1" else body, style=style)
+            text.append("\n")
+            continue
+        if kind == "item":
+            text.append("• ")
+        for piece in _INLINE_RE.split(body):
+            if piece.startswith("**") and piece.endswith("**") and len(piece) > 4:
+                text.append(piece[2:-2], style="bold")
+            elif piece.startswith("`") and piece.endswith("`") and len(piece) > 2:
+                text.append(piece[1:-1], style="italic")
+            else:
+                text.append(piece)
+        text.append("\n")
+    text.rstrip()
+    return text

@@ -13,7 +13,8 @@ a change of search or filter bumps a generation number so late pages of an older
 dropped. The filters are `browser_filter`, the list widget and the preview text `point_views`.
 
 Keys: `/` search, `p` pin/unpin, `f` forget, `r` role filter, `o` pinned only, `d` dates
-(Enter applies), Esc in a box returns to the list, Esc on the list closes the browser.
+(Enter applies), Esc in a box returns to the list, Esc on a search's hits clears the search,
+Esc on the list closes the browser.
 """
 
 from __future__ import annotations
@@ -365,9 +366,19 @@ class MemoryBrowserScreen(MemoryScreen[None]):
         self._apply(replace(self.filters, pinned_only=not self.filters.pinned_only))
 
     def action_close(self) -> None:
-        """Esc: from a box back to the list; from the list, close the browser."""
+        """Esc: from a box back to the list; on the list of a search, clear the search (the
+        list stays, newest first, with the focus: keys meant for it never reach the chat
+        box); on the plain list, close the browser."""
         if isinstance(self.focused, Input):
             self.table.focus()
+            return
+        if self.query_text:
+            self.query_text = ""
+            self.note = ""
+            self.query_one("#browser-search", Input).value = ""
+            self.table.focus()
+            self.reload()
+            self.say("Search cleared: newest first. Esc again closes the browser.")
             return
         super().action_close()
 

@@ -100,15 +100,18 @@ def row_cells(listed: ListedRow) -> list[Text | str]:
 
 
 def preview_text(point: Point, confidence: float | None) -> Text:
-    """The preview pane: the point's facts, a rule, and the whole content."""
+    """The preview pane: a title line, the whole content, a rule, then the point's facts —
+    the text first, so that at 80x24 (the pane stacked under the list, a few lines high) it
+    is what shows above the fold (issue 16)."""
     text = Text()
     text.append(f"#{point.id}", style="bold")
     text.append(f" · {point.role}")
     if point.pinned:
         text.append(" · pinned", style="bold")
-    text.append("\n")
+    text.append(f" · {local_stamp(point.created_at)}\n", style="dim")
+    text.append(printable(point.content))
+    text.append("\n" + "─" * 24 + "\n", style="dim")
     facts = [
-        ("created", local_stamp(point.created_at)),
         ("conversation", point.conversation_id or "—"),
         ("source", point.source),
         ("channel", point.channel),
@@ -118,9 +121,7 @@ def preview_text(point: Point, confidence: float | None) -> Text:
         facts.append(("confidence", f"{confidence:.2f}"))
     if point.tags:
         facts.append(("tags", ", ".join(point.tags)))
-    for label, value in facts:
+    for index, (label, value) in enumerate(facts):
         text.append(f"{label:<13}", style="dim")
-        text.append(f"{value}\n")
-    text.append("─" * 24 + "\n", style="dim")
-    text.append(printable(point.content))
+        text.append(value + ("\n" if index + 1 < len(facts) else ""))
     return text

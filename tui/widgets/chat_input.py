@@ -17,6 +17,9 @@ class ChatInput(TextArea):
     """A TextArea that submits on Enter."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        # First in the Footer, so that at 80 columns, where the Footer is cut, F1 (every key
+        # and screen: F2–F5, Ctrl+O, Ctrl+R) is still there; the same id as the chat's F1.
+        Binding("f1", "app.help", "Keys", id="help"),
         Binding("enter", "submit", "Send", id="send", show=True, priority=False),
         Binding("ctrl+j", "newline", "New line", id="newline", show=False),
     ]

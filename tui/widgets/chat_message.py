@@ -5,6 +5,7 @@ starts (t on the selected message, or a click on its title, opens it again)."""
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -75,6 +76,7 @@ class ChatMessage(Vertical, can_focus=True):
         self.model = model
         self.status = status
         self.point_id: int | None = None  # its memory point, once the engine reports the save
+        self.reason: str | None = None  # why a logged reply failed or was cut (conversations)
         self._stream: MarkdownStream | None = None
         self._pending: list[str] = []
         self._flush_timer: Timer | None = None
@@ -103,7 +105,8 @@ class ChatMessage(Vertical, can_focus=True):
     def _title_text(self) -> Text:
         who = "you" if self.role == "user" else (self.model or "assistant")
         when = f" · {self.time.astimezone():%H:%M}" if self.time else ""
-        return Text(f"{who}{when}{STATUS_LABELS.get(self.status, '')}")
+        why = f": {self.reason}" if self.reason and self.status != "complete" else ""
+        return Text(f"{who}{when}{STATUS_LABELS.get(self.status, '')}{why}")
 
     @property
     def body(self) -> Markdown:
@@ -213,14 +216,58 @@ class ChatNotice(Static):
 
 
 class EmptyChatHint(Static):
-    """What an empty chat says: where the memory lives and how to start."""
+    """What an empty chat says: where the memory lives (the data dir, by its path), whether
+    the embedding model is pulled (with the command when it is not), and how to start."""
 
     def __init__(self) -> None:
-        super().__init__(
-            Text(
+        super().__init__(classes="empty-hint")
+
+    def on_mount(self) -> None:
+        self.show_setup()
+
+    def show_setup(self) -> None:
+        """Re-read the data dir and the last Ollama check (the chat screen calls this when a
+        check comes back)."""
+        self.update(self._text())
+
+    def _text(self) -> Text:
+        settings = getattr(self.app, "settings", None) if self.is_attached else None
+        if settings is None:
+            return Text(
                 "A new conversation. Every message is kept in today's log in the data dir, "
                 "and longterm.md goes into every prompt.\n"
                 "Type below and press Enter · Ctrl+J new line · F1 help · Ctrl+P commands"
-            ),
-            classes="empty-hint",
-        )
+            )
+        home, embed = settings.home, settings.memory.embed_model
+        text = Text("A new conversation. Every message is kept in today's log in ")
+        text.append(_shown_path(home / "conversation"), style="bold")
+        text.append(", and ")
+        text.append(_shown_path(home / "longterm.md"), style="bold")
+        text.append(" goes into every prompt.\n")
+        status = getattr(self.screen, "ollama_status", None)
+        if status is None:
+            text.append(f"Embedding model {embed}: checking Ollama…", style="dim")
+        elif not status.reachable:
+            text.append(
+                f"Embedding model {embed}: unknown, Ollama is offline — start it (`ollama "
+                "serve`); recall works by words until then.",
+                style="yellow",
+            )
+        elif status.has_model(embed):
+            text.append(f"Embedding model {embed}: ✓ pulled.", style="dim")
+        else:
+            text.append(
+                f"Embedding model {embed}: not pulled — run `straylight pull {embed}` "
+                "(recall works by words until then).",
+                style="yellow",
+            )
+        text.append("\nType below and press Enter · Ctrl+J new line · F1 help · Ctrl+P commands")
+        return text
+
+
+def _shown_path(path: Path) -> str:
+    """A path as the user would type it: `~/…` under their home directory."""
+    try:
+        return printable("~/" + str(path.relative_to(Path.home())))
+    except (ValueError, RuntimeError):  # not under it, or no home directory
+        return printable(str(path))

@@ -193,10 +193,15 @@ class StatusSidebar(VerticalScroll):
 
 
 def summary_text(state: SidebarState) -> Text:
-    """The sidebar in one line, for terminals too narrow for it (about 80 columns)."""
+    """The sidebar in one line, for terminals too narrow for it (about 80 columns). Offline,
+    the line is the reason and the fix instead (it may wrap: "offline" alone said nothing)."""
     colour = {"online": "green", "offline": "red"}.get(state.ollama, "yellow")
     text = Text()
     text.append(f"● {state.ollama}", style=f"bold {colour}")
+    if state.ollama == "offline" and state.ollama_detail:
+        text.append(f": {state.ollama_detail}", style="red")
+        text.append(" · ^B sidebar", style="dim")
+        return text
     text.append(f" · {state.model}")
     points = state.memory_line.split(",")[0].split("\n")[0]
     text.append(f" · {points}")

@@ -1,0 +1,74 @@
+"""What a new user sees first (issue 16): the first screen names the data dir and says whether
+the embedding model is pulled (with the command when it is not); at 80x24 the folded sidebar
+line gives the reason and the fix when Ollama is offline, the Footer starts with F1 (every key
+and screen), and the memory browser's preview shows the point's text above the fold."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.widgets import Static
+from textual.widgets._footer import FooterKey
+
+from agent.settings import Settings
+from tests.support.ollama_standin import OllamaStandIn
+from tests.support.pilot_helpers import wait_until
+from tests.test_memory_browser import add_sample, calm, open_browser, open_memory, preview
+from tui.app import StraylightApp
+from tui.widgets.chat_message import EmptyChatHint
+from tui.widgets.status_sidebar import SidebarSummary
+
+
+def hint_text(app: StraylightApp) -> str:
+    return str(app.query_one(EmptyChatHint).render())
+
+
+async def test_the_first_screen_names_the_data_dir_and_the_embedding_model(
+    settings: Settings,
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_until(pilot, lambda: "pulled" in hint_text(app), what="the check")
+        text = " ".join(hint_text(app).split())
+        assert str(settings.home / "conversation") in text
+        assert str(settings.home / "longterm.md") in text
+        assert "Embedding model nomic-embed-text: ✓ pulled" in text
+
+
+async def test_a_missing_embedding_model_is_named_with_the_command(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(make_settings(ollama_host=standin.host, embed_model="bge-m3"))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_until(pilot, lambda: "not pulled" in hint_text(app), what="the check")
+        assert "run `straylight pull bge-m3`" in " ".join(hint_text(app).split())
+
+
+async def test_at_80x24_offline_says_why_and_the_footer_starts_with_f1(
+    make_settings: Callable[..., Settings],
+) -> None:
+    app = StraylightApp(make_settings(ollama_host="127.0.0.1:9"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        summary = app.query_one(SidebarSummary)
+        await wait_until(pilot, lambda: "offline" in str(summary.render()), what="offline")
+        line = " ".join(str(summary.render()).split())
+        assert "not reachable at" in line and "ollama serve" in line
+        assert summary.region.height >= 2  # wrapped, not cut
+        await pilot.pause()
+        keys = [key.key for key in app.screen.query(FooterKey)]
+        assert keys and keys[0] == "f1", keys
+        first = app.screen.query(FooterKey).first()
+        assert first.region.right <= 80 and "Keys" in str(first.render())
+
+
+async def test_at_80x24_the_browser_preview_shows_the_text_above_the_fold(
+    settings: Settings,
+) -> None:
+    app = StraylightApp(calm(settings))
+    async with app.run_test(size=(80, 24)) as pilot:
+        add_sample(await open_memory(pilot, app))
+        screen = await open_browser(pilot, app, rows=6)
+        pane = screen.query_one("#browser-preview")
+        visible = preview(app).splitlines()[: pane.region.height - 1]  # minus its top border
+        assert any("3 March" in line for line in visible), (visible, pane.region)
+        assert isinstance(screen.query_one("#preview-body"), Static)

@@ -1,0 +1,71 @@
+"""The Textual theme chosen in the palette is kept in config.toml (issue 16): only the `theme`
+line is written, the rest of the file and its comments stay as they were."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+from agent.settings import Settings, load_settings
+from tests.support.pilot_helpers import wait_until
+from tui.app import StraylightApp
+from tui.theme_setting import save_theme, with_theme
+
+CONFIG = """\
+# my settings
+model = "qwen3"  # the chat model
+theme = "nord"   # picked in the palette
+
+[keymap]
+new_conversation = "ctrl+o"
+theme = "not this one"
+"""
+
+
+def test_the_theme_line_is_replaced_and_nothing_else_changes() -> None:
+    updated = with_theme(CONFIG, "gruvbox")
+    assert updated == CONFIG.replace('theme = "nord"   #', 'theme = "gruvbox"  #')
+    assert tomllib.loads(updated)["keymap"]["theme"] == "not this one"
+
+
+def test_a_missing_theme_line_goes_before_the_first_table_or_at_the_end() -> None:
+    text = '# top\nmodel = "qwen3"\n\n[keymap]\nquit = "ctrl+q"\n'
+    updated = with_theme(text, "nord")
+    assert updated == '# top\nmodel = "qwen3"\n\ntheme = "nord"\n[keymap]\nquit = "ctrl+q"\n'
+    assert tomllib.loads(updated)["theme"] == "nord"
+    assert with_theme('model = "x"', "nord") == 'model = "x"\ntheme = "nord"\n'
+    assert with_theme("", "nord") == 'theme = "nord"\n'
+
+
+def test_save_theme_writes_the_file_and_refuses_broken_toml(tmp_path: Path) -> None:
+    path = tmp_path / "conf" / "config.toml"
+    save_theme(path, "nord")
+    assert path.read_text(encoding="utf-8") == 'theme = "nord"\n'
+    assert path.stat().st_mode & 0o777 == 0o600
+    broken = tmp_path / "broken.toml"
+    broken.write_text("model = [1\n", encoding="utf-8")
+    try:
+        save_theme(broken, "nord")
+    except Exception as error:  # noqa: BLE001
+        assert "not valid TOML" in str(error)
+    assert broken.read_text(encoding="utf-8") == "model = [1\n"
+
+
+async def test_a_theme_chosen_in_the_app_is_kept_at_the_next_start(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(CONFIG, encoding="utf-8")
+    settings = load_settings(flags={"home": str(tmp_path / "home")}, environ={}, config_path=path)
+    assert settings.settings.theme == "nord"
+    app = StraylightApp(settings.settings, config_path=path, poll_online_seconds=600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        assert app.theme == "nord"  # the setting applied at start
+        app.theme = "gruvbox"  # what the palette's "Change theme" does
+        await wait_until(
+            pilot, lambda: 'theme = "gruvbox"' in path.read_text(encoding="utf-8"), what="saved"
+        )
+    assert path.read_text(encoding="utf-8") == with_theme(CONFIG, "gruvbox")
+    again = load_settings(flags={"home": str(tmp_path / "home")}, environ={}, config_path=path)
+    assert again.settings.theme == "gruvbox"
