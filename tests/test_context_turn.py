@@ -156,6 +156,26 @@ def test_a_message_too_long_for_the_window_is_not_sent(env: Env, truncating: Oll
     ]
 
 
+def test_status_reports_a_turn_the_window_refused_as_critical(
+    env: Env, truncating: OllamaStandIn
+) -> None:
+    """The message too long to send, and the HTTP 400 naming the context, are the last
+    prompt `status` reports: `critical`, not the turn before (or nulls)."""
+    env = {**env, "STRAYLIGHT_NUM_CTX": "1024"}
+    assert run_cli(env, "ask", PARAGRAPH * 12).returncode == 5
+    context = status_json(env)["context"]
+    assert isinstance(context, dict)
+    assert (context["window"], context["headroom"]) == (1024, "critical")
+    assert isinstance(context["last_prompt_tokens"], int) and context["last_prompt_tokens"] > 1024
+    assert "(critical)" in run_cli(env, "status").stdout
+
+    assert run_cli(env, "ask", "hello").returncode == 0
+    assert status_json(env)["context"]["headroom"] == "ok"  # type: ignore[index]
+    truncating.fail_next("status", status=400, message=context_error(8889, 1024), path="/api/chat")
+    assert run_cli(env, "ask", "hello again").returncode == 5
+    assert status_json(env)["context"]["headroom"] == "critical"  # type: ignore[index]
+
+
 async def test_the_sidebar_shows_the_context_line(
     make_settings: Callable[..., Settings], truncating: OllamaStandIn
 ) -> None:
@@ -182,3 +202,25 @@ async def test_the_sidebar_shows_the_context_line(
         warn = state.with_changes(context_headroom="warn")
         assert state.context in summary_text(warn).plain
         assert app.query_one(SidebarSummary) is not None
+
+
+async def test_the_sidebar_turns_critical_when_ollama_refuses_the_prompt(
+    make_settings: Callable[..., Settings], truncating: OllamaStandIn
+) -> None:
+    """An HTTP 400 naming the context: the chat names it and the sidebar's context line,
+    `ok` by the estimate before the send, turns `critical`."""
+    settings = make_settings(ollama_host=truncating.host, num_ctx=1024)
+    truncating.fail_next("status", status=400, message=context_error(1500, 1024), path="/api/chat")
+    app = StraylightApp(settings)
+    async with app.run_test(size=(110, 32)) as pilot:
+        sidebar = app.query_one(StatusSidebar)
+        await wait_until(pilot, lambda: sidebar.state and sidebar.state.ollama == "online")
+        await type_text(pilot, "Hello there")
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: sidebar.state is not None and sidebar.state.context_headroom == "critical",
+            what="the context line turning critical",
+        )
+        block = str(app.query_one("#sidebar-conversation").render())
+        assert " · critical" in block

@@ -307,6 +307,8 @@ class ChatScreen(ChatNavigation):
             self.check_status()
         elif event.error.kind == "model_missing":
             self.publish_sidebar(model_pulled=False)
+        elif event.error.kind == "context_overflow":  # the estimate said it fits; it did not
+            self.publish_sidebar(context_headroom="critical")
 
     # ---- layer 4 in the chat: approval, candidates, the "can't" check -------------------
     async def _approval_or_later(self, candidate: Candidate) -> Approval:
