@@ -51,6 +51,15 @@ class OllamaStatus:
     def has_model(self, name: str) -> bool:
         return normalise_model_name(name) in {normalise_model_name(m) for m in self.models}
 
+    def capabilities_of(self, name: str) -> tuple[str, ...] | None:
+        """What /api/show said the pulled model `name` can; None: not pulled or not known."""
+        wanted = normalise_model_name(name)
+        known = self.capabilities or (None,) * len(self.models)
+        for model, caps in zip(self.models, known, strict=True):
+            if normalise_model_name(model) == wanted:
+                return caps
+        return None
+
     @property
     def chat_models(self) -> tuple[str, ...]:
         """The pulled models that can chat (capability `completion`), by what Ollama says

@@ -396,6 +396,14 @@ class ChatScreen(ChatNavigation):
         return f"Model: {self.model}. Pulled chat models: {chat}. `/model NAME` switches."
 
     async def switch_model(self, name: str) -> None:
+        caps = self.ollama_status.capabilities_of(name) if self.ollama_status else None
+        if caps is not None and "completion" not in caps:  # like c on the models screen
+            await self.notice(
+                f"{name} cannot chat (capabilities: {', '.join(caps)}); "
+                "`/model` lists the pulled models that can.",
+                kind="error",
+            )
+            return
         self.model = name
         pulled = self.ollama_status.has_model(name) if self.ollama_status else None
         if self.ollama_status is not None and not self.ollama_status.reachable:
