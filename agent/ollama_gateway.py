@@ -337,14 +337,18 @@ class OllamaGateway:
         """The window every request of `model` sends as `options.num_ctx`: the `setting`
         (default: this gateway's `num_ctx`), else the Modelfile's, else the model's maximum
         capped (`agent.context_window.choose_window`). Chosen once per model and setting: a
-        request with another `num_ctx` would make Ollama reload the model."""
+        request with another `num_ctx` would make Ollama reload the model. A choice made
+        without /api/show's answer (the model not pulled yet, Ollama down) is not kept: the
+        next request asks again, so a model pulled later gets its real window."""
         chosen = setting if setting is not None else self.num_ctx
         key = (normalise_model_name(model), chosen)
         choice = self._windows.get(key)
         if choice is None:
-            choice = choose_window(chosen, await self.show(model))
+            shown = await self.show(model)
+            choice = choose_window(chosen, shown)
             log.info("context window of %s: %s", model, choice.describe())
-            self._windows[key] = choice
+            if shown is not None:
+                self._windows[key] = choice
         return choice
 
     async def chat_structured(

@@ -16,7 +16,7 @@ from tests.support.cli import NOW, Env, assert_one_line, printed_json, run_cli
 from tests.support.ollama_standin import OllamaStandIn, context_error
 from tests.support.pilot_helpers import type_text, wait_until
 from tui.app import StraylightApp
-from tui.widgets.chat_message import ChatMessage
+from tui.widgets.chat_message import ChatMessage, ChatNotice
 from tui.widgets.status_sidebar import SidebarSummary, StatusSidebar, summary_text
 
 PARAGRAPH = (
@@ -224,3 +224,32 @@ async def test_the_sidebar_turns_critical_when_ollama_refuses_the_prompt(
         )
         block = str(app.query_one("#sidebar-conversation").render())
         assert " · critical" in block
+
+
+async def test_a_window_guessed_while_the_model_was_missing_is_chosen_again_once_it_is_there(
+    make_settings: Callable[..., Settings], truncating: OllamaStandIn
+) -> None:
+    """The first message goes to a model not pulled yet (or to Ollama while it is down):
+    /api/show cannot answer, the window is the 4,096 guess. Once the model is pulled the
+    session asks again and sends the real window (qwen3's 40,960 capped at 16,384), rather than
+    4,096 for the rest of the session."""
+    truncating.set_models(["llama3.2", "nomic-embed-text"])
+    settings = make_settings(ollama_host=truncating.host, model="qwen3:8b", jobs_enabled=False)
+    app = StraylightApp(settings)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        await type_text(pilot, "hello")
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: any("not pulled" in str(n.render()) for n in app.query(ChatNotice)),
+            what="the model named as not pulled",
+        )
+        await wait_until(pilot, lambda: not app.replying, what="the failed turn's end")
+        truncating.set_models(["llama3.2", "nomic-embed-text", "qwen3:8b"])
+        await type_text(pilot, "hello again")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(truncating.chat_requests()), what="the reply")
+        await wait_until(pilot, lambda: not app.replying, what="the turn's end")
+    windows = [body["options"]["num_ctx"] for body in truncating.chat_requests()]
+    assert windows[-1] == 16_384
