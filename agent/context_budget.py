@@ -162,6 +162,13 @@ class BudgetedPrompt:
     def refusal(self) -> str:
         """The one-line message when `fits` is False."""
         needed = sum(self.tokens[name] for name in ("system", "rules", "user", "tools"))
+        fixed = needed - self.tokens["user"]
+        if fixed > self.window - MIN_REPLY_TOKENS:  # no message would fit: the window is too small
+            return (
+                f"Not sent: the persona, rules and tool definitions alone take about "
+                f"{fixed:,} of the model's {self.window:,}-token window, leaving under "
+                f"{MIN_REPLY_TOKENS} for the reply. Raise num_ctx."
+            )
         return (
             f"Not sent: the message needs about {self.tokens['user']:,} tokens and, with the "
             f"persona and rules, {needed:,} of the model's {self.window:,}-token window, "

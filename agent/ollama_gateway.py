@@ -51,6 +51,15 @@ class OllamaStatus:
     def has_model(self, name: str) -> bool:
         return normalise_model_name(name) in {normalise_model_name(m) for m in self.models}
 
+    def capabilities_of(self, name: str) -> tuple[str, ...] | None:
+        """What /api/show said the pulled model `name` can; None: not pulled or not known."""
+        wanted = normalise_model_name(name)
+        known = self.capabilities or (None,) * len(self.models)
+        for model, caps in zip(self.models, known, strict=True):
+            if normalise_model_name(model) == wanted:
+                return caps
+        return None
+
     @property
     def chat_models(self) -> tuple[str, ...]:
         """The pulled models that can chat (capability `completion`), by what Ollama says
@@ -328,14 +337,18 @@ class OllamaGateway:
         """The window every request of `model` sends as `options.num_ctx`: the `setting`
         (default: this gateway's `num_ctx`), else the Modelfile's, else the model's maximum
         capped (`agent.context_window.choose_window`). Chosen once per model and setting: a
-        request with another `num_ctx` would make Ollama reload the model."""
+        request with another `num_ctx` would make Ollama reload the model. A choice made
+        without /api/show's answer (the model not pulled yet, Ollama down) is not kept: the
+        next request asks again, so a model pulled later gets its real window."""
         chosen = setting if setting is not None else self.num_ctx
         key = (normalise_model_name(model), chosen)
         choice = self._windows.get(key)
         if choice is None:
-            choice = choose_window(chosen, await self.show(model))
+            shown = await self.show(model)
+            choice = choose_window(chosen, shown)
             log.info("context window of %s: %s", model, choice.describe())
-            self._windows[key] = choice
+            if shown is not None:
+                self._windows[key] = choice
         return choice
 
     async def chat_structured(

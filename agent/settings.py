@@ -288,8 +288,11 @@ def _one_line(error: ValidationError, provenance: Mapping[str, Provenance]) -> s
     name = setting_of(first["loc"]) or ".".join(map(str, first["loc"])) or "?"
     where = provenance.get(name)
     message = first["msg"]
+    if first["type"] == "value_error":  # our validators' own words, without pydantic's prefix
+        message = str(first.get("ctx", {}).get("error", message))
     got = first.get("input")
-    shown = f" (got {got!r})" if isinstance(got, str | int | float | bool) else ""
+    named = isinstance(got, str | int | float | bool) and repr(got) not in message
+    shown = f" (got {got!r})" if named else ""
     if where is None:
         return f"setting {name}: {message}{shown}"
     if where.source == "file":

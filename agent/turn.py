@@ -23,6 +23,7 @@ import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agent import turn_facts
@@ -274,6 +275,8 @@ class TurnEngine:
             )
             outcome = failed
             await asyncio.to_thread(self._log_reply, partial, conversation_id, model, failed)
+            if isinstance(error, ContextOverflow):  # `status` reports the prompt that did not fit
+                await self.context.save(replace(context, headroom="critical"))
             yield ReplyFailed(error, partial)
         finally:
             if outcome is None:

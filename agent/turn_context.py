@@ -104,18 +104,22 @@ class TurnContext:
         self.num_ctx = num_ctx
         self.gateway = gateway
         self._memory = memory  # the engine's, read each time: the TUI opens it after start-up
-        self._windows: dict[str, WindowChoice] = {}
+        self._windows: dict[str, WindowChoice] = {}  # the last choice per model
+        self._learnt: dict[str, WindowChoice] = {}  # what Ollama showed it really runs
         self._estimator = TokenEstimator()
         self._loaded = False  # the stored calibration was read
 
     async def window(self, model: str) -> WindowChoice:
-        """The model's window, chosen once per model (the same `num_ctx` on every request:
-        a different one makes Ollama reload the model)."""
-        choice = self._windows.get(model)
-        if choice is None:
-            choice = await self.gateway.context_window(model, self.num_ctx)
-            self._windows[model] = choice
+        """The model's window, chosen once per model by the gateway (the same `num_ctx` on
+        every request: a different one makes Ollama reload the model), unless Ollama showed
+        it runs a smaller one (`/api/ps`, an HTTP 400) after a guess."""
+        choice = self._learnt.get(model) or await self.gateway.context_window(model, self.num_ctx)
+        self._windows[model] = choice
         return choice
+
+    def _learn(self, model: str, window: int) -> None:
+        """Ollama runs `model` with `window` (the guess was larger): the next turns use it."""
+        self._learnt[model] = self._windows[model] = WindowChoice(window, "loaded", window)
 
     async def options(self, model: str) -> dict[str, Any]:
         """What every chat request of this model sends in `options`."""
@@ -188,7 +192,7 @@ class TurnContext:
         if choice.model_max is None:  # the window was a guess: ask what Ollama really runs
             loaded = await self._loaded_window(model)
             if loaded is not None and loaded < choice.window:
-                self._windows[model] = WindowChoice(loaded, "loaded", loaded)  # next turns
+                self._learn(model, loaded)
                 overflow = detect_smaller_window(
                     budgeted.total, choice.window, loaded
                 ) or detect_truncation(budgeted.total, done.prompt_eval_count, loaded, loaded)
@@ -227,7 +231,7 @@ class TurnContext:
             return error
         real = overflow.window
         if choice is not None and choice.model_max is None and real and real < choice.window:
-            self._windows[model] = WindowChoice(real, "loaded", real)  # the next turns fit
+            self._learn(model, real)  # the next turns fit
         return ContextOverflow(overflow.message)
 
     async def save(self, report: ContextBudgeted | None) -> None:

@@ -261,6 +261,25 @@ def test_terminal_progress_shows_bytes_percent_and_rate() -> None:
     assert out.getvalue().endswith("\n")
 
 
+@pytest.mark.parametrize("columns", [80, 60])
+def test_terminal_progress_keeps_the_rate_on_a_narrow_terminal(
+    monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    """An 80-column terminal sees the whole line, rate included: the bar gets shorter (on 60
+    columns it goes), not the numbers."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    times = iter([0.0, 1.0, 2.0])
+    out = io.StringIO()
+    bar = TerminalProgress(out, clock=lambda: next(times))
+    status = "pulling 1c95740fff95"  # Ollama's status for a layer: 12 hex digits
+    for done in (0, 123_400_000, 852_300_000):
+        bar.update(PullProgress(status, "sha256:1c95740fff95", 4_733_363_377, done or None))
+    last = out.getvalue().split("\r")[-1]
+    assert len(last) <= columns - 1
+    assert "18%" in last and "852.3 MB / 4.7 GB" in last and "426.1 MB/s" in last
+    assert ("░" in last) is (columns >= 80)  # the bar, where it fits
+
+
 def test_pipe_progress_prints_each_status_once() -> None:
     out = io.StringIO()
     lines = PipeProgress(out)

@@ -142,6 +142,19 @@ def test_a_message_too_long_for_the_window_is_refused_with_the_fix() -> None:
     assert "raise num_ctx" in result.refusal() and "4,096-token window" in result.refusal()
 
 
+def test_a_window_too_small_for_the_persona_alone_asks_for_num_ctx() -> None:
+    """`num_ctx = 512` with the tools: "hi" is not what is too long; the line says so."""
+    tools = '[{"type": "function", "function": {"name": "memory_read"}}]' * 12
+    parts = PromptParts(system=PERSONA, user="hi", rules=(RULE,), tools=tools)
+    result = budget_prompt(parts, window=512, reply_reserve=256)
+
+    assert not result.fits
+    line = result.refusal()
+    assert "Shorten" not in line and "1 tokens" not in line
+    assert "the persona, rules and tool definitions alone" in line
+    assert line.endswith("Raise num_ctx.") and "512-token window" in line
+
+
 def test_headroom_thresholds() -> None:
     small = PromptParts(system=PERSONA + "\n\n" + PARAGRAPH * 100, user="hi")
     assert budget_prompt(small, window=16384, reply_reserve=1024).headroom == "ok"

@@ -16,7 +16,7 @@ from tests.support.cli import NOW, Env, assert_one_line, printed_json, run_cli
 from tests.support.ollama_standin import OllamaStandIn, context_error
 from tests.support.pilot_helpers import type_text, wait_until
 from tui.app import StraylightApp
-from tui.widgets.chat_message import ChatMessage
+from tui.widgets.chat_message import ChatMessage, ChatNotice
 from tui.widgets.status_sidebar import SidebarSummary, StatusSidebar, summary_text
 
 PARAGRAPH = (
@@ -156,6 +156,26 @@ def test_a_message_too_long_for_the_window_is_not_sent(env: Env, truncating: Oll
     ]
 
 
+def test_status_reports_a_turn_the_window_refused_as_critical(
+    env: Env, truncating: OllamaStandIn
+) -> None:
+    """The message too long to send, and the HTTP 400 naming the context, are the last
+    prompt `status` reports: `critical`, not the turn before (or nulls)."""
+    env = {**env, "STRAYLIGHT_NUM_CTX": "1024"}
+    assert run_cli(env, "ask", PARAGRAPH * 12).returncode == 5
+    context = status_json(env)["context"]
+    assert isinstance(context, dict)
+    assert (context["window"], context["headroom"]) == (1024, "critical")
+    assert isinstance(context["last_prompt_tokens"], int) and context["last_prompt_tokens"] > 1024
+    assert "(critical)" in run_cli(env, "status").stdout
+
+    assert run_cli(env, "ask", "hello").returncode == 0
+    assert status_json(env)["context"]["headroom"] == "ok"  # type: ignore[index]
+    truncating.fail_next("status", status=400, message=context_error(8889, 1024), path="/api/chat")
+    assert run_cli(env, "ask", "hello again").returncode == 5
+    assert status_json(env)["context"]["headroom"] == "critical"  # type: ignore[index]
+
+
 async def test_the_sidebar_shows_the_context_line(
     make_settings: Callable[..., Settings], truncating: OllamaStandIn
 ) -> None:
@@ -182,3 +202,54 @@ async def test_the_sidebar_shows_the_context_line(
         warn = state.with_changes(context_headroom="warn")
         assert state.context in summary_text(warn).plain
         assert app.query_one(SidebarSummary) is not None
+
+
+async def test_the_sidebar_turns_critical_when_ollama_refuses_the_prompt(
+    make_settings: Callable[..., Settings], truncating: OllamaStandIn
+) -> None:
+    """An HTTP 400 naming the context: the chat names it and the sidebar's context line,
+    `ok` by the estimate before the send, turns `critical`."""
+    settings = make_settings(ollama_host=truncating.host, num_ctx=1024)
+    truncating.fail_next("status", status=400, message=context_error(1500, 1024), path="/api/chat")
+    app = StraylightApp(settings)
+    async with app.run_test(size=(110, 32)) as pilot:
+        sidebar = app.query_one(StatusSidebar)
+        await wait_until(pilot, lambda: sidebar.state and sidebar.state.ollama == "online")
+        await type_text(pilot, "Hello there")
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: sidebar.state is not None and sidebar.state.context_headroom == "critical",
+            what="the context line turning critical",
+        )
+        block = str(app.query_one("#sidebar-conversation").render())
+        assert " · critical" in block
+
+
+async def test_a_window_guessed_while_the_model_was_missing_is_chosen_again_once_it_is_there(
+    make_settings: Callable[..., Settings], truncating: OllamaStandIn
+) -> None:
+    """The first message goes to a model not pulled yet (or to Ollama while it is down):
+    /api/show cannot answer, the window is the 4,096 guess. Once the model is pulled the
+    session asks again and sends the real window (qwen3's 40,960 capped at 16,384), rather than
+    4,096 for the rest of the session."""
+    truncating.set_models(["llama3.2", "nomic-embed-text"])
+    settings = make_settings(ollama_host=truncating.host, model="qwen3:8b", jobs_enabled=False)
+    app = StraylightApp(settings)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        await type_text(pilot, "hello")
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: any("not pulled" in str(n.render()) for n in app.query(ChatNotice)),
+            what="the model named as not pulled",
+        )
+        await wait_until(pilot, lambda: not app.replying, what="the failed turn's end")
+        truncating.set_models(["llama3.2", "nomic-embed-text", "qwen3:8b"])
+        await type_text(pilot, "hello again")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(truncating.chat_requests()), what="the reply")
+        await wait_until(pilot, lambda: not app.replying, what="the turn's end")
+    windows = [body["options"]["num_ctx"] for body in truncating.chat_requests()]
+    assert windows[-1] == 16_384

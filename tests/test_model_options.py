@@ -93,3 +93,27 @@ def test_bad_think_and_keep_alive_are_one_line(
 def test_a_think_of_the_wrong_toml_type_is_named(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="key 'think'"):
         load_settings(environ={}, config_path=write(tmp_path, "think = 3\n"))
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        (
+            {"STRAYLIGHT_KEEP_ALIVE": "foo"},
+            "environment variable STRAYLIGHT_KEEP_ALIVE: expected seconds or a duration such "
+            'as "5m" or "1h30m", got \'foo\'',
+        ),
+        (
+            {"STRAYLIGHT_THINK": "maybe"},
+            "environment variable STRAYLIGHT_THINK: expected one of true, false, low, medium, "
+            "high, got 'maybe'",
+        ),
+    ],
+)
+def test_a_validators_message_is_shown_as_written(
+    tmp_path: Path, environ: dict[str, str], expected: str
+) -> None:
+    """No pydantic "Value error, " prefix, and what was given is named once."""
+    with pytest.raises(SettingsError) as raised:
+        load_settings(environ=environ, config_path=tmp_path / "none.toml")
+    assert str(raised.value) == expected

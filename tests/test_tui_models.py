@@ -15,7 +15,7 @@ from tests.support.pilot_helpers import type_text, wait_until
 from tui.app import StraylightApp
 from tui.screens.confirm_screen import ConfirmScreen
 from tui.screens.models_screen import ModelsScreen
-from tui.widgets.chat_message import ChatMessage
+from tui.widgets.chat_message import ChatMessage, ChatNotice
 
 SIZE = (110, 32)
 MODELS = ("llama3.2", "qwen3:8b", "nomic-embed-text", "all-minilm")
@@ -48,6 +48,10 @@ async def open_models(pilot, app: StraylightApp) -> ModelsScreen:
     assert isinstance(screen, ModelsScreen)
     await wait_until(pilot, lambda: screen.loaded and bool(screen.records), what="the list")
     return screen
+
+
+def notices(app: StraylightApp) -> list[str]:
+    return [str(notice.render()) for notice in app.query(ChatNotice)]
 
 
 def highlight(screen: ModelsScreen, name: str) -> None:
@@ -213,3 +217,26 @@ async def test_with_ollama_down_the_screen_says_so_in_one_line(
         assert screen.records == [] and screen.query_one(DataTable).row_count == 0
         await pilot.press("d", "c", "e")  # nothing highlighted: nothing happens
         assert app.screen is screen
+
+
+async def test_slash_model_refuses_a_model_that_cannot_chat(
+    app_settings: Settings, srv: OllamaStandIn
+) -> None:
+    """`/model NAME` says no to an embedding model, like c on the models screen, rather than
+    switching to it and failing every turn with Ollama's HTTP 400."""
+    app = StraylightApp(app_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = app.chat
+        await wait_until(
+            pilot,
+            lambda: chat.ollama_status is not None and bool(chat.ollama_status.capabilities),
+            what="the models' capabilities",
+        )
+        await type_text(pilot, "/model nomic-embed-text")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(notices(app)), what="the refusal")
+        assert "nomic-embed-text cannot chat (capabilities: embedding)" in notices(app)[-1]
+        assert app.chat.model == app_settings.ollama.model
+        await type_text(pilot, "/model qwen3:8b")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.chat.model == "qwen3:8b", what="the switch")

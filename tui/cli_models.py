@@ -27,6 +27,7 @@ EXIT_INTERRUPTED = 130
 RATE_WINDOW_SECONDS = 5.0
 REDRAW_SECONDS = 0.1
 _BAR_CELLS = 24
+_MIN_BAR_CELLS = 5
 
 
 def register(commands: Any, common: Any, parser_class: type) -> None:
@@ -179,14 +180,16 @@ class TerminalProgress:
 
     def _draw(self, status: str, progress: PullProgress) -> None:
         fraction = progress.fraction or 0.0
-        filled = int(fraction * _BAR_CELLS)
-        bar = "█" * filled + "░" * (_BAR_CELLS - filled)
         done = human_bytes(progress.completed or 0)
         rate = self._rate()
         speed = f"  {human_bytes(rate)}/s" if rate else ""
-        line = f"{status}  {bar} {fraction:4.0%}  {done} / {human_bytes(progress.total or 0)}"
-        line += speed
+        numbers = f" {fraction:4.0%}  {done} / {human_bytes(progress.total or 0)}{speed}"
         width = max(20, shutil.get_terminal_size().columns - 1)
+        # The bar gives way on a narrow terminal (80 columns), not the numbers.
+        cells = min(_BAR_CELLS, width - len(status) - 2 - len(numbers))
+        filled = int(fraction * cells)
+        bar = "  " + "█" * filled + "░" * (cells - filled) if cells >= _MIN_BAR_CELLS else ""
+        line = f"{status}{bar}{numbers}"
         self._out.write("\r" + line[:width].ljust(width))
         self._out.flush()
         self._open = True

@@ -324,6 +324,8 @@ class ChatScreen(ChatNavigation):
             self.check_status()
         elif event.error.kind == "model_missing":
             self.publish_sidebar(model_pulled=False)
+        elif event.error.kind == "context_overflow":  # the estimate said it fits; it did not
+            self.publish_sidebar(context_headroom="critical")
 
     # ---- layer 4 in the chat: approval, candidates, the "can't" check -------------------
     async def _approval_or_later(self, candidate: Candidate) -> Approval:
@@ -412,6 +414,14 @@ class ChatScreen(ChatNavigation):
         return f"Model: {self.model}. Pulled chat models: {chat}. `/model NAME` switches."
 
     async def switch_model(self, name: str) -> None:
+        caps = self.ollama_status.capabilities_of(name) if self.ollama_status else None
+        if caps is not None and "completion" not in caps:  # like c on the models screen
+            await self.notice(
+                f"{name} cannot chat (capabilities: {', '.join(caps)}); "
+                "`/model` lists the pulled models that can.",
+                kind="error",
+            )
+            return
         self.model = name
         pulled = self.ollama_status.has_model(name) if self.ollama_status else None
         if self.ollama_status is not None and not self.ollama_status.reachable:
