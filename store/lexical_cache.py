@@ -66,8 +66,6 @@ class _Staged:
     counts: Counter[str] | None
 
 
-LOAD_BATCH_TERMS = 2_000  # kept for callers; the load now reads three columns at once
-
 # Loading reads three plain scans and one DISTINCT (DuckDB keeps much of what a join, window
 # or sort allocates: measured in docs/memory-scale.md); numpy matches postings to terms by
 # DuckDB's 64-bit `hash(term)` and to slots by point id. Should two terms share a hash, the
