@@ -9,7 +9,6 @@ search. How it stays consistent and the measurements: docs/lexical_search.md.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import threading
 import time
 from collections import Counter
@@ -380,11 +379,8 @@ def _return_freed_memory() -> None:
 
     The load's queries run on DuckDB's worker threads, whose malloc arenas keep what they
     freed: ~12 MB at 10k points, more at 100k (docs/memory-scale.md). A few ms."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return
     try:
-        trim = ctypes.CDLL(name).malloc_trim
+        trim = ctypes.CDLL(None).malloc_trim  # the process's own symbols: libc's on Linux
     except (OSError, AttributeError):  # not glibc
         return
     trim(0)
