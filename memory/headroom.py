@@ -33,7 +33,7 @@ def ram_estimate_bytes(
     engine (35 MiB) + the usearch index (`estimate_index_bytes`: vectors × (dim × 2 + 16 ×
     2 × 4 + 140) + 512 KiB) + the word index (its in-memory mirror and DuckDB's cache of
     its tables: 17 MiB + 560 B a document + 16 B a posting) + the stored text (payload).
-    Measured: 1.11 of the RSS growth at 1k points, 0.88 at 10k, 1.07–1.12 at 100k.
+    Measured: 1.11 of the RSS growth at 1k points, 0.88 at 10k, 1.04–1.12 at 100k.
     """
     index = estimate_index_bytes(vectors, dim) if vectors and dim else 0
     lexical = 0
