@@ -54,6 +54,8 @@ ENV_NAMES: dict[str, str] = {
     "think": "STRAYLIGHT_THINK",
     "keep_alive": "STRAYLIGHT_KEEP_ALIVE",
     "mcp_doc_roots": "STRAYLIGHT_MCP_DOC_ROOTS",
+    "reply_max_chars": "STRAYLIGHT_REPLY_MAX_CHARS",
+    "reply_max_seconds": "STRAYLIGHT_REPLY_MAX_SECONDS",
 } | {name: name.upper() for name in SETTING_PATHS if name.startswith("memory_")}
 ENV_NAMES |= {
     name: f"STRAYLIGHT_{name.upper()}" for name in SETTING_PATHS if name.startswith("jobs_")

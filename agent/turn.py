@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from agent import turn_facts
@@ -46,8 +48,10 @@ from agent.turn_events import (
     ContextBudgeted,
     ContextNotice,
     FactsInjected,
+    LimitNotice,
     LongtermWarning,
     MemstatusDue,
+    MessageMasked,
     PointsSaved,
     Recalled,
     ReplyDelta,
@@ -58,6 +62,7 @@ from agent.turn_events import (
     TurnEvent,
 )
 from agent.turn_facts import ToolOutcome
+from agent.turn_limits import TurnLimits
 from memory.secret_masking import mask_secrets
 from store.conversation_id import new_conversation_id as new_conversation_id
 from store.daily_log import DailyLog, LogMessage, MessageStatus
@@ -93,6 +98,7 @@ class TurnEngine:
         self._turns = itertools.count(1)
         self.context = TurnContext(settings.ollama.num_ctx, gateway, lambda: self.memory)
         self.think: bool | str | None = settings.ollama.think  # `/think` changes it
+        self.stop_reason = "cancelled by the user"  # a cancelled reply's reason (`ask`: signals)
 
     @property
     def facts(self) -> FactDrawer | None:
@@ -127,7 +133,8 @@ class TurnEngine:
         `system`: the conversation's own system prompt (None: the persona). `image` goes
         with the message to a vision model; the log keeps its path and hash."""
         turn = next(self._turns)
-        text = mask_secrets(text)  # nothing unmasked is persisted, not even in the log
+        limits = self._limits()  # the turn's deadline starts now
+        typed, text = text, mask_secrets(text)  # nothing unmasked is persisted, not the log
         user_message = LogMessage(
             "user",
             text,
@@ -137,6 +144,8 @@ class TurnEngine:
             extra=image.log_extra() if image is not None else {},
         )
         history, longterm = await asyncio.to_thread(self.open_turn, user_message)
+        if text != typed:
+            yield MessageMasked(text)
         if longterm.warning:
             yield LongtermWarning(longterm.warning)
         elif longterm.over_budget:
@@ -162,7 +171,7 @@ class TurnEngine:
             persona=persona_for(system),
             user=user_message,
             history=history,
-            longterm=longterm.text,
+            longterm=mask_secrets(longterm.text),  # the file is the user's; the prompt is masked
             injected=injected,
             recall=recall.result if recall else None,
             tools=tools,
@@ -183,13 +192,17 @@ class TurnEngine:
             if not budgeted.fits:  # Ollama would mangle it: not sent, named (it is logged)
                 raise ContextOverflow(budgeted.refusal())
             rounds = 0
+            first_round = True  # a tool round starts a new deadline for the first event
             while True:
                 calls: list[ToolCall] = []
                 done: ChatDone | None = None
                 round_text: list[str] = []
                 try:
-                    async for event in self.gateway.stream_chat(
-                        model, messages, options=options, tools=tools, think=think
+                    async for event in limits.stream(
+                        self.gateway.stream_chat(
+                            model, messages, options=options, tools=tools, think=think
+                        ),
+                        first_round=first_round,
                     ):
                         if isinstance(event, ChatDelta):
                             parts.append(event.text)
@@ -211,29 +224,14 @@ class TurnEngine:
                     continue
                 if calls and rounds < MAX_ROUNDS:
                     rounds += 1
-                    messages.append(
-                        {
-                            "role": "assistant",
-                            "content": "".join(round_text),
-                            "tool_calls": [
-                                {"function": {"name": c.name, "arguments": c.arguments}}
-                                for c in calls
-                            ],
-                        }
+                    first_round = False
+                    round_tools = self._tool_round(
+                        calls, "".join(round_text), messages, limits, query_vector, conversation_id
                     )
-                    for call in calls:
-                        step = await self._run_tool(call, query_vector, conversation_id)
-                        if not isinstance(step, ToolOutcome):  # a candidate: the user decides
-                            request = ApprovalRequested(step)
-                            yield request  # the consumer answers before it asks for more
-                            step = await turn_facts.decide(self._drawer(), step, request.approval)
-                        yield step.used
-                        if step.proposed:
-                            yield CandidatesProposed(step.proposed)
-                        messages.append(
-                            {"role": "tool", "content": step.result, "tool_name": call.name}
-                        )
-                    if rounds == MAX_ROUNDS:
+                    async with aclosing(round_tools):
+                        async for step_event in round_tools:
+                            yield step_event
+                    if rounds == MAX_ROUNDS or limits.turn_cap_reached:
                         tools = None  # the last request: the model must answer in text
                     continue
                 if calls and not parts:
@@ -284,8 +282,57 @@ class TurnEngine:
                     mask_secrets("".join(parts)),
                     conversation_id,
                     model,
-                    ("cancelled", "cancelled by the user"),
+                    ("cancelled", self.stop_reason),
                 )
+
+    async def _tool_round(
+        self,
+        calls: list[ToolCall],
+        text: str,
+        messages: list[dict[str, Any]],
+        limits: TurnLimits,
+        query_vector: list[float] | None,
+        conversation_id: str,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """Run the calls of one tool round that the caps admit (the others are named, and
+        the model is told once) and add the round to `messages`."""
+        admitted, capped = limits.admit(calls)
+        if capped:
+            yield LimitNotice(capped)
+        messages.append(
+            {
+                "role": "assistant",
+                "content": text,
+                "tool_calls": [
+                    {"function": {"name": c.name, "arguments": c.arguments}} for c in admitted
+                ],
+            }
+        )
+        for call in admitted:
+            step = await self._run_tool(call, query_vector, conversation_id)
+            if not isinstance(step, ToolOutcome):  # a candidate: the user decides
+                request = ApprovalRequested(step)
+                yield request  # the consumer answers before it asks for more
+                step = await turn_facts.decide(self._drawer(), step, request.approval)
+            yield step.used
+            if step.proposed:
+                yield CandidatesProposed(step.proposed)
+            messages.append({"role": "tool", "content": step.result, "tool_name": call.name})
+        if capped:  # told once, in the place of the calls that did not run
+            name = calls[len(admitted)].name
+            messages.append(
+                {"role": "tool", "content": json.dumps({"error": capped}), "tool_name": name}
+            )
+
+    def _limits(self) -> TurnLimits:
+        ollama, facts = self.settings.ollama, self.settings.facts
+        return TurnLimits(
+            read_timeout=self.gateway.read_timeout,
+            max_chars=ollama.reply_max_chars,
+            max_seconds=ollama.reply_max_seconds,
+            calls_per_round=facts.tool_calls_per_round,
+            calls_per_turn=facts.tool_calls_per_turn,
+        )
 
     # ---- layer 4: facts and tools (agent/turn_facts.py does the work) ---------------------
     async def _inject_facts(

@@ -162,7 +162,8 @@ def parse_messages(text: str) -> list[LogMessage]:
     metadata line is a message without metadata (it inherits the conversation of the
     message before it), a block saved with CRLF line ends reads as if saved with LF, and
     a message cut short by a crash is returned with status `truncated` (the last one of
-    the file, or one followed by a message whose metadata says so).
+    the file, or one followed by a message whose metadata says so, or one whose metadata
+    line the crash cut: that fragment is dropped, never read as its text).
     """
     headers = list(HEADER_RE.finditer(text))
     messages: list[LogMessage] = []
@@ -179,8 +180,9 @@ def parse_messages(text: str) -> list[LogMessage]:
         newline = text.find("\n", start, end)
         first_line = text[start:end] if newline == -1 else text[start:newline]
         read = _read_meta(first_line) if first_line.startswith(META_PREFIX) else None
-        if read is not None:
-            meta = read
+        damaged = read is None and _damaged_meta(first_line)
+        if read is not None or damaged:  # a damaged one is dropped: never message text
+            meta = read or {}
             start = end if newline == -1 else newline + 1
         region = text[start:end]
         if header.group(2):  # this block was saved with CRLF line ends
@@ -190,7 +192,7 @@ def parse_messages(text: str) -> list[LogMessage]:
         cut_short = is_last and not region.endswith("\n\n")
         body = region[:-2] if region.endswith("\n\n") else region.rstrip("\n")
         message = _message_from(role, body, meta, conversation)
-        if cut_short and message.status == "complete":
+        if (cut_short or damaged) and message.status == "complete":
             message = replace(message, status="truncated")
         if meta.get(PREVIOUS_CUT_SHORT) and messages:
             if fragment_before:  # what was cut short was that header, not the message
@@ -206,6 +208,14 @@ def parse_messages(text: str) -> list[LogMessage]:
 
 
 _HEADERS = ("### user", "### assistant")
+
+
+def _damaged_meta(line: str) -> bool:
+    """A metadata line a crash cut short (`<!-- straylight {"ti`): it starts like ours but
+    does not end like it, or it is the first bytes of one. A body line never reads so: one
+    that starts like our metadata is written escaped."""
+    line = line.rstrip("\r")
+    return line.startswith(META_PREFIX) or (bool(line) and META_PREFIX.startswith(line))
 
 
 def _header_fragment(region: str) -> str:
@@ -298,7 +308,9 @@ class DailyLog:
 def _start_day(conversation_id: str) -> date | None:
     """The day before the UTC date a conversation id starts with, or None for other ids."""
     started = start_date(conversation_id)
-    return None if started is None else started - timedelta(days=1)
+    if started is None or started == date.min:  # year 1 (a hand-written id): no day before
+        return None
+    return started - timedelta(days=1)
 
 
 def _separator_needed(path: Path) -> bytes:

@@ -9,6 +9,7 @@ search. How it stays consistent and the measurements: docs/lexical_search.md.
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
 import time
 from collections import Counter
@@ -310,6 +311,36 @@ class LexicalCache:
             overall = self._top(totals, k, None)
             within = self._top(totals, len(subset), list(subset)) if subset else []
             return overall, within
+
+    def feedback_search(
+        self, query: str, seeds: Sequence[int], terms: int, k: int
+    ) -> list[tuple[int, float]]:
+        """A second word round seeded by the first one's hits (pseudo-relevance feedback):
+        the `terms` terms the `seeds` share most, weighted by idf (a term in one seed only,
+        or in the query, or in fewer than two points overall is left out), searched as a
+        query of their own. From memory as last synced (the first round just synced)."""
+        if terms <= 0 or k <= 0 or not seeds:
+            return []
+        asked = {term for group in self.analyzer.query_terms(query) for term in group}
+        with self._lock:
+            index = self._index
+            n = index.doc_count
+            shared: Counter[str] = Counter()
+            for point_id in seeds:
+                shared.update(index.terms_of(point_id))
+            weighted: list[tuple[float, str]] = []
+            for term, count in shared.items():
+                if count < 2 or term in asked:
+                    continue
+                df = index.document_frequency(term)
+                if df < 2:
+                    continue
+                idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+                weighted.append((count * idf, term))
+            best = sorted(weighted, reverse=True)[:terms]
+            chosen: list[tuple[str, ...]] = [(term,) for _, term in best]
+            totals = self._totals(chosen) if chosen else None
+            return [] if totals is None else self._top(totals, k, None)
 
     def _score(
         self, groups: list[tuple[str, ...]], k: int, wanted: list[int] | None

@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any, NoReturn
@@ -231,16 +231,27 @@ def _version() -> str:
         return "unknown"
 
 
-def _resolve(args: argparse.Namespace) -> ResolvedSettings:
-    flags = {
+def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the command line gives (None: not given)."""
+    return {
         "home": args.home,
         "ollama_host": args.ollama_host,
         "model": args.model,
         "workspace": args.workspace,
         "think": getattr(args, "think", None),
     }
+
+
+def _resolve(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> ResolvedSettings:
     config = Path(args.config) if args.config else None
-    return load_settings(flags=flags, config_path=config, require_config=config is not None)
+    return load_settings(
+        flags=setting_flags(args),
+        environ=environ,
+        config_path=config,
+        require_config=config is not None,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -265,6 +276,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                 silence_logging()
         except OSError:
             silence_logging()
+    from tui import owner_client
+
+    if owner_client.forwards(args):  # the data dir's owner runs it, if another process owns it
+        raw = list(sys.argv[1:] if argv is None else argv)
+        if args.command == "conversations":
+            from tui.cli_conversations import confirmed_argv
+
+            confirmed = confirmed_argv(args, settings, raw)
+            if isinstance(confirmed, int):
+                return confirmed
+            raw = confirmed
+        return owner_client.run_or_forward(
+            raw, resolved, lambda: _run(args, resolved), args.command
+        )
+    return _run(args, resolved)
+
+
+def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: bool = False) -> int:
+    """Dispatch a parsed command; every error becomes one line and its exit code. A command
+    `forwarded` from another process runs in a thread of the owner (tui/owner_request.py)."""
+    settings = resolved.settings
     try:
         return _dispatch(args, resolved)
     except UsageError as error:
@@ -277,13 +309,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if isinstance(error, DataDirLocked):
             return fail(str(error), EXIT_DATA_DIR_IN_USE)
+        from tui.data_dir_access import unwritable_data_dir
+
+        if (unwritable := unwritable_data_dir(error, settings.home)) is not None:
+            return fail(unwritable, EXIT_USAGE)
         if isinstance(error, DatabaseError):
             log.error("database error: %s", error)
             return fail(str(error), EXIT_UNEXPECTED)
         if isinstance(error, BrokenPipeError):
             # `straylight history | head`: the reader left; that is not an error.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            if not forwarded:  # (a forwarded command's client has gone: nothing to quiet)
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
             return EXIT_BROKEN_PIPE
         log.exception("unexpected error")
         return fail(
@@ -301,11 +338,17 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         with DataDirLock(settings.home):  # a second instance stops here, before painting
             return run_app(settings)
     if args.command == "ask":
-        text = _ask_text(args.text)
-        from tui.cli_ask import ask
+        from tui.cli_ask import ask, conversation_option
 
+        try:
+            conversation = (
+                None if args.conversation is None else conversation_option(args.conversation)
+            )
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        text = _ask_text(args.text)
         return asyncio.run(
-            ask(settings, text, args.conversation, args.show_thinking, system=args.system)
+            ask(settings, text, conversation, args.show_thinking, system=args.system)
         )
     if args.command == "history":
         return _history(settings, args.date, args.conversation, as_json=args.json)
@@ -342,7 +385,7 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     from tui import cli_memory
 
     if args.command == "remember":
-        text = _ask_text(args.text)
+        text = _ask_text(args.text, "remember")
         return asyncio.run(cli_memory.remember(settings, text, as_json=args.json))
     if args.command == "forget":
         return asyncio.run(cli_memory.forget(settings, args.id, as_json=args.json))
@@ -376,10 +419,10 @@ def _global_options(args: argparse.Namespace) -> dict[str, str | None]:
     }
 
 
-def _ask_text(raw: str) -> str:
+def _ask_text(raw: str, command: str = "ask") -> str:
     text = read_stdin_text() if raw == "-" else raw
     if not text.strip():
-        raise UsageError("ask needs a non-empty TEXT")
+        raise UsageError(f"{command} needs a non-empty TEXT")
     return text
 
 

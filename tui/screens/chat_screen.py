@@ -31,7 +31,9 @@ from agent.turn_events import (
     ContextBudgeted,
     ContextNotice,
     FactsInjected,
+    LimitNotice,
     LongtermWarning,
+    MessageMasked,
     PointsSaved,
     Recalled,
     ReplyDelta,
@@ -233,6 +235,8 @@ class ChatScreen(ChatNavigation):
                 async for event in turn_events:
                     if isinstance(event, ReplyDelta):
                         await reply.append(event.text)
+                    elif isinstance(event, MessageMasked):  # show what the log holds
+                        await user.show_text(event.text)
                     elif isinstance(event, ThinkingDelta):
                         await reply.append_thinking(event.text)
                     elif isinstance(event, ReplyFinished):
@@ -267,7 +271,7 @@ class ChatScreen(ChatNavigation):
                             context_headroom=event.headroom,
                             context_notes=event.notes,
                         )
-                    elif isinstance(event, ContextNotice):
+                    elif isinstance(event, ContextNotice | LimitNotice):
                         await self.notice(f"⚠ {event.text}")
                     elif isinstance(event, LongtermWarning) and not event.over_budget:
                         self.publish_sidebar(longterm_warning=event.text)  # (over budget: shown)

@@ -92,6 +92,14 @@ class ChatMessage(Vertical, can_focus=True):
 
             yield Markdown(printable(self.text), classes="message-body")
 
+    async def show_text(self, text: str) -> None:
+        """Show `text` instead (a user's message as it was stored: masked)."""
+        self.text = text
+        if self.role == "user":
+            self.query_one(".message-body", Static).update(Text(printable(text)))
+        else:
+            await self.body.update(printable(text))
+
     def _title_text(self) -> Text:
         who = "you" if self.role == "user" else (self.model or "assistant")
         when = f" · {self.time.astimezone():%H:%M}" if self.time else ""
