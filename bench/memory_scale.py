@@ -397,7 +397,7 @@ def worker_attrib(home: Path) -> JsonDict:
         # private attributes, for information only: usearch's reserved arenas (not RSS), terms
         "usearch_memory_usage": int(getattr(getattr(index, "_index", None), "memory_usage", 0)),
         "lexical_postings_bytes": cache.postings_bytes(),
-        "lexical_terms": len(getattr(cache, "_postings", ())),
+        "lexical_terms": cache.term_count,
         "vm": vm_status(),
     }
     db.close()

@@ -11,9 +11,11 @@ from typing import Literal
 Headroom = Literal["ok", "warn", "critical"]
 
 ENGINE_BYTES = 35 * 2**20  # DuckDB and usearch once loaded (measured: bench/memory_scale.py)
-LEXICAL_BASE_BYTES = 28 * 2**20
-LEXICAL_DOC_BYTES = 920
-LEXICAL_POSTING_BYTES = 200  # 128 in the mirror + DuckDB's cache of the postings table
+# The word index's flat-array mirror plus what DuckDB keeps after loading it and after reads
+# of the tables (docs/memory-scale.md): fitted at 1k, 10k and 100k points, within 12 %.
+LEXICAL_BASE_BYTES = 17 * 2**20
+LEXICAL_DOC_BYTES = 560
+LEXICAL_POSTING_BYTES = 16  # 10 in the mirror's arrays + DuckDB's share
 
 
 FIXED_BYTES = ENGINE_BYTES + LEXICAL_BASE_BYTES  # an open memory, before its first point
@@ -30,12 +32,12 @@ def ram_estimate_bytes(
     """What the memory costs in RAM, fitted on measured RSS growth (bench/memory_scale.py):
     a fixed cost paid by an open memory, empty or not, plus a cost per point.
 
-    Fixed: the engine (DuckDB and usearch, 35 MiB) and the word index's base (its mirror and
-    DuckDB's cache of its table, 28 MiB). Per point: the usearch index
-    (`estimate_index_bytes`: vectors × (dim × 2 + 16 × 2 × 4 + 140) + 512 KiB), 920 B a
-    document + 200 B a posting in the word index, and the stored text (payload). Measured:
-    0.95 of the RSS growth at 10k points, 1.0 at 100k. An empty store used to read ~0 and
-    jump by the whole fixed cost at its first point (issue 16).
+    Fixed: the engine (DuckDB and usearch, 35 MiB) and the word index's base (its in-memory
+    arrays and what DuckDB keeps of its tables, 17 MiB). Per point: the usearch index
+    (`estimate_index_bytes`: vectors × (dim × 2 + 16 × 2 × 4 + 140) + 512 KiB), 560 B a
+    document + 16 B a posting in the word index, and the stored text (payload). Measured:
+    1.11 of the RSS growth at 1k points, 0.88 at 10k, 1.04–1.12 at 100k. An empty store used
+    to read ~0 and jump by the whole fixed cost at its first point (issue 16).
     """
     from store.vector_index import estimate_index_bytes  # usearch: not on the settings' path
 

@@ -1,5 +1,5 @@
-"""The word index's in-memory mirror: `lexical_postings`/`lexical_docs` held as arrays, so
-BM25 answers in milliseconds.
+"""The word index's in-memory mirror: `lexical_postings`/`lexical_docs` held as flat arrays
+(`store.lexical_postings`), so BM25 answers in milliseconds at a few bytes a posting.
 
 The tables stay the source of truth (`store.lexical_index` writes them). The mirror loads them
 once, applies staged writes once they commit, and checks a fingerprint of the tables before each
@@ -8,28 +8,27 @@ search. How it stays consistent and the measurements: docs/lexical_search.md.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import threading
 import time
-from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
 
 from store import meta
+from store.lexical_postings import K1 as K1  # shared with the SQL scoring in store.lexical_index
+from store.lexical_postings import B as B
+from store.lexical_postings import CompactPostings
 from store.text_terms import Analyzer, default_analyzer
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
-
-# Okapi BM25's parameters, shared with the SQL scoring in `store.lexical_index`.
-K1 = 1.2
-B = 0.75
 
 GENERATION_KEY = "lexical.generation"  # bumped by every rebuild: every cache reloads
 
@@ -61,48 +60,25 @@ def _read_snapshot(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyCo
 
 
 @dataclass
-class _Postings:
-    """One term's postings as parallel compact arrays of cache slots, tfs and doc lengths.
-
-    A removed posting keeps its place with tf 0 (it then scores 0) until `compact`.
-    """
-
-    slots: array[int] = field(default_factory=lambda: array("i"))
-    tfs: array[int] = field(default_factory=lambda: array("i"))
-    lengths: array[int] = field(default_factory=lambda: array("i"))
-    live: int = 0
-
-    def add(self, slot: int, tf: int, length: int) -> None:
-        self.slots.append(slot)
-        self.tfs.append(tf)
-        self.lengths.append(length)
-        self.live += 1
-
-    def remove(self, slot: int) -> None:
-        positions = np.flatnonzero(np.frombuffer(self.slots, dtype=np.int32) == slot)
-        for pos in positions.tolist():
-            if self.tfs[pos] > 0:
-                self.tfs[pos] = 0
-                self.live -= 1
-        dead = len(self.slots) - self.live
-        if dead > 16 and dead > self.live:
-            keep = [i for i, tf in enumerate(self.tfs) if tf > 0]
-            self.slots = array("i", [self.slots[i] for i in keep])
-            self.tfs = array("i", [self.tfs[i] for i in keep])
-            self.lengths = array("i", [self.lengths[i] for i in keep])
-
-    def nbytes(self) -> int:
-        return 3 * self.slots.itemsize * len(self.slots)
-
-
-@dataclass
 class _Staged:
     at: float
     length: int | None  # None: a removal
     counts: Counter[str] | None
 
 
-LOAD_BATCH_TERMS = 2_000  # terms fetched at a time while loading (a stop is checked between)
+# Loading reads three plain scans and one DISTINCT (DuckDB keeps much of what a join, window
+# or sort allocates: measured in docs/memory-scale.md); numpy matches postings to terms by
+# DuckDB's 64-bit `hash(term)` and to slots by point id. Should two terms share a hash, the
+# postings are read with the join below instead.
+_LOAD_TERMS_SQL = "SELECT term, hash(term) AS h FROM (SELECT DISTINCT term FROM lexical_postings)"
+_LOAD_POSTINGS_SQL = "SELECT point_id, hash(term) AS h, tf FROM lexical_postings"
+_LOAD_POSTINGS_BY_TERM_SQL = """
+SELECT p.point_id, t.tid, p.tf
+FROM lexical_postings p JOIN (
+    SELECT term, (row_number() OVER (ORDER BY term) - 1)::INTEGER AS tid
+    FROM (SELECT DISTINCT term FROM lexical_postings)
+) t ON t.term = p.term
+"""
 
 
 class LoadStopped(Exception):
@@ -113,7 +89,8 @@ class LexicalCache:
     """An in-memory mirror of `lexical_postings`/`lexical_docs` that answers BM25 in ms.
 
     Each indexed point has a dense slot (0 … n, never reused until a reload), so a query adds
-    each term's contributions into one float array by slot instead of hashing point ids.
+    each term's contributions into one float array by slot instead of hashing point ids
+    (`CompactPostings` holds the arrays).
     Thread-safe (one lock; syncing reads through a cursor of its own). See the module
     docstring for how it stays consistent with the tables.
     """
@@ -122,13 +99,7 @@ class LexicalCache:
         self.analyzer: Analyzer = analyzer or default_analyzer()
         self._lock = threading.Lock()
         self._loaded = False
-        self._postings: dict[str, _Postings] = {}
-        self._slot_of: dict[int, int] = {}  # point id -> slot
-        self._point_of = array("q")  # slot -> point id, -1 once removed
-        self._doc_terms: dict[int, tuple[str, ...]] = {}  # point id -> its terms
-        self._doc_length: dict[int, int] = {}
-        self._total_length = 0
-        self._id_sum = 0
+        self._index = CompactPostings()
         self._generation: str | None = None
         self._staged: dict[int, _Staged] = {}
         self.stats: Counter[str] = Counter()  # loads, diffs, staged_applied
@@ -138,54 +109,39 @@ class LexicalCache:
     @property
     def doc_count(self) -> int:
         """Points in the cache."""
-        return len(self._doc_length)
+        return self._index.doc_count
 
     def postings_bytes(self) -> int:
-        """Bytes held by the posting arrays (not counting dict and tuple overhead)."""
-        return sum(p.nbytes() for p in self._postings.values())
+        """Bytes held by the arrays (not counting the term strings and their dict)."""
+        return self._index.nbytes()
+
+    @property
+    def term_count(self) -> int:
+        """Distinct terms the cache knows (some may have no live point left)."""
+        return self._index.term_count
+
+    def terms_of(self, point_id: int) -> tuple[str, ...]:
+        """A point's distinct terms as last synced (empty when it is not indexed)."""
+        with self._lock:
+            return self._index.terms_of(point_id)
+
+    def document_frequency(self, term: str) -> int:
+        """How many points hold `term`, as last synced."""
+        with self._lock:
+            return self._index.document_frequency(term)
 
     def _fingerprint(self) -> Fingerprint:
-        return (len(self._doc_length), self._total_length, self._id_sum, self._generation)
+        index = self._index
+        return (index.doc_count, index.total_length, index.id_sum, self._generation)
 
     def _clear(self) -> None:
-        self._postings = {}
-        self._slot_of = {}
-        self._point_of = array("q")
-        self._doc_terms = {}
-        self._doc_length = {}
-        self._total_length = 0
-        self._id_sum = 0
+        self._index = CompactPostings()
 
     def _add_doc(self, point_id: int, length: int, counts: dict[str, int]) -> None:
-        if point_id in self._doc_length:
-            self._remove_doc(point_id)
-        slot = len(self._point_of)  # slots are never reused: a term's slots stay unique
-        self._point_of.append(point_id)
-        self._slot_of[point_id] = slot
-        for term, tf in counts.items():
-            postings = self._postings.get(term)
-            if postings is None:
-                postings = self._postings[term] = _Postings()
-            postings.add(slot, tf, length)
-        self._doc_terms[point_id] = tuple(counts)
-        self._doc_length[point_id] = length
-        self._total_length += length
-        self._id_sum += point_id
+        self._index.add(point_id, length, counts)
 
     def _remove_doc(self, point_id: int) -> None:
-        length = self._doc_length.pop(point_id, None)
-        if length is None:
-            return
-        slot = self._slot_of.pop(point_id)
-        for term in self._doc_terms.pop(point_id, ()):
-            postings = self._postings.get(term)
-            if postings is not None:
-                postings.remove(slot)
-                if postings.live == 0:
-                    del self._postings[term]
-        self._point_of[slot] = -1
-        self._total_length -= length
-        self._id_sum -= point_id
+        self._index.remove(point_id)
 
     # -- loading and syncing
 
@@ -211,38 +167,20 @@ class LexicalCache:
         if new_generation:
             self._staged.clear()
         generation = meta.get(con, GENERATION_KEY)
-        docs = con.execute("SELECT point_id, length FROM lexical_docs ORDER BY point_id").fetchall()
-        self._point_of = array("q", [int(pid) for pid, _ in docs])
-        self._slot_of = {pid: slot for slot, pid in enumerate(self._point_of)}
-        self._doc_length = {int(pid): int(length) for pid, length in docs}
-        # Slots are the row numbers of lexical_docs by point id: the join assigns them in SQL
-        # and drops orphan postings (check_consistency reports those).
-        result = con.execute(
-            "SELECT p.term, list(d.slot), list(p.tf), list(d.length) "
-            "FROM lexical_postings p JOIN ("
-            " SELECT point_id, length, (row_number() OVER (ORDER BY point_id) - 1)::INTEGER AS slot"
-            " FROM lexical_docs) d ON d.point_id = p.point_id "
-            "GROUP BY p.term"
+        docs = con.execute(
+            "SELECT point_id, length FROM lexical_docs ORDER BY point_id"
+        ).fetchnumpy()
+        _check_stop(stop)
+        self._index = _read_postings(
+            con,
+            np.asarray(docs["point_id"], dtype=np.int64),
+            np.asarray(docs["length"], dtype=np.int32),
+            stop,
         )
-        doc_terms: list[list[str]] = [[] for _ in docs]
-        while batch := result.fetchmany(LOAD_BATCH_TERMS):
-            if stop is not None and stop():
-                self._clear()
-                raise LoadStopped("the word-index load was stopped")
-            for term, slots, tfs, lengths in batch:
-                self._postings[term] = _Postings(
-                    array("i", slots), array("i", tfs), array("i", lengths), len(slots)
-                )
-                for slot in slots:
-                    doc_terms[slot].append(term)
-        self._doc_terms = {
-            pid: tuple(terms) for pid, terms in zip(self._point_of, doc_terms, strict=True)
-        }
-        self._total_length = sum(self._doc_length.values())
-        self._id_sum = sum(self._doc_length)
         self._generation = generation
         self._loaded = True
         self.stats["loads"] += 1
+        _return_freed_memory()
 
     def stage_add(self, point_id: int, length: int, counts: Counter[str]) -> None:
         """A write of this point is in flight; apply it once a search can see it."""
@@ -267,7 +205,7 @@ class LexicalCache:
         if generation != self._generation:
             self._load(con, new_generation=True)
             return
-        if len(self._point_of) > 2 * int(count) + 10_000:
+        if self._index.slot_count > 2 * int(count) + 10_000:
             self._load(con)  # many removed slots: rebuild compactly
             return
         target: Fingerprint = (int(count), int(total), int(id_sum), generation)
@@ -293,7 +231,7 @@ class LexicalCache:
                 if pid not in visible:
                     self._remove_doc(pid)
                     del self._staged[pid]
-                elif pid not in self._doc_length or now - staged.at > STAGED_TTL_SECONDS:
+                elif self._index.slot_of(pid) is None or now - staged.at > STAGED_TTL_SECONDS:
                     del self._staged[pid]
             elif visible.get(pid) == staged.length and staged.counts is not None:
                 self._add_doc(pid, staged.length, staged.counts)
@@ -309,9 +247,10 @@ class LexicalCache:
             int(pid): int(length)
             for pid, length in con.execute("SELECT point_id, length FROM lexical_docs").fetchall()
         }
-        for pid in [p for p in self._doc_length if p not in docs]:
+        cached = self._index.lengths()
+        for pid in [p for p in cached if p not in docs]:
             self._remove_doc(pid)
-        changed = [pid for pid, length in docs.items() if self._doc_length.get(pid) != length]
+        changed = [pid for pid, length in docs.items() if cached.get(pid) != length]
         if len(changed) > max(1000, len(docs) // 5):
             self._load(con)
             return
@@ -384,32 +323,24 @@ class LexicalCache:
             return []
         asked = {term for group in self.analyzer.query_terms(query) for term in group}
         with self._lock:
-            n = len(self._doc_length)
+            index = self._index
+            n = index.doc_count
             shared: Counter[str] = Counter()
             for point_id in seeds:
-                shared.update(self._doc_terms.get(point_id, ()))
+                shared.update(index.terms_of(point_id))
             weighted: list[tuple[float, str]] = []
             for term, count in shared.items():
-                postings = self._postings.get(term)
-                if count < 2 or term in asked or postings is None or postings.live < 2:
+                if count < 2 or term in asked:
                     continue
-                idf = math.log(1.0 + (n - postings.live + 0.5) / (postings.live + 0.5))
+                df = index.document_frequency(term)
+                if df < 2:
+                    continue
+                idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
                 weighted.append((count * idf, term))
             best = sorted(weighted, reverse=True)[:terms]
             chosen: list[tuple[str, ...]] = [(term,) for _, term in best]
             totals = self._totals(chosen) if chosen else None
             return [] if totals is None else self._top(totals, k, None)
-
-    def _term_scores(
-        self, postings: _Postings, n: int, avgdl: float
-    ) -> tuple[NDArray[np.int32], NDArray[np.float64]]:
-        """This term's slots and BM25 contributions (0 for removed postings)."""
-        slots = np.frombuffer(postings.slots, dtype=np.int32)
-        tfs = np.frombuffer(postings.tfs, dtype=np.int32).astype(np.float64)
-        lengths = np.frombuffer(postings.lengths, dtype=np.int32).astype(np.float64)
-        df = postings.live
-        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        return slots, (idf * (K1 + 1)) * tfs / (tfs + K1 * (1 - B + B * lengths / avgdl))
 
     def _score(
         self, groups: list[tuple[str, ...]], k: int, wanted: list[int] | None
@@ -419,46 +350,68 @@ class LexicalCache:
 
     def _totals(self, groups: list[tuple[str, ...]]) -> NDArray[np.float64] | None:
         """BM25 of every doc slot for the query; None when no term matches."""
-        n = len(self._doc_length)
-        if n == 0:
-            return None
-        avgdl = max(self._total_length / n, 1e-9)
-        totals = np.zeros(len(self._point_of), dtype=np.float64)
-        matched = False
-        for group in groups:
-            present = [
-                p for p in (self._postings.get(term) for term in group) if p is not None and p.live
-            ]
-            if not present:
-                continue
-            matched = True
-            if len(present) == 1:  # a term's slots are unique: fancy-index add is exact
-                slots, scores = self._term_scores(present[0], n, avgdl)
-                totals[slots] += scores
-                continue
-            best = np.zeros_like(totals)
-            for postings in present:
-                slots, scores = self._term_scores(postings, n, avgdl)
-                best[slots] = np.maximum(best[slots], scores)
-            totals += best
-        return totals if matched else None
+        return self._index.totals(groups)
 
     def _top(
         self, totals: NDArray[np.float64], k: int, wanted: list[int] | None
     ) -> list[tuple[int, float]]:
-        if wanted is not None:
-            candidates = np.fromiter(
-                (self._slot_of[p] for p in set(wanted) if p in self._slot_of), dtype=np.int64
-            )
-        else:
-            candidates = np.flatnonzero(totals)
-        if candidates.size > k:
-            values = totals[candidates]
-            threshold = np.partition(values, candidates.size - k)[candidates.size - k]
-            candidates = candidates[values >= threshold]
-        values = totals[candidates]
-        keep = values > 0
-        candidates, values = candidates[keep], values[keep]
-        point_ids = np.frombuffer(self._point_of, dtype=np.int64)[candidates]
-        order = np.lexsort((point_ids, -values))[:k]
-        return [(int(point_ids[i]), float(values[i])) for i in order]
+        return self._index.top(totals, k, wanted)
+
+
+def _check_stop(stop: Callable[[], bool] | None) -> None:
+    if stop is not None and stop():
+        raise LoadStopped("the word-index load was stopped")
+
+
+def _read_postings(
+    con: duckdb.DuckDBPyConnection,
+    point_ids: NDArray[np.int64],
+    lengths: NDArray[np.int32],
+    stop: Callable[[], bool] | None,
+) -> CompactPostings:
+    """The postings of the docs `point_ids` (ascending) as a `CompactPostings`; postings of
+    points without a `lexical_docs` row are left out (check_consistency reports those)."""
+    rows = con.execute(_LOAD_TERMS_SQL).fetchall()
+    _check_stop(stop)
+    terms = [str(term) for term, _ in rows]
+    term_hashes = np.fromiter((h for _, h in rows), dtype=np.uint64, count=len(rows))
+    del rows
+    by_hash = np.argsort(term_hashes)
+    sorted_hashes = term_hashes[by_hash]
+    unique = not np.any(sorted_hashes[1:] == sorted_hashes[:-1])
+    columns = con.execute(_LOAD_POSTINGS_SQL if unique else _LOAD_POSTINGS_BY_TERM_SQL).fetchnumpy()
+    _check_stop(stop)
+    post_ids = np.asarray(columns["point_id"], dtype=np.int64)
+    if unique:
+        post_terms = by_hash[np.searchsorted(sorted_hashes, columns["h"])].astype(np.int32)
+    else:
+        terms.sort()  # the query's term ids are ranks by term
+        post_terms = np.asarray(columns["tid"], dtype=np.int32)
+    post_tfs = np.asarray(columns["tf"], dtype=np.int32)
+    del columns
+    slots = np.searchsorted(point_ids, post_ids)
+    known = slots < len(point_ids)
+    known[known] = point_ids[slots[known]] == post_ids[known]
+    del post_ids
+    order = np.argsort(slots, kind="stable")
+    order = order[known[order]]
+    return CompactPostings.from_arrays(
+        terms,
+        point_ids,
+        lengths,
+        slots[order].astype(np.int32),
+        post_terms[order],
+        post_tfs[order],
+    )
+
+
+def _return_freed_memory() -> None:
+    """Hand the heap the load freed back to the OS (glibc's `malloc_trim`; elsewhere nothing).
+
+    The load's queries run on DuckDB's worker threads, whose malloc arenas keep what they
+    freed: ~12 MB at 10k points, more at 100k (docs/memory-scale.md). A few ms."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim  # the process's own symbols: libc's on Linux
+    except (OSError, AttributeError):  # not glibc
+        return
+    trim(0)

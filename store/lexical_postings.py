@@ -1,0 +1,355 @@
+"""The word index's postings in memory as a few flat numpy arrays (no object per term or doc).
+
+Layout (docs/memory-scale.md has the measurements):
+
+* every indexed point has a dense slot 0 … n (never reused until a reload); by slot:
+  its point id, its length and whether it is still alive (removals are tombstones);
+* a term-major CSR of what was loaded or merged: `offsets[t] : offsets[t + 1]` indexes the
+  slots and tfs of term id `t`;
+* a doc-major CSR (slot -> its term ids), which says a point's terms without a Python tuple;
+* adds since the last merge wait in small per-term append buffers; once they hold
+  `max(MERGE_MIN_POSTINGS, postings / MERGE_FRACTION)` postings they are merged into the CSR
+  in one vectorised pass (no sort).
+
+A term's document frequency is its live postings: its posting count while nothing was removed,
+else counted through the alive mask. Scores are the same float64 BM25 as the SQL path's.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+# Okapi BM25's parameters, shared with the SQL scoring in `store.lexical_index`.
+K1 = 1.2
+B = 0.75
+
+MERGE_MIN_POSTINGS = 20_000  # append buffers merged into the CSR beyond this many postings …
+MERGE_FRACTION = 8  # … or beyond this fraction of the merged postings, whichever is more
+
+
+def _tf_dtype(max_tf: int) -> type[np.integer]:
+    """The narrowest exact tf type: most tfs are 1–3, a long document's may be larger."""
+    return np.uint16 if max_tf < 2**16 else np.int32
+
+
+class CompactPostings:
+    """BM25 postings of many points in flat arrays. Not thread-safe: the caller locks."""
+
+    def __init__(self) -> None:
+        self._term_id: dict[str, int] = {}
+        self._terms: list[str] = []
+        # per slot
+        self._point_of = array("q")
+        self._length = array("i")
+        self._alive = array("b")
+        self._base_ids: NDArray[np.int64] = np.empty(0, dtype=np.int64)  # sorted, slots 0 … len-1
+        self._new_slot: dict[int, int] = {}  # point id -> slot, for slots after the base
+        # term-major CSR (merged)
+        self._offsets: NDArray[np.int64] = np.zeros(1, dtype=np.int64)
+        self._slots: NDArray[np.int32] = np.empty(0, dtype=np.int32)
+        self._tfs: NDArray[np.integer] = np.empty(0, dtype=np.uint16)
+        # doc-major CSR (merged): slot -> term ids, for slots < len(_fwd_offsets) - 1
+        self._fwd_offsets: NDArray[np.int64] = np.zeros(1, dtype=np.int64)
+        self._fwd_terms: NDArray[np.int32] = np.empty(0, dtype=np.int32)
+        # append buffers since the last merge
+        self._delta: dict[int, tuple[array[int], array[int]]] = {}  # term id -> (slots, tfs)
+        self._delta_fwd: list[array[int]] = []  # term ids of slots len(_fwd_offsets) - 1 …
+        self._delta_postings = 0
+        self.doc_count = 0
+        self.total_length = 0
+        self.id_sum = 0
+        self.dead = 0  # removed slots
+        self.merges = 0
+
+    # -- building
+
+    @classmethod
+    def from_arrays(
+        cls,
+        terms: list[str],
+        point_ids: NDArray[np.int64],
+        lengths: NDArray[np.int32],
+        post_slot: NDArray[np.int32],
+        post_term: NDArray[np.int32],
+        post_tf: NDArray[np.int32],
+    ) -> CompactPostings:
+        """From the tables' columns: `terms` by term id, `point_ids` ascending with their
+        `lengths` (the slot is the row number), and postings as (slot, term id, tf) ordered
+        by slot."""
+        self = cls()
+        self._terms = terms
+        self._term_id = {term: i for i, term in enumerate(terms)}
+        self._base_ids = np.ascontiguousarray(point_ids, dtype=np.int64)
+        self._point_of = array("q", self._base_ids.tobytes())
+        self._length = array("i", np.ascontiguousarray(lengths, dtype=np.int32).tobytes())
+        self._alive = array("b", bytes([1])) * len(point_ids)
+        n = len(point_ids)
+        tf_type = _tf_dtype(int(post_tf.max()) if post_tf.size else 0)
+        post_term = np.ascontiguousarray(post_term, dtype=np.int32)
+        self._fwd_terms = post_term
+        self._fwd_offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(post_slot, minlength=n), out=self._fwd_offsets[1:])
+        order = np.argsort(post_term, kind="stable")  # by term, then by slot
+        self._slots = post_slot[order].astype(np.int32, copy=False)
+        self._tfs = post_tf[order].astype(tf_type)
+        del order
+        self._offsets = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(post_term, minlength=len(terms)), out=self._offsets[1:])
+        self.doc_count = n
+        self.total_length = int(np.asarray(lengths, dtype=np.int64).sum())
+        self.id_sum = int(self._base_ids.sum())
+        return self
+
+    # -- state
+
+    @property
+    def slot_count(self) -> int:
+        return len(self._point_of)
+
+    @property
+    def term_count(self) -> int:
+        return len(self._terms)
+
+    @property
+    def posting_count(self) -> int:
+        return len(self._slots) + self._delta_postings
+
+    def nbytes(self) -> int:
+        """Bytes held by the arrays (not the term strings and their dict)."""
+        if not self._point_of and not self._terms:
+            return 0
+        arrays = (self._offsets, self._slots, self._tfs, self._fwd_offsets, self._fwd_terms)
+        per_slot = self._point_of.itemsize + self._length.itemsize + self._alive.itemsize
+        return (
+            sum(a.nbytes for a in arrays)
+            + self._base_ids.nbytes
+            + per_slot * len(self._point_of)
+            + 8 * self._delta_postings
+        )
+
+    def slot_of(self, point_id: int) -> int | None:
+        """The live slot of `point_id`, None when it is not indexed."""
+        slot = self._new_slot.get(point_id)
+        if slot is None:
+            i = int(np.searchsorted(self._base_ids, point_id))
+            if i >= len(self._base_ids) or int(self._base_ids[i]) != point_id:
+                return None
+            slot = i
+        return slot if self._alive[slot] else None
+
+    def length_of(self, point_id: int) -> int | None:
+        slot = self.slot_of(point_id)
+        return None if slot is None else self._length[slot]
+
+    def lengths(self) -> dict[int, int]:
+        """Every live point's length (for a reconcile: O(n))."""
+        alive = np.frombuffer(self._alive, dtype=np.int8).astype(bool)
+        ids = np.frombuffer(self._point_of, dtype=np.int64)[alive]
+        lengths = np.frombuffer(self._length, dtype=np.int32)[alive]
+        return dict(zip(ids.tolist(), lengths.tolist(), strict=True))
+
+    def terms_of(self, point_id: int) -> tuple[str, ...]:
+        """The distinct terms of a point (empty when it is not indexed)."""
+        slot = self.slot_of(point_id)
+        if slot is None:
+            return ()
+        merged = len(self._fwd_offsets) - 1
+        if slot < merged:
+            ids: Iterable[int] = self._fwd_terms[
+                self._fwd_offsets[slot] : self._fwd_offsets[slot + 1]
+            ].tolist()
+        else:
+            ids = self._delta_fwd[slot - merged]
+        return tuple(self._terms[i] for i in ids)
+
+    def document_frequency(self, term: str) -> int:
+        """How many live points hold `term`."""
+        tid = self._term_id.get(term)
+        if tid is None:
+            return 0
+        return self._df(tid, self._term_slots(tid))
+
+    # -- changing
+
+    def add(self, point_id: int, length: int, counts: Mapping[str, int]) -> None:
+        """Index a point (replacing an earlier version of it) in a new slot."""
+        self.remove(point_id)
+        slot = len(self._point_of)
+        self._point_of.append(point_id)
+        self._length.append(length)
+        self._alive.append(1)
+        self._new_slot[point_id] = slot
+        tids = array("i")
+        for term, tf in counts.items():
+            tid = self._term_id.get(term)
+            if tid is None:
+                tid = self._term_id[term] = len(self._terms)
+                self._terms.append(term)
+            tids.append(tid)
+            buffer = self._delta.get(tid)
+            if buffer is None:
+                buffer = self._delta[tid] = (array("i"), array("i"))
+            buffer[0].append(slot)
+            buffer[1].append(tf)
+        self._delta_fwd.append(tids)
+        self._delta_postings += len(tids)
+        self.doc_count += 1
+        self.total_length += length
+        self.id_sum += point_id
+        if self._delta_postings >= max(MERGE_MIN_POSTINGS, len(self._slots) // MERGE_FRACTION):
+            self.merge()
+
+    def remove(self, point_id: int) -> None:
+        """Forget a point (a tombstone on its slot); nothing when it is not indexed."""
+        slot = self.slot_of(point_id)
+        if slot is None:
+            return
+        self._alive[slot] = 0
+        self._new_slot.pop(point_id, None)
+        self.dead += 1
+        self.doc_count -= 1
+        self.total_length -= self._length[slot]
+        self.id_sum -= point_id
+
+    def merge(self) -> None:
+        """Move the append buffers into the CSRs: one vectorised pass, no sort."""
+        if not self._delta_fwd:
+            return
+        n_terms = len(self._terms)
+        old_terms = len(self._offsets) - 1
+        base_counts = np.zeros(n_terms, dtype=np.int64)
+        base_counts[:old_terms] = np.diff(self._offsets)
+        delta_counts = np.zeros(n_terms, dtype=np.int64)
+        max_tf = int(self._tfs.max()) if self._tfs.size else 0
+        for tid, (slots, tfs) in self._delta.items():
+            delta_counts[tid] = len(slots)
+            max_tf = max(max_tf, max(tfs))
+        offsets = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(base_counts + delta_counts, out=offsets[1:])
+        total = int(offsets[-1])
+        new_slots = np.empty(total, dtype=np.int32)
+        new_tfs = np.empty(total, dtype=_tf_dtype(max_tf))
+        shift = np.repeat(offsets[:old_terms] - self._offsets[:-1], base_counts[:old_terms])
+        where = np.arange(len(self._slots), dtype=np.int64) + shift
+        new_slots[where] = self._slots
+        new_tfs[where] = self._tfs
+        del where, shift
+        for tid, (slots, tfs) in self._delta.items():
+            start = int(offsets[tid] + base_counts[tid])
+            new_slots[start : start + len(slots)] = np.frombuffer(slots, dtype=np.int32)
+            new_tfs[start : start + len(tfs)] = np.frombuffer(tfs, dtype=np.int32)
+        self._offsets, self._slots, self._tfs = offsets, new_slots, new_tfs
+        fwd_counts = np.fromiter((len(t) for t in self._delta_fwd), dtype=np.int64)
+        fwd_offsets = np.empty(len(self._fwd_offsets) + len(fwd_counts), dtype=np.int64)
+        fwd_offsets[: len(self._fwd_offsets)] = self._fwd_offsets
+        np.cumsum(fwd_counts, out=fwd_offsets[len(self._fwd_offsets) :])
+        fwd_offsets[len(self._fwd_offsets) :] += self._fwd_offsets[-1]
+        added = [np.frombuffer(t, dtype=np.int32) for t in self._delta_fwd]
+        self._fwd_terms = np.concatenate([self._fwd_terms, *added])
+        self._fwd_offsets = fwd_offsets
+        self._delta = {}
+        self._delta_fwd = []
+        self._delta_postings = 0
+        self.merges += 1
+
+    # -- scoring
+
+    def _term_slots(self, tid: int) -> tuple[NDArray[np.int32], NDArray[np.integer]]:
+        slots: NDArray[np.int32] = self._slots[:0]
+        tfs: NDArray[np.integer] = self._tfs[:0]
+        if tid < len(self._offsets) - 1:
+            lo, hi = int(self._offsets[tid]), int(self._offsets[tid + 1])
+            slots, tfs = self._slots[lo:hi], self._tfs[lo:hi]
+        buffer = self._delta.get(tid)
+        if buffer is not None:
+            slots = np.concatenate([slots, np.frombuffer(buffer[0], dtype=np.int32)])
+            tfs = np.concatenate([tfs.astype(np.int32), np.frombuffer(buffer[1], dtype=np.int32)])
+        return slots, tfs
+
+    def _df(self, tid: int, postings: tuple[NDArray[np.int32], NDArray[np.integer]]) -> int:
+        slots = postings[0]
+        if not self.dead:
+            return len(slots)
+        alive = np.frombuffer(self._alive, dtype=np.int8)
+        return int(np.count_nonzero(alive[slots]))
+
+    def totals(self, groups: Sequence[tuple[str, ...]]) -> NDArray[np.float64] | None:
+        """BM25 of every slot for the query (groups of alternative terms: a doc scores the
+        best alternative of each group); None when no term matches a live point."""
+        n = self.doc_count
+        if n == 0:
+            return None
+        avgdl = max(self.total_length / n, 1e-9)
+        doc_lengths = np.frombuffer(self._length, dtype=np.int32)
+        totals = np.zeros(len(self._point_of), dtype=np.float64)
+        matched = False
+        for group in groups:
+            present = []
+            for term in group:
+                tid = self._term_id.get(term)
+                if tid is None:
+                    continue
+                postings = self._term_slots(tid)
+                df = self._df(tid, postings)
+                if df:
+                    present.append((postings, df))
+            if not present:
+                continue
+            matched = True
+            if len(present) == 1:  # a term's slots are unique: fancy-index add is exact
+                slots, scores = _scores(present[0], n, avgdl, doc_lengths)
+                totals[slots] += scores
+                continue
+            best = np.zeros_like(totals)
+            for item in present:
+                slots, scores = _scores(item, n, avgdl, doc_lengths)
+                best[slots] = np.maximum(best[slots], scores)
+            totals += best
+        if not matched:
+            return None
+        if self.dead:
+            totals[np.frombuffer(self._alive, dtype=np.int8) == 0] = 0.0
+        return totals
+
+    def top(
+        self, totals: NDArray[np.float64], k: int, wanted: Iterable[int] | None
+    ) -> list[tuple[int, float]]:
+        """The `k` best slots with a score > 0 as (point id, score), ties by lower id;
+        `wanted` restricts them to those point ids."""
+        if wanted is not None:
+            found = (self.slot_of(p) for p in set(wanted))
+            candidates = np.fromiter((s for s in found if s is not None), dtype=np.int64)
+        else:
+            candidates = np.flatnonzero(totals)
+        if candidates.size > k:
+            values = totals[candidates]
+            threshold = np.partition(values, candidates.size - k)[candidates.size - k]
+            candidates = candidates[values >= threshold]
+        values = totals[candidates]
+        keep = values > 0
+        candidates, values = candidates[keep], values[keep]
+        point_ids = np.frombuffer(self._point_of, dtype=np.int64)[candidates]
+        order = np.lexsort((point_ids, -values))[:k]
+        return [(int(point_ids[i]), float(values[i])) for i in order]
+
+
+def _scores(
+    item: tuple[tuple[NDArray[np.int32], NDArray[np.integer]], int],
+    n: int,
+    avgdl: float,
+    doc_lengths: NDArray[np.int32],
+) -> tuple[NDArray[np.int32], NDArray[np.float64]]:
+    """A term's slots and BM25 contributions (the SQL path's formula, in float64)."""
+    (slots, raw_tfs), df = item
+    tfs = raw_tfs.astype(np.float64)
+    lengths = doc_lengths[slots].astype(np.float64)
+    idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+    return slots, (idf * (K1 + 1)) * tfs / (tfs + K1 * (1 - B + B * lengths / avgdl))
