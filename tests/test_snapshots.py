@@ -6,7 +6,6 @@ import errno
 import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -60,7 +59,8 @@ def fixed_standin() -> Iterator[OllamaStandIn]:
         server.stop()
 
 
-SNAPSHOT_HOMES = Path(tempfile.gettempdir()) / "straylight-snapshot-homes"
+# A fixed path whatever TMPDIR says: the first screen shows it, and the pictures must match.
+SNAPSHOT_HOMES = Path("/tmp/straylight-snapshot-homes")
 
 
 def frozen(make_settings: Callable[..., Settings], host: str) -> Settings:
