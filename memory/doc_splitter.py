@@ -66,23 +66,24 @@ def split_markdown(text: str) -> list[DocEntry]:
 def _fold_empty_headings(
     sections: list[tuple[list[str], list[str]]],
 ) -> list[tuple[list[str], list[str]]]:
-    """Sections without an empty heading-only one; its heading line moves to a neighbour."""
+    """Sections without an empty heading-only one. Its heading line goes to the next section
+    with a body: dropped there when that section's heading path names it (a parent), else put
+    before its text; headings after the last body go to the end of the text before them."""
     folded: list[tuple[list[str], list[str]]] = []
-    carried: list[str] = []  # heading lines of empty sections the next heading path lacks
-    for index, (heading_path, lines) in enumerate(sections):
-        empty = bool(heading_path) and not any(line.strip() for line in lines[1:])
-        if not empty:
-            folded.append((heading_path, carried + lines))
-            carried = []
-        elif index + 1 < len(sections):
-            following = sections[index + 1][0]
-            if following[: len(heading_path)] != heading_path:
-                carried.append(lines[0])
-        elif folded:  # a heading at the very end: it belongs to the text before it
-            last_path, last_lines = folded[-1]
-            folded[-1] = (last_path, last_lines + carried + [lines[0]])
-        else:  # a document of headings only: keep the last one, or nothing is stored
-            folded.append((heading_path, carried + lines))
+    pending: list[tuple[list[str], str]] = []  # (heading path, heading line) of empty sections
+    for heading_path, lines in sections:
+        if heading_path and not any(line.strip() for line in lines[1:]):
+            pending.append((heading_path, lines[0]))
+            continue
+        carried = [line for path, line in pending if heading_path[: len(path)] != path]
+        folded.append((heading_path, carried + lines))
+        pending = []
+    if pending and folded:  # headings after the last body belong to the text before them
+        last_path, last_lines = folded[-1]
+        folded[-1] = (last_path, last_lines + [line for _path, line in pending])
+    elif pending:  # a document of headings only: one entry, or nothing is stored
+        path, _line = pending[-1]
+        folded.append((path, [line for _path, line in pending]))
     return folded
 
 

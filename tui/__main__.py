@@ -1,5 +1,5 @@
 """`python -m tui` is `straylight`."""
 
-from tui.cli import entry
+from tui.entry import main
 
-entry()
+main()
