@@ -2,8 +2,7 @@
 real server process, which runs each tool as a `straylight … --json` command against a real
 DuckDB file and the HTTP Ollama stand-in.
 
-(With the TUI owning the data dir the tools go through the owner's socket: those tests come
-with issue 14's owner part.)
+(With the TUI owning the data dir: tests/test_mcp_with_tui.py.)
 """
 
 from __future__ import annotations
