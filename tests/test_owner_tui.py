@@ -159,7 +159,11 @@ async def test_a_bounded_burst_of_clients_and_the_chat_loses_nothing(
     with DataDirLock(settings.home):
         app = StraylightApp(settings)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.owner_server is not None, what="serving")
+            await wait_until(
+                pilot,
+                lambda: app.owner_server is not None and app.engine.memory is not None,
+                what="serving, and the chat's memory open",
+            )
             memory = app.engine.memory
             assert memory is not None
             burst = [["remember", f"Burst memory number {i} about harbour {i}."] for i in range(6)]

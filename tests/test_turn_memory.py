@@ -120,7 +120,9 @@ async def test_ingest_is_idempotent_and_costs_nothing_when_unchanged(
     engine: TurnEngine, standin: OllamaStandIn, tmp_path: Path
 ) -> None:
     doc = tmp_path / "LESSONS.md"
-    doc.write_text("# Lessons\n\n## Timeouts\nslow calls\n\n## Parser\nanchored headers\n")
+    doc.write_text(
+        "# Lessons\nWhat we learnt.\n\n## Timeouts\nslow calls\n\n## Parser\nanchored headers\n"
+    )
     memory = engine.memory
     assert memory is not None
     first = await memory.ingest_doc(doc)
@@ -129,7 +131,9 @@ async def test_ingest_is_idempotent_and_costs_nothing_when_unchanged(
     second = await memory.ingest_doc(doc)
     assert (second.added, second.updated, second.unchanged, second.embed_requests) == (0, 0, 3, 0)
     assert embed_requests(standin) == before
-    doc.write_text("# Lessons\n\n## Timeouts\nslow calls time out\n\n## Dates\nUTC\n")
+    doc.write_text(
+        "# Lessons\nWhat we learnt.\n\n## Timeouts\nslow calls time out\n\n## Dates\nUTC\n"
+    )
     third = await memory.ingest_doc(doc)
     assert (third.added, third.updated, third.unchanged, third.removed) == (1, 1, 1, 1)
     docs = memory.store.points.list_points(role="doc")
