@@ -92,15 +92,18 @@ def replay(
     config = MemoryConfig(min_score=min_score, embed_model=EMBED_MODEL, filter_enabled=filter_on)
     store = MemoryStore.open(home, config, clock=Clock())
     point_to_turn: dict[int, str] = {}
-    previous = ""
     turns = conversation.turns
     for index, turn in enumerate(turns):
         content = f"{turn.speaker}: {turn.text}"
         role = speaker_role(conversation, turn.speaker)
-        context = previous
-        if role == "user" and index + 1 < len(turns):  # the product knows the reply, too
-            following = turns[index + 1]
-            context = f"{previous}\n{following.speaker}: {following.text}"
+        # as the turn indexes it (`TurnMemory.save_turn`): the two messages before it in
+        # the same conversation (a session here), and a user message's reply, too
+        offsets = (-2, -1, 1) if role == "user" else (-2, -1)
+        context = "\n".join(
+            f"{turns[index + o].speaker}: {turns[index + o].text}"
+            for o in offsets
+            if 0 <= index + o < len(turns) and turns[index + o].session == turn.session
+        )
         result = store.save(
             role,  # type: ignore[arg-type]
             content,
@@ -111,7 +114,6 @@ def replay(
         )
         if result.point_id is not None:
             point_to_turn[result.point_id] = turn.dia_id
-        previous = content
     store.wait_until_ready(timeout=120)
     return store, point_to_turn, home
 

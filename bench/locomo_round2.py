@@ -284,12 +284,60 @@ def run(path: Path, cache_dir: Path) -> dict[str, Any]:
     return results
 
 
+def block_sizes(path: Path, cache_dir: Path) -> dict[str, dict[str, float]]:
+    """The injected block's characters and evidence, mean over the questions, at
+    `MEMORY_TOP_K` 5 and 10 and with the neighbour window (the product's store)."""
+    from bench.minilm_embedder import load_minilm
+
+    settings = {
+        "top_k=5": (5, TUNING),
+        "top_k=10": (10, TUNING),
+        "top_k=5 window=1x3": (5, replace(TUNING, neighbour_window=1, neighbour_anchors=3)),
+        "top_k=5 window=1x5": (5, replace(TUNING, neighbour_window=1, neighbour_anchors=5)),
+    }
+    sums: dict[str, list[float]] = {name: [0.0, 0.0, 0.0] for name in settings}
+    count = 0
+    cache = CachedEmbedder(cache_dir / "minilm.npz", load_minilm)
+    for conversation in (c for c in load_locomo(path) if c.questions):
+        texts = [emb_product(conversation, i) for i in range(len(conversation.turns))]
+        store, point_to_turn, home = replay(conversation, cache(texts), ctx_product)
+        try:
+            questions = cache([q.question for q in conversation.questions])
+            for question, vector in zip(conversation.questions, questions, strict=True):
+                count += 1
+                evidence = set(question.evidence)
+                for name, (k, tuning) in settings.items():
+                    result = store.recall(question.question, vector=vector, k=k, tuning=tuning)
+                    held = {point_to_turn[h.id] for h in result.hits[: len(result.entries)]}
+                    total = sums[name]
+                    total[0] += len(result.block)
+                    total[1] += len(result.entries)
+                    total[2] += len(evidence & held) / len(evidence)
+        finally:
+            store.close()
+            shutil.rmtree(home, ignore_errors=True)
+    return {
+        name: {
+            "block_chars": round(chars / count),
+            "entries": round(entries / count, 2),
+            "in_block": round(share / count, 3),
+        }
+        for name, (chars, entries, share) in sums.items()
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--cache-dir", type=Path, default=default_cache_dir())
+    parser.add_argument(
+        "--block-chars", action="store_true", help="only the block's size at top_k 5 and 10"
+    )
     args = parser.parse_args(argv)
+    if args.block_chars:
+        print(json.dumps(block_sizes(args.path, args.cache_dir), indent=2))
+        return 0
     results = run(args.path, args.cache_dir)
     if args.json:
         print(json.dumps(results, indent=2))
