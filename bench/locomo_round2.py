@@ -61,9 +61,9 @@ def ctx_none(conversation: Conversation, index: int) -> str:
     return ""
 
 
-def ctx_product(conversation: Conversation, index: int) -> str:
-    """What the product indexes today (`TurnMemory.save_turn`): a user message with the
-    reply before it and its own reply; a reply with the message it answers."""
+def ctx_adjacent(conversation: Conversation, index: int) -> str:
+    """What the product indexed before this round: a user message with the reply before
+    it and its own reply; a reply with the message it answers."""
     offsets = (-1, 1) if _is_user(conversation, index) else (-1,)
     return "\n".join(_near(conversation, index, offsets))
 
@@ -79,7 +79,8 @@ def ctx_both(conversation: Conversation, index: int) -> str:
 
 
 def ctx_wide(conversation: Conversation, index: int) -> str:
-    """Two turns back (the turn knows its history) plus the product's next turn."""
+    """Two turns back (the turn knows its history), and a user message's reply: what the
+    product indexes since this round (`TurnMemory.save_turn`)."""
     offsets = (-2, -1, 1) if _is_user(conversation, index) else (-2, -1)
     return "\n".join(_near(conversation, index, offsets))
 
@@ -88,11 +89,11 @@ _WORD = re.compile(r"\w+")
 
 
 def ctx_reduced(conversation: Conversation, index: int) -> str:
-    """The product's neighbours at a reduced weight: each of their words once, and none
+    """The adjacent turns at a reduced weight: each of their words once, and none
     the point's own text already has (term frequency 1 instead of its count)."""
     own = {w.lower() for w in _WORD.findall(conversation.turns[index].text)}
     words: dict[str, None] = {}
-    for word in _WORD.findall(ctx_product(conversation, index)):
+    for word in _WORD.findall(ctx_adjacent(conversation, index)):
         if word.lower() not in own:
             words.setdefault(word.lower(), None)
     return " ".join(words)
@@ -101,16 +102,16 @@ def ctx_reduced(conversation: Conversation, index: int) -> str:
 def ctx_own_twice(conversation: Conversation, index: int) -> str:
     """The point's own words counted twice, so the neighbours weigh about half."""
     own = conversation.turns[index].text
-    return f"{own}\n{ctx_product(conversation, index)}"
+    return f"{own}\n{ctx_adjacent(conversation, index)}"
 
 
-CONTEXTS: dict[str, Context] = {
+CONTEXTS: dict[str, Context] = {  # "product" was "adjacent" before this round
     "none": ctx_none,
-    "product": ctx_product,
+    "product": ctx_wide,
+    "adjacent": ctx_adjacent,
     "previous": ctx_previous,
     "reduced": ctx_reduced,
     "own_twice": ctx_own_twice,
-    "wide": ctx_wide,
     "both": ctx_both,
 }
 
@@ -292,15 +293,22 @@ def block_sizes(path: Path, cache_dir: Path) -> dict[str, dict[str, float]]:
     settings = {
         "top_k=5": (5, TUNING),
         "top_k=10": (10, TUNING),
-        "top_k=5 window=1x3": (5, replace(TUNING, neighbour_window=1, neighbour_anchors=3)),
-        "top_k=5 window=1x5": (5, replace(TUNING, neighbour_window=1, neighbour_anchors=5)),
+        "top_k=12": (12, TUNING),
+        "top_k=15": (15, TUNING),
+        **{
+            f"top_k=5 window={w}x{a}": (
+                5,
+                replace(TUNING, neighbour_window=w, neighbour_anchors=a),
+            )
+            for w, a in ((1, 3), (1, 5), (2, 3), (2, 5))
+        },
     }
     sums: dict[str, list[float]] = {name: [0.0, 0.0, 0.0] for name in settings}
     count = 0
     cache = CachedEmbedder(cache_dir / "minilm.npz", load_minilm)
     for conversation in (c for c in load_locomo(path) if c.questions):
         texts = [emb_product(conversation, i) for i in range(len(conversation.turns))]
-        store, point_to_turn, home = replay(conversation, cache(texts), ctx_product)
+        store, point_to_turn, home = replay(conversation, cache(texts), ctx_wide)
         try:
             questions = cache([q.question for q in conversation.questions])
             for question, vector in zip(conversation.questions, questions, strict=True):
