@@ -288,7 +288,7 @@ def _pinned_ranking(
 
 
 def lexical_text(text: str, *, context: str = "", when: datetime | None = None) -> str:
-    """What the word index sees of a point: its text, the message it answers (a turn's
+    """What the word index sees of a point: its text, the messages around it (a turn's
     words are often in its neighbour), and its date as words ("8 May 2023"), so "what did
     I say in May" finds it. Only the index sees these; the point's content stays as said."""
     parts = [text]
