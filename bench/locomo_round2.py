@@ -18,20 +18,19 @@ import json
 import re
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench.locomo import EMBED_MODEL, speaker_role
+from bench import locomo
+from bench.locomo import speaker_role
 from bench.locomo_cache import CachedEmbedder, default_cache_dir
 from bench.locomo_data import Conversation, Question, load_locomo, score_question
 from bench.locomo_loo import KS, Scored, leave_one_out, print_loo
-from memory.memory_store import MemoryConfig, MemoryStore
+from memory.memory_store import MemoryStore
 from memory.recall import TUNING, RecallTuning
-from store.clock import Clock
 
 Context = Callable[[Conversation, int], str]
 """The word index's context of turn `index` (what the save path would pass)."""
@@ -78,11 +77,9 @@ def ctx_both(conversation: Conversation, index: int) -> str:
     return "\n".join(_near(conversation, index, (-1, 1)))
 
 
-def ctx_wide(conversation: Conversation, index: int) -> str:
-    """Two turns back (the turn knows its history), and a user message's reply: what the
-    product indexes since this round (`TurnMemory.save_turn`)."""
-    offsets = (-2, -1, 1) if _is_user(conversation, index) else (-2, -1)
-    return "\n".join(_near(conversation, index, offsets))
+ctx_wide = locomo.turn_context
+"""Two turns back (the turn knows its history), and a user message's reply: what the
+product indexes since this round (`TurnMemory.save_turn`)."""
 
 
 _WORD = re.compile(r"\w+")
@@ -161,23 +158,12 @@ def replay(
     conversation: Conversation, vectors: Sequence[list[float]], context: Context
 ) -> tuple[MemoryStore, dict[int, str], Path]:
     """The conversation through `MemoryStore.save`, filter off, floor 0 (as bench/locomo.py)."""
-    home = Path(tempfile.mkdtemp(prefix="locomo2-"))
-    config = MemoryConfig(min_score=0.0, embed_model=EMBED_MODEL, filter_enabled=False)
-    store = MemoryStore.open(home, config, clock=Clock())
-    point_to_turn: dict[int, str] = {}
-    for index, turn in enumerate(conversation.turns):
-        result = store.save(
-            speaker_role(conversation, turn.speaker),  # type: ignore[arg-type]
-            _line(conversation, index),
-            conversation_id=f"{conversation.sample_id}-s{turn.session}",
-            vector=vectors[index],
-            created_at=turn.date,
-            context=context(conversation, index).strip(),
-        )
-        if result.point_id is not None:
-            point_to_turn[result.point_id] = turn.dia_id
-    store.wait_until_ready(timeout=120)
-    return store, point_to_turn, home
+    by_turn = {
+        turn.dia_id: vector for turn, vector in zip(conversation.turns, vectors, strict=True)
+    }
+    return locomo.replay(
+        conversation, by_turn, filter_on=False, min_score=0.0, with_context=True, context=context
+    )
 
 
 def score(
