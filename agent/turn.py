@@ -157,6 +157,8 @@ class TurnEngine:
             )
         recall: TurnRecall | None = None
         answered = history[-1].content if history and history[-1].role == "assistant" else ""
+        # the user's message before `answered`: indexed with this turn's point (issue 17)
+        earlier = history[-2].content if answered and len(history) > 1 else ""
         if self.memory is not None:
             recall = await self.memory.recall_for_turn(
                 text, exclude_contents=[m.content for m in history], context=answered
@@ -255,7 +257,7 @@ class TurnEngine:
                     else None
                 )
                 self._save_in_background(
-                    turn, text, recall, reply, conversation_id, answered, context
+                    turn, text, recall, reply, conversation_id, answered, context, earlier
                 )
                 yield ReplyFinished(reply, done, turn)
                 if overflow is not None:
@@ -425,6 +427,7 @@ class TurnEngine:
         conversation_id: str,
         answered: str,
         context: ContextBudgeted | None = None,
+        earlier: str = "",
     ) -> None:
         """Save both points (and the context report) without making anyone wait (`drain`
         awaits them at exit)."""
@@ -441,6 +444,7 @@ class TurnEngine:
                 conversation_id=conversation_id,
                 recalled_texts=recalled,
                 context=answered,
+                earlier=earlier,
                 report=context,
             ),
             name="memory-save",
@@ -459,6 +463,7 @@ class TurnEngine:
         conversation_id: str,
         recalled_texts: list[str],
         context: str,
+        earlier: str = "",
         report: ContextBudgeted | None = None,
     ) -> None:
         """The background save (the points, then the calibration and the context report);
@@ -471,6 +476,7 @@ class TurnEngine:
             conversation_id=conversation_id,
             recalled_texts=recalled_texts,
             context=context,
+            earlier=earlier,
         )
         await self.context.save(report)
         self._tell(PointsSaved(turn, conversation_id, user.point_id, reply.point_id))

@@ -80,6 +80,19 @@ async def embed_all(gateway: OllamaGateway, texts: Sequence[str]) -> list[list[f
     return vectors
 
 
+def turn_context(conversation: Conversation, index: int) -> str:
+    """What the turn indexes beside a point (`TurnMemory.save_turn`): the two messages
+    before it in the same conversation (a session here), and a user message's reply."""
+    turns = conversation.turns
+    turn = turns[index]
+    offsets = (-2, -1, 1) if speaker_role(conversation, turn.speaker) == "user" else (-2, -1)
+    return "\n".join(
+        f"{turns[index + o].speaker}: {turns[index + o].text}"
+        for o in offsets
+        if 0 <= index + o < len(turns) and turns[index + o].session == turn.session
+    )
+
+
 def replay(
     conversation: Conversation,
     vectors: dict[str, list[float]],
@@ -87,31 +100,27 @@ def replay(
     filter_on: bool,
     min_score: float,
     with_context: bool,
+    context: Callable[[Conversation, int], str] | None = None,
 ) -> tuple[MemoryStore, dict[int, str], Path]:
+    """The conversation through `MemoryStore.save`; each point's words with `context`
+    (default: `turn_context`, what the turn indexes), none without `with_context`."""
+    context_of = context or turn_context
     home = Path(tempfile.mkdtemp(prefix="locomo-"))
     config = MemoryConfig(min_score=min_score, embed_model=EMBED_MODEL, filter_enabled=filter_on)
     store = MemoryStore.open(home, config, clock=Clock())
     point_to_turn: dict[int, str] = {}
-    previous = ""
     turns = conversation.turns
     for index, turn in enumerate(turns):
-        content = f"{turn.speaker}: {turn.text}"
-        role = speaker_role(conversation, turn.speaker)
-        context = previous
-        if role == "user" and index + 1 < len(turns):  # the product knows the reply, too
-            following = turns[index + 1]
-            context = f"{previous}\n{following.speaker}: {following.text}"
         result = store.save(
-            role,  # type: ignore[arg-type]
-            content,
+            speaker_role(conversation, turn.speaker),  # type: ignore[arg-type]
+            f"{turn.speaker}: {turn.text}",
             conversation_id=f"{conversation.sample_id}-s{turn.session}",
             vector=vectors[turn.dia_id],
             created_at=turn.date,
-            context=context.strip() if with_context else "",
+            context=context_of(conversation, index).strip() if with_context else "",
         )
         if result.point_id is not None:
             point_to_turn[result.point_id] = turn.dia_id
-        previous = content
     store.wait_until_ready(timeout=120)
     return store, point_to_turn, home
 

@@ -122,7 +122,10 @@ def summarise(rows: Sequence[Scored]) -> dict[str, Any]:
 
 
 def leave_one_out(
-    table: Mapping[RecallTuning, Mapping[str, Sequence[Scored]]], order: Sequence[str]
+    table: Mapping[Any, Mapping[str, Sequence[Scored]]],
+    order: Sequence[str],
+    name: Callable[[Any], str] = describe,
+    train: Callable[[Scored], float] = lambda r: r.score.recall[10],
 ) -> dict[str, Any]:
     """Choose on four, score the fifth, rotate: the pooled held-out scores, per conversation,
     the worst conversation (overall and per category) and each fold's choice."""
@@ -131,12 +134,12 @@ def leave_one_out(
     chosen: dict[str, str] = {}
     for sample_id in order:
 
-        def train_score(variant: RecallTuning, held: str = sample_id) -> float:
+        def train_score(variant: Any, held: str = sample_id) -> float:
             rows = [r for other, rs in table[variant].items() if other != held for r in rs]
-            return _mean([r.score.recall[10] for r in rows])
+            return _mean([train(r) for r in rows])
 
         best = max(table, key=train_score)  # ties: the first, i.e. the product's tuning
-        chosen[sample_id] = describe(best)
+        chosen[sample_id] = name(best)
         rows = list(table[best][sample_id])
         held_out += rows
         per_conversation[sample_id] = summarise(rows)

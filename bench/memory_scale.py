@@ -321,7 +321,7 @@ def worker_build(home: Path, n: int, pinned: int) -> JsonDict:
                 point_id,
                 lexical_text(
                     texts[i],
-                    context=texts[i - 1] if _answers_previous(i) and not is_doc[i] else "",
+                    context="" if is_doc[i] else _neighbours(texts, i),
                     when=created[i],
                 ),
             )
@@ -361,9 +361,13 @@ def worker_build(home: Path, n: int, pinned: int) -> JsonDict:
     return result
 
 
-def _answers_previous(i: int) -> bool:
-    """Point i is not the first message of its conversation (turns come in pairs)."""
-    return i % (2 * TURNS_PER_CONVERSATION) != 0
+def _neighbours(texts: Sequence[str], i: int) -> str:
+    """What `TurnMemory.save_turn` indexes beside a point: the two messages before it in
+    its conversation, and a user message's reply."""
+    first = i - i % (2 * TURNS_PER_CONVERSATION)
+    last = first + 2 * TURNS_PER_CONVERSATION - 1
+    offsets = (-2, -1, 1) if i % 2 == 0 else (-2, -1)
+    return "\n".join(texts[i + o] for o in offsets if first <= i + o <= min(last, len(texts) - 1))
 
 
 def worker_attrib(home: Path) -> JsonDict:
@@ -484,7 +488,7 @@ def worker_measure(home: Path, n: int, saves: int, recalls: int, profile: bool) 
     for i, (text, vec) in enumerate(zip(save_texts, save_vectors, strict=True)):
         role = ("user", "assistant")[i % 2]
         conversation = f"bench-{i // (2 * TURNS_PER_CONVERSATION)}"
-        context = save_texts[i - 1] if _answers_previous(i) else ""
+        context = _neighbours(save_texts, i)
         elapsed, saved = timed(
             lambda role=role, text=text, vec=vec, conversation=conversation, context=context: (
                 store.save(role, text, conversation_id=conversation, vector=vec, context=context)

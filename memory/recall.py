@@ -71,6 +71,11 @@ class RecallTuning:
     ("in May 2023", "last week": `memory.text.dates`); 0: off."""
     rerank_depth: int = 30
     """How many of the fused candidates diversity and the date boost look at."""
+    neighbour_window: int = 0
+    """Query-side neighbour window: after the k hits, the turns of the same conversation
+    at most this many points away from the first `neighbour_anchors` hits, nearest first,
+    as extra hits the block takes while `MEMORY_MAX_CHARS` has room (0: off)."""
+    neighbour_anchors: int = 3
 
 
 TUNING = RecallTuning()
@@ -214,8 +219,34 @@ def recall(
                     point.id, point.role, score, point.pinned, point.created_at, point.content
                 )
             )
+    if tuning.neighbour_window > 0:
+        hits += _neighbour_hits(store, hits, excluded, tuning)
     entries = recall_entries(hits, max_chars or config.max_chars)
     return RecallResult(hits, join_recall_block(entries), entries)
+
+
+def _neighbour_hits(
+    store: MemoryStore, hits: Sequence[RecallHit], excluded: set[str], tuning: RecallTuning
+) -> list[RecallHit]:
+    """The turns around the first regular hits (`RecallTuning.neighbour_window`), after all
+    the hits, so the character budget cuts them first; each carries its anchor's score."""
+    anchors = [hit for hit in hits if not hit.pinned][: tuning.neighbour_anchors]
+    around = point_reads.neighbour_rows(
+        store.db, [hit.id for hit in anchors], tuning.neighbour_window
+    )
+    seen = {hit.id for hit in hits}
+    extra: list[RecallHit] = []
+    for anchor in anchors:
+        for point in around.get(anchor.id, []):
+            if point.id in seen or point.content_hash in excluded or point.pinned:
+                continue
+            seen.add(point.id)
+            extra.append(
+                RecallHit(
+                    point.id, point.role, anchor.score, False, point.created_at, point.content
+                )
+            )
+    return extra
 
 
 def _lexical_candidates(
@@ -257,7 +288,7 @@ def _pinned_ranking(
 
 
 def lexical_text(text: str, *, context: str = "", when: datetime | None = None) -> str:
-    """What the word index sees of a point: its text, the message it answers (a turn's
+    """What the word index sees of a point: its text, the messages around it (a turn's
     words are often in its neighbour), and its date as words ("8 May 2023"), so "what did
     I say in May" finds it. Only the index sees these; the point's content stays as said."""
     parts = [text]

@@ -48,6 +48,28 @@ def hit_rows(db: Database, ids: Sequence[int]) -> dict[int, HitRow]:
     return {int(r[0]): HitRow(int(r[0]), r[1], bool(r[2]), as_utc(r[3]), r[4], r[5]) for r in rows}
 
 
+def neighbour_rows(db: Database, ids: Sequence[int], window: int) -> dict[int, list[HitRow]]:
+    """For each of `ids`, the points of the same conversation at most `window` ids away
+    (the turns around it), nearest first; points without a conversation have none."""
+    if not ids or window <= 0:
+        return {}
+    with db.cursor() as cur:
+        rows = cur.execute(
+            "SELECT a.id, b.id, b.role, b.pinned, b.created_at, b.content, b.content_hash "
+            "FROM points a JOIN points b ON b.conversation_id = a.conversation_id "
+            "AND b.id BETWEEN a.id - ? AND a.id + ? AND b.id <> a.id "
+            f"WHERE a.{_OF_IDS} AND a.conversation_id <> '' "
+            "ORDER BY a.id, abs(b.id - a.id), b.id",
+            [window, window, list(ids)],
+        ).fetchall()
+    found: dict[int, list[HitRow]] = {}
+    for r in rows:
+        found.setdefault(int(r[0]), []).append(
+            HitRow(int(r[1]), r[2], bool(r[3]), as_utc(r[4]), r[5], r[6])
+        )
+    return found
+
+
 def pinned_ids(db: Database) -> list[int]:
     with db.cursor() as cur:
         return [int(r[0]) for r in cur.execute("SELECT id FROM points WHERE pinned").fetchall()]

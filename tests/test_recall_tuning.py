@@ -181,3 +181,43 @@ def test_neighbour_diversity_keeps_a_turn_and_its_reply_from_filling_the_hits(ho
     hits = store.recall(query, vector=vec(query), k=2, mode="lexical", tuning=tuned).hits
     assert [hit.id for hit in hits] == [plain[0], apart]
     store.close()
+
+
+def test_the_neighbour_window_brings_the_turns_around_a_hit_into_the_block(home: Path) -> None:
+    store = open_store(home)
+    when = datetime(2023, 5, 8, tzinfo=UTC)
+
+    def say(text: str, conversation: str) -> int:
+        point_id = store.save(
+            "user",
+            text,
+            conversation_id=conversation,
+            vector=vec(text),
+            created_at=when,
+            use_filter=False,
+        ).point_id
+        assert point_id is not None
+        return point_id
+
+    question = say("Did you ever get to the museum you wanted to see?", "trip")
+    answer = say("Yes, the one in Paris, it was wonderful", "trip")
+    other = say("Nothing to do with it", "elsewhere")  # next id, another conversation
+    query = "museum you wanted to see"
+    plain = store.recall(query, vector=vec(query), k=1, mode="lexical")
+    assert [hit.id for hit in plain.hits] == [question]
+    tuned = RecallTuning(neighbour_window=1, neighbour_anchors=1)
+    windowed = store.recall(query, vector=vec(query), k=1, mode="lexical", tuning=tuned)
+    assert [hit.id for hit in windowed.hits] == [question, answer]
+    assert other not in [hit.id for hit in windowed.hits]
+    assert "the one in Paris" in windowed.block
+    tight = store.recall(
+        query,
+        vector=vec(query),
+        k=1,
+        mode="lexical",
+        tuning=tuned,
+        max_chars=len(plain.block) + 10,
+    )
+    assert [hit.id for hit in tight.hits] == [question, answer]
+    assert "the one in Paris" not in tight.block  # the budget cuts the neighbour first
+    store.close()

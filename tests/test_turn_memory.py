@@ -187,3 +187,16 @@ async def test_the_users_text_is_scanned_for_secrets_once_per_turn(
     store = engine.memory.store  # type: ignore[union-attr]
     saved = store.texts_of([row.id for row in store.points.page_rows(limit=5)])
     assert any("[REDACTED:" in t and "ghp_" not in t for t in saved.values())
+
+
+async def test_a_point_is_found_by_the_words_of_the_message_two_turns_back(
+    engine: TurnEngine, standin: OllamaStandIn
+) -> None:
+    standin.script_reply("The Orsay is a fine pick, go early in the morning.")
+    await turn(engine, "Which museum should I visit in Paris next week?", "trip")
+    standin.script_reply("Enjoy the day out, and take the metro there.")
+    answer = "Booked the tickets for Tuesday morning with my sister and her two kids."
+    await turn(engine, answer, "trip")
+    store = engine.memory.store  # type: ignore[union-attr]
+    hits = store.recall("museum in Paris", k=10, mode="lexical").hits
+    assert answer in [hit.content for hit in hits]  # only its earlier neighbour says "museum"
