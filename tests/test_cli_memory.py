@@ -498,3 +498,15 @@ def test_points_saved_while_embedding_fails_are_backfilled(
         assert after["index"]["size"] == 2
     finally:
         store.close()
+
+
+def test_status_of_a_new_data_dir_estimates_what_an_empty_memory_costs(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    env = make_env(tmp_path / "home", tmp_path, standin)
+    before = status(env)  # no database yet: nothing is created
+    assert not (tmp_path / "home").exists()
+    assert_ok(run_cli(env, "facts", "set", "k:v", "--type", "fact", "--body", "b"))
+    opened = status(env)  # a database with no point
+    assert opened["points"]["total"] == 0
+    assert before["ram_estimate_bytes"] == opened["ram_estimate_bytes"] > 32 * 2**20

@@ -171,15 +171,19 @@ def fact_status(counts: dict[str, int], pending: int) -> dict[str, int]:
 
 
 def _empty_status(config: MemoryConfig, workspace: str) -> dict[str, Any]:
+    """No database yet: what an empty memory reports once opened (its fixed RAM cost too)."""
+    from memory.headroom import ram_estimate_bytes
+
     keys = ("total", "user", "assistant", "doc", "pinned", "without_vector")
+    ram = ram_estimate_bytes(vectors=0, dim=0, payload_bytes=0)
     return {
         "points": dict.fromkeys(keys, 0),
         "skips": {},
         "embed_requests": 0,
         "recall_failures": 0,
         "index": {"state": "in_sync", "size": 0},
-        "ram_estimate_bytes": 0,
-        "headroom": headroom(0, config.ram_warn_bytes, config.ram_crit_bytes),
+        "ram_estimate_bytes": ram,
+        "headroom": headroom(ram, config.ram_warn_bytes, config.ram_crit_bytes),
         "facts": fact_status({}, 0),
         "workspace": workspace,
         "hypotheses": {"open": 0, "overdue": 0},
