@@ -30,6 +30,7 @@ from typing import Any, Literal
 import numpy as np
 
 from memory import ingest
+from memory.embedding_check import vector_problem
 from memory.headroom import Headroom, headroom, ram_estimate_bytes
 from memory.ingest import IngestPlan, IngestReport
 from memory.recall import (
@@ -245,6 +246,10 @@ class MemoryStore:
     def _usable_vector(self, vector: Sequence[float] | None) -> Sequence[float] | None:
         if vector is None or len(vector) == 0:
             return None
+        problem = vector_problem(vector)
+        if problem is not None:  # NaN, inf, absurd: stored without vector, backfilled later
+            log.warning("unusable embedding (%s): stored without vector", problem)
+            return None
         return vector if self._accept_dimension(len(vector)) else None
 
     def save(
@@ -370,9 +375,10 @@ class MemoryStore:
     def ids_to_embed(self) -> list[int]:
         return self.points.ids_without_vector(self.config.embed_model)
 
-    def store_vectors(self, items: Sequence[tuple[int, Sequence[float]]]) -> int:
-        """Backfill: store vectors for existing points (and index them)."""
-        usable = [(pid, vec) for pid, vec in items if self._usable_vector(vec) is not None]
+    def store_vectors(self, items: Sequence[tuple[int, Sequence[float] | None]]) -> int:
+        """Backfill: store vectors for existing points (and index them); unusable ones are
+        left out (those points wait for the next backfill)."""
+        usable = [(pid, vec) for pid, vec in items if vec is not None and self._usable_vector(vec)]
         if not usable:
             return 0
         stored = self.points.set_embeddings(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory.doc_splitter import split_markdown
+from memory.embedding_check import vector_problem
 from memory.fact_drawer import FactDrawer
 from memory.hypotheses import Hypotheses
 from memory.memory_store import IngestReport, MemoryStore, RecallResult, SaveResult
@@ -61,8 +62,10 @@ class TurnMemory:
         """The dream's cards, in the fact drawer's workspace (every one without a drawer)."""
         return Hypotheses(self.store.db, self.facts)
 
-    async def embed_texts(self, texts: Sequence[str]) -> list[list[float]] | None:
-        """One embedding request (counted); None when it fails."""
+    async def embed_texts(self, texts: Sequence[str]) -> list[list[float] | None] | None:
+        """One embedding request (counted); None when it fails. A vector the server got
+        wrong (NaN, infinity, absurd size, zero: `memory.embedding_check`) is None in its
+        place: that text is stored without a vector, like when Ollama is down."""
         if self.embed is None or not texts:
             return None
         await asyncio.to_thread(self.store.count_embed_requests, 1)
@@ -71,11 +74,19 @@ class TurnMemory:
         except Exception as error:  # noqa: BLE001 - fail-soft: stored without vectors
             log.warning("embedding failed (%s): points wait for backfill", error)
             return None
-        return vectors if len(vectors) == len(texts) else None
+        if len(vectors) != len(texts):
+            return None
+        checked: list[list[float] | None] = []
+        for vector in vectors:
+            problem = vector_problem(vector)
+            if problem is not None:
+                log.warning("unusable embedding (%s): the point waits for backfill", problem)
+            checked.append(None if problem else vector)
+        return checked
 
     async def embed_one(self, text: str) -> list[float] | None:
         vectors = await self.embed_texts([text])
-        return vectors[0] if vectors else None
+        return vectors[0] if vectors else None  # None also for an unusable vector
 
     async def recall_for_turn(
         self, query: str, *, exclude_contents: Sequence[str], context: str = ""
