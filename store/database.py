@@ -38,7 +38,7 @@ from typing import Self
 import duckdb
 
 from store.clock import Clock
-from store.private_files import FILE_MODE, ensure_private_dir
+from store.private_files import FILE_MODE, ensure_private_dir, refuse_symlink
 from store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, run_statement
 
 DATABASE_FILENAME = "straylight.duckdb"
@@ -271,6 +271,8 @@ def open_database(path: Path, *, clock: Clock, create: bool = True) -> Database:
     commands that only read). Raises `DataDirInUse`, `CorruptDatabase`, `SchemaTooNew` or
     another `DatabaseError`.
     """
+    refuse_symlink(path)  # DuckDB opens its files by path: never through a link
+    refuse_symlink(path.with_name(f"{path.name}.wal"))
     if path.exists():
         _inspect_existing(path)
     elif not create:

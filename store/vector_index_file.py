@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import struct
 from pathlib import Path
 from typing import Final, Literal
@@ -15,7 +16,7 @@ from typing import Final, Literal
 from usearch.compiled import MetricKind, ScalarKind
 from usearch.index import Index
 
-from store.private_files import FILE_MODE, ensure_private_dir
+from store.private_files import FILE_MODE, ensure_private_dir, open_private
 
 IndexDType = Literal["f16", "f32"]
 
@@ -35,7 +36,9 @@ def _encode(payload: bytes | bytearray) -> bytes:
 
 def read_index_payload(path: Path) -> bytearray:
     """The usearch bytes of a file written by `VectorIndex.save`; IndexFileError if unusable."""
-    with path.open("rb") as f:
+    with os.fdopen(open_private(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise IndexFileError("not a regular file")
         size = os.fstat(f.fileno()).st_size
         if size == 0:
             raise IndexFileError("empty file")
@@ -76,7 +79,7 @@ def write_atomically(path: Path, payload: bytes | bytearray) -> None:
     ensure_private_dir(path.parent)
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
             os.fchmod(fd, FILE_MODE)
             _write_all(fd, payload)

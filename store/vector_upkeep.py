@@ -53,7 +53,15 @@ class VectorKeeper:
 
     def discard_file(self) -> None:
         """Delete the index file (its vectors are of a model no longer used)."""
-        self.path.unlink(missing_ok=True)
+        self._discard()
+
+    def _discard(self) -> None:
+        """Remove the file; one that cannot be removed (a folder in its place) is logged:
+        the index lives in memory and every save fails, logged, until it is moved aside."""
+        try:
+            self.path.unlink(missing_ok=True)
+        except OSError as error:
+            log.error("cannot remove %s (%s): the index stays in memory", self.path, error)
 
     # ---- opening ----------------------------------------------------------------------
     def open(self, dim: int, *, first: bool = False) -> None:
@@ -61,7 +69,7 @@ class VectorKeeper:
         index = VectorIndex(self.path, dim)
         state = index.open()
         if first:  # the first vector ever: an empty index is in sync
-            self.path.unlink(missing_ok=True)
+            self._discard()
             index.open()
             index.state = state = "in_sync"
         with self.lock:
@@ -71,7 +79,7 @@ class VectorKeeper:
             report = index.reconcile(ids, lambda missing: self._vectors(missing, dim))
             if report.added or report.removed:
                 log.info("index reconciled: +%d −%d", report.added, report.removed)
-                index.save()
+                self._save(index)
         else:
             log.warning("vector index %s (%s): rebuilding in the background", state, index.reason)
             self._start_rebuild(index, dim)
@@ -117,12 +125,15 @@ class VectorKeeper:
                 )
                 self._saving.start()
 
-    def _save(self, index: VectorIndex) -> None:
-        """Save vectors.usearch off the save path (searches go on; a crash is reconciled)."""
+    def _save(self, index: VectorIndex) -> bool:
+        """Save vectors.usearch (also off the save path: searches go on; a crash is
+        reconciled). A failed save is logged, never raised: the database holds every vector."""
         try:
             index.save()
         except OSError:
             log.exception("saving the vector index failed (it is rebuilt on open)")
+            return False
+        return True
 
     def remove(self, ids: Sequence[int]) -> None:
         with self.lock:
@@ -166,10 +177,9 @@ class VectorKeeper:
         report = index.reconcile(ids, lambda missing: self._vectors(missing, dim))
         saved = False
         if index.dirty:
-            index.save()
+            saved = self._save(index)
             with self.lock:
                 self._unsaved = 0
-            saved = True
         return {
             "state": index.state,
             "added": report.added,
@@ -187,8 +197,5 @@ class VectorKeeper:
         """Save a changed index; stop the index thread."""
         with self.lock:
             if self.index is not None and self.index.dirty:
-                try:
-                    self.index.save()
-                except OSError:
-                    log.exception("saving the vector index failed (it is rebuilt on open)")
+                self._save(self.index)
         self._worker.shutdown(wait=True)

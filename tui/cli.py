@@ -231,8 +231,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as error:
         return fail(str(error), EXIT_USAGE)
     settings = resolved.settings
+    from store.data_dir_check import check_data_dir
+    from store.private_files import UnsafeDataDir
     from tui.logging_setup import setup_file_logging, silence_logging
 
+    if args.command != "config":  # `config` shows the settings even for an unusable data dir
+        try:  # links, odd files, a data dir others can write to: one line, exit 2
+            check_data_dir(settings.home)
+        except UnsafeDataDir as error:
+            return fail(str(error), EXIT_USAGE)
     if args.command in COMMANDS_THAT_WRITE and getattr(args, "action", None) not in READ_ACTIONS:
         try:
             setup_file_logging(settings.log_file)
@@ -258,6 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if isinstance(error, DataDirLocked):
             return fail(str(error), EXIT_DATA_DIR_IN_USE)
+        if isinstance(error, UnsafeDataDir):  # a link planted while the command ran
+            return fail(str(error), EXIT_USAGE)
         if isinstance(error, DatabaseError):
             log.error("database error: %s", error)
             return fail(str(error), EXIT_UNEXPECTED)

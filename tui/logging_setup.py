@@ -8,14 +8,14 @@ import logging.handlers
 import os
 from pathlib import Path
 
-from store.private_files import FILE_MODE, ensure_private_dir
+from store.private_files import ensure_private_dir, open_private
 
 
 class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     """A rotating handler whose new files are 0600 too, after every rollover."""
 
     def _open(self) -> io.TextIOWrapper:
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        fd = open_private(Path(self.baseFilename), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
     def handleError(self, record: logging.LogRecord) -> None:
