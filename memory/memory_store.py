@@ -243,6 +243,24 @@ class MemoryStore:
             return False
         return True
 
+    def usable_vector(self, vector: Sequence[float] | None) -> Sequence[float] | None:
+        """`vector` if it can be stored here (finite, sane, of this store's dimension; the
+        first one decides it), else None: the point is stored without one."""
+        return self._usable_vector(vector)
+
+    def after_replace(
+        self, removed: Sequence[int], added: Sequence[tuple[int, Sequence[float] | None]]
+    ) -> None:
+        """The vector index and the pins follow a committed `PointStore.replace_many`."""
+        for point_id in removed:
+            self.pins.discard(point_id)
+        self.vectors.remove(list(removed))
+        with_vectors = [(pid, vec) for pid, vec in added if vec is not None]
+        if with_vectors:
+            self.vectors.add([pid for pid, _ in with_vectors], [vec for _, vec in with_vectors])
+        for point_id, vector in added:
+            self.pins.add(point_id, vector)
+
     def _usable_vector(self, vector: Sequence[float] | None) -> Sequence[float] | None:
         if vector is None or len(vector) == 0:
             return None
