@@ -19,7 +19,13 @@ import os
 import stat
 from pathlib import Path
 
-from store.private_files import NotRegularFile, SymlinkRefused, UnsafeDataDir
+from store.private_files import (
+    NotRegularFile,
+    SymlinkRefused,
+    UnsafeDataDir,
+    lstat_unlinked,
+    open_private,
+)
 
 # The names Straylight keeps in a data dir (their owners: data_dir_lock, longterm_file,
 # database, vector_upkeep, the log setup). Files only: `conversation/` is checked apart.
@@ -64,12 +70,9 @@ def check_data_dir(home: Path) -> None:
     for name in OWN_FILES:
         _check_file(home / name)
     conversation = home / CONVERSATION_DIR
-    try:
-        found = conversation.lstat()
-    except FileNotFoundError:
+    found = lstat_unlinked(conversation)
+    if found is None:
         return
-    if stat.S_ISLNK(found.st_mode):
-        raise SymlinkRefused(conversation)
     if not stat.S_ISDIR(found.st_mode):
         raise NotRegularFile(conversation)
     _check_mode(conversation, found)
@@ -80,13 +83,8 @@ def check_data_dir(home: Path) -> None:
 
 
 def _check_file(path: Path) -> None:
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(info.st_mode):
-        raise SymlinkRefused(path)
-    if not stat.S_ISREG(info.st_mode):
+    info = lstat_unlinked(path)
+    if info is not None and not stat.S_ISREG(info.st_mode):
         raise NotRegularFile(path)
 
 
@@ -107,3 +105,25 @@ def _private_group(gid: int) -> bool:
     except KeyError:
         return False
     return gid == os.getgid() and group.gr_name == me and set(group.gr_mem) <= {me}
+
+
+def check_not_in_use(home: Path) -> None:
+    """Raise `DataDirLocked` when another process owns `home`, without writing the lock file
+    (a reading command leaves the data dir as it was): a shared lock is tried and let go."""
+    import fcntl
+
+    from store.data_dir_lock import LOCK_FILENAME, DataDirLocked
+
+    try:
+        fd = open_private(home / LOCK_FILENAME, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()
+            raise DataDirLocked(home, int(text) if text.isdigit() else None) from None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

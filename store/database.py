@@ -212,8 +212,9 @@ def read_schema_version(con: duckdb.DuckDBPyConnection) -> int:
     return int(rows[0][0])
 
 
-def _inspect_existing(path: Path) -> None:
-    """Check an existing file without writing it: lock, damage, truncation, schema version."""
+def _inspect_existing(path: Path) -> int:
+    """Check an existing file without writing it: lock, damage, truncation, schema version
+    (returned)."""
     con = _connect(path, read_only=True)
     try:
         _check_complete(con, path)
@@ -224,6 +225,7 @@ def _inspect_existing(path: Path) -> None:
         con.close()
     if version > SCHEMA_VERSION:
         raise SchemaTooNew(path, version, SCHEMA_VERSION)
+    return version
 
 
 def _apply_step(con: duckdb.DuckDBPyConnection, version: int, clock: Clock) -> None:
@@ -264,18 +266,24 @@ def _tighten_modes(path: Path) -> None:
                 os.chmod(candidate, FILE_MODE)
 
 
-def open_database(path: Path, *, clock: Clock, create: bool = True) -> Database:
+def open_database(
+    path: Path, *, clock: Clock, create: bool = True, read_only: bool = False
+) -> Database:
     """Open (creating and migrating as needed) the database file at `path`.
 
     With `create=False` a missing file raises `NoDatabase` and nothing is created (for
-    commands that only read). Raises `DataDirInUse`, `CorruptDatabase`, `SchemaTooNew` or
-    another `DatabaseError`.
+    commands that only read). `read_only=True` (implies `create=False`) opens a current file
+    with DuckDB's read-only mode: nothing is written, and a write raises; a file of an older
+    schema is upgraded first (the one write a reading command may make). Raises
+    `DataDirInUse`, `CorruptDatabase`, `SchemaTooNew` or another `DatabaseError`.
     """
     refuse_symlink(path)  # DuckDB opens its files by path: never through a link
     refuse_symlink(path.with_name(f"{path.name}.wal"))
     if path.exists():
-        _inspect_existing(path)
-    elif not create:
+        version = _inspect_existing(path)
+        if read_only and version == SCHEMA_VERSION:
+            return Database(path, _connect(path, read_only=True), clock, read_only=True)
+    elif not create or read_only:
         raise NoDatabase(path)
     ensure_private_dir(path.parent)
     con = _connect(path, read_only=False)
@@ -298,9 +306,12 @@ CLOSE_WAIT_SECONDS = 30.0
 class Database:
     """One open `straylight.duckdb`: a connection, cursors per call, serialised writes."""
 
-    def __init__(self, path: Path, con: duckdb.DuckDBPyConnection, clock: Clock) -> None:
+    def __init__(
+        self, path: Path, con: duckdb.DuckDBPyConnection, clock: Clock, *, read_only: bool = False
+    ) -> None:
         self.path = path
         self.clock = clock
+        self.read_only = read_only  # opened with DuckDB's read-only mode: writes raise
         self._con: duckdb.DuckDBPyConnection | None = con
         self._write_lock = threading.Lock()
         self._writer: int | None = None

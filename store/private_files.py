@@ -63,14 +63,20 @@ def open_private(path: Path, flags: int, mode: int = FILE_MODE) -> int:
         raise
 
 
-def refuse_symlink(path: Path) -> None:
-    """Raise `SymlinkRefused` if `path` is a symbolic link (checked with `lstat`)."""
+def lstat_unlinked(path: Path) -> os.stat_result | None:
+    """`lstat` of `path` (None when it is missing); `SymlinkRefused` if it is a link."""
     try:
         info = path.lstat()
     except FileNotFoundError:
-        return
+        return None
     if stat.S_ISLNK(info.st_mode):
         raise SymlinkRefused(path)
+    return info
+
+
+def refuse_symlink(path: Path) -> None:
+    """Raise `SymlinkRefused` if `path` is a symbolic link (checked with `lstat`)."""
+    lstat_unlinked(path)
 
 
 def read_private_bytes(path: Path) -> bytes:

@@ -245,10 +245,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             setup_file_logging(settings.log_file)
         except OSError as error:
             return fail(f"cannot use data dir {settings.home}: {error.strerror or error}", 2)
-    else:  # read-only commands never create the data dir
+    else:  # read-only commands never create the data dir, nor write it: errors only
         try:
             if settings.home.is_dir():
-                setup_file_logging(settings.log_file)
+                setup_file_logging(settings.log_file, level=logging.ERROR, delay=True)
             else:
                 silence_logging()
         except OSError:
@@ -261,12 +261,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail("interrupted", EXIT_INTERRUPTED)
     except Exception as error:
         from store.data_dir_lock import DataDirLocked
-        from store.database import DatabaseError
+        from store.database import DatabaseError, DataDirInUse
 
         if isinstance(error, DataDirLocked):
             return fail(str(error), EXIT_DATA_DIR_IN_USE)
         if isinstance(error, UnsafeDataDir):  # a link planted while the command ran
             return fail(str(error), EXIT_USAGE)
+        if isinstance(error, DataDirInUse):  # a reading command meets DuckDB's lock
+            return fail(str(error), EXIT_DATA_DIR_IN_USE)
         if isinstance(error, DatabaseError):
             log.error("database error: %s", error)
             return fail(str(error), EXIT_UNEXPECTED)

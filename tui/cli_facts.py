@@ -20,6 +20,7 @@ from agent.settings import Settings
 from agent.workspace import resolve_workspace
 from memory.fact_drawer import FactDrawer, candidate_json, fact_json
 from memory.fact_types import FactError, normalise_key
+from store.data_dir_check import check_not_in_use
 from store.data_dir_lock import DataDirLock
 from store.database import database_path, open_database
 from store.fact_store import Candidate, Fact
@@ -32,8 +33,18 @@ EMBED_TIMEOUT_SECONDS = 15.0
 
 
 @contextlib.contextmanager
-def open_drawer(settings: Settings) -> Iterator[FactDrawer]:
-    """The fact drawer of this workspace, with the data dir locked for the duration."""
+def open_drawer(settings: Settings, *, read_only: bool = False) -> Iterator[FactDrawer]:
+    """The fact drawer of this workspace, with the data dir locked for the duration; a
+    reading command (`read_only`) takes no lock file and writes nothing (DuckDB's read-only
+    mode, whose own lock still meets a writer)."""
+    if read_only:
+        check_not_in_use(settings.home)
+        db = open_database(database_path(settings.home), clock=settings.clock, read_only=True)
+        try:
+            yield FactDrawer(db, resolve_workspace(settings.workspace), settings.facts)
+        finally:
+            db.close()
+        return
     with DataDirLock(settings.home):
         db = open_database(database_path(settings.home), clock=settings.clock)
         try:
@@ -104,7 +115,7 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
         if not database_path(settings.home).exists():
             facts: list[Fact] = []
         else:
-            with open_drawer(settings) as drawer:
+            with open_drawer(settings, read_only=True) as drawer:
                 facts = drawer.list_facts(
                     type=args.type, status=args.status, all_workspaces=args.all_workspaces
                 )
@@ -118,7 +129,7 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
     if not database_path(settings.home).exists():
         return fail(f"no fact {args.key!r}", EXIT_NOT_FOUND)
-    with open_drawer(settings) as drawer:
+    with open_drawer(settings) as drawer:  # `get` counts a use: it writes
         key = normalise_key(args.key)
         if action == "get":
             found = drawer.get(key)
@@ -160,7 +171,7 @@ def _candidates(args: argparse.Namespace, settings: Settings) -> int:
         if not database_path(settings.home).exists():
             pending: list[Candidate] = []
         else:
-            with open_drawer(settings) as drawer:
+            with open_drawer(settings, read_only=True) as drawer:
                 pending = drawer.pending()
         if args.json:
             print_json([candidate_json(c) for c in pending])

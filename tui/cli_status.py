@@ -89,6 +89,11 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     mib = memory["ram_estimate_bytes"] / 2**20
     print(f"ram        ~{mib:.1f} MiB estimated, headroom {memory['headroom']}")
     print(f"embedding  {settings.memory.embed_model}, {memory['embed_requests']} requests so far")
+    if (embedding := memory.get("embedding")) and embedding["changed_from"]:
+        print(
+            f"warning    embedding model changed from {embedding['changed_from']}: "
+            f"{embedding['to_embed']} points wait for backfill (recall uses words meanwhile)"
+        )
     cards = memory["hypotheses"]
     print(f"hypotheses {cards['open']} open, {cards['overdue']} overdue")
     facts = memory["facts"]

@@ -16,6 +16,7 @@ from agent.workspace import resolve_workspace
 from memory.fact_drawer import FactDrawer
 from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
+from store.data_dir_check import check_not_in_use
 from store.data_dir_lock import DataDirLock
 
 
@@ -33,17 +34,21 @@ class MemorySession:
     settings: Settings
     gateway: OllamaGateway
     take_lock: bool = True
+    read_only: bool = False  # a reading command: no lock file, nothing written (issue 15 §5)
     lock: DataDirLock | None = field(default=None, init=False)
     store: MemoryStore | None = field(default=None, init=False)
 
     def open(self) -> TurnMemory:
-        if self.take_lock:
+        if self.take_lock and self.read_only:  # in use? asked without writing the lock file
+            check_not_in_use(self.settings.home)
+        elif self.take_lock:
             self.lock = DataDirLock(self.settings.home).acquire()
         try:
             self.store = MemoryStore.open(
                 self.settings.home,
                 self.settings.memory,
                 clock=self.settings.clock,
+                read_only=self.read_only,
             )
         except BaseException:
             self.close()
