@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from agent.settings import Settings
 from store.clock import Clock
 from store.daily_log import DailyLog, LogMessage
 from store.data_dir_lock import DataDirLock
@@ -34,6 +35,7 @@ from tests.reliability.fault_support import (
     log_path,
     points,
 )
+from tests.support.ollama_standin import OllamaStandIn
 
 seeded_template = fault_support.seeded_template
 world = fault_support.world
@@ -209,3 +211,30 @@ def test_an_index_path_taken_by_a_folder_loses_no_point_in_the_store(tmp_path: P
         assert store.points.get(second).embedding is not None  # type: ignore[union-attr]
     finally:
         store.close()
+
+
+async def test_the_tui_names_a_link_planted_while_it_runs(
+    settings: Settings, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """After the start-up check: the turn stops with a notice naming the link; nothing is
+    written through it."""
+    from tests.support.pilot_helpers import type_text, wait_until
+    from tui.app import StraylightApp
+    from tui.widgets.chat_message import ChatNotice
+
+    target = tmp_path / "bashrc"
+    target.write_text("export PATH=/usr/bin\n")
+    standin.script_reply("hello")
+    app = StraylightApp(settings)
+    async with app.run_test(size=(110, 32)) as pilot:
+        log = app.engine.daily_log.path_for(settings.clock.now().astimezone().date())
+        log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        log.symlink_to(target)
+        await type_text(pilot, "hi there")
+        await pilot.press("enter")
+
+        def named() -> bool:
+            return any("symbolic link" in str(n.render()) for n in app.query(ChatNotice))
+
+        await wait_until(pilot, named, what="a notice naming the link")
+    assert target.read_text() == "export PATH=/usr/bin\n"
