@@ -76,9 +76,9 @@ def check_data_dir(home: Path) -> None:
     if not stat.S_ISDIR(found.st_mode):
         raise NotRegularFile(conversation)
     _check_mode(conversation, found)
-    with os.scandir(conversation) as entries:
-        for entry in entries:
-            if entry.name.endswith(".md") and entry.is_symlink():
+    with os.scandir(conversation) as entries:  # Straylight's own folder: no link at all
+        for entry in entries:  # (day files and their temp files alike)
+            if entry.is_symlink():
                 raise SymlinkRefused(Path(entry.path))
 
 

@@ -77,6 +77,14 @@ def test_a_linked_daily_log_is_not_appended_to(world: Workspace) -> None:
     assert target.read_text() == "export PATH=/usr/bin\n"
 
 
+def test_any_link_in_the_conversation_folder_is_refused(world: Workspace) -> None:
+    """A rewrite's temp file (`.DAY.md.rewrite.tmp`) too: no link in Straylight's folder."""
+    target = victim(world)
+    (world.home / "conversation" / f".{DAY}.md.rewrite.tmp").symlink_to(target)
+    assert_one_line(world.run("history"), 2, "rewrite.tmp", "symbolic link")
+    assert target.read_text() == SECRET
+
+
 def test_a_linked_template_temp_file_is_not_overwritten(world: Workspace) -> None:
     target = victim(world)
     (world.home / "longterm.md").unlink()
