@@ -28,6 +28,7 @@ __all__ = [
     "WindowChoice",
     "WindowSource",
     "choose_window",
+    "detect_smaller_window",
     "detect_truncation",
     "model_context_length",
     "modelfile_num_ctx",
@@ -43,7 +44,7 @@ _TRUNCATION_SHORTFALL: Final = 0.8
 _FULL_WINDOW_SHARE: Final = 0.45
 """Ollama's truncation leaves the window at least half full (runner: window - (window-5)//2)."""
 
-WindowSource = Literal["setting", "modelfile", "model max", "cap", "fallback"]
+WindowSource = Literal["setting", "modelfile", "model max", "cap", "fallback", "loaded"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +163,23 @@ def detect_truncation(
     )
 
 
+def detect_smaller_window(estimate: int, asked: int, loaded: int | None) -> Overflow | None:
+    """Ollama ran the model with a smaller window than the `asked` one (`/api/ps` says
+    `loaded`; it caps num_ctx at the model's maximum, which /api/show did not tell): a prompt
+    estimated above that window lost its oldest messages, whatever `prompt_eval_count` says."""
+    if not loaded or loaded >= asked or estimate <= loaded:
+        return None
+    return Overflow(
+        "truncated",
+        f"Ollama cut the prompt: the model runs with a {loaded:,}-token window (not the "
+        f"{asked:,} sent: /api/show did not tell its maximum) and the prompt needed about "
+        f"{estimate:,}, so its oldest messages were dropped; set num_ctx to {loaded:,} and "
+        "Straylight cuts whole messages itself and says which",
+        prompt_tokens=estimate,
+        window=loaded,
+    )
+
+
 _LLAMA_SERVER_RE: Final = re.compile(
     r"request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)"
 )
@@ -217,4 +235,9 @@ def parse_context_error(
         what = f"The prompt is larger than the model's window ({ctx:,} tokens)"
     else:
         what = "The prompt is larger than the model's window"
-    return Overflow("rejected", f"{what}: {_fix(ctx, model_max)}", prompt, ctx)
+    if ctx and window and ctx < window and not model_max:
+        # Ollama ran a smaller window than the one sent (the model's maximum, unknown to us)
+        fix = f"set num_ctx to {ctx:,} and Straylight cuts whole messages itself and says which"
+    else:
+        fix = _fix(ctx, model_max)
+    return Overflow("rejected", f"{what}: {fix}", prompt, ctx)

@@ -6,18 +6,21 @@ the Modelfile `parameters` that may set `num_ctx`) and `/api/ps` (what is loaded
 memory and window). The functions take an `ollama.AsyncClient` (`OllamaGateway.client()`),
 raise named `GatewayError`s, and import `ollama`/`httpx` only when called.
 
-`/api/show` answers are cached per process and host (a model's capabilities and window do
-not change unless it is pulled again: a new digest, a pull or a delete drops the entry).
+`/api/show` answers are cached per client, and each `OllamaGateway` has one client: its
+`show` (the chat's capabilities and context window) and `show_model` here read the same
+cache, so the TUI asks once per model whoever asks first. A model's capabilities and window do
+not change unless it is pulled again: a new digest, a pull or a delete drops the entry.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agent.context_window import model_context_length, modelfile_num_ctx
 from agent.gateway_errors import GatewayError, ModelError, OllamaUnreachable, classify
@@ -140,8 +143,55 @@ class PullFailed(GatewayError):
     exit_code = EXIT_PULL_FAILED
 
 
-# (host, normalised name) -> (digest the answer belongs to, the answer)
-_show_cache: dict[tuple[str, str], tuple[str | None, ShownModel]] = {}
+@dataclass(frozen=True, slots=True)
+class MissingModel:
+    """A configured model Ollama does not have: the chat model or the embedding model."""
+
+    role: Literal["chat", "embedding"]
+    name: str
+
+    @property
+    def fixes(self) -> tuple[str, str]:
+        """The two commands that pull it."""
+        return (f"ollama pull {self.name}", f"straylight pull {self.name}")
+
+    @property
+    def effect(self) -> str:
+        """What is missing without it."""
+        if self.role == "chat":
+            return "the chat cannot reply"
+        return "memories are saved without a vector and recalled by their words only"
+
+    def line(self) -> str:
+        """`The embedding model nomic-embed-text is not pulled (…): run `ollama pull …` or
+        `straylight pull …`.`"""
+        ollama_fix, own_fix = self.fixes
+        return (
+            f"The {self.role} model {self.name} is not pulled ({self.effect}): "
+            f"run `{ollama_fix}` or `{own_fix}`."
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"role": self.role, "model": self.name, "fix": list(self.fixes)}
+
+
+def missing_models(
+    pulled: Iterable[str], *, chat_model: str, embed_model: str
+) -> tuple[MissingModel, ...]:
+    """The chat and embedding models that are not among `pulled` (`llama3.2` is
+    `llama3.2:latest`), chat first."""
+    have = {normalise_name(name) for name in pulled}
+    wanted: list[MissingModel] = [
+        MissingModel("chat", chat_model),
+        MissingModel("embedding", embed_model),
+    ]
+    return tuple(m for m in wanted if m.name and normalise_name(m.name) not in have)
+
+
+# per client: normalised name -> (digest the answer belongs to, the raw /api/show answer)
+_show_caches: weakref.WeakKeyDictionary[Any, dict[str, tuple[str | None, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def normalise_name(name: str) -> str:
@@ -177,37 +227,73 @@ def _shown_from(response: Any) -> ShownModel:
     )
 
 
+def _cache_of(client: ollama.AsyncClient) -> dict[str, tuple[str | None, Any]]:
+    return _show_caches.setdefault(client, {})
+
+
+def cached_show(client: ollama.AsyncClient, name: str) -> Any | None:
+    """The cached raw /api/show answer of `name`, without asking Ollama; None when not kept."""
+    cached = _cache_of(client).get(normalise_name(name))
+    return cached[1] if cached is not None else None
+
+
+async def fetch_show(
+    client: ollama.AsyncClient,
+    name: str,
+    *,
+    digest: str | None = None,
+    refresh: bool = False,
+    timeout: float | None = None,
+) -> Any:
+    """The raw /api/show answer (the client's ShowResponse), from the cache when it is of the
+    same pull (`digest` from /api/tags; a different one refetches). `timeout` (seconds)
+    replaces the client's read timeout for this request.
+
+    Raises a named `GatewayError` (`ModelNotPulled` for a model Ollama does not have); a
+    failure is not cached."""
+    import ollama
+
+    key = normalise_name(name)
+    cache = _cache_of(client)
+    cached = cache.get(key)
+    if cached is not None and not refresh:
+        known, answer = cached
+        if digest is None or known is None or known == digest:  # same pull of the model
+            cache[key] = (digest or known, answer)
+            return answer
+    try:
+        if timeout is None:
+            answer = await client.show(name)
+        else:
+            answer = await client._request(
+                ollama.ShowResponse, "POST", "/api/show", json={"model": name}, timeout=timeout
+            )
+    except Exception as error:  # classified and re-raised
+        seconds = timeout if timeout is not None else _read_timeout(client)
+        raise classify(
+            error, host=host_of(client), model=name, timeout=seconds, streamed=False
+        ) from error
+    cache[key] = (digest, answer)
+    return answer
+
+
 async def show_model(
     client: ollama.AsyncClient, name: str, *, digest: str | None = None, refresh: bool = False
 ) -> ShownModel:
-    """`/api/show` for one model, cached per process (a different `digest` from /api/tags,
-    i.e. the model was pulled again, refetches).
+    """What /api/show says about one model, from the shared cache (`fetch_show`).
 
     Raises a named `GatewayError` (`ModelNotPulled` for a model Ollama does not have)."""
-    key = (host_of(client), normalise_name(name))
-    cached = _show_cache.get(key)
-    if cached is not None and not refresh:
-        known, shown = cached
-        if digest is None or known is None or known == digest:  # same pull of the model
-            _show_cache[key] = (digest or known, shown)
-            return shown
-    try:
-        response = await client.show(name)
-    except Exception as error:  # classified and re-raised
-        raise _named(client, error, name) from error
-    shown = _shown_from(response)
-    _show_cache[key] = (digest, shown)
-    return shown
+    return _shown_from(await fetch_show(client, name, digest=digest, refresh=refresh))
 
 
 def forget_shown(client: ollama.AsyncClient, name: str) -> None:
     """Drop the cached /api/show answer of one model (after a pull or a delete)."""
-    _show_cache.pop((host_of(client), normalise_name(name)), None)
+    _cache_of(client).pop(normalise_name(name), None)
 
 
 def clear_show_cache() -> None:
-    """Forget every cached /api/show answer (tests; a server that was replaced)."""
-    _show_cache.clear()
+    """Forget every cached /api/show answer of every client (tests; a replaced server)."""
+    _show_caches.clear()
 
 
 async def running_models(client: ollama.AsyncClient) -> dict[str, RunningModel]:

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from agent.context_window import WindowChoice, choose_window
 from agent.gateway_errors import (
     GatewayError,
     ModelError,
@@ -140,14 +141,16 @@ class OllamaGateway:
         connect_timeout: float = 5.0,
         model_options: Mapping[str, Any] | None = None,
         keep_alive: str | float | None = None,
+        num_ctx: int | None = None,
     ) -> None:
         self.host = host
+        self.num_ctx = num_ctx  # the `num_ctx` setting (None: chosen per model)
         self.read_timeout = read_timeout
         self.connect_timeout = connect_timeout
         self.model_options = dict(model_options or {})  # config.toml [model_options]
         self.keep_alive = keep_alive  # None: Ollama's default
         self._client: ollama.AsyncClient | None = None
-        self._shown: dict[str, Any] = {}  # /api/show per model, for the process
+        self._windows: dict[tuple[str, int | None], WindowChoice] = {}
         self._stalled = False  # a request timed out and Ollama has not answered since
 
     @classmethod
@@ -159,6 +162,7 @@ class OllamaGateway:
             connect_timeout=config.connect_timeout_seconds,
             model_options=config.model_options,
             keep_alive=config.keep_alive,
+            num_ctx=config.num_ctx,
         )
 
     def request_options(
@@ -320,19 +324,36 @@ class OllamaGateway:
             log.warning("chat with %s ended without a final chunk", model)
             raise StreamCutOff("Ollama closed the stream before the reply finished")
 
+    async def context_window(self, model: str, setting: int | None = None) -> WindowChoice:
+        """The window every request of `model` sends as `options.num_ctx`: the `setting`
+        (default: this gateway's `num_ctx`), else the Modelfile's, else the model's maximum
+        capped (`agent.context_window.choose_window`). Chosen once per model and setting: a
+        request with another `num_ctx` would make Ollama reload the model."""
+        chosen = setting if setting is not None else self.num_ctx
+        key = (normalise_model_name(model), chosen)
+        choice = self._windows.get(key)
+        if choice is None:
+            choice = choose_window(chosen, await self.show(model))
+            log.info("context window of %s: %s", model, choice.describe())
+            self._windows[key] = choice
+        return choice
+
     async def chat_structured(
         self, model: str, messages: Sequence[dict[str, Any]], schema: dict[str, Any]
     ) -> str:
         """One non-streamed reply constrained to a JSON schema (Ollama's `format`); the raw
-        text. Raises a named `GatewayError`."""
+        text. It carries the model options of config.toml and the same `num_ctx` as the chat
+        (the reflection and the dream: without it Ollama's default window cuts their prompt,
+        and a different window would reload the model). Raises a named `GatewayError`."""
         client = self._get_client()
+        window = {"num_ctx": (await self.context_window(model)).window}
         try:
             response = await client.chat(
                 model=model,
                 messages=list(messages),
                 stream=False,
                 format=schema,
-                options=self.request_options(model),
+                options=self.request_options(model, window),
                 keep_alive=self.keep_alive,
             )
         except Exception as error:  # classified and re-raised
@@ -343,30 +364,25 @@ class OllamaGateway:
 
     async def show(self, model: str) -> Any | None:
         """The raw /api/show answer (the client's ShowResponse: `model_info`, `parameters`,
-        `capabilities`), asked like `capabilities` (the metadata timeout, skipped while
-        Ollama is stalled); kept for the life of the gateway, a failure is not."""
-        import ollama
+        `capabilities`) with the metadata timeout, skipped while Ollama is stalled. Kept in
+        the model catalogue's cache of this gateway's client (agent/model_catalog.py), which
+        the models list and screen read too; a failure is not kept."""
+        from agent.model_catalog import cached_show, fetch_show
 
-        key = normalise_model_name(model)
-        if key in self._shown:
-            return self._shown[key]
+        client = self._get_client()
+        known = cached_show(client, model)
+        if known is not None:
+            return known
         if self._stalled:
             log.info("/api/show of %s not asked: Ollama timed out and has not answered", model)
             return None
         try:
-            shown = await self._get_client()._request(
-                ollama.ShowResponse,
-                "POST",
-                "/api/show",
-                json={"model": model},
-                timeout=self.metadata_timeout,
-            )
-        except Exception as error:  # noqa: BLE001 - unknown, not fatal
-            named = self._named(error, model=model, timeout=self.metadata_timeout, streamed=False)
-            log.info("could not read /api/show of %s: %s", model, named)
+            return await fetch_show(client, model, timeout=self.metadata_timeout)
+        except GatewayError as error:  # unknown, not fatal
+            if isinstance(error, ModelTimeout):
+                self._stalled = True
+            log.info("could not read /api/show of %s: %s", model, error)
             return None
-        self._shown[key] = shown
-        return shown
 
     async def capabilities(self, model: str) -> tuple[str, ...] | None:
         """The model's capabilities from /api/show ("completion", "tools", …); None when

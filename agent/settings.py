@@ -53,6 +53,9 @@ ENV_NAMES: dict[str, str] = {
     "workspace": "STRAYLIGHT_WORKSPACE",
     "think": "STRAYLIGHT_THINK",
     "keep_alive": "STRAYLIGHT_KEEP_ALIVE",
+    "mcp_doc_roots": "STRAYLIGHT_MCP_DOC_ROOTS",
+    "reply_max_chars": "STRAYLIGHT_REPLY_MAX_CHARS",
+    "reply_max_seconds": "STRAYLIGHT_REPLY_MAX_SECONDS",
 } | {name: name.upper() for name in SETTING_PATHS if name.startswith("memory_")}
 ENV_NAMES |= {
     name: f"STRAYLIGHT_{name.upper()}" for name in SETTING_PATHS if name.startswith("jobs_")
@@ -156,6 +159,7 @@ _LOOSE_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "think": ((bool, str), 'true, false, "low", "medium" or "high"'),
     "keep_alive": ((int, float, str), 'seconds or a duration such as "5m"'),
     "model_options": ((dict,), "a table: [model_options] with option = value lines"),
+    "mcp_doc_roots": ((list,), 'a list of directories, e.g. ["~/notes"]'),
 }
 """Settings of more than one TOML type (their values are checked when they are validated)."""
 

@@ -46,6 +46,25 @@ def parse_think(value: object) -> object:
     return value
 
 
+def check_home(path: Path, given: str) -> Path:
+    """A data dir path Straylight can use, or a ValueError saying why not: an empty one
+    (`--home ""` would silently be the current directory), one that is not valid UTF-8
+    (DuckDB and usearch cannot open it) or one that names something other than a directory,
+    or lies below one (`STRAYLIGHT_HOME=/dev/null`, `/dev/null/x`)."""
+    if not given.strip():
+        raise ValueError("the data dir must not be empty")
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("the data dir path is not valid UTF-8") from None
+    for part in (path, *path.parents):  # the nearest one that exists must be a directory
+        if part.exists():
+            if not part.is_dir():
+                raise ValueError(f"{part} exists and is not a directory")
+            break
+    return path
+
+
 def default_home() -> Path:
     import platformdirs
 
@@ -67,6 +86,13 @@ class OllamaConfig(SettingsArea):
     connect_timeout_seconds: float = Field(default=5.0, gt=0)
     """Connect timeout (seconds) of model calls: a dead host is named quickly. Key
     `connect_timeout_seconds`."""
+    reply_max_chars: int = Field(default=200_000, ge=1)
+    """Characters one reply may have, its thinking included: an endless stream is stopped
+    there, named, and what arrived is kept, marked cut off. Key `reply_max_chars`."""
+    reply_max_seconds: float = Field(default=1800.0, gt=0)
+    """Seconds one reply may stream (a turn's chat requests added up; a wait for the user's
+    approval of a tool call does not count); then it is stopped like `reply_max_chars`. Key
+    `reply_max_seconds`."""
     think: Think | None = None
     """Whether a thinking model thinks before it answers: true, false, or a level (low,
     medium, high). Unset (the default) sends nothing and lets the model decide (most think);
@@ -94,6 +120,13 @@ class OllamaConfig(SettingsArea):
     @classmethod
     def _parse_think(cls, value: object) -> object:
         return parse_think(value)
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_named(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("the chat model name must not be empty")
+        return value
 
     @field_validator("keep_alive", mode="before")
     @classmethod
@@ -152,6 +185,23 @@ class Settings(BaseModel):
     """The workspace facts belong to: default the git root of the current directory, else
     the directory itself. Key `workspace`."""
 
+    mcp_doc_roots: list[Path] = Field(default_factory=list)
+    """Folders `straylight mcp`'s `memory_load_doc` may read besides the workspace (the git
+    root of the current directory, else the directory): a list in config.toml, paths joined
+    by the OS path separator (`:`) in the environment. Key `mcp_doc_roots`."""
+
+    @field_validator("mcp_doc_roots", mode="before")
+    @classmethod
+    def _split_doc_roots(cls, value: object) -> object:
+        if isinstance(value, str):  # the environment: `dir1:dir2`
+            value = [part for part in value.split(os.pathsep) if part.strip()]
+        if isinstance(value, list | tuple):
+            return [
+                Path(os.path.expanduser(str(p))).absolute() if isinstance(p, str | Path) else p
+                for p in value
+            ]
+        return value
+
     @field_validator("now", mode="before")
     @classmethod
     def _parse_now(cls, value: object) -> object:
@@ -165,7 +215,7 @@ class Settings(BaseModel):
     @classmethod
     def _expand_home(cls, value: object) -> object:
         if isinstance(value, str | Path):
-            return Path(os.path.expanduser(str(value))).absolute()
+            return check_home(Path(os.path.expanduser(str(value))).absolute(), str(value))
         return value
 
     @model_validator(mode="after")
@@ -193,6 +243,8 @@ SETTING_PATHS: dict[str, FieldPath] = {
     "history_turns": ("history_turns",),
     "http_timeout_seconds": ("ollama", "http_timeout_seconds"),
     "connect_timeout_seconds": ("ollama", "connect_timeout_seconds"),
+    "reply_max_chars": ("ollama", "reply_max_chars"),
+    "reply_max_seconds": ("ollama", "reply_max_seconds"),
     "think": ("ollama", "think"),
     "keep_alive": ("ollama", "keep_alive"),
     "model_options": ("ollama", "model_options"),
@@ -216,6 +268,8 @@ SETTING_PATHS: dict[str, FieldPath] = {
     "memory_facts_max_chars": ("facts", "max_chars"),
     "memory_facts_min_score": ("facts", "min_score"),
     "memory_tools": ("facts", "tools"),
+    "memory_tool_calls_per_round": ("facts", "tool_calls_per_round"),
+    "memory_tool_calls_per_turn": ("facts", "tool_calls_per_turn"),
     "memory_reflection": ("facts", "reflection"),
     "memory_reflection_idle_minutes": ("facts", "reflection_idle_minutes"),
     "jobs_enabled": ("jobs", "enabled"),
@@ -223,6 +277,7 @@ SETTING_PATHS: dict[str, FieldPath] = {
     "jobs_binding_limit_days": ("jobs", "binding_limit_days"),
     "keymap": ("keymap",),
     "workspace": ("workspace",),
+    "mcp_doc_roots": ("mcp_doc_roots",),
 }
 """Every setting's flat name (its config key, the order `straylight config` lists them) and
 the field of `Settings` that holds it."""

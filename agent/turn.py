@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from agent import turn_facts
@@ -34,7 +36,7 @@ from agent.ollama_gateway import (
     OllamaGateway,
     ToolCall,
 )
-from agent.prompt import PERSONA
+from agent.prompt import persona_for
 from agent.settings import Settings
 from agent.turn_context import TurnContext, prompt_parts
 from agent.turn_events import (
@@ -46,8 +48,10 @@ from agent.turn_events import (
     ContextBudgeted,
     ContextNotice,
     FactsInjected,
+    LimitNotice,
     LongtermWarning,
     MemstatusDue,
+    MessageMasked,
     PointsSaved,
     Recalled,
     ReplyDelta,
@@ -58,12 +62,14 @@ from agent.turn_events import (
     TurnEvent,
 )
 from agent.turn_facts import ToolOutcome
+from agent.turn_limits import TurnLimits
 from memory.secret_masking import mask_secrets
 from store.conversation_id import new_conversation_id as new_conversation_id
 from store.daily_log import DailyLog, LogMessage, MessageStatus
 from store.longterm_file import LongtermFile, LongtermState
 
 if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before the first frame
+    from agent.image_attachment import ImageAttachment
     from memory.fact_drawer import FactDrawer, InjectedFacts
     from memory.turn_memory import TurnMemory, TurnRecall
     from store.fact_store import Candidate, Fact
@@ -92,6 +98,7 @@ class TurnEngine:
         self._turns = itertools.count(1)
         self.context = TurnContext(settings.ollama.num_ctx, gateway, lambda: self.memory)
         self.think: bool | str | None = settings.ollama.think  # `/think` changes it
+        self.stop_reason = "cancelled by the user"  # a cancelled reply's reason (`ask`: signals)
 
     @property
     def facts(self) -> FactDrawer | None:
@@ -114,15 +121,31 @@ class TurnEngine:
         return history, self.longterm.load()
 
     async def run(
-        self, text: str, *, conversation_id: str, model: str
+        self,
+        text: str,
+        *,
+        conversation_id: str,
+        model: str,
+        system: str | None = None,
+        image: ImageAttachment | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
-        """One turn. Cancelling the consumer logs what arrived, marked `cancelled`."""
+        """One turn. Cancelling the consumer logs what arrived, marked `cancelled`.
+        `system`: the conversation's own system prompt (None: the persona). `image` goes
+        with the message to a vision model; the log keeps its path and hash."""
         turn = next(self._turns)
-        text = mask_secrets(text)  # nothing unmasked is persisted, not even in the log
+        limits = self._limits()  # the turn's deadline starts now
+        typed, text = text, mask_secrets(text)  # nothing unmasked is persisted, not the log
         user_message = LogMessage(
-            "user", text, conversation_id=conversation_id, time=self.clock.now(), model=model
+            "user",
+            text,
+            conversation_id=conversation_id,
+            time=self.clock.now(),
+            model=model,
+            extra=image.log_extra() if image is not None else {},
         )
         history, longterm = await asyncio.to_thread(self.open_turn, user_message)
+        if text != typed:
+            yield MessageMasked(text)
         if longterm.warning:
             yield LongtermWarning(longterm.warning)
         elif longterm.over_budget:
@@ -145,17 +168,20 @@ class TurnEngine:
             yield FactsInjected(injected)
         tools = await self._tools_for(model)
         material = prompt_parts(
-            persona=PERSONA,
+            persona=persona_for(system),
             user=user_message,
             history=history,
-            longterm=longterm.text,
+            longterm=mask_secrets(longterm.text),  # the file is the user's; the prompt is masked
             injected=injected,
             recall=recall.result if recall else None,
             tools=tools,
         )
-        budgeted, context = await self.context.budget(model, material)
+        images = 0 if image is None else 1
+        budgeted, context = await self.context.budget(model, material, images=images)
         yield context
         messages: list[dict[str, Any]] = list(budgeted.kept.chat_messages())
+        if image is not None:  # the client sends the bytes base64-encoded
+            messages[-1] = {**messages[-1], "images": [image.data]}
         options = await self.context.options(model)
         think = await self._think_for(model)
 
@@ -166,13 +192,17 @@ class TurnEngine:
             if not budgeted.fits:  # Ollama would mangle it: not sent, named (it is logged)
                 raise ContextOverflow(budgeted.refusal())
             rounds = 0
+            first_round = True  # a tool round starts a new deadline for the first event
             while True:
                 calls: list[ToolCall] = []
                 done: ChatDone | None = None
                 round_text: list[str] = []
                 try:
-                    async for event in self.gateway.stream_chat(
-                        model, messages, options=options, tools=tools, think=think
+                    async for event in limits.stream(
+                        self.gateway.stream_chat(
+                            model, messages, options=options, tools=tools, think=think
+                        ),
+                        first_round=first_round,
                     ):
                         if isinstance(event, ChatDelta):
                             parts.append(event.text)
@@ -194,29 +224,14 @@ class TurnEngine:
                     continue
                 if calls and rounds < MAX_ROUNDS:
                     rounds += 1
-                    messages.append(
-                        {
-                            "role": "assistant",
-                            "content": "".join(round_text),
-                            "tool_calls": [
-                                {"function": {"name": c.name, "arguments": c.arguments}}
-                                for c in calls
-                            ],
-                        }
+                    first_round = False
+                    round_tools = self._tool_round(
+                        calls, "".join(round_text), messages, limits, query_vector, conversation_id
                     )
-                    for call in calls:
-                        step = await self._run_tool(call, query_vector, conversation_id)
-                        if not isinstance(step, ToolOutcome):  # a candidate: the user decides
-                            request = ApprovalRequested(step)
-                            yield request  # the consumer answers before it asks for more
-                            step = await turn_facts.decide(self._drawer(), step, request.approval)
-                        yield step.used
-                        if step.proposed:
-                            yield CandidatesProposed(step.proposed)
-                        messages.append(
-                            {"role": "tool", "content": step.result, "tool_name": call.name}
-                        )
-                    if rounds == MAX_ROUNDS:
+                    async with aclosing(round_tools):
+                        async for step_event in round_tools:
+                            yield step_event
+                    if rounds == MAX_ROUNDS or limits.turn_cap_reached:
                         tools = None  # the last request: the model must answer in text
                     continue
                 if calls and not parts:
@@ -234,7 +249,9 @@ class TurnEngine:
                 # Calibrated (or a truncation noted) before the background save keeps it;
                 # tool rounds add messages the estimate did not see: not compared.
                 overflow = (
-                    await self.context.after_reply(model, budgeted, done) if rounds == 0 else None
+                    await self.context.after_reply(model, budgeted, done, images=images)
+                    if rounds == 0
+                    else None
                 )
                 self._save_in_background(
                     turn, text, recall, reply, conversation_id, answered, context
@@ -265,8 +282,57 @@ class TurnEngine:
                     mask_secrets("".join(parts)),
                     conversation_id,
                     model,
-                    ("cancelled", "cancelled by the user"),
+                    ("cancelled", self.stop_reason),
                 )
+
+    async def _tool_round(
+        self,
+        calls: list[ToolCall],
+        text: str,
+        messages: list[dict[str, Any]],
+        limits: TurnLimits,
+        query_vector: list[float] | None,
+        conversation_id: str,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """Run the calls of one tool round that the caps admit (the others are named, and
+        the model is told once) and add the round to `messages`."""
+        admitted, capped = limits.admit(calls)
+        if capped:
+            yield LimitNotice(capped)
+        messages.append(
+            {
+                "role": "assistant",
+                "content": text,
+                "tool_calls": [
+                    {"function": {"name": c.name, "arguments": c.arguments}} for c in admitted
+                ],
+            }
+        )
+        for call in admitted:
+            step = await self._run_tool(call, query_vector, conversation_id)
+            if not isinstance(step, ToolOutcome):  # a candidate: the user decides
+                request = ApprovalRequested(step)
+                yield request  # the consumer answers before it asks for more
+                step = await turn_facts.decide(self._drawer(), step, request.approval)
+            yield step.used
+            if step.proposed:
+                yield CandidatesProposed(step.proposed)
+            messages.append({"role": "tool", "content": step.result, "tool_name": call.name})
+        if capped:  # told once, in the place of the calls that did not run
+            name = calls[len(admitted)].name
+            messages.append(
+                {"role": "tool", "content": json.dumps({"error": capped}), "tool_name": name}
+            )
+
+    def _limits(self) -> TurnLimits:
+        ollama, facts = self.settings.ollama, self.settings.facts
+        return TurnLimits(
+            read_timeout=self.gateway.read_timeout,
+            max_chars=ollama.reply_max_chars,
+            max_seconds=ollama.reply_max_seconds,
+            calls_per_round=facts.tool_calls_per_round,
+            calls_per_turn=facts.tool_calls_per_turn,
+        )
 
     # ---- layer 4: facts and tools (agent/turn_facts.py does the work) ---------------------
     async def _inject_facts(

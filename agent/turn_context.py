@@ -14,13 +14,14 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agent.context_budget import BudgetedPrompt, HistoryMessage, PromptParts, budget_prompt
 from agent.context_window import (
     Overflow,
     WindowChoice,
-    choose_window,
+    detect_smaller_window,
     detect_truncation,
     parse_context_error,
     reply_reserve,
@@ -37,6 +38,11 @@ if TYPE_CHECKING:
     from store.daily_log import LogMessage
 
 log = logging.getLogger("straylight.context")
+
+IMAGE_TOKENS = 768
+"""What one image on a message costs in the window: Ollama's own estimate for a CLIP image
+in its truncation heuristic (models differ: llava's 576 patches, gemma3's 256, plus their
+markers); the budget reserves it, and calibration takes it off `prompt_eval_count`."""
 
 
 def fact_lines(injected: InjectedFacts | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -107,9 +113,7 @@ class TurnContext:
         a different one makes Ollama reload the model)."""
         choice = self._windows.get(model)
         if choice is None:
-            show = await self.gateway.show(model)
-            choice = choose_window(self.num_ctx, show)
-            log.info("context window of %s: %s", model, choice.describe())
+            choice = await self.gateway.context_window(model, self.num_ctx)
             self._windows[model] = choice
         return choice
 
@@ -135,9 +139,10 @@ class TurnContext:
         return self._estimator
 
     async def budget(
-        self, model: str, parts: PromptParts
+        self, model: str, parts: PromptParts, *, images: int = 0
     ) -> tuple[BudgetedPrompt, ContextBudgeted]:
-        """Fit `parts` into the model's window; the budget and its event."""
+        """Fit `parts` into the model's window; the budget and its event. Each of `images`
+        (on the user's message) is counted as `IMAGE_TOKENS` on top of the reply reserve."""
         choice = await self.window(model)
         estimator = await self.estimator()
         predict = (self.gateway.request_options(model) or {}).get("num_predict")
@@ -145,7 +150,7 @@ class TurnContext:
         budgeted = budget_prompt(
             parts,
             window=choice.window,
-            reply_reserve=reserve,
+            reply_reserve=reserve + IMAGE_TOKENS * images,
             factor=estimator.factor(model),
             margin=estimator.margin(model),
         )
@@ -162,21 +167,50 @@ class TurnContext:
         return budgeted, event
 
     async def after_reply(
-        self, model: str, budgeted: BudgetedPrompt, done: ChatDone
+        self, model: str, budgeted: BudgetedPrompt, done: ChatDone, *, images: int = 0
     ) -> Overflow | None:
         """Ollama's `prompt_eval_count` against the estimate: a truncation (named, and the
-        estimate raised) or one more calibration observation."""
+        estimate raised) or one more calibration observation. The images' tokens are taken
+        off Ollama's count first: the estimate is of the text."""
         choice = await self.window(model)
         estimator = await self.estimator()
+        evaluated = done.prompt_eval_count
+        if evaluated is not None and images:
+            evaluated = max(0, evaluated - IMAGE_TOKENS * images)
+            done = replace(done, prompt_eval_count=evaluated)
         overflow = detect_truncation(
             budgeted.total, done.prompt_eval_count, choice.window, choice.model_max
         )
         if overflow is not None:
             log.warning("%s", overflow.message)
             estimator.note_truncation(model)
-        else:
-            estimator.observe(model, budgeted.estimate, done.prompt_eval_count)
-        return overflow
+            return overflow
+        if choice.model_max is None:  # the window was a guess: ask what Ollama really runs
+            loaded = await self._loaded_window(model)
+            if loaded is not None and loaded < choice.window:
+                self._windows[model] = WindowChoice(loaded, "loaded", loaded)  # next turns
+                overflow = detect_smaller_window(
+                    budgeted.total, choice.window, loaded
+                ) or detect_truncation(budgeted.total, done.prompt_eval_count, loaded, loaded)
+                if overflow is not None:
+                    log.warning("%s", overflow.message)
+                    return overflow  # a cut prompt's count says nothing of the estimate
+        estimator.observe(model, budgeted.estimate, done.prompt_eval_count)
+        return None
+
+    async def _loaded_window(self, model: str) -> int | None:
+        """The window Ollama loaded `model` with (`/api/ps`), None when it cannot say."""
+        from agent.model_catalog import normalise_name, running_models
+
+        try:
+            running = await asyncio.wait_for(
+                running_models(self.gateway.client()), self.gateway.metadata_timeout
+            )
+        except (GatewayError, TimeoutError) as error:
+            log.info("could not read /api/ps for %s's window: %s", model, error)
+            return None
+        entry = running.get(normalise_name(model))
+        return entry.context_length if entry is not None else None
 
     def refused(self, error: GatewayError, model: str) -> GatewayError:
         """An HTTP 400 that names the context becomes its one line with the fix; any other
@@ -189,7 +223,12 @@ class TurnContext:
             window=choice.window if choice else None,
             model_max=choice.model_max if choice else None,
         )
-        return ContextOverflow(overflow.message) if overflow is not None else error
+        if overflow is None:
+            return error
+        real = overflow.window
+        if choice is not None and choice.model_max is None and real and real < choice.window:
+            self._windows[model] = WindowChoice(real, "loaded", real)  # the next turns fit
+        return ContextOverflow(overflow.message)
 
     async def save(self, report: ContextBudgeted | None) -> None:
         """Persist the calibration and the last report (for `status`), when the memory is

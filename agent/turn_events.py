@@ -32,6 +32,15 @@ class LongtermWarning:
 
 
 @dataclass(frozen=True, slots=True)
+class MessageMasked:
+    """The user's message held a secret: `text` is what the log and the points hold (masked).
+    Sent once the message is logged, only when it differs from what was typed; the TUI shows
+    it in place of the typed text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ReplyDelta:
     text: str
 
@@ -118,6 +127,14 @@ class ContextNotice:
 
 
 @dataclass(frozen=True, slots=True)
+class LimitNotice:
+    """A limit of the turn stopped something that goes on without it (tool calls over their
+    cap were not run): one line naming the limit and its setting."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolUsed:
     """The model called a memory tool; `summary` is one line for the chat."""
 
@@ -188,8 +205,10 @@ class ApprovalRequested:
 
 TurnEvent = (
     LongtermWarning
+    | MessageMasked
     | ContextBudgeted
     | ContextNotice
+    | LimitNotice
     | Recalled
     | FactsInjected
     | ToolUsed

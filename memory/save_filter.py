@@ -183,6 +183,15 @@ class SaveFilter:
             while len(self._recent) > self._config.max_conversations:
                 self._recent.popitem(last=False)
 
+    def forget_saved(self, role: str, content: str, conversation_id: str) -> None:
+        """Take a text back out of the dedup memory: its point was forgotten (a superseded
+        message), so its replacement is not a duplicate of it."""
+        text = content.strip()
+        with self._lock:
+            buffer = self._recent.get((conversation_id, role))
+            if buffer is not None and text in buffer:
+                buffer.remove(text)
+
     def recent_saves(self, role: str, conversation_id: str) -> tuple[str, ...]:
         """The texts dedup compares against for this conversation and role, oldest first."""
         with self._lock:

@@ -102,6 +102,13 @@ class FactsConfig(SettingsArea):
     tools: bool = True
     """Offer the model the memory_read / memory_write tools (if the model supports tools).
     Key `memory_tools`."""
+    tool_calls_per_round: int = Field(default=8, ge=1)
+    """Tool calls of one model answer that are run; the others are not, and the model is
+    told (a model once asked for 300 `memory_write` calls at once). Key
+    `memory_tool_calls_per_round`."""
+    tool_calls_per_turn: int = Field(default=24, ge=1)
+    """Tool calls run in one turn, every round together; at the cap the model must answer
+    in text. Key `memory_tool_calls_per_turn`."""
     reflection: bool = True
     """At session end (/new, quit, idle), ask the model once for durable facts (candidates
     for the user to approve). Key `memory_reflection`."""

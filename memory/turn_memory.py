@@ -64,15 +64,17 @@ class TurnMemory:
         return Hypotheses(self.store.db, self.facts)
 
     async def embed_texts(self, texts: Sequence[str]) -> list[list[float] | None] | None:
-        """One embedding request (counted); None when it fails. A vector the server got
-        wrong (NaN, infinity, absurd size, zero: `memory.embedding_check`) is None in its
-        place: that text is stored without a vector, like when Ollama is down."""
+        """One embedding request (counted); None when it fails. The texts are masked first,
+        whoever calls (remember, recall, backfill, import-doc): a raw secret never reaches
+        /api/embed, and a vector is computed from the text that is stored. A vector the
+        server got wrong (NaN, infinity, absurd size, zero: `memory.embedding_check`) is None
+        in its place: that text is stored without a vector, like when Ollama is down."""
         if self.embed is None or not texts:
             self.embed_problem = "no embedder"
             return None
         await asyncio.to_thread(self.store.count_embed_requests, 1)
         try:
-            vectors = await self.embed(list(texts))
+            vectors = await self.embed([mask_secrets(text) for text in texts])
         except Exception as error:  # noqa: BLE001 - fail-soft: stored without vectors
             log.warning("embedding failed (%s): points wait for backfill", error)
             self.embed_problem = "Ollama was not reachable"
@@ -229,8 +231,9 @@ class TurnMemory:
         batches (each request well within the HTTP timeout), with `progress(done, total)`."""
         resolved = path.expanduser().resolve()
         text = await asyncio.to_thread(resolved.read_text, encoding="utf-8")
-        entries = [(entry.key, entry.content) for entry in split_markdown(text)]
-        plan = await asyncio.to_thread(self.store.plan_ingest, f"doc:{resolved}#", entries)
+        entries = masked_keys([(entry.key, entry.content) for entry in split_markdown(text)])
+        prefix = mask_secrets(f"doc:{resolved}#")
+        plan = await asyncio.to_thread(self.store.plan_ingest, prefix, entries)
         todo = plan.texts_to_embed()
         vectors: dict[str, Sequence[float] | None] = {}
         requests = 0
@@ -246,6 +249,24 @@ class TurnMemory:
         return IngestReport(
             report.added, report.updated, report.unchanged, report.removed, requests
         )
+
+
+def masked_keys(entries: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Entries with their keys (heading paths, stored in `points.source`) masked like the
+    content they head; two headings that differ only by a secret stay two keys
+    (`Token [REDACTED:github_token] (2)`)."""
+    used: set[str] = set()
+    masked: list[tuple[str, str]] = []
+    for key, content in entries:
+        base: str = mask_secrets(key)
+        unique = base
+        count = 1
+        while unique in used:
+            count += 1
+            unique = f"{base} ({count})"
+        used.add(unique)
+        masked.append((unique, content))
+    return masked
 
 
 def _one_new_dimension(

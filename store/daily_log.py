@@ -53,7 +53,10 @@ _ESCAPE_RE = re.compile(rf"^(\\*{_GUARDED})$", re.MULTILINE)
 _UNESCAPE_RE = re.compile(rf"^\\(\\*{_GUARDED})$", re.MULTILINE)
 _DAY_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
 
-MessageStatus = Literal["complete", "cut_off", "cancelled", "failed", "truncated"]
+MessageStatus = Literal["complete", "cut_off", "cancelled", "failed", "truncated", "superseded"]
+# A message `/retry` or an edit replaced: kept in the file, skipped by history, `ask` and
+# continuing (store/daily_log_rewrite.py marks it).
+SUPERSEDED: MessageStatus = "superseded"
 # Metadata key on a message appended right after one that a crash cut short.
 PREVIOUS_CUT_SHORT = "previous_cut_short"
 
@@ -136,7 +139,14 @@ def _message_from(role: Role, body: str, meta: dict[str, object], inherited: str
         except ValueError:
             time_value = None
     status = meta.get("status")
-    known: tuple[str, ...] = ("complete", "cut_off", "cancelled", "failed", "truncated")
+    known: tuple[str, ...] = (
+        "complete",
+        "cut_off",
+        "cancelled",
+        "failed",
+        "truncated",
+        "superseded",
+    )
     conversation = meta.get("conversation")
     model = meta.get("model")
     reason = meta.get("reason")
@@ -158,7 +168,8 @@ def parse_messages(text: str) -> list[LogMessage]:
     metadata line is a message without metadata (it inherits the conversation of the
     message before it), a block saved with CRLF line ends reads as if saved with LF, and
     a message cut short by a crash is returned with status `truncated` (the last one of
-    the file, or one followed by a message whose metadata says so).
+    the file, or one followed by a message whose metadata says so, or one whose metadata
+    line the crash cut: that fragment is dropped, never read as its text).
     """
     headers = list(HEADER_RE.finditer(text))
     messages: list[LogMessage] = []
@@ -175,8 +186,9 @@ def parse_messages(text: str) -> list[LogMessage]:
         newline = text.find("\n", start, end)
         first_line = text[start:end] if newline == -1 else text[start:newline]
         read = _read_meta(first_line) if first_line.startswith(META_PREFIX) else None
-        if read is not None:
-            meta = read
+        damaged = read is None and _damaged_meta(first_line)
+        if read is not None or damaged:  # a damaged one is dropped: never message text
+            meta = read or {}
             start = end if newline == -1 else newline + 1
         region = text[start:end]
         if header.group(2):  # this block was saved with CRLF line ends
@@ -186,7 +198,7 @@ def parse_messages(text: str) -> list[LogMessage]:
         cut_short = is_last and not region.endswith("\n\n")
         body = region[:-2] if region.endswith("\n\n") else region.rstrip("\n")
         message = _message_from(role, body, meta, conversation)
-        if cut_short and message.status == "complete":
+        if (cut_short or damaged) and message.status == "complete":
             message = replace(message, status="truncated")
         if meta.get(PREVIOUS_CUT_SHORT) and messages:
             if fragment_before:  # what was cut short was that header, not the message
@@ -202,6 +214,14 @@ def parse_messages(text: str) -> list[LogMessage]:
 
 
 _HEADERS = ("### user", "### assistant")
+
+
+def _damaged_meta(line: str) -> bool:
+    """A metadata line a crash cut short (`<!-- straylight {"ti`): it starts like ours but
+    does not end like it, or it is the first bytes of one. A body line never reads so: one
+    that starts like our metadata is written escaped."""
+    line = line.rstrip("\r")
+    return line.startswith(META_PREFIX) or (bool(line) and META_PREFIX.startswith(line))
 
 
 def _header_fragment(region: str) -> str:
@@ -266,7 +286,8 @@ class DailyLog:
             yield day, self.read_day(day)
 
     def recent(self, conversation_id: str, limit: int) -> list[LogMessage]:
-        """The last `limit` messages of one conversation, oldest first.
+        """The last `limit` messages of one conversation, oldest first (superseded ones
+        left out).
 
         Walks the day files newest first and stops once it has enough, or once it has
         passed the day the conversation started: the date in an id like
@@ -284,7 +305,7 @@ class DailyLog:
             mine = [m for m in self.read_day(day) if m.conversation_id == conversation_id]
             if floor is None and not mine and collected:
                 break
-            collected = mine + collected
+            collected = [m for m in mine if m.status != SUPERSEDED] + collected
             if len(collected) >= limit:
                 break
         return collected[-limit:]
@@ -293,7 +314,9 @@ class DailyLog:
 def _start_day(conversation_id: str) -> date | None:
     """The day before the UTC date a conversation id starts with, or None for other ids."""
     started = start_date(conversation_id)
-    return None if started is None else started - timedelta(days=1)
+    if started is None or started == date.min:  # year 1 (a hand-written id): no day before
+        return None
+    return started - timedelta(days=1)
 
 
 def _separator_needed(path: Path) -> bytes:

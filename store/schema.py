@@ -239,6 +239,46 @@ MIGRATIONS: Sequence[tuple[Statement, ...]] = (
         )
         """,
     ),
+    # 5 — conversations you manage (issue 16): a title and a system prompt per conversation id.
+    # The daily logs stay the source of the messages; this holds only what a user sets.
+    (
+        """
+        CREATE TABLE conversations (
+            id VARCHAR PRIMARY KEY,
+            title VARCHAR,
+            system_prompt VARCHAR,
+            updated_at TIMESTAMPTZ NOT NULL
+        )
+        """,
+    ),
+    # 6 — other clients propose facts too: a candidate's origin names any proposer
+    # (`mcp:claude-code` from `straylight mcp`, `cli` or `--origin` from `candidates propose`),
+    # not only Straylight's own four; it stays a non-empty label.
+    (
+        """
+        CREATE TABLE candidates_v6 (
+            id BIGINT PRIMARY KEY DEFAULT nextval('candidate_id_seq'),
+            type VARCHAR NOT NULL,
+            scope VARCHAR NOT NULL,
+            workspace VARCHAR NOT NULL DEFAULT '',
+            key VARCHAR NOT NULL,
+            body VARCHAR NOT NULL,
+            proof VARCHAR NOT NULL DEFAULT '',
+            confidence DOUBLE NOT NULL,
+            source VARCHAR NOT NULL,
+            origin VARCHAR NOT NULL CHECK (length(origin) > 0),
+            requires VARCHAR[] NOT NULL DEFAULT [],
+            status VARCHAR NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'approved', 'rejected')),
+            conversation_id VARCHAR NOT NULL DEFAULT '',
+            created_at TIMESTAMPTZ NOT NULL,
+            decided_at TIMESTAMPTZ
+        )
+        """,
+        "INSERT INTO candidates_v6 SELECT * FROM candidates",
+        "DROP TABLE candidates",
+        "ALTER TABLE candidates_v6 RENAME TO candidates",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

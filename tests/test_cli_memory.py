@@ -148,7 +148,8 @@ def test_recall_json_shape_and_pinned_first(corpus: Corpus) -> None:
     hits = result["hits"]
     assert hits, result
     for hit in hits:
-        assert set(hit) == {"id", "role", "score", "pinned", "created_at", "content"}, hit
+        assert set(hit) == {"id", "role", "score", "pinned", "created_at", "date", "content"}, hit
+        assert hit["date"] == NOW[:10]  # the local day (TZ=UTC here)
         assert type(hit["id"]) is int
         assert hit["role"] in ("user", "assistant", "doc")
         assert isinstance(hit["score"], int | float)

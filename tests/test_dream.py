@@ -344,7 +344,7 @@ async def test_a_failed_model_call_is_an_outcome(
     drawer: FactDrawer, gateway: OllamaGateway, standin: OllamaStandIn
 ) -> None:
     add_memories(drawer, PointStore(drawer.db))
-    standin.fail_next("status", status=500, message="boom")
+    standin.fail_next("status", status=500, message="boom", path="/api/chat")
     outcome = await run_dream(drawer.db, drawer, gateway, "llama3.2", workspace=WS)
     assert outcome.card is None
     assert outcome.reason.startswith("model call failed: ")

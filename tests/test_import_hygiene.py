@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("ollama", "httpx", "duckdb", "usearch", "numpy", "textual.widgets._markdown")
+HEAVY = ("ollama", "httpx", "duckdb", "usearch", "numpy", "textual.widgets._markdown", "mcp")
 
 
 def test_the_entry_and_the_app_do_not_import_heavy_libraries() -> None:
     probe = (
-        "import sys, json; import tui.cli, tui.app; "
+        "import sys, json; import tui.cli, tui.app; tui.cli.build_parser(); "
         "print(json.dumps(sorted(m for m in sys.modules)))"
     )
     result = subprocess.run(

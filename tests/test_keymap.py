@@ -25,6 +25,7 @@ def test_every_binding_id_in_the_app_is_documented() -> None:
     from tui.screens.hypotheses_screen import HypothesesScreen
     from tui.screens.memory_browser import MemoryBrowserScreen
     from tui.screens.memory_screen import MemoryScreen
+    from tui.screens.models_screen import ModelsScreen
     from tui.widgets.candidate_prompt import CandidatePrompt
     from tui.widgets.chat_input import ChatInput
     from tui.widgets.chat_message import ChatMessage
@@ -48,6 +49,7 @@ def test_every_binding_id_in_the_app_is_documented() -> None:
             CandidatesScreen,
             HypothesesScreen,
             MemoryBrowserScreen,
+            ModelsScreen,
         )
         for binding in owner.BINDINGS
         if getattr(binding, "id", None)

@@ -238,3 +238,38 @@ async def test_delete_removes_the_model(srv: OllamaStandIn, gateway: OllamaGatew
     assert "llava:latest" not in by_name(await list_models(client))
     with pytest.raises(ModelNotPulled, match="llava"):
         await delete_model(client, "llava")
+
+
+# ------------------------------------------------------------- one /api/show cache
+
+
+async def test_the_gateway_and_the_catalogue_share_one_show_cache(
+    srv: OllamaStandIn, gateway: OllamaGateway
+) -> None:
+    assert await gateway.capabilities("llama3.2") == ("completion", "tools")
+    assert show_requests(srv) == 1
+    assert (await show_model(gateway.client(), "llama3.2:latest")).context_length == 131_072
+    assert show_requests(srv) == 1  # the gateway's answer, read by the catalogue
+    await list_models(gateway.client())
+    assert show_requests(srv) == len(MODELS)  # only the models not asked yet
+    assert await gateway.capabilities("llava") == ("completion", "vision")
+    assert (await gateway.context_window("qwen3:8b")).model_max == 40_960
+    assert show_requests(srv) == len(MODELS)  # the list's answers, read by the gateway
+    srv.configure_model("llama3.2", context_length=8192)
+    async for _ in pull_model(gateway.client(), "llama3.2"):
+        pass  # a pull drops the entry for both
+    shown = await gateway.show("llama3.2")
+    assert shown is not None and shown.modelinfo["llama.context_length"] == 8192
+    assert show_requests(srv) == len(MODELS) + 1
+
+
+async def test_another_gateway_asks_again(srv: OllamaStandIn, gateway: OllamaGateway) -> None:
+    """The cache belongs to a gateway's client: a new gateway (another `straylight` run, a
+    test's fresh server on a reused port) never reads a stale answer."""
+    await gateway.capabilities("llama3.2")
+    other = OllamaGateway(srv.url)
+    try:
+        await other.capabilities("llama3.2")
+    finally:
+        await other.aclose()
+    assert show_requests(srv) == 2

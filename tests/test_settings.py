@@ -329,6 +329,8 @@ CONFIG_NAMES = [
     "history_turns",
     "http_timeout_seconds",
     "connect_timeout_seconds",
+    "reply_max_chars",
+    "reply_max_seconds",
     "think",
     "keep_alive",
     "model_options",
@@ -352,6 +354,8 @@ CONFIG_NAMES = [
     "memory_facts_max_chars",
     "memory_facts_min_score",
     "memory_tools",
+    "memory_tool_calls_per_round",
+    "memory_tool_calls_per_turn",
     "memory_reflection",
     "memory_reflection_idle_minutes",
     "jobs_enabled",
@@ -359,6 +363,7 @@ CONFIG_NAMES = [
     "jobs_binding_limit_days",
     "keymap",
     "workspace",
+    "mcp_doc_roots",
 ]
 
 # Fields of the areas that are no setting of their own (tuned by tests and benchmarks, or

@@ -241,3 +241,20 @@ def test_sidebar_headroom(
         await wait_until(pilot, lambda: "1 active" in app.query_one(StatusSidebar).state.facts_line)
 
     assert snap_compare(app, terminal_size=(100, 40), run_before=run_before)
+
+
+def test_models_screen_at_80x24(snap_compare, make_settings, fixed_standin) -> None:
+    """F8: the pulled models with capabilities, window, size and loaded state."""
+    from tui.screens.models_screen import ModelsScreen
+
+    app = StraylightApp(frozen(make_settings, fixed_standin.host))
+
+    async def run_before(pilot) -> None:
+        await settle(pilot, app, "online")
+        await pilot.press("f8")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelsScreen), what="models")
+        screen = app.screen
+        await wait_until(pilot, lambda: screen.loaded and bool(screen.records), what="list")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -138,7 +138,12 @@ async def test_options_and_keep_alive_reach_every_chat_request(
     # The turn adds the context budget's num_ctx (both models' maximum capped at 16,384).
     assert plain.options == {"temperature": 0.2, "seed": 7, "num_ctx": 16384}
     assert thinker.options == {"temperature": 0.6, "seed": 7, "num_predict": 64, "num_ctx": 16384}
-    assert structured.options == {"temperature": 0.6, "seed": 7, "num_predict": 64}
+    assert structured.options == {
+        "temperature": 0.6,
+        "seed": 7,
+        "num_predict": 64,
+        "num_ctx": 16384,
+    }
     assert {plain.keep_alive, thinker.keep_alive, structured.keep_alive} == {"30m"}
 
 

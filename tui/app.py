@@ -26,10 +26,12 @@ from agent.turn_events import AfterTurnEvent, MemstatusDue, PointsSaved
 from agent.workspace import resolve_workspace
 from tui.commands import CHAT_KEYS, palette_commands
 from tui.keymap import split_keymap
+from tui.model_pulls import ModelPulls
 from tui.screens.chat_screen import ChatScreen
 from tui.startup_timer import seconds_since_start
 
 if TYPE_CHECKING:
+    from agent.model_catalog import MissingModel
     from jobs.background_jobs import JobResult
     from jobs.scheduler import JobScheduler
     from memory.turn_memory import TurnMemory
@@ -97,6 +99,8 @@ class StraylightApp(App[int]):
         self.crashed = False
         self.memory_session: MemorySession | None = None
         self.memory_problem = "still opening"
+        self.model_pulls = ModelPulls()  # pulls started on the models screen (F8)
+        self.missing_models: tuple[MissingModel, ...] = ()  # by the last Ollama check
         self.chat = ChatScreen(self)
         self.install_screen(self.chat, "chat")
 
@@ -157,6 +161,32 @@ class StraylightApp(App[int]):
         self.chat.refresh_memory_status()  # the point count, without waiting for a turn or a job
         if self.settings.jobs.enabled:
             self._start_jobs(message.memory)
+
+    @work(exclusive=True, group="embed-switch", exit_on_error=False)
+    async def switch_embed_model(self, name: str) -> None:
+        """Embed with `name` for the rest of the session (the models screen's e): the jobs
+        stop, layer 3 closes and opens again with the new model. Opening with another model
+        marks every point for re-embedding (memory/memory_store.py), which backfill does in
+        the background; recall matches words meanwhile. config.toml is not changed."""
+        if self.scheduler is not None:
+            scheduler, self.scheduler = self.scheduler, None
+            await scheduler.stop()
+        await self.engine.drain()
+        self.engine.memory = None
+        self.memory_problem = f"reopening with the embedding model {name}"
+        if self.memory_session is not None:
+            session, self.memory_session = self.memory_session, None
+            await asyncio.to_thread(session.close)
+        memory = self.settings.memory.model_copy(update={"embed_model": name})
+        facts = self.settings.facts.model_copy(update={"embed_model": name})
+        self.settings = self.settings.model_copy(update={"memory": memory, "facts": facts})
+        self.engine.settings = self.settings
+        self.open_memory()
+        self.chat.check_status()  # the sidebar's embedding line follows
+        await self.chat.notice(
+            f"Embedding model for this session: {name}. Every memory point is re-embedded "
+            "in the background; recall matches words until then."
+        )
 
     def _post_after_turn(self, event: AfterTurnEvent) -> None:
         self.post_message(AfterTurn(event))  # the save task runs on the app's loop
@@ -287,6 +317,12 @@ class StraylightApp(App[int]):
                 yield SystemCommand(title, help_text, _runs(chat.run_action, key.action))
         for command, title, help_text in palette_commands():
             yield SystemCommand(title, help_text, _runs(chat.run_slash_command, command))
+        for missing in self.missing_models:
+            yield SystemCommand(
+                f"Pull missing {missing.role} model: {missing.name}",
+                "Open the models screen ready to pull it",
+                _opens_pull(chat.action_open_models, missing.name),
+            )
         if chat.ollama_status is not None and chat.ollama_status.reachable:
             for name in chat.ollama_status.chat_models:  # by capabilities, not by name
                 yield SystemCommand(
@@ -322,6 +358,15 @@ def _runs(
 
     async def run() -> None:
         await call(argument)
+
+    return run
+
+
+def _opens_pull(open_models: Callable[..., None], name: str) -> Callable[[], None]:
+    """A palette callback: the models screen with `name` in its pull box."""
+
+    def run() -> None:
+        open_models(pull=name)
 
     return run
 

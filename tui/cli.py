@@ -32,7 +32,7 @@ COMMANDS_THAT_WRITE = frozenset(
     {None, "ask", "remember", "forget", "import-doc", "facts", "candidates", "reflect", "jobs"}
 )
 # Sub-commands that only read: they never create the data dir (a mistyped --home is reported).
-READ_ACTIONS = frozenset({"list", "get", "history"})
+READ_ACTIONS = frozenset({"list", "get", "history", "search"})
 EXIT_DATA_DIR_IN_USE = 6
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -87,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument(
         "--show-thinking", action="store_true", help="write the model's thinking to stderr"
     )
+    ask.add_argument(
+        "--system",
+        metavar="TEXT",
+        help="this conversation's system prompt (kept with it; '' clears it)",
+    )
 
     history = commands.add_parser(
         "history", allow_abbrev=False, help="print the messages of one day's log"
@@ -120,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common_options(recall, top=False)
     recall.add_argument("query", metavar="QUERY", help="the message")
     recall.add_argument("--k", type=int, metavar="N", help="hits per group (default MEMORY_TOP_K)")
+    recall.add_argument(
+        "--role", choices=("user", "assistant", "doc"), help="only points of this role"
+    )
     recall.add_argument("--json", action="store_true", help="print JSON")
 
     import_doc = commands.add_parser(
@@ -139,6 +147,14 @@ def build_parser() -> argparse.ArgumentParser:
     from tui import cli_models
 
     cli_models.register(commands, _common_options, _Parser)
+    from tui import cli_conversations
+
+    cli_conversations.register(commands, _common_options, _Parser)
+
+    mcp = commands.add_parser(
+        "mcp", allow_abbrev=False, help="serve the memory to other agents (MCP over stdio)"
+    )
+    _common_options(mcp, top=False)
 
     config = commands.add_parser(
         "config", allow_abbrev=False, help="print every effective setting and its source"
@@ -196,6 +212,9 @@ def _fact_commands(commands: Any) -> None:
     leaf(verbs, "reject", "reject a candidate (not proposed again)").add_argument(
         "id", metavar="ID", type=int
     )
+    from tui import cli_fact_agent
+
+    cli_fact_agent.register(actions, verbs, leaf)
 
     reflect = leaf(commands, "reflect", "run the reflection pass over a conversation now")
     reflect.add_argument(
@@ -269,6 +288,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return fail(str(error), EXIT_USAGE)
         if isinstance(error, DataDirInUse):  # a reading command meets DuckDB's lock
             return fail(str(error), EXIT_DATA_DIR_IN_USE)
+        from tui.data_dir_access import unwritable_data_dir
+
+        if (unwritable := unwritable_data_dir(error, settings.home)) is not None:
+            return fail(unwritable, EXIT_USAGE)
         if isinstance(error, DatabaseError):
             log.error("database error: %s", error)
             return fail(str(error), EXIT_UNEXPECTED)
@@ -293,10 +316,18 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         with DataDirLock(settings.home):  # a second instance stops here, before painting
             return run_app(settings)
     if args.command == "ask":
-        text = _ask_text(args.text)
-        from tui.cli_ask import ask
+        from tui.cli_ask import ask, conversation_option
 
-        return asyncio.run(ask(settings, text, args.conversation, args.show_thinking))
+        try:
+            conversation = (
+                None if args.conversation is None else conversation_option(args.conversation)
+            )
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        text = _ask_text(args.text)
+        return asyncio.run(
+            ask(settings, text, conversation, args.show_thinking, system=args.system)
+        )
     if args.command == "history":
         return _history(settings, args.date, args.conversation, as_json=args.json)
     if args.command == "status":
@@ -305,6 +336,10 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         return asyncio.run(status(settings, as_json=args.json))
     if args.command == "config":
         return _config(resolved, as_json=args.json)
+    if args.command == "mcp":
+        from tui.mcp_server import serve
+
+        return serve(settings, _global_options(args))
     if args.command == "hypotheses":
         from tui import cli_hypotheses
 
@@ -313,6 +348,10 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         from tui import cli_jobs
 
         return cli_jobs.dispatch(args, settings)
+    if args.command == "conversations":
+        from tui import cli_conversations
+
+        return cli_conversations.dispatch(args, settings)
     if args.command in ("models", "pull"):
         from tui import cli_models
 
@@ -324,14 +363,16 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     from tui import cli_memory
 
     if args.command == "remember":
-        text = _ask_text(args.text)
+        text = _ask_text(args.text, "remember")
         return asyncio.run(cli_memory.remember(settings, text, as_json=args.json))
     if args.command == "forget":
         return asyncio.run(cli_memory.forget(settings, args.id, as_json=args.json))
     if args.command == "recall":
         if args.k is not None and args.k < 1:
             raise UsageError("--k must be at least 1")
-        return asyncio.run(cli_memory.recall(settings, args.query, k=args.k, as_json=args.json))
+        return asyncio.run(
+            cli_memory.recall(settings, args.query, k=args.k, role=args.role, as_json=args.json)
+        )
     if args.command == "import-doc":
         path = Path(args.path).expanduser()
         if path.is_dir():
@@ -345,17 +386,28 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     raise UsageError(f"unknown command {args.command!r}")
 
 
-def _ask_text(raw: str) -> str:
+def _global_options(args: argparse.Namespace) -> dict[str, str | None]:
+    """The global options as given, for the commands a long-lived process runs."""
+    return {
+        "--home": args.home,
+        "--ollama-host": args.ollama_host,
+        "--model": args.model,
+        "--config": args.config,
+        "--workspace": args.workspace,
+    }
+
+
+def _ask_text(raw: str, command: str = "ask") -> str:
     text = read_stdin_text() if raw == "-" else raw
     if not text.strip():
-        raise UsageError("ask needs a non-empty TEXT")
+        raise UsageError(f"{command} needs a non-empty TEXT")
     return text
 
 
 def _history(
     settings: Settings, day_text: str | None, conversation: str | None, *, as_json: bool
 ) -> int:
-    from store.daily_log import DailyLog
+    from store.daily_log import SUPERSEDED, DailyLog
 
     if day_text is not None:
         try:
@@ -367,6 +419,7 @@ def _history(
     else:
         day = settings.clock.now().astimezone().date()
     messages = DailyLog(settings.home / "conversation").read_day(day)
+    messages = [m for m in messages if m.status != SUPERSEDED]  # replaced by /retry or an edit
     if conversation:
         messages = [m for m in messages if m.conversation_id == conversation]
     if as_json:

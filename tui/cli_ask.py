@@ -6,8 +6,12 @@ on escalation, candidates waiting for approval) are one line each on stderr.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from agent.gateway_errors import EXIT_MODEL_ERROR, EXIT_OK
@@ -17,8 +21,97 @@ from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, for_terminal
 log = logging.getLogger("straylight.cli")
 
 
+def conversation_option(text: str) -> str:
+    """`ask --conversation ID` checked before anything is logged: the id's format
+    (store/conversation_id.py), and a name the masker would change is refused too (a pasted
+    token must not become a conversation id in the log, the database and straylight.log)."""
+    from memory.secret_masking import mask_secrets
+    from store.conversation_id import ID_FORMAT, check_conversation_id
+
+    checked = check_conversation_id(text)
+    if mask_secrets(checked) != checked:
+        raise ValueError(f"--conversation wants {ID_FORMAT} (the value is not repeated here)")
+    return checked
+
+
+class SignalStop:
+    """SIGTERM and SIGHUP during `ask` stop it the way Ctrl-C does: the turn is cancelled, so
+    what arrived is logged, marked `cancelled` with the signal as the reason; the exit code
+    is 128 + the signal (143, 129). Once the reply is logged (`finishing`), the signal only
+    sets the exit code: the background save of its points is not cut short."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.engine: Any = None  # the TurnEngine, once there is one
+        self.received: signal.Signals | None = None
+        self.finishing = False
+
+    def _stop(self, signum: signal.Signals) -> None:
+        if self.received is None:
+            self.received = signum
+            if self.finishing:
+                return
+            if self.engine is not None:
+                self.engine.stop_reason = f"stopped by {signum.name}"
+            self.task.cancel()
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        loop = asyncio.get_running_loop()
+        before = {signum: signal.getsignal(signum) for signum in self.SIGNALS}
+        for signum in self.SIGNALS:
+            loop.add_signal_handler(signum, self._stop, signum)
+        try:
+            yield
+        finally:
+            for signum, handler in before.items():
+                loop.remove_signal_handler(signum)
+                signal.signal(signum, handler)
+
+
 async def ask(
-    settings: Settings, text: str, conversation: str | None, show_thinking: bool = False
+    settings: Settings,
+    text: str,
+    conversation: str | None,
+    show_thinking: bool = False,
+    *,
+    system: str | None = None,
+) -> int:
+    """One turn (`_ask`), stopped by SIGTERM or SIGHUP like Ctrl-C (see `SignalStop`)."""
+    task = asyncio.current_task()
+    assert task is not None
+    stop = SignalStop(task)
+    with stop.installed():
+        try:
+            code = await _ask(settings, text, conversation, show_thinking, stop, system)
+        except asyncio.CancelledError:
+            if stop.received is None:
+                raise
+            task.uncancel()
+        else:
+            if stop.received is None:
+                return code
+            log.warning("ask got %s after the reply was logged", stop.received.name)
+            return fail(
+                f"stopped by {stop.received.name} after the reply was logged",
+                128 + stop.received,
+            )
+    log.warning("ask stopped by %s", stop.received.name)
+    return fail(
+        f"stopped by {stop.received.name} (what arrived is kept in the log, marked cancelled)",
+        128 + stop.received,
+    )
+
+
+async def _ask(
+    settings: Settings,
+    text: str,
+    conversation: str | None,
+    show_thinking: bool,
+    stop: SignalStop,
+    system: str | None,
 ) -> int:
     from agent.ollama_gateway import OllamaGateway
     from agent.turn import TurnEngine, new_conversation_id
@@ -28,6 +121,7 @@ async def ask(
         CapabilityReminder,
         ContextBudgeted,
         ContextNotice,
+        LimitNotice,
         LongtermWarning,
         MemstatusDue,
         ReplyDelta,
@@ -46,10 +140,12 @@ async def ask(
         await gateway.aclose()
         raise
     engine = TurnEngine(settings, gateway, memory)
+    stop.engine = engine
     after_turn: list[AfterTurnEvent] = []  # what the background save reports, read after drain
     engine.after_turn = after_turn.append
     engine.longterm.ensure_template()
     conversation_id = conversation or new_conversation_id(settings.clock)
+    system_prompt = conversation_system_prompt(memory, conversation_id, system)
     code = EXIT_MODEL_ERROR
     wrote_text = False
     pending = 0
@@ -57,7 +153,7 @@ async def ask(
     thinking = ThinkingEcho()
     try:
         async for event in engine.run(
-            text, conversation_id=conversation_id, model=settings.ollama.model
+            text, conversation_id=conversation_id, model=settings.ollama.model, system=system_prompt
         ):
             if isinstance(event, ThinkingDelta):
                 if show_thinking:  # stdout carries only the answer
@@ -70,14 +166,16 @@ async def ask(
                 wrote_text = True
             elif isinstance(event, ReplyFinished):
                 code = EXIT_OK
+                stop.finishing = True  # logged: a signal no longer cuts the save short
             elif isinstance(event, ReplyFailed):
                 code = event.error.exit_code
+                stop.finishing = True
                 if wrote_text:
                     sys.stdout.write("\n")
                 kept = " (the partial reply is kept in the log, marked cut off)"
                 fail(str(event.error) + (kept if event.partial else ""), code)
                 wrote_text = False
-            elif isinstance(event, LongtermWarning | ContextNotice):
+            elif isinstance(event, LongtermWarning | ContextNotice | LimitNotice):
                 print(f"{PROG}: warning: {event.text}", file=sys.stderr)
             elif isinstance(event, ContextBudgeted) and event.notes:
                 print(f"{PROG}: {event.summary()}: {'; '.join(event.notes)}", file=sys.stderr)
@@ -129,3 +227,14 @@ async def run_memstatus(settings: Settings, memory: Any, gateway: Any) -> list[s
         log.exception("memstatus after the turn failed")
         return []
     return [f"{PROG}: {notice.text}" for notice in result.notices]
+
+
+def conversation_system_prompt(memory: Any, conversation_id: str, given: str | None) -> str | None:
+    """`--system TEXT` sets the conversation's system prompt (blank clears it); without it,
+    the one the conversation kept (None: the persona)."""
+    from memory.conversation_notes import ConversationNotes
+
+    notes = ConversationNotes(memory.store)
+    if given is not None:
+        notes.set_system_prompt(conversation_id, given.strip() or None)
+    return notes.get(conversation_id).system_prompt

@@ -82,6 +82,10 @@ def _line(fact: Fact) -> str:
 def dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "reflect":
         return asyncio.run(_reflect(settings, args.conversation, as_json=args.json))
+    if args.action in ("search", "propose"):
+        from tui import cli_fact_agent
+
+        return cli_fact_agent.dispatch(args, settings)
     try:
         if args.command == "facts":
             return _facts(args, settings)

@@ -11,6 +11,7 @@ from agent.settings import Settings
 from agent.workspace import resolve_workspace
 from memory.context_meta import context_status, load_context_report
 from memory.memory_store import MemoryConfig, RecallResult, headroom
+from memory.recall import join_recall_block, recall_entries
 from tui.cli_output import for_terminal, print_json
 from tui.memory_session import MemorySession
 
@@ -56,7 +57,9 @@ async def forget(settings: Settings, point_id: int, *, as_json: bool) -> int:
     return EXIT_OK
 
 
-async def recall(settings: Settings, query: str, *, k: int | None, as_json: bool) -> int:
+async def recall(
+    settings: Settings, query: str, *, k: int | None, role: str | None = None, as_json: bool
+) -> int:
     from store.database import database_path
 
     if not database_path(settings.home).exists():  # nothing stored yet: create nothing
@@ -66,15 +69,42 @@ async def recall(settings: Settings, query: str, *, k: int | None, as_json: bool
     try:
         with MemorySession(settings, gateway, read_only=True) as memory:
             vector = await memory.embed_one(query)
-            result = memory.store.recall(query, vector=vector, k=k)
+            if role is None:
+                result = memory.store.recall(query, vector=vector, k=k)
+            else:
+                wide = memory.store.recall(query, vector=vector, k=ROLE_POOL)
+                result = only_role(wide, role, k or settings.memory.top_k, settings.memory)
     finally:
         await gateway.aclose()
     return _print_recall(result, as_json=as_json, words_only=vector is None)
 
 
+# `recall --role`: the hits of that role among the same fused candidates the chat ranks (50
+# from each ranking), so the ranking is the chat's; a role rare among them may give fewer.
+ROLE_POOL = 100
+
+
+def only_role(result: RecallResult, role: str, k: int, config: MemoryConfig) -> RecallResult:
+    """The first `k` pinned and `k` other hits of `role`, in recall's order, and their block."""
+    pinned = [hit for hit in result.hits if hit.pinned and hit.role == role][:k]
+    others = [hit for hit in result.hits if not hit.pinned and hit.role == role][:k]
+    hits = pinned + others
+    entries = recall_entries(hits, config.max_chars)
+    return RecallResult(hits, join_recall_block(entries), entries)
+
+
+def recall_json(result: RecallResult) -> dict[str, Any]:
+    """`recall --json`: recall's fields plus `date`, the local day of each hit (its daily
+    log's day)."""
+    data = result.to_json()
+    for hit, shown in zip(result.hits, data["hits"], strict=True):
+        shown["date"] = hit.created_at.astimezone().date().isoformat()
+    return data
+
+
 def _print_recall(result: RecallResult, *, as_json: bool, words_only: bool) -> int:
     if as_json:
-        print_json(result.to_json())
+        print_json(recall_json(result))
         return EXIT_OK
     print(for_terminal(result.block) if result.hits else "nothing recalled")
     if words_only:

@@ -53,6 +53,7 @@ async def status(settings: Settings, *, as_json: bool) -> int:
                 ollama.has_model(settings.memory.embed_model) if ollama.reachable else None
             ),
             "error": ollama.error,
+            "missing_models": _missing_json(settings, ollama.models if ollama.reachable else None),
         },
         "longterm": {
             "path": str(longterm.path),
@@ -72,6 +73,8 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     pulled = report["ollama"]["model_pulled"]
     model_note = "" if pulled is None else (" (pulled)" if pulled else " (not pulled)")
     print(f"model      {settings.ollama.model}{model_note}")
+    for missing in report["ollama"]["missing_models"] or ():
+        print(f"missing    {_missing_text(missing)}")
     print(f"longterm   {longterm.size_bytes} / {longterm.budget_bytes} bytes")
     if longterm_warning:
         print(f"warning    {longterm_warning}")
@@ -103,6 +106,25 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     )
     print(f"context    {context_line(memory['context'], context_notes)}")
     return EXIT_OK
+
+
+def _missing_json(settings: Settings, pulled: tuple[str, ...] | None) -> list[Any] | None:
+    """`[{"role", "model", "fix"}]` for the chat and embedding models Ollama does not have;
+    None when Ollama could not be asked."""
+    from agent.model_catalog import missing_models
+
+    if pulled is None:
+        return None
+    missing = missing_models(
+        pulled, chat_model=settings.ollama.model, embed_model=settings.memory.embed_model
+    )
+    return [model.to_json() for model in missing]
+
+
+def _missing_text(missing: dict[str, Any]) -> str:
+    from agent.model_catalog import MissingModel
+
+    return MissingModel(missing["role"], missing["model"]).line()
 
 
 def context_line(context: dict[str, Any], notes: list[str]) -> str:

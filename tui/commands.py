@@ -13,7 +13,18 @@ from typing import Literal
 
 from textual.binding import Binding
 
-Runner = Literal["help", "new", "model", "think", "dream", "memory", "fact", "hypothesis"]
+Runner = Literal[
+    "help",
+    "new",
+    "model",
+    "think",
+    "dream",
+    "memory",
+    "fact",
+    "hypothesis",
+    "conversation",
+    "image",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +91,14 @@ CHAT_KEYS: tuple[ChatKey, ...] = (
     ChatKey("open_facts", "f3", "open_facts", "Facts"),
     ChatKey("open_candidates", "f4", "open_candidates", "Candidates", show=False),
     ChatKey("open_hypotheses", "f5", "open_hypotheses", "Hypotheses", show=False),
+    ChatKey(
+        "open_models",
+        "f8",
+        "open_models",
+        "Models",
+        show=False,
+        palette=("Models", "Pulled models: pull, delete, use for chat or embeddings (F8)"),
+    ),
     ChatKey("open_conversations", "ctrl+o", "open_conversations", "Chats", show=False),
     ChatKey("edit_longterm", "ctrl+g", "edit_longterm", "longterm.md", show=False),
     ChatKey(
@@ -112,6 +131,13 @@ _COMMANDS: tuple[SlashCommand, ...] = (
         "/think",
         "/think true|false|low|medium|high sets thinking for this session; /think alone shows it",
         "think",
+    ),
+    SlashCommand(
+        "/image",
+        "/image PATH attaches an image to your next message (vision models); /image off drops it",
+        "image",
+        help="- `/image PATH` — an image for your next message, for models that can see "
+        "(`/image off` drops it)",
     ),
     SlashCommand(
         "/remember",
@@ -185,6 +211,26 @@ _COMMANDS: tuple[SlashCommand, ...] = (
         palette=("Conversations", "The daily logs: read one, continue it (Ctrl+O)"),
         help="- `/conversations` — the daily logs by day: read one, continue it · `/longterm` "
         "— edit\n  longterm.md",
+    ),
+    SlashCommand(
+        "/title",
+        "/title TEXT names this conversation; /title alone shows its title",
+        "conversation",
+        help="- `/title TEXT` · `/system TEXT` (`--clear`) — this conversation's title and system\n"
+        "  prompt · `/retry` (or **r** on the last reply) regenerates the last reply; **Up** in\n"
+        "  an empty box (or **e** on your last message) edits and resends it",
+    ),
+    SlashCommand(
+        "/system",
+        "/system TEXT sets this conversation's system prompt; /system alone shows it; "
+        "/system --clear removes it",
+        "conversation",
+    ),
+    SlashCommand(
+        "/retry",
+        "regenerate the last reply (the old one stays in the log, marked superseded)",
+        "conversation",
+        palette=("Retry", "Regenerate the last reply"),
     ),
     SlashCommand(
         "/longterm",

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from store.clock import format_instant
 from store.conversation_id import start_date
-from store.daily_log import DailyLog, LogMessage
+from store.daily_log import SUPERSEDED, DailyLog, LogMessage
 from tui.display_text import ellipsize, first_line
 
 # Statuses that mean a message did not arrive whole: shown with a warning mark.
@@ -77,6 +78,8 @@ def summarize_messages(day: date, messages: list[LogMessage]) -> DaySummary:
     """Group one day's messages by conversation; the latest-started conversation first."""
     groups: dict[str, list[LogMessage]] = {}
     for message in messages:
+        if message.status == SUPERSEDED:  # replaced by /retry or an edit: not shown
+            continue
         groups.setdefault(message.conversation_id, []).append(message)
     summaries = [summarize_conversation(day, cid, group) for cid, group in groups.items()]
     # Newest first; a conversation without any time sorts after the timed ones, in file order.
@@ -116,20 +119,25 @@ def conversation_days(days: Iterable[DaySummary]) -> dict[str, list[date]]:
 def load_conversation(
     daily_log: DailyLog, conversation_id: str, days: Iterable[date] | None = None
 ) -> list[LogMessage]:
-    """All messages of one conversation from every day file, oldest day first, file order.
+    """All messages of one conversation from every day file, oldest day first, file order
+    (the superseded ones left out).
 
     `days` (from an index: `conversation_days`) limits the files read. Without it, the
     days before the start encoded in a `new_conversation_id` id are skipped (one day of
     slack: ids are UTC, file names local dates); any other id reads every file.
     """
-    wanted = sorted(set(days)) if days is not None else _days_from_start(daily_log, conversation_id)
+    wanted = sorted(set(days)) if days is not None else days_from_start(daily_log, conversation_id)
     collected: list[LogMessage] = []
     for day in wanted:
-        collected.extend(m for m in daily_log.read_day(day) if m.conversation_id == conversation_id)
+        collected.extend(
+            m
+            for m in daily_log.read_day(day)
+            if m.conversation_id == conversation_id and m.status != SUPERSEDED
+        )
     return collected
 
 
-def _days_from_start(daily_log: DailyLog, conversation_id: str) -> list[date]:
+def days_from_start(daily_log: DailyLog, conversation_id: str) -> list[date]:
     """The day files that can hold messages of this conversation, oldest first."""
     all_days = daily_log.days()
     started = start_date(conversation_id)
@@ -147,3 +155,88 @@ def _start_key(summary: ConversationSummary) -> float:
 def _distinct(values: Iterable[str]) -> tuple[str, ...]:
     """The values without repeats, in first-seen order."""
     return tuple(dict.fromkeys(values))
+
+
+TITLE_WIDTH = 80  # characters of a title proposed from the first message
+
+
+def propose_title(first_message: str) -> str:
+    """A title from the first user message, without a model call: its first non-blank line,
+    Markdown marks at the start (`#`, `>`, `-`, `*`) and runs of blanks removed, at most
+    `TITLE_WIDTH` characters."""
+    line = " ".join(first_line(first_message).split()).lstrip("#>-* \t")
+    return ellipsize(line, TITLE_WIDTH)
+
+
+def clean_title(text: str) -> str:
+    """A title the user typed, as kept: one line, blanks collapsed, at most 200 characters."""
+    return ellipsize(" ".join(text.split()), 200)
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationInfo:
+    """One conversation across all its days: `straylight conversations --json`'s row."""
+
+    conversation_id: str
+    title: str
+    title_set: bool  # False: proposed from the first message
+    started: datetime | None
+    last: datetime | None
+    messages: int
+    model: str | None  # the model of its last message that names one
+    days: tuple[date, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.conversation_id,
+            "title": self.title,
+            "started": format_instant(self.started) if self.started else None,
+            "last": format_instant(self.last) if self.last else None,
+            "messages": self.messages,
+            "model": self.model,
+        }
+
+
+def list_conversations(daily_log: DailyLog, titles: dict[str, str]) -> list[ConversationInfo]:
+    """Every conversation of the logs (superseded messages left out), the one written to last
+    first; `titles` are the ones users set, by id."""
+    found: dict[str, list[tuple[date, LogMessage]]] = {}
+    for day in daily_log.days():
+        for message in daily_log.read_day(day):
+            if message.status != SUPERSEDED:
+                found.setdefault(message.conversation_id, []).append((day, message))
+    infos = [_info(cid, entries, titles.get(cid)) for cid, entries in found.items()]
+    return sorted(
+        infos, key=lambda i: i.last.timestamp() if i.last else float("-inf"), reverse=True
+    )
+
+
+def conversation_info(daily_log: DailyLog, conversation_id: str) -> ConversationInfo | None:
+    """One conversation's row (its proposed title), reading only the day files that can hold
+    it (`days_from_start`); None when no live message of it is found."""
+    entries = [
+        (day, m)
+        for day in days_from_start(daily_log, conversation_id)
+        for m in daily_log.read_day(day)
+        if m.conversation_id == conversation_id and m.status != SUPERSEDED
+    ]
+    return _info(conversation_id, entries, None) if entries else None
+
+
+def _info(
+    conversation_id: str, entries: list[tuple[date, LogMessage]], title: str | None
+) -> ConversationInfo:
+    messages = [m for _day, m in entries]
+    times = [m.time for m in messages if m.time is not None]
+    first_user = next((m.content for m in messages if m.role == "user" and m.content.strip()), "")
+    models = [m.model for m in messages if m.model]
+    return ConversationInfo(
+        conversation_id=conversation_id,
+        title=title or propose_title(first_user),
+        title_set=bool(title),
+        started=min(times) if times else None,
+        last=max(times) if times else None,
+        messages=len(messages),
+        model=models[-1] if models else None,
+        days=tuple(dict.fromkeys(day for day, _m in entries)),
+    )

@@ -29,6 +29,8 @@ BINDING_IDS: dict[str, str] = {
     "message_copy": "copy the selected message to the clipboard (c)",
     "message_thinking": "open or fold the selected reply's thinking (t)",
     "message_done": "back to the message box (Esc)",
+    "message_retry": "on the last reply: regenerate it (r)",
+    "message_edit": "on the last user message: edit and resend it (e)",
     "confirm_yes": "answer yes to a question (y)",
     "confirm_no": "answer no (n)",
     "candidate_approve": "approve a fact the model wants to remember (a)",
@@ -62,6 +64,15 @@ BINDING_IDS: dict[str, str] = {
     "hypothesis_delete": "hypotheses: delete it, after a yes (d)",
     "conversation_open": "conversations: read the highlighted one full-width (Enter)",
     "conversation_continue": "conversations: continue it in the chat (c)",
+    "conversation_rename": "conversations: rename the highlighted one (r)",
+    "conversation_delete": "conversations: delete it, after a yes (d)",
+    "conversation_export": "conversations: export it as Markdown (e)",
+    "open_models": "the models screen (F8)",
+    "models_pull": "models: type a model name to pull (p)",
+    "models_delete": "models: delete the highlighted model, after a yes (d)",
+    "models_use_chat": "models: chat with the highlighted model this session (c)",
+    "models_use_embedding": "models: embed with it this session, after a yes (e)",
+    "models_refresh": "models: read the list again (r)",
 }
 
 

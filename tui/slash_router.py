@@ -40,8 +40,16 @@ async def run_slash_command(chat: ChatScreen, line: str) -> None:
             await chat.notice(chat.models_text())
     elif entry.runs == "think":
         await chat.set_think(argument)
+    elif entry.runs == "image":
+        from tui.image_command import run_image_command
+
+        await run_image_command(chat, argument)
     elif entry.runs == "dream":
         chat.straylight.run_job_now("dream", announce=True)
+    elif entry.runs == "conversation":
+        from tui.conversation_commands import run_conversation_command
+
+        await run_conversation_command(chat, command, argument)
     else:
         await _run_store_command(chat, command, argument)
 

@@ -271,6 +271,27 @@ class ChatNavigation(Screen[None]):
 
         self._open_screen(HypothesesScreen(facts))
 
+    def action_open_models(self, pull: str | None = None) -> None:
+        """F8: the models screen (`pull` fills its pull box: a missing model's offer)."""
+        from tui.screens.models_screen import ModelsScreen
+
+        self._open_screen(ModelsScreen(self.straylight, pull=pull), self._use_model)
+
+    async def _use_model(self, choice: object) -> None:
+        from tui.screens.models_screen import ModelChoice
+
+        if not isinstance(choice, ModelChoice):
+            return
+        if choice.role == "chat":
+            await self.straylight.chat.switch_model(choice.name)
+        elif self.straylight.replying:
+            await self.notice(
+                f"A reply is streaming: switch the embedding model to {choice.name} after it.",
+                kind="warning",
+            )
+        else:
+            self.straylight.switch_embed_model(choice.name)
+
     def action_focus_recalled(self) -> None:
         hits = self.query_one(RecalledHits)
         if not hits.option_count:

@@ -31,7 +31,9 @@ from agent.turn_events import (
     ContextBudgeted,
     ContextNotice,
     FactsInjected,
+    LimitNotice,
     LongtermWarning,
+    MessageMasked,
     PointsSaved,
     Recalled,
     ReplyDelta,
@@ -51,11 +53,14 @@ from tui.widgets.recalled_hits import RecalledLine
 from tui.widgets.status_sidebar import SidebarState, SidebarSummary, StatusSidebar
 
 if TYPE_CHECKING:
+    from agent.image_attachment import ImageAttachment
+    from agent.model_catalog import MissingModel
     from agent.ollama_gateway import OllamaStatus
     from store.fact_store import Candidate
     from store.longterm_file import LongtermState
     from tui.app import StraylightApp
     from tui.screens.conversations_screen import ContinueConversation
+    from tui.widgets.missing_model import MissingModelNotice
 
 log = logging.getLogger("straylight.tui")
 
@@ -93,7 +98,11 @@ class ChatScreen(ChatNavigation):
         self.ollama_status: OllamaStatus | None = None
         self.replying = False
         self.unreflected_turns = 0  # finished turns of this conversation since its reflection
+        self.system_prompt: str | None = None  # this conversation's own (`/system`), or none
+        self.editing_last = False  # the box holds the last user message, to resend edited
         self._unsaved: dict[int, tuple[ChatMessage, ChatMessage]] = {}  # turn → its messages
+        self._offered_pulls: set[MissingModel] = set()  # missing models with a notice shown
+        self.pending_image: ImageAttachment | None = None  # `/image PATH`, for the next message
 
     # ---- layout ---------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -140,13 +149,44 @@ class ChatScreen(ChatNavigation):
         self.ollama_status = status
         if status.reachable:
             detail = f"version {status.version}" if status.version else None
+            embed_model = self.straylight.settings.memory.embed_model
             self.publish_sidebar(
-                ollama="online", ollama_detail=detail, model_pulled=status.has_model(self.model)
+                ollama="online",
+                ollama_detail=detail,
+                model_pulled=status.has_model(self.model),
+                embed_model=embed_model,
+                embed_pulled=status.has_model(embed_model),
             )
+            self.offer_missing_models(status)
             if was_offline:
                 self.notify(f"Ollama is back at {status.host}", timeout=4)
         else:
-            self.publish_sidebar(ollama="offline", ollama_detail=status.error, model_pulled=None)
+            self.publish_sidebar(
+                ollama="offline", ollama_detail=status.error, model_pulled=None, embed_pulled=None
+            )
+
+    def offer_missing_models(self, status: OllamaStatus) -> None:
+        """A notice with a Pull button for each configured model Ollama does not have, once
+        per model until it is pulled; the app keeps the list (palette, memory screens)."""
+        from agent.model_catalog import missing_models
+        from tui.widgets.missing_model import MissingModelNotice
+
+        missing = missing_models(
+            status.models,
+            chat_model=self.model,
+            embed_model=self.straylight.settings.memory.embed_model,
+        )
+        self.straylight.missing_models = missing
+        for model in missing:
+            if model not in self._offered_pulls:
+                self._offered_pulls.add(model)
+                self.run_worker(self.chat_log.add(MissingModelNotice(model)))
+        self._offered_pulls &= set(missing)  # pulled (or deleted again): offer it again
+
+    def on_missing_model_notice_pull_requested(
+        self, message: MissingModelNotice.PullRequested
+    ) -> None:
+        self.action_open_models(pull=message.name)
 
     def _apply_longterm(self, state: LongtermState) -> None:
         self.publish_sidebar(
@@ -166,6 +206,12 @@ class ChatScreen(ChatNavigation):
             self.notify("A reply is still streaming: Esc cancels it.", severity="warning")
             return
         message.input.clear()
+        if self.editing_last:  # the edited last message: the old exchange is superseded
+            from tui.conversation_commands import retry_last
+
+            self.editing_last = False
+            await retry_last(self, new_text=text)
+            return
         self.replying = True
         self.send_turn(text)
 
@@ -174,12 +220,23 @@ class ChatScreen(ChatNavigation):
         now = self.settings.clock.now()
         user, reply = await self.chat_log.start_turn(text, time=now, model=self.model)
         finished = False
-        turn = self.engine.run(text, conversation_id=self.conversation_id, model=self.model)
+        from tui.image_command import image_for_turn
+
+        image = await image_for_turn(self)
+        turn = self.engine.run(
+            text,
+            conversation_id=self.conversation_id,
+            model=self.model,
+            system=self.system_prompt,
+            image=image,
+        )
         try:
             async with aclosing(turn) as turn_events:
                 async for event in turn_events:
                     if isinstance(event, ReplyDelta):
                         await reply.append(event.text)
+                    elif isinstance(event, MessageMasked):  # show what the log holds
+                        await user.show_text(event.text)
                     elif isinstance(event, ThinkingDelta):
                         await reply.append_thinking(event.text)
                     elif isinstance(event, ReplyFinished):
@@ -214,7 +271,7 @@ class ChatScreen(ChatNavigation):
                             context_headroom=event.headroom,
                             context_notes=event.notes,
                         )
-                    elif isinstance(event, ContextNotice):
+                    elif isinstance(event, ContextNotice | LimitNotice):
                         await self.notice(f"⚠ {event.text}")
                     elif isinstance(event, LongtermWarning) and not event.over_budget:
                         self.publish_sidebar(longterm_warning=event.text)  # (over budget: shown)
@@ -348,7 +405,10 @@ class ChatScreen(ChatNavigation):
         self.publish_sidebar(model=name, model_pulled=pulled)
         note = f"Model for this session: {name}."
         if pulled is False:
-            note += f" It is not pulled: run `ollama pull {name}`."
+            note += (
+                f" It is not pulled: run `ollama pull {name}` or `straylight pull {name}`"
+                " (F8 pulls it here)."
+            )
         await self.notice(note, kind="warning" if pulled is False else "info")
 
     async def set_think(self, argument: str) -> None:
@@ -381,6 +441,7 @@ class ChatScreen(ChatNavigation):
     async def action_new_conversation(self) -> None:
         self.cancel_reply()
         self.reflect_in_background()
+        self.system_prompt, self.editing_last = None, False
         self.conversation_id = new_conversation_id(self.settings.clock)
         self.conversation_started = self.settings.clock.now()
         await self.chat_log.clear()
@@ -399,8 +460,11 @@ class ChatScreen(ChatNavigation):
     def action_open_conversations(self) -> None:
         from tui.screens.conversations_screen import ConversationsScreen
 
+        memory = self.engine.memory
         self._open_screen(
-            ConversationsScreen(self.engine.daily_log, self.conversation_id),
+            ConversationsScreen(
+                self.engine.daily_log, self.conversation_id, memory.store if memory else None
+            ),
             self._continue_conversation,
         )
 
@@ -416,6 +480,7 @@ class ChatScreen(ChatNavigation):
         self.cancel_reply()
         self.reflect_in_background()  # the conversation being left gets its reflection
         self.conversation_id = chosen.conversation_id
+        self.system_prompt, self.editing_last = chosen.system_prompt, False
         first = chosen.started or self.settings.clock.now()
         self.conversation_started = first
         await self.chat_log.show(chat_widgets(chosen.messages))
@@ -424,6 +489,63 @@ class ChatScreen(ChatNavigation):
             f"Continuing conversation {chosen.conversation_id}: the next message goes on it."
         )
         self.query_one(ChatInput).focus()
+
+    # ---- retry and edit (tui/conversation_commands.py does the work) ---------------------
+    def chat_messages(self) -> list[ChatMessage]:
+        """The messages on screen, oldest first."""
+        return list(self.chat_log.query_children(ChatMessage))
+
+    async def remove_last_exchange(self) -> None:
+        """Remove the last user message and everything after it from the chat log."""
+        children = list(self.chat_log.children)
+        users = [
+            i for i, w in enumerate(children) if isinstance(w, ChatMessage) and w.role == "user"
+        ]
+        if users:
+            await self.chat_log.remove_children(children[users[-1] :])
+
+    def on_chat_input_edit_last(self, message: ChatInput.EditLast) -> None:
+        """Up in an empty box: the last user message goes back in it, to edit and resend."""
+        self._edit_last(message.input)
+
+    def on_text_area_changed(self, message: ChatInput.Changed) -> None:
+        if isinstance(message.text_area, ChatInput) and not message.text_area.text:
+            self.editing_last = False  # emptied: the next message is a new one
+
+    def _edit_last(self, box: ChatInput) -> None:
+        users = [m for m in self.chat_messages() if m.role == "user"]
+        if not users or self.replying:
+            return
+        box.load_text(users[-1].text)
+        box.move_cursor(box.document.end)
+        box.focus()
+        self.editing_last = True
+        self.notify(
+            "Editing your last message: Enter resends it (the old exchange is kept, "
+            "marked superseded).",
+            timeout=4,
+        )
+
+    async def action_retry_message(self) -> None:
+        """r on the selected message: regenerate it, when it is the last reply."""
+        from tui.conversation_commands import retry_last
+
+        selected = self._selected()
+        replies = [m for m in self.chat_messages() if m.role == "assistant"]
+        if selected is None or not replies or selected is not replies[-1]:
+            self.notify("Only the last reply can be regenerated.", severity="warning")
+            return
+        self.query_one(ChatInput).focus()
+        await retry_last(self)
+
+    def action_edit_message(self) -> None:
+        """e on the selected message: edit and resend it, when it is the last user message."""
+        selected = self._selected()
+        users = [m for m in self.chat_messages() if m.role == "user"]
+        if selected is None or not users or selected is not users[-1]:
+            self.notify("Only your last message can be edited.", severity="warning")
+            return
+        self._edit_last(self.query_one(ChatInput))
 
     def action_edit_longterm(self) -> None:
         """Suspend the TUI, edit longterm.md in $VISUAL / $EDITOR, re-read it after."""

@@ -4,7 +4,10 @@ Left, a tree of days (newest first) and their conversations (time range, message
 first line; the app's current conversation marked). Right, the highlighted conversation,
 read-only. Enter opens it full-width in a `ConversationReader` (Esc back to the list);
 `c`, here or in the reader, dismisses the screen with a `ContinueConversation` that the app
-turns back into its chat log (`chat_widgets`) and whose id it adopts.
+turns back into its chat log (`chat_widgets`) and whose id (and system prompt) it adopts.
+`r` renames the highlighted conversation, `d` deletes it after a y/n, `e` exports it as
+Markdown (tui/screens/conversation_actions.py); a title set shows instead of the first line,
+the system prompt in the preview's header.
 
 Every file is read in a worker thread; the workers report back with messages. The index
 arrives a day at a time, newest first, so the newest days show before a year of logs is read.
@@ -12,11 +15,12 @@ arrives a day at a time, newest first, so the newest days show before a year of 
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from rich.text import Text
 from textual import on, work
@@ -38,14 +42,26 @@ from tui.conversation_index import (
     load_conversation,
 )
 from tui.display_text import printable
+from tui.screens.confirm_screen import ConfirmScreen
+from tui.screens.conversation_actions import (
+    TitlePrompt,
+    delete_conversation,
+    export_conversation,
+)
 from tui.screens.memory_screen import MemoryScreen
 from tui.widgets.chat_message import STATUS_LABELS, ChatMessage
+
+if TYPE_CHECKING:
+    from memory.conversation_notes import ConversationNotes
+    from memory.memory_store import MemoryStore
+    from store.conversation_store import ConversationRecord
 
 EXPANDED_DAYS = 7  # the newest days start expanded; older ones open with Enter or Space
 PREVIEW_LIMIT = 30  # messages in the preview; Enter opens the whole conversation
 BATCH_DAYS = 30  # days per message from the index worker after the first one
 FIRST_PREVIEW_WAIT = 1.0  # seconds the index worker pauses after the newest day for its preview
 Purpose = Literal["preview", "open", "continue"]
+log = logging.getLogger("straylight.tui")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +70,7 @@ class ContinueConversation:
 
     conversation_id: str
     messages: tuple[LogMessage, ...]
+    system_prompt: str | None = None  # the conversation's own (`/system`), carried on
 
     @property
     def started(self) -> datetime | None:
@@ -84,6 +101,16 @@ class ConversationLoaded(Message):
     conversation_id: str
     messages: list[LogMessage]
     purpose: Purpose
+    record: ConversationRecord | None = None  # its title and system prompt, when set
+
+
+@dataclass
+class ConversationChanged(Message):
+    """A rename, delete or export finished (`problem`: why it failed)."""
+
+    text: str
+    reload: bool
+    problem: bool = False
 
 
 class ReadOnlyMessage(ChatMessage, can_focus=False):
@@ -129,7 +156,7 @@ def time_range(started: datetime | None, ended: datetime | None) -> str:
 
 
 def conversation_label(
-    summary: ConversationSummary, *, current: bool, continued: bool = False
+    summary: ConversationSummary, *, current: bool, continued: bool = False, title: str = ""
 ) -> Text:
     """`21:04–21:30 (6) ⚠ the first user line`; the current conversation marked, and `↳` on
     the part of a conversation that began on an earlier day."""
@@ -141,17 +168,29 @@ def conversation_label(
         label.append(" current", style="bold reverse")
     label.append(" ↳" if continued else "", style="dim")
     label.append(" ")
+    if title:
+        label.append(printable(title), style="bold")
+        return label
     first_line = printable(summary.first_line) or "(no user message)"
     label.append(first_line, style="" if summary.first_line else "dim")
     return label
 
 
-def describe(conversation_id: str, messages: Sequence[LogMessage], *, current: bool) -> Text:
-    """The header over a read-only conversation: id; size, days, models; problems."""
+def describe(
+    conversation_id: str,
+    messages: Sequence[LogMessage],
+    *,
+    current: bool,
+    record: ConversationRecord | None = None,
+) -> Text:
+    """The header over a read-only conversation: title, id; size, days, models; its system
+    prompt; problems."""
     days = sorted({m.time.astimezone().date() for m in messages if m.time is not None})
     models = list(dict.fromkeys(m.model for m in messages if m.model))
     problems = [m.status for m in messages if m.status in PROBLEM_STATUSES]
     text = Text(printable(conversation_id) or "(no conversation id)", style="bold")
+    if record is not None and record.title:
+        text = Text(printable(record.title) + "\n", style="bold") + text
     if current:
         text.append(" · current", style="bold")
     facts = [f"{len(messages)} message{'' if len(messages) == 1 else 's'}"]
@@ -160,6 +199,9 @@ def describe(conversation_id: str, messages: Sequence[LogMessage], *, current: b
     if models:
         facts.append(", ".join(models))
     text.append("\n" + " · ".join(facts))
+    if record is not None and record.system_prompt:
+        prompt = " ".join(record.system_prompt.split())
+        text.append(f"\nsystem prompt: {printable(prompt)}", style="italic")
     if problems:
         counts = {status: problems.count(status) for status in dict.fromkeys(problems)}
         marks = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items())
@@ -179,12 +221,12 @@ def conversation_view(
     *,
     current: bool,
     limit: int | None = None,
+    record: ConversationRecord | None = None,
 ) -> list[Widget]:
     """Header, the messages read-only (a day rule where the day changes), a 'more' note."""
     shown = list(messages if limit is None else messages[:limit])
-    widgets: list[Widget] = [
-        Static(describe(conversation_id, messages, current=current), classes="conversation-head")
-    ]
+    head = describe(conversation_id, messages, current=current, record=record)
+    widgets: list[Widget] = [Static(head, classes="conversation-head")]
     last_day: date | None = None
     for message, widget in zip(shown, chat_widgets(shown, read_only=True), strict=True):
         day = message.time.astimezone().date() if message.time is not None else None
@@ -206,6 +248,9 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Open", id="conversation_open", priority=True),
         Binding("c", "continue", "Continue", id="conversation_continue"),
+        Binding("r", "rename", "Rename", id="conversation_rename"),
+        Binding("d", "delete", "Delete", id="conversation_delete"),
+        Binding("e", "export", "Export", id="conversation_export"),
     ]
     DEFAULT_CSS = """
     ConversationsScreen #conversations-body {
@@ -234,10 +279,22 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
     }
     """
 
-    def __init__(self, daily_log: DailyLog, current_conversation_id: str = "") -> None:
+    def __init__(
+        self,
+        daily_log: DailyLog,
+        current_conversation_id: str = "",
+        store: MemoryStore | None = None,
+    ) -> None:
         super().__init__()
         self.daily_log = daily_log
         self.current_conversation_id = current_conversation_id
+        self.notes: ConversationNotes | None = None
+        if store is not None:
+            from memory.conversation_notes import ConversationNotes
+
+            self.notes = ConversationNotes(store)
+        self.titles: dict[str, str] = {}  # the titles users set, read with the index
+        self._said_after_reload = ""
         self.index_complete = False
         self.day_count = 0
         self._days_of: dict[str, list[date]] = {}
@@ -270,6 +327,9 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
         batch: list[DaySummary] = []
         first = True
         try:
+            if self.notes is not None:
+                records = self.notes.all()
+                self.titles = {cid: r.title for cid, r in records.items() if r.title}
             for summary in iter_day_summaries(self.daily_log):
                 if worker.is_cancelled:
                     return
@@ -299,6 +359,9 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
         if message.done:
             self.index_complete = True
             self._say_index_size()
+            if self._said_after_reload:  # what the change did outlives the index's line
+                self.say(self._said_after_reload)
+                self._said_after_reload = ""
         if message.problem is not None:
             self.say(f"Could not read every daily log: {message.problem}", error=True)
 
@@ -308,10 +371,14 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
         """One conversation line; its parts on later days (added before) get their `↳`."""
         cid = conversation.conversation_id
         current = cid == self.current_conversation_id
+        title = self.titles.get(cid, "")
         for later in self._leaves_of.get(cid, []):
             if isinstance(later.data, ConversationSummary):
-                later.set_label(conversation_label(later.data, current=current, continued=True))
-        leaf = day.add_leaf(conversation_label(conversation, current=current), conversation)
+                later.set_label(
+                    conversation_label(later.data, current=current, continued=True, title=title)
+                )
+        label = conversation_label(conversation, current=current, title=title)
+        leaf = day.add_leaf(label, conversation)
         self._leaves_of.setdefault(cid, []).append(leaf)
         self._days_of.setdefault(cid, []).insert(0, conversation.day)
 
@@ -328,7 +395,8 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
         total = len(self._days_of)
         self.say(
             f"{total} conversation{'' if total == 1 else 's'} on {self.day_count} "
-            f"day{'' if self.day_count == 1 else 's'} · Enter opens · c continues · Esc closes"
+            f"day{'' if self.day_count == 1 else 's'} · Enter opens · c continues · "
+            "r renames · d deletes · e exports"
         )
 
     def days_for(self, conversation_id: str) -> list[date] | None:
@@ -365,11 +433,14 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
         def read() -> None:
             try:
                 messages = load_conversation(self.daily_log, conversation_id, days)
-            except OSError as error:
+                record = self.notes.get(conversation_id) if self.notes is not None else None
+            except Exception as error:  # a file or the database: named, detailed in the log
+                log.exception("reading %s failed", conversation_id)
                 self.post_message(ReadFailed(f"Could not read {conversation_id}: {error}"))
                 return
             if not get_current_worker().is_cancelled:
-                self.post_message(ConversationLoaded(conversation_id, messages, purpose))
+                loaded = ConversationLoaded(conversation_id, messages, purpose, record)
+                self.post_message(loaded)
 
         self.run_worker(read, thread=True, exclusive=True, group=group, exit_on_error=False)
 
@@ -387,7 +458,11 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
             current = message.conversation_id == self.current_conversation_id
             await self._show_preview(
                 conversation_view(
-                    message.conversation_id, message.messages, current=current, limit=PREVIEW_LIMIT
+                    message.conversation_id,
+                    message.messages,
+                    current=current,
+                    limit=PREVIEW_LIMIT,
+                    record=message.record,
                 )
             )
         elif message.purpose == "open":
@@ -395,10 +470,13 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
                 message.conversation_id,
                 message.messages,
                 current=message.conversation_id == self.current_conversation_id,
+                record=message.record,
             )
             self.app.push_screen(reader, self._reader_closed)
         else:
-            self.dismiss(ContinueConversation(message.conversation_id, tuple(message.messages)))
+            system = message.record.system_prompt if message.record else None
+            result = ContinueConversation(message.conversation_id, tuple(message.messages), system)
+            self.dismiss(result)
 
     @on(ReadFailed)
     def read_failed(self, message: ReadFailed) -> None:
@@ -438,6 +516,110 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
         if result is not None:
             self.dismiss(result)
 
+    # ---- rename, delete, export (tui/screens/conversation_actions.py) -----------------------
+    def _chosen_for(self, verb: str) -> ConversationSummary | None:
+        chosen = self.highlighted
+        if chosen is None:
+            self.say(f"Highlight a conversation to {verb} (a line under a day).", error=True)
+        elif self.notes is None and verb != "export":
+            self.say("Memory is not available, so titles and deletes cannot be kept.", error=True)
+            return None
+        return chosen
+
+    def action_rename(self) -> None:
+        """r: a new title for the highlighted conversation."""
+        chosen = self._chosen_for("rename")
+        if chosen is None:
+            return
+        cid = chosen.conversation_id
+        current = self.titles.get(cid, chosen.first_line)
+
+        def renamed(title: str | None) -> None:
+            if title:
+                self._change(lambda notes: notes.set_title(cid, title), f"Renamed: {title}")
+
+        self.app.push_screen(TitlePrompt(current), renamed)
+
+    def action_delete(self) -> None:
+        """d: delete the highlighted conversation after a y/n (not the one in the chat)."""
+        chosen = self._chosen_for("delete")
+        if chosen is None:
+            return
+        cid = chosen.conversation_id
+        if cid == self.current_conversation_id:
+            self.say("That is the conversation you are in: Ctrl+N starts a new one.", error=True)
+            return
+        title = self.titles.get(cid, chosen.first_line)
+        question = (
+            f"Delete conversation {cid} ({title})? Its messages leave the daily logs and its "
+            "unpinned memory points are forgotten. This cannot be undone."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._delete(cid)
+
+        self.app.push_screen(ConfirmScreen(question), answered)
+
+    @work(thread=True, group="conversation-change", exit_on_error=False)
+    def _delete(self, conversation_id: str) -> None:
+        try:
+            done = delete_conversation(self.daily_log, self.notes, conversation_id)
+        except Exception as error:
+            log.exception("deleting %s failed", conversation_id)
+            self.post_message(ConversationChanged(f"Delete failed: {error}", False, True))
+            return
+        text = (
+            f"Deleted {conversation_id}: {done.messages} messages, "
+            f"{done.points} memory points forgotten."
+        )
+        self.post_message(ConversationChanged(text, reload=True))
+
+    @work(thread=True, group="conversation-change", exit_on_error=False)
+    def _change(self, change: Callable[[ConversationNotes], None], text: str) -> None:
+        try:
+            assert self.notes is not None
+            change(self.notes)
+        except Exception as error:
+            log.exception("changing a conversation failed")
+            self.post_message(ConversationChanged(f"Failed: {error}", False, True))
+            return
+        self.post_message(ConversationChanged(text, reload=True))
+
+    def action_export(self) -> None:
+        """e: the highlighted conversation as Markdown in the data dir's exports/ folder."""
+        chosen = self._chosen_for("export")
+        if chosen is not None:
+            self._export(chosen.conversation_id)
+
+    @work(thread=True, group="conversation-change", exit_on_error=False)
+    def _export(self, conversation_id: str) -> None:
+        try:
+            path = export_conversation(self.daily_log, self.notes, conversation_id)
+        except Exception as error:
+            log.exception("exporting %s failed", conversation_id)
+            self.post_message(ConversationChanged(f"Export failed: {error}", False, True))
+            return
+        self.post_message(ConversationChanged(f"Exported to {path}", reload=False))
+
+    @on(ConversationChanged)
+    def conversation_changed(self, message: ConversationChanged) -> None:
+        if message.reload:
+            self._said_after_reload = message.text
+            self._reload()
+        self.say(message.text, error=message.problem)
+
+    def _reload(self) -> None:
+        """Read the index again (after a rename or a delete)."""
+        self.conversation_tree.clear()
+        self.day_count = 0
+        self.index_complete = False
+        self._days_of.clear()
+        self._leaves_of.clear()
+        self._previewed = None
+        self._first_preview_shown.set()
+        self.read_index()
+
 
 class ConversationReader(MemoryScreen[ContinueConversation | None]):
     """One conversation, full-width and read-only; c continues it, Esc goes back."""
@@ -466,15 +648,19 @@ class ConversationReader(MemoryScreen[ContinueConversation | None]):
         messages: Sequence[LogMessage],
         *,
         current: bool = False,
+        record: ConversationRecord | None = None,
     ) -> None:
         super().__init__()
         self.conversation_id = conversation_id
         self.messages = tuple(messages)
         self.current = current
+        self.record = record
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="conversation-reader"):
-            yield from conversation_view(self.conversation_id, self.messages, current=self.current)
+            yield from conversation_view(
+                self.conversation_id, self.messages, current=self.current, record=self.record
+            )
 
     def on_mount(self) -> None:
         self.query_one("#conversation-reader", VerticalScroll).focus()
@@ -485,4 +671,5 @@ class ConversationReader(MemoryScreen[ContinueConversation | None]):
         if not self.conversation_id:
             self.say("This conversation has no id in the log, so it cannot go on.", error=True)
             return
-        self.dismiss(ContinueConversation(self.conversation_id, self.messages))
+        system = self.record.system_prompt if self.record else None
+        self.dismiss(ContinueConversation(self.conversation_id, self.messages, system))

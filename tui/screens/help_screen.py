@@ -29,7 +29,7 @@ HELP_TEMPLATE = """\
 - **Ctrl+R** — the last prompt's recalled hits in the sidebar: **Enter** opens one in the
   memory browser, **f** forgets it (asks first), **Esc** back to typing
 - **F2** memory browser · **F3** facts · **F4** candidates · **F5** hypotheses ·
-  **Ctrl+O** conversations — full screens; **Esc** closes them
+  **Ctrl+O** conversations · **F8** models — full screens; **Esc** closes them
 - **Ctrl+G** — edit longterm.md in `$VISUAL` / `$EDITOR`; it is re-read when you save
 
 ## Slash commands
@@ -43,6 +43,8 @@ HELP_TEMPLATE = """\
 - **Candidates** (F4): **a** approve · **e** edit, then Enter approves · **r** reject
 - **Hypotheses** (F5): **v** validate · **x** refute · **d** delete (asks first)
 - **Conversations** (Ctrl+O): **Enter** read one full-width · **c** continue it in the chat
+- **Models** (F8): **p** pull (type a name, Enter; it goes on while you chat) · **d** delete
+  (asks first) · **c** use for chat · **e** use for embeddings (asks first) · **r** refresh
 
 ## When the model wants to remember a fact
 A box appears in the chat: **a** approve · **e** edit (Enter saves) · **r** reject ·

@@ -32,6 +32,11 @@ class MemoryScreen(Screen[ResultT]):
         background: $panel;
         text-style: bold;
     }
+    MemoryScreen #screen-missing {
+        height: auto;
+        padding: 0 1;
+        color: $warning;
+    }
     MemoryScreen #screen-status {
         height: auto;
         max-height: 3;
@@ -45,9 +50,20 @@ class MemoryScreen(Screen[ResultT]):
 
     def compose(self) -> ComposeResult:
         yield Static(Text(self.TITLE_TEXT), id="screen-title")
+        yield Static(self._missing_text(), id="screen-missing")
         yield from self.compose_body()
         yield Static("", id="screen-status")
         yield Footer()
+
+    def _missing_text(self) -> Text:
+        """A configured model Ollama does not have (the last check's), with its fix; F8 on
+        the chat pulls it. Empty and hidden when every model is there."""
+        missing = getattr(self.app, "missing_models", ())
+        return Text("\n".join(f"⚠ {model.line()} (F8 in the chat pulls it)" for model in missing))
+
+    def on_mount(self) -> None:
+        line = self.query_one("#screen-missing", Static)
+        line.display = bool(getattr(self.app, "missing_models", ()))
 
     def compose_body(self) -> ComposeResult:
         """The view's own widgets, between the title and the status line."""

@@ -28,6 +28,12 @@ class ChatInput(TextArea):
         input: ChatInput
         text: str
 
+    @dataclass
+    class EditLast(Message):
+        """Up in an empty box: the user wants their last message back, to edit and resend."""
+
+        input: ChatInput
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
             id=id,
@@ -42,6 +48,11 @@ class ChatInput(TextArea):
             event.stop()
             event.prevent_default()
             self.action_submit()
+            return
+        if event.key == "up" and not self.text:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.EditLast(self))
             return
         if event.key in NEWLINE_KEYS:
             event.stop()

@@ -40,7 +40,8 @@ class ChatMessage(Vertical, can_focus=True):
 
     Selectable (Ctrl+Up from the message box, or a click): Up/Down move between messages,
     p pins it, f forgets its memory point (after a confirmation), c copies it, t opens or
-    folds its thinking, Esc goes back to the message box.
+    folds its thinking, r on the last reply regenerates it, e on the last user message puts
+    it back in the box to edit and resend, Esc goes back to the message box.
 
     Thinking is shown only: it is mounted with its first piece (a reply without thinking is
     laid out exactly as before) and lives as long as the widget (the log never has it)."""
@@ -53,6 +54,8 @@ class ChatMessage(Vertical, can_focus=True):
         Binding("f", "screen.forget_message", "Forget", id="message_forget"),
         Binding("c", "screen.copy_message", "Copy", id="message_copy"),
         Binding("t", "toggle_thinking", "Thinking", id="message_thinking", show=False),
+        Binding("r", "screen.retry_message", "Retry", id="message_retry"),
+        Binding("e", "screen.edit_message", "Edit", id="message_edit"),
         Binding("escape", "screen.focus_input", "Back to typing", id="message_done"),
     ]
 
@@ -88,6 +91,14 @@ class ChatMessage(Vertical, can_focus=True):
             from textual.widgets import Markdown
 
             yield Markdown(printable(self.text), classes="message-body")
+
+    async def show_text(self, text: str) -> None:
+        """Show `text` instead (a user's message as it was stored: masked)."""
+        self.text = text
+        if self.role == "user":
+            self.query_one(".message-body", Static).update(Text(printable(text)))
+        else:
+            await self.body.update(printable(text))
 
     def _title_text(self) -> Text:
         who = "you" if self.role == "user" else (self.model or "assistant")

@@ -42,6 +42,8 @@ class SidebarState:
     context: str | None = None  # the last prompt against the window: "context 3.1k / 8k"
     context_headroom: str = "ok"  # ok | warn | critical
     context_notes: tuple[str, ...] = ()  # what the budget left out, one line a section
+    embed_model: str = ""
+    embed_pulled: bool | None = None  # None: not known (Ollama offline or not checked yet)
 
     def with_changes(self, **changes: object) -> SidebarState:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -114,9 +116,25 @@ class StatusSidebar(VerticalScroll):
             model_line += " ✓ pulled"
         elif state.model_pulled is False:
             model_line += f"\nnot pulled: run\n`ollama pull {state.model}`"
+            model_line += f"\nor `straylight pull {state.model}`\n(F8 pulls it here)"
             style = "yellow"
         lines.append((model_line, style))
+        lines += StatusSidebar._missing_embed_lines(state)
         return _section("Ollama", lines)
+
+    @staticmethod
+    def _missing_embed_lines(state: SidebarState) -> list[tuple[str, str]]:
+        """The embedding model, only when Ollama does not have it: its name and the fix."""
+        if state.embed_pulled is not False:
+            return []
+        name = state.embed_model
+        return [
+            (
+                f"embeddings {name}\nnot pulled: no vectors,\nrecall by words only; run\n"
+                f"`ollama pull {name}`\nor `straylight pull {name}`\n(F8 pulls it here)",
+                "yellow",
+            )
+        ]
 
     @staticmethod
     def _conversation_block(state: SidebarState) -> Text:

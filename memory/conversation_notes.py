@@ -1,0 +1,86 @@
+"""Conversations you manage, on the memory's side: titles and system prompts (the
+`conversations` table), and what deleting or retrying does to a conversation's points.
+
+The messages are the daily logs' (store/daily_log_rewrite.py edits them); here is what the
+database holds about a conversation: its record, its points, and the audit row of a delete.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memory.secret_masking import mask_secrets
+from store.conversation_store import ConversationRecord, ConversationStore
+from store.point_values import content_hash
+
+if TYPE_CHECKING:
+    from memory.memory_store import MemoryStore
+
+DELETE_EVENT = "conversation_delete"
+SUPERSEDED_REASON = "superseded by a retry or an edit"
+
+
+@dataclass(frozen=True, slots=True)
+class PointsRemoved:
+    """What a delete did to a conversation's points."""
+
+    forgotten: list[int]
+    pinned_kept: int
+
+
+class ConversationNotes:
+    """The records and points of conversations, for one open memory store."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.records = ConversationStore(store.db)
+
+    def get(self, conversation_id: str) -> ConversationRecord:
+        return self.records.get(conversation_id)
+
+    def all(self) -> dict[str, ConversationRecord]:
+        return self.records.all()
+
+    def set_title(self, conversation_id: str, title: str | None) -> None:
+        self.records.set_title(conversation_id, title)
+
+    def set_system_prompt(self, conversation_id: str, prompt: str | None) -> None:
+        """Set (None: clear) the conversation's system prompt, masked like every stored
+        text; it is never saved as a memory point."""
+        self.records.set_system_prompt(conversation_id, mask_secrets(prompt) if prompt else None)
+
+    def remove(self, conversation_id: str, *, messages: int, days: list[str]) -> PointsRemoved:
+        """Forget the conversation's unpinned points (pinned ones stay: the user pinned them),
+        drop its record, and record one `conversation_delete` audit row."""
+        forgotten = []
+        for point_id in self.records.point_ids(conversation_id):
+            if self.store.forget(point_id, reason=f"conversation {conversation_id} deleted"):
+                forgotten.append(point_id)
+        pinned = len(self.records.point_ids(conversation_id, pinned=True))
+        self.records.delete(conversation_id)
+        detail = {
+            "conversation_id": conversation_id,
+            "messages": messages,
+            "days": days,
+            "points_forgotten": forgotten,
+            "pinned_kept": pinned,
+        }
+        self.store.points.record_event(
+            DELETE_EVENT, reason="deleted by the user", detail=json.dumps(detail)
+        )
+        return PointsRemoved(forgotten, pinned)
+
+    def forget_message_points(self, conversation_id: str, role: str, text: str) -> list[int]:
+        """Forget the unpinned points that hold exactly this message of this conversation
+        (a superseded user message or reply: its replacement gets its own point)."""
+        stored = mask_secrets(text).strip()
+        self.store.filter.forget_saved(role, stored, conversation_id)
+        digest = content_hash(stored)
+        gone = []
+        for point in self.store.points.find_by_hash(digest):
+            mine = point.conversation_id == conversation_id and point.role == role
+            if mine and not point.pinned and self.store.forget(point.id, reason=SUPERSEDED_REASON):
+                gone.append(point.id)
+        return gone

@@ -1,0 +1,180 @@
+"""Issue 15 §8 in the reliability suite: signals during `ask`, a crash inside a metadata line,
+a read-only data dir, and a server that stalls every call — each on a copy of a data dir that
+already holds one complete turn, checked through the product's own parser and the DuckDB
+file, as the rest of the suite does.
+
+- SIGTERM or SIGHUP while the reply streams: what arrived is logged, marked `cancelled` with
+  the signal as the reason, the user's message before it; exit 143 / 129, one line; the
+  earlier turn and points untouched; the next `ask` works.
+- A log cut inside a metadata line (`### assistant` then `<!-- straylight {"ti`, what a kill
+  during that write leaves): a damaged header, never text the model is sent.
+- A read-only data dir (a backup on a read-only mount): `status`, `recall`, `facts list` and
+  `jobs list` stop with one line, exit 2, and write nothing (checked under a read-only bind
+  mount in a private mount namespace; skipped where `unshare` cannot make one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from store.daily_log import LogMessage, format_message
+from tests.reliability import fault_support
+from tests.reliability.fault_support import (
+    SEED_QUESTION,
+    SEED_REPLY,
+    Workspace,
+    assert_ok,
+    log_path,
+    points,
+    read_log,
+)
+from tests.support.cli import REPO_ROOT
+
+seeded_template = fault_support.seeded_template
+world = fault_support.world
+
+REPLY = "one two three four five six seven"
+WAIT = 30.0  # seconds a step may take on a loaded machine
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_signal_during_the_reply_keeps_what_arrived_marked(
+    world: Workspace, signum: signal.Signals, code: int
+) -> None:
+    before = log_path(world.home).read_bytes()
+    world.standin.script_reply(REPLY)
+    world.standin.fail_next("stall", after=3, seconds=WAIT, path="/api/chat")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli", "ask", "count for me"],
+        env=world.env,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    os.set_blocking(proc.stdout.fileno(), False)
+    seen = b""
+    deadline = time.monotonic() + WAIT
+    while b"three" not in seen and proc.poll() is None and time.monotonic() < deadline:
+        seen += proc.stdout.read() or b""
+        time.sleep(0.02)
+    assert b"three" in seen, seen
+    proc.send_signal(signum)
+    assert proc.wait(WAIT) == code
+    lines = proc.stderr.read().decode().strip().splitlines()
+    assert lines == [
+        f"straylight: stopped by {signum.name} (what arrived is kept in the log, marked cancelled)"
+    ]
+    world.standin.clear_faults()
+    assert log_path(world.home).read_bytes().startswith(before)
+    messages = read_log(world.home)
+    assert [(m.role, m.content) for m in messages[:2]] == [
+        ("user", SEED_QUESTION),
+        ("assistant", SEED_REPLY),
+    ]
+    user, reply = messages[2:]
+    assert (user.role, user.content, user.status) == ("user", "count for me", "complete")
+    assert reply.role == "assistant" and reply.status == "cancelled"
+    assert reply.content.strip() == "one two three"
+    assert reply.reason == f"stopped by {signum.name}"
+    assert len(points(world.home)) == 2  # a cancelled reply never becomes a memory
+    world.standin.script_reply("Still here.")
+    assert_ok(after := world.run("ask", "are you there?"))
+    assert after.stdout == "Still here.\n"
+
+
+def test_a_crash_inside_a_metadata_line_is_never_sent_to_the_model(world: Workspace) -> None:
+    (seed_user,) = [m for m in read_log(world.home) if m.role == "user"]
+    user = LogMessage("user", "and then?", conversation_id=seed_user.conversation_id)
+    with log_path(world.home).open("ab") as log:  # the kill hit the reply's metadata write
+        log.write(format_message(user).encode() + b'### assistant\n<!-- straylight {"ti')
+    world.standin.script_reply("Then nothing.")
+    assert_ok(world.run("ask", "--conversation", seed_user.conversation_id, "still there?"))
+    sent = world.standin.chat_requests()[-1]["messages"]
+    assert [m["content"] for m in sent[1:]] == [
+        SEED_QUESTION,
+        SEED_REPLY,
+        "and then?",
+        "still there?",
+    ]
+    damaged = read_log(world.home)[3]
+    assert (damaged.role, damaged.content, damaged.status) == ("assistant", "", "truncated")
+
+
+def _read_only_mount_works(path: Path) -> bool:
+    probe = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f"mount --bind -o ro '{path}' '{path}'"],
+        capture_output=True,
+        check=False,
+    )
+    return probe.returncode == 0
+
+
+def _on_a_read_only_mount(world: Workspace, command: list[str]) -> subprocess.CompletedProcess[str]:
+    if shutil.which("unshare") is None or not _read_only_mount_works(world.home):
+        pytest.skip("no read-only bind mount here (unshare -rm)")
+    home = str(world.home)
+    args = " ".join(f"'{a}'" for a in command)
+    script = f"mount --bind -o ro '{home}' '{home}' && exec '{sys.executable}' -m tui.cli {args}"
+    return subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script],
+        env=world.env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["status"], ["recall", "blue service"], ["facts", "list"], ["jobs", "list"]],
+    ids=lambda c: " ".join(c),
+)
+def test_a_read_only_data_dir_can_be_read(world: Workspace, command: list[str]) -> None:
+    """The reading commands write nothing (issue 15 §5), so a backup on a read-only mount
+    can be looked at in place."""
+    listing = fault_support.tree(world.home)
+    proc = _on_a_read_only_mount(world, command)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "cannot write" not in proc.stderr, proc.stderr
+    assert fault_support.tree(world.home) == listing
+
+
+@pytest.mark.parametrize("command", [["remember", "a note"], ["ask", "hello"]], ids=lambda c: c[0])
+def test_a_read_only_data_dir_is_one_line_exit_2_for_a_writing_command(
+    world: Workspace, command: list[str]
+) -> None:
+    listing = fault_support.tree(world.home)
+    proc = _on_a_read_only_mount(world, command)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert str(world.home) in lines[0] and "read-only file system" in lines[0].lower()
+    assert "unexpected error" not in lines[0] and "details in" not in lines[0]
+    assert fault_support.tree(world.home) == listing
+
+
+async def test_a_signal_after_the_reply_is_logged_does_not_cut_the_save_short() -> None:
+    """The reply is in the log and its points are being saved: the signal sets the exit code
+    (128 + it) but does not cancel the save."""
+    from tui.cli_ask import SignalStop
+
+    task = asyncio.current_task()
+    assert task is not None
+    stop = SignalStop(task)
+    stop.finishing = True
+    stop._stop(signal.SIGTERM)
+    await asyncio.sleep(0)  # a cancellation would be delivered here
+    assert stop.received == signal.SIGTERM and not task.cancelling()

@@ -1,0 +1,111 @@
+"""The commands `straylight mcp` runs that are new with it: `recall --role` and the hits'
+`date`, `candidates propose --origin`, `facts search`, and the `mcp_doc_roots` setting — each
+through `tui.cli.main` in-process against the HTTP stand-in and a real DuckDB file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.settings import SettingsError, load_settings
+from tests.support.cli import DAY, NOW, Env, assert_one_line, cli_env, printed_json, run_cli
+from tests.support.ollama_standin import OllamaStandIn
+
+
+@pytest.fixture
+def env(tmp_path: Path, standin: OllamaStandIn) -> Env:
+    return cli_env(
+        tmp_path / "home",
+        tmp_path,
+        OLLAMA_HOST=standin.host,
+        STRAYLIGHT_NOW=NOW,
+        STRAYLIGHT_WORKSPACE="demo",
+    )
+
+
+def test_recall_role_keeps_only_that_role_and_every_hit_has_its_date(
+    env: Env, tmp_path: Path
+) -> None:
+    doc = tmp_path / "deploy.md"
+    doc.write_text("# Deploy\n\nThe blyck deploy runs just deploy on the build box.\n")
+    printed_json(run_cli(env, "import-doc", str(doc), "--json"))
+    pinned = printed_json(run_cli(env, "remember", "blyck deploy happens on fridays", "--json"))
+    every = printed_json(run_cli(env, "recall", "blyck deploy", "--json"))
+    assert {hit["role"] for hit in every["hits"]} == {"user", "doc"}
+    assert all(hit["date"] == DAY and "created_at" in hit for hit in every["hits"])
+    docs = printed_json(run_cli(env, "recall", "blyck deploy", "--role", "doc", "--json"))
+    assert [hit["role"] for hit in docs["hits"]] == ["doc"]
+    assert "fridays" not in docs["block"] and "build box" in docs["block"]
+    users = printed_json(run_cli(env, "recall", "blyck deploy", "--role", "user", "--json"))
+    assert [hit["id"] for hit in users["hits"]] == [pinned["id"]]
+    none = printed_json(run_cli(env, "recall", "blyck deploy", "--role", "assistant", "--json"))
+    assert none == {"hits": [], "block": ""}
+    assert_one_line(run_cli(env, "recall", "x", "--role", "tool"), 2, "invalid choice")
+
+
+def test_candidates_propose_waits_for_approval_and_names_its_origin(env: Env) -> None:
+    args = ("candidates", "propose", "Deploy: Blyck", "--type", "procedure")
+    made = printed_json(
+        run_cli(env, *args, "--body", "just deploy", "--origin", "mcp:zed\x1b[2J[bold]", "--json")
+    )
+    assert (made["key"], made["status"], made["origin"]) == (
+        "deploy:blyck",
+        "pending",
+        "mcp:zed 2J bold",
+    )
+    listed = run_cli(env, "candidates", "list")
+    assert "from mcp:zed 2J bold" in listed.stdout
+    assert_one_line(run_cli(env, *args, "--body", "just deploy"), 1, "already pending")
+    assert_one_line(run_cli(env, *args, "--body", "   "), 2, "body")
+    assert_one_line(run_cli(env, *args, "--body", "x", "--origin", "tool"), 2, "origin")
+    default = printed_json(run_cli(env, *args, "--body", "make deploy", "--json"))
+    assert default["origin"] == "cli"
+    printed_json(run_cli(env, "candidates", "reject", str(default["id"]), "--json"))
+    assert_one_line(run_cli(env, *args, "--body", "make deploy"), 1, "rejected before")
+    assert printed_json(run_cli(env, "facts", "list", "--json")) == []  # never a fact by itself
+
+
+def test_facts_search_puts_the_exact_key_first(env: Env, tmp_path: Path) -> None:
+    assert printed_json(run_cli(env, "facts", "search", "deploy", "--json")) == []
+    assert not (tmp_path / "home").exists()  # a read creates no data dir
+    for key, body in (
+        ("deploy:blyck", "Deploy blyck with just deploy; the deploy box is build-1"),
+        ("deploy", "Deploys happen on fridays"),
+    ):
+        printed_json(run_cli(env, "facts", "set", key, "--type", "fact", "--body", body, "--json"))
+    found = printed_json(run_cli(env, "facts", "search", "deploy", "--json"))
+    assert [f["key"] for f in found] == ["deploy", "deploy:blyck"]
+    assert_one_line(run_cli(env, "facts", "search", " "), 2, "non-empty")
+
+
+def test_mcp_doc_roots_from_the_file_and_the_environment(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('mcp_doc_roots = ["~/notes", "/srv/docs"]\n')
+    from_file = load_settings(environ={"HOME": str(tmp_path)}, config_path=config).settings
+    assert from_file.mcp_doc_roots[1] == Path("/srv/docs")
+    assert from_file.mcp_doc_roots[0].name == "notes" and from_file.mcp_doc_roots[0].is_absolute()
+    from_env = load_settings(environ={"STRAYLIGHT_MCP_DOC_ROOTS": "/a:/b"}, config_path=config)
+    assert from_env.settings.mcp_doc_roots == [Path("/a"), Path("/b")]
+    assert from_env.describe()["mcp_doc_roots"]["value"] == ["/a", "/b"]
+    config.write_text('mcp_doc_roots = "/srv/docs"\n')
+    with pytest.raises(SettingsError, match=r"mcp_doc_roots.*list of directories"):
+        load_settings(environ={}, config_path=config)
+
+
+def test_doc_roots_are_the_workspace_and_the_configured_folders_never_slash_or_home(
+    tmp_path: Path,
+) -> None:
+    from tui.mcp_doc_roots import allowed_doc, doc_roots
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    assert doc_roots([notes], cwd=repo / "src") == [repo, notes]
+    assert doc_roots([notes], cwd=Path("/")) == [notes]
+    assert doc_roots([], cwd=tmp_path, home=tmp_path) == []
+    (tmp_path / "x.md").write_text("# x\n")
+    with pytest.raises(ValueError, match=r"outside the folders .*\(none\)"):
+        allowed_doc(str(tmp_path / "x.md"), [])

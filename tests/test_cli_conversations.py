@@ -1,0 +1,313 @@
+"""`straylight conversations …` and `ask --system` as a user meets them (issue 16): list with
+the JSON contract, rename, export (md, json, -o), delete (logs rewritten, unpinned points
+forgotten, an audit row, the question), and every exit code. In-process runs against the
+real-HTTP stand-in, a real DuckDB and usearch in a temp data dir; the question on a terminal
+is met by a real process on a pseudo-terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from store.daily_log import DailyLog
+from tests.support.cli import (
+    NOW,
+    Env,
+    assert_ok,
+    assert_one_line,
+    cli_command,
+    printed_json,
+    run_cli,
+)
+from tests.support.ollama_standin import OllamaStandIn
+
+FIRST = "## How do I keep sourdough starter alive over a two-week holiday?\nMore detail."
+REPLY = "Feed it, then refrigerate it: a cold starter keeps for two weeks without feeding at all."
+OTHER_DAY_TEXT = "### user\nan older conversation without metadata\n\n"
+
+
+@pytest.fixture
+def env(cli_env: Callable[..., Env], standin: OllamaStandIn) -> Env:
+    return cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
+
+
+def ask(env: Env, standin: OllamaStandIn, text: str, *extra: str, reply: str = REPLY) -> str:
+    """One turn; the id of its conversation."""
+    standin.script_reply(reply)
+    assert_ok(run_cli(env, "ask", text, *extra))
+    rows = printed_json(run_cli(env, "history", "--json"))
+    return str(rows[-1]["conversation_id"])
+
+
+def listing(env: Env) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = printed_json(
+        run_cli(env, "conversations", "--json"), quiet=True
+    )
+    return rows
+
+
+def test_list_json_has_the_contract_fields_and_a_proposed_title(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    cid = ask(env, standin, FIRST)
+    rows = listing(env)
+    assert rows == [
+        {
+            "id": cid,
+            "title": "How do I keep sourdough starter alive over a two-week holiday?",
+            "started": NOW,
+            "last": NOW,
+            "messages": 2,
+            "model": "llama3.2",
+        }
+    ]
+    assert printed_json(run_cli(env, "conversations", "list", "--json")) == rows
+    text = run_cli(env, "conversations")
+    assert_ok(text)
+    assert cid in text.stdout and "2 msg" in text.stdout and "sourdough" in text.stdout
+
+
+def test_list_on_an_empty_or_missing_data_dir_creates_nothing(env: Env, home: Path) -> None:
+    assert listing(env) == []
+    proc = run_cli(env, "conversations")
+    assert (proc.returncode, proc.stdout) == (0, "no conversations yet\n")
+    assert not (home / "straylight.duckdb").exists()
+
+
+def test_rename_sets_the_title_and_bad_input_exits_2(env: Env, standin: OllamaStandIn) -> None:
+    cid = ask(env, standin, FIRST)
+    proc = run_cli(env, "conversations", "rename", cid, "  Sourdough\n holiday ")
+    assert_ok(proc)
+    assert proc.stdout == f"renamed {cid}: Sourdough holiday\n"
+    assert listing(env)[0]["title"] == "Sourdough holiday"
+
+    assert_one_line(run_cli(env, "conversations", "rename", cid, "   "), 2, "must not be empty")
+    assert_one_line(
+        run_cli(env, "conversations", "rename", "nope-123", "x"), 2, "no conversation 'nope-123'"
+    )
+    assert_one_line(run_cli(env, "conversations", "rename", cid), 2, "TITLE")
+
+
+def test_export_markdown_and_json_to_stdout_and_to_a_file(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    cid = ask(env, standin, FIRST, "--system", "Answer like a baker.")
+    ask(env, standin, "And in summer?", "--conversation", cid, reply="Same, but feed it first.")
+    assert_ok(run_cli(env, "conversations", "rename", cid, "Starter care"))
+
+    md = run_cli(env, "conversations", "export", cid)
+    assert_ok(md)
+    assert md.stdout.startswith(f"# Starter care\n\n- id: `{cid}`\n")
+    assert "- system prompt: Answer like a baker." in md.stdout
+    assert f"## user · {NOW}\n\n{FIRST}\n" in md.stdout
+    assert f"## assistant · {NOW} · llama3.2\n\nSame, but feed it first.\n" in md.stdout
+
+    data = printed_json(run_cli(env, "conversations", "export", cid, "--format", "json"))
+    assert (data["id"], data["title"], data["system"]) == (
+        cid,
+        "Starter care",
+        "Answer like a baker.",
+    )
+    assert [m["content"] for m in data["messages"]] == [
+        FIRST,
+        REPLY,
+        "And in summer?",
+        "Same, but feed it first.",
+    ]
+
+    target = tmp_path / "out.json"
+    proc = run_cli(env, "conversations", "export", cid, "--format", "json", "-o", str(target))
+    assert_ok(proc)
+    assert json.loads(target.read_text("utf-8")) == data
+    assert (target.stat().st_mode & 0o777) == 0o600
+
+    missing = tmp_path / "no" / "such" / "dir.md"
+    assert_one_line(
+        run_cli(env, "conversations", "export", cid, "-o", str(missing)), 2, "no folder"
+    )
+    assert_one_line(
+        run_cli(env, "conversations", "export", cid, "-o", str(tmp_path)), 2, "directory"
+    )
+    assert_one_line(run_cli(env, "conversations", "export", "x-1"), 2, "no conversation 'x-1'")
+    proc = run_cli(env, "conversations", "export", cid, "--format", "pdf")
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_delete_without_a_terminal_needs_yes(env: Env, standin: OllamaStandIn, home: Path) -> None:
+    cid = ask(env, standin, FIRST)
+    proc = run_cli(env, "conversations", "delete", cid)
+    assert_one_line(proc, 2, "--yes", "no terminal")
+    assert len(listing(env)) == 1
+    assert_one_line(
+        run_cli(env, "conversations", "delete", "gone-1", "--yes"), 2, "no conversation"
+    )
+
+
+def test_delete_rewrites_the_logs_forgets_unpinned_points_and_audits(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    keep = ask(env, standin, "A conversation that stays, about the herb garden and its basil.")
+    cid = ask(env, standin, FIRST)
+    ask(env, standin, "A second question in the same conversation, about rye flour.", "-c", cid)
+    assert_ok(run_cli(env, "remember", "A pinned note that is not part of any conversation."))
+    day_file = next((home / "conversation").glob("*.md"))
+    day_file.write_text(OTHER_DAY_TEXT + day_file.read_text("utf-8"), encoding="utf-8")
+
+    points_before = _points(home)
+    assert any(p[1] == cid for p in points_before)
+    proc = run_cli(env, "conversations", "delete", cid, "--yes")
+    assert_ok(proc)
+    assert proc.stdout.startswith(f"deleted {cid}: 4 messages from 1 daily log, ")
+
+    text = day_file.read_text("utf-8")
+    assert cid not in text and keep in text and text.startswith(OTHER_DAY_TEXT)
+    assert (day_file.stat().st_mode & 0o777) == 0o600
+    assert not list((home / "conversation").glob(".*tmp"))
+    assert [row["id"] for row in listing(env)] == [keep, ""]
+    points_after = _points(home)
+    assert not any(p[1] == cid for p in points_after)
+    assert [p for p in points_before if p[1] != cid] == points_after
+    events = _audit(home, "conversation_delete")
+    assert len(events) == 1 and json.loads(events[0])["conversation_id"] == cid
+
+
+def test_delete_keeps_pinned_points_of_the_conversation(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    cid = ask(env, standin, FIRST)
+    ids = [p[0] for p in _points(home) if p[1] == cid]
+    _pin(home, ids[0])
+    proc = run_cli(env, "conversations", "delete", cid, "--yes")
+    assert_ok(proc)
+    assert "(1 pinned kept)" in proc.stdout
+    assert [p[0] for p in _points(home) if p[1] == cid] == [ids[0]]
+
+
+def test_delete_asks_on_a_terminal(env: Env, standin: OllamaStandIn) -> None:
+    cid = ask(env, standin, FIRST)
+    code, said = _on_a_terminal(env, "n\n", "conversations", "delete", cid)
+    assert code == 1 and "[y/N]" in said and "nothing deleted" in said
+    assert len(listing(env)) == 1
+    code, said = _on_a_terminal(env, "y\n", "conversations", "delete", cid)
+    assert code == 0 and f"deleted {cid}" in said
+    assert listing(env) == []
+
+
+def test_ask_system_is_sent_kept_and_carried(env: Env, standin: OllamaStandIn) -> None:
+    cid = ask(env, standin, "hello there", "--system", "You are a pirate. Say arr.")
+    system = standin.chat_requests()[-1]["messages"][0]["content"]
+    assert system.startswith("You are a pirate. Say arr.")
+    assert "You are Straylight" not in system
+
+    ask(env, standin, "and again", "--conversation", cid)
+    assert standin.chat_requests()[-1]["messages"][0]["content"].startswith("You are a pirate.")
+
+    ask(env, standin, "another conversation")  # the persona stays the default
+    assert standin.chat_requests()[-1]["messages"][0]["content"].startswith("You are Straylight")
+
+    ask(env, standin, "plain now", "--conversation", cid, "--system", "")
+    assert standin.chat_requests()[-1]["messages"][0]["content"].startswith("You are Straylight")
+
+
+def _db(home: Path):
+    import duckdb
+
+    return duckdb.connect(str(home / "straylight.duckdb"), read_only=True)
+
+
+def _points(home: Path) -> list[tuple[int, str]]:
+    with _db(home) as con:
+        rows = con.execute("SELECT id, conversation_id FROM points ORDER BY id").fetchall()
+    return [(int(r[0]), str(r[1])) for r in rows]
+
+
+def _audit(home: Path, event: str) -> list[str]:
+    with _db(home) as con:
+        rows = con.execute("SELECT detail FROM audit WHERE event = ?", [event]).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def _pin(home: Path, point_id: int) -> None:
+    import duckdb
+
+    with duckdb.connect(str(home / "straylight.duckdb")) as con:
+        con.execute("UPDATE points SET pinned = TRUE WHERE id = ?", [point_id])
+
+
+def _on_a_terminal(env: Env, answer: str, *args: str) -> tuple[int, str]:
+    """Run `straylight ARGS` with stdin and stderr on a pseudo-terminal, typing `answer`."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        cli_command(*args), env=env, stdin=follower, stdout=follower, stderr=follower
+    )
+    os.close(follower)
+    os.write(leader, answer.encode())
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=60)
+    os.close(leader)
+    return proc.returncode, b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_daily_log_rewrite_keeps_other_blocks_byte_for_byte(home: Path) -> None:
+    from store.daily_log_rewrite import rewrite_text, supersede_last_exchange
+
+    text = (
+        "preamble\n\n"
+        '### user\n<!-- straylight {"conversation": "a", "extra": "kept"} -->\nq1\n\n'
+        '### assistant\n<!-- straylight {"conversation": "a"} -->\n\\### user\n\n'
+        "### user\r\nno metadata, CRLF\r\n\r\n"
+    )
+    same, changed = rewrite_text(text, lambda _i, _m: "keep")
+    assert (same, changed) == (text, 0)
+    dropped, changed = rewrite_text(text, lambda i, _m: "drop" if i == 1 else "keep")
+    assert (
+        changed == 1 and "\\### user" not in dropped and dropped.startswith("preamble\n\n### user")
+    )
+    marked, _ = rewrite_text(text, lambda _i, _m: "supersede")
+    from store.daily_log import parse_messages
+
+    assert [m.status for m in parse_messages(marked)] == ["superseded"] * 3
+    assert [m.content for m in parse_messages(marked)] == [m.content for m in parse_messages(text)]
+    assert '"extra": "kept"' in marked
+
+    log = DailyLog(home / "conversation")
+    folder = home / "conversation"
+    folder.mkdir(parents=True)
+    (folder / "2031-02-03.md").write_text(text, encoding="utf-8")
+    taken = supersede_last_exchange(log, "a")
+    assert [m.content for m in taken] == ["no metadata, CRLF"]  # it inherits conversation "a"
+    assert [m.status for m in log.read_day(log.days()[0])] == ["complete", "complete", "superseded"]
+    assert [m.content for m in log.recent("a", 10)] == ["q1", "### user"]
+
+
+def test_history_and_the_listing_leave_superseded_messages_out(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    from store.daily_log_rewrite import supersede_last_exchange
+
+    cid = ask(env, standin, FIRST)
+    ask(env, standin, "And in summer?", "-c", cid, reply="Same, but feed it first.")
+    log = DailyLog(home / "conversation")
+    taken = supersede_last_exchange(log, cid)
+    assert [m.content for m in taken] == ["And in summer?", "Same, but feed it first."]
+    rows = printed_json(run_cli(env, "history", "--json"))
+    assert [r["content"] for r in rows] == [FIRST, REPLY]
+    assert listing(env)[0]["messages"] == 2
+    standin.script_reply("ok")
+    assert_ok(run_cli(env, "ask", "next", "-c", cid))
+    sent = [m["content"] for m in standin.chat_requests()[-1]["messages"][1:]]
+    assert sent == [FIRST, REPLY, "next"]

@@ -1,0 +1,195 @@
+"""End to end (issue 13, "done when"): a conversation of any length against a server whose
+default window is 4,096 tokens never loses a message without Straylight saying so.
+
+Each turn is checked against what the model really saw (the stand-in's `chat_outcomes`):
+- Straylight cut it: every history message of the conversation that is missing from the
+  request is counted in the turn's `history: N oldest messages left out` line;
+- Ollama cut it anyway (a window Straylight could not know: `/api/show` failing, a model
+  smaller than the fallback window): the turn names it (`Ollama cut the prompt …`);
+- Ollama refused it (HTTP 400 naming the context): the turn fails with that line, and the
+  message stays in the log.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+from agent.settings import Settings
+from tests.support.cli import NOW, Env, printed_json, run_cli
+from tests.support.ollama_standin import OllamaStandIn
+
+PARAGRAPH = (
+    "We compared the two deploy scripts line by line: the staging one pins the node version, "
+    "copies the build into /srv/app and restarts the service with systemctl. "
+)
+HISTORY_TURNS = 20  # the default `history_turns`
+CUT_RE = re.compile(r"history: (\d+) oldest messages? left out")
+
+
+@dataclass(frozen=True)
+class Turn:
+    number: int
+    returncode: int
+    stderr: str
+
+    @property
+    def history_cut(self) -> int:
+        match = CUT_RE.search(self.stderr)
+        return int(match.group(1)) if match else 0
+
+
+@pytest.fixture
+def server(standin: OllamaStandIn) -> OllamaStandIn:
+    standin.context_mode = "truncate"  # Ollama's silent cut of the oldest messages
+    standin.default_num_ctx = 4096
+    return standin
+
+
+@pytest.fixture
+def env(cli_env: Callable[..., Env], server: OllamaStandIn) -> Env:
+    return cli_env(OLLAMA_HOST=server.host, STRAYLIGHT_NOW=NOW)
+
+
+def converse(env: Env, server: OllamaStandIn, turns: int, size: int) -> list[Turn]:
+    """`turns` long turns of one conversation through `ask`, `size` paragraphs a message."""
+    done = []
+    for number in range(turns):
+        server.script_reply(f"Answer {number}: {PARAGRAPH * size}")
+        proc = run_cli(env, "ask", "-c", "the-long-one", f"Turn {number}: {PARAGRAPH * size}")
+        done.append(Turn(number, proc.returncode, proc.stderr))
+    return done
+
+
+def sent_history(request: dict[str, object]) -> int:
+    messages = request["messages"]
+    assert isinstance(messages, list)
+    return len(messages) - 2  # the system prompt and the new message are not history
+
+
+def test_default_settings_long_conversation_every_missing_message_is_reported(
+    env: Env, server: OllamaStandIn
+) -> None:
+    """No num_ctx setting: the window is the model's maximum capped (16,384), sent on every
+    request, so the 4,096 default never applies; what does not fit is cut by Straylight."""
+    turns = converse(env, server, turns=16, size=20)
+    assert all(turn.returncode == 0 for turn in turns), [t.stderr for t in turns]
+    outcomes = server.chat_outcomes()
+    requests = server.chat_requests()
+    assert len(outcomes) == len(requests) == 16
+    assert [o.dropped_messages for o in outcomes] == [0] * 16  # Ollama never cut
+    assert {r["options"]["num_ctx"] for r in requests} == {16_384}
+    for turn, request in zip(turns, requests, strict=True):
+        before = min(HISTORY_TURNS, 2 * turn.number)  # the conversation's messages so far
+        assert sent_history(request) + turn.history_cut == before, turn
+        assert request["messages"][-1]["content"].startswith(f"Turn {turn.number}:")
+    assert any(turn.history_cut for turn in turns)  # the budget did have to cut
+    logged = printed_json(run_cli(env, "history", "--json"), quiet=True)
+    assert len(logged) == 32 and {m["status"] for m in logged} == {"complete"}
+
+
+def test_a_window_straylight_cannot_know_is_cut_by_ollama_and_named(
+    env: Env, server: OllamaStandIn
+) -> None:
+    """/api/show fails, so Straylight budgets against the 4,096 fallback; the model holds only
+    2,048 and Ollama drops messages: each such turn is named, none is silent."""
+    server.configure_model("small:1b", context_length=2048)
+    server.set_models(["small:1b", "nomic-embed-text"])
+    server.fail_next("status", status=500, message="boom", path="/api/show", count=None)
+    env = {**env, "STRAYLIGHT_MODEL": "small:1b"}
+    turns = converse(env, server, turns=10, size=2)
+    assert all(turn.returncode == 0 for turn in turns), [t.stderr for t in turns]
+    outcomes = server.chat_outcomes()
+    assert {r["options"]["num_ctx"] for r in server.chat_requests()} == {4096}
+    cut_by_ollama = [o.dropped_messages > 0 for o in outcomes]
+    assert any(cut_by_ollama)  # the scenario happened
+    named = ["Ollama cut the prompt" in turn.stderr for turn in turns]
+    for turn, cut, said in zip(turns, cut_by_ollama, named, strict=True):
+        assert said or not cut, turn  # never silent
+    assert sum(said and not cut for cut, said in zip(cut_by_ollama, named, strict=True)) <= 1
+    first = next(turn for turn, cut in zip(turns, cut_by_ollama, strict=True) if cut)
+    assert "the model runs with a 2,048-token window" in first.stderr
+    assert "set num_ctx to 2,048" in first.stderr
+
+
+def test_a_server_that_answers_400_names_it_and_keeps_the_message(
+    env: Env, server: OllamaStandIn
+) -> None:
+    """The same unknown small window, on a model that answers HTTP 400 instead of cutting."""
+    server.context_mode = "error"
+    server.configure_model("small:1b", context_length=2048)
+    server.set_models(["small:1b", "nomic-embed-text"])
+    server.fail_next("status", status=500, message="boom", path="/api/show", count=None)
+    env = {**env, "STRAYLIGHT_MODEL": "small:1b"}
+    turns = converse(env, server, turns=12, size=2)
+    refused = [turn for turn in turns if turn.returncode != 0]
+    assert refused, [t.stderr for t in turns]
+    assert [o.dropped_messages for o in server.chat_outcomes()] == [0] * len(server.chat_outcomes())
+    for turn in refused:
+        assert turn.returncode == 5
+        lines = [line for line in turn.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and "window" in lines[0] and "num_ctx" in lines[0], turn
+    logged = printed_json(run_cli(env, "history", "--json"), quiet=True)
+    users = [m for m in logged if m["role"] == "user"]
+    assert len(users) == 12  # every message is in the log, answered or not
+    failed = [m for m in logged if m["role"] == "assistant" and m["status"] == "failed"]
+    assert len(failed) == len(refused) and all("window" in m["reason"] for m in failed)
+
+
+async def run_turns(
+    engine: object, texts: list[str], conversation: str, server: OllamaStandIn
+) -> list[str]:
+    """Each turn's outcome: refused (a 400), named (Ollama cut it), cut (Straylight cut and
+    reported it) or ok."""
+    from agent.turn_events import ContextBudgeted, ContextNotice, ReplyFailed
+
+    outcomes = []
+    for number, text in enumerate(texts):
+        server.script_reply(f"Answer {number}: {PARAGRAPH * 2}")
+        events = [
+            event
+            async for event in engine.run(  # type: ignore[attr-defined]
+                text, conversation_id=conversation, model="small:1b"
+            )
+        ]
+        budget = next(e for e in events if isinstance(e, ContextBudgeted))
+        if any(isinstance(e, ReplyFailed) for e in events):
+            outcomes.append("refused")
+        elif any(isinstance(e, ContextNotice) for e in events):
+            outcomes.append("named")
+        else:
+            outcomes.append("cut" if budget.cut.get("history") else "ok")
+    return outcomes
+
+
+@pytest.mark.parametrize("mode", ["truncate", "error"])
+async def test_in_one_session_the_window_ollama_reveals_is_used_from_the_next_turn(
+    make_settings: Callable[..., Settings], server: OllamaStandIn, mode: str
+) -> None:
+    """The TUI's engine lives on: the window Ollama really runs (`/api/ps` after a reply, or
+    the 400's numbers) is budgeted against from the next turn, so Straylight cuts and says
+    so, and Ollama never has to."""
+    from agent.ollama_gateway import OllamaGateway
+    from agent.turn import TurnEngine
+
+    server.context_mode = mode  # type: ignore[assignment]
+    server.configure_model("small:1b", context_length=2048)
+    server.set_models(["small:1b"])
+    server.fail_next("status", status=500, message="boom", path="/api/show", count=None)
+    settings = make_settings(ollama_host=server.host, memory_enabled=False)
+    gateway = OllamaGateway.from_config(settings.ollama)
+    engine = TurnEngine(settings, gateway)
+    try:
+        # a first message too long for the real window, then a conversation of normal ones
+        texts = [f"Turn 0: {PARAGRAPH * 60}"] + [f"Turn {n}: {PARAGRAPH * 2}" for n in range(1, 14)]
+        outcomes = await run_turns(engine, texts, f"session-{mode}", server)
+        await engine.drain()
+    finally:
+        await gateway.aclose()
+    assert outcomes[0] == ("refused" if mode == "error" else "named"), outcomes
+    assert "cut" in outcomes and set(outcomes[1:]) <= {"ok", "cut"}, outcomes
+    later = server.chat_outcomes()[1:]
+    assert later and all(o.dropped_messages == 0 and not o.runner_truncated for o in later)

@@ -1,0 +1,118 @@
+"""Odd options (issue 15 §2 and §8): each is one line on stderr and exit 2, never a traceback,
+a silent fallback or a token written to the data dir.
+
+`--home ""` used the current directory, `STRAYLIGHT_HOME=/dev/null` said "details in
+/dev/null/straylight.log", a non-UTF-8 home path was "RuntimeError: std::bad_cast", `--model
+""` was "malformed reply", `remember ""` said "ask needs …", and `ask --conversation` stored
+whatever it was given (a token too) or hit an OverflowError after logging the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from store.conversation_id import check_conversation_id
+from store.daily_log import DailyLog, LogMessage
+from tests.support.cli import CliResult, run_cli
+from tests.support.ollama_standin import OllamaStandIn
+
+Env = dict[str, str]
+TOKEN = "ghp_ZZZZYYYYXXXXWWWWVVVVUUUUTTTTSSSSRRRR"
+
+
+def one_line_exit_2(proc: CliResult, *fragments: str) -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def env(cli_env: Callable[..., Env], standin: OllamaStandIn) -> Env:
+    return cli_env(OLLAMA_HOST=standin.url)
+
+
+def files_under(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.exists() else []
+
+
+@pytest.mark.parametrize("command", [["status"], ["ask", "hi"], ["remember", "a note"]])
+def test_an_empty_home_is_refused_not_the_current_directory(
+    env: Env, tmp_path: Path, command: list[str]
+) -> None:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    one_line_exit_2(run_cli(env, "--home", "", *command, cwd=cwd), "--home", "must not be empty")
+    assert files_under(cwd) == []
+
+
+@pytest.mark.parametrize("home", ["/dev/null", "/dev/null/below"])
+@pytest.mark.parametrize("command", [["status"], ["recall", "x"], ["ask", "hi"]])
+def test_a_home_that_is_not_a_directory_is_named(env: Env, home: str, command: list[str]) -> None:
+    line = one_line_exit_2(run_cli(dict(env, STRAYLIGHT_HOME=home), *command), "STRAYLIGHT_HOME")
+    assert "/dev/null exists and is not a directory" in line
+    assert "details in" not in line
+
+
+def test_a_home_path_that_is_not_utf8_is_named(env: Env, tmp_path: Path) -> None:
+    odd = str(tmp_path) + "/data-\udcff"  # the byte 0xff in a path, as the shell passes it
+    one_line_exit_2(run_cli(dict(env, STRAYLIGHT_HOME=odd), "ask", "hi"), "not valid UTF-8")
+    one_line_exit_2(run_cli(env, "--home", odd, "remember", "x"), "not valid UTF-8")
+    assert files_under(tmp_path / "home") == []
+
+
+def test_an_empty_model_name_is_refused(env: Env, standin: OllamaStandIn) -> None:
+    one_line_exit_2(run_cli(env, "--model", "", "ask", "hi"), "--model", "must not be empty")
+    assert standin.chat_requests() == []
+
+
+@pytest.mark.parametrize("text", ["", "   "])
+def test_remember_names_itself_when_the_text_is_empty(env: Env, text: str) -> None:
+    one_line_exit_2(run_cli(env, "remember", text), "remember needs a non-empty TEXT")
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        TOKEN,
+        "AKIAZ7Q3XK4PLM2RT9WB",
+        "xoxb-1234567890-abcdefghijklmn",  # the name shape, but the masker would change it
+        "00010101-000000-abcdef",  # the id shape, year 1: the history walk overflowed
+        "99991231-235959-abcdef",
+        "20261301-000000-abcdef",  # month 13
+        "a" * 33,
+        "Project X",
+        "",
+    ],
+)
+def test_a_conversation_id_of_another_format_is_refused_before_anything_is_logged(
+    env: Env, home: Path, standin: OllamaStandIn, given: str
+) -> None:
+    line = one_line_exit_2(run_cli(env, "ask", "--conversation", given, "hello"), "--conversation")
+    if given:
+        assert given not in line
+    assert not (home / "conversation").exists()
+    assert standin.chat_requests() == []
+    log_file = home / "straylight.log"
+    if given and log_file.exists():
+        assert given not in log_file.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("given", ["20261129-210438-3fa9c1", "project-x", "c1"])
+def test_made_ids_and_plain_names_are_accepted(given: str) -> None:
+    assert check_conversation_id(given) == given
+
+
+def test_a_hand_written_year_one_id_does_not_break_the_history_walk(tmp_path: Path) -> None:
+    log = DailyLog(tmp_path / "conversation")
+    log.append(
+        LogMessage("user", "old", conversation_id="00010101-000000-abcdef"), date(2031, 2, 3)
+    )
+    assert [m.content for m in log.recent("00010101-000000-abcdef", 5)] == ["old"]

@@ -1,0 +1,258 @@
+"""`straylight mcp` through the SDK's own client (`stdio_client` + `ClientSession`) against the
+real server process, which runs each tool as a `straylight … --json` command against a real
+DuckDB file and the HTTP Ollama stand-in.
+
+(With the TUI owning the data dir the tools go through the owner's socket: those tests come
+with issue 14's owner part.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import CallToolResult, Implementation
+
+from memory.memory_store import Role
+from store.data_dir_lock import DataDirLock
+from tests.support.cli import DAY, NOW, Env, cli_env
+from tests.support.ollama_standin import OllamaStandIn
+from tui.command_runner import CommandRunner
+
+TOOLS = {
+    "memory_search",
+    "memory_save",
+    "memory_forget",
+    "memory_status",
+    "memory_load_doc",
+    "memory_read",
+    "memory_write",
+}
+AWS_ID = "AKIAIOSFODNN7EXAMPLE"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """The directory the server runs in: a git root, so it is the workspace doc root."""
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture
+def env(tmp_path: Path, standin: OllamaStandIn) -> Env:
+    return cli_env(
+        tmp_path / "home",
+        tmp_path,
+        OLLAMA_HOST=standin.host,
+        STRAYLIGHT_NOW=NOW,
+        STRAYLIGHT_WORKSPACE="demo",
+    )
+
+
+@contextlib.asynccontextmanager
+async def mcp_session(
+    env: Env, cwd: Path, client: str = "claude-code", options: tuple[str, ...] = ()
+) -> AsyncIterator[Any]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "tui", "mcp", *options], env=env, cwd=cwd
+    )
+    with open(os.devnull, "w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, client_info=Implementation(name=client, version="1")) as s,
+        ):
+            await s.initialize()
+            yield s
+
+
+async def cli_json(env: Env, *args: str) -> Any:
+    """`straylight ARGS --json` as a child process (the tests run inside an event loop)."""
+    outcome = await CommandRunner(env).run([*args, "--json"])
+    assert outcome.exit_code == 0, outcome.stderr
+    return json.loads(outcome.stdout)
+
+
+def result_of(outcome: CallToolResult) -> Any:
+    assert not outcome.is_error, outcome.content
+    return outcome.structured_content
+
+
+def error_of(outcome: CallToolResult) -> str:
+    """A tool error: one line of text, no traceback."""
+    assert outcome.is_error, outcome.structured_content
+    text = outcome.content[0].text  # type: ignore[union-attr]
+    assert "\n" not in text and "Traceback" not in text, text
+    return text
+
+
+async def test_the_tools_have_schemas_annotations_and_descriptions(
+    env: Env, workspace: Path
+) -> None:
+    async with mcp_session(env, workspace) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        resources = {str(r.uri) for r in (await session.list_resources()).resources}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.description and len(tool.description) > 80, tool.name
+        assert tool.annotations is not None and tool.annotations.title, tool.name
+    for name in ("memory_search", "memory_status", "memory_read"):
+        assert tools[name].annotations.read_only_hint is True  # type: ignore[union-attr]
+    assert tools["memory_forget"].annotations.destructive_hint is True  # type: ignore[union-attr]
+    assert tools["memory_save"].annotations.destructive_hint is False  # type: ignore[union-attr]
+    assert tools["memory_write"].annotations.destructive_hint is False  # type: ignore[union-attr]
+    search = tools["memory_search"].input_schema
+    assert search["required"] == ["query"]
+    assert set(search["properties"]) == {"query", "k", "role"}
+    assert "doc" in json.dumps(search["properties"]["role"])
+    write = tools["memory_write"].input_schema
+    assert set(write["properties"]) == {"key", "type", "body", "scope", "proof"}  # no ctx
+    assert set(write["required"]) == {"key", "type", "body"}
+    assert write["properties"]["type"]["enum"] == [
+        "capability",
+        "decision",
+        "rule",
+        "procedure",
+        "fact",
+    ]
+    assert tools["memory_forget"].input_schema["required"] == ["id"]
+    assert search["properties"]["role"]["anyOf"][0]["enum"] == list(get_args(Role))
+    assert resources == {"straylight://longterm", "straylight://facts"}
+
+
+async def test_save_search_forget_and_their_errors(env: Env, workspace: Path) -> None:
+    async with mcp_session(env, workspace) as session:
+        saved = result_of(
+            await session.call_tool(
+                "memory_save", {"text": f"The blyck deploy key id is {AWS_ID}, rotate monthly"}
+            )
+        )
+        hits = result_of(await session.call_tool("memory_search", {"query": "blyck deploy"}))[
+            "hits"
+        ]
+        assert [hit["id"] for hit in hits] == [saved["id"]]
+        assert set(hits[0]) == {"id", "role", "date", "score", "pinned", "content"}
+        assert (hits[0]["role"], hits[0]["date"], hits[0]["pinned"]) == ("user", DAY, True)
+        assert AWS_ID not in hits[0]["content"] and "rotate monthly" in hits[0]["content"]
+        as_doc = {"query": "blyck deploy", "role": "doc", "k": 3}
+        assert result_of(await session.call_tool("memory_search", as_doc))["hits"] == []
+        assert "non-empty" in error_of(await session.call_tool("memory_search", {"query": " "}))
+        assert "non-empty" in error_of(await session.call_tool("memory_save", {"text": ""}))
+
+        gone = result_of(await session.call_tool("memory_forget", {"id": saved["id"]}))
+        assert gone == {"id": saved["id"], "forgotten": True}
+        again = error_of(await session.call_tool("memory_forget", {"id": saved["id"]}))
+        assert f"no memory point #{saved['id']}" in again
+        after = result_of(await session.call_tool("memory_search", {"query": "blyck deploy"}))
+        assert after["hits"] == []
+
+
+async def test_status_and_a_failing_command_is_a_one_line_tool_error(
+    env: Env, workspace: Path, tmp_path: Path
+) -> None:
+    expected = await cli_json(env, "status")
+    async with mcp_session(env, workspace) as session:
+        status = result_of(await session.call_tool("memory_status", {}))
+        assert set(status) == set(expected)
+        assert status["workspace"] == "demo" and status["points"]["total"] == 0
+        with DataDirLock(tmp_path / "home"):  # another process owns the data dir
+            busy = error_of(await session.call_tool("memory_status", {}))
+    assert "is in use by" in busy
+
+
+async def test_write_proposes_a_candidate_named_after_the_client_and_read_finds_facts(
+    env: Env, workspace: Path
+) -> None:
+    proposal = {
+        "key": "Deploy: Blyck",
+        "type": "procedure",
+        "body": "Deploy blyck with `just deploy` from the repo root.",
+        "proof": "ran it on 2031-02-01",
+    }
+    async with mcp_session(env, workspace, client="Claude Code") as session:
+        written = result_of(await session.call_tool("memory_write", proposal))
+        assert written["status"] == "pending_approval" and "approval" in written["note"]
+        candidate = written["candidate"]
+        assert (candidate["key"], candidate["status"]) == ("deploy:blyck", "pending")
+        assert candidate["origin"] == "mcp:Claude Code"
+        twice = error_of(await session.call_tool("memory_write", proposal))
+        assert "already pending" in twice
+        wrong = error_of(await session.call_tool("memory_write", {**proposal, "type": "wish"}))
+        assert "type" in wrong
+        # not a fact until the user approves it
+        assert result_of(await session.call_tool("memory_read", {"key": "deploy:blyck"})) == {
+            "facts": []
+        }
+        assert "key or a query" in error_of(await session.call_tool("memory_read", {}))
+
+        pending = await cli_json(env, "candidates", "list")
+        assert [(c["id"], c["origin"]) for c in pending] == [(candidate["id"], "mcp:Claude Code")]
+        await cli_json(env, "candidates", "approve", str(candidate["id"]))
+        await cli_json(env, "facts", "set", "deploy:docs", "--type", "fact", "--body",
+                       "The docs of blyck deploy to the wiki")  # fmt: skip
+        by_key = result_of(await session.call_tool("memory_read", {"key": "deploy:blyck"}))
+        assert [f["key"] for f in by_key["facts"]] == ["deploy:blyck"]
+        both = result_of(
+            await session.call_tool("memory_read", {"key": "deploy:docs", "query": "blyck"})
+        )
+        keys = [f["key"] for f in both["facts"]]
+        assert keys[0] == "deploy:docs" and set(keys) == {"deploy:docs", "deploy:blyck"}
+        listed = await session.read_resource("straylight://facts")
+    text = listed.contents[0].text  # type: ignore[union-attr]
+    assert "- deploy:blyck (procedure, workspace): Deploy blyck with" in text
+
+
+async def test_load_doc_reads_only_under_the_allowed_roots(
+    env: Env, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "notes.md").write_text(
+        "# Deploy\n\nBlyck deploys with just.\n\n# Test\n\nRun just test.\n"
+    )
+    outside = tmp_path / "private"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Keys\n\nmy private notes\n")
+    (workspace / "escape.md").symlink_to(outside / "secret.md")
+    (workspace / "linked-dir").symlink_to(outside)
+    async with mcp_session(env, workspace) as session:
+        counts = result_of(await session.call_tool("memory_load_doc", {"path": "notes.md"}))
+        assert (counts["added"], counts["path"]) == (2, str((workspace / "notes.md").resolve()))
+        again = result_of(
+            await session.call_tool("memory_load_doc", {"path": str(workspace / "notes.md")})
+        )
+        assert (again["added"], again["unchanged"]) == (0, 2)
+        escapes = [str(outside / "secret.md"), "escape.md", "linked-dir/secret.md"]
+        escapes.append("../private/secret.md")
+        for path in escapes:
+            refused = error_of(await session.call_tool("memory_load_doc", {"path": path}))
+            assert "outside the folders" in refused and "mcp_doc_roots" in refused, path
+        assert "no such file" in error_of(
+            await session.call_tool("memory_load_doc", {"path": "missing.md"})
+        )
+        docs = result_of(await session.call_tool("memory_search", {"query": "private notes"}))
+        assert all("private" not in hit["content"] for hit in docs["hits"])
+    allowed = {**env, "STRAYLIGHT_MCP_DOC_ROOTS": str(outside)}
+    async with mcp_session(allowed, workspace) as session:
+        loaded = result_of(await session.call_tool("memory_load_doc", {"path": "escape.md"}))
+    assert loaded["added"] == 1
+
+
+async def test_the_servers_options_reach_every_command_and_longterm_is_the_prompt_text(
+    env: Env, workspace: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "elsewhere"
+    home.mkdir(mode=0o700)
+    (home / "longterm.md").write_text("<!-- my own note -->\n- Call me Ada.\n")
+    options = ("--home", str(home), "--workspace", "blyck")
+    async with mcp_session(env, workspace, options=options) as session:
+        read = await session.read_resource("straylight://longterm")
+        status = result_of(await session.call_tool("memory_status", {}))
+    assert read.contents[0].text == "- Call me Ada."  # type: ignore[union-attr]
+    assert (status["home"], status["workspace"]) == (str(home), "blyck")

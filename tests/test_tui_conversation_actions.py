@@ -1,0 +1,345 @@
+"""Conversations you manage, in the TUI (issue 16): `/title`, `/system` (sent, shown,
+carried when continued), `/retry` and r on the last reply, editing the last message (Up in an
+empty box, e on it), and r / d / e on the conversations screen; one 80x24 snapshot.
+
+The real app against the real-HTTP stand-in, a real DuckDB and usearch in a temp data dir.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from agent.settings import Settings
+from memory.conversation_notes import ConversationNotes
+from store.daily_log import LogMessage
+from tests.support.ollama_standin import OllamaStandIn
+from tests.support.pilot_helpers import type_text, wait_until
+from tests.test_conversations import (
+    BUILD,
+    CURRENT,
+    KEYS,
+    frozen_offline,
+    preview_texts,
+    tree_of,
+    write_sample_logs,
+)
+from tui.app import StraylightApp
+from tui.screens.confirm_screen import ConfirmScreen
+from tui.screens.conversation_actions import TitlePrompt
+from tui.screens.conversations_screen import ConversationsScreen
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.chat_message import ChatMessage, ChatNotice
+
+SIZE = (110, 32)
+QUESTION = "Which flour gives the most open crumb in a sourdough loaf, and why does it?"
+FIRST = "Bread flour: more gluten traps more gas, so the crumb opens up more than with others."
+SECOND = "High-protein bread flour, because its gluten network holds the gas of fermentation."
+
+
+def messages(app: StraylightApp) -> list[ChatMessage]:
+    return list(app.query(ChatMessage))
+
+
+def notices(app: StraylightApp) -> list[str]:
+    return [str(n.render()) for n in app.query(ChatNotice)]
+
+
+def logged(app: StraylightApp) -> list[LogMessage]:
+    log = app.engine.daily_log
+    return [m for day in log.days() for m in log.read_day(day)]
+
+
+def notes(app: StraylightApp) -> ConversationNotes:
+    assert app.engine.memory is not None
+    return ConversationNotes(app.engine.memory.store)
+
+
+def points_of(app: StraylightApp) -> list[tuple[str, str]]:
+    assert app.engine.memory is not None
+    store = app.engine.memory.store
+    return sorted((p.role, p.content) for p in store.points.list_points())
+
+
+async def ready(pilot, app: StraylightApp) -> None:
+    await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+
+
+async def send(pilot, app: StraylightApp, text: str, replies: int) -> None:
+    """Send `text`; wait until `replies` replies are complete and their points saved."""
+    await send_line(pilot, app, text)
+    await wait_until(
+        pilot,
+        lambda: (
+            not app.chat.replying
+            and sum(1 for m in messages(app) if m.role == "assistant" and m.status == "complete")
+            == replies
+        ),
+        what=f"{replies} replies",
+    )
+    await app.engine.drain()
+
+
+async def exchange_shown(pilot, app: StraylightApp, user: str, reply: str) -> None:
+    """Wait until the chat shows exactly this exchange, complete, and its points are saved."""
+    await wait_until(
+        pilot,
+        lambda: (
+            [m.text for m in messages(app)] == [user, reply]
+            and messages(app)[1].status == "complete"
+        ),
+        what=f"the exchange {user[:20]!r} → {reply[:20]!r}",
+    )
+    await app.engine.drain()
+
+
+async def command(pilot, app: StraylightApp, line: str) -> str:
+    before = len(notices(app))
+    await send_line(pilot, app, line)
+    await wait_until(pilot, lambda: len(notices(app)) > before, what=line)
+    return notices(app)[-1]
+
+
+async def send_line(pilot, app: StraylightApp, line: str) -> None:
+    box = app.query_one(ChatInput)
+    box.focus()
+    box.load_text(line)
+    await pilot.press("enter")
+
+
+async def test_title_sets_and_shows_and_is_proposed_from_the_first_message(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        assert "No title yet" in await command(pilot, app, "/title")
+        await send(pilot, app, "# Sourdough at altitude\nmore text", 1)
+        shown = await command(pilot, app, "/title")
+        assert "Sourdough at altitude (proposed from the first message" in shown
+        assert await command(pilot, app, "/title   Baking  notes ") == "Title: Baking notes"
+        assert notes(app).get(app.chat.conversation_id).title == "Baking notes"
+        assert "Baking notes (`/title TEXT` changes it)" in await command(pilot, app, "/title")
+
+
+async def test_system_prompt_is_sent_shown_cleared_and_never_a_point(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    prompt = "You are a terse baker who answers in exactly one sentence, always about bread."
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        assert "the persona applies" in await command(pilot, app, "/system")
+        shown = await command(pilot, app, f"/system {prompt}")
+        assert prompt in shown
+        await send(pilot, app, QUESTION, 1)
+        system = standin.chat_requests()[-1]["messages"][0]["content"]
+        assert system.startswith(prompt) and "You are Straylight" not in system
+        assert prompt in await command(pilot, app, "/system")
+        assert all(prompt not in content for _role, content in points_of(app))
+        assert "the persona applies" in await command(pilot, app, "/system --clear")
+        await send(pilot, app, "And rye flour, what does it do to the crumb of the loaf?", 2)
+        system = standin.chat_requests()[-1]["messages"][0]["content"]
+        assert system.startswith("You are Straylight")
+
+
+async def test_the_system_prompt_is_carried_when_a_conversation_is_continued(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await command(pilot, app, "/system Answer as a pirate.")
+        await send(pilot, app, QUESTION, 1)
+        first = app.chat.conversation_id
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: app.chat.conversation_id != first, what="new chat")
+        assert app.chat.system_prompt is None
+        await pilot.press("ctrl+o")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConversationsScreen), what="list")
+        screen = app.screen
+        assert isinstance(screen, ConversationsScreen)
+        await wait_until(pilot, lambda: bool(preview_texts(screen)), what="preview")
+        head = str(screen.query_one("#conversation-preview .conversation-head").render())
+        assert "system prompt: Answer as a pirate." in head
+        await pilot.press("c")
+        await wait_until(pilot, lambda: app.chat.conversation_id == first, what="continued")
+        assert app.chat.system_prompt == "Answer as a pirate."
+        await send(pilot, app, "And rye flour, what does it do to the crumb of the loaf?", 2)
+        assert standin.chat_requests()[-1]["messages"][0]["content"].startswith("Answer as a")
+
+
+async def test_retry_supersedes_the_reply_and_replaces_its_point(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        standin.script_reply(FIRST)
+        await send(pilot, app, QUESTION, 1)
+        assert points_of(app) == sorted([("user", QUESTION), ("assistant", FIRST)])
+        standin.script_reply(SECOND)
+        await send_line(pilot, app, "/retry")
+        await exchange_shown(pilot, app, QUESTION, SECOND)
+        assert [(m.role, m.content, m.status) for m in logged(app)] == [
+            ("user", QUESTION, "superseded"),
+            ("assistant", FIRST, "superseded"),
+            ("user", QUESTION, "complete"),
+            ("assistant", SECOND, "complete"),
+        ]
+        assert points_of(app) == sorted([("user", QUESTION), ("assistant", SECOND)])
+        # the history sent with the next turn skips the superseded pair
+        await send(pilot, app, "Thanks, and what hydration works best for bread flour?", 2)
+        sent = [m["content"] for m in standin.chat_requests()[-1]["messages"][1:]]
+        assert FIRST not in sent and sent.count(QUESTION) == 1 and SECOND in sent
+
+
+async def test_retry_with_nothing_to_retry_says_so(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        assert "Nothing to retry" in await command(pilot, app, "/retry")
+        assert not app.chat.replying and standin.chat_requests() == []
+
+
+async def test_r_on_the_selected_last_reply_regenerates_it(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        standin.script_reply(FIRST)
+        await send(pilot, app, QUESTION, 1)
+        standin.script_reply(SECOND)
+        await pilot.press("ctrl+up")  # selects the last message: the reply
+        await wait_until(pilot, lambda: app.focused is messages(app)[-1], what="selected")
+        await pilot.press("r")
+        await exchange_shown(pilot, app, QUESTION, SECOND)
+        assert [m.status for m in logged(app)][:2] == ["superseded", "superseded"]
+        await pilot.press("ctrl+up", "up", "r")  # the user message: not a reply
+        await pilot.pause()
+        assert len(logged(app)) == 4
+
+
+async def test_up_in_an_empty_box_edits_the_last_message_and_resends_it(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        standin.script_reply(FIRST)
+        await send(pilot, app, QUESTION, 1)
+        box = app.query_one(ChatInput)
+        box.focus()
+        await pilot.press("up")
+        await wait_until(pilot, lambda: box.text == QUESTION, what="the last message back")
+        await pilot.press("end", "backspace")
+        await type_text(pilot, " Be brief!")
+        edited = QUESTION[:-1] + " Be brief!"
+        standin.script_reply(SECOND)
+        await pilot.press("enter")
+        await exchange_shown(pilot, app, edited, SECOND)
+        assert [(m.content, m.status) for m in logged(app)] == [
+            (QUESTION, "superseded"),
+            (FIRST, "superseded"),
+            (edited, "complete"),
+            (SECOND, "complete"),
+        ]
+        assert points_of(app) == sorted([("user", edited), ("assistant", SECOND)])
+
+
+async def test_e_on_the_selected_last_user_message_puts_it_in_the_box(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, QUESTION, 1)
+        await pilot.press("ctrl+up", "up")
+        await wait_until(pilot, lambda: app.focused is messages(app)[0], what="user message")
+        await pilot.press("e")
+        box = app.query_one(ChatInput)
+        await wait_until(pilot, lambda: box.text == QUESTION and box.has_focus, what="edit")
+        assert app.chat.editing_last
+        box.clear()  # emptied: the next message is a new one, nothing is superseded
+        await pilot.pause()
+        assert not app.chat.editing_last
+
+
+async def test_rename_delete_and_export_on_the_conversations_screen(
+    settings: Settings, standin: OllamaStandIn, home: Path
+) -> None:
+    app = StraylightApp(settings)
+    write_sample_logs(app.engine.daily_log)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        app.chat.conversation_id = CURRENT
+        await pilot.press("ctrl+o")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConversationsScreen), what="list")
+        screen = app.screen
+        assert isinstance(screen, ConversationsScreen)
+        await wait_until(pilot, lambda: screen.index_complete and bool(preview_texts(screen)))
+
+        await pilot.press("d")  # the current conversation: refused
+        assert "the conversation you are in" in str(screen.query_one("#screen-status").render())
+
+        await pilot.press("down", "r")  # BUILD
+        await wait_until(pilot, lambda: isinstance(app.screen, TitlePrompt), what="prompt")
+        await pilot.press("end")
+        for _ in range(len("Why did the build fail?")):
+            await pilot.press("backspace")
+        await type_text(pilot, "Linker OOM")
+        await pilot.press("enter")
+        await wait_until(
+            pilot, lambda: "  20:40–20:41 (2) ⚠ Linker OOM" in tree_of(screen), what="renamed"
+        )
+        assert notes(app).get(BUILD).title == "Linker OOM"
+
+        await wait_until(pilot, lambda: bool(preview_texts(screen)), what="preview again")
+        screen.conversation_tree.move_cursor(
+            next(n for n in _leaves(screen) if n.data.conversation_id == KEYS)
+        )
+        await pilot.press("e")
+        exported = home / "exports" / f"{KEYS}.md"
+        await wait_until(pilot, exported.exists, what="export")
+        assert "How do I rotate the backup keys?" in exported.read_text("utf-8")
+
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="question")
+        await pilot.press("y")
+        await wait_until(
+            pilot, lambda: not any(KEYS in m.conversation_id for m in logged(app)), what="gone"
+        )
+        await wait_until(pilot, lambda: screen.index_complete, what="reloaded")
+        assert not any("backup keys" in line for line in tree_of(screen))
+        assert "Deleted" in str(screen.query_one("#screen-status").render())
+
+
+def _leaves(screen: ConversationsScreen) -> list:
+    return [leaf for day in screen.conversation_tree.root.children for leaf in day.children]
+
+
+def test_snapshot_conversations_screen_at_80x24_with_a_title_and_system_prompt(
+    snap_compare, make_settings: Callable[..., Settings]
+) -> None:
+    app = StraylightApp(frozen_offline(make_settings), poll_offline_seconds=3600)
+    write_sample_logs(app.engine.daily_log)
+
+    async def run_before(pilot) -> None:
+        await ready(pilot, app)
+        book = notes(app)
+        book.set_title(BUILD, "Linker out of memory")
+        book.set_system_prompt(BUILD, "Answer as a build engineer.")
+        screen = ConversationsScreen(app.engine.daily_log, CURRENT, app.engine.memory.store)
+        app.push_screen(screen)
+        await wait_until(pilot, lambda: screen.index_complete, what="the index")
+        await wait_until(pilot, lambda: bool(preview_texts(screen)), what="the preview")
+        await pilot.press("down")
+        await wait_until(
+            pilot, lambda: preview_texts(screen)[:1] == ["Why did the build fail?"], what="build"
+        )
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -1,0 +1,215 @@
+"""The models screen (F8) against the Ollama stand-in: the list with capabilities, window,
+size and what is loaded; a pull whose bar moves while the chat goes on; delete after y/n;
+use as the chat or the embedding model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from textual.widgets import DataTable, Input, ProgressBar
+
+from agent.settings import Settings
+from tests.support.ollama_standin import OllamaStandIn
+from tests.support.pilot_helpers import type_text, wait_until
+from tui.app import StraylightApp
+from tui.screens.confirm_screen import ConfirmScreen
+from tui.screens.models_screen import ModelsScreen
+from tui.widgets.chat_message import ChatMessage
+
+SIZE = (110, 32)
+MODELS = ("llama3.2", "qwen3:8b", "nomic-embed-text", "all-minilm")
+
+
+@pytest.fixture
+def srv() -> Iterator[OllamaStandIn]:
+    with OllamaStandIn(models=MODELS, embed_dim=8) as server:
+        yield server
+
+
+@pytest.fixture
+def app_settings(make_settings, srv: OllamaStandIn) -> Settings:
+    return make_settings(ollama_host=srv.host, jobs_enabled=False)
+
+
+def rows(screen: ModelsScreen) -> dict[str, list[str]]:
+    table = screen.query_one(DataTable)
+    return {
+        str(key.value): [str(cell) for cell in table.get_row(key)]
+        for key in (row.key for row in table.ordered_rows)
+    }
+
+
+async def open_models(pilot, app: StraylightApp) -> ModelsScreen:
+    await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+    await pilot.press("f8")
+    await wait_until(pilot, lambda: isinstance(app.screen, ModelsScreen), what="models screen")
+    screen = app.screen
+    assert isinstance(screen, ModelsScreen)
+    await wait_until(pilot, lambda: screen.loaded and bool(screen.records), what="the list")
+    return screen
+
+
+def highlight(screen: ModelsScreen, name: str) -> None:
+    table = screen.query_one(DataTable)
+    names = [record.name for record in screen.records]
+    table.move_cursor(row=names.index(name))
+
+
+async def test_f8_lists_models_with_capabilities_window_size_and_loaded_memory(
+    app_settings: Settings, srv: OllamaStandIn
+) -> None:
+    app = StraylightApp(app_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.chat.ollama_status is not None, what="status")
+        await type_text(pilot, "hello")
+        await pilot.press("enter")  # the chat model serves a request: /api/ps lists it
+        await wait_until(pilot, lambda: not app.replying and bool(srv.chat_requests()))
+        screen = await open_models(pilot, app)
+        table = rows(screen)
+        assert set(table) == {
+            "llama3.2:latest",
+            "qwen3:8b",
+            "nomic-embed-text:latest",
+            "all-minilm:latest",
+        }
+        name, caps, window, size, loaded = table["llama3.2:latest"]
+        assert "◆chat" in name and caps == "completion,tools" and window == "131,072"
+        assert size == "2.0 GB" and loaded.startswith("yes ") and "GB" in loaded
+        assert table["qwen3:8b"][1] == "completion,tools,thinking"
+        assert table["qwen3:8b"][4] == "no"
+        assert "◆embed" in table["nomic-embed-text:latest"][0]
+        assert table["nomic-embed-text:latest"][1:3] == ["embedding", "2,048"]
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ModelsScreen), what="closed")
+        titles = {command.title for command in app.get_system_commands(app.screen)}
+        assert "Models" in titles
+
+
+async def test_a_pull_runs_in_the_background_while_the_chat_replies(
+    app_settings: Settings, srv: OllamaStandIn
+) -> None:
+    srv.fail_next("stall", path="/api/pull", after=3, seconds=4.0)
+    app = StraylightApp(app_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_models(pilot, app)
+        await pilot.press("p")
+        assert isinstance(app.focused, Input)
+        await type_text(pilot, "llava")
+        await pilot.press("enter")
+        bar = screen.query_one(ProgressBar)
+        await wait_until(pilot, lambda: bar.display and bool(bar.progress), what="the bar")
+        pulls = app.model_pulls
+        assert not pulls.states["llava"].done
+        await pilot.press("escape")  # the pull goes on without the screen
+        await wait_until(pilot, lambda: app.screen is app.chat, what="back in the chat")
+        srv.script_reply("Still here.")
+        await type_text(pilot, "are you there")
+        await pilot.press("enter")
+        await wait_until(
+            pilot, lambda: [m.status for m in app.query(ChatMessage)][-1:] == ["complete"]
+        )
+        assert not pulls.states["llava"].done  # the reply finished during the pull
+        await wait_until(pilot, lambda: pulls.states["llava"].done, timeout=10, what="pulled")
+        assert pulls.states["llava"].error is None
+        screen = await open_models(pilot, app)
+        await wait_until(pilot, lambda: "llava:latest" in rows(screen), what="llava listed")
+        assert rows(screen)["llava:latest"][1] == "completion,vision"
+
+
+async def test_a_failed_pull_is_named(app_settings: Settings) -> None:
+    app = StraylightApp(app_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_models(pilot, app)
+        await pilot.press("p")
+        await type_text(pilot, "no-such-model")
+        await pilot.press("enter")
+        pulls = app.model_pulls
+        await wait_until(pilot, lambda: pulls.states["no-such-model"].done, what="failed")
+        assert "file does not exist" in (pulls.states["no-such-model"].error or "")
+        await wait_until(
+            pilot,
+            lambda: "file does not exist" in str(screen.query_one("#screen-status").render()),
+            what="the error on the screen",
+        )
+
+
+async def test_delete_asks_first_and_removes_the_model(
+    app_settings: Settings, srv: OllamaStandIn
+) -> None:
+    app = StraylightApp(app_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_models(pilot, app)
+        highlight(screen, "qwen3:8b")
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="y/n")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.screen is screen, what="declined")
+        assert not [r for r in srv.requests if r.path == "/api/delete"]
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="y/n")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: "qwen3:8b" not in rows(screen), what="deleted")
+        assert [r.path for r in srv.requests].count("/api/delete") == 1
+
+
+async def test_use_as_chat_model_and_embedding_only_for_embedding_models(
+    app_settings: Settings, srv: OllamaStandIn
+) -> None:
+    app = StraylightApp(app_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_models(pilot, app)
+        highlight(screen, "nomic-embed-text:latest")
+        await pilot.press("c")  # an embedding model cannot chat
+        assert app.screen is screen and "cannot chat" in str(
+            screen.query_one("#screen-status").render()
+        )
+        highlight(screen, "qwen3:8b")
+        await pilot.press("e")  # a chat model does not embed
+        assert app.screen is screen
+        assert "not an embedding model" in str(screen.query_one("#screen-status").render())
+        await pilot.press("c")
+        await wait_until(pilot, lambda: app.chat.model == "qwen3:8b", what="chat model")
+        assert app.screen is app.chat
+
+        screen = await open_models(pilot, app)
+        highlight(screen, "all-minilm:latest")
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="y/n")
+        await pilot.press("y")
+        await wait_until(
+            pilot,
+            lambda: (
+                app.settings.memory.embed_model == "all-minilm:latest"
+                and app.engine.memory is not None
+            ),
+            what="memory reopened",
+        )
+        assert app.engine.memory.store.config.embed_model == "all-minilm:latest"
+        assert app.settings.facts.embed_model == "all-minilm:latest"
+        srv.clear_requests()
+        await type_text(pilot, "remember the blue door")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.replying and bool(srv.chat_requests()))
+        await app.engine.drain()
+        embeds = [r for r in srv.requests if r.path == "/api/embed"]
+        assert embeds and {r.body["model"] for r in embeds} == {"all-minilm:latest"}
+
+
+async def test_with_ollama_down_the_screen_says_so_in_one_line(
+    app_settings: Settings, srv: OllamaStandIn
+) -> None:
+    app = StraylightApp(app_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        srv.stop()
+        await pilot.press("f8")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelsScreen), what="models")
+        screen = app.screen
+        assert isinstance(screen, ModelsScreen)
+        await wait_until(pilot, lambda: screen.loaded, what="the attempt")
+        status = str(screen.query_one("#screen-status").render())
+        assert "not reachable" in status and "\n" not in status.strip()
+        assert screen.records == [] and screen.query_one(DataTable).row_count == 0
+        await pilot.press("d", "c", "e")  # nothing highlighted: nothing happens
+        assert app.screen is screen

@@ -1,0 +1,150 @@
+"""The limits of a turn (issue 15 §8), end to end through `straylight ask` against the
+stand-in: tool calls capped per round and per turn, a reply's size and duration capped (the
+partial reply kept, marked cut off, the limit named), and one deadline per turn (a server that
+stalls everything is reported at the timeout, not at the timeout plus each call before the
+chat)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+
+from agent.settings import Settings
+from store.daily_log import DailyLog
+from tests.support.cli import NOW, CliResult, run_cli
+from tests.support.ollama_standin import OllamaStandIn
+from tests.support.pilot_helpers import type_text, wait_until
+from tui.app import StraylightApp
+from tui.widgets.chat_message import ChatMessage, ChatNotice
+
+Env = dict[str, str]
+
+
+def one_line(proc: CliResult, code: int) -> str:
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    return lines[0]
+
+
+def logged_reply(home: Path) -> tuple[str, str, str | None]:
+    log = DailyLog(home / "conversation")
+    (day,) = log.days()
+    reply = log.read_day(day)[-1]
+    assert reply.role == "assistant"
+    return reply.content, reply.status, reply.reason
+
+
+def writes(count: int, round_no: int) -> list[dict[str, object]]:
+    return [
+        {
+            "name": "memory_write",
+            "arguments": {
+                "key": f"note:r{round_no}-{n}",
+                "type": "fact",
+                "body": f"Note {n} of round {round_no}: the staging box reboots on Sundays.",
+                "proof": "the user said so",
+            },
+        }
+        for n in range(count)
+    ]
+
+
+def test_tool_calls_are_capped_per_round_and_per_turn(
+    cli_env: Callable[..., Env], standin: OllamaStandIn, home: Path
+) -> None:
+    for round_no in range(3):
+        standin.script_reply("", tool_calls=writes(300, round_no))
+    standin.script_reply("Noted.")
+    env = cli_env(
+        OLLAMA_HOST=standin.url,
+        STRAYLIGHT_NOW=NOW,
+        MEMORY_TOOL_CALLS_PER_ROUND="5",
+        MEMORY_TOOL_CALLS_PER_TURN="12",
+    )
+    proc = run_cli(env, "ask", "remember all of these notes please")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "Noted.\n"
+    assert "the limit is 5 per round (MEMORY_TOOL_CALLS_PER_ROUND)" in proc.stderr
+    assert "the limit is 12 per turn (MEMORY_TOOL_CALLS_PER_TURN)" in proc.stderr
+    with duckdb.connect(str(home / "straylight.duckdb"), read_only=True) as db:
+        (candidates,) = db.execute("SELECT count(*) FROM candidates").fetchone() or (0,)
+    assert candidates == 12
+    requests = standin.chat_requests()
+    assert len(requests) == 4
+    assert not requests[-1].get("tools")  # past the turn's cap the model answers in text
+    told = [
+        json.loads(m["content"])["error"]
+        for m in requests[1]["messages"]
+        if m["role"] == "tool" and "error" in m["content"]
+    ]
+    assert told and "295 not run" in told[0]
+
+
+def test_a_reply_over_its_size_limit_is_stopped_named_and_kept_marked(
+    cli_env: Callable[..., Env], standin: OllamaStandIn, home: Path
+) -> None:
+    standin.script_reply("word " * 400)
+    env = cli_env(OLLAMA_HOST=standin.url, STRAYLIGHT_NOW=NOW, STRAYLIGHT_REPLY_MAX_CHARS="100")
+    line = one_line(run_cli(env, "ask", "talk forever"), 5)
+    assert "the reply reached its limit of 100 characters" in line
+    assert "STRAYLIGHT_REPLY_MAX_CHARS" in line and "kept in the log" in line
+    content, status, reason = logged_reply(home)
+    assert status == "cut_off" and 90 <= len(content) <= 100
+    assert reason is not None and "limit of 100 characters" in reason
+
+
+def test_a_reply_over_its_duration_limit_is_stopped_at_the_limit(
+    cli_env: Callable[..., Env], standin: OllamaStandIn, home: Path
+) -> None:
+    standin.script_reply("one two three four five six")
+    standin.fail_next("stall", after=2, seconds=20, path="/api/chat")
+    env = cli_env(OLLAMA_HOST=standin.url, STRAYLIGHT_NOW=NOW, STRAYLIGHT_REPLY_MAX_SECONDS="1.5")
+    started = time.monotonic()
+    line = one_line(run_cli(env, "ask", "take your time"), 5)
+    assert time.monotonic() - started < 6  # not the 20 s stall, nor the 300 s read timeout
+    assert "the reply reached its limit of 1.5 s" in line and "STRAYLIGHT_REPLY_MAX_SECONDS" in line
+    content, status, _ = logged_reply(home)
+    assert status == "cut_off" and content.strip() == "one two"
+
+
+def test_a_stall_of_every_call_is_reported_at_the_timeout(
+    cli_env: Callable[..., Env], standin: OllamaStandIn, home: Path
+) -> None:
+    env = cli_env(OLLAMA_HOST=standin.url, STRAYLIGHT_NOW=NOW, STRAYLIGHT_HTTP_TIMEOUT_SECONDS="2")
+    assert run_cli(env, "ask", "warm up").returncode == 0  # capabilities cached, data dir made
+    standin.fail_next("delay", seconds=20, count=None)  # embed, show and chat all hang
+    started = time.monotonic()
+    line = one_line(run_cli(env, "ask", "anyone there?"), 5)
+    took = time.monotonic() - started
+    standin.clear_faults()
+    assert line == (
+        "straylight: Ollama did not answer within 2 s "
+        "(raise STRAYLIGHT_HTTP_TIMEOUT_SECONDS if the model is just slow)"
+    )
+    assert took < 3.5, took  # was 4+: the embedding's timeout, then the chat's
+    _, status, reason = logged_reply(home)
+    assert status == "failed" and reason is not None and "within 2 s" in reason
+
+
+async def test_the_tui_names_the_reply_limit_and_keeps_the_partial_reply(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    standin.script_reply("word " * 400)
+    settings = make_settings(ollama_host=standin.host, reply_max_chars=60)
+    app = StraylightApp(settings)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        await type_text(pilot, "talk forever")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.replying, what="the reply to stop")
+        reply = list(app.query(ChatMessage))[-1]
+        assert reply.status == "cut_off" and 50 <= len(reply.text) <= 60
+        shown = [str(n.render()) for n in app.query(ChatNotice)]
+        assert any("the reply reached its limit of 60 characters" in line for line in shown)
+        logged = app.engine.daily_log.read_day(app.settings.clock.now().astimezone().date())
+        assert (logged[-1].status, logged[-1].content) == ("cut_off", reply.text)

@@ -1,0 +1,262 @@
+"""`straylight conversations …`: conversations you manage, from the shell.
+
+- `conversations [--json]` (or `conversations list`) prints
+  `[{"id", "title", "started", "last", "messages", "model"}]`, the one written to last first;
+  `title` is the one set (`/title`, `rename`) or proposed from the first message.
+- `conversations rename ID TITLE` sets the title.
+- `conversations export ID [--format md|json] [-o FILE]` prints (or writes) it.
+- `conversations delete ID [--yes]` removes its messages from the daily logs (each file
+  rewritten atomically), forgets its unpinned memory points, drops its title and system
+  prompt and records a `conversation_delete` audit row. It asks first on a terminal; without
+  one it needs `--yes` (exit 2 otherwise).
+
+Exit codes: 0 done, 1 declined at the question, 2 usage: an unknown id, an empty title, no
+terminal to ask on, a file that cannot be written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from agent.gateway_errors import EXIT_OK, EXIT_USAGE
+from agent.settings import Settings
+from store.clock import format_instant
+from store.daily_log import DailyLog, LogMessage
+from tui.cli_output import fail, for_terminal, print_json
+from tui.conversation_index import (
+    ConversationInfo,
+    clean_title,
+    conversation_info,
+    days_from_start,
+    list_conversations,
+    load_conversation,
+)
+
+EXIT_DECLINED = 1
+FORMATS = ("md", "json")
+
+
+def register(commands: Any, common: Any, parser_class: type) -> None:
+    conversations = commands.add_parser(
+        "conversations",
+        allow_abbrev=False,
+        help="list, rename, export or delete conversations",
+        description="Without an action: list the conversations, the latest first.",
+    )
+    common(conversations, top=False)
+    conversations.add_argument("--json", action="store_true", help="print JSON")
+    actions = conversations.add_subparsers(
+        dest="action", metavar="ACTION", parser_class=parser_class
+    )
+    listing = actions.add_parser("list", allow_abbrev=False, help="list them (the default)")
+    common(listing, top=False)
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    rename = actions.add_parser("rename", allow_abbrev=False, help="set a conversation's title")
+    common(rename, top=False)
+    rename.add_argument("id", metavar="ID")
+    rename.add_argument("title", metavar="TITLE")
+    export = actions.add_parser("export", allow_abbrev=False, help="print or write one")
+    common(export, top=False)
+    export.add_argument("id", metavar="ID")
+    export.add_argument("--format", choices=FORMATS, default="md", help="md (default) or json")
+    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
+    delete = actions.add_parser(
+        "delete", allow_abbrev=False, help="delete its messages and unpinned memory points"
+    )
+    common(delete, top=False)
+    delete.add_argument("id", metavar="ID")
+    delete.add_argument("--yes", "-y", action="store_true", help="do not ask first")
+
+
+def dispatch(args: Any, settings: Settings) -> int:
+    return asyncio.run(_main(args, settings))
+
+
+async def _main(args: Any, settings: Settings) -> int:
+    daily_log = DailyLog(settings.home / "conversation")
+    action = args.action or "list"
+    if action == "list":
+        async with _notes(settings, create=False) as notes:
+            titles = _titles(notes)
+        return _print_list(list_conversations(daily_log, titles), as_json=args.json)
+    conversation_id = args.id
+    found = _find(daily_log, conversation_id)
+    if found is None:
+        return fail(
+            f"no conversation {conversation_id!r} (straylight conversations lists them)",
+            EXIT_USAGE,
+        )
+    if action == "rename":
+        title = clean_title(args.title)
+        if not title:
+            return fail("TITLE must not be empty", EXIT_USAGE)
+        async with _notes(settings, create=True) as notes:
+            notes.set_title(conversation_id, title)
+        print(for_terminal(f"renamed {conversation_id}: {title}"))
+        return EXIT_OK
+    if action == "export":
+        async with _notes(settings, create=False) as notes:
+            record = notes.get(conversation_id) if notes is not None else None
+        title = (record.title if record else None) or found.title
+        system = record.system_prompt if record else None
+        messages = load_conversation(daily_log, conversation_id, found.days)
+        return _export(found, title, system, messages, args.format, args.output)
+    return await _delete(settings, daily_log, found, assume_yes=args.yes)
+
+
+def _find(daily_log: DailyLog, conversation_id: str) -> ConversationInfo | None:
+    return conversation_info(daily_log, conversation_id)
+
+
+@asynccontextmanager
+async def _notes(settings: Settings, *, create: bool) -> AsyncIterator[Any]:
+    """The conversation notes of the data dir (None when there is no database and `create`
+    is False: nothing was ever set, and a read creates nothing)."""
+    from store.database import database_path
+
+    if not create and not database_path(settings.home).exists():
+        yield None
+        return
+    from agent.ollama_gateway import OllamaGateway
+    from memory.conversation_notes import ConversationNotes
+    from tui.memory_session import MemorySession
+
+    gateway = OllamaGateway.from_config(settings.ollama)
+    try:
+        with MemorySession(settings, gateway) as memory:
+            yield ConversationNotes(memory.store)
+    finally:
+        await gateway.aclose()
+
+
+def _titles(notes: Any) -> dict[str, str]:
+    if notes is None:
+        return {}
+    return {cid: record.title for cid, record in notes.all().items() if record.title}
+
+
+def _print_list(infos: Sequence[ConversationInfo], *, as_json: bool) -> int:
+    if as_json:
+        print_json([info.to_json() for info in infos])
+        return EXIT_OK
+    if not infos:
+        print("no conversations yet")
+        return EXIT_OK
+    for info in infos:
+        last = f"{info.last.astimezone():%Y-%m-%d %H:%M}" if info.last else "----------------"
+        count = f"{info.messages} msg"
+        print(for_terminal(f"{info.conversation_id:<22} {last}  {count:>7}  {info.title}"))
+    return EXIT_OK
+
+
+# ---- export -----------------------------------------------------------------------------
+def export_markdown(
+    info: ConversationInfo, title: str, system: str | None, messages: Sequence[LogMessage]
+) -> str:
+    """The conversation as a Markdown transcript: a title, its facts, then each message
+    under `## role · time`."""
+    lines = [f"# {title or info.conversation_id}", "", f"- id: `{info.conversation_id}`"]
+    if info.started:
+        lines.append(f"- started: {format_instant(info.started)}")
+    if info.last:
+        lines.append(f"- last: {format_instant(info.last)}")
+    if info.model:
+        lines.append(f"- model: {info.model}")
+    if system:
+        lines.append(f"- system prompt: {' '.join(system.split())}")
+    for message in messages:
+        head = f"## {message.role}"
+        if message.time:
+            head += f" · {format_instant(message.time)}"
+        if message.role == "assistant" and message.model:
+            head += f" · {message.model}"
+        if message.status != "complete":
+            head += f" · {message.status.replace('_', ' ')}"
+        lines += ["", head, "", message.content]
+    return "\n".join(lines) + "\n"
+
+
+def export_json(
+    info: ConversationInfo, title: str, system: str | None, messages: Sequence[LogMessage]
+) -> str:
+    """`{"id", "title", "started", "last", "model", "system", "messages": [history rows]}`."""
+    data = {
+        **info.to_json(),
+        "title": title,
+        "system": system,
+        "messages": [m.to_json() for m in messages],
+    }
+    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+
+
+def _export(
+    info: ConversationInfo,
+    title: str,
+    system: str | None,
+    messages: Sequence[LogMessage],
+    fmt: str,
+    output: str | None,
+) -> int:
+    render = export_json if fmt == "json" else export_markdown
+    text = render(info, title, system, messages)
+    if output is None:
+        sys.stdout.write(for_terminal(text) if fmt == "md" else text)
+        return EXIT_OK
+    from store.private_files import write_private_text
+
+    path = Path(output).expanduser()
+    if path.is_dir():
+        return fail(f"{path} is a directory; -o wants a file", EXIT_USAGE)
+    if not path.parent.is_dir():
+        return fail(f"cannot write {path}: no folder {path.parent}", EXIT_USAGE)
+    try:
+        write_private_text(path, text)
+    except OSError as error:
+        return fail(f"cannot write {path}: {error.strerror or error}", EXIT_USAGE)
+    print(f"exported {info.conversation_id} to {path} ({len(messages)} messages)")
+    return EXIT_OK
+
+
+# ---- delete -----------------------------------------------------------------------------
+async def _delete(
+    settings: Settings, daily_log: DailyLog, info: ConversationInfo, *, assume_yes: bool
+) -> int:
+    from store.daily_log_rewrite import drop_conversation
+
+    cid = info.conversation_id
+    if not assume_yes:
+        if not sys.stdin.isatty():
+            return fail(
+                f"conversations delete asks first, and there is no terminal to ask on: "
+                f"run `straylight conversations delete {cid} --yes`",
+                EXIT_USAGE,
+            )
+        days = len(info.days)
+        question = (
+            f"Delete conversation {cid} ({info.title!r}): {info.messages} messages on "
+            f"{days} day{'' if days == 1 else 's'} and its unpinned memory points? [y/N] "
+        )
+        sys.stderr.write(for_terminal(question))
+        sys.stderr.flush()
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            print("nothing deleted", file=sys.stderr)
+            return EXIT_DECLINED
+    async with _notes(settings, create=True) as notes:
+        # the database first: a crash before the logs are rewritten leaves the id listed,
+        # so the same command finishes the job
+        day_names = [day.isoformat() for day in info.days]
+        removed = notes.remove(cid, messages=info.messages, days=day_names)
+        dropped, days_changed = drop_conversation(daily_log, cid, days_from_start(daily_log, cid))
+    kept = f" ({removed.pinned_kept} pinned kept)" if removed.pinned_kept else ""
+    print(
+        f"deleted {cid}: {dropped} messages from {len(days_changed)} daily "
+        f"log{'' if len(days_changed) == 1 else 's'}, {len(removed.forgotten)} memory "
+        f"point{'' if len(removed.forgotten) == 1 else 's'} forgotten{kept}"
+    )
+    return EXIT_OK

@@ -1,0 +1,156 @@
+"""The fact commands another agent calls (what `straylight mcp`'s `memory_read` and
+`memory_write` run): `facts search QUERY` and `candidates propose KEY …`.
+
+`candidates propose` puts a would-be fact at the approval gate, never in the drawer: the user
+approves it (the TUI's prompt or candidates screen, `candidates approve`) before it is a fact.
+`--origin` names who proposed it (`mcp:claude-code`); it is shown wherever candidates are.
+Exit codes: 0 ok, 1 the gate refused it (rejected before, already pending, already a fact,
+approved before), 2 invalid input (type, scope, key, empty body).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sys
+from typing import TYPE_CHECKING, Any, get_args
+
+from agent.settings import Settings
+from memory.fact_types import FactError, FactProposal, Origin, check_scope, check_type
+from tui.cli_output import fail, print_json, read_stdin_text
+
+if TYPE_CHECKING:  # the drawer and the store pull in numpy and duckdb: not at parse time
+    from store.fact_store import Fact
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+EXIT_INVALID = 2
+ORIGIN_MAX_CHARS = 60
+_NOT_IN_ORIGIN = re.compile(r"[^\w.:@/+\- ]+")
+PROPOSED_CONFIDENCE = 0.7  # as the chat model's memory_write: a claim to be approved
+QUERY_EMBED_TIMEOUT_SECONDS = 15.0
+# `FactDrawer.propose`'s reasons for turning a valid proposal away
+GATE_REFUSALS = frozenset(
+    {"rejected before", "already pending", "already a fact", "approved before"}
+)
+
+
+def register(facts_actions: Any, candidate_actions: Any, leaf: Any) -> None:
+    """Add `facts search` and `candidates propose` to the parsers of `tui/cli.py`."""
+    from memory.fact_types import FACT_TYPES, SCOPES
+
+    search = leaf(facts_actions, "search", "active facts for a query, an exact key match first")
+    search.add_argument("query", metavar="QUERY", help="a key or words to search for")
+    propose = leaf(candidate_actions, "propose", "propose a fact; it waits for your approval")
+    propose.add_argument("key", metavar="KEY", help="e.g. deploy:blyck")
+    propose.add_argument("--type", required=True, choices=FACT_TYPES, help="the fact's type")
+    propose.add_argument("--body", required=True, help="the fact ('-' reads stdin)")
+    propose.add_argument("--scope", choices=SCOPES, default="workspace")
+    propose.add_argument("--proof", default="", help="the evidence")
+    propose.add_argument(
+        "--origin", default="cli", help="who proposes it (shown with the candidate; default cli)"
+    )
+
+
+def clean_origin(text: str) -> str:
+    """An origin is a short label on one line: letters, digits and `. : @ / + -`, anything
+    else (control characters, markup brackets) a space, spaces joined; Straylight's own
+    origins (`tool`, `promotion`, …) cannot be claimed from outside."""
+    origin = " ".join(_NOT_IN_ORIGIN.sub(" ", text).split())[:ORIGIN_MAX_CHARS].strip()
+    if origin in get_args(Origin):
+        raise FactError(f"origin {origin!r} is Straylight's own; name the proposer instead")
+    return origin or "cli"
+
+
+def dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        if args.action == "search":
+            return _search(settings, args.query, as_json=args.json)
+        return _propose(args, settings)
+    except FactError as error:
+        return fail(str(error), EXIT_INVALID)
+
+
+def _propose(args: argparse.Namespace, settings: Settings) -> int:
+    from memory.fact_drawer import candidate_json
+    from tui.cli_facts import open_drawer
+
+    body = read_stdin_text() if args.body == "-" else args.body
+    proposal = FactProposal(
+        type=check_type(args.type),
+        key=args.key,
+        body=body,
+        scope=check_scope(args.scope),
+        proof=args.proof,
+        confidence=PROPOSED_CONFIDENCE,
+        source="external",
+    )
+    with open_drawer(settings) as drawer:
+        outcome = drawer.propose(proposal, origin=clean_origin(args.origin))
+    candidate = outcome.candidate
+    if candidate is None:
+        if outcome.reason in GATE_REFUSALS:
+            return fail(f"not proposed: {outcome.reason}", EXIT_REFUSED)
+        return fail(outcome.reason, EXIT_INVALID)  # the drawer's check (key, body, size)
+    if args.json:
+        print_json(candidate_json(candidate))
+    else:
+        print(
+            f"proposed #{candidate.id} {candidate.key} ({candidate.type}, from "
+            f"{candidate.origin}); it waits for approval: straylight candidates approve "
+            f"{candidate.id}"
+        )
+    return EXIT_OK
+
+
+def _search(settings: Settings, query: str, *, as_json: bool) -> int:
+    from memory.fact_drawer import fact_json
+    from store.database import database_path
+
+    if not query.strip():
+        return fail("facts search needs a non-empty QUERY", EXIT_INVALID)
+    facts: list[Fact] = []
+    if database_path(settings.home).exists():
+        facts = _found(settings, query)
+    if as_json:
+        print_json([fact_json(f) for f in facts])
+    else:
+        for fact in facts:
+            print(f"{fact.key}  {fact.type} ({fact.scope}): {fact.body}")
+        if not facts:
+            print("no facts found", file=sys.stderr)
+    return EXIT_OK
+
+
+def _found(settings: Settings, query: str) -> list[Fact]:
+    """The fact whose key is `query` (an explicit read: a stale one is revived), then the
+    active facts ranked for it like injection's matches."""
+    from memory.fact_types import normalise_key
+    from tui.cli_facts import open_drawer
+
+    vector = asyncio.run(_query_vector(settings, query))
+    with open_drawer(settings) as drawer:
+        try:
+            exact = [f for f in drawer.get(normalise_key(query)) if f.status != "retired"]
+        except FactError:  # not shaped like a key: words only
+            exact = []
+        seen = {f.id for f in exact}
+        ranked = [f for f in drawer.search(query, vector) if f.id not in seen]
+    return exact + ranked
+
+
+async def _query_vector(settings: Settings, query: str) -> list[float] | None:
+    """The query's embedding for the semantic half (fail-soft: words only without it)."""
+    from agent.ollama_gateway import OllamaGateway
+
+    gateway = OllamaGateway.from_config(settings.ollama)
+    try:
+        vectors = await asyncio.wait_for(
+            gateway.embed(settings.memory.embed_model, [query]), QUERY_EMBED_TIMEOUT_SECONDS
+        )
+        return vectors[0] if vectors else None
+    except Exception:  # noqa: BLE001 - fail-soft, logged by the gateway
+        return None
+    finally:
+        await gateway.aclose()

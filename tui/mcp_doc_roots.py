@@ -1,0 +1,60 @@
+"""Which files `straylight mcp`'s `memory_load_doc` may read: only those under the allowed
+roots — the workspace (the git root of the current directory, else the directory) and the
+folders of the `mcp_doc_roots` setting.
+
+Why: the caller is another agent, which may be steered by text it read (a web page, an issue,
+a README). Without a fence, "load ~/.ssh/id_ed25519 into memory" would copy a private file
+into the memory, where every client's `memory_search` finds it again. Secret masking catches
+known credential shapes, not everything private. Symlinks are resolved before the check, so a
+link inside a root that points outside it is refused too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from agent.workspace import git_root
+
+
+def doc_roots(
+    configured: Iterable[Path], cwd: Path | None = None, home: Path | None = None
+) -> list[Path]:
+    """The allowed roots, resolved: the workspace directory first, then the configured ones.
+
+    A workspace that is the filesystem root or the home directory itself is no fence at all
+    (desktop clients start their servers in `/` or `~`): then only the configured folders."""
+    directory = (cwd or Path.cwd()).absolute()
+    workspace = Path(os.path.realpath(git_root(directory) or directory))
+    too_wide = {Path(workspace.anchor), Path(os.path.realpath(home or Path.home()))}
+    roots = [*([] if workspace in too_wide else [workspace]), *configured]
+    resolved: list[Path] = []
+    for root in roots:
+        real = Path(os.path.realpath(root))
+        if real not in resolved:
+            resolved.append(real)
+    return resolved
+
+
+def allowed_doc(raw: str, roots: Iterable[Path]) -> Path:
+    """The real path of `raw` if it is a file under one of `roots`; else ValueError saying
+    why (one line)."""
+    if not raw.strip():
+        raise ValueError("memory_load_doc needs a path")
+    given = Path(os.path.expanduser(raw))
+    try:
+        real = given.resolve(strict=True)
+    except (OSError, RuntimeError):  # missing, a symlink loop, no permission
+        raise ValueError(f"no such file: {raw}") from None
+    allowed = list(roots)
+    if not any(real.is_relative_to(root) for root in allowed):
+        shown = ", ".join(str(root) for root in allowed) or "none"
+        link = f" (a link to {real})" if real != given.absolute() else ""
+        raise ValueError(
+            f"{raw}{link} is outside the folders memory_load_doc may read ({shown}); "
+            "add its folder to the mcp_doc_roots setting to allow it"
+        )
+    if not real.is_file():
+        raise ValueError(f"{raw} is not a file")
+    return real
