@@ -13,6 +13,15 @@ and MRR per category — vector-only, lexical-only and hybrid, with the save fil
 
 The score floor (`MEMORY_MIN_SCORE`) is set to 0 here (`--min-score` changes it): it was set
 for nomic-embed-text's cosine scale, and it only trims the tail of a ranking this measures.
+
+`--json` also gives `per_conversation` (filter off, each mode) and `in_block`: the share of
+the evidence inside the injected `## Recalled context` block — the hits the product puts
+there at the default `MEMORY_TOP_K` and `MEMORY_MAX_CHARS` — beside recall@k. `--loo` adds
+the leave-one-conversation-out tuning of `bench/locomo_loo.py` (key `loo`); `--vectors`
+compares vector-only recall with plain cosines (`bench/locomo_vectors.py`, key
+`vector_diagnostics`, MiniLM only). MiniLM vectors
+are cached on disk (`--cache-dir`, default $TMPDIR/straylight-locomo), so only the first
+run pays for the model.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -31,8 +41,19 @@ if __package__ in (None, ""):  # run as `python bench/locomo.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.ollama_gateway import OllamaGateway
-from bench.locomo_data import Conversation, Question, Report, aggregate, load_locomo, score_question
+from bench.locomo_cache import CachedEmbedder, default_cache_dir
+from bench.locomo_data import (
+    Conversation,
+    Question,
+    QuestionScore,
+    Report,
+    aggregate,
+    load_locomo,
+    score_question,
+)
+from bench.locomo_loo import print_loo, run_loo
 from memory.memory_store import MemoryConfig, MemoryStore
+from memory.recall import TUNING, RecallTuning
 from store.clock import Clock
 from tests.support.ollama_standin import OllamaStandIn
 
@@ -101,24 +122,42 @@ def rank(
     question: Question,
     vector: list[float],
     mode: str,
-) -> list[str]:
-    result = store.recall(question.question, vector=vector, k=10, mode=mode)  # type: ignore[arg-type]
-    return [point_to_turn[hit.id] for hit in result.hits if hit.id in point_to_turn]
+    tuning: RecallTuning = TUNING,
+) -> tuple[list[str], int]:
+    """The top 10 turns, and how many of them the injected block holds: the first
+    `MEMORY_TOP_K` hits (the product recalls that many), as far as `MEMORY_MAX_CHARS`
+    lets whole entries in (the block is a prefix of the ranking)."""
+    result = store.recall(question.question, vector=vector, k=10, mode=mode, tuning=tuning)  # type: ignore[arg-type]
+    in_block = min(len(result.entries), store.config.top_k)
+    ranked: list[str] = []
+    block = 0
+    for position, hit in enumerate(result.hits):
+        if hit.id in point_to_turn:
+            ranked.append(point_to_turn[hit.id])
+            block += position < in_block
+    return ranked, block
 
 
 async def run(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     conversations = load_locomo(path)
     embedder: Callable[[list[str]], list[list[float]]] | None = None
+    cache: CachedEmbedder | None = None
     if args.embedder == "minilm":
         from bench.minilm_embedder import load_minilm
 
-        embedder = load_minilm()
+        cache = CachedEmbedder(args.cache_dir / "minilm.npz", load_minilm)
+        embedder = cache
     server = OllamaStandIn(models=(EMBED_MODEL,), embed_dim=384, embedder=embedder).start()
     gateway = OllamaGateway(server.url, read_timeout=300)
     started = time.perf_counter()
     try:
         turn_vectors: dict[str, dict[str, list[float]]] = {}
         question_vectors: dict[str, list[list[float]]] = {}
+        diagnostics: dict[str, Any] | None = None
+        if args.vectors:
+            from bench.locomo_vectors import vector_diagnostics
+
+            diagnostics = {}  # filled below, once the turn vectors are in
         for conversation in conversations:
             texts = embedding_texts(conversation)
             vectors = await embed_all(gateway, texts)
@@ -128,36 +167,70 @@ async def run(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             question_vectors[conversation.sample_id] = await embed_all(
                 gateway, [q.question for q in conversation.questions]
             )
+        if diagnostics is not None and embedder is not None:  # MiniLM only
+            diagnostics = vector_diagnostics(
+                conversations, embedder, turn_vectors, question_vectors
+            )
     finally:
         await gateway.aclose()
         server.stop()
+        if cache is not None:
+            cache.save()
     embed_seconds = time.perf_counter() - started
 
     results: dict[str, Any] = {"questions": sum(len(c.questions) for c in conversations)}
     reports: dict[str, dict[str, Report]] = {}
+    per_conversation: dict[str, dict[str, dict[str, float]]] = {}
+    in_block: dict[str, dict[str, float]] = {}
+    loo: dict[str, Any] | None = None
     for filter_on in (False, True):
-        scores: dict[str, list[Any]] = {mode: [] for mode in MODES}
+        scores: dict[str, list[QuestionScore]] = {mode: [] for mode in MODES}
+        block_shares: dict[str, list[float]] = {mode: [] for mode in MODES}
         kept = 0
+        stores: dict[str, tuple[MemoryStore, dict[int, str]]] = {}
+        homes: list[Path] = []
         for conversation in conversations:
-            store, point_to_turn, _home = replay(
+            store, point_to_turn, home = replay(
                 conversation,
                 turn_vectors[conversation.sample_id],
                 filter_on=filter_on,
                 min_score=args.min_score,
                 with_context=not args.no_context,
             )
+            stores[conversation.sample_id] = (store, point_to_turn)
+            homes.append(home)
             kept += len(point_to_turn)
+            own: dict[str, list[QuestionScore]] = {mode: [] for mode in MODES}
             for question, vector in zip(
                 conversation.questions, question_vectors[conversation.sample_id], strict=True
             ):
                 for mode in MODES:
-                    ranked = rank(store, point_to_turn, question, vector, mode)
-                    scores[mode].append(score_question(ranked, question))
+                    ranked, block = rank(store, point_to_turn, question, vector, mode)
+                    own[mode].append(score_question(ranked, question))
+                    evidence = set(question.evidence)
+                    block_shares[mode].append(
+                        len(evidence.intersection(ranked[:block])) / len(evidence)
+                    )
+            for mode in MODES:
+                scores[mode] += own[mode]
+            if not filter_on and conversation.questions:
+                per_conversation[conversation.sample_id] = {
+                    mode: _summary(aggregate(own[mode])) for mode in MODES
+                }
+        if args.loo and not filter_on:
+            loo = run_loo(conversations, _loo_recall(stores, question_vectors))
+        for store, _ in stores.values():
             store.close()
+        for home in homes:  # the replayed stores are scratch: nothing to keep in /tmp
+            shutil.rmtree(home, ignore_errors=True)
         key = "filter_on" if filter_on else "filter_off"
         reports[key] = {mode: aggregate(scores[mode]) for mode in MODES}
         results[key] = {mode: _summary(report) for mode, report in reports[key].items()} | {
             "points_kept": kept
+        }
+        in_block[key] = {
+            mode: round(sum(shares) / len(shares), 3) if shares else 0.0
+            for mode, shares in block_shares.items()
         }
     results["embedder"] = args.embedder
     results["embed_seconds"] = round(embed_seconds, 1)
@@ -165,7 +238,37 @@ async def run(path: Path, args: argparse.Namespace) -> dict[str, Any]:
         key: {mode: _by_category(report) for mode, report in modes.items()}
         for key, modes in reports.items()
     }
+    results["per_conversation"] = per_conversation
+    results["in_block"] = in_block
+    if loo is not None:
+        results["loo"] = loo
+    if diagnostics is not None:
+        results["vector_diagnostics"] = diagnostics
     return results
+
+
+def _loo_recall(
+    stores: dict[str, tuple[MemoryStore, dict[int, str]]],
+    question_vectors: dict[str, list[list[float]]],
+) -> Callable[[Conversation, Question, RecallTuning], tuple[list[str], int]]:
+    """Hybrid recall of one question with a given tuning, in its conversation's store."""
+    vector_of = {
+        (sample_id, index): vector
+        for sample_id, vectors in question_vectors.items()
+        for index, vector in enumerate(vectors)
+    }
+    index_of: dict[int, int] = {}
+
+    def recall(
+        conversation: Conversation, question: Question, tuning: RecallTuning
+    ) -> tuple[list[str], int]:
+        store, point_to_turn = stores[conversation.sample_id]
+        if id(question) not in index_of:
+            index_of.update({id(q): i for i, q in enumerate(conversation.questions)})
+        vector = vector_of[(conversation.sample_id, index_of[id(question)])]
+        return rank(store, point_to_turn, question, vector, "hybrid", tuning)
+
+    return recall
 
 
 def _summary(report: Report) -> dict[str, float]:
@@ -208,6 +311,25 @@ def print_table(results: dict[str, Any]) -> None:
             f"  {category}: n={row['n']:<4} recall@5 {row['recall@5']:.3f}"
             f"  @10 {row['recall@10']:.3f}"
         )
+    blocks = results["in_block"]["filter_off"]
+    print(
+        "evidence in the injected block (filter off, default MEMORY_TOP_K / MEMORY_MAX_CHARS): "
+        + ", ".join(f"{mode} {share:.3f}" for mode, share in blocks.items())
+    )
+    print("per conversation (filter off, hybrid recall@5 / @10):")
+    for sample_id, modes in results["per_conversation"].items():
+        row = modes["hybrid"]
+        print(f"  {sample_id}: {row['recall@5']:.3f} / {row['recall@10']:.3f}")
+    if "vector_diagnostics" in results:
+        print("vector-only against plain cosines (recall@5 / @10):")
+        print(
+            f"  product (usearch, f16): {results['filter_off']['vector']['recall@5']:.3f} / "
+            f"{results['filter_off']['vector']['recall@10']:.3f}"
+        )
+        for name, row in results["vector_diagnostics"].items():
+            print(f"  {name}: {row['recall@5']:.3f} / {row['recall@10']:.3f}")
+    if "loo" in results:
+        print_loo(results["loo"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -217,6 +339,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedder", choices=("minilm", "hash"), default="minilm")
     parser.add_argument("--min-score", type=float, default=0.0)
     parser.add_argument("--no-context", action="store_true", help="index turns without context")
+    parser.add_argument(
+        "--loo", action="store_true", help="leave-one-conversation-out tuning (bench/locomo_loo.py)"
+    )
+    parser.add_argument(
+        "--vectors", action="store_true", help="vector-only against plain cosines (MiniLM)"
+    )
+    parser.add_argument(
+        "--cache-dir", type=Path, default=default_cache_dir(), help="where MiniLM vectors are kept"
+    )
     args = parser.parse_args(argv)
     results = asyncio.run(run(args.file, args))
     if args.json:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from memory.text.dates import DateSpan, date_spans
 from store import lexical_index, point_reads
 from store.point_store import content_hash
 from store.vector_index import exact_search
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
 # Reciprocal rank fusion, weighted: Σ weight / (RRF_K + rank). Measured on LoCoMo (dev
 # split, MiniLM vectors, `python bench/locomo.py`): words found evidence better than
 # vectors (recall@10 0.717 vs 0.494), and the textbook k = 60 with equal weights fused them
-# to 0.682 — below words alone; k = 10 with vectors at half weight gave 0.748.
+# to 0.682 — below words alone; k = 10 with vectors at half weight gave 0.748. Every knob
+# of the ranking is in `RecallTuning`, chosen leave-one-conversation-out
+# (`bench/locomo.py --loo`, docs/recall-quality.md).
 RRF_K = 10
 VECTOR_WEIGHT = 0.5
 LEXICAL_WEIGHT = 1.0
@@ -35,6 +38,43 @@ CANDIDATES = 50  # candidates taken from each ranking before fusion
 PIN_FLOOR_FACTOR = 0.5  # pinned points need only half of MEMORY_MIN_SCORE (or a word match)
 
 RecallMode = Literal["hybrid", "vector", "lexical"]
+Fusion = Literal["rrf", "score"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecallTuning:
+    """The knobs of the ranking. The product runs `TUNING`; `bench/locomo.py --loo` runs
+    the same code with other values to choose them (docs/recall-quality.md)."""
+
+    fusion: Fusion = "rrf"
+    """"rrf": weighted reciprocal rank; "score": a convex combination of the cosine and
+    the BM25 score, each scaled to 0..1 over its candidates (`vector_weight` is the
+    vector's share)."""
+    rrf_k: int = RRF_K
+    vector_weight: float = VECTOR_WEIGHT
+    lexical_weight: float = LEXICAL_WEIGHT
+    candidates: int = CANDIDATES
+    feedback_seeds: int = 0
+    """Pseudo-relevance feedback: the first round's top hits whose shared terms seed a
+    second word round (0: off)."""
+    feedback_terms: int = 8
+    feedback_weight: float = 0.5
+    """The second round's weight in the fusion (a ranking like the other two)."""
+    same_day_factor: float = 1.0
+    """Diversity: a hit's fused score times this for every better hit of the same day
+    (1: off), so the hits are not all neighbours of one conversation."""
+    neighbour_factor: float = 1.0
+    """Diversity: a hit's fused score times this for every better hit next to it (point ids
+    one apart: the turn it answers or its reply), so ten hits are not five pairs (1: off)."""
+    date_boost: float = 0.0
+    """Fused score times (1 + this) for a point inside a time the query names
+    ("in May 2023", "last week": `memory.text.dates`); 0: off."""
+    rerank_depth: int = 30
+    """How many of the fused candidates diversity and the date boost look at."""
+
+
+TUNING = RecallTuning()
+"""What the product runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,32 +152,40 @@ def recall(
     exclude_contents: Iterable[str] = (),
     mode: RecallMode = "hybrid",
     max_chars: int | None = None,
+    tuning: RecallTuning = TUNING,
 ) -> RecallResult:
     """Hybrid recall over `store` (`MemoryStore.recall`): see the module docstring. Points
-    whose content is already in the prompt (`exclude_contents`) are left out."""
+    whose content is already in the prompt (`exclude_contents`) are left out; `tuning`
+    is for the benchmark that chooses it."""
     config = store.config
     k = config.top_k if k is None else k
     if not query.strip() or k <= 0:
         return RecallResult([], "")
     excluded = {content_hash(text.strip()) for text in exclude_contents}
     query_vec = None if mode == "lexical" or vector is None else np.asarray(vector, np.float32)
-    vector_ranked = store.vectors.search(query_vec, CANDIDATES) if query_vec is not None else []
+    depth = tuning.candidates
+    vector_ranked = store.vectors.search(query_vec, depth) if query_vec is not None else []
     lexical_ranked, pinned_lexical = (
-        _lexical_candidates(store, query) if mode != "vector" else ([], [])
+        _lexical_candidates(store, query, depth) if mode != "vector" else ([], [])
     )
     cosine = dict(vector_ranked)
-    fused = _rrf([pid for pid, _ in vector_ranked], [pid for pid, _ in lexical_ranked])
+    fused = _fuse(vector_ranked, lexical_ranked, tuning)
+    if tuning.feedback_seeds and lexical_ranked and store.lexical_ready:
+        seeds = [pid for pid in sorted(fused, key=lambda p: -fused[p])][: tuning.feedback_seeds]
+        second = store.lexical.feedback_search(query, seeds, tuning.feedback_terms, depth)
+        for rank, (pid, _score) in enumerate(second, start=1):
+            fused[pid] = fused.get(pid, 0.0) + tuning.feedback_weight / (tuning.rrf_k + rank)
     floor = config.min_score
     pins = store.pins
     pinned_order, pinned_cosine = (
-        _pinned_ranking(store, query_vec, pinned_lexical) if pins else ([], {})
+        _pinned_ranking(store, query_vec, pinned_lexical, tuning) if pins else ([], {})
     )
     cosine.update(pinned_cosine)
     lexical_ids = {pid for pid, _ in lexical_ranked}
     regular = [  # a word match counts on its own; a vector-only match needs the floor
         pid
         for pid in sorted(fused, key=lambda p: -fused[p])
-        if pid not in pins and (pid in lexical_ids or cosine[pid] >= floor)
+        if pid not in pins and (pid in lexical_ids or pid not in cosine or cosine[pid] >= floor)
     ]
     if mode == "vector":
         regular = [pid for pid in regular if pid in cosine]
@@ -145,36 +193,40 @@ def recall(
     lexical_score = (
         {pid: score / lexical_top for pid, score in lexical_ranked} if lexical_top else {}
     )
+    spans = date_spans(query, store.db.clock.now()) if tuning.date_boost else []
     hits: list[RecallHit] = []
-    for group in (pinned_order, regular):
+    for group, rerank in ((pinned_order, False), (regular, True)):
         wanted = group[: k + len(excluded)]  # enough to fill k after exclusions
+        reranks = rerank and (
+            spans or tuning.same_day_factor != 1.0 or tuning.neighbour_factor != 1.0
+        )
+        if reranks:
+            wanted = group[: max(tuning.rerank_depth, k + len(excluded))]
         rows = point_reads.hit_rows(store.db, wanted)
-        taken = 0
-        for point in (rows[pid] for pid in wanted if pid in rows):
-            if taken >= k:
-                break
-            if point.content_hash in excluded:
-                continue
+        points = [rows[pid] for pid in wanted if pid in rows]
+        points = [point for point in points if point.content_hash not in excluded]
+        if reranks:
+            points = _rerank(points, fused, spans, tuning)
+        for point in points[:k]:
             score = max(cosine.get(point.id, 0.0), lexical_score.get(point.id, 0.0))
             hits.append(
                 RecallHit(
                     point.id, point.role, score, point.pinned, point.created_at, point.content
                 )
             )
-            taken += 1
     entries = recall_entries(hits, max_chars or config.max_chars)
     return RecallResult(hits, join_recall_block(entries), entries)
 
 
 def _lexical_candidates(
-    store: MemoryStore, query: str
+    store: MemoryStore, query: str, depth: int
 ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
     """The word ranking's candidates, and the ranking of the pinned points."""
     pinned = sorted(store.pins.ids)
     with store.db.cursor() as cur:
         if store.lexical_ready:
-            return store.lexical.search_and_subset(cur, query, CANDIDATES, pinned)
-        overall = lexical_index.search(cur, query, CANDIDATES)
+            return store.lexical.search_and_subset(cur, query, depth, pinned)
+        overall = lexical_index.search(cur, query, depth)
         within = (
             lexical_index.search(cur, query, len(pinned), candidate_ids=pinned) if pinned else []
         )
@@ -185,6 +237,7 @@ def _pinned_ranking(
     store: MemoryStore,
     query_vec: npt.NDArray[np.float32] | None,
     lexical: list[tuple[int, float]],
+    tuning: RecallTuning,
 ) -> tuple[list[int], dict[int, float]]:
     """Pinned points that are about the query at all — a word match (`lexical`, the word
     ranking within the pins), or a cosine of at least half the floor — ranked by RRF of
@@ -199,7 +252,7 @@ def _pinned_ranking(
             found = exact_search(query_vec, ids, matrix, len(ids))
             least = store.config.min_score * PIN_FLOOR_FACTOR
             vector = [(int(p), float(s)) for p, s in found if s >= least]
-    fused = _rrf([p for p, _ in vector], [p for p, _ in lexical])
+    fused = _fuse(vector, lexical, tuning)
     return sorted(fused, key=lambda p: -fused[p]), dict(vector)
 
 
@@ -215,13 +268,68 @@ def lexical_text(text: str, *, context: str = "", when: datetime | None = None) 
     return "\n".join(parts)
 
 
-def _rrf(vector: Sequence[int], lexical: Sequence[int]) -> dict[int, float]:
-    """Weighted reciprocal rank fusion of a vector and a word ranking (rank from 1)."""
+def _fuse(
+    vector: Sequence[tuple[int, float]],
+    lexical: Sequence[tuple[int, float]],
+    tuning: RecallTuning,
+) -> dict[int, float]:
+    """One score a candidate from the vector and the word ranking (`RecallTuning.fusion`)."""
     fused: dict[int, float] = {}
-    for weight, ranking in ((VECTOR_WEIGHT, vector), (LEXICAL_WEIGHT, lexical)):
-        for rank, pid in enumerate(ranking, start=1):
-            fused[pid] = fused.get(pid, 0.0) + weight / (RRF_K + rank)
+    if tuning.fusion == "score":
+        for weight, ranking in (
+            (tuning.vector_weight, vector),
+            (1.0 - tuning.vector_weight, lexical),
+        ):
+            if not ranking:
+                continue
+            scores = [score for _, score in ranking]
+            low, high = min(scores), max(scores)
+            spread = high - low
+            for pid, score in ranking:
+                scaled = (score - low) / spread if spread > 0 else 1.0
+                fused[pid] = fused.get(pid, 0.0) + weight * scaled
+        return fused
+    for weight, ranking in ((tuning.vector_weight, vector), (tuning.lexical_weight, lexical)):
+        for rank, (pid, _score) in enumerate(ranking, start=1):
+            fused[pid] = fused.get(pid, 0.0) + weight / (tuning.rrf_k + rank)
     return fused
+
+
+def _rerank(
+    points: Sequence[point_reads.HitRow],
+    fused: dict[int, float],
+    spans: Sequence[DateSpan],
+    tuning: RecallTuning,
+) -> list[point_reads.HitRow]:
+    """The date boost, then a greedy pick that lowers a hit's score for every better hit
+    of the same day and every better hit next to it (diversity)."""
+    boost = 1.0 + tuning.date_boost
+    score = {
+        point.id: fused.get(point.id, 0.0)
+        * (boost if any(span.contains(point.created_at) for span in spans) else 1.0)
+        for point in points
+    }
+    left = sorted(points, key=lambda p: -score[p.id])
+    if tuning.same_day_factor == 1.0 and tuning.neighbour_factor == 1.0:
+        return left
+    per_day: dict[object, int] = {}
+    taken: set[int] = set()
+
+    def diverse(point: point_reads.HitRow) -> float:
+        near = (point.id - 1 in taken) + (point.id + 1 in taken)
+        return (
+            score[point.id]
+            * tuning.same_day_factor ** per_day.get(point.created_at.date(), 0)
+            * tuning.neighbour_factor**near
+        )
+
+    picked: list[point_reads.HitRow] = []
+    while left:
+        point = left.pop(max(range(len(left)), key=lambda i: diverse(left[i])))
+        per_day[point.created_at.date()] = per_day.get(point.created_at.date(), 0) + 1
+        taken.add(point.id)
+        picked.append(point)
+    return picked
 
 
 RECALL_PREAMBLE = (

@@ -4,17 +4,35 @@ Taken before anything else opens the data dir — cheap (no DuckDB import), so t
 refuse a second instance before it paints. The file holds the owner's PID so the second
 process can name it. The kernel drops the lock when the owner exits, even on kill -9;
 a stale PID in the file is harmless.
+
+Within one process the lock is re-entrant: the owner runs other processes' commands in its
+own threads (tui/owner_server.py), and a command taking the lock there shares the owner's
+(counted; the flock goes with the last release). `held_here(home)` says whether this process
+holds it.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from types import TracebackType
 
 from store.private_files import ensure_private_dir, open_private
 
 LOCK_FILENAME = "straylight.lock"
+_held: dict[str, list[int]] = {}  # real path of a data dir -> [fd, holders] in this process
+_held_guard = threading.Lock()
+
+
+def _key(home: Path) -> str:
+    return os.path.realpath(home)
+
+
+def held_here(home: Path) -> bool:
+    """Whether this process holds the lock of `home`."""
+    with _held_guard:
+        return _key(home) in _held
 
 
 class DataDirLocked(Exception):
@@ -40,22 +58,40 @@ class DataDirLock:
     def acquire(self) -> DataDirLock:
         import fcntl
 
-        ensure_private_dir(self.home)
-        fd = open_private(self.path, os.O_RDWR | os.O_CREAT)  # never through a link
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _read_pid(fd)
-            os.close(fd)
-            raise DataDirLocked(self.home, pid) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
-        return self
+        if self._fd is not None:
+            return self
+        with _held_guard:
+            shared = _held.get(_key(self.home))
+            if shared is not None:  # this process owns it already: share
+                shared[1] += 1
+                self._fd = shared[0]
+                return self
+            ensure_private_dir(self.home)
+            fd = open_private(self.path, os.O_RDWR | os.O_CREAT)  # never through a link
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = _read_pid(fd)
+                os.close(fd)
+                raise DataDirLocked(self.home, pid) from None
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            _held[_key(self.home)] = [fd, 1]
+            self._fd = fd
+            return self
 
     def release(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        with _held_guard:
+            key = _key(self.home)
+            shared = _held.get(key)
+            if shared is not None and shared[0] == fd:
+                shared[1] -= 1
+                if shared[1] > 0:
+                    return
+                del _held[key]
             os.close(fd)  # closing drops the flock
 
     @property

@@ -373,6 +373,33 @@ class LexicalCache:
             within = self._top(totals, len(subset), list(subset)) if subset else []
             return overall, within
 
+    def feedback_search(
+        self, query: str, seeds: Sequence[int], terms: int, k: int
+    ) -> list[tuple[int, float]]:
+        """A second word round seeded by the first one's hits (pseudo-relevance feedback):
+        the `terms` terms the `seeds` share most, weighted by idf (a term in one seed only,
+        or in the query, or in fewer than two points overall is left out), searched as a
+        query of their own. From memory as last synced (the first round just synced)."""
+        if terms <= 0 or k <= 0 or not seeds:
+            return []
+        asked = {term for group in self.analyzer.query_terms(query) for term in group}
+        with self._lock:
+            n = len(self._doc_length)
+            shared: Counter[str] = Counter()
+            for point_id in seeds:
+                shared.update(self._doc_terms.get(point_id, ()))
+            weighted: list[tuple[float, str]] = []
+            for term, count in shared.items():
+                postings = self._postings.get(term)
+                if count < 2 or term in asked or postings is None or postings.live < 2:
+                    continue
+                idf = math.log(1.0 + (n - postings.live + 0.5) / (postings.live + 0.5))
+                weighted.append((count * idf, term))
+            best = sorted(weighted, reverse=True)[:terms]
+            chosen: list[tuple[str, ...]] = [(term,) for _, term in best]
+            totals = self._totals(chosen) if chosen else None
+            return [] if totals is None else self._top(totals, k, None)
+
     def _term_scores(
         self, postings: _Postings, n: int, avgdl: float
     ) -> tuple[NDArray[np.int32], NDArray[np.float64]]:

@@ -76,7 +76,11 @@ async def mcp_session(
 
 async def cli_json(env: Env, *args: str) -> Any:
     """`straylight ARGS --json` as a child process (the tests run inside an event loop)."""
-    outcome = await CommandRunner(env).run([*args, "--json"])
+    runner = CommandRunner(env)
+    try:
+        outcome = await runner.run([*args, "--json"])
+    finally:
+        await runner.aclose()
     assert outcome.exit_code == 0, outcome.stderr
     return json.loads(outcome.stdout)
 
@@ -163,7 +167,9 @@ async def test_status_and_a_failing_command_is_a_one_line_tool_error(
         status = result_of(await session.call_tool("memory_status", {}))
         assert set(status) == set(expected)
         assert status["workspace"] == "demo" and status["points"]["total"] == 0
-        with DataDirLock(tmp_path / "home"):  # another process owns the data dir
+    # A holder that does not serve (a bare lock here): refused after the 3 s wait for an owner.
+    with DataDirLock(tmp_path / "home"):
+        async with mcp_session(env, workspace) as session:
             busy = error_of(await session.call_tool("memory_status", {}))
     assert "is in use by" in busy
 

@@ -27,6 +27,7 @@ from agent.workspace import resolve_workspace
 from tui.commands import CHAT_KEYS, palette_commands
 from tui.keymap import split_keymap
 from tui.model_pulls import ModelPulls
+from tui.owner_live import CandidateWatch, MemoryChangedElsewhere, NewCandidates
 from tui.screens.chat_screen import ChatScreen
 from tui.startup_timer import seconds_since_start
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from jobs.scheduler import JobScheduler
     from memory.turn_memory import TurnMemory
     from tui.memory_session import MemorySession
+    from tui.owner_server import OwnerServer
 
 log = logging.getLogger("straylight.tui")
 
@@ -98,6 +100,8 @@ class StraylightApp(App[int]):
         self.quitting = False
         self.crashed = False
         self.memory_session: MemorySession | None = None
+        self.owner_server: OwnerServer | None = None  # serving the data dir to other clients
+        self.candidate_watch = CandidateWatch()
         self.memory_problem = "still opening"
         self.model_pulls = ModelPulls()  # pulls started on the models screen (F8)
         self.missing_models: tuple[MissingModel, ...] = ()  # by the last Ollama check
@@ -126,6 +130,8 @@ class StraylightApp(App[int]):
     async def on_unmount(self) -> None:
         if self.scheduler is not None:
             await self.scheduler.stop()
+        if self.owner_server is not None:  # before Textual puts the real stdout back
+            await asyncio.to_thread(self.owner_server.stop)
         await self.engine.drain()
         if self.memory_session is not None:
             await asyncio.to_thread(self.memory_session.close)
@@ -144,6 +150,7 @@ class StraylightApp(App[int]):
             self.post_message(MemoryOpened(None, str(error)))
             return
         self.memory_session = session
+        self._serve_other_clients(memory)
         self.post_message(MemoryOpened(memory, None))
 
     async def on_memory_opened(self, message: MemoryOpened) -> None:
@@ -198,8 +205,60 @@ class StraylightApp(App[int]):
         if isinstance(event, PointsSaved):
             self.chat.points_saved(event)
             self.chat.refresh_memory_status()
+            self.look_for_new_candidates(announce=False)  # the chat showed its own
         elif isinstance(event, MemstatusDue) and self.scheduler is not None:
             self.run_job_now("memstatus")
+
+    # ---- other clients: this process owns the data dir and serves it ------------------
+    def _serve_other_clients(self, memory: TurnMemory) -> None:
+        """In the memory worker: serve the data dir (when this process holds its lock, as
+        `straylight` does) and note the candidates pending already."""
+        from store.data_dir_lock import held_here
+        from tui.owner_server import OwnerServer
+
+        if memory.facts is not None:
+            try:
+                self.candidate_watch.mark_seen(memory.facts.pending())
+            except Exception:
+                log.exception("reading the pending candidates failed")
+        if held_here(self.settings.home):
+            self.owner_server = OwnerServer.start_soft(
+                self.settings.home, on_finished=self._post_forwarded
+            )
+
+    def _post_forwarded(self, argv: object, exit_code: int) -> None:
+        from tui.owner_live import may_have_written
+
+        words = tuple(str(word) for word in argv) if isinstance(argv, list | tuple) else ()
+        if may_have_written(words, exit_code):
+            self.post_message(MemoryChangedElsewhere(words, exit_code))
+
+    def on_memory_changed_elsewhere(self, _message: MemoryChangedElsewhere) -> None:
+        """Another client wrote: the sidebar's counts, an open facts or candidates screen,
+        and the candidates it proposed."""
+        if not self.is_running or not self.screen_stack:
+            return
+        self.chat.refresh_memory_status()
+        self.chat.refresh_fact_status()
+        from tui.screens.fact_rows import RecordScreen
+
+        if isinstance(self.screen, RecordScreen):
+            self.screen.reload()
+        self.look_for_new_candidates(announce=True)
+
+    @work(thread=True, exclusive=True, group="new-candidates", exit_on_error=False)
+    def look_for_new_candidates(self, announce: bool) -> None:
+        facts = self.engine.facts
+        if facts is None:
+            return
+        fresh = self.candidate_watch.new(facts.pending())
+        if fresh and announce:
+            self.post_message(NewCandidates(fresh))
+
+    async def on_new_candidates(self, message: NewCandidates) -> None:
+        from tui.owner_live import candidates_notice
+
+        await self.chat.notice(candidates_notice(message.candidates))
 
     # ---- background jobs -------------------------------------------------------------
     def _start_jobs(self, memory: TurnMemory) -> None:

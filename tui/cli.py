@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any, NoReturn
@@ -33,6 +33,16 @@ COMMANDS_THAT_WRITE = frozenset(
 )
 # Sub-commands that only read: they never create the data dir (a mistyped --home is reported).
 READ_ACTIONS = frozenset({"list", "get", "history", "search"})
+# Commands that write nothing to the data dir (issue 15 §5): not even the lock file.
+READ_ONLY_COMMANDS = frozenset(
+    {
+        ("status", None),
+        ("recall", None),
+        ("facts", "list"),
+        ("candidates", "list"),
+        ("jobs", "list"),
+    }
+)
 EXIT_DATA_DIR_IN_USE = 6
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -231,16 +241,27 @@ def _version() -> str:
         return "unknown"
 
 
-def _resolve(args: argparse.Namespace) -> ResolvedSettings:
-    flags = {
+def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the command line gives (None: not given)."""
+    return {
         "home": args.home,
         "ollama_host": args.ollama_host,
         "model": args.model,
         "workspace": args.workspace,
         "think": getattr(args, "think", None),
     }
+
+
+def _resolve(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> ResolvedSettings:
     config = Path(args.config) if args.config else None
-    return load_settings(flags=flags, config_path=config, require_config=config is not None)
+    return load_settings(
+        flags=setting_flags(args),
+        environ=environ,
+        config_path=config,
+        require_config=config is not None,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -272,6 +293,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                 silence_logging()
         except OSError:
             silence_logging()
+    from tui import owner_client
+
+    if owner_client.forwards(args):  # the data dir's owner runs it, if another process owns it
+        raw = list(sys.argv[1:] if argv is None else argv)
+        if args.command == "conversations":
+            from tui.cli_conversations import confirmed_argv
+
+            confirmed = confirmed_argv(args, settings, raw)
+            if isinstance(confirmed, int):
+                return confirmed
+            raw = confirmed
+        reads = (args.command, getattr(args, "action", None)) in READ_ONLY_COMMANDS
+        return owner_client.run_or_forward(
+            raw, resolved, lambda: _run(args, resolved), args.command, reads_only=reads
+        )
+    return _run(args, resolved)
+
+
+def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: bool = False) -> int:
+    """Dispatch a parsed command; every error becomes one line and its exit code. A command
+    `forwarded` from another process runs in a thread of the owner (tui/owner_request.py)."""
+    settings = resolved.settings
     try:
         return _dispatch(args, resolved)
     except UsageError as error:
@@ -281,6 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:
         from store.data_dir_lock import DataDirLocked
         from store.database import DatabaseError, DataDirInUse
+        from store.private_files import UnsafeDataDir
 
         if isinstance(error, DataDirLocked):
             return fail(str(error), EXIT_DATA_DIR_IN_USE)
@@ -297,8 +341,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return fail(str(error), EXIT_UNEXPECTED)
         if isinstance(error, BrokenPipeError):
             # `straylight history | head`: the reader left; that is not an error.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            if not forwarded:  # (a forwarded command's client has gone: nothing to quiet)
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
             return EXIT_BROKEN_PIPE
         log.exception("unexpected error")
         return fail(

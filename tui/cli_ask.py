@@ -10,6 +10,7 @@ import asyncio
 import logging
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -59,6 +60,9 @@ class SignalStop:
 
     @contextmanager
     def installed(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # run by the data dir's owner for a client: the client's signals end it
+            return
         loop = asyncio.get_running_loop()
         before = {signum: signal.getsignal(signum) for signum in self.SIGNALS}
         for signum in self.SIGNALS:

@@ -231,22 +231,9 @@ async def _delete(
 
     cid = info.conversation_id
     if not assume_yes:
-        if not sys.stdin.isatty():
-            return fail(
-                f"conversations delete asks first, and there is no terminal to ask on: "
-                f"run `straylight conversations delete {cid} --yes`",
-                EXIT_USAGE,
-            )
-        days = len(info.days)
-        question = (
-            f"Delete conversation {cid} ({info.title!r}): {info.messages} messages on "
-            f"{days} day{'' if days == 1 else 's'} and its unpinned memory points? [y/N] "
-        )
-        sys.stderr.write(for_terminal(question))
-        sys.stderr.flush()
-        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
-            print("nothing deleted", file=sys.stderr)
-            return EXIT_DECLINED
+        declined = ask_before_delete(info)
+        if declined is not None:
+            return declined
     async with _notes(settings, create=True) as notes:
         # the database first: a crash before the logs are rewritten leaves the id listed,
         # so the same command finishes the job
@@ -260,3 +247,39 @@ async def _delete(
         f"point{'' if len(removed.forgotten) == 1 else 's'} forgotten{kept}"
     )
     return EXIT_OK
+
+
+def ask_before_delete(info: ConversationInfo) -> int | None:
+    """The `[y/N]` question of `conversations delete` on the user's terminal: None to go on,
+    else the exit code (no terminal to ask on: 2; declined: 1). Asked by the process the user
+    typed in, before the command may be forwarded to the data dir's owner."""
+    cid = info.conversation_id
+    if not sys.stdin.isatty():
+        return fail(
+            f"conversations delete asks first, and there is no terminal to ask on: "
+            f"run `straylight conversations delete {cid} --yes`",
+            EXIT_USAGE,
+        )
+    days = len(info.days)
+    question = (
+        f"Delete conversation {cid} ({info.title!r}): {info.messages} messages on "
+        f"{days} day{'' if days == 1 else 's'} and its unpinned memory points? [y/N] "
+    )
+    sys.stderr.write(for_terminal(question))
+    sys.stderr.flush()
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        print("nothing deleted", file=sys.stderr)
+        return EXIT_DECLINED
+    return None
+
+
+def confirmed_argv(args: Any, settings: Settings, argv: list[str]) -> list[str] | int:
+    """`conversations delete ID` without `--yes`, about to be forwarded: ask here, where the
+    terminal is, and forward it with `--yes` (or the exit code when not confirmed)."""
+    if args.command != "conversations" or args.action != "delete" or args.yes:
+        return argv
+    info = _find(DailyLog(settings.home / "conversation"), args.id)
+    if info is None:
+        return argv  # the owner names the unknown id
+    declined = ask_before_delete(info)
+    return declined if declined is not None else [*argv, "--yes"]

@@ -34,9 +34,16 @@ EMBED_TIMEOUT_SECONDS = 15.0
 
 @contextlib.contextmanager
 def open_drawer(settings: Settings, *, read_only: bool = False) -> Iterator[FactDrawer]:
-    """The fact drawer of this workspace, with the data dir locked for the duration; a
-    reading command (`read_only`) takes no lock file and writes nothing (DuckDB's read-only
-    mode, whose own lock still meets a writer)."""
+    """The fact drawer of this workspace, with the data dir locked for the duration (in the
+    owner's process: a drawer over the owner's open database); a reading command
+    (`read_only`) elsewhere takes no lock file and writes nothing (DuckDB's read-only mode,
+    whose own lock still meets a writer)."""
+    from tui.memory_session import open_store
+    from tui.owner_server import serving
+
+    if open_store(settings.home) is not None or serving(settings.home):
+        yield from _shared_drawer(settings)  # one store per process: DuckDB opens a file once
+        return
     if read_only:
         check_not_in_use(settings.home)
         db = open_database(database_path(settings.home), clock=settings.clock, read_only=True)
@@ -51,6 +58,16 @@ def open_drawer(settings: Settings, *, read_only: bool = False) -> Iterator[Fact
             yield FactDrawer(db, resolve_workspace(settings.workspace), settings.facts)
         finally:
             db.close()
+
+
+def _shared_drawer(settings: Settings) -> Iterator[FactDrawer]:
+    """The drawer over the memory this process has open (or opens) for its data dir."""
+    from agent.ollama_gateway import OllamaGateway
+    from tui.memory_session import MemorySession
+
+    with MemorySession(settings, OllamaGateway.from_config(settings.ollama)) as memory:
+        assert memory.facts is not None
+        yield memory.facts
 
 
 def _embed(settings: Settings, drawer: FactDrawer, fact: Fact) -> None:

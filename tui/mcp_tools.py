@@ -1,9 +1,10 @@
 """What `straylight mcp`'s tools do: each runs one `straylight … --json` command through
 `CommandRunner` and turns its output into the tool's result.
 
-The server never opens the memory itself: the command does (today a child process; with the
-owner's socket, inside whichever process owns the data dir), so a tool behaves exactly like
-the command a user would type, filter, masking and approval gate included. A failing command
+The server never opens the memory itself: the command does, inside whichever process owns
+the data dir (this one after it took the data dir over, see `tui/command_runner.py`), so a
+tool behaves exactly like the command a user would type, filter, masking and approval gate
+included. A failing command
 becomes a `ToolError` carrying its one-line message; no traceback reaches the client.
 """
 
@@ -47,8 +48,7 @@ class MemoryTools:
     runner: CommandRunner
     global_argv: list[str]
     doc_roots: list[Path]
-    # One command at a time: today each command takes the data-dir lock for its run, so two
-    # at once from one client would make the second fail with "in use".
+    # One command at a time per client: the tools' order is the order the client asked in.
     _turn: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def run_json(self, command: Sequence[str], *rest: str, stdin: str | None = None) -> Any:

@@ -3,12 +3,21 @@
 Used by the headless commands and by the TUI (which opens it in a worker after the first
 frame). Errors are one line: `DataDirLocked` (another process owns the data dir) and
 `store.database.DatabaseError` (a damaged or too-new database, named with a hint).
+
+One store per data dir and process: a session opened while this process has the memory of
+that data dir open already (a command the owner runs for another process, a `CommandRunner`
+run beside the MCP server's own) BORROWS the open store, with its own fact drawer (its
+workspace) and embedder. The store is closed, and the lock the first session took released,
+when the last session using it closes (`open_store` finds it meanwhile).
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
@@ -18,6 +27,24 @@ from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
 from store.data_dir_check import check_not_in_use
 from store.data_dir_lock import DataDirLock
+
+
+@dataclass
+class _OpenStore:
+    store: MemoryStore
+    lock: DataDirLock | None
+    users: int = 1
+
+
+_open_stores: dict[str, _OpenStore] = {}  # real path of a data dir -> its store, open here
+_open_guard = threading.RLock()  # one opening or closing at a time
+
+
+def open_store(home: Path) -> MemoryStore | None:
+    """The memory this process has open for `home` (it owns the data dir), if any."""
+    with _open_guard:
+        entry = _open_stores.get(os.path.realpath(home))
+        return entry.store if entry is not None else None
 
 
 def embedder_for(gateway: OllamaGateway, model: str):  # noqa: ANN201 - an EmbedFn
@@ -35,24 +62,36 @@ class MemorySession:
     gateway: OllamaGateway
     take_lock: bool = True
     read_only: bool = False  # a reading command: no lock file, nothing written (issue 15 §5)
-    lock: DataDirLock | None = field(default=None, init=False)
     store: MemoryStore | None = field(default=None, init=False)
 
     def open(self) -> TurnMemory:
-        if self.take_lock and self.read_only:  # in use? asked without writing the lock file
-            check_not_in_use(self.settings.home)
-        elif self.take_lock:
-            self.lock = DataDirLock(self.settings.home).acquire()
-        try:
-            self.store = MemoryStore.open(
-                self.settings.home,
-                self.settings.memory,
-                clock=self.settings.clock,
-                read_only=self.read_only,
-            )
-        except BaseException:
-            self.close()
-            raise
+        key = os.path.realpath(self.settings.home)
+        with _open_guard:
+            entry = _open_stores.get(key)
+            if entry is not None:
+                entry.users += 1
+                self.store = entry.store
+            elif self.read_only:  # its own read-only store, never shared with a writer
+                if self.take_lock:  # in use? asked without writing the lock file
+                    check_not_in_use(self.settings.home)
+                self.store = MemoryStore.open(
+                    self.settings.home,
+                    self.settings.memory,
+                    clock=self.settings.clock,
+                    read_only=True,
+                )
+            else:
+                lock = DataDirLock(self.settings.home).acquire() if self.take_lock else None
+                try:
+                    store = MemoryStore.open(
+                        self.settings.home, self.settings.memory, clock=self.settings.clock
+                    )
+                except BaseException:
+                    if lock is not None:
+                        lock.release()
+                    raise
+                entry = _open_stores[key] = _OpenStore(store, lock)
+                self.store = entry.store
         facts = FactDrawer(
             self.store.db,
             resolve_workspace(self.settings.workspace),
@@ -63,12 +102,24 @@ class MemorySession:
         )
 
     def close(self) -> None:
-        if self.store is not None:
-            store, self.store = self.store, None
-            store.close()
-        if self.lock is not None:
-            lock, self.lock = self.lock, None
-            lock.release()
+        if self.store is None:
+            return
+        store, self.store = self.store, None
+        with _open_guard:
+            key = os.path.realpath(self.settings.home)
+            entry = _open_stores.get(key)
+            if entry is None or entry.store is not store:  # (not registered: just close)
+                store.close()
+                return
+            entry.users -= 1
+            if entry.users > 0:
+                return
+            del _open_stores[key]
+            try:
+                store.close()
+            finally:
+                if entry.lock is not None:
+                    entry.lock.release()
 
     def __enter__(self) -> TurnMemory:
         return self.open()

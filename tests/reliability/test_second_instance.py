@@ -1,15 +1,17 @@
-"""Issue 7, part 5: a second Straylight on the same data dir.
+"""Issue 7, part 5, and issue 14 §2: a second Straylight on the same data dir.
 
 A real `straylight ask` holds the data dir while its reply streams slowly from the Ollama
 stand-in (seconds between chunks, until the test lets the rest through); meanwhile the user
-runs other commands on the same data dir. Each one that opens the memory stops with one line
-naming the holder's PID (exit 6, README "Headless commands"); `history` and `config` still
-work; the holder finishes its turn as if nothing happened.
+runs other commands on the same data dir. The holder serves them over its socket: each one
+that opens the memory runs in the holder and prints what it would print alone; a second TUI
+stops with one line naming the holder's PID (exit 6, README "Headless commands"); `history`
+and `config` still work; the holder finishes its turn as if nothing happened.
 
 Unit-level coverage not repeated here: tests/test_data_dir_lock.py (the lock itself),
 tests/test_database.py::test_a_second_process_gets_a_one_line_message_with_the_holders_pid
 (DuckDB's own lock), tests/test_cli_memory.py::test_a_held_data_dir_gives_one_line_and_exit_6
-(the commands against a bare lock holder, not a running turn).
+(the commands against a bare lock holder that serves nothing), tests/test_owner_socket.py
+(the socket, forwarding, kill -9 of the owner).
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ class Holder:
         return self.process.returncode, (self.received + out).decode(), err.decode()
 
 
-def test_a_second_instance_names_the_holder_and_the_first_is_unaffected(
+def test_a_second_instance_is_served_by_the_holder_and_a_second_tui_is_refused(
     env: Env, home: Path, tmp_path: Path, holder: Holder, standin: OllamaStandIn
 ) -> None:
     outside = outside_snapshot(tmp_path, home)
@@ -111,7 +113,6 @@ def test_a_second_instance_names_the_holder_and_the_first_is_unaffected(
     # would start here if it were in-process.
     second = spawn_many(
         env,
-        ["ask", "Is the night ferry running tonight as well, or only on weekdays?"],
         ["status", "--json"],
         ["remember", "The night ferry is cancelled when the wind is above force eight."],
         ["recall", "night ferry"],
@@ -119,13 +120,18 @@ def test_a_second_instance_names_the_holder_and_the_first_is_unaffected(
     )
     history, config = run_many(env, ["history", "--json", "--date", DAY], ["config", "--json"])
     assert holder.running(), "the holder ended before the second instances ran"
-    for proc in second:
-        line = assert_one_line(proc, EXIT_DATA_DIR_IN_USE, f"PID {holder.pid}")
-        assert line == (
-            f"straylight: {home} is in use by PID {holder.pid} (another Straylight?); "
-            "close it or use --home"
-        )
-        assert proc.stdout == ""
+    *served, tui = second
+    for proc in served:
+        assert_quiet(proc)
+    # side by side: the pin may come first
+    assert json.loads(served[0].stdout)["points"]["total"] in (SEED_POINTS, SEED_POINTS + 1)
+    assert served[1].stdout == f"remembered #{SEED_POINTS + 1}\n"
+    line = assert_one_line(tui, EXIT_DATA_DIR_IN_USE, f"PID {holder.pid}")
+    assert line == (
+        f"straylight: {home} is in use by PID {holder.pid} (another Straylight?); "
+        "close it or use --home"
+    )
+    assert tui.stdout == ""
     # Reading the logs and the settings never needs the lock.
     assert_quiet(history)
     assert summary(json.loads(history.stdout)) == [
@@ -138,14 +144,14 @@ def test_a_second_instance_names_the_holder_and_the_first_is_unaffected(
     standin.token_delay = 0.0
     code, out, err = holder.finish()
     assert (code, out, err) == (0, HOLDER_REPLY + "\n", "")
-    assert len(standin.chat_requests()) == 1  # the second `ask` never reached the model
+    assert len(standin.chat_requests()) == 1  # the TUI never reached the model
     messages = history_json(env)
     assert summary(messages) == [
         *seed_messages(),
         ("user", HOLDER_QUESTION, "complete"),
         ("assistant", HOLDER_REPLY, "complete"),
     ]
-    assert_seed_intact(env, points=SEED_POINTS + 2)  # the holder's two points, nothing else
+    assert_seed_intact(env, points=SEED_POINTS + 3)  # the pin and the holder's two points
     assert outside_snapshot(tmp_path, home) == outside
 
 

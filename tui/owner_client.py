@@ -1,0 +1,256 @@
+"""The client side of "one owner, many clients": run a command here, or have the owner run it.
+
+A command that needs the memory (`FORWARDED_COMMANDS`) and finds the data dir owned by
+another Straylight process sends its command line to the owner's socket and prints what
+comes back, exiting with the owner's exit code: the output is the command's own. When nobody
+owns the dir, this process takes the lock and runs the command itself (and, while its memory
+is open, serves the others). A lock held with no socket answering (an owner starting, or
+dying) is retried for `RETRY_SECONDS`, then refused with exit 6 as before. Ctrl+C closes the
+connection, which cancels the command in the owner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from tui.owner_request import CommandRequest, settings_environment
+
+if TYPE_CHECKING:
+    from agent.settings import ResolvedSettings
+
+log = logging.getLogger("straylight.owner")
+
+FORWARDED_COMMANDS = frozenset(
+    {
+        "ask",
+        "status",
+        "remember",
+        "forget",
+        "recall",
+        "import-doc",
+        "facts",
+        "candidates",
+        "reflect",
+        "jobs",
+        "hypotheses",
+        "conversations",
+    }
+)
+"""Commands that open the memory. `history`, `config`, `models`, `pull` read no database and
+always run here; the TUI never forwards (a second chat on one data dir is refused)."""
+
+SERVING_COMMANDS = FORWARDED_COMMANDS - {"facts", "candidates", "hypotheses"}
+"""Commands that serve the others while they run here: those that open the whole memory.
+The fact drawer's commands open only the database and are short; the others wait for them."""
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+RETRY_SECONDS = 3.0
+_RETRY_PAUSE = 0.05
+EXIT_UNEXPECTED = 1
+EXIT_DATA_DIR_IN_USE = 6
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+
+
+class NotServed(Exception):
+    """Nobody answers on the socket (no owner, or it ended before taking the command)."""
+
+
+class OwnerGone(Exception):
+    """The owner ended while running the command: it may or may not have been done."""
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGHUP while the owner ran the command (the connection closes: the owner
+    cancels it, as for Ctrl+C); the exit code is 128 + the signal, as for `ask` alone."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _stop(signum: int, _frame: object) -> None:
+    raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """While forwarding: SIGTERM and SIGHUP raise `Stopped` (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {signum: signal.signal(signum, _stop) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
+def forwards(args: argparse.Namespace) -> bool:
+    return args.command in FORWARDED_COMMANDS
+
+
+def forward(home: Path, request: CommandRequest, out: TextIO, err: TextIO) -> int:
+    """Send `request` to the owner of `home`; its output to `out` / `err`; its exit code.
+
+    `NotServed` when nobody takes it; `OwnerGone` when the owner ended mid-command."""
+    from store.owner_socket import FrameReader, OwnerSocketError, connect, send_frame
+
+    try:
+        sock = connect(home)
+    except OSError as error:  # no socket, refused, timed out: not served
+        raise NotServed(str(error)) from None
+    owner: object = None
+    try:
+        try:
+            send_frame(sock, request.to_frame())
+            reader = FrameReader(sock)
+            first = reader.read()
+        except (OSError, OwnerSocketError) as error:
+            raise NotServed(str(error)) from None
+        if first is None or "owner" not in first:
+            raise NotServed("the owner did not take the command")
+        owner = first["owner"]
+        while True:
+            try:
+                frame = reader.read()
+            except (OSError, OwnerSocketError):
+                frame = None
+            if frame is None:
+                raise OwnerGone(f"the owner of {home} (PID {owner}) ended during the command")
+            if "out" in frame:
+                out.write(str(frame["out"]))
+                out.flush()
+            elif "err" in frame:
+                err.write(str(frame["err"]))
+                err.flush()
+            elif "exit" in frame:
+                code = frame["exit"]
+                return code if isinstance(code, int) else EXIT_UNEXPECTED
+    finally:
+        sock.close()  # before the command ended (Ctrl+C, a closed pipe): the owner cancels it
+
+
+def run_or_forward(
+    argv: Sequence[str],
+    resolved: ResolvedSettings,
+    run_here: Callable[[], int],
+    command: str,
+    *,
+    reads_only: bool = False,
+) -> int:
+    """`straylight ARGV` for a command that needs the memory: forwarded to the data dir's
+    owner, else run here (`run_here`) with the data-dir lock held."""
+    from tui.cli_output import fail, read_stdin_text
+
+    home = resolved.settings.home
+    if not home.is_dir():
+        return run_here()  # no data dir yet: nobody to ask; the command decides what to create
+    stdin: str | None = None
+    if "-" in argv:  # the command reads stdin: read it once, for the owner or for us
+        stdin = read_stdin_text()
+        import io
+
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
+    request = _request(argv, resolved, stdin)
+    try:
+        return _forward_or_own(home, request, run_here, command, reads_only=reads_only)
+    except KeyboardInterrupt:  # while waiting for the owner or the lock
+        return fail("interrupted", EXIT_INTERRUPTED)
+
+
+def _forward_or_own(
+    home: Path,
+    request: CommandRequest,
+    run_here: Callable[[], int],
+    command: str,
+    *,
+    reads_only: bool = False,
+) -> int:
+    from store.data_dir_lock import DataDirLock, DataDirLocked
+    from tui.cli_output import fail
+
+    deadline = time.monotonic() + RETRY_SECONDS
+    while True:
+        try:
+            with _stopped_by_signals():
+                return forward(home, request, sys.stdout, sys.stderr)
+        except NotServed:
+            pass
+        except Stopped as stop:
+            return fail(f"stopped by {stop}", 128 + stop.signum)
+        except OwnerGone as error:
+            log.warning("%s", error)
+            return fail(f"{error}; it may or may not have been done", EXIT_UNEXPECTED)
+        except KeyboardInterrupt:
+            return fail("interrupted", EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return EXIT_BROKEN_PIPE
+        if reads_only:  # a reading command writes nothing, the lock file included (§5)
+            from store.data_dir_check import check_not_in_use
+
+            try:
+                check_not_in_use(home)
+            except DataDirLocked as locked:
+                if time.monotonic() >= deadline:
+                    return fail(str(locked), EXIT_DATA_DIR_IN_USE)
+                time.sleep(_RETRY_PAUSE)
+                continue
+            return run_here()
+        try:
+            lock = DataDirLock(home).acquire()
+        except DataDirLocked as locked:  # owned, but not answering (yet): starting or ending
+            if time.monotonic() >= deadline:
+                return fail(str(locked), EXIT_DATA_DIR_IN_USE)
+            time.sleep(_RETRY_PAUSE)
+            continue
+        except OSError:  # a data dir we cannot lock (read-only): the command itself says so
+            return run_here()
+        from tui.owner_server import OwnerServer
+
+        server = None
+        if command in SERVING_COMMANDS:  # while it runs, it serves the others
+            server = OwnerServer.start_soft(home)
+        try:
+            return run_here()  # ours now: the command's own lock is this one (re-entrant)
+        finally:
+            if server is not None:
+                server.stop()
+            lock.release()
+
+
+def _request(argv: Sequence[str], resolved: ResolvedSettings, stdin: str | None) -> CommandRequest:
+    from agent.workspace import resolve_workspace
+
+    settings = resolved.settings
+    return CommandRequest(
+        argv=list(argv),
+        home=str(settings.home),
+        env=settings_environment(os.environ),
+        cwd=os.getcwd(),
+        workspace=resolve_workspace(settings.workspace),
+        config=str(resolved.config_path),
+        stdin=stdin,
+        tty_stdout=_isatty(sys.stdout),
+        tty_stderr=_isatty(sys.stderr),
+    )
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
