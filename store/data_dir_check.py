@@ -14,9 +14,11 @@ fine. The data dir itself may be a symbolic link (the user chose it, e.g. `--hom
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from store.private_files import (
@@ -110,13 +112,27 @@ def _private_group(gid: int) -> bool:
 def check_not_in_use(home: Path) -> None:
     """Raise `DataDirLocked` when another process owns `home`, without writing the lock file
     (a reading command leaves the data dir as it was): a shared lock is tried and let go."""
+    with shared_hold(home):
+        pass
+
+
+@contextlib.contextmanager
+def shared_hold(home: Path) -> Iterator[None]:
+    """Hold a shared lock on `home`'s lock file for a reading command, without writing it:
+    readers run side by side, a writer (`DataDirLock`, exclusive) waits for them, and a
+    reader meeting a writer gets `DataDirLocked`. Nothing to hold when this process owns the
+    data dir already, or when there is no lock file yet (it is not created: that would write)."""
     import fcntl
 
-    from store.data_dir_lock import LOCK_FILENAME, DataDirLocked
+    from store.data_dir_lock import LOCK_FILENAME, DataDirLocked, held_here
 
+    if held_here(home):
+        yield
+        return
     try:
         fd = open_private(home / LOCK_FILENAME, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
+        yield
         return
     try:
         try:
@@ -124,6 +140,6 @@ def check_not_in_use(home: Path) -> None:
         except BlockingIOError:
             text = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()
             raise DataDirLocked(home, int(text) if text.isdigit() else None) from None
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        yield
     finally:
-        os.close(fd)
+        os.close(fd)  # closing drops the shared lock

@@ -30,6 +30,7 @@ import contextlib
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -145,11 +146,22 @@ def _file_size(path: Path) -> int:
         return -1
 
 
+LOCK_WAIT_SECONDS = 10.0
+"""How long an open waits for another process's hold on the file: a reading command (DuckDB
+read-only, no lock file taken: issue 15 §5) and a writer starting beside it meet here, and
+the later one waits for the earlier (reads take about a second)."""
+
+
 def _connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    try:
-        return duckdb.connect(str(path), read_only=read_only)
-    except duckdb.Error as error:
-        raise _classify_open_error(path, error) from error
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.Error as error:
+            classified = _classify_open_error(path, error)
+            if not isinstance(classified, DataDirInUse) or time.monotonic() >= deadline:
+                raise classified from error
+        time.sleep(0.05)
 
 
 def _block_counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:

@@ -20,8 +20,7 @@ from agent.settings import Settings
 from agent.workspace import resolve_workspace
 from memory.fact_drawer import FactDrawer, candidate_json, fact_json
 from memory.fact_types import FactError, normalise_key
-from store.data_dir_check import check_not_in_use
-from store.data_dir_lock import DataDirLock
+from store.data_dir_lock import DataDirLock, held_here
 from store.database import database_path, open_database
 from store.fact_store import Candidate, Fact
 from tui.cli_output import fail, print_json, read_stdin_text
@@ -44,8 +43,7 @@ def open_drawer(settings: Settings, *, read_only: bool = False) -> Iterator[Fact
     if open_store(settings.home) is not None or serving(settings.home):
         yield from _shared_drawer(settings)  # one store per process: DuckDB opens a file once
         return
-    if read_only:
-        check_not_in_use(settings.home)
+    if read_only and not held_here(settings.home):  # (owner asked before: owner_client)
         db = open_database(database_path(settings.home), clock=settings.clock, read_only=True)
         try:
             yield FactDrawer(db, resolve_workspace(settings.workspace), settings.facts)

@@ -25,8 +25,7 @@ from agent.workspace import resolve_workspace
 from memory.fact_drawer import FactDrawer
 from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
-from store.data_dir_check import check_not_in_use
-from store.data_dir_lock import DataDirLock
+from store.data_dir_lock import DataDirLock, held_here
 
 
 @dataclass
@@ -71,9 +70,10 @@ class MemorySession:
             if entry is not None:
                 entry.users += 1
                 self.store = entry.store
-            elif self.read_only:  # its own read-only store, never shared with a writer
-                if self.take_lock:  # in use? asked without writing the lock file
-                    check_not_in_use(self.settings.home)
+            elif self.read_only and not held_here(self.settings.home):  # its own read-only
+                # store, never shared with a writer (an owner's reading session opens as above)
+                # (whether another process owns the data dir was asked before, without
+                # writing: tui/owner_client.py; DuckDB's own lock covers the rest)
                 self.store = MemoryStore.open(
                     self.settings.home,
                     self.settings.memory,
