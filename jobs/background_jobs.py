@@ -166,7 +166,16 @@ async def backfill(ctx: JobContext) -> JobResult:
     status = await ctx.gateway.check()
     if not status.reachable:
         return JobResult("skipped", f"{waiting} waiting; Ollama is not reachable")
+    dim_before = store.embed_dim
     done = await ctx.memory.backfill()
+    if dim_before is not None and store.embed_dim != dim_before:  # a model re-pulled
+        left = len(await asyncio.to_thread(store.ids_to_embed))
+        summary = (
+            f"{store.config.embed_model} now gives vectors of {store.embed_dim} numbers "
+            f"(was {dim_before}): re-embedded {done} of {done + left}"
+        )
+        data = {"embedded": done, "dim": store.embed_dim, "dim_before": dim_before}
+        return JobResult("ok", summary, [], data)
     return JobResult("ok", f"embedded {done} of {waiting}", [], {"embedded": done})
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from memory.embedding_check import usable_vector
 from memory.fact_injection import FactRanking
 from memory.fact_injection import InjectedFacts as InjectedFacts
 from memory.fact_types import (
@@ -445,6 +446,10 @@ class FactDrawer:
         ]
 
     def set_vector(self, fact: Fact, vector: Sequence[float]) -> None:
+        """Store a fact's vector; an unusable one (NaN, inf, absurd) is left out: the fact is
+        matched by its words and embedded again later."""
+        if not usable_vector(vector):
+            return
         self.store.set_embedding(
             fact.id, np.asarray(vector, dtype=np.float32), self.config.embed_model
         )

@@ -2,8 +2,8 @@
 
 `plan_ingest` compares the entries `(key, content)` with the doc points stored under a
 source prefix (new, changed, unchanged, gone); the caller embeds what the plan says needs a
-vector, and `apply_ingest` writes it (changed entries are a forget plus a save), audited as
-one 'ingest' event.
+vector, and `apply_ingest` writes it (changed entries are a delete plus an insert), audited as
+one 'ingest' event, all in one database transaction.
 """
 
 from __future__ import annotations
@@ -13,8 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from memory.recall import lexical_text
 from memory.secret_masking import mask_secrets
-from store.point_store import content_hash
+from store import lexical_index
+from store.database import Cursor
+from store.point_store import NewPoint, content_hash
 
 if TYPE_CHECKING:
     from memory.memory_store import MemoryStore
@@ -71,29 +76,49 @@ def plan_ingest(
 def apply_ingest(
     store: MemoryStore, plan: IngestPlan, vectors: Mapping[str, Sequence[float] | None]
 ) -> IngestReport:
-    """Write a planned ingest: pinned `doc` points, audited as 'ingest'."""
-    for point_id in plan.remove + [old_id for _s, _t, old_id in plan.update]:
-        store.forget(point_id, reason=f"ingest: gone from {plan.prefix}")
-    for source, text in plan.add + [(s, t) for s, t, _old in plan.update]:
-        store.save(
-            "doc",
-            text,
-            vector=vectors.get(source),
+    """Write a planned ingest in one database transaction: the gone and changed sections'
+    old points are deleted and the new versions inserted (pinned `doc` points with their
+    words), audited as 'ingest'. A kill midway leaves the old version whole; the vector
+    index and the pins follow after the commit (the index is reconciled on every open)."""
+    now = store.db.clock.now()
+    written = plan.add + [(s, t) for s, t, _old in plan.update]
+    written = [(source, text) for source, text in written if text]
+    usable = {source: store.usable_vector(vectors.get(source)) for source, _text in written}
+    news = [
+        NewPoint(
+            role="doc",
+            content=text,
             source=source,
-            pinned=True,
             channel="doc",
-            use_filter=False,
+            pinned=True,
+            created_at=now,
+            embedding=None if usable[source] is None else np.asarray(usable[source], np.float32),
+            embed_model=None if usable[source] is None else store.config.embed_model,
         )
-    store.points.record_event(
-        "ingest",
-        reason=plan.prefix,
-        detail=json.dumps(
-            {
-                "added": len(plan.add),
-                "updated": len(plan.update),
-                "unchanged": plan.unchanged,
-                "removed": len(plan.remove),
-            }
-        ),
+        for source, text in written
+    ]
+    gone = plan.remove + [old_id for _s, _t, old_id in plan.update]
+
+    def index_words(cur: Cursor, ids: list[int]) -> None:
+        for point_id in gone:
+            lexical_index.remove_point(cur, point_id, cache=store.lexical)
+        for point_id, (_source, text) in zip(ids, written, strict=True):
+            words = lexical_text(text, when=now)
+            lexical_index.index_point(cur, point_id, words, cache=store.lexical, new=True)
+
+    detail = {
+        "added": len(plan.add),
+        "updated": len(plan.update),
+        "unchanged": plan.unchanged,
+        "removed": len(plan.remove),
+    }
+    ids = store.points.replace_many(
+        news,
+        gone,
+        remove_reason=f"ingest: gone from {plan.prefix}",
+        event=("ingest", plan.prefix, json.dumps(detail)),
+        also=index_words,
     )
+    added = [(pid, usable[source]) for pid, (source, _t) in zip(ids, written, strict=True)]
+    store.after_replace(gone, added)
     return IngestReport(len(plan.add), len(plan.update), plan.unchanged, len(plan.remove))

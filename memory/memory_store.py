@@ -30,6 +30,8 @@ from typing import Any, Literal
 import numpy as np
 
 from memory import ingest
+from memory.embedding_check import vector_problem
+from memory.embedding_space import EmbeddingSpace, record_space, resolve_space
 from memory.headroom import Headroom, headroom, ram_estimate_bytes
 from memory.ingest import IngestPlan, IngestReport
 from memory.recall import (
@@ -72,15 +74,10 @@ __all__ = [  # what callers import from here, besides MemoryStore and its config
 
 log = logging.getLogger("straylight.memory")
 
-META_EMBED_MODEL = "embed.model"
-META_EMBED_DIM = "embed.dim"
 META_EMBED_REQUESTS = "embed.requests"
 META_RECALL_FAILURES = "recall.failures"
 
 Role = Literal["user", "assistant", "doc"]
-
-
-_UNKNOWN = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,29 +91,37 @@ class SaveResult:
 class MemoryStore:
     """Points, their vectors and their words, for one data dir."""
 
-    def __init__(self, home: Path, config: MemoryConfig, db: Database) -> None:
+    def __init__(
+        self, home: Path, config: MemoryConfig, db: Database, *, read_only: bool = False
+    ) -> None:
         self.home = home
         self.config = config
         self.db = db
+        self.read_only = read_only  # a reading command: nothing in the data dir is written
         self.points = PointStore(db)
         self.filter = SaveFilter(config.save_filter)
         self.lexical = LexicalCache()
         self.lexical_ready = False  # the word index's in-memory mirror is loaded
-        self.vectors = VectorKeeper(home, db, config.embed_model)
+        self.vectors = VectorKeeper(home, db, config.embed_model, read_only=read_only)
         self.pins = PinnedPoints()
         self._lexical_thread: threading.Thread | None = None
         self._lexical_cursor: Cursor | None = None  # while it loads
         self._closing = False
-        self._dim: int | object | None = _UNKNOWN
+        self._dim: int | None = None
+        self.space = EmbeddingSpace(config.embed_model, None, None)
 
     # ---- opening and closing ----------------------------------------------------------
     @classmethod
-    def open(cls, home: Path, config: MemoryConfig, *, clock: Clock) -> MemoryStore:
+    def open(
+        cls, home: Path, config: MemoryConfig, *, clock: Clock, read_only: bool = False
+    ) -> MemoryStore:
         """Open (or create) the database, then load or rebuild the index in the background.
 
-        Raises `store.database.DatabaseError` subclasses with one-line messages."""
-        db = open_database(database_path(home), clock=clock)
-        store = cls(home, config, db)
+        `read_only` (`status`, `recall`, the list commands): DuckDB's read-only mode, no
+        index saved, rebuilt or deleted, no counter bumped — the data dir's bytes stay as
+        they were. Raises `store.database.DatabaseError` subclasses with one-line messages."""
+        db = open_database(database_path(home), clock=clock, read_only=read_only)
+        store = cls(home, config, db, read_only=db.read_only)
         try:
             store._start()
         except BaseException:
@@ -133,26 +138,17 @@ class MemoryStore:
         if self.pins.ids:  # that read cached most blocks of the vectors: 312 MB at 100k
             with self.db.cursor() as cur:
                 buffer_pool.drop_cached_blocks(cur)
-        with self.db.transaction() as cur:
-            current = lexical_index.ensure_analyzer(cur, analyzer=self.lexical.analyzer)
-            if not current:  # the tokenizer changed since these points were indexed
-                rows = point_reads.point_texts(cur)
-                texts = [(pid, lexical_text(text, when=when)) for pid, text, when in rows]
-                lexical_index.reindex_all(cur, texts, analyzer=self.lexical.analyzer)
-        model, dim = self._meta(META_EMBED_MODEL), self._meta(META_EMBED_DIM)
-        if model is not None and model != self.config.embed_model:
-            log.info(
-                "embedding model changed from %s to %s: re-embedding",
-                model,
-                self.config.embed_model,
-            )
-            self._set_meta(META_EMBED_MODEL, self.config.embed_model)
-            self._delete_meta(META_EMBED_DIM)
-            self.vectors.discard_file()
-            dim = None
-            self._dim = None
-        if dim is not None:
-            self.vectors.open(int(dim))
+        if not self.read_only:
+            with self.db.transaction() as cur:
+                current = lexical_index.ensure_analyzer(cur, analyzer=self.lexical.analyzer)
+                if not current:  # the tokenizer changed since these points were indexed
+                    rows = point_reads.point_texts(cur)
+                    texts = [(pid, lexical_text(text, when=when)) for pid, text, when in rows]
+                    lexical_index.reindex_all(cur, texts, analyzer=self.lexical.analyzer)
+        self.space = resolve_space(self.db, self.config.embed_model, read_only=self.read_only)
+        self._dim = self.space.dim
+        if self._dim is not None:
+            self.vectors.open(self._dim, identity=self.space.identity)
         self._lexical_thread = threading.Thread(
             target=self._load_lexical, name="lexical-load", daemon=True
         )
@@ -215,18 +211,32 @@ class MemoryStore:
             meta.bump(cur, key, by)
 
     def count_embed_requests(self, n: int = 1) -> None:
-        self._bump_meta(META_EMBED_REQUESTS, n)
+        if not self.read_only:  # a reading command leaves the counters as they were
+            self._bump_meta(META_EMBED_REQUESTS, n)
 
     def count_recall_failure(self) -> None:
-        self._bump_meta(META_RECALL_FAILURES, 1)
+        if not self.read_only:
+            self._bump_meta(META_RECALL_FAILURES, 1)
 
     @property
     def embed_dim(self) -> int | None:
         """The dimension of this store's vectors (None until the first one), kept in memory."""
-        if self._dim is _UNKNOWN:
-            value = self._meta(META_EMBED_DIM)
-            self._dim = int(value) if value is not None else None
-        return self._dim  # type: ignore[return-value]
+        return self._dim
+
+    def change_dimension(self, dim: int) -> None:
+        """The embedding model now gives vectors of `dim` (re-pulled under the same name):
+        they become this store's; points with vectors of the old size are re-embedded by
+        backfill, and the index is rebuilt from the vectors of the new size."""
+        with self.vectors.lock:
+            log.warning(
+                "embedding dimension of %s changed from %s to %d: re-embedding",
+                self.config.embed_model,
+                self._dim,
+                dim,
+            )
+            record_space(self.db, self.config.embed_model, dim)
+            self._dim = dim
+            self.vectors.open(dim, identity=self.space.identity)
 
     # ---- writing ----------------------------------------------------------------------
     def _accept_dimension(self, dim: int) -> bool:
@@ -235,18 +245,39 @@ class MemoryStore:
         if current is None:
             with self.vectors.lock:
                 if self.embed_dim is None:
-                    self._set_meta(META_EMBED_MODEL, self.config.embed_model)
-                    self._set_meta(META_EMBED_DIM, str(dim))
+                    record_space(self.db, self.config.embed_model, dim)
                     self._dim = dim
-                    self.vectors.open(dim, first=True)
+                    self.vectors.open(dim, first=True, identity=self.space.identity)
             return self.embed_dim == dim
         if current != dim:
             log.error("embedding of dimension %d, expected %d: stored without vector", dim, current)
             return False
         return True
 
+    def usable_vector(self, vector: Sequence[float] | None) -> Sequence[float] | None:
+        """`vector` if it can be stored here (finite, sane, of this store's dimension; the
+        first one decides it), else None: the point is stored without one."""
+        return self._usable_vector(vector)
+
+    def after_replace(
+        self, removed: Sequence[int], added: Sequence[tuple[int, Sequence[float] | None]]
+    ) -> None:
+        """The vector index and the pins follow a committed `PointStore.replace_many`."""
+        for point_id in removed:
+            self.pins.discard(point_id)
+        self.vectors.remove(list(removed))
+        with_vectors = [(pid, vec) for pid, vec in added if vec is not None]
+        if with_vectors:
+            self.vectors.add([pid for pid, _ in with_vectors], [vec for _, vec in with_vectors])
+        for point_id, vector in added:
+            self.pins.add(point_id, vector)
+
     def _usable_vector(self, vector: Sequence[float] | None) -> Sequence[float] | None:
         if vector is None or len(vector) == 0:
+            return None
+        problem = vector_problem(vector)
+        if problem is not None:  # NaN, inf, absurd: stored without vector, backfilled later
+            log.warning("unusable embedding (%s): stored without vector", problem)
             return None
         return vector if self._accept_dimension(len(vector)) else None
 
@@ -371,11 +402,13 @@ class MemoryStore:
         return done
 
     def ids_to_embed(self) -> list[int]:
-        return self.points.ids_without_vector(self.config.embed_model)
+        """Points without a vector of this model and dimension (backfill's work)."""
+        return self.points.ids_without_vector(self.config.embed_model, self.embed_dim)
 
-    def store_vectors(self, items: Sequence[tuple[int, Sequence[float]]]) -> int:
-        """Backfill: store vectors for existing points (and index them)."""
-        usable = [(pid, vec) for pid, vec in items if self._usable_vector(vec) is not None]
+    def store_vectors(self, items: Sequence[tuple[int, Sequence[float] | None]]) -> int:
+        """Backfill: store vectors for existing points (and index them); unusable ones are
+        left out (those points wait for the next backfill)."""
+        usable = [(pid, vec) for pid, vec in items if vec is not None and self._usable_vector(vec)]
         if not usable:
             return 0
         stored = self.points.set_embeddings(
@@ -400,11 +433,25 @@ class MemoryStore:
         return self.vectors.upkeep()
 
     def index_state(self) -> tuple[str, int]:
+        """(state, size): a reading command reports a file it may not rebuild (another data
+        dir's, another model's, damaged) as `stale`; a writing one is rebuilding it."""
         found = self.vectors.state()
         if found is None:
             return ("in_sync" if self.embed_dim is None else "missing"), 0
         state, size = found
-        return ("missing" if state == "stale" else state), size
+        if state == "stale" and not self.read_only:
+            return "missing", size
+        return state, size
+
+    def embedding_status(self) -> dict[str, Any]:
+        """`status`'s `embedding`: the model, its dimension here, the model the index was
+        made for when that was another, and how many points wait for (re-)embedding."""
+        return {
+            "model": self.config.embed_model,
+            "dim": self.embed_dim,
+            "changed_from": self.space.changed_from,
+            "to_embed": len(self.ids_to_embed()),
+        }
 
     def status(self) -> dict[str, Any]:
         """The memory part of `straylight status --json` (see the README for every field)."""
@@ -424,6 +471,7 @@ class MemoryStore:
             "embed_requests": int(self._meta(META_EMBED_REQUESTS) or 0),
             "recall_failures": int(self._meta(META_RECALL_FAILURES) or 0),
             "index": {"state": state, "size": size},
+            "embedding": self.embedding_status(),
             "ram_estimate_bytes": ram,
             "headroom": headroom(ram, self.config.ram_warn_bytes, self.config.ram_crit_bytes),
         }

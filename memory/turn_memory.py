@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory.doc_splitter import split_markdown
+from memory.embedding_check import vector_problem
 from memory.fact_drawer import FactDrawer
 from memory.hypotheses import Hypotheses
 from memory.memory_store import IngestReport, MemoryStore, RecallResult, SaveResult
@@ -50,6 +51,7 @@ class TurnMemory:
         self.store = store
         self.embed = embed
         self.facts = facts  # layer 4, in the same database
+        self.embed_problem: str | None = None  # why the last embedding gave no vector
 
     @property
     def job_runs(self) -> JobRuns:
@@ -61,23 +63,44 @@ class TurnMemory:
         """The dream's cards, in the fact drawer's workspace (every one without a drawer)."""
         return Hypotheses(self.store.db, self.facts)
 
-    async def embed_texts(self, texts: Sequence[str]) -> list[list[float]] | None:
+    async def embed_texts(self, texts: Sequence[str]) -> list[list[float] | None] | None:
         """One embedding request (counted); None when it fails. The texts are masked first,
         whoever calls (remember, recall, backfill, import-doc): a raw secret never reaches
-        /api/embed, and a vector is computed from the text that is stored."""
+        /api/embed, and a vector is computed from the text that is stored. A vector the
+        server got wrong (NaN, infinity, absurd size, zero: `memory.embedding_check`) is None
+        in its place: that text is stored without a vector, like when Ollama is down."""
         if self.embed is None or not texts:
+            self.embed_problem = "no embedder"
             return None
         await asyncio.to_thread(self.store.count_embed_requests, 1)
         try:
             vectors = await self.embed([mask_secrets(text) for text in texts])
         except Exception as error:  # noqa: BLE001 - fail-soft: stored without vectors
             log.warning("embedding failed (%s): points wait for backfill", error)
+            self.embed_problem = "Ollama was not reachable"
             return None
-        return vectors if len(vectors) == len(texts) else None
+        if len(vectors) != len(texts):
+            self.embed_problem = "Ollama returned the wrong number of vectors"
+            return None
+        checked: list[list[float] | None] = []
+        self.embed_problem = None
+        dim = self.store.embed_dim
+        for vector in vectors:
+            problem = vector_problem(vector)
+            if problem is not None:
+                log.warning("unusable embedding (%s): the point waits for backfill", problem)
+                self.embed_problem = f"the embedding server returned {problem}"
+            elif dim is not None and len(vector) != dim:
+                self.embed_problem = (
+                    f"{self.store.config.embed_model} now gives vectors of {len(vector)} numbers,"
+                    f" the memory holds {dim}; `straylight jobs run backfill` re-embeds"
+                )
+            checked.append(None if problem else vector)
+        return checked
 
     async def embed_one(self, text: str) -> list[float] | None:
         vectors = await self.embed_texts([text])
-        return vectors[0] if vectors else None
+        return vectors[0] if vectors else None  # None also for an unusable vector
 
     async def recall_for_turn(
         self, query: str, *, exclude_contents: Sequence[str], context: str = ""
@@ -174,18 +197,31 @@ class TurnMemory:
         )
 
     async def backfill(self, *, limit: int | None = None) -> int:
-        """Embed points stored without a vector (or with another model's); returns how many."""
-        ids = await asyncio.to_thread(self.store.ids_to_embed)
+        """Embed points stored without a vector (or with another model's, or of another
+        dimension); returns how many.
+
+        A whole batch of vectors of one new dimension under the same model name (a model
+        re-pulled) changes the store's dimension (`MemoryStore.change_dimension`): then every
+        point with a vector of the old size is re-embedded too."""
+        pending = await asyncio.to_thread(self.store.ids_to_embed)
         if limit is not None:
-            ids = ids[:limit]
-        done = 0
-        for start in range(0, len(ids), EMBED_BATCH):
-            batch = ids[start : start + EMBED_BATCH]
+            pending = pending[:limit]
+        done = taken = 0
+        while pending:
+            batch, pending = pending[:EMBED_BATCH], pending[EMBED_BATCH:]
+            taken += len(batch)
             texts = await asyncio.to_thread(self.store.texts_of, batch)
             order = [pid for pid in batch if pid in texts]
             vectors = await self.embed_texts([texts[pid] for pid in order])
             if vectors is None:
                 break  # Ollama is away: try again next time
+            new_dim = _one_new_dimension(vectors, self.store.embed_dim)
+            if new_dim is not None:  # every old-size vector waits now
+                await asyncio.to_thread(self.store.change_dimension, new_dim)
+                again = await asyncio.to_thread(self.store.ids_to_embed)
+                pending = [pid for pid in again if pid not in set(batch)]
+                if limit is not None:
+                    pending = pending[: max(0, limit - taken)]
             done += await asyncio.to_thread(
                 self.store.store_vectors, list(zip(order, vectors, strict=True))
             )
@@ -241,3 +277,15 @@ def _neighbours(*texts: str) -> str:
     turn already masked (the user's message) is not scanned again."""
     masked = (mask_secrets(text).strip() for text in texts)
     return MaskedText("\n".join(text for text in masked if text))
+
+
+def _one_new_dimension(
+    vectors: Sequence[Sequence[float] | None], current: int | None
+) -> int | None:
+    """The dimension every vector of a batch has, when it is not the store's (and the store
+    has one): the embedding model behind the same name changed."""
+    sizes = {len(vector) for vector in vectors if vector is not None}
+    if current is None or len(sizes) != 1 or None in vectors:
+        return None
+    size = sizes.pop()
+    return size if size != current else None

@@ -21,6 +21,7 @@ cut short only the message being written.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -30,7 +31,12 @@ from typing import Literal
 
 from store.clock import format_instant, parse_instant
 from store.conversation_id import start_date
-from store.private_files import append_private_bytes, ensure_private_dir
+from store.private_files import (
+    append_private_bytes,
+    ensure_private_dir,
+    open_private,
+    read_private_bytes,
+)
 
 Role = Literal["user", "assistant"]
 ROLES: tuple[Role, ...] = ("user", "assistant")
@@ -270,7 +276,7 @@ class DailyLog:
         """All messages of one day; a missing file is an empty day."""
         path = self.path_for(day)
         try:
-            raw = path.read_bytes()
+            raw = read_private_bytes(path)  # never through a link
         except FileNotFoundError:
             return []
         return parse_messages(raw.decode("utf-8", errors="replace"))
@@ -316,7 +322,7 @@ def _start_day(conversation_id: str) -> date | None:
 def _separator_needed(path: Path) -> bytes:
     """Newlines that make an earlier, crash-truncated message end cleanly."""
     try:
-        with path.open("rb") as handle:
+        with os.fdopen(open_private(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
             handle.seek(0, 2)
             size = handle.tell()
             if size == 0:

@@ -28,7 +28,7 @@ from store.daily_log import (
     LogMessage,
     parse_messages,
 )
-from store.private_files import FILE_MODE
+from store.private_files import open_private, read_private_bytes
 
 Edit = Literal["keep", "drop", "supersede"]
 Decide = Callable[[int, LogMessage], Edit]
@@ -95,7 +95,7 @@ def rewrite_day(daily_log: DailyLog, day: date, decide: Decide) -> int:
     (0: the file is left untouched)."""
     path = daily_log.path_for(day)
     try:
-        raw = path.read_bytes()
+        raw = read_private_bytes(path)  # never through a link
     except FileNotFoundError:
         return 0
     text = raw.decode("utf-8", errors="surrogateescape")
@@ -114,7 +114,7 @@ def replace_file(path: Path, data: bytes) -> None:
     """Write `data` to a temp file beside `path` (0600), fsync it, rename it over `path`,
     fsync the folder."""
     tmp = path.with_name(f".{path.name}.rewrite.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)  # never through a link
     try:
         view = memoryview(data)
         while view:

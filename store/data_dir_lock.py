@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from types import TracebackType
 
-from store.private_files import FILE_MODE, ensure_private_dir
+from store.private_files import ensure_private_dir, open_private
 
 LOCK_FILENAME = "straylight.lock"
 _held: dict[str, list[int]] = {}  # real path of a data dir -> [fd, holders] in this process
@@ -67,7 +67,7 @@ class DataDirLock:
                 self._fd = shared[0]
                 return self
             ensure_private_dir(self.home)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+            fd = open_private(self.path, os.O_RDWR | os.O_CREAT)  # never through a link
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -30,6 +30,7 @@ import contextlib
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -38,7 +39,7 @@ from typing import Self
 import duckdb
 
 from store.clock import Clock
-from store.private_files import FILE_MODE, ensure_private_dir
+from store.private_files import FILE_MODE, ensure_private_dir, refuse_symlink
 from store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, run_statement
 
 DATABASE_FILENAME = "straylight.duckdb"
@@ -145,11 +146,22 @@ def _file_size(path: Path) -> int:
         return -1
 
 
+LOCK_WAIT_SECONDS = 10.0
+"""How long an open waits for another process's hold on the file: a reading command (DuckDB
+read-only, no lock file taken: issue 15 §5) and a writer starting beside it meet here, and
+the later one waits for the earlier (reads take about a second)."""
+
+
 def _connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    try:
-        return duckdb.connect(str(path), read_only=read_only)
-    except duckdb.Error as error:
-        raise _classify_open_error(path, error) from error
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.Error as error:
+            classified = _classify_open_error(path, error)
+            if not isinstance(classified, DataDirInUse) or time.monotonic() >= deadline:
+                raise classified from error
+        time.sleep(0.05)
 
 
 def _block_counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
@@ -212,8 +224,9 @@ def read_schema_version(con: duckdb.DuckDBPyConnection) -> int:
     return int(rows[0][0])
 
 
-def _inspect_existing(path: Path) -> None:
-    """Check an existing file without writing it: lock, damage, truncation, schema version."""
+def _inspect_existing(path: Path) -> int:
+    """Check an existing file without writing it: lock, damage, truncation, schema version
+    (returned)."""
     con = _connect(path, read_only=True)
     try:
         _check_complete(con, path)
@@ -224,6 +237,7 @@ def _inspect_existing(path: Path) -> None:
         con.close()
     if version > SCHEMA_VERSION:
         raise SchemaTooNew(path, version, SCHEMA_VERSION)
+    return version
 
 
 def _apply_step(con: duckdb.DuckDBPyConnection, version: int, clock: Clock) -> None:
@@ -264,16 +278,24 @@ def _tighten_modes(path: Path) -> None:
                 os.chmod(candidate, FILE_MODE)
 
 
-def open_database(path: Path, *, clock: Clock, create: bool = True) -> Database:
+def open_database(
+    path: Path, *, clock: Clock, create: bool = True, read_only: bool = False
+) -> Database:
     """Open (creating and migrating as needed) the database file at `path`.
 
     With `create=False` a missing file raises `NoDatabase` and nothing is created (for
-    commands that only read). Raises `DataDirInUse`, `CorruptDatabase`, `SchemaTooNew` or
-    another `DatabaseError`.
+    commands that only read). `read_only=True` (implies `create=False`) opens a current file
+    with DuckDB's read-only mode: nothing is written, and a write raises; a file of an older
+    schema is upgraded first (the one write a reading command may make). Raises
+    `DataDirInUse`, `CorruptDatabase`, `SchemaTooNew` or another `DatabaseError`.
     """
+    refuse_symlink(path)  # DuckDB opens its files by path: never through a link
+    refuse_symlink(path.with_name(f"{path.name}.wal"))
     if path.exists():
-        _inspect_existing(path)
-    elif not create:
+        version = _inspect_existing(path)
+        if read_only and version == SCHEMA_VERSION:
+            return Database(path, _connect(path, read_only=True), clock, read_only=True)
+    elif not create or read_only:
         raise NoDatabase(path)
     ensure_private_dir(path.parent)
     con = _connect(path, read_only=False)
@@ -296,9 +318,12 @@ CLOSE_WAIT_SECONDS = 30.0
 class Database:
     """One open `straylight.duckdb`: a connection, cursors per call, serialised writes."""
 
-    def __init__(self, path: Path, con: duckdb.DuckDBPyConnection, clock: Clock) -> None:
+    def __init__(
+        self, path: Path, con: duckdb.DuckDBPyConnection, clock: Clock, *, read_only: bool = False
+    ) -> None:
         self.path = path
         self.clock = clock
+        self.read_only = read_only  # opened with DuckDB's read-only mode: writes raise
         self._con: duckdb.DuckDBPyConnection | None = con
         self._write_lock = threading.Lock()
         self._writer: int | None = None

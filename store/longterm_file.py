@@ -6,11 +6,12 @@ notes to themselves (the first-run template is made of them) and never reach the
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from store.private_files import write_private_text
+from store.private_files import UnsafeDataDir, read_private_bytes, write_private_text
 
 TEMPLATE = """\
 <!--
@@ -57,7 +58,7 @@ class LongtermFile:
 
     def ensure_template(self) -> bool:
         """Create the commented template if there is no file yet; True if created."""
-        if self.path.exists():
+        if os.path.lexists(self.path):  # a link is refused by `load`, never replaced
             return False
         write_private_text(self.path, TEMPLATE)
         return True
@@ -65,7 +66,7 @@ class LongtermFile:
     def load(self) -> LongtermState:
         """The current state, re-read only when the file changed on disk."""
         try:
-            stat = self.path.stat()
+            stat = self.path.lstat()
         except FileNotFoundError:
             return self._remember(None, LongtermState(self.path, "", 0, self.budget_bytes, None))
         except OSError as error:
@@ -74,7 +75,9 @@ class LongtermFile:
         if self._state is not None and stamp == self._stamp:
             return self._state
         try:
-            raw = self.path.read_bytes()
+            raw = read_private_bytes(self.path)  # never through a link
+        except UnsafeDataDir as error:
+            return self._unusable(0, f"{error}; it is left out of the prompt")
         except OSError as error:
             return self._unusable(stat.st_size, f"cannot read {self.path}: {error.strerror}")
         try:

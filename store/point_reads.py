@@ -89,14 +89,28 @@ def vectors_of(db: Database, ids: Iterable[int], model: str) -> dict[int, FloatV
     return {int(pid): vector_from_bytes(vector) for pid, vector in rows}
 
 
-def vector_ids(db: Database, model: str) -> npt.NDArray[np.int64]:
-    """Ids of the points with a vector of `model` (the dimension is enforced on write, so no
-    length scan of the vectors)."""
+def vector_ids(db: Database, model: str, dim: int | None = None) -> npt.NDArray[np.int64]:
+    """Ids of the points with a vector of `model` (and of `dim`, if given: a model re-pulled
+    under the same name may have left vectors of another size)."""
+    sql = "SELECT id FROM points WHERE embed_model = ? AND embedding IS NOT NULL"
+    params: list[Any] = [model]
+    if dim is not None:
+        sql += " AND octet_length(embedding) = ?"
+        params.append(4 * dim)
+    with db.cursor() as cur:
+        rows = cur.execute(sql, params).fetchall()
+    return np.asarray([r[0] for r in rows], dtype=np.int64)
+
+
+def vector_dim(db: Database, model: str) -> int | None:
+    """The dimension of the newest vector `model` made here, or None when it made none."""
     with db.cursor() as cur:
         rows = cur.execute(
-            "SELECT id FROM points WHERE embed_model = ? AND embedding IS NOT NULL", [model]
+            "SELECT octet_length(embedding) FROM points WHERE embed_model = ? "
+            "AND embedding IS NOT NULL ORDER BY id DESC LIMIT 1",
+            [model],
         ).fetchall()
-    return np.asarray([r[0] for r in rows], dtype=np.int64)
+    return int(rows[0][0]) // 4 if rows else None
 
 
 def vector_matrix(db: Database, ids: npt.NDArray[Any], dim: int) -> FloatVector:

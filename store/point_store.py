@@ -169,22 +169,62 @@ class PointStore:
             return []
         now = self.db.clock.now()
         with self.db.transaction() as cur:
-            ids = self._allocate_ids(cur, len(batch))
-            vectors = [
-                (point_id, new.embedding, new.embed_model or "")
-                for point_id, new in zip(ids, batch, strict=True)
-                if new.embedding is not None
-            ]
-            views = {
-                "straylight_points": point_columns(ids, batch, now),
-                "straylight_tags": tag_columns(ids, batch),
-                "straylight_vectors": vector_columns(vectors),
-            }
-            with registered(cur, views):
-                cur.execute(_INSERT_POINTS)
-            cur.execute(_AUDIT_SAVES, [now, ids, audit_reason])
+            ids = self._insert_many(cur, batch, now, audit_reason)
             if also is not None:
                 also(cur, ids)
+        return ids
+
+    def replace_many(
+        self,
+        items: Iterable[NewPoint],
+        remove: Iterable[int],
+        *,
+        audit_reason: str | None = None,
+        remove_reason: str | None = None,
+        event: tuple[str, str | None, str | None] | None = None,
+        also: Callable[[duckdb.DuckDBPyConnection, list[int]], None] | None = None,
+    ) -> list[int]:
+        """Delete `remove` (each with a 'forget' audit row and its word-index rows) and insert
+        `items`, in one transaction with `also(cursor, new ids)` and the audit row `event`
+        (event, reason, detail): a re-import killed midway leaves the old version whole."""
+        batch = list(items)
+        now = self.db.clock.now()
+        with self.db.transaction() as cur:
+            for point_id in sorted(set(remove)):
+                gone = cur.execute("DELETE FROM points WHERE id = ? RETURNING id", [point_id])
+                if gone.fetchall():
+                    cur.execute("DELETE FROM lexical_postings WHERE point_id = ?", [point_id])
+                    cur.execute("DELETE FROM lexical_docs WHERE point_id = ?", [point_id])
+                    self._audit(cur, now, "forget", point_id=point_id, reason=remove_reason)
+            ids = self._insert_many(cur, batch, now, audit_reason) if batch else []
+            if also is not None:
+                also(cur, ids)
+            if event is not None:
+                name, reason, detail = event
+                self._audit(cur, now, name, reason=reason, detail=detail)
+        return ids
+
+    def _insert_many(
+        self,
+        cur: duckdb.DuckDBPyConnection,
+        batch: list[NewPoint],
+        now: datetime,
+        audit_reason: str | None,
+    ) -> list[int]:
+        ids = self._allocate_ids(cur, len(batch))
+        vectors = [
+            (point_id, new.embedding, new.embed_model or "")
+            for point_id, new in zip(ids, batch, strict=True)
+            if new.embedding is not None
+        ]
+        views = {
+            "straylight_points": point_columns(ids, batch, now),
+            "straylight_tags": tag_columns(ids, batch),
+            "straylight_vectors": vector_columns(vectors),
+        }
+        with registered(cur, views):
+            cur.execute(_INSERT_POINTS)
+        cur.execute(_AUDIT_SAVES, [now, ids, audit_reason])
         return ids
 
     def delete(

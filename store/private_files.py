@@ -1,21 +1,109 @@
-"""Create files and folders only the owner can read: files 0600, folders 0700."""
+"""Create files and folders only the owner can read: files 0600, folders 0700; and open
+them without following symbolic links.
+
+Anyone who can write to the data dir could otherwise point `straylight.lock` at
+`~/important.txt` or `longterm.md` at `/etc/passwd`: every file in the data dir is opened with
+`O_NOFOLLOW` (`open_private`), Straylight's own folders are checked with `lstat`, and a link
+is refused with `SymlinkRefused`, one line naming it. The data dir itself may be a link (the
+user's own choice, e.g. `--home` pointing at one); what is inside it may not.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from pathlib import Path
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class UnsafeDataDir(OSError):
+    """A data dir (or a file in it) Straylight refuses to use; `str()` is the user's one line
+    (the CLI exits 2)."""
+
+    def __init__(self, code: int, problem: str, path: Path) -> None:
+        super().__init__(code, problem, str(path))
+        self.path = path
+
+
+class SymlinkRefused(UnsafeDataDir):
+    """A file or folder in the data dir is a symbolic link."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(errno.ELOOP, "is a symbolic link", path)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.path} is a symbolic link; Straylight does not follow links inside its"
+            " data dir — remove it or put the file itself there"
+        )
+
+
+class NotRegularFile(UnsafeDataDir):
+    """A data-dir file that is a FIFO, a device or a folder where a file belongs."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(errno.EINVAL, "is not a regular file", path)
+
+    def __str__(self) -> str:
+        return f"{self.path} is not a regular file; move it aside"
+
+
+def open_private(path: Path, flags: int, mode: int = FILE_MODE) -> int:
+    """`os.open` that never follows a link in the last component (`SymlinkRefused`)."""
+    try:
+        return os.open(path, flags | _NOFOLLOW, mode)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise SymlinkRefused(path) from None
+        raise
+
+
+def lstat_unlinked(path: Path) -> os.stat_result | None:
+    """`lstat` of `path` (None when it is missing); `SymlinkRefused` if it is a link."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        raise SymlinkRefused(path)
+    return info
+
+
+def refuse_symlink(path: Path) -> None:
+    """Raise `SymlinkRefused` if `path` is a symbolic link (checked with `lstat`)."""
+    lstat_unlinked(path)
+
+
+def read_private_bytes(path: Path) -> bytes:
+    """The whole file, opened without following a link and only if it is a regular file
+    (a FIFO would block the reader forever). FileNotFoundError when it is missing."""
+    fd = open_private(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(path)
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def ensure_private_dir(path: Path, *, tighten_existing: bool = False) -> Path:
     """Create `path` (and missing parents) as 0700 folders.
 
     An existing folder keeps its mode — the data dir may be a folder the user chose and
-    shares — unless `tighten_existing` says the folder is Straylight's own (`conversation/`).
+    shares — unless `tighten_existing` says the folder is Straylight's own (`conversation/`);
+    such a folder must not be a symbolic link (`SymlinkRefused`): its target would be
+    chmodded and filled with the logs.
     """
+    if tighten_existing:
+        refuse_symlink(path)
     if not path.is_dir():
         path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
         os.chmod(path, DIR_MODE)
@@ -25,10 +113,12 @@ def ensure_private_dir(path: Path, *, tighten_existing: bool = False) -> Path:
 
 
 def write_private_text(path: Path, text: str) -> None:
-    """Write a whole file atomically (temp file, fsync, rename) with mode 0600."""
+    """Write a whole file atomically (temp file, fsync, rename) with mode 0600. Neither the
+    temp file nor the file is followed if it is a link (`SymlinkRefused`)."""
     ensure_private_dir(path.parent)
+    refuse_symlink(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
         os.write(fd, text.encode("utf-8"))
         os.fsync(fd)
@@ -46,8 +136,10 @@ def append_private_bytes(path: Path, data: bytes) -> None:
     ends where it did, and raises OSError naming the file.
     """
     ensure_private_dir(path.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(path)
         size = os.fstat(fd).st_size
         try:
             view = memoryview(data)

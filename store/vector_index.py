@@ -22,9 +22,10 @@ from usearch.compiled import MetricKind
 from usearch.index import Index
 
 from store.vector_index_file import (
+    NO_IDENTITY,
     SCALAR_KINDS,
     check_header,
-    read_index_payload,
+    read_index_file,
     remove_stale_temp_files,
     write_atomically,
 )
@@ -248,7 +249,10 @@ class VectorIndex:
         connectivity: int = DEFAULT_CONNECTIVITY,
         expansion_add: int = DEFAULT_EXPANSION_ADD,
         expansion_search: int = DEFAULT_EXPANSION_SEARCH,
+        identity: bytes | None = None,
     ) -> None:
+        """`identity` (`store.vector_index_file.index_identity`), when given, is written into
+        the file and required of the file on `open`: another one makes it stale."""
         if ndim <= 0:
             raise ValueError(f"ndim must be positive, got {ndim}")
         if dtype not in SCALAR_KINDS:
@@ -259,6 +263,7 @@ class VectorIndex:
         self.connectivity = connectivity
         self.expansion_add = expansion_add
         self.expansion_search = expansion_search
+        self.identity = identity
         self.state: IndexState = "missing"
         self.reason = "not opened yet"
         self.churn = 0
@@ -280,12 +285,14 @@ class VectorIndex:
 
     # -- opening
 
-    def open(self) -> IndexState:
-        """Load the file if it is valid; otherwise start empty with state missing/stale."""
+    def open(self, *, clean: bool = True) -> IndexState:
+        """Load the file if it is valid; otherwise start empty with state missing/stale.
+        `clean=False` (a read-only process) leaves dead processes' temp files alone."""
         with self._mutate:
             if self._journal is not None:
                 raise RuntimeError("cannot open while a rebuild is running")
-            remove_stale_temp_files(self.path)
+            if clean:
+                remove_stale_temp_files(self.path)
             fresh = self._new_index()
             state, reason = self._load_into(fresh)
             with self._rw.write():
@@ -299,7 +306,9 @@ class VectorIndex:
         if not self.path.exists():
             return "missing", f"no index file at {self.path}"
         try:
-            payload = read_index_payload(self.path)
+            payload, identity = read_index_file(self.path)
+            if self.identity is not None and identity != self.identity:
+                raise IndexFileError("made for another database or embedding model")
             check_header(payload, self.ndim, self.dtype)
             fresh.load(payload)
         except IndexFileError as exc:
@@ -342,6 +351,19 @@ class VectorIndex:
             for key, dist in zip(matches.keys, matches.distances, strict=True)
             if key <= MAX_KEY
         ]
+
+    def stored_vectors(self, keys: Sequence[int]) -> dict[int, FloatMatrix]:
+        """The vectors the index holds for `keys` (as float32; absent keys left out)."""
+        if not keys:
+            return {}
+        with self._rw.read():
+            found = self._index.get(as_keys(keys), dtype="f32")
+        rows = found if isinstance(found, tuple) else (found,)  # a tuple for a key array
+        return {
+            int(k): np.asarray(v, dtype=np.float32)
+            for k, v in zip(keys, rows, strict=True)
+            if v is not None
+        }
 
     def set_expansion_search(self, value: int) -> None:
         """Change the search beam width of the live index (and of later rebuilds)."""
@@ -473,7 +495,7 @@ class VectorIndex:
                 payload = self._index.save()
             if payload is None:
                 raise RuntimeError("usearch returned no bytes")
-            write_atomically(self.path, payload)
+            write_atomically(self.path, payload, self.identity or NO_IDENTITY)
             self.dirty = False
 
 

@@ -1,4 +1,5 @@
-"""The file `vectors.usearch`: usearch's bytes plus a checksum footer, written atomically
+"""The file `vectors.usearch`: usearch's bytes plus a footer (length, checksum, and the
+identity of the database and embedding model it was made for), written atomically
 (0600 temp file, fsync, rename, fsync the folder) and checked on load; temp files of processes
 that died mid-save are removed. `store.vector_index` keeps the index itself.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import struct
 from pathlib import Path
 from typing import Final, Literal
@@ -15,12 +17,15 @@ from typing import Final, Literal
 from usearch.compiled import MetricKind, ScalarKind
 from usearch.index import Index
 
-from store.private_files import FILE_MODE, ensure_private_dir
+from store.private_files import FILE_MODE, ensure_private_dir, open_private
 
 IndexDType = Literal["f16", "f32"]
 
-_FOOTER_MAGIC: Final = b"STRAYVX1"
+_FOOTER_MAGIC: Final = b"STRAYVX1"  # length, checksum
 _FOOTER: Final = struct.Struct("<8sQ32s")
+_IDENTITY_MAGIC: Final = b"STRAYVX2"  # length, checksum, identity
+_IDENTITY_FOOTER: Final = struct.Struct("<8sQ32s32s")
+NO_IDENTITY: Final = bytes(32)
 SCALAR_KINDS: Final[dict[str, ScalarKind]] = {"f16": ScalarKind.F16, "f32": ScalarKind.F32}
 
 
@@ -28,24 +33,45 @@ class IndexFileError(Exception):
     """The index file cannot be used; the message says why."""
 
 
-def _encode(payload: bytes | bytearray) -> bytes:
+def index_identity(database_id: str, embed_model: str) -> bytes:
+    """The 32 bytes a file carries to say whose vectors it holds: the database's random id
+    (meta `database.id`) and the embedding model. A file copied from another data dir, or
+    made for another model, carries other bytes and is rebuilt."""
+    return hashlib.sha256(f"{database_id}\0{embed_model}".encode()).digest()
+
+
+def _encode(payload: bytes | bytearray, identity: bytes) -> bytes:
     digest = hashlib.sha256(payload).digest()
-    return _FOOTER.pack(_FOOTER_MAGIC, len(payload), digest)
+    return _IDENTITY_FOOTER.pack(_IDENTITY_MAGIC, len(payload), digest, identity)
 
 
 def read_index_payload(path: Path) -> bytearray:
     """The usearch bytes of a file written by `VectorIndex.save`; IndexFileError if unusable."""
-    with path.open("rb") as f:
+    return read_index_file(path)[0]
+
+
+def read_index_file(path: Path) -> tuple[bytearray, bytes]:
+    """The usearch bytes of a file written by `VectorIndex.save` and the identity it carries
+    (`NO_IDENTITY` for a file written before identities); IndexFileError if unusable."""
+    with os.fdopen(open_private(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise IndexFileError("not a regular file")
         size = os.fstat(f.fileno()).st_size
         if size == 0:
             raise IndexFileError("empty file")
         if size < _FOOTER.size:
             raise IndexFileError(f"truncated or not an index ({size} bytes)")
+        identity, footer = NO_IDENTITY, _FOOTER.size
         f.seek(size - _FOOTER.size)
         magic, length, digest = _FOOTER.unpack(f.read(_FOOTER.size))
+        if magic != _FOOTER_MAGIC and size >= _IDENTITY_FOOTER.size:
+            footer = _IDENTITY_FOOTER.size
+            f.seek(size - footer)
+            magic, length, digest, identity = _IDENTITY_FOOTER.unpack(f.read(footer))
+            magic = _FOOTER_MAGIC if magic == _IDENTITY_MAGIC else magic
         if magic != _FOOTER_MAGIC:
             raise IndexFileError("no checksum footer: truncated, or not written by VectorIndex")
-        if length != size - _FOOTER.size:
+        if length != size - footer:
             raise IndexFileError(f"length mismatch: footer says {length}, file has {size}")
         f.seek(0)
         payload = bytearray(length)
@@ -53,7 +79,7 @@ def read_index_payload(path: Path) -> bytearray:
             raise IndexFileError("file shrank while being read")
     if hashlib.sha256(payload).digest() != digest:
         raise IndexFileError("checksum mismatch: the file is corrupt")
-    return payload
+    return payload, identity
 
 
 def check_header(payload: bytearray, ndim: int, dtype: IndexDType) -> None:
@@ -71,16 +97,17 @@ def check_header(payload: bytearray, ndim: int, dtype: IndexDType) -> None:
         raise IndexFileError(f"dtype {meta['kind_scalar'].name} in file, expected {dtype}")
 
 
-def write_atomically(path: Path, payload: bytes | bytearray) -> None:
-    """Write payload + footer to a 0600 temp file, fsync, rename over `path`, fsync the dir."""
+def write_atomically(path: Path, payload: bytes | bytearray, identity: bytes = NO_IDENTITY) -> None:
+    """Write payload + footer (with `identity`) to a 0600 temp file, fsync, rename over
+    `path`, fsync the dir."""
     ensure_private_dir(path.parent)
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
             os.fchmod(fd, FILE_MODE)
             _write_all(fd, payload)
-            _write_all(fd, _encode(payload))
+            _write_all(fd, _encode(payload, identity))
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,9 @@ from store.vector_index import VectorIndex, exact_search
 
 log = logging.getLogger("straylight.memory")
 
+SAMPLE_SIZE = 8  # vectors compared with the database's when an index file is loaded
+SAMPLE_MIN_COSINE = 0.99  # f16 storage keeps a vector's cosine with itself above 0.999
+
 INDEX_FILENAME = "vectors.usearch"
 SAVE_EVERY = 200  # index changes between two saves of vectors.usearch, at least …
 SAVE_FRACTION = 100  # … and at least 1/100 of the index: a save rewrites the whole file
@@ -39,10 +42,13 @@ class VectorKeeper:
     """The vector index of a data dir for one embedding model: open, add, remove, search,
     reconcile and save. Thread-safe; `lock` also guards the caller's first-vector setup."""
 
-    def __init__(self, home: Path, db: Database, embed_model: str) -> None:
+    def __init__(
+        self, home: Path, db: Database, embed_model: str, *, read_only: bool = False
+    ) -> None:
         self.path = home / INDEX_FILENAME
         self.db = db
         self.embed_model = embed_model
+        self.read_only = read_only  # never save, rebuild or delete: search exactly instead
         self.index: VectorIndex | None = None
         self.lock = threading.RLock()
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="index-add")
@@ -53,28 +59,48 @@ class VectorKeeper:
 
     def discard_file(self) -> None:
         """Delete the index file (its vectors are of a model no longer used)."""
-        self.path.unlink(missing_ok=True)
+        self._discard()
+
+    def _discard(self) -> None:
+        """Remove the file; one that cannot be removed (a folder in its place) is logged:
+        the index lives in memory and every save fails, logged, until it is moved aside."""
+        try:
+            self.path.unlink(missing_ok=True)
+        except OSError as error:
+            log.error("cannot remove %s (%s): the index stays in memory", self.path, error)
 
     # ---- opening ----------------------------------------------------------------------
-    def open(self, dim: int, *, first: bool = False) -> None:
-        """Load the index, reconciled with the database, or rebuild it in the background."""
-        index = VectorIndex(self.path, dim)
-        state = index.open()
+    def open(self, dim: int, *, first: bool = False, identity: bytes | None = None) -> None:
+        """Load the index, reconciled with the database, or rebuild it in the background.
+
+        A file of another identity (another data dir's, another model's) or whose sampled
+        vectors differ from the database's is stale and rebuilt. Read-only, nothing is
+        written: a stale or missing index stays so and searches run exactly."""
+        index = VectorIndex(self.path, dim, identity=identity)
+        state = index.open(clean=not self.read_only)
         if first:  # the first vector ever: an empty index is in sync
-            self.path.unlink(missing_ok=True)
+            self._discard()
             index.open()
             index.state = state = "in_sync"
         with self.lock:
             self.index = index
         if state == "in_sync":
-            ids = point_reads.vector_ids(self.db, self.embed_model)
+            ids = point_reads.vector_ids(self.db, self.embed_model, dim)
             report = index.reconcile(ids, lambda missing: self._vectors(missing, dim))
-            if report.added or report.removed:
+            problem = check_sample(index, ids, lambda some: self._vectors(some, dim))
+            if problem is not None:
+                index.state, index.reason = "stale", problem
+                state = "stale"
+            elif (report.added or report.removed) and not self.read_only:
                 log.info("index reconciled: +%d −%d", report.added, report.removed)
-                index.save()
-        else:
-            log.warning("vector index %s (%s): rebuilding in the background", state, index.reason)
-            self._start_rebuild(index, dim)
+                self._save(index)
+        if state == "in_sync":
+            return
+        if self.read_only:
+            log.info("vector index %s (%s): exact search in this process", state, index.reason)
+            return
+        log.warning("vector index %s (%s): rebuilding in the background", state, index.reason)
+        self._start_rebuild(index, dim)
 
     def _vectors(self, ids: npt.NDArray[Any], dim: int) -> npt.NDArray[np.float32]:
         return point_reads.vector_matrix(self.db, ids, dim)
@@ -117,12 +143,18 @@ class VectorKeeper:
                 )
                 self._saving.start()
 
-    def _save(self, index: VectorIndex) -> None:
-        """Save vectors.usearch off the save path (searches go on; a crash is reconciled)."""
+    def _save(self, index: VectorIndex) -> bool:
+        """Save vectors.usearch (also off the save path: searches go on; a crash is
+        reconciled). A failed save is logged, never raised: the database holds every vector.
+        A read-only process never saves."""
+        if self.read_only:
+            return False
         try:
             index.save()
         except OSError:
             log.exception("saving the vector index failed (it is rebuilt on open)")
+            return False
+        return True
 
     def remove(self, ids: Sequence[int]) -> None:
         with self.lock:
@@ -162,14 +194,13 @@ class VectorKeeper:
         if index.state != "in_sync":
             return {"state": index.state, "added": 0, "removed": 0, "saved": False}
         dim = index.ndim
-        ids = point_reads.vector_ids(self.db, self.embed_model)
+        ids = point_reads.vector_ids(self.db, self.embed_model, dim)
         report = index.reconcile(ids, lambda missing: self._vectors(missing, dim))
         saved = False
         if index.dirty:
-            index.save()
+            saved = self._save(index)
             with self.lock:
                 self._unsaved = 0
-            saved = True
         return {
             "state": index.state,
             "added": report.added,
@@ -187,8 +218,27 @@ class VectorKeeper:
         """Save a changed index; stop the index thread."""
         with self.lock:
             if self.index is not None and self.index.dirty:
-                try:
-                    self.index.save()
-                except OSError:
-                    log.exception("saving the vector index failed (it is rebuilt on open)")
+                self._save(self.index)
         self._worker.shutdown(wait=True)
+
+
+def check_sample(
+    index: VectorIndex,
+    ids: npt.NDArray[np.int64],
+    fetch: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.float32]],
+) -> str | None:
+    """Compare up to SAMPLE_SIZE of the index's vectors with the database's: why they
+    differ (an index made from other vectors under the same ids), or None."""
+    if not len(ids):
+        return None
+    step = max(1, len(ids) // SAMPLE_SIZE)
+    some = np.asarray(ids[::step][:SAMPLE_SIZE], dtype=np.int64)
+    held = index.stored_vectors([int(i) for i in some])
+    for point_id, stored in zip(some, fetch(some), strict=True):
+        got = held.get(int(point_id))
+        if got is None:
+            return f"point {int(point_id)} is missing from the index"
+        norms = float(np.linalg.norm(got) * np.linalg.norm(stored))
+        if norms == 0.0 or float(np.dot(got, stored)) / norms < SAMPLE_MIN_COSINE:
+            return f"the index's vector of point {int(point_id)} is not the database's"
+    return None

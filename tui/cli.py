@@ -33,6 +33,16 @@ COMMANDS_THAT_WRITE = frozenset(
 )
 # Sub-commands that only read: they never create the data dir (a mistyped --home is reported).
 READ_ACTIONS = frozenset({"list", "get", "history", "search"})
+# Commands that write nothing to the data dir (issue 15 §5): not even the lock file.
+READ_ONLY_COMMANDS = frozenset(
+    {
+        ("status", None),
+        ("recall", None),
+        ("facts", "list"),
+        ("candidates", "list"),
+        ("jobs", "list"),
+    }
+)
 EXIT_DATA_DIR_IN_USE = 6
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -278,17 +288,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as error:
         return fail(str(error), EXIT_USAGE)
     settings = resolved.settings
+    from store.data_dir_check import check_data_dir
+    from store.private_files import UnsafeDataDir
     from tui.logging_setup import setup_file_logging, silence_logging
 
+    if args.command != "config":  # `config` shows the settings even for an unusable data dir
+        try:  # links, odd files, a data dir others can write to: one line, exit 2
+            check_data_dir(settings.home)
+        except UnsafeDataDir as error:
+            return fail(str(error), EXIT_USAGE)
     if args.command in COMMANDS_THAT_WRITE and getattr(args, "action", None) not in READ_ACTIONS:
         try:
             setup_file_logging(settings.log_file)
         except OSError as error:
             return fail(f"cannot use data dir {settings.home}: {error.strerror or error}", 2)
-    else:  # read-only commands never create the data dir
+    else:  # read-only commands never create the data dir, nor write it: errors only
         try:
             if settings.home.is_dir():
-                setup_file_logging(settings.log_file)
+                setup_file_logging(settings.log_file, level=logging.ERROR, delay=True)
             else:
                 silence_logging()
         except OSError:
@@ -306,8 +323,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if confirmed is not raw:  # asked and confirmed here: not asked again
                 args.yes = True
             raw = confirmed
+        reads = (args.command, getattr(args, "action", None)) in READ_ONLY_COMMANDS
         return owner_client.run_or_forward(
-            raw, resolved, lambda: _run(args, resolved), args.command
+            raw, resolved, lambda: _run(args, resolved), args.command, reads_only=reads
         )
     return _run(args, resolved)
 
@@ -327,9 +345,14 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
         return fail("interrupted", EXIT_INTERRUPTED)
     except Exception as error:
         from store.data_dir_lock import DataDirLocked
-        from store.database import DatabaseError
+        from store.database import DatabaseError, DataDirInUse
+        from store.private_files import UnsafeDataDir
 
         if isinstance(error, DataDirLocked):
+            return fail(str(error), EXIT_DATA_DIR_IN_USE)
+        if isinstance(error, UnsafeDataDir):  # a link planted while the command ran
+            return fail(str(error), EXIT_USAGE)
+        if isinstance(error, DataDirInUse):  # a reading command meets DuckDB's lock
             return fail(str(error), EXIT_DATA_DIR_IN_USE)
         from tui.data_dir_access import unwritable_data_dir
 

@@ -20,7 +20,7 @@ from agent.settings import Settings
 from agent.workspace import resolve_workspace
 from memory.fact_drawer import FactDrawer, candidate_json, fact_json
 from memory.fact_types import FactError, normalise_key
-from store.data_dir_lock import DataDirLock
+from store.data_dir_lock import DataDirLock, held_here
 from store.database import database_path, open_database
 from store.fact_store import Candidate, Fact
 from tui.cli_output import fail, print_json, read_stdin_text
@@ -32,14 +32,23 @@ EMBED_TIMEOUT_SECONDS = 15.0
 
 
 @contextlib.contextmanager
-def open_drawer(settings: Settings) -> Iterator[FactDrawer]:
+def open_drawer(settings: Settings, *, read_only: bool = False) -> Iterator[FactDrawer]:
     """The fact drawer of this workspace, with the data dir locked for the duration (in the
-    owner's process: a drawer over the owner's open database)."""
+    owner's process: a drawer over the owner's open database); a reading command
+    (`read_only`) elsewhere takes no lock file and writes nothing (DuckDB's read-only mode,
+    whose own lock still meets a writer)."""
     from tui.memory_session import open_store
     from tui.owner_server import serving
 
     if open_store(settings.home) is not None or serving(settings.home):
         yield from _shared_drawer(settings)  # one store per process: DuckDB opens a file once
+        return
+    if read_only and not held_here(settings.home):  # (owner asked before: owner_client)
+        db = open_database(database_path(settings.home), clock=settings.clock, read_only=True)
+        try:
+            yield FactDrawer(db, resolve_workspace(settings.workspace), settings.facts)
+        finally:
+            db.close()
         return
     with DataDirLock(settings.home):
         db = open_database(database_path(settings.home), clock=settings.clock)
@@ -129,7 +138,7 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
         if not database_path(settings.home).exists():
             facts: list[Fact] = []
         else:
-            with open_drawer(settings) as drawer:
+            with open_drawer(settings, read_only=True) as drawer:
                 facts = drawer.list_facts(
                     type=args.type,
                     status=None if args.status == "all" else args.status,
@@ -145,7 +154,7 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
     if not database_path(settings.home).exists():
         return fail(f"no fact {args.key!r}", EXIT_NOT_FOUND)
-    with open_drawer(settings) as drawer:
+    with open_drawer(settings) as drawer:  # `get` counts a use: it writes
         key = normalise_key(args.key)
         if action == "get":
             found = drawer.get(key)
@@ -187,7 +196,7 @@ def _candidates(args: argparse.Namespace, settings: Settings) -> int:
         if not database_path(settings.home).exists():
             pending: list[Candidate] = []
         else:
-            with open_drawer(settings) as drawer:
+            with open_drawer(settings, read_only=True) as drawer:
                 pending = drawer.pending()
         if args.json:
             print_json([candidate_json(c) for c in pending])

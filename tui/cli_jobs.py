@@ -74,7 +74,7 @@ async def _main(args: Any, settings: Settings) -> int:
         _print_infos(infos, as_json=args.json)
         return EXIT_OK
     gateway = OllamaGateway.from_config(settings.ollama)
-    session = MemorySession(settings, gateway)
+    session = MemorySession(settings, gateway, read_only=args.action == "list")
     try:
         memory = session.open()
         runner = JobRunner(JobContext(settings, memory, gateway, settings.ollama.model))

@@ -30,10 +30,11 @@ async def remember(settings: Settings, text: str, *, as_json: bool) -> int:
     if as_json:
         print_json({"id": point_id})
     else:
+        why = memory.embed_problem or "Ollama was not reachable"
         note = (
             ""
             if point and point.embedding is not None
-            else (" (no vector yet: Ollama was not reachable; found by its words until backfill)")
+            else f" (no vector yet: {why}; found by its words until backfill)"
         )
         print(f"remembered #{point_id}{note}")
     return EXIT_OK
@@ -66,7 +67,7 @@ async def recall(
         return _print_recall(result, as_json=as_json, words_only=False)
     gateway = OllamaGateway.from_config(settings.ollama)
     try:
-        with MemorySession(settings, gateway) as memory:
+        with MemorySession(settings, gateway, read_only=True) as memory:
             vector = await memory.embed_one(query)
             if role is None:
                 result = memory.store.recall(query, vector=vector, k=k)
@@ -139,14 +140,15 @@ async def import_doc(settings: Settings, path: Path, *, as_json: bool) -> int:
 def memory_status(settings: Settings) -> dict[str, Any]:
     """The memory fields of `status`; a data dir without a database reports empty memory
     (and is not created)."""
-    from store.data_dir_lock import DataDirLock
+    from store.data_dir_check import check_not_in_use
     from store.database import database_path
 
     if not database_path(settings.home).exists():
         if settings.home.is_dir():  # in use, even before its database exists? say so
-            DataDirLock(settings.home).acquire().release()
+            check_not_in_use(settings.home)
         return _empty_status(settings.memory, resolve_workspace(settings.workspace))
-    with MemorySession(settings, OllamaGateway.from_config(settings.ollama)) as memory:
+    gateway = OllamaGateway.from_config(settings.ollama)
+    with MemorySession(settings, gateway, read_only=True) as memory:
         memory.store.wait_until_ready(timeout=60)
         status = memory.store.status()
         if memory.facts is not None:
@@ -182,6 +184,12 @@ def _empty_status(config: MemoryConfig, workspace: str) -> dict[str, Any]:
         "embed_requests": 0,
         "recall_failures": 0,
         "index": {"state": "in_sync", "size": 0},
+        "embedding": {
+            "model": config.embed_model,
+            "dim": None,
+            "changed_from": None,
+            "to_embed": 0,
+        },
         "ram_estimate_bytes": ram,
         "headroom": headroom(ram, config.ram_warn_bytes, config.ram_crit_bytes),
         "facts": fact_status({}, 0),

@@ -103,6 +103,11 @@ async def status(settings: Settings, *, as_json: bool) -> int:
         f"embedding  {settings.memory.embed_model}{embed_note}, "
         f"{memory['embed_requests']} requests so far"
     )
+    if (embedding := memory.get("embedding")) and embedding["changed_from"]:
+        print(
+            f"warning    embedding model changed from {embedding['changed_from']}: "
+            f"{embedding['to_embed']} points wait for backfill (recall uses words meanwhile)"
+        )
     cards = memory["hypotheses"]
     print(f"hypotheses {cards['open']} open, {cards['overdue']} overdue")
     facts = memory["facts"]

@@ -1,10 +1,9 @@
 """A data dir Straylight cannot write to (a backup on a read-only mount, a directory without
 write permission): one line, exit 2, instead of "unexpected error: OSError … straylight.lock".
 
-Chosen over working read-only: every command that opens the memory takes the data dir's lock
-and opens the database for writing (migrations, the word index, the vector index) — a
-read-only path through all of them is a larger change than this issue; copying a backup
-somewhere writable is one command, and the line says so.
+The reading commands (`status`, `recall`, `history`, `facts list`, `candidates list`,
+`jobs list`) write nothing (issue 15 §5: no lock file written, DuckDB read-only), so they
+work on such a data dir; this line is for a command that writes.
 """
 
 from __future__ import annotations

@@ -8,14 +8,14 @@ import logging.handlers
 import os
 from pathlib import Path
 
-from store.private_files import FILE_MODE, ensure_private_dir
+from store.private_files import ensure_private_dir, open_private
 
 
 class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     """A rotating handler whose new files are 0600 too, after every rollover."""
 
     def _open(self) -> io.TextIOWrapper:
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        fd = open_private(Path(self.baseFilename), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
     def handleError(self, record: logging.LogRecord) -> None:
@@ -37,11 +37,12 @@ class MaskingFormatter(logging.Formatter):
         return mask_secrets(super().format(record))
 
 
-def setup_file_logging(log_file: Path, level: int = logging.INFO) -> None:
-    """Route the root logger to a rotating 0600 file; quiet chatty libraries."""
+def setup_file_logging(log_file: Path, level: int = logging.INFO, *, delay: bool = False) -> None:
+    """Route the root logger to a rotating 0600 file; quiet chatty libraries. `delay`: the
+    file is opened (and created) only by the first record (a reading command's error)."""
     ensure_private_dir(log_file.parent)
     handler = PrivateRotatingFileHandler(
-        log_file, maxBytes=2_000_000, backupCount=3, encoding="utf-8"
+        log_file, maxBytes=2_000_000, backupCount=3, encoding="utf-8", delay=delay
     )
     handler.setFormatter(
         MaskingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S")

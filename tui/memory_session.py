@@ -25,7 +25,7 @@ from agent.workspace import resolve_workspace
 from memory.fact_drawer import FactDrawer
 from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
-from store.data_dir_lock import DataDirLock
+from store.data_dir_lock import DataDirLock, held_here
 
 
 @dataclass
@@ -60,6 +60,7 @@ class MemorySession:
     settings: Settings
     gateway: OllamaGateway
     take_lock: bool = True
+    read_only: bool = False  # a reading command: no lock file, nothing written (issue 15 §5)
     store: MemoryStore | None = field(default=None, init=False)
 
     def open(self) -> TurnMemory:
@@ -68,6 +69,17 @@ class MemorySession:
             entry = _open_stores.get(key)
             if entry is not None:
                 entry.users += 1
+                self.store = entry.store
+            elif self.read_only and not held_here(self.settings.home):  # its own read-only
+                # store, never shared with a writer (an owner's reading session opens as above)
+                # (whether another process owns the data dir was asked before, without
+                # writing: tui/owner_client.py; DuckDB's own lock covers the rest)
+                self.store = MemoryStore.open(
+                    self.settings.home,
+                    self.settings.memory,
+                    clock=self.settings.clock,
+                    read_only=True,
+                )
             else:
                 lock = DataDirLock(self.settings.home).acquire() if self.take_lock else None
                 try:
@@ -79,7 +91,7 @@ class MemorySession:
                         lock.release()
                     raise
                 entry = _open_stores[key] = _OpenStore(store, lock)
-            self.store = entry.store
+                self.store = entry.store
         facts = FactDrawer(
             self.store.db,
             resolve_workspace(self.settings.workspace),

@@ -55,6 +55,7 @@ The fact drawer's commands open only the database and are short; the others wait
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 RETRY_SECONDS = 3.0
+READ_WAIT_SECONDS = 8.0  # a reading command takes no lock (issue 15 §5), so serves no one
 _RETRY_PAUSE = 0.05
 EXIT_UNEXPECTED = 1
 EXIT_DATA_DIR_IN_USE = 6
@@ -143,7 +144,12 @@ def forward(home: Path, request: CommandRequest, out: TextIO, err: TextIO) -> in
 
 
 def run_or_forward(
-    argv: Sequence[str], resolved: ResolvedSettings, run_here: Callable[[], int], command: str
+    argv: Sequence[str],
+    resolved: ResolvedSettings,
+    run_here: Callable[[], int],
+    command: str,
+    *,
+    reads_only: bool = False,
 ) -> int:
     """`straylight ARGV` for a command that needs the memory: forwarded to the data dir's
     owner, else run here (`run_here`) with the data-dir lock held."""
@@ -160,13 +166,18 @@ def run_or_forward(
         sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
     request = _request(argv, resolved, stdin)
     try:
-        return _forward_or_own(home, request, run_here, command)
+        return _forward_or_own(home, request, run_here, command, reads_only=reads_only)
     except KeyboardInterrupt:  # while waiting for the owner or the lock
         return fail("interrupted", EXIT_INTERRUPTED)
 
 
 def _forward_or_own(
-    home: Path, request: CommandRequest, run_here: Callable[[], int], command: str
+    home: Path,
+    request: CommandRequest,
+    run_here: Callable[[], int],
+    command: str,
+    *,
+    reads_only: bool = False,
 ) -> int:
     from store.data_dir_lock import DataDirLock, DataDirLocked
     from tui.cli_output import fail
@@ -189,6 +200,17 @@ def _forward_or_own(
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             return EXIT_BROKEN_PIPE
+        if reads_only:  # a reading command writes nothing, the lock file included (§5):
+            from store.data_dir_check import check_not_in_use  # asked, not taken
+
+            try:
+                check_not_in_use(home)
+            except DataDirLocked as locked:  # it cannot serve: it waits for a gap longer
+                if time.monotonic() >= deadline + READ_WAIT_SECONDS - RETRY_SECONDS:
+                    return fail(str(locked), EXIT_DATA_DIR_IN_USE)
+                time.sleep(_RETRY_PAUSE)
+                continue
+            return run_here()  # DuckDB's own lock: a writer starting meanwhile waits for it
         try:
             lock = DataDirLock(home).acquire()
         except DataDirLocked as locked:  # owned, but not answering (yet): starting or ending

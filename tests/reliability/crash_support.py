@@ -8,7 +8,9 @@ under the pilot, see `tui_main` below), kills it when a trigger fires plus a see
 delay, and `verify` then reopens the data dir the way a user would and checks what must hold
 after any crash:
 
-* `straylight status --json` exits 0, no traceback, index `in_sync` with one vector per point
+* after a writing command (`jobs run index-upkeep`: `status` writes nothing, so it neither
+  rebuilds the index nor removes a dead save's temp file), `straylight status --json` exits 0,
+  no traceback, index `in_sync` with one vector per point
   that has one, today's message count equal to what the parser reads;
 * the data-dir lock is free (the killed PID left in the file does not block);
 * the daily log only grew (the bytes known before are a prefix), parses, keeps every message
@@ -406,6 +408,10 @@ class CrashRig:
         return self.verify(fresh_process=fresh_process)
 
     def status(self) -> dict[str, Any]:
+        # `status` writes nothing (issue 15 §5): a writing command first, as a user's next
+        # one would, removes a dead save's temp file and rebuilds or reconciles the index.
+        upkeep = self.finish(self.start("jobs", "run", "index-upkeep", label="index-upkeep"))
+        assert upkeep.returncode == 0, ("index-upkeep", upkeep.returncode, upkeep.stderr)
         run = self.finish(self.start("status", "--json", label="status"))
         assert run.returncode == 0, ("status", run.returncode, run.stdout, run.stderr)
         assert run.stderr == "", ("status wrote to stderr", run.stderr)
@@ -421,10 +427,25 @@ class CrashRig:
 
         settings = load_settings(flags={}, environ=self.env).settings
         assert settings.home == self.home, (settings.home, self.home)
+        self.reopen_writing(settings)
         report = memory_status(settings)
         today = DailyLog(self.home / "conversation").read_day(settings.clock.now().date())
         report["log"] = {"messages_today": len(today)}
         return self._check_status(report)
+
+    def reopen_writing(self, settings: Any) -> None:
+        """Open the data dir as a writing command does (`status` writes nothing): stale temp
+        files go, the index is reconciled or rebuilt and saved."""
+        from memory.memory_store import MemoryStore
+        from store.data_dir_lock import DataDirLock
+
+        with DataDirLock(self.home):
+            store = MemoryStore.open(self.home, settings.memory, clock=settings.clock)
+            try:
+                store.wait_until_ready(timeout=RUN_TIMEOUT)
+                store.upkeep_index()
+            finally:
+                store.close()
 
     def _check_status(self, report: dict[str, Any]) -> dict[str, Any]:
         points = report["points"]

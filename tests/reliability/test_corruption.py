@@ -119,6 +119,11 @@ def test_a_damaged_vector_index_is_rebuilt_and_recall_still_works(
     assert SEED_QUESTION in [hit["content"] for hit in json.loads(recall.stdout)["hits"]]
     assert_quiet(history)
     assert summary(json.loads(history.stdout)) == seed_messages()
+    # `recall` and `status` write nothing (issue 15 §5): they search exactly and report the
+    # file; the next command that writes rebuilds it.
+    report = status_json(env)
+    assert report["index"]["state"] == ("missing" if damage == "deleted" else "stale")
+    assert_quiet(run_cli(env, "jobs", "run", "index-upkeep"))
     report = status_json(env)
     assert report["index"] == {"state": "in_sync", "size": SEED_POINTS}
     assert report["points"]["total"] == SEED_POINTS

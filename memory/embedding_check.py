@@ -1,0 +1,42 @@
+"""Is an embedding server's vector usable? NaN, infinity, absurd sizes and zero vectors are not.
+
+A vector that fails here is an embedding failure like Ollama being down: the point is stored
+without a vector (backfill tries again later) and recall falls back to words. Checked where
+vectors enter memory (`TurnMemory.embed_texts`, `MemoryStore.save`, backfill, recall's query),
+so no caller can store one or rank with one.
+
+"Absurd": a component above `MAX_COMPONENT` in size. Real embedding models give components
+well below 10 (unit-length ones below 1); at 1e38 the float32 cosine overflows and recall
+shows "nan" scores. A zero vector has no direction, so no cosine.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+MAX_COMPONENT = 1e6
+
+
+def vector_problem(vector: Sequence[float] | None) -> str | None:
+    """Why `vector` cannot be stored or searched with, or None when it can."""
+    if vector is None:
+        return "no vector"
+    if len(vector) == 0:
+        return "an empty vector"
+    largest = 0.0
+    for value in vector:
+        number = float(value)
+        if not math.isfinite(number):
+            return "NaN or infinity in the vector"
+        largest = max(largest, abs(number))
+    if largest > MAX_COMPONENT:
+        return f"a component of size {largest:.3g} (more than {MAX_COMPONENT:.0e})"
+    if largest == 0.0:
+        return "a zero vector (no direction)"
+    return None
+
+
+def usable_vector(vector: Sequence[float] | None) -> bool:
+    """True when `vector` may be stored and searched with."""
+    return vector_problem(vector) is None
