@@ -263,11 +263,13 @@ def worker_build(home: Path, n: int, pinned: int) -> JsonDict:
     """Load n points in bulk, then rebuild the index from the stored vectors."""
     from datetime import UTC, datetime, timedelta
 
+    from memory.embedding_space import META_DATABASE_ID
     from memory.memory_store import INDEX_FILENAME, MemoryStore, lexical_text
-    from store import lexical_index
+    from store import lexical_index, meta
     from store.database import database_path, open_database
     from store.point_store import NewPoint, PointStore
     from store.vector_index import VectorIndex
+    from store.vector_index_file import index_identity
 
     result: JsonDict = {"n": n}
     started = time.perf_counter()
@@ -345,7 +347,10 @@ def worker_build(home: Path, n: int, pinned: int) -> JsonDict:
     started = time.perf_counter()
     ids, matrix = points.vectors(EMBED_MODEL, DIM)
     fetched = time.perf_counter()
-    index = VectorIndex(home / INDEX_FILENAME, DIM)
+    with db.cursor() as cur:  # the identity the store requires of its index file
+        database_id = meta.get(cur, META_DATABASE_ID)
+    identity = index_identity(database_id, EMBED_MODEL) if database_id else None
+    index = VectorIndex(home / INDEX_FILENAME, DIM, identity=identity)
     index.rebuild(ids, matrix)  # HNSW build + atomic save
     done = time.perf_counter()
     index.save()
