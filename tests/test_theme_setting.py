@@ -86,4 +86,4 @@ async def test_switching_back_to_the_starting_theme_is_kept_too(tmp_path: Path) 
         await wait_until(
             pilot, lambda: 'theme = "nord"' in path.read_text(encoding="utf-8"), what="back"
         )
-    assert path.read_text(encoding="utf-8") == CONFIG
+    assert path.read_text(encoding="utf-8") == with_theme(with_theme(CONFIG, "gruvbox"), "nord")
