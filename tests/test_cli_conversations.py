@@ -80,6 +80,17 @@ def test_list_on_an_empty_or_missing_data_dir_creates_nothing(env: Env, home: Pa
     assert not (home / "straylight.duckdb").exists()
 
 
+def test_list_on_a_mistyped_home_hints_at_it_like_the_other_list_actions(
+    env: Env, tmp_path: Path
+) -> None:
+    typo = tmp_path / "hoem"
+    for args in (["conversations"], ["conversations", "list", "--json"]):
+        proc = run_cli(env, *args, "--home", str(typo))
+        assert proc.returncode == 0, proc.stderr
+        assert f"no data dir at {typo} — mistyped --home?" in proc.stderr, args
+    assert not typo.exists()
+
+
 def test_rename_sets_the_title_and_bad_input_exits_2(env: Env, standin: OllamaStandIn) -> None:
     cid = ask(env, standin, FIRST)
     proc = run_cli(env, "conversations", "rename", cid, "  Sourdough\n holiday ")
