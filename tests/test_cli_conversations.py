@@ -74,7 +74,9 @@ def test_list_json_has_the_contract_fields_and_a_proposed_title(
 
 
 def test_list_on_an_empty_or_missing_data_dir_creates_nothing(env: Env, home: Path) -> None:
-    assert listing(env) == []
+    listed = run_cli(env, "conversations", "--json")
+    assert (listed.returncode, json.loads(listed.stdout)) == (0, [])
+    assert "no data dir at" in listed.stderr  # the README's hint of every list action
     proc = run_cli(env, "conversations")
     assert (proc.returncode, proc.stdout) == (0, "no conversations yet\n")
     assert not (home / "straylight.duckdb").exists()
