@@ -74,10 +74,23 @@ def test_list_json_has_the_contract_fields_and_a_proposed_title(
 
 
 def test_list_on_an_empty_or_missing_data_dir_creates_nothing(env: Env, home: Path) -> None:
-    assert listing(env) == []
+    listed = run_cli(env, "conversations", "--json")
+    assert (listed.returncode, json.loads(listed.stdout)) == (0, [])
+    assert "no data dir at" in listed.stderr  # the README's hint of every list action
     proc = run_cli(env, "conversations")
     assert (proc.returncode, proc.stdout) == (0, "no conversations yet\n")
     assert not (home / "straylight.duckdb").exists()
+
+
+def test_list_on_a_mistyped_home_hints_at_it_like_the_other_list_actions(
+    env: Env, tmp_path: Path
+) -> None:
+    typo = tmp_path / "hoem"
+    for args in (["conversations"], ["conversations", "list", "--json"]):
+        proc = run_cli(env, *args, "--home", str(typo))
+        assert proc.returncode == 0, proc.stderr
+        assert f"no data dir at {typo} — mistyped --home?" in proc.stderr, args
+    assert not typo.exists()
 
 
 def test_rename_sets_the_title_and_bad_input_exits_2(env: Env, standin: OllamaStandIn) -> None:

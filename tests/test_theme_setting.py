@@ -69,3 +69,21 @@ async def test_a_theme_chosen_in_the_app_is_kept_at_the_next_start(
     assert path.read_text(encoding="utf-8") == with_theme(CONFIG, "gruvbox")
     again = load_settings(flags={"home": str(tmp_path / "home")}, environ={}, config_path=path)
     assert again.settings.theme == "gruvbox"
+
+
+async def test_switching_back_to_the_starting_theme_is_kept_too(tmp_path: Path) -> None:
+    """nord at start → gruvbox → nord again: the file ends with nord, not gruvbox."""
+    path = tmp_path / "config.toml"
+    path.write_text(CONFIG, encoding="utf-8")
+    settings = load_settings(flags={"home": str(tmp_path / "home")}, environ={}, config_path=path)
+    app = StraylightApp(settings.settings, config_path=path, poll_online_seconds=600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.theme = "gruvbox"
+        await wait_until(
+            pilot, lambda: 'theme = "gruvbox"' in path.read_text(encoding="utf-8"), what="saved"
+        )
+        app.theme = "nord"
+        await wait_until(
+            pilot, lambda: 'theme = "nord"' in path.read_text(encoding="utf-8"), what="back"
+        )
+    assert path.read_text(encoding="utf-8") == with_theme(with_theme(CONFIG, "gruvbox"), "nord")

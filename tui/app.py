@@ -93,6 +93,7 @@ class StraylightApp(App[int]):
         super().__init__()
         self.settings = settings
         self.config_path = config_path  # where a theme chosen in the palette is kept (None: not)
+        self._kept_theme: str | None = settings.theme  # the theme config.toml holds now
         self.poll_online_seconds = poll_online_seconds
         self.poll_offline_seconds = poll_offline_seconds
         self.gateway = OllamaGateway.from_config(settings.ollama)
@@ -141,7 +142,9 @@ class StraylightApp(App[int]):
         self.theme_changed_signal.subscribe(self, self._theme_changed)
 
     def _theme_changed(self, theme: Theme) -> None:
-        if self.config_path is not None and theme.name != self.settings.theme:
+        # compared with the theme last kept (not the start setting), so going back is kept too
+        if self.config_path is not None and theme.name != self._kept_theme:
+            self._kept_theme = theme.name
             self._save_theme(self.config_path, theme.name)
 
     @work(thread=True, exclusive=True, group="theme", exit_on_error=False)

@@ -376,7 +376,9 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
 
 # Commands that read the data dir and print what is there: an empty answer from a data dir
 # that does not exist is most often a mistyped --home, so they say so (exit code unchanged).
-READS_DATA_DIR = frozenset({"status", "history", "recall", "facts", "candidates", "jobs"})
+READS_DATA_DIR = frozenset(
+    {"status", "history", "recall", "facts", "candidates", "jobs", "conversations"}
+)
 
 
 def _hint_missing_home(args: argparse.Namespace, resolved: ResolvedSettings) -> None:
@@ -387,6 +389,8 @@ def _hint_missing_home(args: argparse.Namespace, resolved: ResolvedSettings) -> 
         return
     if args.command in COMMANDS_THAT_WRITE and getattr(args, "action", None) not in READ_ACTIONS:
         return
+    if args.command == "conversations" and getattr(args, "action", None) not in (None, "list"):
+        return  # rename/export/delete already say "no conversation …"
     home = resolved.settings.home
     if home.exists():
         return
