@@ -64,7 +64,7 @@ async def recall(
 
     if not database_path(settings.home).exists():  # nothing stored yet: create nothing
         result, vector = RecallResult([], ""), None
-        return _print_recall(result, as_json=as_json, words_only=False)
+        return _print_recall(result, as_json=as_json, no_vector_because=None)
     gateway = OllamaGateway.from_config(settings.ollama)
     try:
         with MemorySession(settings, gateway, read_only=True) as memory:
@@ -76,7 +76,8 @@ async def recall(
                 result = only_role(wide, role, k or settings.memory.top_k, settings.memory)
     finally:
         await gateway.aclose()
-    return _print_recall(result, as_json=as_json, words_only=vector is None)
+    why = None if vector is not None else memory.embed_problem or "Ollama unreachable"
+    return _print_recall(result, as_json=as_json, no_vector_because=why)
 
 
 # `recall --role`: the hits of that role among the same fused candidates the chat ranks (50
@@ -102,13 +103,16 @@ def recall_json(result: RecallResult) -> dict[str, Any]:
     return data
 
 
-def _print_recall(result: RecallResult, *, as_json: bool, words_only: bool) -> int:
+def _print_recall(result: RecallResult, *, as_json: bool, no_vector_because: str | None) -> int:
+    """Print the hits; `no_vector_because` (why the query has no vector) adds the words-only
+    note, naming the cause (an unreachable Ollama, or a NaN vector from a reachable one)."""
     if as_json:
         print_json(recall_json(result))
         return EXIT_OK
     print(for_terminal(result.block) if result.hits else "nothing recalled")
-    if words_only:
-        print("straylight: note: no query vector (Ollama unreachable): words only", file=sys.stderr)
+    if no_vector_because is not None:
+        note = f"straylight: note: no query vector ({no_vector_because}): words only"
+        print(note, file=sys.stderr)
     return EXIT_OK
 
 

@@ -77,6 +77,16 @@ def test_recall_with_a_nan_query_vector_falls_back_to_words(world: Workspace) ->
     assert NOTE in [hit["content"] for hit in hits]
 
 
+def test_recall_names_a_nan_query_vector_not_an_unreachable_ollama(world: Workspace) -> None:
+    """The words-only note says why there is no query vector: Ollama answered, with NaN."""
+    assert_ok(world.run("remember", NOTE))
+    world.standin.embedder = nan_embedder
+    proc = world.run("recall", "spare key garden shed")
+    assert_ok(proc)
+    assert "NaN or infinity" in proc.stderr
+    assert "unreachable" not in proc.stderr
+
+
 def test_absurd_components_never_put_nan_scores_into_recall(world: Workspace) -> None:
     assert_ok(world.run("remember", NOTE))
     world.standin.embedder = huge_embedder
