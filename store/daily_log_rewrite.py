@@ -28,7 +28,7 @@ from store.daily_log import (
     LogMessage,
     parse_messages,
 )
-from store.private_files import open_private, read_private_bytes
+from store.private_files import fsync_dir, open_private, read_private_bytes, write_all
 
 Edit = Literal["keep", "drop", "supersede"]
 Decide = Callable[[int, LogMessage], Edit]
@@ -104,7 +104,7 @@ def rewrite_day(daily_log: DailyLog, day: date, decide: Decide) -> int:
         return 0
     if not HEADER_RE.search(new_text) and not new_text.strip():
         path.unlink()
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
     else:
         replace_file(path, new_text.encode("utf-8", errors="surrogateescape"))
     return changed
@@ -116,9 +116,7 @@ def replace_file(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.rewrite.tmp")
     fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)  # never through a link
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
         os.fsync(fd)
     except BaseException:
         os.close(fd)
@@ -126,15 +124,7 @@ def replace_file(path: Path, data: bytes) -> None:
         raise
     os.close(fd)
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(path.parent)
 
 
 def drop_conversation(

@@ -112,6 +112,22 @@ def ensure_private_dir(path: Path, *, tighten_existing: bool = False) -> Path:
     return path
 
 
+def write_all(fd: int, data: bytes | bytearray) -> None:
+    """Write all of `data` to `fd` (a `write` may take only part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename or unlink in `folder` durable: fsync the folder itself."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_private_text(path: Path, text: str) -> None:
     """Write a whole file atomically (temp file, fsync, rename) with mode 0600. Neither the
     temp file nor the file is followed if it is a link (`SymlinkRefused`)."""
@@ -142,10 +158,7 @@ def append_private_bytes(path: Path, data: bytes) -> None:
             raise NotRegularFile(path)
         size = os.fstat(fd).st_size
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            write_all(fd, data)
             os.fsync(fd)
         except OSError as error:
             with contextlib.suppress(OSError):

@@ -17,7 +17,7 @@ from typing import Final, Literal
 from usearch.compiled import MetricKind, ScalarKind
 from usearch.index import Index
 
-from store.private_files import FILE_MODE, ensure_private_dir, open_private
+from store.private_files import FILE_MODE, ensure_private_dir, fsync_dir, open_private, write_all
 
 IndexDType = Literal["f16", "f32"]
 
@@ -106,8 +106,8 @@ def write_atomically(path: Path, payload: bytes | bytearray, identity: bytes = N
         fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
             os.fchmod(fd, FILE_MODE)
-            _write_all(fd, payload)
-            _write_all(fd, _encode(payload, identity))
+            write_all(fd, payload)
+            write_all(fd, _encode(payload, identity))
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -116,21 +116,7 @@ def write_atomically(path: Path, payload: bytes | bytearray, identity: bytes = N
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    _fsync_dir(path.parent)
-
-
-def _write_all(fd: int, data: bytes | bytearray) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(path.parent)
 
 
 def _pid_alive(pid: int) -> bool:

@@ -172,7 +172,7 @@ def test_a_failed_save_leaves_the_old_file_and_no_temp_file(
         os.write(fd, bytes(payload[: len(payload) // 2]))
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(vector_index_file, "_write_all", half_then_die)
+    monkeypatch.setattr(vector_index_file, "write_all", half_then_die)
     with pytest.raises(OSError):
         index.save()
     assert index.path.read_bytes() == before
@@ -192,11 +192,11 @@ from store import vector_index as vi, vector_index_file
 index = vi.VectorIndex(Path({str(tmp_path)!r}) / "vectors.usearch", {NDIM})
 index.open()
 index.add(np.arange(200, 400), np.ones((200, {NDIM}), dtype=np.float32))
-real_write = vector_index_file._write_all
+real_write = vector_index_file.write_all
 def write_then_die(fd, data):
     real_write(fd, bytes(data[: len(data) // 3]))
     os._exit(9)
-vector_index_file._write_all = write_then_die
+vector_index_file.write_all = write_then_die
 index.save()
 """
     done = subprocess.run([sys.executable, "-c", child], cwd=ROOT, timeout=60, check=False)
