@@ -186,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _fact_commands(commands: Any) -> None:
     """`facts …`, `candidates …` and `reflect`: layer 4 from the shell."""
-    from memory.fact_types import FACT_STATUSES, FACT_TYPES, SCOPES
+    from memory.fact_types import FACT_STATUSES, FACT_TYPES
 
     def leaf(group: Any, name: str, text: str) -> argparse.ArgumentParser:
         sub: argparse.ArgumentParser = group.add_parser(name, allow_abbrev=False, help=text)
@@ -199,12 +199,10 @@ def _fact_commands(commands: Any) -> None:
     actions = facts.add_subparsers(
         dest="action", metavar="ACTION", parser_class=_Parser, required=True
     )
+    from tui import cli_fact_agent
+
     fact_set = leaf(actions, "set", "write a fact now (overwrites the key)")
-    fact_set.add_argument("key", metavar="KEY", help="e.g. deploy:blyck")
-    fact_set.add_argument("--type", required=True, choices=FACT_TYPES, help="the fact's type")
-    fact_set.add_argument("--body", required=True, help="the fact ('-' reads stdin)")
-    fact_set.add_argument("--scope", choices=SCOPES, default="workspace")
-    fact_set.add_argument("--proof", default="", help="the evidence")
+    cli_fact_agent.add_fact_arguments(fact_set)
     fact_set.add_argument(
         "--requires", nargs="*", default=[], metavar="KEY", help="keys a procedure needs"
     )
@@ -239,8 +237,6 @@ def _fact_commands(commands: Any) -> None:
     leaf(verbs, "reject", "reject a candidate (not proposed again)").add_argument(
         "id", metavar="ID", type=int
     )
-    from tui import cli_fact_agent
-
     cli_fact_agent.register(actions, verbs, leaf)
 
     reflect = leaf(commands, "reflect", "run the reflection pass over a conversation now")

@@ -36,18 +36,23 @@ GATE_REFUSALS = frozenset(
 )
 
 
-def register(facts_actions: Any, candidate_actions: Any, leaf: Any) -> None:
-    """Add `facts search` and `candidates propose` to the parsers of `tui/cli.py`."""
+def add_fact_arguments(parser: Any) -> None:
+    """KEY, --type, --body, --scope, --proof: what `facts set` and `candidates propose` take."""
     from memory.fact_types import FACT_TYPES, SCOPES
 
+    parser.add_argument("key", metavar="KEY", help="e.g. deploy:blyck")
+    parser.add_argument("--type", required=True, choices=FACT_TYPES, help="the fact's type")
+    parser.add_argument("--body", required=True, help="the fact ('-' reads stdin)")
+    parser.add_argument("--scope", choices=SCOPES, default="workspace")
+    parser.add_argument("--proof", default="", help="the evidence")
+
+
+def register(facts_actions: Any, candidate_actions: Any, leaf: Any) -> None:
+    """Add `facts search` and `candidates propose` to the parsers of `tui/cli.py`."""
     search = leaf(facts_actions, "search", "active facts for a query, an exact key match first")
     search.add_argument("query", metavar="QUERY", help="a key or words to search for")
     propose = leaf(candidate_actions, "propose", "propose a fact; it waits for your approval")
-    propose.add_argument("key", metavar="KEY", help="e.g. deploy:blyck")
-    propose.add_argument("--type", required=True, choices=FACT_TYPES, help="the fact's type")
-    propose.add_argument("--body", required=True, help="the fact ('-' reads stdin)")
-    propose.add_argument("--scope", choices=SCOPES, default="workspace")
-    propose.add_argument("--proof", default="", help="the evidence")
+    add_fact_arguments(propose)
     propose.add_argument(
         "--origin", default="cli", help="who proposes it (shown with the candidate; default cli)"
     )
