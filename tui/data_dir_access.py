@@ -22,8 +22,9 @@ def unwritable_data_dir(error: BaseException, home: Path) -> str | None:
         return None
     why = "it is on a read-only file system" if error.errno == errno.EROFS else "no permission"
     return (
-        f"cannot write to data dir {home} ({why}); Straylight keeps its lock and database "
-        f"there even to read them: copy it somewhere writable and use --home COPY"
+        f"cannot write to data dir {home} ({why}); the reading commands (status, recall, "
+        f"history, facts list) work on it, this one writes: copy it somewhere writable and "
+        f"use --home COPY"
     )
 
 
