@@ -316,8 +316,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             confirmed = confirmed_argv(args, settings, raw)
             if isinstance(confirmed, int):
                 return confirmed
-            if confirmed is not raw:  # asked and confirmed here: not asked again
-                args.yes = True
             raw = confirmed
         reads = (args.command, getattr(args, "action", None)) in READ_ONLY_COMMANDS
         return owner_client.run_or_forward(

@@ -275,11 +275,15 @@ def ask_before_delete(info: ConversationInfo) -> int | None:
 
 def confirmed_argv(args: Any, settings: Settings, argv: list[str]) -> list[str] | int:
     """`conversations delete ID` without `--yes`, about to be forwarded: ask here, where the
-    terminal is, and forward it with `--yes` (or the exit code when not confirmed)."""
+    terminal is, and forward it with `--yes` (or the exit code when not confirmed). A
+    confirmed `args` gets `yes` too, so a run here does not ask again."""
     if args.command != "conversations" or args.action != "delete" or args.yes:
         return argv
     info = _find(DailyLog(settings.home / "conversation"), args.id)
     if info is None:
         return argv  # the owner names the unknown id
     declined = ask_before_delete(info)
-    return declined if declined is not None else [*argv, "--yes"]
+    if declined is not None:
+        return declined
+    args.yes = True
+    return [*argv, "--yes"]
