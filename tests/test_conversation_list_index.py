@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from store.daily_log import SUPERSEDED, DailyLog
+from store.daily_log import SUPERSEDED, DailyLog, LogMessage
 from store.daily_log_index import INDEX_FILENAME, DailyLogIndex
 from store.daily_log_rewrite import drop_conversation, supersede_last_exchange
 from tests.support.cli import NOW, Env, assert_ok, printed_json, run_cli
@@ -34,9 +34,10 @@ from tests.test_conversations import (
 from tui.conversation_index import (
     ConversationInfo,
     DaySummary,
-    _info,
+    conversation_info,
     iter_day_summaries,
     list_conversations,
+    propose_title,
     summarize_day,
 )
 
@@ -45,14 +46,33 @@ TITLES = {KEYS: "Backup keys"}
 
 def rescanned(log: DailyLog, titles: dict[str, str] = TITLES) -> list[ConversationInfo]:
     """What the list was before the summary file: every message of every file, parsed."""
-    found: dict[str, list[tuple[date, object]]] = {}
+    found: dict[str, list[tuple[date, LogMessage]]] = {}
     for day in log.days():
         for message in log.read_day(day):
             if message.status != SUPERSEDED:
                 found.setdefault(message.conversation_id, []).append((day, message))
-    infos = [_info(cid, entries, titles.get(cid)) for cid, entries in found.items()]  # type: ignore[arg-type]
+    infos = [reference_info(cid, entries, titles.get(cid)) for cid, entries in found.items()]
     return sorted(
         infos, key=lambda i: i.last.timestamp() if i.last else float("-inf"), reverse=True
+    )
+
+
+def reference_info(
+    cid: str, entries: list[tuple[date, LogMessage]], title: str | None
+) -> ConversationInfo:
+    messages = [m for _day, m in entries]
+    times = [m.time for m in messages if m.time is not None]
+    first_user = next((m.content for m in messages if m.role == "user" and m.content.strip()), "")
+    models = [m.model for m in messages if m.model]
+    return ConversationInfo(
+        conversation_id=cid,
+        title=title or propose_title(first_user),
+        title_set=bool(title),
+        started=min(times) if times else None,
+        last=max(times) if times else None,
+        messages=len(messages),
+        model=models[-1] if models else None,
+        days=tuple(dict.fromkeys(day for day, _m in entries)),
     )
 
 
@@ -64,6 +84,8 @@ def screen_rescanned(log: DailyLog) -> list[DaySummary]:
 def assert_like_a_rescan(log: DailyLog) -> None:
     assert list_conversations(log, TITLES) == rescanned(log)
     assert list(iter_day_summaries(log)) == screen_rescanned(log)
+    for info in rescanned(log, {}):  # rename, export and delete find one the same way
+        assert conversation_info(log, info.conversation_id) == info
 
 
 def reads(log: DailyLog) -> int:

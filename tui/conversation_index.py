@@ -247,8 +247,9 @@ def list_conversations(daily_log: DailyLog, titles: dict[str, str]) -> list[Conv
 def _info_from_rows(
     conversation_id: str, rows: list[tuple[date, DayConversation]], title: str | None
 ) -> ConversationInfo:
-    """What `_info` makes of the same messages, from their days' summary rows (oldest day
-    first)."""
+    """One conversation's row from its days' summary rows (oldest day first): the times,
+    message counts and models of its live messages, the title proposed from its first user
+    message unless one was set."""
     starts = [row.started for _day, row in rows if row.started is not None]
     ends = [row.ended for _day, row in rows if row.ended is not None]
     first_user = next((row.first_user_line for _day, row in rows if row.first_user_line), "")
@@ -266,31 +267,18 @@ def _info_from_rows(
 
 
 def conversation_info(daily_log: DailyLog, conversation_id: str) -> ConversationInfo | None:
-    """One conversation's row (its proposed title), reading only the day files that can hold
-    it (`days_from_start`); None when no live message of it is found."""
-    entries = [
-        (day, m)
-        for day in days_from_start(daily_log, conversation_id)
-        for m in daily_log.read_day(day)
-        if m.conversation_id == conversation_id and m.status != SUPERSEDED
-    ]
-    return _info(conversation_id, entries, None) if entries else None
-
-
-def _info(
-    conversation_id: str, entries: list[tuple[date, LogMessage]], title: str | None
-) -> ConversationInfo:
-    messages = [m for _day, m in entries]
-    times = [m.time for m in messages if m.time is not None]
-    first_user = next((m.content for m in messages if m.role == "user" and m.content.strip()), "")
-    models = [m.model for m in messages if m.model]
-    return ConversationInfo(
-        conversation_id=conversation_id,
-        title=title or propose_title(first_user),
-        title_set=bool(title),
-        started=min(times) if times else None,
-        last=max(times) if times else None,
-        messages=len(messages),
-        model=models[-1] if models else None,
-        days=tuple(dict.fromkeys(day for day, _m in entries)),
-    )
+    """One conversation's row (its proposed title) from the logs' summary, counting only the
+    day files that can hold it (those of `days_from_start`); None when no live message of
+    it is found."""
+    started = start_date(conversation_id)
+    earliest = started - timedelta(days=1) if started is not None else date.min
+    rows: list[tuple[date, DayConversation]] = []
+    with closing(DailyLogIndex(daily_log).entries()) as entries:
+        for entry in entries:
+            if entry.day >= earliest:
+                rows.extend(
+                    (entry.day, row)
+                    for row in entry.conversations
+                    if row.conversation_id == conversation_id
+                )
+    return _info_from_rows(conversation_id, rows, None) if rows else None
