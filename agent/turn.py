@@ -86,8 +86,8 @@ class TurnEngine:
         self.longterm = LongtermFile(settings.home / "longterm.md", settings.longterm_budget_bytes)
         self._turns = itertools.count(1)
         self.context = TurnContext(settings.ollama.num_ctx, gateway, lambda: self.memory)
-        self.tools = TurnTools(settings, gateway, lambda: self.facts)
-        self.saves = BackgroundSaves(settings, self.context)
+        self.tools = TurnTools(lambda: self.settings, gateway, lambda: self.facts)
+        self.saves = BackgroundSaves(lambda: self.settings, self.context)
         self.think: bool | str | None = settings.ollama.think  # `/think` changes it
         self.stop_reason = "cancelled by the user"  # a cancelled reply's reason (`ask`: signals)
 

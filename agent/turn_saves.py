@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agent.settings import Settings
@@ -30,8 +31,8 @@ log = logging.getLogger("straylight.turn")
 class BackgroundSaves:
     """The background saves of one engine's turns."""
 
-    def __init__(self, settings: Settings, context: TurnContext) -> None:
-        self.settings = settings
+    def __init__(self, settings: Callable[[], Settings], context: TurnContext) -> None:
+        self._settings = settings  # the engine's, read when used (it may be replaced)
         self.context = context
         self.after_turn: AfterTurnListener | None = None  # hears what the save found
         self.counts_memstatus_turns = True  # the TUI counts turns only while its jobs run
@@ -105,7 +106,7 @@ class BackgroundSaves:
         except Exception:  # never in the way of the turn
             log.exception("counting the turn for memstatus failed")
             return
-        if turns >= self.settings.memory.status_every_n:
+        if turns >= self._settings().memory.status_every_n:
             self._tell(MemstatusDue(turns))
 
     def _tell(self, event: AfterTurnEvent) -> None:

@@ -40,11 +40,11 @@ class TurnTools:
 
     def __init__(
         self,
-        settings: Settings,
+        settings: Callable[[], Settings],
         gateway: OllamaGateway,
         drawer: Callable[[], FactDrawer | None],
     ) -> None:
-        self.settings = settings
+        self._settings = settings  # the engine's, read when used (it may be replaced)
         self.gateway = gateway
         self._drawer_now = drawer  # the memory opens after the first frame
         self.carry: list[Fact] = []  # capability facts the next prompt must carry
@@ -66,7 +66,7 @@ class TurnTools:
     async def tools_for(self, model: str) -> list[dict[str, Any]] | None:
         """The memory tools, if enabled, the drawer is open and the model supports tools
         (asked once per model through /api/show; a refusal is remembered too)."""
-        if not self.settings.facts.tools or self._drawer_now() is None:
+        if not self._settings().facts.tools or self._drawer_now() is None:
             return None
         supported = self.support.get(model)
         if supported is None:
