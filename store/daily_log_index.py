@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import threading
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
@@ -24,7 +25,13 @@ from datetime import date, datetime
 from pathlib import Path
 
 from store.daily_log import SUPERSEDED, DailyLog, LogMessage, parse_messages
-from store.private_files import SymlinkRefused, lstat_unlinked, open_private, write_all
+from store.private_files import (
+    NotRegularFile,
+    SymlinkRefused,
+    lstat_unlinked,
+    open_private,
+    write_all,
+)
 
 INDEX_FILENAME = "conversation-index.json"
 INDEX_VERSION = 1
@@ -145,12 +152,15 @@ class DailyLogIndex:
     def _read(self, day: date) -> tuple[Signature | None, tuple[DayConversation, ...]]:
         """Parse one day file; its signature taken from the open file before reading (an
         append racing the read makes the next check read it again)."""
-        try:
-            fd = open_private(self.daily_log.path_for(day), os.O_RDONLY | os.O_NONBLOCK)
-        except (FileNotFoundError, SymlinkRefused):
+        path = self.daily_log.path_for(day)
+        try:  # like `DailyLog.read_day`: a link or a FIFO in its place is refused
+            fd = open_private(path, os.O_RDONLY | os.O_NONBLOCK)
+        except FileNotFoundError:
             return None, ()
         try:
             info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise NotRegularFile(path)
             chunks: list[bytes] = []
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)

@@ -18,6 +18,7 @@ import pytest
 from store.daily_log import SUPERSEDED, DailyLog, LogMessage
 from store.daily_log_index import INDEX_FILENAME, DailyLogIndex
 from store.daily_log_rewrite import drop_conversation, supersede_last_exchange
+from store.private_files import SymlinkRefused
 from tests.support.cli import NOW, Env, assert_ok, printed_json, run_cli
 from tests.support.ollama_standin import OllamaStandIn
 from tests.test_conversations import (
@@ -219,3 +220,17 @@ def test_the_cli_list_after_ask_delete_and_an_edit(
     assert_ok(run_cli(env, "conversations", "delete", first, "--yes"))
     assert listed() == expected() and [row["id"] for row in listed()] != [first]
     assert (home / INDEX_FILENAME).is_file()
+
+
+def test_a_link_planted_in_place_of_a_day_file_is_refused_as_before(
+    log: DailyLog, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.md"
+    secret.write_text("### user\nnot a log of ours\n\n", encoding="utf-8")
+    path = log.path_for(DAY_28)
+    path.unlink()
+    path.symlink_to(secret)
+    with pytest.raises(SymlinkRefused):
+        list_conversations(log, {})
+    with pytest.raises(SymlinkRefused):
+        list(iter_day_summaries(log))
