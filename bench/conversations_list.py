@@ -11,12 +11,15 @@ A year of `--per-day` conversations a day (default 20), each `--messages` messag
 - screen: the conversations screen's day index (`iter_day_summaries`), warm;
 - the CLI: `straylight conversations --json` as a process of its own, warm.
 
+Wall and CPU milliseconds (the process's own; the machine may be shared).
+
     nice -n 10 python -m bench.conversations_list [--days 365] [--per-day 20] [--runs 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -62,10 +65,21 @@ def write_year(root: Path, days: int, per_day: int, messages: int) -> int:
     return written
 
 
+CPU: list[float] = []  # the process's CPU ms of every `timed` call, in order
+
+
 def timed(call: Callable[[], object]) -> tuple[float, object]:
-    began = time.perf_counter()
+    """Wall ms and the result; the CPU ms go to `CPU` (the machine may be shared)."""
+    began, cpu = time.perf_counter(), time.process_time()
     result = call()
+    CPU.append((time.process_time() - cpu) * 1000)
     return (time.perf_counter() - began) * 1000, result
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -93,20 +107,25 @@ def main() -> None:
             return index.list_conversations(log, {})
 
         cold, rows = timed(listing)
+        cold_cpu = CPU[-1]
         warm = [timed(listing)[0] for _ in range(args.runs)]
+        warm_cpu = statistics.median(CPU[-args.runs :])
         newest = log.days()[-1]
         last = datetime(newest.year, newest.month, newest.day, 23, tzinfo=UTC)
         log.append(LogMessage("user", "one more question", "bench-append", last), newest)
         appended, _rows = timed(listing)
+        appended_cpu = CPU[-1]
         screen = [timed(lambda: list(index.iter_day_summaries(log)))[0] for _ in range(args.runs)]
+        screen_cpu = statistics.median(CPU[-args.runs :])
         env = hermetic_env(Path(tmp), STRAYLIGHT_HOME=str(home))
         entry = "from tui.entry import main; main()"
         command = [sys.executable, "-c", entry, "conversations", "--json"]
-        cli = []
-        for _ in range(max(2, args.runs // 2)):
-            began = time.perf_counter()
+        cli, cli_cpu = [], []
+        for _ in range(max(3, args.runs)):
+            began, used = time.perf_counter(), _children_cpu()
             subprocess.run(command, env=env, check=True, capture_output=True)
             cli.append((time.perf_counter() - began) * 1000)
+            cli_cpu.append((_children_cpu() - used) * 1000)
         results: JsonDict = {
             "machine": machine_info(),
             "days": args.days,
@@ -118,11 +137,21 @@ def main() -> None:
             "after_append_ms": appended,
             "screen_index_ms_median": statistics.median(screen),
             "cli_process_ms_median": statistics.median(cli),
+            "cpu_ms": {
+                "cold": cold_cpu,
+                "warm_median": warm_cpu,
+                "after_append": appended_cpu,
+                "screen_index_median": screen_cpu,
+                "cli_process_median": statistics.median(cli_cpu),
+            },
         }
     print(format_machine(results["machine"]))
-    for key in ("cold_ms", "warm_ms_median", "after_append_ms", "screen_index_ms_median"):
-        print(f"{key:>24}: {results[key]:8.1f}")
-    print(f"{'cli_process_ms_median':>24}: {results['cli_process_ms_median']:8.1f}")
+    cpu = list(results["cpu_ms"].values())
+    keys = ("cold_ms", "warm_ms_median", "after_append_ms", "screen_index_ms_median")
+    for key, cpu_ms in zip(keys, cpu[:-1], strict=True):
+        print(f"{key:>24}: {results[key]:8.1f} wall, {cpu_ms:8.1f} CPU")
+    cli_ms = results["cli_process_ms_median"]
+    print(f"{'cli_process_ms_median':>24}: {cli_ms:8.1f} wall, {cpu[-1]:8.1f} CPU")
     if args.json:
         write_json(args.json, results)
 
