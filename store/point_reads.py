@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from store import point_sizes
 from store.database import Cursor, Database
 from store.point_values import FloatVector, as_utc, matrix_from_bytes, vector_from_bytes
 
@@ -92,13 +93,12 @@ def vectors_of(db: Database, ids: Iterable[int], model: str) -> dict[int, FloatV
 def vector_ids(db: Database, model: str, dim: int | None = None) -> npt.NDArray[np.int64]:
     """Ids of the points with a vector of `model` (and of `dim`, if given: a model re-pulled
     under the same name may have left vectors of another size)."""
-    sql = "SELECT id FROM points WHERE embed_model = ? AND embedding IS NOT NULL"
-    params: list[Any] = [model]
-    if dim is not None:
-        sql += " AND octet_length(embedding) = ?"
-        params.append(4 * dim)
+    if dim is not None:  # the sizes are read only when not known (store/point_sizes.py)
+        return point_sizes.ids_of_size(db, model, dim)
     with db.cursor() as cur:
-        rows = cur.execute(sql, params).fetchall()
+        rows = cur.execute(
+            "SELECT id FROM points WHERE embed_model = ? AND embedding IS NOT NULL", [model]
+        ).fetchall()
     return np.asarray([r[0] for r in rows], dtype=np.int64)
 
 
