@@ -76,18 +76,29 @@ def pinned_ids(db: Database) -> list[int]:
         return [int(r[0]) for r in cur.execute("SELECT id FROM points WHERE pinned").fetchall()]
 
 
+# Up to this many ids are read one by one (through the primary key's index): a read of a few
+# ids spread over the table by `IN` fetched nearly every block of the vector column (100k
+# points, 49 pins: 0.40 s and 292 MiB cached; one by one 0.06 s and 13 MiB).
+ONE_BY_ONE_BELOW = 1000
+
+
 def vectors_of(db: Database, ids: Iterable[int], model: str) -> dict[int, FloatVector]:
     """The vectors `model` made for these points (points without one are left out)."""
     wanted = list(ids)
     if not wanted:
         return {}
     with db.cursor() as cur:
-        rows = cur.execute(
-            f"SELECT id, embedding FROM points WHERE {_OF_IDS} "
-            "AND embed_model = ? AND embedding IS NOT NULL",
-            [wanted, model],
-        ).fetchall()
-    return {int(pid): vector_from_bytes(vector) for pid, vector in rows}
+        if len(wanted) < ONE_BY_ONE_BELOW:  # `id = ?` alone: another condition made it a scan
+            sql = "SELECT id, embedding, embed_model FROM points WHERE id = ?"
+            rows = [row for pid in wanted for row in cur.execute(sql, [pid]).fetchall()]
+        else:
+            sql = f"SELECT id, embedding, embed_model FROM points WHERE {_OF_IDS}"
+            rows = cur.execute(sql, [wanted]).fetchall()
+    return {
+        int(pid): vector_from_bytes(vector)
+        for pid, vector, made_by in rows
+        if vector is not None and made_by == model
+    }
 
 
 def vector_ids(db: Database, model: str, dim: int | None = None) -> npt.NDArray[np.int64]:

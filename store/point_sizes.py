@@ -40,10 +40,10 @@ def ids_of_size(db: Database, model: str, dim: int) -> npt.NDArray[np.int64]:
     base = "SELECT id{} FROM points WHERE embed_model = ? AND embedding IS NOT NULL"
     with db.cursor() as cur:
         if checked(cur, model, dim):
-            rows: list[Any] = cur.execute(base.format(""), [model]).fetchall()
-            return np.asarray([r[0] for r in rows], dtype=np.int64)
+            found = cur.execute(base.format(""), [model]).fetchnumpy()["id"]
+            return np.asarray(found, dtype=np.int64)
         sized = base.format(", octet_length(embedding) = ?")
-        rows = cur.execute(sized, [4 * dim, model]).fetchall()
+        rows: list[Any] = cur.execute(sized, [4 * dim, model]).fetchall()
         buffer_pool.drop_cached_blocks(cur)  # that read cached the whole vector column
     ids = np.asarray([r[0] for r in rows if r[1]], dtype=np.int64)
     if len(ids) == len(rows) and not db.read_only:

@@ -25,7 +25,7 @@ from store.vector_index_file import (
     NO_IDENTITY,
     SCALAR_KINDS,
     check_header,
-    read_index_file,
+    mapped_index_file,
     remove_stale_temp_files,
     write_atomically,
 )
@@ -306,11 +306,11 @@ class VectorIndex:
         if not self.path.exists():
             return "missing", f"no index file at {self.path}"
         try:
-            payload, identity = read_index_file(self.path)
-            if self.identity is not None and identity != self.identity:
-                raise IndexFileError("made for another database or embedding model")
-            check_header(payload, self.ndim, self.dtype)
-            fresh.load(payload)
+            with mapped_index_file(self.path) as (payload, identity):
+                if self.identity is not None and identity != self.identity:
+                    raise IndexFileError("made for another database or embedding model")
+                check_header(payload, self.ndim, self.dtype)
+                fresh.load(payload)  # usearch copies it: the mapping closes after this
         except IndexFileError as exc:
             return "stale", str(exc)
         except (OSError, RuntimeError, ValueError) as exc:
