@@ -14,12 +14,10 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
-from usearch.compiled import MetricKind
-from usearch.index import Index
 
 from store.vector_index_file import (
     NO_IDENTITY,
@@ -29,6 +27,9 @@ from store.vector_index_file import (
     remove_stale_temp_files,
     write_atomically,
 )
+
+if TYPE_CHECKING:  # usearch is imported by the first index made (an empty store makes none)
+    from usearch.index import Index
 
 # The `X as X` imports: other modules import these names from here, as before.
 from store.vector_index_file import IndexDType as IndexDType
@@ -274,6 +275,9 @@ class VectorIndex:
         self._journal: list[tuple[npt.NDArray[np.uint64], FloatMatrix | None]] | None = None
 
     def _new_index(self) -> Index:
+        from usearch.compiled import MetricKind
+        from usearch.index import Index
+
         return Index(
             ndim=self.ndim,
             metric=MetricKind.Cos,

@@ -22,9 +22,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final, Literal
 
-from usearch.compiled import MetricKind, ScalarKind
-from usearch.index import Index
-
 from store.private_files import FILE_MODE, ensure_private_dir, fsync_dir, open_private, write_all
 
 IndexDType = Literal["f16", "f32"]
@@ -36,7 +33,8 @@ _IDENTITY_FOOTER: Final = struct.Struct("<8sQ32s32s")
 _CRC_MAGIC: Final = b"STRAYVX3"  # length, CRC-32, identity (written since issue 18)
 _CRC_FOOTER: Final = struct.Struct("<8sQI32s")
 NO_IDENTITY: Final = bytes(32)
-SCALAR_KINDS: Final[dict[str, ScalarKind]] = {"f16": ScalarKind.F16, "f32": ScalarKind.F32}
+# dtype -> the name of usearch's ScalarKind (usearch itself is imported when a file is read)
+SCALAR_KINDS: Final[dict[str, str]] = {"f16": "F16", "f32": "F32"}
 
 
 class IndexFileError(Exception):
@@ -123,6 +121,9 @@ def _check_length(length: int, expected: int) -> None:
 
 
 def check_header(payload: bytes | bytearray | memoryview, ndim: int, dtype: IndexDType) -> None:
+    from usearch.compiled import MetricKind
+    from usearch.index import Index
+
     try:
         meta = Index.metadata(payload)
     except (ValueError, RuntimeError) as exc:
@@ -133,7 +134,7 @@ def check_header(payload: bytes | bytearray | memoryview, ndim: int, dtype: Inde
         raise IndexFileError(f"ndim {meta['dimensions']} in file, expected {ndim}")
     if meta["kind_metric"] != MetricKind.Cos:
         raise IndexFileError(f"metric {meta['kind_metric'].name} in file, expected Cos")
-    if meta["kind_scalar"] != SCALAR_KINDS[dtype]:
+    if meta["kind_scalar"].name != SCALAR_KINDS[dtype]:
         raise IndexFileError(f"dtype {meta['kind_scalar'].name} in file, expected {dtype}")
 
 
