@@ -537,3 +537,12 @@ def test_a_file_with_the_older_sha256_footer_still_loads(tmp_path: Path) -> None
     damaged[len(damaged) // 2] ^= 0xFF
     good_index.path.write_bytes(bytes(damaged) + old_footer)
     assert VectorIndex(good_index.path, NDIM, identity=identity).open() == "stale"
+
+
+def test_sorted_unique_is_numpys_unique() -> None:
+    from store.vector_index import sorted_unique
+
+    rng = np.random.default_rng(4)
+    for size in (0, 1, 2, 50, 5000):
+        keys = rng.integers(0, 300, size).astype(np.uint64)
+        assert np.array_equal(sorted_unique(keys), np.unique(keys))
