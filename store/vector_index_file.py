@@ -92,7 +92,8 @@ def mapped_index_file(path: Path) -> Iterator[tuple[memoryview, bytes]]:
         finally:
             whole.release()
     finally:
-        mapped.close()
+        with contextlib.suppress(BufferError):  # a view still held: unmapped when it is freed
+            mapped.close()
 
 
 def _footer(whole: memoryview) -> tuple[int, Callable[[memoryview], bool], bytes]:
