@@ -19,9 +19,7 @@ once and cached there.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -32,7 +30,7 @@ import numpy as np
 
 from bench.locomo_cache import CachedEmbedder, default_cache_dir
 from bench.locomo_data import Conversation, load_locomo, score_question
-from bench.locomo_loo import KS, Scored, leave_one_out, print_loo
+from bench.locomo_loo import KS, Scored, family_results, print_results, progress
 from bench.locomo_rankers import (
     Env,
     Ranker,
@@ -281,26 +279,11 @@ def run(path: Path, cache_dir: Path, only: Sequence[str] = ()) -> dict[str, Any]
                     store.close()
                 for home in homes:
                     shutil.rmtree(home, ignore_errors=True)
-            print(
-                f"{conversation.sample_id} done ({time.perf_counter() - started:.0f} s)",
-                file=sys.stderr,
-            )
+            progress(conversation.sample_id, started)
     finally:
         cache.save()
     order = [c.sample_id for c in conversations]
-    results: dict[str, Any] = {}
-    for name, family in fams.items():
-        results[name] = leave_one_out({v: table[v] for v in family}, order, name=_label)
-        single = {v.label: leave_one_out({v: table[v]}, order, name=_label) for v in family}
-        results[name]["variants"] = {label: loo["mean"] for label, loo in single.items()}
-        results[name]["variants_per_conversation"] = {
-            label: {
-                sample: [row["recall@5"], row["recall@10"]]
-                for sample, row in loo["per_conversation"].items()
-            }
-            for label, loo in single.items()
-        }
-    return results
+    return family_results(table, fams, order, name=_label)
 
 
 def _label(variant: Variant) -> str:
@@ -315,17 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], help="a family (repeatable)")
     args = parser.parse_args(argv)
     results = run(args.path, args.cache_dir, args.only)
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        print_loo(results)
-        for name, row in results.items():
-            print(f"\n{name}: each variant on all conversations (R@5 R@10 in_block MRR)")
-            for label, mean in row["variants"].items():
-                print(
-                    f"  {label:<40} {mean['recall@5']:.3f} {mean['recall@10']:.3f} "
-                    f"{mean['in_block']:.3f} {mean['mrr']:.3f}"
-                )
+    print_results(results, as_json=args.json)
     return 0
 
 
