@@ -169,6 +169,9 @@ def families() -> dict[str, list[Variant]]:
         "sentence mean, speaker once": [  # a rule for the stored text: "Speaker: text"
             base,
             Variant("proto: sentence mean", cosine_ranker(sentences="centroid", pieces="named")),
+            Variant(
+                "proto: best of turn and sentence", cosine_ranker(sentences="max", pieces="named")
+            ),
         ],
         "sentence mean, speaker once (vector only)": [
             Variant("proto: exact cosine, vector only", cosine_ranker(vector_only=True)),
@@ -182,6 +185,10 @@ def families() -> dict[str, list[Variant]]:
             Variant(
                 "proto: text alone, sentence mean",
                 cosine_ranker(sentences="centroid", pieces="plain", plain=True),
+            ),
+            Variant(
+                "proto: text alone, best of turn and sentence",
+                cosine_ranker(sentences="max", pieces="plain", plain=True),
             ),
         ],
         "sentence mean, no speaker (vector only)": [
