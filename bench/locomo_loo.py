@@ -13,7 +13,10 @@ The stores are replayed once per conversation; every variant runs through
 
 from __future__ import annotations
 
+import json
 import math
+import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -207,3 +210,60 @@ def print_loo(results: Mapping[str, Any]) -> None:
         choices = sorted(set(row["chosen"].values()))
         if choices != ["product"]:
             print(f"{'':<21}chosen: " + "; ".join(choices))
+
+
+def print_variants(results: Mapping[str, Any]) -> None:
+    """Each family's variants on all conversations (a family's `variants`: label → mean)."""
+    for name, row in results.items():
+        print(f"\n{name}: each variant on all conversations (R@5 R@10 in_block MRR)")
+        for label, mean in row["variants"].items():
+            print(
+                f"  {label:<40} {mean['recall@5']:.3f} {mean['recall@10']:.3f} "
+                f"{mean['in_block']:.3f} {mean['mrr']:.3f}"
+            )
+
+
+def family_results(
+    table: Mapping[Any, Mapping[str, Sequence[Scored]]],
+    families: Mapping[str, Sequence[Any]],
+    order: Sequence[str],
+    name: Callable[[Any], str],
+    train: Callable[[str], Callable[[Scored], float]] = lambda _family: _recall10,
+) -> dict[str, Any]:
+    """`leave_one_out` of every family (trained by `train(family name)`), with each
+    variant's own scores on all conversations: `variants` (label → mean) and
+    `variants_per_conversation` (label → conversation → [recall@5, recall@10])."""
+    results: dict[str, Any] = {}
+    for family_name, family in families.items():
+        row = leave_one_out(
+            {v: table[v] for v in family}, order, name=name, train=train(family_name)
+        )
+        single = {name(v): leave_one_out({v: table[v]}, order, name=name) for v in family}
+        row["variants"] = {label: loo["mean"] for label, loo in single.items()}
+        row["variants_per_conversation"] = {
+            label: {
+                sample: [scores["recall@5"], scores["recall@10"]]
+                for sample, scores in loo["per_conversation"].items()
+            }
+            for label, loo in single.items()
+        }
+        results[family_name] = row
+    return results
+
+
+def _recall10(row: Scored) -> float:
+    return row.score.recall[10]
+
+
+def progress(sample_id: str, started: float) -> None:
+    """One line on stderr when a conversation is done."""
+    print(f"{sample_id} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+
+
+def print_results(results: Mapping[str, Any], *, as_json: bool) -> None:
+    """The families' results as JSON, or as the held-out table and each variant's means."""
+    if as_json:
+        print(json.dumps(results, indent=2))
+        return
+    print_loo(results)
+    print_variants(results)

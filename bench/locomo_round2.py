@@ -17,7 +17,6 @@ import argparse
 import json
 import re
 import shutil
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -28,7 +27,13 @@ from bench import locomo
 from bench.locomo import speaker_role
 from bench.locomo_cache import CachedEmbedder, default_cache_dir
 from bench.locomo_data import Conversation, Question, load_locomo, score_question
-from bench.locomo_loo import KS, Scored, leave_one_out, print_loo
+from bench.locomo_loo import (
+    KS,
+    Scored,
+    family_results,
+    print_results,
+    progress,
+)
 from memory.memory_store import MemoryStore
 from memory.recall import TUNING, RecallTuning
 
@@ -251,24 +256,17 @@ def run(path: Path, cache_dir: Path) -> dict[str, Any]:
                 finally:
                     store.close()
                     shutil.rmtree(home, ignore_errors=True)
-            print(
-                f"{conversation.sample_id} done ({time.perf_counter() - started:.0f} s)",
-                file=sys.stderr,
-            )
+            progress(conversation.sample_id, started)
     finally:
         cache.save()
     order = [c.sample_id for c in conversations]
-    results: dict[str, Any] = {}
-    for name, family in fams.items():
-        train = _by_block if name == "window" else _by_recall
-        results[name] = leave_one_out(
-            {v: table[v] for v in family}, order, name=Variant.describe, train=train
-        )
-        results[name]["variants"] = {
-            v.describe(): leave_one_out({v: table[v]}, order, name=Variant.describe)["mean"]
-            for v in family
-        }
-    return results
+    return family_results(
+        table,
+        fams,
+        order,
+        name=Variant.describe,
+        train=lambda family: _by_block if family == "window" else _by_recall,
+    )
 
 
 def block_sizes(path: Path, cache_dir: Path) -> dict[str, dict[str, float]]:
@@ -333,17 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(block_sizes(args.path, args.cache_dir), indent=2))
         return 0
     results = run(args.path, args.cache_dir)
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        print_loo(results)
-        for name, row in results.items():
-            print(f"\n{name}: each variant on all conversations (R@5 R@10 in_block)")
-            for label, mean in row["variants"].items():
-                print(
-                    f"  {label:<40} {mean['recall@5']:.3f} {mean['recall@10']:.3f} "
-                    f"{mean['in_block']:.3f}"
-                )
+    print_results(results, as_json=args.json)
     return 0
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from bench.locomo_cache import CachedEmbedder
 from bench.locomo_data import QuestionScore
-from bench.locomo_loo import Scored, describe, ideas, leave_one_out
+from bench.locomo_loo import Scored, describe, family_results, ideas, leave_one_out
 from memory.recall import TUNING, RecallTuning
 
 OTHER = RecallTuning(rrf_k=60)
@@ -104,3 +104,15 @@ def test_the_json_report_keeps_its_fields_and_adds_the_new_ones(
     assert set(loo) == {"mean", "worst", "per_conversation", "chosen"}
     assert loo["mean"]["n"] == 4 and set(loo["chosen"]) == {"conv-a", "conv-b"}
     assert set(report["loo"]) == {"product", *ideas()}
+
+
+def test_family_results_score_each_family_and_keep_every_variants_own_numbers() -> None:
+    table = {
+        TUNING: {"a": [scored(0.5)], "b": [scored(0.5)], "c": [scored(0.9)]},
+        OTHER: {"a": [scored(0.8)], "b": [scored(0.8)], "c": [scored(0.1)]},
+    }
+    results = family_results(table, {"k": [TUNING, OTHER]}, ["a", "b", "c"], name=describe)
+    row = results["k"]
+    assert row["chosen"] == {"a": "product", "b": "product", "c": "rrf_k=60"}
+    assert row["variants"]["rrf_k=60"]["recall@10"] == round(1.7 / 3, 3)
+    assert row["variants_per_conversation"]["product"]["c"] == [0.9, 0.9]
