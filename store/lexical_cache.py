@@ -15,13 +15,15 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
 
 from store import meta
+from store.lexical_persist import IndexFile
 from store.lexical_postings import K1 as K1  # shared with the SQL scoring in store.lexical_index
 from store.lexical_postings import B as B
 from store.lexical_postings import CompactPostings
@@ -95,8 +97,18 @@ class LexicalCache:
     docstring for how it stays consistent with the tables.
     """
 
-    def __init__(self, analyzer: Analyzer | None = None) -> None:
+    def __init__(
+        self,
+        analyzer: Analyzer | None = None,
+        *,
+        file: Path | None = None,
+        write_file: bool = True,
+    ) -> None:
+        """`file` (`lexical.idx`): open from it when it is usable, and (`write_file`) keep it
+        written (`store.lexical_persist`); None keeps the mirror in memory only."""
         self.analyzer: Analyzer = analyzer or default_analyzer()
+        self.file = None if file is None else IndexFile(file, writable=write_file)
+        self.loaded_from: str | None = None  # "file" or "tables", as the last load did
         self._lock = threading.Lock()
         self._loaded = False
         self._index = CompactPostings()
@@ -148,11 +160,45 @@ class LexicalCache:
     def load(
         self, con: duckdb.DuckDBPyConnection, *, stop: Callable[[], bool] | None = None
     ) -> None:
-        """(Re)build the whole cache from what is committed in `con`'s database. `stop()`
-        is asked between batches of rows: True abandons the load (LoadStopped), leaving the
-        cache empty — the store is closing, and nobody should wait for it."""
+        """(Re)build the whole cache from what is committed in `con`'s database: mapped from
+        `file` when it is usable (then changes since it was written are replayed from the
+        tables), else loaded from the tables. `stop()` is asked between batches of rows: True
+        abandons the load (LoadStopped), leaving the cache empty — the store is closing, and
+        nobody should wait for it."""
         with self._lock, _read_snapshot(con) as snapshot:
-            self._load(snapshot, stop=stop)
+            generation = meta.get(snapshot, GENERATION_KEY)
+            opened = None
+            if self.file is not None:
+                opened = self.file.open(snapshot, self.analyzer.name, generation)
+            if opened is None:
+                self._load(snapshot, stop=stop)
+                return
+            self._index, self._generation = opened, generation
+            self._loaded = True
+            self.loaded_from = "file"
+            self.stats["file_opens"] += 1
+            self._sync(snapshot)
+
+    def save_file(self, *, force: bool = False) -> bool:
+        """Write `file` when it is missing, stale, or `force`, or when enough changed since it
+        was written (`store.lexical_persist`); then map it in place of the arrays in memory
+        if nothing changed meanwhile. False when nothing was written (or it failed: logged)."""
+        if self.file is None:
+            return False
+        with self._lock:
+            if not self._loaded or not self.file.wanted(self._index, self.doc_count, force):
+                return False
+            snapshot = self.file.snapshot(self._index, self._generation)
+        if snapshot is None or not self.file.write(snapshot):
+            return False
+        mapped = self.file.reopen(snapshot)
+        with self._lock:
+            unchanged = self._index is snapshot.index and self._index.changes == snapshot.changes
+            if mapped is not None and unchanged:
+                self._index = mapped
+                snapshot = replace(snapshot, index=mapped, changes=0)
+            self.file.mark(snapshot)
+        return True
 
     def _load(
         self,
@@ -179,6 +225,7 @@ class LexicalCache:
         )
         self._generation = generation
         self._loaded = True
+        self.loaded_from = "tables"
         self.stats["loads"] += 1
         _return_freed_memory()
 
@@ -241,21 +288,28 @@ class LexicalCache:
                 del self._staged[pid]
 
     def _diff(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Reconcile with the tables by doc list; load postings of docs the cache lacks."""
+        """Reconcile with the tables by doc list (numpy, O(n)); load postings of docs the
+        cache lacks or holds with another length."""
         self.stats["diffs"] += 1
-        docs = {
-            int(pid): int(length)
-            for pid, length in con.execute("SELECT point_id, length FROM lexical_docs").fetchall()
-        }
-        cached = self._index.lengths()
-        for pid in [p for p in cached if p not in docs]:
+        docs = con.execute(
+            "SELECT point_id, length FROM lexical_docs ORDER BY point_id"
+        ).fetchnumpy()
+        ids = np.asarray(docs["point_id"], dtype=np.int64)
+        lengths = np.asarray(docs["length"], dtype=np.int32)
+        cached_ids, cached_lengths = self._index.live_docs()  # by point id
+        gone = cached_ids[~_members(cached_ids, ids)]
+        for pid in gone.tolist():
             self._remove_doc(pid)
-        changed = [pid for pid, length in docs.items() if cached.get(pid) != length]
-        if len(changed) > max(1000, len(docs) // 5):
+        where = np.searchsorted(cached_ids, ids)
+        same = _members(ids, cached_ids)
+        same[same] = cached_lengths[where[same]] == lengths[same]
+        changed = ids[~same].tolist()
+        if len(changed) > max(1000, len(ids) // 5):
             self._load(con)
             return
         if not changed:
             return
+        length_of = dict(zip(changed, lengths[~same].tolist(), strict=True))
         counts: dict[int, dict[str, int]] = {pid: {} for pid in changed}
         for term, pid, tf in con.execute(
             "SELECT term, point_id, tf FROM lexical_postings "
@@ -264,7 +318,7 @@ class LexicalCache:
         ).fetchall():
             counts[int(pid)][str(term)] = int(tf)
         for pid in changed:
-            self._add_doc(pid, docs[pid], counts[pid])
+            self._add_doc(pid, length_of[pid], counts[pid])
 
     # -- searching
 
@@ -356,6 +410,14 @@ class LexicalCache:
         self, totals: NDArray[np.float64], k: int, wanted: list[int] | None
     ) -> list[tuple[int, float]]:
         return self._index.top(totals, k, wanted)
+
+
+def _members(values: NDArray[np.int64], sorted_ids: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Which of `values` are in `sorted_ids` (ascending)."""
+    where = np.searchsorted(sorted_ids, values)
+    found = where < len(sorted_ids)
+    found[found] = sorted_ids[where[found]] == values[found]
+    return found
 
 
 def _check_stop(stop: Callable[[], bool] | None) -> None:

@@ -20,12 +20,16 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from store.lexical_file import encode_terms
+
 if TYPE_CHECKING:
     from numpy.typing import NDArray
+
+    from store.lexical_file import MappedArrays
 
 # Okapi BM25's parameters, shared with the SQL scoring in `store.lexical_index`.
 K1 = 1.2
@@ -68,6 +72,7 @@ class CompactPostings:
         self.id_sum = 0
         self.dead = 0  # removed slots
         self.merges = 0
+        self.changes = 0  # adds and removes since it was built (the file's staleness)
 
     # -- building
 
@@ -107,6 +112,72 @@ class CompactPostings:
         self.total_length = int(np.asarray(lengths, dtype=np.int64).sum())
         self.id_sum = int(self._base_ids.sum())
         return self
+
+    @classmethod
+    def from_file(cls, mapped: MappedArrays) -> CompactPostings:
+        """From a `lexical.idx` (`store.lexical_file`): the CSRs stay memory-mapped (file
+        pages, read on demand); the per-slot arrays (13 B a point) are copied, as they grow."""
+        self = cls()
+        arrays = mapped.arrays
+        self._terms = mapped.terms
+        self._term_id = {term: i for i, term in enumerate(mapped.terms)}
+        self._base_ids = arrays["point_ids"]
+        self._point_of = array("q", arrays["point_ids"].tobytes())
+        self._length = array("i", arrays["lengths"].tobytes())
+        self._alive = array("b", arrays["alive"].tobytes())
+        self._offsets, self._slots, self._tfs = arrays["offsets"], arrays["slots"], arrays["tfs"]
+        self._fwd_offsets, self._fwd_terms = arrays["fwd_offsets"], arrays["fwd_terms"]
+        alive = arrays["alive"].astype(bool)
+        self.doc_count = int(np.count_nonzero(alive))
+        self.dead = len(alive) - self.doc_count
+        self.total_length = int(arrays["lengths"][alive].sum(dtype=np.int64))
+        self.id_sum = int(arrays["point_ids"][alive].sum())
+        return self
+
+    def file_arrays(self) -> dict[str, NDArray[Any]]:
+        """The arrays `store.lexical_file.write_file` writes: merged first, and compacted
+        when the slots are not in point-id order (ids come from a sequence, so rarely). The
+        per-slot arrays are copies, the CSRs the current (immutable) arrays."""
+        self.merge()
+        ids = np.frombuffer(self._point_of, dtype=np.int64)
+        source = self if bool(np.all(np.diff(ids) > 0)) else self._compacted()
+        return {
+            "point_ids": np.array(np.frombuffer(source._point_of, dtype=np.int64)),
+            "lengths": np.array(np.frombuffer(source._length, dtype=np.int32)),
+            "alive": np.array(np.frombuffer(source._alive, dtype=np.int8)),
+            "offsets": source._offsets,
+            "slots": source._slots,
+            "tfs": source._tfs,
+            "fwd_offsets": source._fwd_offsets,
+            "fwd_terms": source._fwd_terms,
+            "terms": encode_terms(source._terms),
+        }
+
+    def _compacted(self) -> CompactPostings:
+        """The live points in point-id order, rebuilt (merged state; a sort of the postings)."""
+        alive = np.frombuffer(self._alive, dtype=np.int8).astype(bool)
+        live = np.flatnonzero(alive)
+        ids = np.frombuffer(self._point_of, dtype=np.int64)[live]
+        order = np.argsort(ids, kind="stable")
+        live = live[order]
+        new_slot = np.full(len(alive), -1, dtype=np.int64)
+        new_slot[live] = np.arange(len(live))
+        post_term = np.repeat(
+            np.arange(len(self._terms), dtype=np.int32), np.diff(self._offsets)[: len(self._terms)]
+        )
+        post_slot = new_slot[self._slots]
+        keep = post_slot >= 0
+        post_slot, post_term, post_tf = post_slot[keep], post_term[keep], self._tfs[keep]
+        by_slot = np.argsort(post_slot, kind="stable")
+        lengths = np.frombuffer(self._length, dtype=np.int32)[live]
+        return CompactPostings.from_arrays(
+            list(self._terms),
+            ids[order],
+            lengths,
+            post_slot[by_slot].astype(np.int32),
+            post_term[by_slot],
+            post_tf[by_slot].astype(np.int32),
+        )
 
     # -- state
 
@@ -149,12 +220,13 @@ class CompactPostings:
         slot = self.slot_of(point_id)
         return None if slot is None else self._length[slot]
 
-    def lengths(self) -> dict[int, int]:
-        """Every live point's length (for a reconcile: O(n))."""
+    def live_docs(self) -> tuple[NDArray[np.int64], NDArray[np.int32]]:
+        """Every live point's id and length, by point id (for a reconcile: O(n))."""
         alive = np.frombuffer(self._alive, dtype=np.int8).astype(bool)
         ids = np.frombuffer(self._point_of, dtype=np.int64)[alive]
         lengths = np.frombuffer(self._length, dtype=np.int32)[alive]
-        return dict(zip(ids.tolist(), lengths.tolist(), strict=True))
+        order = np.argsort(ids, kind="stable")
+        return ids[order], lengths[order]
 
     def terms_of(self, point_id: int) -> tuple[str, ...]:
         """The distinct terms of a point (empty when it is not indexed)."""
@@ -201,6 +273,7 @@ class CompactPostings:
             buffer[1].append(tf)
         self._delta_fwd.append(tids)
         self._delta_postings += len(tids)
+        self.changes += 1
         self.doc_count += 1
         self.total_length += length
         self.id_sum += point_id
@@ -214,6 +287,7 @@ class CompactPostings:
             return
         self._alive[slot] = 0
         self._new_slot.pop(point_id, None)
+        self.changes += 1
         self.dead += 1
         self.doc_count -= 1
         self.total_length -= self._length[slot]

@@ -112,7 +112,7 @@ def ensure_private_dir(path: Path, *, tighten_existing: bool = False) -> Path:
     return path
 
 
-def write_all(fd: int, data: bytes | bytearray) -> None:
+def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     """Write all of `data` to `fd` (a `write` may take only part of it)."""
     view = memoryview(data)
     while view:
