@@ -168,7 +168,8 @@ def read_file(path: Path, identity: str, generation: str | None) -> MappedArrays
     try:
         return _parse(mapped, size, identity, generation)
     except LexicalFileError:
-        mapped.close()
+        with contextlib.suppress(BufferError):  # views of it live on in the traceback
+            mapped.close()
         raise
 
 
