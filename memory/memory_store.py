@@ -188,6 +188,8 @@ class MemoryStore:
         self.wait_until_ready(timeout=30)
         if self.lexical_ready:
             self.lexical.save_file()  # when enough changed since it was written
+        self.lexical_ready = False
+        self.lexical.close()  # unmaps lexical.idx
         self.vectors.close()
         self.db.close()
 

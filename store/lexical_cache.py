@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import numpy as np
 
-from store import meta
+from store import lexical_topk, meta
 from store.lexical_persist import IndexFile
 from store.lexical_postings import K1 as K1  # shared with the SQL scoring in store.lexical_index
 from store.lexical_postings import B as B
@@ -229,6 +229,16 @@ class LexicalCache:
         self.stats["loads"] += 1
         _return_freed_memory()
 
+    def close(self) -> None:
+        """Forget everything, unmapping `file` (its mapping holds a descriptor): the store
+        is closing. A later `load` starts again."""
+        with self._lock:
+            self._clear()
+            self._loaded = False
+            self.loaded_from = None
+            if self.file is not None:
+                self.file.forget()
+
     def stage_add(self, point_id: int, length: int, counts: Counter[str]) -> None:
         """A write of this point is in flight; apply it once a search can see it."""
         with self._lock:
@@ -359,11 +369,8 @@ class LexicalCache:
         with self._lock:
             with _read_snapshot(con) as snapshot:
                 self._sync(snapshot)
-            totals = self._totals(groups)
-            if totals is None:
-                return [], []
-            overall = self._top(totals, k, None)
-            within = self._top(totals, len(subset), list(subset)) if subset else []
+            overall = self._ranked(groups, k)
+            within = self._within(groups, list(subset)) if subset and overall else []
             return overall, within
 
     def feedback_search(
@@ -393,23 +400,34 @@ class LexicalCache:
                 weighted.append((count * idf, term))
             best = sorted(weighted, reverse=True)[:terms]
             chosen: list[tuple[str, ...]] = [(term,) for _, term in best]
-            totals = self._totals(chosen) if chosen else None
-            return [] if totals is None else self._top(totals, k, None)
+            return self._ranked(chosen, k) if chosen else []
 
     def _score(
         self, groups: list[tuple[str, ...]], k: int, wanted: list[int] | None
     ) -> list[tuple[int, float]]:
-        totals = self._totals(groups)
-        return [] if totals is None else self._top(totals, k, wanted)
+        if wanted is not None:
+            return self._within(groups, wanted)[:k]
+        return self._ranked(groups, k)
 
-    def _totals(self, groups: list[tuple[str, ...]]) -> NDArray[np.float64] | None:
-        """BM25 of every doc slot for the query; None when no term matches."""
-        return self._index.totals(groups)
+    def _ranked(self, groups: list[tuple[str, ...]], k: int) -> list[tuple[int, float]]:
+        """The top `k` (`store.lexical_topk`: pruned, exact; the dense pass when it must)."""
+        if lexical_topk.PRUNING:
+            query = lexical_topk.prepare(self._index, groups)
+            if query is None:
+                return []
+            found = lexical_topk.top(self._index, query, k)
+            if found is not None:
+                return found
+        totals = self._index.totals(groups)
+        return [] if totals is None else self._index.top(totals, k, None)
 
-    def _top(
-        self, totals: NDArray[np.float64], k: int, wanted: list[int] | None
-    ) -> list[tuple[int, float]]:
-        return self._index.top(totals, k, wanted)
+    def _within(self, groups: list[tuple[str, ...]], ids: list[int]) -> list[tuple[int, float]]:
+        """The ranking of the points `ids` (those with a score > 0)."""
+        if lexical_topk.PRUNING:
+            query = lexical_topk.prepare(self._index, groups)
+            return [] if query is None else lexical_topk.within(self._index, query, ids)
+        totals = self._index.totals(groups)
+        return [] if totals is None else self._index.top(totals, len(ids), ids)
 
 
 def _members(values: NDArray[np.int64], sorted_ids: NDArray[np.int64]) -> NDArray[np.bool_]:

@@ -118,3 +118,7 @@ class IndexFile:
     def mark(self, snapshot: Snapshot) -> None:
         """The file now holds `snapshot.index` as it was after `snapshot.changes` changes."""
         self._mark = (snapshot.index, snapshot.changes)
+
+    def forget(self) -> None:
+        """Drop the reference to the index the file holds (the cache is closing)."""
+        self._mark = None

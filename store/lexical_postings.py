@@ -73,6 +73,7 @@ class CompactPostings:
         self.dead = 0  # removed slots
         self.merges = 0
         self.changes = 0  # adds and removes since it was built (the file's staleness)
+        self._scratch: NDArray[np.float64] | None = None  # all zeros between two queries
 
     # -- building
 
@@ -241,6 +242,45 @@ class CompactPostings:
         else:
             ids = self._delta_fwd[slot - merged]
         return tuple(self._terms[i] for i in ids)
+
+    def postings(self, term: str) -> tuple[NDArray[np.int32], NDArray[np.integer], int] | None:
+        """A term's slots (ascending: new slots are always higher), tfs and live document
+        frequency; None when no live point holds it."""
+        tid = self._term_id.get(term)
+        if tid is None:
+            return None
+        slots, tfs = self._term_slots(tid)
+        df = self._df(tid, (slots, tfs))
+        return (slots, tfs, df) if df else None
+
+    def scratch(self) -> NDArray[np.float64]:
+        """A float per slot, all zero, kept between queries (a query zeroes what it touched:
+        allocating and zeroing 8 MB a query at 1M points costs more than the query)."""
+        if self._scratch is None or len(self._scratch) < len(self._point_of):
+            self._scratch = np.zeros(len(self._point_of) + 1024, dtype=np.float64)
+        return self._scratch
+
+    def drop_scratch(self) -> None:
+        self._scratch = None
+
+    def doc_lengths(self) -> NDArray[np.int32]:
+        """Every slot's length (a view: valid until the next add)."""
+        return np.frombuffer(self._length, dtype=np.int32)
+
+    def point_ids(self) -> NDArray[np.int64]:
+        """Every slot's point id (a view: valid until the next add)."""
+        return np.frombuffer(self._point_of, dtype=np.int64)
+
+    def live(self, slots: NDArray[np.int64]) -> NDArray[np.int64]:
+        """`slots` without the removed ones."""
+        if not self.dead:
+            return slots
+        return slots[np.frombuffer(self._alive, dtype=np.int8)[slots] != 0]
+
+    def live_slots_of(self, point_ids: Iterable[int]) -> NDArray[np.int64]:
+        """The live slots of these points, ascending (points not indexed left out)."""
+        found = (self.slot_of(p) for p in set(point_ids))
+        return np.sort(np.fromiter((s for s in found if s is not None), dtype=np.int64))
 
     def document_frequency(self, term: str) -> int:
         """How many live points hold `term`."""
@@ -423,7 +463,19 @@ def _scores(
 ) -> tuple[NDArray[np.int32], NDArray[np.float64]]:
     """A term's slots and BM25 contributions (the SQL path's formula, in float64)."""
     (slots, raw_tfs), df = item
+    idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+    return slots, contributions(slots, raw_tfs, idf, avgdl, doc_lengths)
+
+
+def contributions(
+    slots: NDArray[np.integer],
+    raw_tfs: NDArray[np.integer],
+    idf: float,
+    avgdl: float,
+    doc_lengths: NDArray[np.int32],
+) -> NDArray[np.float64]:
+    """BM25 contributions of one term at `slots` (element by element: the same float for a
+    posting whichever other postings are scored with it)."""
     tfs = raw_tfs.astype(np.float64)
     lengths = doc_lengths[slots].astype(np.float64)
-    idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-    return slots, (idf * (K1 + 1)) * tfs / (tfs + K1 * (1 - B + B * lengths / avgdl))
+    return (idf * (K1 + 1)) * tfs / (tfs + K1 * (1 - B + B * lengths / avgdl))
