@@ -43,6 +43,12 @@ _FINGERPRINT_SQL = (
     f"(SELECT max(value) FROM meta WHERE key = '{GENERATION_KEY}') FROM lexical_docs"
 )
 
+_QUICK_SQL = (
+    "SELECT count(*), max(point_id), "
+    f"(SELECT max(value) FROM meta WHERE key = '{GENERATION_KEY}') FROM lexical_docs"
+)
+FULL_CHECK_SECONDS = 30.0  # the full fingerprint at least this often (writes behind the cache)
+
 Fingerprint = tuple[int, int, int, str | None]
 
 
@@ -114,6 +120,7 @@ class LexicalCache:
         self._index = CompactPostings()
         self._generation: str | None = None
         self._staged: dict[int, _Staged] = {}
+        self._next_full_check = 0.0  # time.monotonic() of the next full fingerprint
         self.stats: Counter[str] = Counter()  # loads, diffs, staged_applied
 
     # -- state
@@ -175,6 +182,7 @@ class LexicalCache:
                 return
             self._index, self._generation = opened, generation
             self._loaded = True
+            self._next_full_check = 0.0  # the file may be older than the tables: diff now
             self.loaded_from = "file"
             self.stats["file_opens"] += 1
             self._sync(snapshot)
@@ -225,6 +233,7 @@ class LexicalCache:
         )
         self._generation = generation
         self._loaded = True
+        self._next_full_check = time.monotonic() + FULL_CHECK_SECONDS
         self.loaded_from = "tables"
         self.stats["loads"] += 1
         _return_freed_memory()
@@ -255,20 +264,30 @@ class LexicalCache:
             self._sync(snapshot)
 
     def _sync(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Catch up with what is committed: a quick check (count and highest id come from
+        DuckDB's statistics: O(1)) every time, the full fingerprint (sums over every row:
+        O(n), ~1 ms per 100k points) when the quick one or staged writes say something
+        changed, and at least every FULL_CHECK_SECONDS for writes that bypassed the cache."""
         if not self._loaded:
             self._load(con)
             return
-        count, total, id_sum, generation = con.execute(_FINGERPRINT_SQL).fetchall()[0]
+        count, max_id, generation = con.execute(_QUICK_SQL).fetchall()[0]
         if generation != self._generation:
             self._load(con, new_generation=True)
             return
         if self._index.slot_count > 2 * int(count) + 10_000:
             self._load(con)  # many removed slots: rebuild compactly
             return
-        target: Fingerprint = (int(count), int(total), int(id_sum), generation)
-        if self._staged:
+        staged = bool(self._staged)
+        if staged:
             self._apply_staged(con)
-        if self._fingerprint() != target:
+        quick = (int(count), None if max_id is None else int(max_id))
+        unchanged = quick == (self._index.doc_count, self._index.max_id())
+        if unchanged and not staged and time.monotonic() < self._next_full_check:
+            return
+        count, total, id_sum, generation = con.execute(_FINGERPRINT_SQL).fetchall()[0]
+        self._next_full_check = time.monotonic() + FULL_CHECK_SECONDS
+        if self._fingerprint() != (int(count), int(total), int(id_sum), generation):
             self._diff(con)
 
     def _apply_staged(self, con: duckdb.DuckDBPyConnection) -> None:

@@ -74,6 +74,8 @@ class CompactPostings:
         self.merges = 0
         self.changes = 0  # adds and removes since it was built (the file's staleness)
         self._scratch: NDArray[np.float64] | None = None  # all zeros between two queries
+        self._max_id: int | None = None  # the highest live point id, when _max_known
+        self._max_known = False
 
     # -- building
 
@@ -207,6 +209,16 @@ class CompactPostings:
             + 8 * self._delta_postings
         )
 
+    def max_id(self) -> int | None:
+        """The highest live point id (None when empty); O(n) once, then kept up to date."""
+        if not self._max_known:
+            ids = self.point_ids()
+            if self.dead:
+                ids = ids[np.frombuffer(self._alive, dtype=np.int8) != 0]
+            self._max_id = int(ids.max()) if len(ids) else None
+            self._max_known = True
+        return self._max_id
+
     def slot_of(self, point_id: int) -> int | None:
         """The live slot of `point_id`, None when it is not indexed."""
         slot = self._new_slot.get(point_id)
@@ -314,6 +326,8 @@ class CompactPostings:
         self._delta_fwd.append(tids)
         self._delta_postings += len(tids)
         self.changes += 1
+        if self._max_known:
+            self._max_id = point_id if self._max_id is None else max(self._max_id, point_id)
         self.doc_count += 1
         self.total_length += length
         self.id_sum += point_id
@@ -328,6 +342,8 @@ class CompactPostings:
         self._alive[slot] = 0
         self._new_slot.pop(point_id, None)
         self.changes += 1
+        if point_id == self._max_id:
+            self._max_known = False
         self.dead += 1
         self.doc_count -= 1
         self.total_length -= self._length[slot]

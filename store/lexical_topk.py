@@ -95,9 +95,9 @@ def top(index: CompactPostings, query: _Query, k: int) -> list[tuple[int, float]
                 scores = partial[np.concatenate(live)]
                 theta = _kth(scores, k)
                 if rest[essential] * _SAFETY < theta:  # no other point reaches the k-th best
-                    hopeful = np.count_nonzero(scores + rest[essential] * _SAFETY >= theta)
+                    can_reach = np.count_nonzero(scores + rest[essential] * _SAFETY >= theta)
                     walk = groups[by_bound[essential]].size  # the next group's postings
-                    if walk > LOOKUP_COST * hopeful * len(groups):
+                    if walk > LOOKUP_COST * can_reach * len(groups):
                         break  # cheaper to look its postings up for the hopeful ones
         candidates = np.concatenate(live)
         if essential == len(groups):
