@@ -205,6 +205,7 @@ class LexicalCache:
             if mapped is not None and unchanged:
                 self._index = mapped
                 snapshot = replace(snapshot, index=mapped, changes=0)
+                _return_freed_memory()  # the arrays just dropped were most of the heap
             self.file.mark(snapshot)
         return True
 

@@ -73,7 +73,7 @@ class CompactPostings:
         self.dead = 0  # removed slots
         self.merges = 0
         self.changes = 0  # adds and removes since it was built (the file's staleness)
-        self._scratch: NDArray[np.float64] | None = None  # all zeros between two queries
+        self._scratch: list[NDArray[np.float64]] = []  # all zeros between two queries
         self._max_id: int | None = None  # the highest live point id, when _max_known
         self._max_known = False
 
@@ -265,15 +265,17 @@ class CompactPostings:
         df = self._df(tid, (slots, tfs))
         return (slots, tfs, df) if df else None
 
-    def scratch(self) -> NDArray[np.float64]:
+    def scratch(self, which: int = 0) -> NDArray[np.float64]:
         """A float per slot, all zero, kept between queries (a query zeroes what it touched:
-        allocating and zeroing 8 MB a query at 1M points costs more than the query)."""
-        if self._scratch is None or len(self._scratch) < len(self._point_of):
-            self._scratch = np.zeros(len(self._point_of) + 1024, dtype=np.float64)
-        return self._scratch
+        allocating and zeroing 8 MB a query at 1M points costs more than the query); two of
+        them (`which` 0 or 1)."""
+        size = len(self._point_of)
+        if len(self._scratch) <= which or len(self._scratch[which]) < size:
+            self._scratch = [np.zeros(size + 1024, dtype=np.float64) for _ in range(2)]
+        return self._scratch[which]
 
     def drop_scratch(self) -> None:
-        self._scratch = None
+        self._scratch = []
 
     def doc_lengths(self) -> NDArray[np.int32]:
         """Every slot's length (a view: valid until the next add)."""
@@ -493,5 +495,14 @@ def contributions(
     """BM25 contributions of one term at `slots` (element by element: the same float for a
     posting whichever other postings are scored with it)."""
     tfs = raw_tfs.astype(np.float64)
-    lengths = doc_lengths[slots].astype(np.float64)
-    return (idf * (K1 + 1)) * tfs / (tfs + K1 * (1 - B + B * lengths / avgdl))
+    # (idf·(k1+1))·tf / (tf + k1·((1 − b) + (b·len) / avgdl)), operation by operation in
+    # place (fewer temporaries; the same operations in the same order, so the same floats)
+    denominator = doc_lengths[slots].astype(np.float64)
+    denominator *= B
+    denominator /= avgdl
+    denominator += 1 - B
+    denominator *= K1
+    denominator += tfs
+    tfs *= idf * (K1 + 1)
+    tfs /= denominator
+    return tfs

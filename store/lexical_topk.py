@@ -86,14 +86,19 @@ def top(index: CompactPostings, query: _Query, k: int) -> list[tuple[int, float]
     touched: list[NDArray[np.int64]] = []
     live: list[NDArray[np.int64]] = []  # the candidates: touched and not removed
     try:
-        essential, theta = 0, 0.0
+        essential, theta, walked, walked_at_theta = 0, 0.0, 0.0, 0.0
         while essential < len(groups):
-            touched.append(_accumulate(partial, groups[by_bound[essential]], query))
+            group = groups[by_bound[essential]]
+            touched.append(_accumulate(index, partial, group, query))
             live.append(index.live(touched[-1]))
             essential += 1
-            if essential < len(groups) and sum(map(len, live)) >= k:
+            walked += group.bound
+            # The k-th best partial score is at most what it was plus the bounds walked since
+            # (at first: the bounds walked): only when that could beat `rest` is it computed.
+            could_be = theta + walked - walked_at_theta
+            if essential < len(groups) and rest[essential] < could_be and sum(map(len, live)) >= k:
                 scores = partial[np.concatenate(live)]
-                theta = _kth(scores, k)
+                theta, walked_at_theta = _kth(scores, k), walked
                 if rest[essential] * _SAFETY < theta:  # no other point reaches the k-th best
                     can_reach = np.count_nonzero(scores + rest[essential] * _SAFETY >= theta)
                     walk = groups[by_bound[essential]].size  # the next group's postings
@@ -111,21 +116,25 @@ def top(index: CompactPostings, query: _Query, k: int) -> list[tuple[int, float]
     return ranked(index, hopeful, exact(query, hopeful), k)
 
 
-def _accumulate(partial: NDArray[np.float64], group: _Group, query: _Query) -> NDArray[np.int64]:
+def _accumulate(
+    index: CompactPostings, partial: NDArray[np.float64], group: _Group, query: _Query
+) -> NDArray[np.int64]:
     """Add the group's contributions (best alternative) to `partial` in any order (only for
     pruning); returns the slots it touched first (each slot once over all groups)."""
     alternatives = group.alternatives
     if len(alternatives) == 1:
         slots = alternatives[0].slots
         values = _values(alternatives[0], slots, query)
-    else:
-        slots = np.unique(np.concatenate([a.slots for a in alternatives]))
-        values = np.zeros(len(slots), dtype=np.float64)
+    else:  # the best alternative per slot, in a second scratch array (no sort)
+        best = index.scratch(1)
+        fresh = []
         for alternative in alternatives:
-            where = np.searchsorted(slots, alternative.slots)
-            values[where] = np.maximum(
-                values[where], _values(alternative, alternative.slots, query)
-            )
+            found = _values(alternative, alternative.slots, query)
+            fresh.append(alternative.slots[best[alternative.slots] == 0.0])
+            best[alternative.slots] = np.maximum(best[alternative.slots], found)
+        slots = np.concatenate(fresh)
+        values = best[slots]
+        best[slots] = 0.0
     new = slots[partial[slots] == 0.0].astype(np.int64)  # scores are > 0: 0 means untouched
     partial[slots] += values
     return new

@@ -72,9 +72,9 @@ def test_the_common_words_posting_lists_are_not_walked(con, monkeypatch):
     walked: list[int] = []
     real = lexical_topk._accumulate
 
-    def counting(partial: object, group: lexical_topk._Group, query: object) -> object:
+    def counting(index: object, partial: object, group: lexical_topk._Group, q: object) -> object:
         walked.append(group.size)
-        return real(partial, group, query)  # type: ignore[arg-type]
+        return real(index, partial, group, q)  # type: ignore[arg-type]
 
     monkeypatch.setattr(lexical_topk, "_accumulate", counting)
     hits = cache.search(con, "everywhere often1 rare5", 3)
