@@ -58,6 +58,10 @@ class LexicalFileError(Exception):
     """The file cannot be used; the message says why (one line for the log)."""
 
 
+class StaleFile(LexicalFileError):
+    """A sound file made for another state: another database or tokenizer, an older index."""
+
+
 def file_identity(database_id: str, analyzer: str) -> str:
     """What a file carries to say whose words it holds: the database's random id (meta
     `database.id`) and the analyzer that made the terms. Another data dir's file, or one made
@@ -198,9 +202,9 @@ def _parse(mapped: mmap.mmap, size: int, identity: str, generation: str | None) 
     except (ValueError, KeyError, TypeError) as exc:
         raise LexicalFileError(f"the header is unreadable ({exc})") from None
     if state.identity != identity:
-        raise LexicalFileError("made for another database or tokenizer")
+        raise StaleFile("made for another database or tokenizer")
     if state.generation != generation:
-        raise LexicalFileError("made before the word index was last rebuilt")
+        raise StaleFile("made before the word index was last rebuilt")
     start = _aligned(prefix_len)
     end = size - _FOOTER.size
     arrays: dict[str, NDArray[Any]] = {}

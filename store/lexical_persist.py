@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from store import meta
-from store.lexical_file import FileState, LexicalFileError, file_identity, read_file, write_file
+from store.lexical_file import (
+    FileState,
+    LexicalFileError,
+    StaleFile,
+    file_identity,
+    read_file,
+    write_file,
+)
 from store.lexical_postings import CompactPostings
 from store.private_files import UnsafeDataDir, lstat_unlinked
 
@@ -65,7 +72,8 @@ class IndexFile:
         try:
             index = CompactPostings.from_file(read_file(self.path, self.identity, generation))
         except LexicalFileError as problem:
-            level = logging.INFO if str(problem) == "missing" else logging.WARNING
+            expected = isinstance(problem, StaleFile) or str(problem) == "missing"
+            level = logging.INFO if expected else logging.WARNING  # corrupt: worth a look
             log.log(level, "%s: %s; the word index loads from the tables", self.path, problem)
             return None
         except UnsafeDataDir as problem:  # a link, or a folder or FIFO in its place
