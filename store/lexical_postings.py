@@ -76,6 +76,7 @@ class CompactPostings:
         self._scratch: list[NDArray[np.float64]] = []  # all zeros between two queries
         self._max_id: int | None = None  # the highest live point id, when _max_known
         self._max_known = False
+        self._impacts: dict[int, tuple[float, float]] = {}  # term id -> (avgdl, max factor)
 
     # -- building
 
@@ -388,11 +389,33 @@ class CompactPostings:
         self._fwd_terms = np.concatenate([self._fwd_terms, *added])
         self._fwd_offsets = fwd_offsets
         self._delta = {}
+        self._impacts = {}  # the merged lists changed
         self._delta_fwd = []
         self._delta_postings = 0
         self.merges += 1
 
     # -- scoring
+
+    def impact(self, term: str, avgdl: float) -> float:
+        """An upper bound of `tf·(k1+1) / (tf + k1·(1 − b + b·len/avgdl))` over the term's
+        postings (its BM25 contribution over idf), valid for an average length up to 5 %
+        above `avgdl` (the factor grows with it); the merged part is cached by term."""
+        tid = self._term_id.get(term)
+        if tid is None:
+            return 0.0
+        cached = self._impacts.get(tid)
+        if cached is None or avgdl > cached[0] or avgdl < cached[0] / 1.1:
+            merged = 0.0
+            if tid < len(self._offsets) - 1:
+                lo, hi = int(self._offsets[tid]), int(self._offsets[tid + 1])
+                merged = _max_factor(self._slots[lo:hi], self._tfs[lo:hi], avgdl * 1.05, self)
+            cached = self._impacts[tid] = (avgdl * 1.05, merged)
+        buffer = self._delta.get(tid)
+        if buffer is None:
+            return cached[1]
+        slots = np.frombuffer(buffer[0], dtype=np.int32)
+        tfs = np.frombuffer(buffer[1], dtype=np.int32)
+        return max(cached[1], _max_factor(slots, tfs, cached[0], self))
 
     def _term_slots(self, tid: int) -> tuple[NDArray[np.int32], NDArray[np.integer]]:
         slots: NDArray[np.int32] = self._slots[:0]
@@ -506,3 +529,12 @@ def contributions(
     tfs *= idf * (K1 + 1)
     tfs /= denominator
     return tfs
+
+
+def _max_factor(
+    slots: NDArray[np.integer], tfs: NDArray[np.integer], avgdl: float, index: CompactPostings
+) -> float:
+    """The largest `tf·(k1+1) / (tf + k1·norm)` of these postings at `avgdl`."""
+    if not len(slots):
+        return 0.0
+    return float(contributions(slots, tfs, 1.0, avgdl, index.doc_lengths()).max())

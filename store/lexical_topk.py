@@ -1,8 +1,9 @@
 """BM25 top k over `CompactPostings` without scoring every posting of the common words:
 MaxScore pruning, exact (the same ids, scores and order as the dense pass, bit for bit).
 
-A query group's contribution to any document is below its bound, `max idf · (k1 + 1)` over
-its alternatives (tf / (tf + k1·norm) < 1). Take the groups by bound, highest (rarest) first,
+A query group's contribution to any document is at most its bound: over its alternatives,
+the largest idf · max over the term's postings of tf·(k1+1) / (tf + k1·norm) (cached by term,
+`CompactPostings.impact`; at most idf · (k1 + 1)). Take the groups by bound, highest (rarest) first,
 adding each one's contributions into a per-slot scratch array: a point holding none of the
 first `e` groups scores below the sum of the other groups' bounds (`rest`), so once the k-th
 best partial score beats `rest`, the common words' posting lists are never walked. Of the
@@ -21,13 +22,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from store.lexical_postings import K1, CompactPostings, contributions
+from store.lexical_postings import CompactPostings, contributions
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 PRUNING = True  # False: always the dense pass (bench.lexical_open compares the two)
-LOOKUP_COST = 4  # a binary-search look-up costs about as much as walking this many postings
+LOOKUP_COST = 2  # a look-up for a candidate costs about as much as walking this many postings
 _SAFETY = 1 + 1e-9  # rounding margin on the bound: a tie at the cut is never pruned
 
 
@@ -57,22 +58,24 @@ def prepare(index: CompactPostings, groups: Sequence[tuple[str, ...]]) -> _Query
     n = index.doc_count
     if n == 0:
         return None
+    avgdl = max(index.total_length / n, 1e-9)
     found: list[_Group] = []
     for group in groups:
-        alternatives = []
+        alternatives, terms = [], []
         for term in group:
             postings = index.postings(term)
             if postings is not None:
                 slots, tfs, df = postings
                 idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
                 alternatives.append(_Alternative(slots, tfs, idf))
+                terms.append(term)
         if alternatives:
-            bound = max(a.idf for a in alternatives) * (K1 + 1)
+            pairs = zip(alternatives, terms, strict=True)
+            bound = max(a.idf * index.impact(term, avgdl) for a, term in pairs)
             size = sum(len(a.slots) for a in alternatives)
             found.append(_Group(tuple(alternatives), bound, size))
     if not found:
         return None
-    avgdl = max(index.total_length / n, 1e-9)
     return _Query(found, avgdl, index.doc_lengths())
 
 
