@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from store.private_files import FILE_MODE, ensure_private_dir, fsync_dir, open_private, write_all
+from store.private_files import open_private, replace_atomically, write_all
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -119,29 +119,18 @@ def write_file(path: Path, state: FileState, arrays: dict[str, NDArray[Any]]) ->
     start = _aligned(len(_MAGIC) + 4 + len(header))
     prefix = _MAGIC + struct.pack("<I", len(header)) + header
     size = start + offset + _FOOTER.size
-    ensure_private_dir(path.parent)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    try:
-        fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        try:
-            os.fchmod(fd, FILE_MODE)
-            write_all(fd, prefix + bytes(start - len(prefix)))
-            at = 0
-            for where, data in blobs:
-                write_all(fd, bytes(where - at))
-                write_all(fd, data.data.cast("B") if data.size else b"")
-                at = where + data.nbytes
-            write_all(fd, bytes(offset - at))
-            write_all(fd, _FOOTER.pack(_FOOTER_MAGIC, size, zlib.crc32(prefix)))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    fsync_dir(path.parent)
+
+    def write(fd: int) -> None:
+        write_all(fd, prefix + bytes(start - len(prefix)))
+        at = 0
+        for where, data in blobs:
+            write_all(fd, bytes(where - at))
+            write_all(fd, data.data.cast("B") if data.size else b"")
+            at = where + data.nbytes
+        write_all(fd, bytes(offset - at))
+        write_all(fd, _FOOTER.pack(_FOOTER_MAGIC, size, zlib.crc32(prefix)))
+
+    replace_atomically(path, write)
     return size
 
 

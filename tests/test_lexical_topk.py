@@ -5,15 +5,13 @@ alternatives, removed points and points added after the load), while skipping po
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from pathlib import Path
 
-import duckdb
 import pytest
 
 from store import lexical_index as li
 from store import lexical_postings, lexical_topk
-from tests.test_lexical_index import add, migrate
+from tests.test_lexical_index import add
+from tests.test_lexical_postings import con as con  # the fixture
 from tests.test_lexical_postings import remove, same
 
 # Words whose English and German stems differ give a group of two alternatives.
@@ -25,14 +23,6 @@ WORDS = [f"w{i}" for i in range(300)] + [
 def zipf_text(rng: random.Random, words: int) -> str:
     weights = [1 / (i + 1) for i in range(len(WORDS))]
     return " ".join(rng.choices(WORDS, weights=weights, k=words))
-
-
-@pytest.fixture
-def con(tmp_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
-    connection = duckdb.connect(str(tmp_path / "straylight.duckdb"))
-    migrate(connection)
-    yield connection
-    connection.close()
 
 
 def both(cache: li.LexicalCache, run: object, monkeypatch: pytest.MonkeyPatch) -> list[object]:
