@@ -13,21 +13,23 @@
 5. Both points are saved in the background; when that is done the `after_turn` listener
    hears `PointsSaved`, and `MemstatusDue` every `memory_status_every_n` turns.
    Progress is reported as an async iterator of `TurnEvent`s (agent/turn_events.py).
+
+This module runs the steps; the known facts, the tools and `think` per model and a tool round
+are agent/turn_tools.py's, the background save agent/turn_saves.py's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agent import turn_facts
-from agent.fact_tools import MAX_ROUNDS, TOOL_SPECS
+from agent.fact_tools import MAX_ROUNDS
 from agent.gateway_errors import ContextOverflow, GatewayError, ModelError, ToolsNotSupported
 from agent.ollama_gateway import (
     ChatDelta,
@@ -41,29 +43,21 @@ from agent.prompt import persona_for
 from agent.settings import Settings
 from agent.turn_context import TurnContext, prompt_parts
 from agent.turn_events import (
-    AfterTurnEvent,
     AfterTurnListener,
-    ApprovalRequested,
-    CandidatesProposed,
-    CapabilityReminder,
-    ContextBudgeted,
     ContextNotice,
     FactsInjected,
-    LimitNotice,
     LongtermWarning,
-    MemstatusDue,
     MessageMasked,
-    PointsSaved,
     Recalled,
     ReplyDelta,
     ReplyFailed,
     ReplyFinished,
     ThinkingDelta,
-    ToolUsed,
     TurnEvent,
 )
-from agent.turn_facts import ToolOutcome
 from agent.turn_limits import TurnLimits
+from agent.turn_saves import BackgroundSaves
+from agent.turn_tools import TurnTools
 from memory.secret_masking import mask_secrets
 from store.conversation_id import new_conversation_id as new_conversation_id
 from store.daily_log import DailyLog, LogMessage, MessageStatus
@@ -71,9 +65,9 @@ from store.longterm_file import LongtermFile, LongtermState
 
 if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before the first frame
     from agent.image_attachment import ImageAttachment
-    from memory.fact_drawer import FactDrawer, InjectedFacts
+    from memory.fact_drawer import FactDrawer
     from memory.turn_memory import TurnMemory, TurnRecall
-    from store.fact_store import Candidate, Fact
+    from store.fact_store import Candidate
 
 log = logging.getLogger("straylight.turn")
 
@@ -87,17 +81,13 @@ class TurnEngine:
         self.settings = settings
         self.gateway = gateway
         self.memory = memory
-        self._saves: set[asyncio.Task[object]] = set()
-        self._save_failures: list[BaseException] = []  # background saves that failed
         self.clock = settings.clock
         self.daily_log = DailyLog(settings.home / "conversation")
         self.longterm = LongtermFile(settings.home / "longterm.md", settings.longterm_budget_bytes)
-        self.after_turn: AfterTurnListener | None = None  # hears what the background save found
-        self.counts_memstatus_turns = True  # the TUI counts turns only while its jobs run
-        self._carry: list[Fact] = []  # capability facts the next prompt must carry
-        self._tool_support: dict[str, bool] = {}
         self._turns = itertools.count(1)
         self.context = TurnContext(settings.ollama.num_ctx, gateway, lambda: self.memory)
+        self.tools = TurnTools(lambda: self.settings, gateway, lambda: self.facts)
+        self.saves = BackgroundSaves(lambda: self.settings, self.context)
         self.think: bool | str | None = settings.ollama.think  # `/think` changes it
         self.stop_reason = "cancelled by the user"  # a cancelled reply's reason (`ask`: signals)
 
@@ -166,10 +156,10 @@ class TurnEngine:
             if recall.result is not None:
                 yield Recalled(recall.result)
         query_vector = recall.query_vector if recall else None
-        injected = await self._inject_facts(text, query_vector)
+        injected = await self.tools.inject_facts(text, query_vector)
         if injected is not None:
             yield FactsInjected(injected)
-        tools = await self._tools_for(model)
+        tools = await self.tools.tools_for(model)
         material = prompt_parts(
             persona=persona_for(system),
             user=user_message,
@@ -186,7 +176,7 @@ class TurnEngine:
         if image is not None:  # the client sends the bytes base64-encoded
             messages[-1] = {**messages[-1], "images": [image.data]}
         options = await self.context.options(model)
-        think = await self._think_for(model)
+        think = await self.tools.think_for(model, self.think)
 
         parts: list[str] = []
         thought_chars = 0  # thinking is shown, never kept: only its size is logged
@@ -222,13 +212,13 @@ class TurnEngine:
                     if tools is None or parts:
                         raise
                     log.info("%s does not support tools: asking again without them", model)
-                    self._tool_support[model] = False
+                    self.tools.support[model] = False
                     tools = None
                     continue
                 if calls and rounds < MAX_ROUNDS:
                     rounds += 1
                     first_round = False
-                    round_tools = self._tool_round(
+                    round_tools = self.tools.tool_round(
                         calls, "".join(round_text), messages, limits, query_vector, conversation_id
                     )
                     async with aclosing(round_tools):
@@ -256,14 +246,23 @@ class TurnEngine:
                     if rounds == 0
                     else None
                 )
-                self._save_in_background(
-                    turn, text, recall, reply, conversation_id, answered, context, earlier
-                )
+                if self.memory is not None:
+                    self.saves.start(
+                        self.memory,
+                        turn,
+                        text,
+                        recall,
+                        reply,
+                        conversation_id,
+                        answered,
+                        context,
+                        earlier,
+                    )
                 yield ReplyFinished(reply, done, turn)
                 if overflow is not None:
                     yield ContextNotice(overflow.message)
                 used = turn_facts.used_memories(injected, recall)
-                async for followup in self._after_reply(text, reply, conversation_id, used):
+                async for followup in self.tools.after_reply(text, reply, conversation_id, used):
                     yield followup
                 break
         except GatewayError as raised:
@@ -290,45 +289,6 @@ class TurnEngine:
                     ("cancelled", self.stop_reason),
                 )
 
-    async def _tool_round(
-        self,
-        calls: list[ToolCall],
-        text: str,
-        messages: list[dict[str, Any]],
-        limits: TurnLimits,
-        query_vector: list[float] | None,
-        conversation_id: str,
-    ) -> AsyncGenerator[TurnEvent, None]:
-        """Run the calls of one tool round that the caps admit (the others are named, and
-        the model is told once) and add the round to `messages`."""
-        admitted, capped = limits.admit(calls)
-        if capped:
-            yield LimitNotice(capped)
-        messages.append(
-            {
-                "role": "assistant",
-                "content": text,
-                "tool_calls": [
-                    {"function": {"name": c.name, "arguments": c.arguments}} for c in admitted
-                ],
-            }
-        )
-        for call in admitted:
-            step = await self._run_tool(call, query_vector, conversation_id)
-            if not isinstance(step, ToolOutcome):  # a candidate: the user decides
-                request = ApprovalRequested(step)
-                yield request  # the consumer answers before it asks for more
-                step = await turn_facts.decide(self._drawer(), step, request.approval)
-            yield step.used
-            if step.proposed:
-                yield CandidatesProposed(step.proposed)
-            messages.append({"role": "tool", "content": step.result, "tool_name": call.name})
-        if capped:  # told once, in the place of the calls that did not run
-            name = calls[len(admitted)].name
-            messages.append(
-                {"role": "tool", "content": json.dumps({"error": capped}), "tool_name": name}
-            )
-
     def _limits(self) -> TurnLimits:
         ollama, facts = self.settings.ollama, self.settings.facts
         return TurnLimits(
@@ -339,75 +299,28 @@ class TurnEngine:
             calls_per_turn=facts.tool_calls_per_turn,
         )
 
-    # ---- layer 4: facts and tools (agent/turn_facts.py does the work) ---------------------
-    async def _inject_facts(
-        self, text: str, query_vector: list[float] | None
-    ) -> InjectedFacts | None:
-        drawer = self.facts
-        if drawer is None:
-            return None
-        carry, self._carry = self._carry, []
-        try:
-            return await asyncio.to_thread(drawer.for_prompt, text, query_vector, carry=carry)
-        except Exception:
-            log.exception("fact injection failed; the turn goes on without known facts")
-            return None
+    @property
+    def after_turn(self) -> AfterTurnListener | None:
+        """Hears what the background save found (`PointsSaved`, `MemstatusDue`)."""
+        return self.saves.after_turn
 
-    async def _tools_for(self, model: str) -> list[dict[str, Any]] | None:
-        """The memory tools, if enabled, the drawer is open and the model supports tools
-        (asked once per model through /api/show; a refusal is remembered too)."""
-        if not self.settings.facts.tools or self.facts is None:
-            return None
-        supported = self._tool_support.get(model)
-        if supported is None:
-            capabilities = await self.gateway.capabilities(model)
-            supported = capabilities is None or "tools" in capabilities
-            self._tool_support[model] = supported
-        return TOOL_SPECS if supported else None
+    @after_turn.setter
+    def after_turn(self, listener: AfterTurnListener | None) -> None:
+        self.saves.after_turn = listener
 
-    async def _think_for(self, model: str) -> bool | str | None:
-        """The `think` field for `model`: the setting, sent only when it is set and the
-        model's capabilities contain `thinking` (Ollama refuses it otherwise)."""
-        if self.think is None:
-            return None
-        capabilities = await self.gateway.capabilities(model)
-        return self.think if capabilities is not None and "thinking" in capabilities else None
+    @property
+    def counts_memstatus_turns(self) -> bool:
+        """Whether turns count towards memstatus (the TUI: only while its jobs run)."""
+        return self.saves.counts_memstatus_turns
 
-    async def _run_tool(
-        self, call: ToolCall, query_vector: list[float] | None, conversation_id: str
-    ) -> ToolOutcome | Candidate:
-        drawer = self.facts
-        if drawer is None:  # tools are only offered with a drawer; be safe anyway
-            return ToolOutcome(
-                '{"error": "the fact drawer is not available"}', ToolUsed(call.name, ""), []
-            )
-        return await turn_facts.run_tool(drawer, call, query_vector, conversation_id)
+    @counts_memstatus_turns.setter
+    def counts_memstatus_turns(self, value: bool) -> None:
+        self.saves.counts_memstatus_turns = value
 
-    def _drawer(self) -> FactDrawer:
-        drawer = self.facts
-        assert drawer is not None  # a candidate came from it
-        return drawer
-
-    async def _after_reply(
-        self,
-        user_text: str,
-        reply: str,
-        conversation_id: str,
-        used: tuple[list[Fact], list[tuple[int, str]]],
-    ) -> AsyncIterator[TurnEvent]:
-        """Candidates from success events, and the capability facts the reply forgot (the
-        next prompt carries them)."""
-        drawer = self.facts
-        if drawer is None:
-            return
-        proposed, reminder = await turn_facts.check_reply(
-            drawer, user_text, reply, conversation_id, used
-        )
-        if proposed:
-            yield CandidatesProposed(proposed)
-        if reminder:
-            self._carry = reminder
-            yield CapabilityReminder(reminder)
+    async def drain(self, timeout: float = 30.0) -> list[BaseException]:
+        """Wait for background saves (at exit, and in `ask`); the errors of the saves that
+        failed since the last drain (the turn itself is in the daily log either way)."""
+        return await self.saves.drain(timeout)
 
     async def reflect(self, conversation_id: str, model: str) -> list[Candidate]:
         """The end-of-session reflection pass (none without the drawer or when it is off)."""
@@ -417,99 +330,6 @@ class TurnEngine:
         return await turn_facts.reflect(
             drawer, self.gateway, self.daily_log, conversation_id, model
         )
-
-    def _save_in_background(
-        self,
-        turn: int,
-        user_text: str,
-        recall: TurnRecall | None,
-        reply: str,
-        conversation_id: str,
-        answered: str,
-        context: ContextBudgeted | None = None,
-        earlier: str = "",
-    ) -> None:
-        """Save both points (and the context report) without making anyone wait (`drain`
-        awaits them at exit)."""
-        if self.memory is None:
-            return
-        recalled = [hit.content for hit in recall.result.hits] if recall and recall.result else []
-        task = asyncio.get_running_loop().create_task(
-            self._save_and_report(
-                self.memory,
-                turn,
-                user_text=user_text,
-                user_vector=recall.query_vector if recall else None,
-                reply_text=reply,
-                conversation_id=conversation_id,
-                recalled_texts=recalled,
-                context=answered,
-                earlier=earlier,
-                report=context,
-            ),
-            name="memory-save",
-        )
-        self._saves.add(task)
-        task.add_done_callback(self._save_done)
-
-    async def _save_and_report(
-        self,
-        memory: TurnMemory,
-        turn: int,
-        *,
-        user_text: str,
-        user_vector: list[float] | None,
-        reply_text: str,
-        conversation_id: str,
-        recalled_texts: list[str],
-        context: str,
-        earlier: str = "",
-        report: ContextBudgeted | None = None,
-    ) -> None:
-        """The background save (the points, then the calibration and the context report);
-        then `PointsSaved`, and `MemstatusDue` when this turn is the N-th since the memstatus
-        job last ran."""
-        user, reply = await memory.save_turn(
-            user_text=user_text,
-            user_vector=user_vector,
-            reply_text=reply_text,
-            conversation_id=conversation_id,
-            recalled_texts=recalled_texts,
-            context=context,
-            earlier=earlier,
-        )
-        await self.context.save(report)
-        self._tell(PointsSaved(turn, conversation_id, user.point_id, reply.point_id))
-        if not self.counts_memstatus_turns:
-            return
-        try:
-            turns = await memory.count_turn()
-        except Exception:  # never in the way of the turn
-            log.exception("counting the turn for memstatus failed")
-            return
-        if turns >= self.settings.memory.status_every_n:
-            self._tell(MemstatusDue(turns))
-
-    def _tell(self, event: AfterTurnEvent) -> None:
-        if self.after_turn is not None:
-            try:
-                self.after_turn(event)
-            except Exception:
-                log.exception("the after-turn listener failed on %s", type(event).__name__)
-
-    def _save_done(self, task: asyncio.Task[object]) -> None:
-        self._saves.discard(task)
-        if not task.cancelled() and (error := task.exception()) is not None:
-            log.error("background save failed", exc_info=error)
-            self._save_failures.append(error)
-
-    async def drain(self, timeout: float = 30.0) -> list[BaseException]:
-        """Wait for background saves (at exit, and in `ask`); the errors of the saves that
-        failed since the last drain (the turn itself is in the daily log either way)."""
-        if self._saves:
-            await asyncio.wait(set(self._saves), timeout=timeout)
-        failures, self._save_failures = self._save_failures, []
-        return failures
 
     def _log_reply(
         self,

@@ -18,7 +18,9 @@ For each size N, on synthetic 768-d points (issue 3, "Benchmarks"):
 3. measure (own interpreter): RSS before `MemoryStore.open`, after open + `wait_until_ready`
    + 5 recalls (the growth compared with `status()["ram_estimate_bytes"]`), then `--recalls`
    `recall(query, vector=...)` and `--saves` `save(role, text, vector=...)` calls with
-   precomputed vectors (no embedding in the timings), p50/p95.
+   precomputed vectors (no embedding in the timings), p50/p95; last (after the RSS figures),
+   the synthetic recall check: the overlap of the vector search's top 10 with an exact
+   float32 search over every stored vector, for 50 queries (`vector_overlap`).
 
 Data: a Gaussian mixture of 256 topics (Zipf-weighted) around a shared direction, as real
 embeddings are anisotropic (same-topic cosine ~0.56, other topics ~0.16 on average), normalised
@@ -68,6 +70,8 @@ SAVE_P95_TARGET_MS = 5.0
 TARGET_AT = 100_000  # the latency targets apply at this size
 RAM_TOLERANCE = 0.20
 WORKER_TIMEOUT_SECONDS = 900
+OVERLAP_QUERIES = 50  # the synthetic recall check: queries, and ids read at a time
+OVERLAP_CHUNK = 20_000
 
 FloatMatrix = npt.NDArray[np.float32]
 
@@ -515,6 +519,8 @@ def worker_measure(home: Path, n: int, saves: int, recalls: int, profile: bool) 
     result["rss_growth_bytes"] = growth
     result["estimate_over_growth"] = round(estimate / growth, 3) if growth > 0 else None
     result["estimate_within_tolerance"] = abs(estimate - growth) <= RAM_TOLERANCE * growth
+    # after every RSS figure was taken: it reads every vector, a chunk at a time
+    result["vector_overlap"] = vector_overlap(store, query_vectors[:OVERLAP_QUERIES])
     started = time.perf_counter()
     store.close()
     result["close_s"] = round(time.perf_counter() - started, 2)
@@ -522,6 +528,39 @@ def worker_measure(home: Path, n: int, saves: int, recalls: int, profile: bool) 
     if profile:
         result["profile"] = {"recall": recall_profile, "save": save_profile}
     return result
+
+
+def vector_overlap(store: Any, queries: FloatMatrix, k: int = 10) -> JsonDict:
+    """The synthetic recall check: the share of the exact top k (float32 cosine over every
+    stored vector, read in chunks of ids) that the store's vector search returns."""
+    from store.point_values import matrix_from_bytes
+
+    unit = _normalise(np.asarray(queries, dtype=np.float32))
+    best_ids = np.zeros((len(unit), 0), dtype=np.int64)
+    best_sims = np.zeros((len(unit), 0), dtype=np.float32)
+    sql = (
+        "SELECT id, embedding FROM points WHERE embed_model = ? AND embedding IS NOT NULL "
+        "AND octet_length(embedding) = ? AND id >= ? AND id < ?"
+    )
+    with store.db.cursor() as cur:
+        low, high = cur.execute("SELECT min(id), max(id) FROM points").fetchall()[0]
+        for start in range(int(low or 0), int(high or 0) + 1, OVERLAP_CHUNK):
+            found = cur.execute(sql, [EMBED_MODEL, 4 * DIM, start, start + OVERLAP_CHUNK])
+            columns = found.fetchnumpy()
+            if not len(columns["id"]):
+                continue
+            rows = _normalise(matrix_from_bytes(list(columns["embedding"]), DIM))
+            ids = np.broadcast_to(np.asarray(columns["id"], dtype=np.int64), (len(unit), len(rows)))
+            all_ids = np.concatenate([best_ids, ids], axis=1)
+            all_sims = np.concatenate([best_sims, unit @ rows.T], axis=1)
+            keep = np.argsort(-all_sims, axis=1, kind="stable")[:, :k]
+            best_ids = np.take_along_axis(all_ids, keep, axis=1)
+            best_sims = np.take_along_axis(all_sims, keep, axis=1)
+    shares = [
+        len({pid for pid, _ in store.vectors.search(q, k)} & set(truth.tolist())) / k
+        for q, truth in zip(unit, best_ids, strict=True)
+    ]
+    return {"queries": len(shares), "k": k, f"overlap_at_{k}": round(float(np.mean(shares)), 4)}
 
 
 def _profile_text(profiler: Any) -> str | None:
@@ -608,6 +647,7 @@ def summarise(n: int, build: JsonDict, attrib: JsonDict, measure: JsonDict) -> J
         "save": measure["save"],
         "recall": measure["recall"],
         "index_rebuild_s": build["rebuild"]["total_s"],
+        "vector_overlap": measure.get("vector_overlap"),
         "files": {
             "bytes": files,
             "duckdb_mb": round(db_bytes / 2**20, 1),
@@ -714,6 +754,12 @@ def print_details(result: JsonDict) -> None:
         f"recall hits/query {result['recall']['hits_mean']}, "
         f"save skips {result['save']['skipped'] or 'none'}"
     )
+    overlap = result.get("vector_overlap")
+    if overlap:
+        print(
+            f"vector search vs exact float32 top {overlap['k']}: overlap "
+            f"{overlap['overlap_at_' + str(overlap['k'])]} ({overlap['queries']} queries)"
+        )
     for name in ("save", "recall"):
         st = result[name]
         print(

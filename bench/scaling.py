@@ -268,6 +268,7 @@ def summarise(
         "n": n,
         "recall": base["recall"],
         "save": base["save"],
+        "vector_overlap": measure.get("vector_overlap"),  # the synthetic recall check
         "rebuild": {
             "total_s": rebuild["total_s"],
             "fetch_s": rebuild["fetch_s"],

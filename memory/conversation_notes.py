@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 DELETE_EVENT = "conversation_delete"
 SUPERSEDED_REASON = "superseded by a retry or an edit"
+SUPERSEDE_EVENT = "point_superseded"  # the audit row of a pinned point a retry superseded
+SUPERSEDED_TAG = "superseded"  # the tag it gets (shown in the memory browser's preview)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +30,15 @@ class PointsRemoved:
 
     forgotten: list[int]
     pinned_kept: int
+
+
+@dataclass(frozen=True, slots=True)
+class PointsSuperseded:
+    """What a retry or an edit did to the points of one superseded message."""
+
+    forgotten: list[int]  # unpinned: gone
+    tagged: list[int]  # pinned: kept, tagged `superseded`
+    kept: list[int]  # pinned, holding the user message sent again: left as they are
 
 
 class ConversationNotes:
@@ -72,15 +83,40 @@ class ConversationNotes:
         )
         return PointsRemoved(forgotten, pinned)
 
-    def forget_message_points(self, conversation_id: str, role: str, text: str) -> list[int]:
-        """Forget the unpinned points that hold exactly this message of this conversation
-        (a superseded user message or reply: its replacement gets its own point)."""
+    def supersede_message_points(
+        self, conversation_id: str, role: str, text: str, *, sent_again: str | None = None
+    ) -> PointsSuperseded:
+        """What a retry or an edit does to the points that hold a superseded message of this
+        conversation. Unpinned ones are forgotten (the new turn saves its own: replaced, not
+        duplicated). A pinned one stays pinned — the pin is the user's own act, and it does
+        not move to the new reply, a text the user never chose — tagged `superseded` with a
+        `point_superseded` audit row. `sent_again`: the user message the turn sends next; a
+        pinned user point holding exactly it is left as it is, and the save filter is told
+        it is saved, so the new turn does not save the same text a second time."""
         stored = mask_secrets(text).strip()
-        self.store.filter.forget_saved(role, stored, conversation_id)
-        digest = content_hash(stored)
-        gone = []
-        for point in self.store.points.find_by_hash(digest):
-            mine = point.conversation_id == conversation_id and point.role == role
-            if mine and not point.pinned and self.store.forget(point.id, reason=SUPERSEDED_REASON):
-                gone.append(point.id)
-        return gone
+        again = sent_again is not None and mask_secrets(sent_again).strip() == stored
+        mine = [
+            point
+            for point in self.store.points.find_by_hash(content_hash(stored))
+            if point.conversation_id == conversation_id and point.role == role
+        ]
+        pinned = [point.id for point in mine if point.pinned]
+        kept = pinned if role == "user" and again else []
+        if kept:
+            self.store.filter.record_saved(role, stored, conversation_id)
+        else:
+            self.store.filter.forget_saved(role, stored, conversation_id)
+        gone = [
+            point.id
+            for point in mine
+            if not point.pinned and self.store.forget(point.id, reason=SUPERSEDED_REASON)
+        ]
+        tagged = [] if kept else self.records.tag_points(pinned, SUPERSEDED_TAG)
+        for point_id in tagged:
+            self.store.points.record_event(
+                SUPERSEDE_EVENT,
+                point_id=point_id,
+                reason=SUPERSEDED_REASON,
+                detail=json.dumps({"conversation_id": conversation_id, "role": role}),
+            )
+        return PointsSuperseded(gone, tagged, kept)

@@ -21,7 +21,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from store import meta, point_reads
+from store import meta, point_reads, point_sizes
 from store.database import Database
 from store.vector_index_file import index_identity
 
@@ -76,3 +76,4 @@ def record_space(db: Database, model: str, dim: int) -> None:
     with db.transaction() as cur:
         meta.put(cur, META_EMBED_MODEL, model)
         meta.put(cur, META_EMBED_DIM, str(dim))
+        point_sizes.forget(cur, model)  # vectors of another size may be left: check again

@@ -11,12 +11,13 @@ from typing import Literal
 Headroom = Literal["ok", "warn", "critical"]
 
 ENGINE_BYTES = 35 * 2**20  # DuckDB and usearch once loaded (measured: bench/memory_scale.py)
-# The word index's flat-array mirror plus what DuckDB keeps after loading it and after reads
-# of the tables (docs/memory-scale.md): fitted at 1k, 10k and 100k points, within 12 %.
-LEXICAL_BASE_BYTES = 17 * 2**20
-LEXICAL_DOC_BYTES = 560
-LEXICAL_POSTING_BYTES = 16  # 10 in the mirror's arrays + DuckDB's share
-
+# The word index's share: its in-memory mirror plus what DuckDB keeps of the tables after
+# loading it and after reads (docs/memory-scale.md, "Refitting the estimate"). Refit these
+# three after a change to the word index: they were fitted on 1k, 10k and 100k points (issue
+# 18, after the vector column stopped being read at open): within 12 % of the RSS growth.
+LEXICAL_BASE_BYTES = 22 * 2**20
+LEXICAL_DOC_BYTES = 200
+LEXICAL_POSTING_BYTES = 12  # ~10 in the mirror's arrays + DuckDB's share
 
 FIXED_BYTES = ENGINE_BYTES + LEXICAL_BASE_BYTES  # an open memory, before its first point
 
@@ -33,11 +34,11 @@ def ram_estimate_bytes(
     a fixed cost paid by an open memory, empty or not, plus a cost per point.
 
     Fixed: the engine (DuckDB and usearch, 35 MiB) and the word index's base (its in-memory
-    arrays and what DuckDB keeps of its tables, 17 MiB). Per point: the usearch index
-    (`estimate_index_bytes`: vectors × (dim × 2 + 16 × 2 × 4 + 140) + 512 KiB), 560 B a
-    document + 16 B a posting in the word index, and the stored text (payload). Measured:
-    1.11 of the RSS growth at 1k points, 0.88 at 10k, 1.04–1.12 at 100k. An empty store used
-    to read ~0 and jump by the whole fixed cost at its first point (issue 16).
+    arrays and what DuckDB keeps of its tables, 22 MiB). Per point: the usearch index
+    (`estimate_index_bytes`: vectors × (dim × 2 + 16 × 2 × 4 + 140) + 512 KiB), 200 B a
+    document + 12 B a posting in the word index, and the stored text (payload). Measured
+    (issue 18): 1.11 of the RSS growth at 1k points, 0.94 at 10k, 1.04 at 100k. An empty
+    store used to read ~0 and jump by the whole fixed cost at its first point (issue 16).
     """
     from store.vector_index import estimate_index_bytes  # usearch: not on the settings' path
 

@@ -136,7 +136,7 @@ class MemoryStore:
         self.pins.set_vectors(
             point_reads.vectors_of(self.db, sorted(self.pins.ids), self.config.embed_model)
         )
-        if self.pins.ids:  # that read cached most blocks of the vectors: 312 MB at 100k
+        if self.pins.ids:  # what that read cached of the vector column (13 MB at 100k)
             with self.db.cursor() as cur:
                 buffer_pool.drop_cached_blocks(cur)
         if not self.read_only:
@@ -162,6 +162,7 @@ class MemoryStore:
                 if not self._closing:
                     self.lexical.load(cur, stop=lambda: self._closing)
                     self.lexical_ready = True
+                    buffer_pool.drop_cached_blocks(cur)  # the tables it read: 14 MB at 100k
                     self.lexical.save_file()  # lexical.idx, when missing or stale
         except Exception:
             if self._closing:

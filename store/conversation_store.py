@@ -1,5 +1,7 @@
 """The `conversations` table (schema v5): what a user sets on a conversation — its title and
-its own system prompt. The one home of its SQL; the messages stay in the daily logs."""
+its own system prompt. The one home of its SQL, and of what a conversation's edits do to its
+points' rows (their ids; a tag on a pinned point a retry superseded). The messages stay in
+the daily logs."""
 
 from __future__ import annotations
 
@@ -66,3 +68,16 @@ class ConversationStore:
                 [conversation_id, pinned],
             ).fetchall()
         return [int(row[0]) for row in rows]
+
+    def tag_points(self, point_ids: list[int], tag: str) -> list[int]:
+        """Add `tag` to these points' tags (once); the ids that exist."""
+        if not point_ids:
+            return []
+        marks = ", ".join("?" for _ in point_ids)
+        with self.db.transaction() as cur:
+            rows = cur.execute(
+                "UPDATE points SET tags = CASE WHEN list_contains(tags, ?) THEN tags "
+                f"ELSE list_append(tags, ?) END WHERE id IN ({marks}) RETURNING id",
+                [tag, tag, *point_ids],
+            ).fetchall()
+        return sorted(int(row[0]) for row in rows)

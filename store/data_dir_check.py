@@ -30,8 +30,8 @@ from store.private_files import (
 )
 
 # The names Straylight keeps in a data dir (their owners: data_dir_lock, longterm_file,
-# database, vector_upkeep, lexical_file, the log setup). Files only: `conversation/` is
-# checked apart.
+# database, vector_upkeep, lexical_file, the log setup, daily_log_index). Files only:
+# `conversation/` is checked apart.
 OWN_FILES = (
     "straylight.lock",
     "longterm.md",
@@ -44,6 +44,7 @@ OWN_FILES = (
     "straylight.log.1",
     "straylight.log.2",
     "straylight.log.3",
+    "conversation-index.json",  # store/daily_log_index.py
 )
 CONVERSATION_DIR = "conversation"
 

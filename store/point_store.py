@@ -34,6 +34,7 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 
+from store import point_sizes
 from store.database import Database
 from store.lexical_index import PointWords
 from store.point_columns import point_columns, registered, tag_columns, vector_columns
@@ -423,10 +424,10 @@ class PointStore:
         another dimension."""
         sql = "SELECT id FROM points WHERE embedding IS NULL OR embed_model IS DISTINCT FROM ?"
         params: list[Any] = [model]
-        if dim is not None:
-            sql += " OR octet_length(embedding) <> ?"
-            params.append(4 * dim)
         with self.db.cursor() as cur:
+            if dim is not None and not point_sizes.checked(cur, model, dim):
+                sql += " OR octet_length(embedding) <> ?"  # reads every vector's block
+                params.append(4 * dim)
             rows = cur.execute(sql + " ORDER BY id", params).fetchall()
         return [int(row[0]) for row in rows]
 

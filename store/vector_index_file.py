@@ -2,20 +2,25 @@
 identity of the database and embedding model it was made for), written atomically
 (0600 temp file, fsync, rename, fsync the folder) and checked on load; temp files of processes
 that died mid-save are removed. `store.vector_index` keeps the index itself.
+
+The checksum is a CRC-32 since issue 18 (footer `STRAYVX3`): it finds a torn or damaged file
+as well as the SHA-256 before it (`STRAYVX1`, `STRAYVX2`: still read) did, at a third of the
+time (1.6 GB at 1M points: ~0.5 s instead of ~1.4 s). The file is read through a read-only
+mapping, checked, and handed to usearch from there: no 1.6 GB zeroed buffer and copy first.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import mmap
 import os
 import stat
 import struct
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final, Literal
-
-from usearch.compiled import MetricKind, ScalarKind
-from usearch.index import Index
 
 from store.private_files import FILE_MODE, ensure_private_dir, fsync_dir, open_private, write_all
 
@@ -25,8 +30,11 @@ _FOOTER_MAGIC: Final = b"STRAYVX1"  # length, checksum
 _FOOTER: Final = struct.Struct("<8sQ32s")
 _IDENTITY_MAGIC: Final = b"STRAYVX2"  # length, checksum, identity
 _IDENTITY_FOOTER: Final = struct.Struct("<8sQ32s32s")
+_CRC_MAGIC: Final = b"STRAYVX3"  # length, CRC-32, identity (written since issue 18)
+_CRC_FOOTER: Final = struct.Struct("<8sQI32s")
 NO_IDENTITY: Final = bytes(32)
-SCALAR_KINDS: Final[dict[str, ScalarKind]] = {"f16": ScalarKind.F16, "f32": ScalarKind.F32}
+# dtype -> the name of usearch's ScalarKind (usearch itself is imported when a file is read)
+SCALAR_KINDS: Final[dict[str, str]] = {"f16": "F16", "f32": "F32"}
 
 
 class IndexFileError(Exception):
@@ -41,8 +49,7 @@ def index_identity(database_id: str, embed_model: str) -> bytes:
 
 
 def _encode(payload: bytes | bytearray, identity: bytes) -> bytes:
-    digest = hashlib.sha256(payload).digest()
-    return _IDENTITY_FOOTER.pack(_IDENTITY_MAGIC, len(payload), digest, identity)
+    return _CRC_FOOTER.pack(_CRC_MAGIC, len(payload), zlib.crc32(payload), identity)
 
 
 def read_index_payload(path: Path) -> bytearray:
@@ -51,8 +58,17 @@ def read_index_payload(path: Path) -> bytearray:
 
 
 def read_index_file(path: Path) -> tuple[bytearray, bytes]:
-    """The usearch bytes of a file written by `VectorIndex.save` and the identity it carries
-    (`NO_IDENTITY` for a file written before identities); IndexFileError if unusable."""
+    """The usearch bytes of a file written by `VectorIndex.save` (a copy) and the identity it
+    carries (`NO_IDENTITY` for a file written before identities); IndexFileError if unusable."""
+    with mapped_index_file(path) as (payload, identity):
+        return bytearray(payload), identity
+
+
+@contextlib.contextmanager
+def mapped_index_file(path: Path) -> Iterator[tuple[memoryview, bytes]]:
+    """The usearch bytes of a file written by `VectorIndex.save`, checked, as a read-only
+    view of the file for the block's time, and the identity it carries; IndexFileError if
+    unusable. The view must not outlive the block."""
     with os.fdopen(open_private(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             raise IndexFileError("not a regular file")
@@ -61,28 +77,54 @@ def read_index_file(path: Path) -> tuple[bytearray, bytes]:
             raise IndexFileError("empty file")
         if size < _FOOTER.size:
             raise IndexFileError(f"truncated or not an index ({size} bytes)")
-        identity, footer = NO_IDENTITY, _FOOTER.size
-        f.seek(size - _FOOTER.size)
-        magic, length, digest = _FOOTER.unpack(f.read(_FOOTER.size))
-        if magic != _FOOTER_MAGIC and size >= _IDENTITY_FOOTER.size:
-            footer = _IDENTITY_FOOTER.size
-            f.seek(size - footer)
-            magic, length, digest, identity = _IDENTITY_FOOTER.unpack(f.read(footer))
-            magic = _FOOTER_MAGIC if magic == _IDENTITY_MAGIC else magic
-        if magic != _FOOTER_MAGIC:
-            raise IndexFileError("no checksum footer: truncated, or not written by VectorIndex")
-        if length != size - footer:
-            raise IndexFileError(f"length mismatch: footer says {length}, file has {size}")
-        f.seek(0)
-        payload = bytearray(length)
-        if f.readinto(payload) != length:
-            raise IndexFileError("file shrank while being read")
-    if hashlib.sha256(payload).digest() != digest:
-        raise IndexFileError("checksum mismatch: the file is corrupt")
-    return payload, identity
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        whole = memoryview(mapped)
+        try:
+            length, check, identity = _footer(whole)
+            payload = whole[:length]
+            try:
+                if not check(payload):
+                    raise IndexFileError("checksum mismatch: the file is corrupt")
+                yield payload, identity
+            finally:
+                payload.release()
+        finally:
+            whole.release()
+    finally:
+        with contextlib.suppress(BufferError):  # a view still held: unmapped when it is freed
+            mapped.close()
 
 
-def check_header(payload: bytearray, ndim: int, dtype: IndexDType) -> None:
+def _footer(whole: memoryview) -> tuple[int, Callable[[memoryview], bool], bytes]:
+    """(payload length, its checksum test, identity) from the footer of a mapped file."""
+    size = len(whole)
+    if size >= _CRC_FOOTER.size:
+        magic, length, crc, identity = _CRC_FOOTER.unpack(whole[size - _CRC_FOOTER.size :])
+        if magic == _CRC_MAGIC:
+            _check_length(length, size - _CRC_FOOTER.size)
+            return length, lambda payload: zlib.crc32(payload) == crc, identity
+    identity, footer = NO_IDENTITY, _FOOTER.size
+    magic, length, digest = _FOOTER.unpack(whole[size - footer :])
+    if magic != _FOOTER_MAGIC and size >= _IDENTITY_FOOTER.size:
+        footer = _IDENTITY_FOOTER.size
+        magic, length, digest, identity = _IDENTITY_FOOTER.unpack(whole[size - footer :])
+        magic = _FOOTER_MAGIC if magic == _IDENTITY_MAGIC else magic
+    if magic != _FOOTER_MAGIC:
+        raise IndexFileError("no checksum footer: truncated, or not written by VectorIndex")
+    _check_length(length, size - footer)
+    return length, lambda payload: hashlib.sha256(payload).digest() == digest, identity
+
+
+def _check_length(length: int, expected: int) -> None:
+    if length != expected:
+        raise IndexFileError(f"length mismatch: footer says {length}, file has {expected}")
+
+
+def check_header(payload: bytes | bytearray | memoryview, ndim: int, dtype: IndexDType) -> None:
+    from usearch.compiled import MetricKind
+    from usearch.index import Index
+
     try:
         meta = Index.metadata(payload)
     except (ValueError, RuntimeError) as exc:
@@ -93,7 +135,7 @@ def check_header(payload: bytearray, ndim: int, dtype: IndexDType) -> None:
         raise IndexFileError(f"ndim {meta['dimensions']} in file, expected {ndim}")
     if meta["kind_metric"] != MetricKind.Cos:
         raise IndexFileError(f"metric {meta['kind_metric'].name} in file, expected Cos")
-    if meta["kind_scalar"] != SCALAR_KINDS[dtype]:
+    if meta["kind_scalar"].name != SCALAR_KINDS[dtype]:
         raise IndexFileError(f"dtype {meta['kind_scalar'].name} in file, expected {dtype}")
 
 

@@ -180,12 +180,12 @@ async def test_a_refusal_of_tools_is_retried_without_them_and_remembered(
     engine: TurnEngine, standin: OllamaStandIn
 ) -> None:
     standin.set_models([MODEL, "nomic-embed-text"], capabilities={MODEL: ("completion",)})
-    engine._tool_support[MODEL] = True  # as if /api/show had not said
+    engine.tools.support[MODEL] = True  # as if /api/show had not said
     standin.script_reply("Hello!")
     events = await turn(engine, "hello")
     finished = [e for e in events if isinstance(e, ReplyFinished)]
     assert finished and finished[0].text == "Hello!"
-    assert engine._tool_support[MODEL] is False
+    assert engine.tools.support[MODEL] is False
 
 
 async def test_a_reported_success_becomes_a_candidate_not_a_fact(

@@ -194,6 +194,77 @@ async def test_retry_supersedes_the_reply_and_replaces_its_point(
         assert FIRST not in sent and sent.count(QUESTION) == 1 and SECOND in sent
 
 
+def pinned_points(app: StraylightApp) -> list[tuple[str, str, tuple[str, ...]]]:
+    assert app.engine.memory is not None
+    store = app.engine.memory.store
+    return sorted((p.role, p.content, p.tags) for p in store.points.list_points() if p.pinned)
+
+
+def pin(app: StraylightApp, role: str, text: str) -> None:
+    assert app.engine.memory is not None
+    store = app.engine.memory.store
+    point = next(p for p in store.points.list_points() if (p.role, p.content) == (role, text))
+    assert store.set_pinned(point.id, True)
+
+
+async def test_retry_keeps_a_pinned_reply_pinned_and_tags_it_superseded(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        standin.script_reply(FIRST)
+        await send(pilot, app, QUESTION, 1)
+        pin(app, "assistant", FIRST)
+        pin(app, "user", QUESTION)
+        standin.script_reply(SECOND)
+        await send_line(pilot, app, "/retry")
+        await exchange_shown(pilot, app, QUESTION, SECOND)
+        # the pinned reply stays pinned, marked; the pin does not move to the new reply;
+        # the pinned question, sent again unchanged, is neither marked nor saved twice
+        assert pinned_points(app) == sorted(
+            [("assistant", FIRST, ("superseded",)), ("user", QUESTION, ())]
+        )
+        assert points_of(app) == sorted(
+            [("user", QUESTION), ("assistant", FIRST), ("assistant", SECOND)]
+        )
+        assert app.engine.memory is not None
+        superseded = app.engine.memory.store.points.audit_events(event="point_superseded")
+        assert len(superseded) == 1 and superseded[0].reason == "superseded by a retry or an edit"
+        # retried again: the unpinned SECOND goes, the pinned FIRST stays as it was
+        standin.script_reply("A third answer about bread flour and the gluten it brings along.")
+        await send_line(pilot, app, "/retry")
+        await exchange_shown(
+            pilot, app, QUESTION, "A third answer about bread flour and the gluten it brings along."
+        )
+        assert ("assistant", SECOND) not in points_of(app)
+        assert ("assistant", FIRST, ("superseded",)) in pinned_points(app)
+
+
+async def test_an_edit_tags_the_pinned_question_it_replaces(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        standin.script_reply(FIRST)
+        await send(pilot, app, QUESTION, 1)
+        pin(app, "user", QUESTION)
+        box = app.query_one(ChatInput)
+        box.focus()
+        await pilot.press("up")
+        await wait_until(pilot, lambda: box.text == QUESTION, what="the last message back")
+        await type_text(pilot, " Short please.")
+        edited = QUESTION + " Short please."
+        standin.script_reply(SECOND)
+        await pilot.press("enter")
+        await exchange_shown(pilot, app, edited, SECOND)
+        assert pinned_points(app) == [("user", QUESTION, ("superseded",))]
+        assert points_of(app) == sorted(
+            [("user", QUESTION), ("user", edited), ("assistant", SECOND)]
+        )
+
+
 async def test_retry_with_nothing_to_retry_says_so(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

@@ -517,3 +517,32 @@ print(json.dumps({"rss": rss() - before, "memory_usage": index.memory_usage}))
     assert abs(estimate - measured["rss"]) <= 0.25 * measured["rss"], (estimate, measured)
     assert estimate <= measured["memory_usage"] <= 2.2 * estimate, (estimate, measured)
     assert estimate_index_bytes(10_000, 768, "f32", 16) > estimate
+
+
+def test_a_file_with_the_older_sha256_footer_still_loads(tmp_path: Path) -> None:
+    import hashlib
+    import struct
+
+    good_index, data = saved_index(tmp_path)
+    payload = good_index._index.save()
+    identity = bytes(range(32))
+    old_footer = struct.pack(
+        "<8sQ32s32s", b"STRAYVX2", len(payload), hashlib.sha256(payload).digest(), identity
+    )
+    good_index.path.write_bytes(bytes(payload) + old_footer)
+    index = VectorIndex(good_index.path, NDIM, identity=identity)
+    assert index.open() == "in_sync", index.reason
+    assert index.search(data[3], 1)[0][0] == 3
+    damaged = bytearray(payload)
+    damaged[len(damaged) // 2] ^= 0xFF
+    good_index.path.write_bytes(bytes(damaged) + old_footer)
+    assert VectorIndex(good_index.path, NDIM, identity=identity).open() == "stale"
+
+
+def test_sorted_unique_is_numpys_unique() -> None:
+    from store.vector_index import sorted_unique
+
+    rng = np.random.default_rng(4)
+    for size in (0, 1, 2, 50, 5000):
+        keys = rng.integers(0, 300, size).astype(np.uint64)
+        assert np.array_equal(sorted_unique(keys), np.unique(keys))

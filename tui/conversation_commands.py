@@ -4,9 +4,10 @@ message (Up in an empty message box, or e on the selected message).
 `/title` and `/system` keep their values in the `conversations` table (memory/
 conversation_notes.py). A retry or an edit takes the last exchange back: the last user
 message and its reply are marked superseded in the daily log (store/daily_log_rewrite.py),
-their memory points are forgotten (the new turn saves its own: replaced, not duplicated), and
-the turn runs again with the same or the edited text. Files and the database are touched in
-threads, never on the event loop.
+their unpinned memory points are forgotten (the new turn saves its own: replaced, not
+duplicated) and a pinned one is kept, tagged `superseded`, and the turn runs again with the
+same or the edited text. Files and the database are touched in threads, never on the event
+loop.
 """
 
 from __future__ import annotations
@@ -91,16 +92,20 @@ async def _system(chat: ChatScreen, notes: ConversationNotes, argument: str) -> 
         )
 
 
-def _take_back(chat: ChatScreen) -> list[LogMessage]:
-    """In a thread: the last exchange marked superseded in the log, its points forgotten."""
+def _take_back(chat: ChatScreen, new_text: str | None) -> list[LogMessage]:
+    """In a thread: the last exchange marked superseded in the log, its unpinned points
+    forgotten, its pinned ones tagged `superseded` (memory/conversation_notes.py)."""
     from store.daily_log_rewrite import supersede_last_exchange
 
     cid = chat.conversation_id
     taken = supersede_last_exchange(chat.engine.daily_log, cid)
     notes = _notes(chat)
-    if notes is not None:
+    if notes is not None and taken:
+        sent_again = taken[0].content if new_text is None else new_text
         for message in taken:
-            notes.forget_message_points(cid, message.role, message.content)
+            notes.supersede_message_points(
+                cid, message.role, message.content, sent_again=sent_again
+            )
     return taken
 
 
@@ -113,7 +118,7 @@ async def retry_last(chat: ChatScreen, new_text: str | None = None) -> bool:
     chat.replying = True  # no other turn starts while the log is rewritten
     try:
         await chat.engine.drain(timeout=30)  # the last turn's points are saved: then replaced
-        taken = await asyncio.to_thread(_take_back, chat)
+        taken = await asyncio.to_thread(_take_back, chat, new_text)
     except Exception as error:
         chat.replying = False
         log.exception("taking back the last exchange failed")

@@ -1,8 +1,10 @@
 """Layer 1 seen as conversations: the daily logs grouped by day and conversation id.
 
 Pure (no Textual), so the Conversations screen can run it in a worker thread and tests can
-call it directly. Reading is lazy by day: `iter_day_summaries` parses one day file at a time,
-newest first, so a caller can show the newest days while older ones are still being read.
+call it directly. The list and the screen's day index come from the logs' summary file
+(store/daily_log_index.py): a day file is parsed again only when it changed since it was
+summarized, one file at a time, newest first for the screen, so the newest days show while
+older changed ones are still being read.
 
 A conversation that spans midnight (or that was continued days later) appears under every
 day it has messages in; `load_conversation` gathers all of its messages, oldest first.
@@ -11,12 +13,14 @@ day it has messages in; `load_conversation` gathers all of its messages, oldest 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from store.clock import format_instant
 from store.conversation_id import start_date
 from store.daily_log import SUPERSEDED, DailyLog, LogMessage
+from store.daily_log_index import DailyLogIndex, DayConversation, DayEntry
 from tui.display_text import ellipsize, first_line
 
 # Statuses that mean a message did not arrive whole: shown with a warning mark.
@@ -82,11 +86,18 @@ def summarize_messages(day: date, messages: list[LogMessage]) -> DaySummary:
             continue
         groups.setdefault(message.conversation_id, []).append(message)
     summaries = [summarize_conversation(day, cid, group) for cid, group in groups.items()]
-    # Newest first; a conversation without any time sorts after the timed ones, in file order.
+    return DaySummary(day=day, conversations=_latest_started_first(summaries))
+
+
+def _latest_started_first(
+    summaries: list[ConversationSummary],
+) -> tuple[ConversationSummary, ...]:
+    """Newest first; a conversation without any time sorts after the timed ones, in file
+    order."""
     order = sorted(
         range(len(summaries)), key=lambda i: (_start_key(summaries[i]), -i), reverse=True
     )
-    return DaySummary(day=day, conversations=tuple(summaries[i] for i in order))
+    return tuple(summaries[i] for i in order)
 
 
 def summarize_day(daily_log: DailyLog, day: date) -> DaySummary:
@@ -95,15 +106,36 @@ def summarize_day(daily_log: DailyLog, day: date) -> DaySummary:
 
 
 def iter_day_summaries(daily_log: DailyLog) -> Iterator[DaySummary]:
-    """Every day that has messages, newest first, reading one file per step."""
-    for day in reversed(daily_log.days()):
-        summary = summarize_day(daily_log, day)
-        if summary.conversations:
-            yield summary
+    """Every day that has messages, newest first, from the logs' summary file
+    (store/daily_log_index.py): only a day file that changed since it was summarized is
+    read again, one file per step."""
+    with closing(DailyLogIndex(daily_log).entries(newest_first=True)) as entries:
+        for entry in entries:
+            summary = _day_summary(entry)
+            if summary.conversations:
+                yield summary
+
+
+def _day_summary(entry: DayEntry) -> DaySummary:
+    """A day's summary from its index entry: what `summarize_messages` makes of the file."""
+    summaries = [
+        ConversationSummary(
+            day=entry.day,
+            conversation_id=row.conversation_id,
+            started=row.started,
+            ended=row.ended,
+            message_count=row.messages,
+            first_line=trim_line(row.first_user_line),
+            models=row.models,
+            statuses=row.statuses,
+        )
+        for row in entry.conversations
+    ]
+    return DaySummary(day=entry.day, conversations=_latest_started_first(summaries))
 
 
 def conversation_index(daily_log: DailyLog) -> list[DaySummary]:
-    """All days with their conversations, newest day first (reads every day file)."""
+    """All days with their conversations, newest day first."""
     return list(iter_day_summaries(daily_log))
 
 
@@ -199,44 +231,54 @@ class ConversationInfo:
 
 def list_conversations(daily_log: DailyLog, titles: dict[str, str]) -> list[ConversationInfo]:
     """Every conversation of the logs (superseded messages left out), the one written to last
-    first; `titles` are the ones users set, by id."""
-    found: dict[str, list[tuple[date, LogMessage]]] = {}
-    for day in daily_log.days():
-        for message in daily_log.read_day(day):
-            if message.status != SUPERSEDED:
-                found.setdefault(message.conversation_id, []).append((day, message))
-    infos = [_info(cid, entries, titles.get(cid)) for cid, entries in found.items()]
+    first; `titles` are the ones users set, by id. Built from the logs' summary file: a
+    day file is read again only when it changed since (store/daily_log_index.py)."""
+    found: dict[str, list[tuple[date, DayConversation]]] = {}
+    with closing(DailyLogIndex(daily_log).entries()) as entries:
+        for entry in entries:
+            for row in entry.conversations:
+                found.setdefault(row.conversation_id, []).append((entry.day, row))
+    infos = [_info_from_rows(cid, rows, titles.get(cid)) for cid, rows in found.items()]
     return sorted(
         infos, key=lambda i: i.last.timestamp() if i.last else float("-inf"), reverse=True
     )
 
 
-def conversation_info(daily_log: DailyLog, conversation_id: str) -> ConversationInfo | None:
-    """One conversation's row (its proposed title), reading only the day files that can hold
-    it (`days_from_start`); None when no live message of it is found."""
-    entries = [
-        (day, m)
-        for day in days_from_start(daily_log, conversation_id)
-        for m in daily_log.read_day(day)
-        if m.conversation_id == conversation_id and m.status != SUPERSEDED
-    ]
-    return _info(conversation_id, entries, None) if entries else None
-
-
-def _info(
-    conversation_id: str, entries: list[tuple[date, LogMessage]], title: str | None
+def _info_from_rows(
+    conversation_id: str, rows: list[tuple[date, DayConversation]], title: str | None
 ) -> ConversationInfo:
-    messages = [m for _day, m in entries]
-    times = [m.time for m in messages if m.time is not None]
-    first_user = next((m.content for m in messages if m.role == "user" and m.content.strip()), "")
-    models = [m.model for m in messages if m.model]
+    """One conversation's row from its days' summary rows (oldest day first): the times,
+    message counts and models of its live messages, the title proposed from its first user
+    message unless one was set."""
+    starts = [row.started for _day, row in rows if row.started is not None]
+    ends = [row.ended for _day, row in rows if row.ended is not None]
+    first_user = next((row.first_user_line for _day, row in rows if row.first_user_line), "")
+    models = [row.last_model for _day, row in rows if row.last_model]
     return ConversationInfo(
         conversation_id=conversation_id,
         title=title or propose_title(first_user),
         title_set=bool(title),
-        started=min(times) if times else None,
-        last=max(times) if times else None,
-        messages=len(messages),
+        started=min(starts) if starts else None,
+        last=max(ends) if ends else None,
+        messages=sum(row.messages for _day, row in rows),
         model=models[-1] if models else None,
-        days=tuple(dict.fromkeys(day for day, _m in entries)),
+        days=tuple(day for day, _row in rows),
     )
+
+
+def conversation_info(daily_log: DailyLog, conversation_id: str) -> ConversationInfo | None:
+    """One conversation's row (its proposed title) from the logs' summary, counting only the
+    day files that can hold it (those of `days_from_start`); None when no live message of
+    it is found."""
+    started = start_date(conversation_id)
+    earliest = started - timedelta(days=1) if started is not None else date.min
+    rows: list[tuple[date, DayConversation]] = []
+    with closing(DailyLogIndex(daily_log).entries()) as entries:
+        for entry in entries:
+            if entry.day >= earliest:
+                rows.extend(
+                    (entry.day, row)
+                    for row in entry.conversations
+                    if row.conversation_id == conversation_id
+                )
+    return _info_from_rows(conversation_id, rows, None) if rows else None

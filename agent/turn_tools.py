@@ -1,0 +1,159 @@
+"""Layer 4 and the model's capabilities inside one turn, for the engine (agent/turn.py): the
+known facts a prompt carries, whether a model gets the memory tools and `think`, one tool
+round (caps, the user's approval of a `memory_write`), and what follows a complete reply
+(candidates from success events, the capability facts the next prompt must carry).
+agent/turn_facts.py does the fact work; this keeps the per-engine state around it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+from agent import turn_facts
+from agent.fact_tools import TOOL_SPECS
+from agent.ollama_gateway import OllamaGateway, ToolCall
+from agent.settings import Settings
+from agent.turn_events import (
+    ApprovalRequested,
+    CandidatesProposed,
+    CapabilityReminder,
+    LimitNotice,
+    ToolUsed,
+    TurnEvent,
+)
+from agent.turn_facts import ToolOutcome
+from agent.turn_limits import TurnLimits
+
+if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before the first frame
+    from memory.fact_drawer import FactDrawer, InjectedFacts
+    from store.fact_store import Candidate, Fact
+
+log = logging.getLogger("straylight.turn")
+
+
+class TurnTools:
+    """The fact drawer's part of a turn: facts in, tools offered and run, checks after."""
+
+    def __init__(
+        self,
+        settings: Callable[[], Settings],
+        gateway: OllamaGateway,
+        drawer: Callable[[], FactDrawer | None],
+    ) -> None:
+        self._settings = settings  # the engine's, read when used (it may be replaced)
+        self.gateway = gateway
+        self._drawer_now = drawer  # the memory opens after the first frame
+        self.carry: list[Fact] = []  # capability facts the next prompt must carry
+        self.support: dict[str, bool] = {}  # model → offered tools (asked once per model)
+
+    async def inject_facts(
+        self, text: str, query_vector: list[float] | None
+    ) -> InjectedFacts | None:
+        drawer = self._drawer_now()
+        if drawer is None:
+            return None
+        carry, self.carry = self.carry, []
+        try:
+            return await asyncio.to_thread(drawer.for_prompt, text, query_vector, carry=carry)
+        except Exception:
+            log.exception("fact injection failed; the turn goes on without known facts")
+            return None
+
+    async def tools_for(self, model: str) -> list[dict[str, Any]] | None:
+        """The memory tools, if enabled, the drawer is open and the model supports tools
+        (asked once per model through /api/show; a refusal is remembered too)."""
+        if not self._settings().facts.tools or self._drawer_now() is None:
+            return None
+        supported = self.support.get(model)
+        if supported is None:
+            capabilities = await self.gateway.capabilities(model)
+            supported = capabilities is None or "tools" in capabilities
+            self.support[model] = supported
+        return TOOL_SPECS if supported else None
+
+    async def think_for(self, model: str, think: bool | str | None) -> bool | str | None:
+        """The `think` field for `model`: the setting, sent only when it is set and the
+        model's capabilities contain `thinking` (Ollama refuses it otherwise)."""
+        if think is None:
+            return None
+        capabilities = await self.gateway.capabilities(model)
+        return think if capabilities is not None and "thinking" in capabilities else None
+
+    async def tool_round(
+        self,
+        calls: list[ToolCall],
+        text: str,
+        messages: list[dict[str, Any]],
+        limits: TurnLimits,
+        query_vector: list[float] | None,
+        conversation_id: str,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """Run the calls of one tool round that the caps admit (the others are named, and
+        the model is told once) and add the round to `messages`."""
+        admitted, capped = limits.admit(calls)
+        if capped:
+            yield LimitNotice(capped)
+        messages.append(
+            {
+                "role": "assistant",
+                "content": text,
+                "tool_calls": [
+                    {"function": {"name": c.name, "arguments": c.arguments}} for c in admitted
+                ],
+            }
+        )
+        for call in admitted:
+            step = await self._run_tool(call, query_vector, conversation_id)
+            if not isinstance(step, ToolOutcome):  # a candidate: the user decides
+                request = ApprovalRequested(step)
+                yield request  # the consumer answers before it asks for more
+                step = await turn_facts.decide(self._drawer(), step, request.approval)
+            yield step.used
+            if step.proposed:
+                yield CandidatesProposed(step.proposed)
+            messages.append({"role": "tool", "content": step.result, "tool_name": call.name})
+        if capped:  # told once, in the place of the calls that did not run
+            name = calls[len(admitted)].name
+            messages.append(
+                {"role": "tool", "content": json.dumps({"error": capped}), "tool_name": name}
+            )
+
+    async def _run_tool(
+        self, call: ToolCall, query_vector: list[float] | None, conversation_id: str
+    ) -> ToolOutcome | Candidate:
+        drawer = self._drawer_now()
+        if drawer is None:  # tools are only offered with a drawer; be safe anyway
+            return ToolOutcome(
+                '{"error": "the fact drawer is not available"}', ToolUsed(call.name, ""), []
+            )
+        return await turn_facts.run_tool(drawer, call, query_vector, conversation_id)
+
+    def _drawer(self) -> FactDrawer:
+        drawer = self._drawer_now()
+        assert drawer is not None  # a candidate came from it
+        return drawer
+
+    async def after_reply(
+        self,
+        user_text: str,
+        reply: str,
+        conversation_id: str,
+        used: tuple[list[Fact], list[tuple[int, str]]],
+    ) -> AsyncIterator[TurnEvent]:
+        """Candidates from success events, and the capability facts the reply forgot (the
+        next prompt carries them)."""
+        drawer = self._drawer_now()
+        if drawer is None:
+            return
+        proposed, reminder = await turn_facts.check_reply(
+            drawer, user_text, reply, conversation_id, used
+        )
+        if proposed:
+            yield CandidatesProposed(proposed)
+        if reminder:
+            self.carry = reminder
+            yield CapabilityReminder(reminder)
