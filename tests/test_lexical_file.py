@@ -224,3 +224,18 @@ def test_the_store_writes_the_file_and_the_next_open_maps_it(tmp_path):
         assert {hit.id for hit in hits.hits} >= {second}
     finally:
         store.close()
+
+
+def test_a_re_indexed_point_is_compacted_into_the_file(tmp_path, con):
+    """A point indexed again takes a new slot out of id order: the file is written compacted."""
+    path = written(tmp_path, con)
+    cache = cache_of(path, con)
+    add(con, {4: "alpha rewritten entirely", 7: "gamma7 once more"}, cache=cache)
+    li.remove_point(con, 9, cache=cache)
+    same(con, cache, "rewritten gamma7")
+    assert cache.save_file(force=True)
+    reopened = cache_of(path, con)
+    assert reopened.loaded_from == "file" and reopened.stats["diffs"] == 0
+    assert reopened._index.slot_count == reopened.doc_count == 59  # no dead slot kept
+    for query in (*QUERIES, "rewritten", "gamma7 once"):
+        same(con, reopened, query)
