@@ -51,6 +51,7 @@ from memory.settings_models import MemoryConfig
 from store import buffer_pool, lexical_index, meta, point_reads
 from store.clock import Clock
 from store.database import Cursor, Database, database_path, open_database
+from store.lexical_file import LEXICAL_FILENAME
 from store.lexical_index import LexicalCache
 from store.point_store import NewPoint, PointStore
 from store.vector_upkeep import INDEX_FILENAME, VectorKeeper
@@ -100,7 +101,7 @@ class MemoryStore:
         self.read_only = read_only  # a reading command: nothing in the data dir is written
         self.points = PointStore(db)
         self.filter = SaveFilter(config.save_filter)
-        self.lexical = LexicalCache()
+        self.lexical = LexicalCache(file=home / LEXICAL_FILENAME, write_file=not read_only)
         self.lexical_ready = False  # the word index's in-memory mirror is loaded
         self.vectors = VectorKeeper(home, db, config.embed_model, read_only=read_only)
         self.pins = PinnedPoints()
@@ -162,6 +163,7 @@ class MemoryStore:
                     self.lexical.load(cur, stop=lambda: self._closing)
                     self.lexical_ready = True
                     buffer_pool.drop_cached_blocks(cur)  # the tables it read: 14 MB at 100k
+                    self.lexical.save_file()  # lexical.idx, when missing or stale
         except Exception:
             if self._closing:
                 log.info("the word-index load stopped: the store is closing")
@@ -185,6 +187,10 @@ class MemoryStore:
             with contextlib.suppress(Exception):
                 loading.interrupt()
         self.wait_until_ready(timeout=30)
+        if self.lexical_ready:
+            self.lexical.save_file()  # when enough changed since it was written
+        self.lexical_ready = False
+        self.lexical.close()  # unmaps lexical.idx
         self.vectors.close()
         self.db.close()
 

@@ -30,8 +30,8 @@ from store.private_files import (
 )
 
 # The names Straylight keeps in a data dir (their owners: data_dir_lock, longterm_file,
-# database, vector_upkeep, the log setup, daily_log_index). Files only: `conversation/` is
-# checked apart.
+# database, vector_upkeep, lexical_file, the log setup, daily_log_index). Files only:
+# `conversation/` is checked apart.
 OWN_FILES = (
     "straylight.lock",
     "longterm.md",
@@ -39,6 +39,7 @@ OWN_FILES = (
     "straylight.duckdb",
     "straylight.duckdb.wal",
     "vectors.usearch",
+    "lexical.idx",
     "straylight.log",
     "straylight.log.1",
     "straylight.log.2",

@@ -15,13 +15,15 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
 
-from store import meta
+from store import lexical_topk, meta
+from store.lexical_persist import IndexFile
 from store.lexical_postings import K1 as K1  # shared with the SQL scoring in store.lexical_index
 from store.lexical_postings import B as B
 from store.lexical_postings import CompactPostings
@@ -40,6 +42,12 @@ _FINGERPRINT_SQL = (
     "SELECT count(*), coalesce(sum(length), 0), coalesce(sum(point_id), 0), "
     f"(SELECT max(value) FROM meta WHERE key = '{GENERATION_KEY}') FROM lexical_docs"
 )
+
+_QUICK_SQL = (
+    "SELECT count(*), max(point_id), "
+    f"(SELECT max(value) FROM meta WHERE key = '{GENERATION_KEY}') FROM lexical_docs"
+)
+FULL_CHECK_SECONDS = 30.0  # the full fingerprint at least this often (writes behind the cache)
 
 Fingerprint = tuple[int, int, int, str | None]
 
@@ -95,13 +103,24 @@ class LexicalCache:
     docstring for how it stays consistent with the tables.
     """
 
-    def __init__(self, analyzer: Analyzer | None = None) -> None:
+    def __init__(
+        self,
+        analyzer: Analyzer | None = None,
+        *,
+        file: Path | None = None,
+        write_file: bool = True,
+    ) -> None:
+        """`file` (`lexical.idx`): open from it when it is usable, and (`write_file`) keep it
+        written (`store.lexical_persist`); None keeps the mirror in memory only."""
         self.analyzer: Analyzer = analyzer or default_analyzer()
+        self.file = None if file is None else IndexFile(file, writable=write_file)
+        self.loaded_from: str | None = None  # "file" or "tables", as the last load did
         self._lock = threading.Lock()
         self._loaded = False
         self._index = CompactPostings()
         self._generation: str | None = None
         self._staged: dict[int, _Staged] = {}
+        self._next_full_check = 0.0  # time.monotonic() of the next full fingerprint
         self.stats: Counter[str] = Counter()  # loads, diffs, staged_applied
 
     # -- state
@@ -148,11 +167,47 @@ class LexicalCache:
     def load(
         self, con: duckdb.DuckDBPyConnection, *, stop: Callable[[], bool] | None = None
     ) -> None:
-        """(Re)build the whole cache from what is committed in `con`'s database. `stop()`
-        is asked between batches of rows: True abandons the load (LoadStopped), leaving the
-        cache empty — the store is closing, and nobody should wait for it."""
+        """(Re)build the whole cache from what is committed in `con`'s database: mapped from
+        `file` when it is usable (then changes since it was written are replayed from the
+        tables), else loaded from the tables. `stop()` is asked between batches of rows: True
+        abandons the load (LoadStopped), leaving the cache empty — the store is closing, and
+        nobody should wait for it."""
         with self._lock, _read_snapshot(con) as snapshot:
-            self._load(snapshot, stop=stop)
+            generation = meta.get(snapshot, GENERATION_KEY)
+            opened = None
+            if self.file is not None:
+                opened = self.file.open(snapshot, self.analyzer.name, generation)
+            if opened is None:
+                self._load(snapshot, stop=stop)
+                return
+            self._index, self._generation = opened, generation
+            self._loaded = True
+            self._next_full_check = 0.0  # the file may be older than the tables: diff now
+            self.loaded_from = "file"
+            self.stats["file_opens"] += 1
+            self._sync(snapshot)
+
+    def save_file(self, *, force: bool = False) -> bool:
+        """Write `file` when it is missing, stale, or `force`, or when enough changed since it
+        was written (`store.lexical_persist`); then map it in place of the arrays in memory
+        if nothing changed meanwhile. False when nothing was written (or it failed: logged)."""
+        if self.file is None:
+            return False
+        with self._lock:
+            if not self._loaded or not self.file.wanted(self._index, self.doc_count, force):
+                return False
+            snapshot = self.file.snapshot(self._index, self._generation)
+        if snapshot is None or not self.file.write(snapshot):
+            return False
+        mapped = self.file.reopen(snapshot)
+        with self._lock:
+            unchanged = self._index is snapshot.index and self._index.changes == snapshot.changes
+            if mapped is not None and unchanged:
+                self._index = mapped
+                snapshot = replace(snapshot, index=mapped, changes=0)
+                _return_freed_memory()  # the arrays just dropped were most of the heap
+            self.file.mark(snapshot)
+        return True
 
     def _load(
         self,
@@ -179,8 +234,20 @@ class LexicalCache:
         )
         self._generation = generation
         self._loaded = True
+        self._next_full_check = time.monotonic() + FULL_CHECK_SECONDS
+        self.loaded_from = "tables"
         self.stats["loads"] += 1
         _return_freed_memory()
+
+    def close(self) -> None:
+        """Forget everything, unmapping `file` (its mapping holds a descriptor): the store
+        is closing. A later `load` starts again."""
+        with self._lock:
+            self._clear()
+            self._loaded = False
+            self.loaded_from = None
+            if self.file is not None:
+                self.file.forget()
 
     def stage_add(self, point_id: int, length: int, counts: Counter[str]) -> None:
         """A write of this point is in flight; apply it once a search can see it."""
@@ -198,20 +265,30 @@ class LexicalCache:
             self._sync(snapshot)
 
     def _sync(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Catch up with what is committed: a quick check (count and highest id come from
+        DuckDB's statistics: O(1)) every time, the full fingerprint (sums over every row:
+        O(n), ~1 ms per 100k points) when the quick one or staged writes say something
+        changed, and at least every FULL_CHECK_SECONDS for writes that bypassed the cache."""
         if not self._loaded:
             self._load(con)
             return
-        count, total, id_sum, generation = con.execute(_FINGERPRINT_SQL).fetchall()[0]
+        count, max_id, generation = con.execute(_QUICK_SQL).fetchall()[0]
         if generation != self._generation:
             self._load(con, new_generation=True)
             return
         if self._index.slot_count > 2 * int(count) + 10_000:
             self._load(con)  # many removed slots: rebuild compactly
             return
-        target: Fingerprint = (int(count), int(total), int(id_sum), generation)
-        if self._staged:
+        staged = bool(self._staged)
+        if staged:
             self._apply_staged(con)
-        if self._fingerprint() != target:
+        quick = (int(count), None if max_id is None else int(max_id))
+        unchanged = quick == (self._index.doc_count, self._index.max_id())
+        if unchanged and not staged and time.monotonic() < self._next_full_check:
+            return
+        count, total, id_sum, generation = con.execute(_FINGERPRINT_SQL).fetchall()[0]
+        self._next_full_check = time.monotonic() + FULL_CHECK_SECONDS
+        if self._fingerprint() != (int(count), int(total), int(id_sum), generation):
             self._diff(con)
 
     def _apply_staged(self, con: duckdb.DuckDBPyConnection) -> None:
@@ -241,21 +318,28 @@ class LexicalCache:
                 del self._staged[pid]
 
     def _diff(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Reconcile with the tables by doc list; load postings of docs the cache lacks."""
+        """Reconcile with the tables by doc list (numpy, O(n)); load postings of docs the
+        cache lacks or holds with another length."""
         self.stats["diffs"] += 1
-        docs = {
-            int(pid): int(length)
-            for pid, length in con.execute("SELECT point_id, length FROM lexical_docs").fetchall()
-        }
-        cached = self._index.lengths()
-        for pid in [p for p in cached if p not in docs]:
+        docs = con.execute(
+            "SELECT point_id, length FROM lexical_docs ORDER BY point_id"
+        ).fetchnumpy()
+        ids = np.asarray(docs["point_id"], dtype=np.int64)
+        lengths = np.asarray(docs["length"], dtype=np.int32)
+        cached_ids, cached_lengths = self._index.live_docs()  # by point id
+        gone = cached_ids[~_members(cached_ids, ids)]
+        for pid in gone.tolist():
             self._remove_doc(pid)
-        changed = [pid for pid, length in docs.items() if cached.get(pid) != length]
-        if len(changed) > max(1000, len(docs) // 5):
+        where = np.searchsorted(cached_ids, ids)
+        same = _members(ids, cached_ids)
+        same[same] = cached_lengths[where[same]] == lengths[same]
+        changed = ids[~same].tolist()
+        if len(changed) > max(1000, len(ids) // 5):
             self._load(con)
             return
         if not changed:
             return
+        length_of = dict(zip(changed, lengths[~same].tolist(), strict=True))
         counts: dict[int, dict[str, int]] = {pid: {} for pid in changed}
         for term, pid, tf in con.execute(
             "SELECT term, point_id, tf FROM lexical_postings "
@@ -264,7 +348,7 @@ class LexicalCache:
         ).fetchall():
             counts[int(pid)][str(term)] = int(tf)
         for pid in changed:
-            self._add_doc(pid, docs[pid], counts[pid])
+            self._add_doc(pid, length_of[pid], counts[pid])
 
     # -- searching
 
@@ -305,11 +389,8 @@ class LexicalCache:
         with self._lock:
             with _read_snapshot(con) as snapshot:
                 self._sync(snapshot)
-            totals = self._totals(groups)
-            if totals is None:
-                return [], []
-            overall = self._top(totals, k, None)
-            within = self._top(totals, len(subset), list(subset)) if subset else []
+            overall = self._ranked(groups, k)
+            within = self._within(groups, list(subset)) if subset and overall else []
             return overall, within
 
     def feedback_search(
@@ -339,23 +420,42 @@ class LexicalCache:
                 weighted.append((count * idf, term))
             best = sorted(weighted, reverse=True)[:terms]
             chosen: list[tuple[str, ...]] = [(term,) for _, term in best]
-            totals = self._totals(chosen) if chosen else None
-            return [] if totals is None else self._top(totals, k, None)
+            return self._ranked(chosen, k) if chosen else []
 
     def _score(
         self, groups: list[tuple[str, ...]], k: int, wanted: list[int] | None
     ) -> list[tuple[int, float]]:
-        totals = self._totals(groups)
-        return [] if totals is None else self._top(totals, k, wanted)
+        if wanted is not None:
+            return self._within(groups, wanted)[:k]
+        return self._ranked(groups, k)
 
-    def _totals(self, groups: list[tuple[str, ...]]) -> NDArray[np.float64] | None:
-        """BM25 of every doc slot for the query; None when no term matches."""
-        return self._index.totals(groups)
+    def _ranked(self, groups: list[tuple[str, ...]], k: int) -> list[tuple[int, float]]:
+        """The top `k` (`store.lexical_topk`: pruned, exact; the dense pass when it must)."""
+        if lexical_topk.PRUNING:
+            query = lexical_topk.prepare(self._index, groups)
+            if query is None:
+                return []
+            found = lexical_topk.top(self._index, query, k)
+            if found is not None:
+                return found
+        totals = self._index.totals(groups)
+        return [] if totals is None else self._index.top(totals, k, None)
 
-    def _top(
-        self, totals: NDArray[np.float64], k: int, wanted: list[int] | None
-    ) -> list[tuple[int, float]]:
-        return self._index.top(totals, k, wanted)
+    def _within(self, groups: list[tuple[str, ...]], ids: list[int]) -> list[tuple[int, float]]:
+        """The ranking of the points `ids` (those with a score > 0)."""
+        if lexical_topk.PRUNING:
+            query = lexical_topk.prepare(self._index, groups)
+            return [] if query is None else lexical_topk.within(self._index, query, ids)
+        totals = self._index.totals(groups)
+        return [] if totals is None else self._index.top(totals, len(ids), ids)
+
+
+def _members(values: NDArray[np.int64], sorted_ids: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Which of `values` are in `sorted_ids` (ascending)."""
+    where = np.searchsorted(sorted_ids, values)
+    found = where < len(sorted_ids)
+    found[found] = sorted_ids[where[found]] == values[found]
+    return found
 
 
 def _check_stop(stop: Callable[[], bool] | None) -> None:

@@ -20,12 +20,16 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from store.lexical_file import encode_terms
+
 if TYPE_CHECKING:
     from numpy.typing import NDArray
+
+    from store.lexical_file import MappedArrays
 
 # Okapi BM25's parameters, shared with the SQL scoring in `store.lexical_index`.
 K1 = 1.2
@@ -68,6 +72,11 @@ class CompactPostings:
         self.id_sum = 0
         self.dead = 0  # removed slots
         self.merges = 0
+        self.changes = 0  # adds and removes since it was built (the file's staleness)
+        self._scratch: list[NDArray[np.float64]] = []  # all zeros between two queries
+        self._max_id: int | None = None  # the highest live point id, when _max_known
+        self._max_known = False
+        self._impacts: dict[int, tuple[float, float]] = {}  # term id -> (avgdl, max factor)
 
     # -- building
 
@@ -108,6 +117,72 @@ class CompactPostings:
         self.id_sum = int(self._base_ids.sum())
         return self
 
+    @classmethod
+    def from_file(cls, mapped: MappedArrays) -> CompactPostings:
+        """From a `lexical.idx` (`store.lexical_file`): the CSRs stay memory-mapped (file
+        pages, read on demand); the per-slot arrays (13 B a point) are copied, as they grow."""
+        self = cls()
+        arrays = mapped.arrays
+        self._terms = mapped.terms
+        self._term_id = {term: i for i, term in enumerate(mapped.terms)}
+        self._base_ids = arrays["point_ids"]
+        self._point_of = array("q", arrays["point_ids"].tobytes())
+        self._length = array("i", arrays["lengths"].tobytes())
+        self._alive = array("b", arrays["alive"].tobytes())
+        self._offsets, self._slots, self._tfs = arrays["offsets"], arrays["slots"], arrays["tfs"]
+        self._fwd_offsets, self._fwd_terms = arrays["fwd_offsets"], arrays["fwd_terms"]
+        alive = arrays["alive"].astype(bool)
+        self.doc_count = int(np.count_nonzero(alive))
+        self.dead = len(alive) - self.doc_count
+        self.total_length = int(arrays["lengths"][alive].sum(dtype=np.int64))
+        self.id_sum = int(arrays["point_ids"][alive].sum())
+        return self
+
+    def file_arrays(self) -> dict[str, NDArray[Any]]:
+        """The arrays `store.lexical_file.write_file` writes: merged first, and compacted
+        when the slots are not in point-id order (ids come from a sequence, so rarely). The
+        per-slot arrays are copies, the CSRs the current (immutable) arrays."""
+        self.merge()
+        ids = np.frombuffer(self._point_of, dtype=np.int64)
+        source = self if bool(np.all(np.diff(ids) > 0)) else self._compacted()
+        return {
+            "point_ids": np.array(np.frombuffer(source._point_of, dtype=np.int64)),
+            "lengths": np.array(np.frombuffer(source._length, dtype=np.int32)),
+            "alive": np.array(np.frombuffer(source._alive, dtype=np.int8)),
+            "offsets": source._offsets,
+            "slots": source._slots,
+            "tfs": source._tfs,
+            "fwd_offsets": source._fwd_offsets,
+            "fwd_terms": source._fwd_terms,
+            "terms": encode_terms(source._terms),
+        }
+
+    def _compacted(self) -> CompactPostings:
+        """The live points in point-id order, rebuilt (merged state; a sort of the postings)."""
+        alive = np.frombuffer(self._alive, dtype=np.int8).astype(bool)
+        live = np.flatnonzero(alive)
+        ids = np.frombuffer(self._point_of, dtype=np.int64)[live]
+        order = np.argsort(ids, kind="stable")
+        live = live[order]
+        new_slot = np.full(len(alive), -1, dtype=np.int64)
+        new_slot[live] = np.arange(len(live))
+        post_term = np.repeat(
+            np.arange(len(self._terms), dtype=np.int32), np.diff(self._offsets)[: len(self._terms)]
+        )
+        post_slot = new_slot[self._slots]
+        keep = post_slot >= 0
+        post_slot, post_term, post_tf = post_slot[keep], post_term[keep], self._tfs[keep]
+        by_slot = np.argsort(post_slot, kind="stable")
+        lengths = np.frombuffer(self._length, dtype=np.int32)[live]
+        return CompactPostings.from_arrays(
+            list(self._terms),
+            ids[order],
+            lengths,
+            post_slot[by_slot].astype(np.int32),
+            post_term[by_slot],
+            post_tf[by_slot].astype(np.int32),
+        )
+
     # -- state
 
     @property
@@ -135,6 +210,16 @@ class CompactPostings:
             + 8 * self._delta_postings
         )
 
+    def max_id(self) -> int | None:
+        """The highest live point id (None when empty); O(n) once, then kept up to date."""
+        if not self._max_known:
+            ids = self.point_ids()
+            if self.dead:
+                ids = ids[np.frombuffer(self._alive, dtype=np.int8) != 0]
+            self._max_id = int(ids.max()) if len(ids) else None
+            self._max_known = True
+        return self._max_id
+
     def slot_of(self, point_id: int) -> int | None:
         """The live slot of `point_id`, None when it is not indexed."""
         slot = self._new_slot.get(point_id)
@@ -149,12 +234,13 @@ class CompactPostings:
         slot = self.slot_of(point_id)
         return None if slot is None else self._length[slot]
 
-    def lengths(self) -> dict[int, int]:
-        """Every live point's length (for a reconcile: O(n))."""
+    def live_docs(self) -> tuple[NDArray[np.int64], NDArray[np.int32]]:
+        """Every live point's id and length, by point id (for a reconcile: O(n))."""
         alive = np.frombuffer(self._alive, dtype=np.int8).astype(bool)
         ids = np.frombuffer(self._point_of, dtype=np.int64)[alive]
         lengths = np.frombuffer(self._length, dtype=np.int32)[alive]
-        return dict(zip(ids.tolist(), lengths.tolist(), strict=True))
+        order = np.argsort(ids, kind="stable")
+        return ids[order], lengths[order]
 
     def terms_of(self, point_id: int) -> tuple[str, ...]:
         """The distinct terms of a point (empty when it is not indexed)."""
@@ -169,6 +255,47 @@ class CompactPostings:
         else:
             ids = self._delta_fwd[slot - merged]
         return tuple(self._terms[i] for i in ids)
+
+    def postings(self, term: str) -> tuple[NDArray[np.int32], NDArray[np.integer], int] | None:
+        """A term's slots (ascending: new slots are always higher), tfs and live document
+        frequency; None when no live point holds it."""
+        tid = self._term_id.get(term)
+        if tid is None:
+            return None
+        slots, tfs = self._term_slots(tid)
+        df = self._df(tid, (slots, tfs))
+        return (slots, tfs, df) if df else None
+
+    def scratch(self, which: int = 0) -> NDArray[np.float64]:
+        """A float per slot, all zero, kept between queries (a query zeroes what it touched:
+        allocating and zeroing 8 MB a query at 1M points costs more than the query); two of
+        them (`which` 0 or 1)."""
+        size = len(self._point_of)
+        if len(self._scratch) <= which or len(self._scratch[which]) < size:
+            self._scratch = [np.zeros(size + 1024, dtype=np.float64) for _ in range(2)]
+        return self._scratch[which]
+
+    def drop_scratch(self) -> None:
+        self._scratch = []
+
+    def doc_lengths(self) -> NDArray[np.int32]:
+        """Every slot's length (a view: valid until the next add)."""
+        return np.frombuffer(self._length, dtype=np.int32)
+
+    def point_ids(self) -> NDArray[np.int64]:
+        """Every slot's point id (a view: valid until the next add)."""
+        return np.frombuffer(self._point_of, dtype=np.int64)
+
+    def live(self, slots: NDArray[np.int64]) -> NDArray[np.int64]:
+        """`slots` without the removed ones."""
+        if not self.dead:
+            return slots
+        return slots[np.frombuffer(self._alive, dtype=np.int8)[slots] != 0]
+
+    def live_slots_of(self, point_ids: Iterable[int]) -> NDArray[np.int64]:
+        """The live slots of these points, ascending (points not indexed left out)."""
+        found = (self.slot_of(p) for p in set(point_ids))
+        return np.sort(np.fromiter((s for s in found if s is not None), dtype=np.int64))
 
     def document_frequency(self, term: str) -> int:
         """How many live points hold `term`."""
@@ -201,6 +328,9 @@ class CompactPostings:
             buffer[1].append(tf)
         self._delta_fwd.append(tids)
         self._delta_postings += len(tids)
+        self.changes += 1
+        if self._max_known:
+            self._max_id = point_id if self._max_id is None else max(self._max_id, point_id)
         self.doc_count += 1
         self.total_length += length
         self.id_sum += point_id
@@ -214,6 +344,9 @@ class CompactPostings:
             return
         self._alive[slot] = 0
         self._new_slot.pop(point_id, None)
+        self.changes += 1
+        if point_id == self._max_id:
+            self._max_known = False
         self.dead += 1
         self.doc_count -= 1
         self.total_length -= self._length[slot]
@@ -256,11 +389,33 @@ class CompactPostings:
         self._fwd_terms = np.concatenate([self._fwd_terms, *added])
         self._fwd_offsets = fwd_offsets
         self._delta = {}
+        self._impacts = {}  # the merged lists changed
         self._delta_fwd = []
         self._delta_postings = 0
         self.merges += 1
 
     # -- scoring
+
+    def impact(self, term: str, avgdl: float) -> float:
+        """An upper bound of `tf·(k1+1) / (tf + k1·(1 − b + b·len/avgdl))` over the term's
+        postings (its BM25 contribution over idf), valid for an average length up to 5 %
+        above `avgdl` (the factor grows with it); the merged part is cached by term."""
+        tid = self._term_id.get(term)
+        if tid is None:
+            return 0.0
+        cached = self._impacts.get(tid)
+        if cached is None or avgdl > cached[0] or avgdl < cached[0] / 1.1:
+            merged = 0.0
+            if tid < len(self._offsets) - 1:
+                lo, hi = int(self._offsets[tid]), int(self._offsets[tid + 1])
+                merged = _max_factor(self._slots[lo:hi], self._tfs[lo:hi], avgdl * 1.05, self)
+            cached = self._impacts[tid] = (avgdl * 1.05, merged)
+        buffer = self._delta.get(tid)
+        if buffer is None:
+            return cached[1]
+        slots = np.frombuffer(buffer[0], dtype=np.int32)
+        tfs = np.frombuffer(buffer[1], dtype=np.int32)
+        return max(cached[1], _max_factor(slots, tfs, cached[0], self))
 
     def _term_slots(self, tid: int) -> tuple[NDArray[np.int32], NDArray[np.integer]]:
         slots: NDArray[np.int32] = self._slots[:0]
@@ -349,7 +504,37 @@ def _scores(
 ) -> tuple[NDArray[np.int32], NDArray[np.float64]]:
     """A term's slots and BM25 contributions (the SQL path's formula, in float64)."""
     (slots, raw_tfs), df = item
-    tfs = raw_tfs.astype(np.float64)
-    lengths = doc_lengths[slots].astype(np.float64)
     idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-    return slots, (idf * (K1 + 1)) * tfs / (tfs + K1 * (1 - B + B * lengths / avgdl))
+    return slots, contributions(slots, raw_tfs, idf, avgdl, doc_lengths)
+
+
+def contributions(
+    slots: NDArray[np.integer],
+    raw_tfs: NDArray[np.integer],
+    idf: float,
+    avgdl: float,
+    doc_lengths: NDArray[np.int32],
+) -> NDArray[np.float64]:
+    """BM25 contributions of one term at `slots` (element by element: the same float for a
+    posting whichever other postings are scored with it)."""
+    tfs = raw_tfs.astype(np.float64)
+    # (idf·(k1+1))·tf / (tf + k1·((1 − b) + (b·len) / avgdl)), operation by operation in
+    # place (fewer temporaries; the same operations in the same order, so the same floats)
+    denominator = doc_lengths[slots].astype(np.float64)
+    denominator *= B
+    denominator /= avgdl
+    denominator += 1 - B
+    denominator *= K1
+    denominator += tfs
+    tfs *= idf * (K1 + 1)
+    tfs /= denominator
+    return tfs
+
+
+def _max_factor(
+    slots: NDArray[np.integer], tfs: NDArray[np.integer], avgdl: float, index: CompactPostings
+) -> float:
+    """The largest `tf·(k1+1) / (tf + k1·norm)` of these postings at `avgdl`."""
+    if not len(slots):
+        return 0.0
+    return float(contributions(slots, tfs, 1.0, avgdl, index.doc_lengths()).max())

@@ -14,6 +14,7 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 FILE_MODE = 0o600
@@ -112,7 +113,7 @@ def ensure_private_dir(path: Path, *, tighten_existing: bool = False) -> Path:
     return path
 
 
-def write_all(fd: int, data: bytes | bytearray) -> None:
+def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     """Write all of `data` to `fd` (a `write` may take only part of it)."""
     view = memoryview(data)
     while view:
@@ -166,3 +167,25 @@ def append_private_bytes(path: Path, data: bytes) -> None:
             raise OSError(error.errno, error.strerror, str(path)) from error
     finally:
         os.close(fd)
+
+
+def replace_atomically(path: Path, write: Callable[[int], None]) -> None:
+    """Make `path` what `write(fd)` writes, whole or not at all: into a 0600 temp file
+    `<name>.tmp-<pid>` (not followed if it is a link), fsync, rename over `path`, fsync the
+    folder. The temp file is removed if anything fails."""
+    ensure_private_dir(path.parent)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    try:
+        fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            os.fchmod(fd, FILE_MODE)
+            write(fd)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    fsync_dir(path.parent)

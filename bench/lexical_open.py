@@ -1,0 +1,205 @@
+"""The word index alone at scale: open time from `lexical.idx` vs from the tables, its RSS
+(anonymous vs file-backed), and the word search's latency, old scorer vs new, paired.
+
+    python -m bench.lexical_open build N DIR     # the tables of N synthetic points
+    python -m bench.lexical_open open DIR        # load, write lexical.idx, reopen (own process)
+    python -m bench.lexical_open latency DIR [--queries 300] [--k 40]
+
+`build` writes what `bench.memory_scale` would index for N points (the same `Synthetic`
+texts, neighbours and dates, through `lexical_index.reindex_all`) into a fresh database,
+without vectors: a 1M-point word index in ~3 min instead of the 40 min of a full run.
+`open` runs two interpreters one after the other: the first loads from the tables and writes
+`lexical.idx`, the second maps it; each reports the time until a search answers and
+RssAnon / RssFile (from /proc/self/status) before and after. `latency` times
+`LexicalCache.search_and_subset` (what recall calls: top `k` and the pinned subset)
+alternating the exact dense scorer (`CompactPostings.totals` + `top`) and the pruned one per
+query, and checks that both give the same ids and the same scores (bit for bit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.memory_scale import Synthetic, _neighbours, ms_stats, vm_status
+
+CHUNK = 50_000
+
+
+def build(n: int, home: Path) -> dict[str, Any]:
+    from memory.recall import lexical_text
+    from store import lexical_index, meta
+    from store.clock import Clock
+    from store.database import database_path, open_database
+
+    home.mkdir(parents=True, exist_ok=True)
+    db = open_database(database_path(home), clock=Clock())
+    data = Synthetic(seed=1)
+    now = datetime.now(UTC)
+    started = time.perf_counter()
+    rows: list[tuple[int, str]] = []
+    for start in range(0, n, CHUNK):
+        count = min(CHUNK, n - start)
+        texts = data.texts(data.topics(count))
+        ages = data.rng.uniform(0, 365 * 86_400, count)
+        for i, text in enumerate(texts):
+            when = now - timedelta(seconds=float(ages[i]))
+            rows.append(
+                (start + i + 1, lexical_text(text, context=_neighbours(texts, i), when=when))
+            )
+    generated = time.perf_counter() - started
+    with db.transaction() as cur:
+        lexical_index.reindex_all(cur, rows)
+        meta.put(cur, "database.id", "bench-lexical-open")
+    with db.cursor() as cur:
+        cur.execute("CHECKPOINT")
+        postings = int(cur.execute("SELECT count(*) FROM lexical_postings").fetchall()[0][0])
+    db.close()
+    return {
+        "n": n,
+        "postings": postings,
+        "generate_s": round(generated, 1),
+        "total_s": round(time.perf_counter() - started, 1),
+    }
+
+
+def open_once(home: Path) -> dict[str, Any]:
+    """One interpreter: open the cache as the store does (file if usable), time to a search."""
+    from store.clock import Clock
+    from store.database import database_path, open_database
+    from store.lexical_file import LEXICAL_FILENAME
+    from store.lexical_index import LexicalCache
+
+    db = open_database(database_path(home), clock=Clock())
+    gc.collect()
+    before = vm_status()
+    started = time.perf_counter()
+    cache = LexicalCache(file=home / LEXICAL_FILENAME)
+    with db.cursor() as cur:
+        cache.load(cur)
+        loaded = time.perf_counter()
+        cache.search(cur, "great question about the project tomorrow", 40)
+    answered = time.perf_counter()
+    gc.collect()
+    after = vm_status()
+    result: dict[str, Any] = {
+        "loaded_from": cache.loaded_from,
+        "load_s": round(loaded - started, 3),
+        "first_search_ms": round((answered - loaded) * 1000, 1),
+        "rss_anon_mib": round((after["RssAnon"] - before["RssAnon"]) / 2**20, 1),
+        "rss_file_mib": round((after["RssFile"] - before["RssFile"]) / 2**20, 1),
+        "docs": cache.doc_count,
+        "terms": cache.term_count,
+    }
+    write_started = time.perf_counter()
+    result["wrote"] = cache.save_file()
+    result["write_s"] = round(time.perf_counter() - write_started, 2)
+    gc.collect()
+    final = vm_status()
+    result["after_write_rss_anon_mib"] = round((final["RssAnon"] - before["RssAnon"]) / 2**20, 1)
+    result["after_write_rss_file_mib"] = round((final["RssFile"] - before["RssFile"]) / 2**20, 1)
+    path = home / LEXICAL_FILENAME
+    result["file_mib"] = round(path.stat().st_size / 2**20, 1) if path.exists() else None
+    db.close()
+    return result
+
+
+def latency(home: Path, queries: int, k: int) -> dict[str, Any]:
+    from store import lexical_topk
+    from store.clock import Clock
+    from store.database import database_path, open_database
+    from store.lexical_file import LEXICAL_FILENAME
+    from store.lexical_index import LexicalCache
+
+    db = open_database(database_path(home), clock=Clock())
+    cache = LexicalCache(file=home / LEXICAL_FILENAME)
+    data = Synthetic(seed=2)
+    texts = data.queries(data.topics(queries + 5))
+    pinned = list(range(1000, cache_size(db) + 1, max(1, cache_size(db) // 50)))[:50]
+    old: list[float] = []
+    new: list[float] = []
+    old_cpu: list[float] = []  # this thread's CPU time: what a loaded machine inflates less
+    new_cpu: list[float] = []
+    differ = 0
+    with db.cursor() as cur:
+        cache.load(cur)
+        for text in texts[:5]:  # warm up both
+            cache.search_and_subset(cur, text, k, pinned)
+        index = cache._index
+        for i, text in enumerate(texts[5:]):
+            runs: dict[str, tuple[Any, float, float]] = {}
+            for name in ("dense", "pruned") if i % 2 == 0 else ("pruned", "dense"):
+                lexical_topk.PRUNING = name == "pruned"
+                started, cpu = time.perf_counter(), time.thread_time()
+                got = cache.search_and_subset(cur, text, k, pinned)
+                wall = (time.perf_counter() - started) * 1000
+                runs[name] = (got, wall, (time.thread_time() - cpu) * 1000)
+            old.append(runs["dense"][1])
+            new.append(runs["pruned"][1])
+            old_cpu.append(runs["dense"][2])
+            new_cpu.append(runs["pruned"][2])
+            if runs["dense"][0] != runs["pruned"][0]:
+                differ += 1
+        lexical_topk.PRUNING = True
+        assert index is cache._index
+    db.close()
+    return {
+        "dense": ms_stats(old),
+        "pruned": ms_stats(new),
+        "dense_cpu": ms_stats(old_cpu),
+        "pruned_cpu": ms_stats(new_cpu),
+        "differ": differ,
+        "queries": queries,
+        "k": k,
+        "pinned": len(pinned),
+    }
+
+
+def cache_size(db: Any) -> int:
+    with db.cursor() as cur:
+        return int(cur.execute("SELECT count(*) FROM lexical_docs").fetchall()[0][0])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("n", type=int)
+    b.add_argument("home", type=Path)
+    o = sub.add_parser("open")
+    o.add_argument("home", type=Path)
+    o.add_argument("--once", action="store_true", help=argparse.SUPPRESS)
+    lat = sub.add_parser("latency")
+    lat.add_argument("home", type=Path)
+    lat.add_argument("--queries", type=int, default=300)
+    lat.add_argument("--k", type=int, default=40)
+    args = parser.parse_args(argv)
+    if args.cmd == "build":
+        out: Any = build(args.n, args.home)
+    elif args.cmd == "open" and args.once:
+        out = open_once(args.home)
+    elif args.cmd == "open":
+        out = []
+        for _ in range(2):
+            run = subprocess.run(
+                [sys.executable, "-m", "bench.lexical_open", "open", str(args.home), "--once"],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            out.append(json.loads(run.stdout))
+    else:
+        out = latency(args.home, args.queries, args.k)
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,240 @@
+"""The file `lexical.idx`: the word index's flat arrays (`store.lexical_postings`) on disk, so
+the next open maps them (O(1), pages read on demand, file-backed and reclaimable) instead of
+loading every posting from the tables.
+
+Derived like `vectors.usearch`: the tables stay the truth and the file is rebuilt from them
+whenever it cannot be used. Layout: the magic `STRAYLX1`, a little JSON header (identity,
+the state it holds, and per section its offset, dtype, length and CRC-32), the sections at
+64-byte boundaries, and a footer (`STRAYLXE`, the file's length, the header's CRC-32). Opening
+checks every CRC (~0.1 s for 300 MB in the page cache) and the arrays' shapes, so a truncated,
+corrupt or foreign file is refused (`LexicalFileError`), never trusted. Written atomically
+(0600 temp file, fsync, rename, fsync the folder); opened without following a link.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import mmap
+import os
+import stat
+import struct
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+from store.private_files import open_private, replace_atomically, write_all
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+LEXICAL_FILENAME: Final = "lexical.idx"
+VERSION: Final = 1
+_MAGIC: Final = b"STRAYLX1"
+_FOOTER: Final = struct.Struct("<8sQI")
+_FOOTER_MAGIC: Final = b"STRAYLXE"
+_ALIGN: Final = 64
+_DTYPES: Final = {"int8", "int32", "int64", "uint16", "uint8"}
+
+# The arrays a file holds, with their dtype (tfs may be uint16 or int32).
+SECTIONS: Final = (
+    "point_ids",  # int64 by slot, ascending (dead slots included, marked in `alive`)
+    "lengths",  # int32 by slot
+    "alive",  # int8 by slot
+    "offsets",  # int64, terms + 1: term-major CSR
+    "slots",  # int32 by posting
+    "tfs",  # uint16 / int32 by posting
+    "fwd_offsets",  # int64, slots + 1: doc-major CSR
+    "fwd_terms",  # int32 by posting
+    "terms",  # uint8: the terms in term-id order, UTF-8, each followed by a NUL
+)
+
+
+class LexicalFileError(Exception):
+    """The file cannot be used; the message says why (one line for the log)."""
+
+
+class StaleFile(LexicalFileError):
+    """A sound file made for another state: another database or tokenizer, an older index."""
+
+
+def file_identity(database_id: str, analyzer: str) -> str:
+    """What a file carries to say whose words it holds: the database's random id (meta
+    `database.id`) and the analyzer that made the terms. Another data dir's file, or one made
+    with another tokenizer, carries another identity and is rebuilt."""
+    return hashlib.sha256(f"{database_id}\0{analyzer}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What the file holds, compared with the tables at open (`store.lexical_cache`)."""
+
+    identity: str
+    generation: str | None
+    doc_count: int
+    total_length: int
+    id_sum: int
+
+
+@dataclass
+class MappedArrays:
+    """A file's arrays: read-only numpy views of one `mmap` (kept alive by the views)."""
+
+    state: FileState
+    arrays: dict[str, NDArray[Any]]
+    terms: list[str]
+    size: int
+
+
+def write_file(path: Path, state: FileState, arrays: dict[str, NDArray[Any]]) -> int:
+    """Write the arrays (every name in SECTIONS but `terms`) and `terms` (list of str) under
+    `arrays["terms"]` as bytes; atomically. Returns the file's size."""
+    sections: dict[str, list[Any]] = {}
+    blobs: list[tuple[int, NDArray[Any]]] = []
+    offset = 0
+    for name in SECTIONS:
+        data = np.ascontiguousarray(arrays[name])
+        if str(data.dtype) not in _DTYPES:
+            raise ValueError(f"{name}: dtype {data.dtype} cannot be written")
+        crc = zlib.crc32(data.data.cast("B")) if data.size else 0
+        sections[name] = [offset, str(data.dtype), int(data.size), crc]
+        blobs.append((offset, data))
+        offset = _aligned(offset + data.nbytes)
+    header = json.dumps(
+        {
+            "version": VERSION,
+            "identity": state.identity,
+            "generation": state.generation,
+            "doc_count": state.doc_count,
+            "total_length": state.total_length,
+            "id_sum": state.id_sum,
+            "sections": sections,
+        },
+        separators=(",", ":"),
+    ).encode()
+    start = _aligned(len(_MAGIC) + 4 + len(header))
+    prefix = _MAGIC + struct.pack("<I", len(header)) + header
+    size = start + offset + _FOOTER.size
+
+    def write(fd: int) -> None:
+        write_all(fd, prefix + bytes(start - len(prefix)))
+        at = 0
+        for where, data in blobs:
+            write_all(fd, bytes(where - at))
+            write_all(fd, data.data.cast("B") if data.size else b"")
+            at = where + data.nbytes
+        write_all(fd, bytes(offset - at))
+        write_all(fd, _FOOTER.pack(_FOOTER_MAGIC, size, zlib.crc32(prefix)))
+
+    replace_atomically(path, write)
+    return size
+
+
+def encode_terms(terms: list[str]) -> NDArray[np.uint8]:
+    """The terms as one NUL-separated UTF-8 byte array (a term never holds a NUL: `\\w+`)."""
+    blob = "".join(term + "\0" for term in terms).encode()
+    return np.frombuffer(blob, dtype=np.uint8)
+
+
+def read_file(path: Path, identity: str, generation: str | None) -> MappedArrays:
+    """Map the file and check it: footer, header, that it was made for `identity` at
+    `generation`, then every section's bounds, CRC and shape. LexicalFileError if it cannot
+    be used (missing included); `SymlinkRefused` for a link."""
+    try:
+        fd = open_private(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise LexicalFileError("missing") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise LexicalFileError("not a regular file")
+        size = info.st_size
+        if size < len(_MAGIC) + 4 + _FOOTER.size:
+            raise LexicalFileError(f"truncated ({size} bytes)")
+        mapped = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+    finally:
+        os.close(fd)
+    try:
+        return _parse(mapped, size, identity, generation)
+    except LexicalFileError:
+        with contextlib.suppress(BufferError):  # views of it live on in the traceback
+            mapped.close()
+        raise
+
+
+def _parse(mapped: mmap.mmap, size: int, identity: str, generation: str | None) -> MappedArrays:
+    if mapped[: len(_MAGIC)] != _MAGIC:
+        raise LexicalFileError("not a word-index file")
+    magic, length, header_crc = _FOOTER.unpack(mapped[size - _FOOTER.size :])
+    if magic != _FOOTER_MAGIC or length != size:
+        raise LexicalFileError("truncated: the footer is missing or names another length")
+    (header_len,) = struct.unpack("<I", mapped[len(_MAGIC) : len(_MAGIC) + 4])
+    prefix_len = len(_MAGIC) + 4 + header_len
+    if prefix_len > size - _FOOTER.size or zlib.crc32(mapped[:prefix_len]) != header_crc:
+        raise LexicalFileError("the header is corrupt")
+    try:
+        header = json.loads(mapped[len(_MAGIC) + 4 : prefix_len])
+        if header["version"] != VERSION:
+            raise LexicalFileError(f"version {header['version']}, expected {VERSION}")
+        state = FileState(
+            str(header["identity"]),
+            None if header["generation"] is None else str(header["generation"]),
+            int(header["doc_count"]),
+            int(header["total_length"]),
+            int(header["id_sum"]),
+        )
+        table = {name: header["sections"][name] for name in SECTIONS}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise LexicalFileError(f"the header is unreadable ({exc})") from None
+    if state.identity != identity:
+        raise StaleFile("made for another database or tokenizer")
+    if state.generation != generation:
+        raise StaleFile("made before the word index was last rebuilt")
+    start = _aligned(prefix_len)
+    end = size - _FOOTER.size
+    arrays: dict[str, NDArray[Any]] = {}
+    for name, (offset, dtype, count, crc) in table.items():
+        if dtype not in _DTYPES:
+            raise LexicalFileError(f"{name}: dtype {dtype}")
+        itemsize = np.dtype(dtype).itemsize
+        lo = start + int(offset)
+        hi = lo + int(count) * itemsize
+        if int(offset) < 0 or int(count) < 0 or hi > end:
+            raise LexicalFileError(f"{name}: outside the file")
+        array = np.frombuffer(mapped, dtype=dtype, count=int(count), offset=lo)
+        if (zlib.crc32(array.data.cast("B")) if count else 0) != crc:
+            raise LexicalFileError(f"{name}: checksum mismatch, the file is corrupt")
+        arrays[name] = array
+    terms = bytes(arrays.pop("terms")).decode().split("\0")[:-1]
+    _check_shapes(arrays, len(terms))
+    return MappedArrays(state, arrays, terms, size)
+
+
+def _check_shapes(arrays: dict[str, NDArray[Any]], term_count: int) -> None:
+    """The arrays fit together (a file a buggy writer made is refused like a corrupt one)."""
+    slots = len(arrays["point_ids"])
+    postings = len(arrays["slots"])
+    offsets, fwd = arrays["offsets"], arrays["fwd_offsets"]
+    ok = (
+        len(arrays["lengths"]) == slots == len(arrays["alive"])
+        and len(offsets) == term_count + 1
+        and len(fwd) == slots + 1
+        and len(arrays["tfs"]) == postings == len(arrays["fwd_terms"])
+        and int(offsets[0]) == 0 == int(fwd[0])
+        and int(offsets[-1]) == postings == int(fwd[-1])
+        and bool(np.all(np.diff(offsets) >= 0))
+        and bool(np.all(np.diff(fwd) >= 0))
+        and bool(np.all(np.diff(arrays["point_ids"]) > 0))
+        and (postings == 0 or int(arrays["slots"].max()) < slots)
+        and (postings == 0 or int(arrays["fwd_terms"].max()) < term_count)
+    )
+    if not ok:
+        raise LexicalFileError("the arrays do not fit together")
+
+
+def _aligned(offset: int) -> int:
+    return -(-offset // _ALIGN) * _ALIGN

@@ -1,0 +1,209 @@
+"""BM25 top k over `CompactPostings` without scoring every posting of the common words:
+MaxScore pruning, exact (the same ids, scores and order as the dense pass, bit for bit).
+
+A query group's contribution to any document is at most its bound: over its alternatives,
+the largest idf · max over the term's postings of tf·(k1+1) / (tf + k1·norm) (cached by term,
+`CompactPostings.impact`; at most idf · (k1 + 1)). Take the groups by bound, highest (rarest) first,
+adding each one's contributions into a per-slot scratch array: a point holding none of the
+first `e` groups scores below the sum of the other groups' bounds (`rest`), so once the k-th
+best partial score beats `rest`, the common words' posting lists are never walked. Of the
+candidates, only those whose partial score plus `rest` can still reach that k-th best are
+scored exactly: every group looked up by binary search in its sorted posting list and summed
+in query order, as the dense pass sums, so every score is the same float. A query of common
+words only walks them all, like the dense pass. Docs: docs/lexical_search.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from store.lexical_postings import CompactPostings, contributions
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+PRUNING = True  # False: always the dense pass (bench.lexical_open compares the two)
+LOOKUP_COST = 2  # a look-up for a candidate costs about as much as walking this many postings
+_SAFETY = 1 + 1e-9  # rounding margin on the bound: a tie at the cut is never pruned
+
+
+@dataclass(frozen=True, slots=True)
+class _Alternative:
+    slots: NDArray[np.int32]  # ascending
+    tfs: NDArray[np.integer]
+    idf: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    alternatives: tuple[_Alternative, ...]
+    bound: float  # above any document's contribution from this group
+    size: int  # postings
+
+
+@dataclass(frozen=True, slots=True)
+class _Query:
+    groups: list[_Group]  # in query order
+    avgdl: float
+    doc_lengths: NDArray[np.int32]
+
+
+def prepare(index: CompactPostings, groups: Sequence[tuple[str, ...]]) -> _Query | None:
+    """The query's groups with their postings and idf; None when no term matches."""
+    n = index.doc_count
+    if n == 0:
+        return None
+    avgdl = max(index.total_length / n, 1e-9)
+    found: list[_Group] = []
+    for group in groups:
+        alternatives, terms = [], []
+        for term in group:
+            postings = index.postings(term)
+            if postings is not None:
+                slots, tfs, df = postings
+                idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+                alternatives.append(_Alternative(slots, tfs, idf))
+                terms.append(term)
+        if alternatives:
+            pairs = zip(alternatives, terms, strict=True)
+            bound = max(a.idf * index.impact(term, avgdl) for a, term in pairs)
+            size = sum(len(a.slots) for a in alternatives)
+            found.append(_Group(tuple(alternatives), bound, size))
+    if not found:
+        return None
+    return _Query(found, avgdl, index.doc_lengths())
+
+
+def top(index: CompactPostings, query: _Query, k: int) -> list[tuple[int, float]]:
+    """The `k` best live points as (point id, score), ties by lower id — as the dense pass
+    ranks them."""
+    groups = query.groups
+    by_bound = sorted(range(len(groups)), key=lambda i: -groups[i].bound)
+    rest = [*np.cumsum([groups[i].bound for i in reversed(by_bound)])[::-1].tolist(), 0.0]
+    partial = index.scratch()  # zeros; every slot touched below is zeroed again at the end
+    touched: list[NDArray[np.int64]] = []
+    live: list[NDArray[np.int64]] = []  # the candidates: touched and not removed
+    try:
+        essential, theta, walked, walked_at_theta = 0, 0.0, 0.0, 0.0
+        while essential < len(groups):
+            group = groups[by_bound[essential]]
+            touched.append(_accumulate(index, partial, group, query))
+            live.append(index.live(touched[-1]))
+            essential += 1
+            walked += group.bound
+            # The k-th best partial score is at most what it was plus the bounds walked since
+            # (at first: the bounds walked): only when that could beat `rest` is it computed.
+            could_be = theta + walked - walked_at_theta
+            if essential < len(groups) and rest[essential] < could_be and sum(map(len, live)) >= k:
+                scores = partial[np.concatenate(live)]
+                theta, walked_at_theta = _kth(scores, k), walked
+                if rest[essential] * _SAFETY < theta:  # no other point reaches the k-th best
+                    can_reach = np.count_nonzero(scores + rest[essential] * _SAFETY >= theta)
+                    walk = groups[by_bound[essential]].size  # the next group's postings
+                    if walk > LOOKUP_COST * can_reach * len(groups):
+                        break  # cheaper to look its postings up for the hopeful ones
+        candidates = np.concatenate(live)
+        if essential == len(groups):
+            theta = _kth(partial[candidates], k)
+        reach = partial[candidates] + rest[essential] * _SAFETY  # above any full score
+        hopeful = np.sort(candidates[reach >= theta / _SAFETY])
+        partial[np.concatenate(touched)] = 0.0
+    except BaseException:
+        index.drop_scratch()  # maybe not all zero again
+        raise
+    return ranked(index, hopeful, exact(query, hopeful), k)
+
+
+def _accumulate(
+    index: CompactPostings, partial: NDArray[np.float64], group: _Group, query: _Query
+) -> NDArray[np.int64]:
+    """Add the group's contributions (best alternative) to `partial` in any order (only for
+    pruning); returns the slots it touched first (each slot once over all groups)."""
+    alternatives = group.alternatives
+    if len(alternatives) == 1:
+        slots = alternatives[0].slots
+        values = _values(alternatives[0], slots, query)
+    else:  # the best alternative per slot, in a second scratch array (no sort)
+        best = index.scratch(1)
+        fresh = []
+        for alternative in alternatives:
+            found = _values(alternative, alternative.slots, query)
+            fresh.append(alternative.slots[best[alternative.slots] == 0.0])
+            best[alternative.slots] = np.maximum(best[alternative.slots], found)
+        slots = np.concatenate(fresh)
+        values = best[slots]
+        best[slots] = 0.0
+    new = slots[partial[slots] == 0.0].astype(np.int64)  # scores are > 0: 0 means untouched
+    partial[slots] += values
+    return new
+
+
+def _values(
+    alternative: _Alternative, slots: NDArray[np.integer], query: _Query
+) -> NDArray[np.float64]:
+    return contributions(slots, alternative.tfs, alternative.idf, query.avgdl, query.doc_lengths)
+
+
+def within(
+    index: CompactPostings, query: _Query, point_ids: Sequence[int]
+) -> list[tuple[int, float]]:
+    """The ranking of `point_ids` (those with a score > 0), exactly."""
+    slots = index.live_slots_of(point_ids)
+    return ranked(index, slots, exact(query, slots), len(slots))
+
+
+def exact(query: _Query, slots: NDArray[np.int64]) -> NDArray[np.float64]:
+    """The BM25 of `slots` (ascending), summed group by group in query order like the dense
+    pass, so every float is the same."""
+    totals = np.zeros(len(slots), dtype=np.float64)
+    if not len(slots):
+        return totals
+    for group in query.groups:
+        best = np.zeros(len(slots), dtype=np.float64)
+        for alternative in group.alternatives:
+            where, values = _lookup(alternative, slots, query)
+            if len(group.alternatives) == 1:
+                best[where] = values
+            else:
+                best[where] = np.maximum(best[where], values)
+        totals += best
+    return totals
+
+
+def ranked(
+    index: CompactPostings, slots: NDArray[np.int64], scores: NDArray[np.float64], k: int
+) -> list[tuple[int, float]]:
+    """The `k` best of `slots` with a score > 0, ties by lower point id."""
+    keep = scores > 0
+    slots, scores = slots[keep], scores[keep]
+    point_ids = index.point_ids()[slots]
+    order = np.lexsort((point_ids, -scores))[:k]
+    return [(int(point_ids[i]), float(scores[i])) for i in order]
+
+
+def _lookup(
+    alternative: _Alternative, slots: NDArray[np.int64], query: _Query
+) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """Where in `slots` the term occurs, and its contributions there."""
+    postings = alternative.slots
+    if not len(postings):
+        return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float64)
+    at = np.minimum(np.searchsorted(postings, slots), len(postings) - 1)
+    hit = postings[at] == slots
+    at = at[hit]
+    values = contributions(
+        postings[at], alternative.tfs[at], alternative.idf, query.avgdl, query.doc_lengths
+    )
+    return np.flatnonzero(hit), values
+
+
+def _kth(scores: NDArray[np.float64], k: int) -> float:
+    """The k-th best of `scores` (0 when there are fewer than k)."""
+    if len(scores) < k:
+        return 0.0
+    return float(np.partition(scores, len(scores) - k)[len(scores) - k])
