@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from store.fact_store import Candidate
     from store.longterm_file import LongtermState
     from tui.app import StraylightApp
-    from tui.screens.conversations_screen import ContinueConversation
+    from tui.screens.conversation_views import ContinueConversation
     from tui.widgets.missing_model import MissingModelNotice
 
 log = logging.getLogger("straylight.tui")
@@ -499,7 +499,7 @@ class ChatScreen(ChatNavigation):
         if chosen.conversation_id == self.conversation_id:
             self.notify("That is the conversation you are in.", timeout=3)
             return
-        from tui.screens.conversations_screen import chat_widgets
+        from tui.screens.conversation_views import chat_widgets
 
         self.cancel_reply()
         self.reflect_in_background()  # the conversation being left gets its reflection
