@@ -21,7 +21,6 @@ from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.message import Message
-from textual.widgets import Footer
 
 from agent.turn import new_conversation_id
 from agent.turn_events import (
@@ -50,6 +49,7 @@ from tui.slash_router import run_slash_command
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_log import ChatLog
 from tui.widgets.chat_message import ChatMessage, EmptyChatHint
+from tui.widgets.fitting_footer import FittingFooter
 from tui.widgets.recalled_hits import RecalledLine
 from tui.widgets.status_sidebar import SidebarState, SidebarSummary, StatusSidebar
 
@@ -114,7 +114,7 @@ class ChatScreen(ChatNavigation):
                     yield EmptyChatHint()
                 yield ChatInput(id="input")
             yield StatusSidebar(id="sidebar")
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.query_one(ChatInput).focus()
