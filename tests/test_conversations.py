@@ -23,13 +23,9 @@ from tui.conversation_index import (
     load_conversation,
     trim_line,
 )
-from tui.screens.conversations_screen import (
-    ContinueConversation,
-    ConversationReader,
-    ConversationsScreen,
-    ReadOnlyMessage,
-    chat_widgets,
-)
+from tui.screens.conversation_reader import ConversationReader
+from tui.screens.conversation_views import ContinueConversation, ReadOnlyMessage, chat_widgets
+from tui.screens.conversations_screen import ConversationsScreen
 from tui.widgets.chat_message import ChatMessage
 
 DAY_27, DAY_28, DAY_29 = date(2026, 11, 27), date(2026, 11, 28), date(2026, 11, 29)
@@ -254,13 +250,13 @@ async def test_the_list_shows_days_and_conversations_and_previews_the_highlighte
     async with app.run_test(size=(110, 32)) as pilot:
         screen = await open_screen(pilot, app, [])
         assert tree_of(screen) == [
-            "Sun 29 Nov 2026  3 conversations",
+            "2026-11-29 · 3 conversations",
             "  21:00–21:01 (2) current Hello again",
             "  20:40–20:41 (2) ⚠ Why did the build fail?",
             "  00:05–00:06 (2) ↳ And the changelog?",
-            "Sat 28 Nov 2026  1 conversation",
+            "2026-11-28 · 1 conversation",
             "  23:30–23:58 (2) Plan the release notes for 0.4",
-            "Fri 27 Nov 2026  1 conversation",
+            "2026-11-27 · 1 conversation",
             "  09:15–09:16 (2) How do I rotate the backup keys?",
         ]
         assert preview_texts(screen) == ["Hello again", "Hi! What now?"]
@@ -305,8 +301,8 @@ async def test_enter_on_a_day_folds_it(settings: Settings) -> None:
         await pilot.press("up", "enter")
         await pilot.pause()
         assert tree_of(screen)[:2] == [
-            "Sun 29 Nov 2026  3 conversations",
-            "Sat 28 Nov 2026  1 conversation",
+            "2026-11-29 · 3 conversations",
+            "2026-11-28 · 1 conversation",
         ]
         assert isinstance(app.screen, ConversationsScreen)
 

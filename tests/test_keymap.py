@@ -19,7 +19,8 @@ def test_every_binding_id_in_the_app_is_documented() -> None:
     from tui.screens.candidates_screen import CandidatesScreen
     from tui.screens.chat_screen import ChatScreen
     from tui.screens.confirm_screen import ConfirmScreen
-    from tui.screens.conversations_screen import ConversationReader, ConversationsScreen
+    from tui.screens.conversation_reader import ConversationReader
+    from tui.screens.conversations_screen import ConversationsScreen
     from tui.screens.facts_screen import FactsScreen
     from tui.screens.help_screen import HelpScreen
     from tui.screens.hypotheses_screen import HypothesesScreen

@@ -212,6 +212,18 @@ def test_narrow_terminal_folds_the_sidebar(snap_compare, make_settings, fixed_st
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
 
 
+def test_footer_at_120_columns_shows_the_keys_80_columns_hide(
+    snap_compare, make_settings, fixed_standin
+) -> None:
+    """The footer at 120x24 (issue 16): the keys that fit whole, more than at 80 columns."""
+    app = StraylightApp(frozen(make_settings, fixed_standin.host))
+
+    async def run_before(pilot) -> None:
+        await settle(pilot, app, "online")
+
+    assert snap_compare(app, terminal_size=(120, 24), run_before=run_before)
+
+
 @pytest.mark.parametrize(
     ("level", "warn_bytes", "crit_bytes"),
     [

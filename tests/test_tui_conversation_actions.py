@@ -414,3 +414,25 @@ def test_snapshot_conversations_screen_at_80x24_with_a_title_and_system_prompt(
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+async def test_the_day_line_reads_date_dot_count_at_80_columns(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """Issue 16: at 80 columns the day line read "Sun 29 Nov 20263 conversations"."""
+    app = StraylightApp(frozen_offline(make_settings), poll_offline_seconds=3600)
+    write_sample_logs(app.engine.daily_log)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        screen = ConversationsScreen(app.engine.daily_log, CURRENT, app.engine.memory.store)
+        app.push_screen(screen)
+        await wait_until(pilot, lambda: screen.index_complete, what="the index")
+        await pilot.pause()
+        tree = screen.conversation_tree
+        lines = [tree.render_line(y).text.rstrip() for y in range(tree.size.height)]
+        days = [line for line in lines if "conversation" in line and "·" in line]
+        assert [line.lstrip("▼▶ ") for line in days] == [
+            "2026-11-29 · 3 conversations",
+            "2026-11-28 · 1 conversation",
+            "2026-11-27 · 1 conversation",
+        ]

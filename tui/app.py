@@ -26,6 +26,7 @@ from agent.turn import TurnEngine
 from agent.turn_events import AfterTurnEvent, MemstatusDue, PointsSaved
 from agent.workspace import resolve_workspace
 from tui.commands import CHAT_KEYS, palette_commands
+from tui.gc_pauses import freeze_long_lived, unfreeze_all
 from tui.keymap import split_keymap
 from tui.model_pulls import ModelPulls
 from tui.owner_live import CandidateWatch, MemoryChangedElsewhere, NewCandidates
@@ -175,6 +176,7 @@ class StraylightApp(App[int]):
         if self.memory_session is not None:
             await asyncio.to_thread(self.memory_session.close)
         await self.gateway.aclose()
+        unfreeze_all()  # what this app froze is the collector's again
 
     # ---- memory (layer 3) ----------------------------------------------------------
     @work(thread=True, exclusive=True, group="memory-open", exit_on_error=False)
@@ -203,6 +205,7 @@ class StraylightApp(App[int]):
             return
         self.engine.memory = message.memory
         self.memory_problem = ""
+        freeze_long_lived()  # the start-up's modules and objects: out of the full passes
         self.chat.refresh_fact_status()
         self.chat.refresh_memory_status()  # the point count, without waiting for a turn or a job
         if self.settings.jobs.enabled:

@@ -19,9 +19,9 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.geometry import Size
 from textual.message import Message
-from textual.widgets import Footer
 
 from agent.turn import new_conversation_id
 from agent.turn_events import (
@@ -45,11 +45,13 @@ from agent.turn_events import (
 )
 from tui.commands import CHAT_KEYS, CHAT_ONLY_ACTIONS
 from tui.display_text import printable
+from tui.gc_pauses import freeze_long_lived, unfreeze_all
 from tui.screens.chat_navigation import ChatNavigation
 from tui.slash_router import run_slash_command
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_log import ChatLog
 from tui.widgets.chat_message import ChatMessage, EmptyChatHint
+from tui.widgets.fitting_footer import FittingFooter
 from tui.widgets.recalled_hits import RecalledLine
 from tui.widgets.status_sidebar import SidebarState, SidebarSummary, StatusSidebar
 
@@ -60,7 +62,7 @@ if TYPE_CHECKING:
     from store.fact_store import Candidate
     from store.longterm_file import LongtermState
     from tui.app import StraylightApp
-    from tui.screens.conversations_screen import ContinueConversation
+    from tui.screens.conversation_views import ContinueConversation
     from tui.widgets.missing_model import MissingModelNotice
 
 log = logging.getLogger("straylight.tui")
@@ -114,12 +116,17 @@ class ChatScreen(ChatNavigation):
                     yield EmptyChatHint()
                 yield ChatInput(id="input")
             yield StatusSidebar(id="sidebar")
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.query_one(ChatInput).focus()
         self.chat_log.anchor()
         self.publish_sidebar()
+
+    def on_screen_suspend(self) -> None:
+        """A screen opens over the chat: the chat's objects, alive and unchanged while it is
+        open, leave the collector's full passes first (tui/gc_pauses.py)."""
+        freeze_long_lived()
 
     def _screen_resized(self, size: Size) -> None:
         """A screen pushed over the chat gets a first Resize, which Textual passes on to the
@@ -149,11 +156,19 @@ class ChatScreen(ChatNavigation):
     def on_status_checked(self, message: StatusChecked) -> None:
         self._apply_ollama_status(message.ollama)
         self._apply_longterm(message.longterm)
-        for hint in self.query(EmptyChatHint):  # the embedding model: pulled or the command
+        for hint in self._empty_chat_hints():  # the embedding model: pulled or the command
             hint.show_setup()
         app = self.straylight
         delay = app.poll_online_seconds if message.ollama.reachable else app.poll_offline_seconds
         self.set_timer(delay, self.check_status, name="ollama-recheck")
+
+    def _empty_chat_hints(self) -> list[EmptyChatHint]:
+        """The hint of an empty chat, among the log's children only (`query()` would walk
+        every message's widgets, on every Ollama check). None while the app shuts down."""
+        try:
+            return list(self.chat_log.query_children(EmptyChatHint))
+        except NoMatches:
+            return []
 
     def _apply_ollama_status(self, status: OllamaStatus) -> None:
         was_offline = self.ollama_status is not None and not self.ollama_status.reachable
@@ -469,6 +484,7 @@ class ChatScreen(ChatNavigation):
         self.conversation_id = new_conversation_id(self.settings.clock)
         self.conversation_started = self.settings.clock.now()
         await self.chat_log.clear()
+        unfreeze_all()  # the old log is garbage now: let the collector have it
         self._publish_new_conversation(self.conversation_started)
         self.notify("New conversation.", timeout=3)
 
@@ -499,7 +515,7 @@ class ChatScreen(ChatNavigation):
         if chosen.conversation_id == self.conversation_id:
             self.notify("That is the conversation you are in.", timeout=3)
             return
-        from tui.screens.conversations_screen import chat_widgets
+        from tui.screens.conversation_views import chat_widgets
 
         self.cancel_reply()
         self.reflect_in_background()  # the conversation being left gets its reflection
@@ -508,6 +524,7 @@ class ChatScreen(ChatNavigation):
         first = chosen.started or self.settings.clock.now()
         self.conversation_started = first
         await self.chat_log.show(chat_widgets(chosen.messages))
+        unfreeze_all()  # the log it replaced is garbage now
         self._publish_new_conversation(first)
         await self.notice(
             f"Continuing conversation {chosen.conversation_id}: the next message goes on it."

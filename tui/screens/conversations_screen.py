@@ -6,8 +6,9 @@ read-only. Enter opens it full-width in a `ConversationReader` (Esc back to the 
 `c`, here or in the reader, dismisses the screen with a `ContinueConversation` that the app
 turns back into its chat log (`chat_widgets`) and whose id (and system prompt) it adopts.
 `r` renames the highlighted conversation, `d` deletes it after a y/n, `e` exports it as
-Markdown (tui/screens/conversation_actions.py); a title set shows instead of the first line,
-the system prompt in the preview's header.
+Markdown (tui/screens/conversation_editing.py, the screen's base); a title set shows instead
+of the first line, the system prompt in the preview's header. The lines and the read-only
+view are tui/screens/conversation_views.py; the reader tui/screens/conversation_reader.py.
 
 Every file is read in a worker thread; the workers report back with messages. The index
 arrives a day at a time, newest first, so the newest days show before a year of logs is read.
@@ -17,12 +18,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -35,21 +34,19 @@ from textual.worker import get_current_worker
 
 from store.daily_log import DailyLog, LogMessage
 from tui.conversation_index import (
-    PROBLEM_STATUSES,
     ConversationSummary,
     DaySummary,
     iter_day_summaries,
     load_conversation,
 )
-from tui.display_text import printable
-from tui.screens.confirm_screen import ConfirmScreen
-from tui.screens.conversation_actions import (
-    TitlePrompt,
-    delete_conversation,
-    export_conversation,
+from tui.screens.conversation_editing import ConversationEditing
+from tui.screens.conversation_reader import ConversationReader
+from tui.screens.conversation_views import (
+    ContinueConversation,
+    conversation_label,
+    conversation_view,
+    day_label,
 )
-from tui.screens.memory_screen import MemoryScreen
-from tui.widgets.chat_message import STATUS_LABELS, ChatMessage
 
 if TYPE_CHECKING:
     from memory.conversation_notes import ConversationNotes
@@ -62,20 +59,6 @@ BATCH_DAYS = 30  # days per message from the index worker after the first one
 FIRST_PREVIEW_WAIT = 1.0  # seconds the index worker pauses after the newest day for its preview
 Purpose = Literal["preview", "open", "continue"]
 log = logging.getLogger("straylight.tui")
-
-
-@dataclass(frozen=True, slots=True)
-class ContinueConversation:
-    """The screen's result when the user continues a conversation: adopt its id, show these."""
-
-    conversation_id: str
-    messages: tuple[LogMessage, ...]
-    system_prompt: str | None = None  # the conversation's own (`/system`), carried on
-
-    @property
-    def started(self) -> datetime | None:
-        """When its first timed message was written."""
-        return next((m.time for m in self.messages if m.time is not None), None)
 
 
 @dataclass
@@ -104,145 +87,7 @@ class ConversationLoaded(Message):
     record: ConversationRecord | None = None  # its title and system prompt, when set
 
 
-@dataclass
-class ConversationChanged(Message):
-    """A rename, delete or export finished (`problem`: why it failed)."""
-
-    text: str
-    reload: bool
-    problem: bool = False
-
-
-class ReadOnlyMessage(ChatMessage, can_focus=False):
-    """A logged message shown read-only: not focusable, so no pin/forget/copy keys."""
-
-
-def chat_status(status: str) -> str:
-    """The `ChatMessage` status for a logged status (one it has no label for reads cut off)."""
-    return status if status in STATUS_LABELS else "cut_off"
-
-
-def chat_widgets(messages: Iterable[LogMessage], *, read_only: bool = False) -> list[ChatMessage]:
-    """The `ChatMessage` widgets the chat log would have shown for these logged messages."""
-    kind = ReadOnlyMessage if read_only else ChatMessage
-    widgets: list[ChatMessage] = []
-    for message in messages:
-        widget = kind(
-            message.role,
-            message.content,
-            time=message.time,
-            model=message.model,
-            status=chat_status(message.status),
-        )
-        widget.reason = message.reason  # "⚠ failed: Ollama is not reachable at …" (issue 16)
-        widget.set_class(message.status in PROBLEM_STATUSES, "-problem")
-        widgets.append(widget)
-    return widgets
-
-
-def day_label(summary: DaySummary) -> Text:
-    """`Sun 29 Nov 2026  3 conversations`."""
-    count = len(summary.conversations)
-    label = Text(f"{summary.day:%a %d %b %Y}", style="bold")
-    label.append(f"  {count} conversation{'' if count == 1 else 's'}", style="dim")
-    return label
-
-
-def time_range(started: datetime | None, ended: datetime | None) -> str:
-    """`21:04–21:30` in local time, `21:04` for one instant, `--:--` without times."""
-    if started is None or ended is None:
-        return "--:--"
-    first, last = f"{started.astimezone():%H:%M}", f"{ended.astimezone():%H:%M}"
-    return first if first == last else f"{first}–{last}"
-
-
-def conversation_label(
-    summary: ConversationSummary, *, current: bool, continued: bool = False, title: str = ""
-) -> Text:
-    """`21:04–21:30 (6) ⚠ the first user line`; the current conversation marked, and `↳` on
-    the part of a conversation that began on an earlier day."""
-    label = Text(time_range(summary.started, summary.ended))
-    label.append(f" ({summary.message_count})", style="dim")
-    if summary.has_problem:
-        label.append(" ⚠", style="bold yellow")
-    if current:
-        label.append(" current", style="bold reverse")
-    label.append(" ↳" if continued else "", style="dim")
-    label.append(" ")
-    if title:
-        label.append(printable(title), style="bold")
-        return label
-    first_line = printable(summary.first_line) or "(no user message)"
-    label.append(first_line, style="" if summary.first_line else "dim")
-    return label
-
-
-def describe(
-    conversation_id: str,
-    messages: Sequence[LogMessage],
-    *,
-    current: bool,
-    record: ConversationRecord | None = None,
-) -> Text:
-    """The header over a read-only conversation: title, id; size, days, models; its system
-    prompt; problems."""
-    days = sorted({m.time.astimezone().date() for m in messages if m.time is not None})
-    models = list(dict.fromkeys(m.model for m in messages if m.model))
-    problems = [m.status for m in messages if m.status in PROBLEM_STATUSES]
-    text = Text(printable(conversation_id) or "(no conversation id)", style="bold")
-    if record is not None and record.title:
-        text = Text(printable(record.title) + "\n", style="bold") + text
-    if current:
-        text.append(" · current", style="bold")
-    facts = [f"{len(messages)} message{'' if len(messages) == 1 else 's'}"]
-    if days:
-        facts.append(_days_text(days))
-    if models:
-        facts.append(", ".join(models))
-    text.append("\n" + " · ".join(facts))
-    if record is not None and record.system_prompt:
-        prompt = " ".join(record.system_prompt.split())
-        text.append(f"\nsystem prompt: {printable(prompt)}", style="italic")
-    if problems:
-        counts = {status: problems.count(status) for status in dict.fromkeys(problems)}
-        marks = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items())
-        text.append(f"\n⚠ {marks}", style="bold yellow")
-    return text
-
-
-def _days_text(days: list[date]) -> str:
-    if len(days) == 1:
-        return f"{days[0]:%a %d %b %Y}"
-    return f"{days[0]:%d %b} – {days[-1]:%d %b %Y} ({len(days)} days)"
-
-
-def conversation_view(
-    conversation_id: str,
-    messages: Sequence[LogMessage],
-    *,
-    current: bool,
-    limit: int | None = None,
-    record: ConversationRecord | None = None,
-) -> list[Widget]:
-    """Header, the messages read-only (a day rule where the day changes), a 'more' note."""
-    shown = list(messages if limit is None else messages[:limit])
-    head = describe(conversation_id, messages, current=current, record=record)
-    widgets: list[Widget] = [Static(head, classes="conversation-head")]
-    last_day: date | None = None
-    for message, widget in zip(shown, chat_widgets(shown, read_only=True), strict=True):
-        day = message.time.astimezone().date() if message.time is not None else None
-        if day is not None and last_day is not None and day != last_day:
-            widgets.append(Static(f"── {day:%a %d %b %Y} ──", classes="conversation-day-rule"))
-        last_day = day or last_day
-        widgets.append(widget)
-    hidden = len(messages) - len(shown)
-    if hidden > 0:
-        note = f"… {hidden} more message{'' if hidden == 1 else 's'}: Enter opens all of it"
-        widgets.append(Static(note, classes="conversation-more"))
-    return widgets
-
-
-class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
+class ConversationsScreen(ConversationEditing):
     """Days and their conversations on the left, the highlighted one read-only on the right."""
 
     TITLE_TEXT = "Conversations"
@@ -517,99 +362,6 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
         if result is not None:
             self.dismiss(result)
 
-    # ---- rename, delete, export (tui/screens/conversation_actions.py) -----------------------
-    def _chosen_for(self, verb: str) -> ConversationSummary | None:
-        chosen = self.highlighted
-        if chosen is None:
-            self.say(f"Highlight a conversation to {verb} (a line under a day).", error=True)
-        elif self.notes is None and verb != "export":
-            self.say("Memory is not available, so titles and deletes cannot be kept.", error=True)
-            return None
-        return chosen
-
-    def action_rename(self) -> None:
-        """r: a new title for the highlighted conversation."""
-        chosen = self._chosen_for("rename")
-        if chosen is None:
-            return
-        cid = chosen.conversation_id
-        current = self.titles.get(cid, chosen.first_line)
-
-        def renamed(title: str | None) -> None:
-            if title:
-                self._change(lambda notes: notes.set_title(cid, title), f"Renamed: {title}")
-
-        self.app.push_screen(TitlePrompt(current), renamed)
-
-    def action_delete(self) -> None:
-        """d: delete the highlighted conversation after a y/n (not the one in the chat)."""
-        chosen = self._chosen_for("delete")
-        if chosen is None:
-            return
-        cid = chosen.conversation_id
-        if cid == self.current_conversation_id:
-            self.say("That is the conversation you are in: Ctrl+N starts a new one.", error=True)
-            return
-        title = self.titles.get(cid, chosen.first_line)
-        question = (
-            f"Delete conversation {cid} ({title})? Its messages leave the daily logs and its "
-            "unpinned memory points are forgotten. This cannot be undone."
-        )
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._delete(cid)
-
-        self.app.push_screen(ConfirmScreen(question), answered)
-
-    @work(thread=True, group="conversation-change", exit_on_error=False)
-    def _delete(self, conversation_id: str) -> None:
-        try:
-            done = delete_conversation(self.daily_log, self.notes, conversation_id)
-        except Exception as error:
-            log.exception("deleting %s failed", conversation_id)
-            self.post_message(ConversationChanged(f"Delete failed: {error}", False, True))
-            return
-        text = (
-            f"Deleted {conversation_id}: {done.messages} messages, "
-            f"{done.points} memory points forgotten."
-        )
-        self.post_message(ConversationChanged(text, reload=True))
-
-    @work(thread=True, group="conversation-change", exit_on_error=False)
-    def _change(self, change: Callable[[ConversationNotes], None], text: str) -> None:
-        try:
-            assert self.notes is not None
-            change(self.notes)
-        except Exception as error:
-            log.exception("changing a conversation failed")
-            self.post_message(ConversationChanged(f"Failed: {error}", False, True))
-            return
-        self.post_message(ConversationChanged(text, reload=True))
-
-    def action_export(self) -> None:
-        """e: the highlighted conversation as Markdown in the data dir's exports/ folder."""
-        chosen = self._chosen_for("export")
-        if chosen is not None:
-            self._export(chosen.conversation_id)
-
-    @work(thread=True, group="conversation-change", exit_on_error=False)
-    def _export(self, conversation_id: str) -> None:
-        try:
-            path = export_conversation(self.daily_log, self.notes, conversation_id)
-        except Exception as error:
-            log.exception("exporting %s failed", conversation_id)
-            self.post_message(ConversationChanged(f"Export failed: {error}", False, True))
-            return
-        self.post_message(ConversationChanged(f"Exported to {path}", reload=False))
-
-    @on(ConversationChanged)
-    def conversation_changed(self, message: ConversationChanged) -> None:
-        if message.reload:
-            self._said_after_reload = message.text
-            self._reload()
-        self.say(message.text, error=message.problem)
-
     def _reload(self) -> None:
         """Read the index again (after a rename or a delete)."""
         self.conversation_tree.clear()
@@ -620,57 +372,3 @@ class ConversationsScreen(MemoryScreen[ContinueConversation | None]):
         self._previewed = None
         self._first_preview_shown.set()
         self.read_index()
-
-
-class ConversationReader(MemoryScreen[ContinueConversation | None]):
-    """One conversation, full-width and read-only; c continues it, Esc goes back."""
-
-    TITLE_TEXT = "Conversation"
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("c", "continue", "Continue", id="conversation_continue"),
-    ]
-    DEFAULT_CSS = """
-    ConversationReader #conversation-reader {
-        height: 1fr;
-        padding: 0 1;
-    }
-    ConversationReader .conversation-head {
-        color: $text-muted;
-    }
-    ConversationReader .conversation-day-rule {
-        margin: 1 0 0 0;
-        color: $text-muted;
-    }
-    """
-
-    def __init__(
-        self,
-        conversation_id: str,
-        messages: Sequence[LogMessage],
-        *,
-        current: bool = False,
-        record: ConversationRecord | None = None,
-    ) -> None:
-        super().__init__()
-        self.conversation_id = conversation_id
-        self.messages = tuple(messages)
-        self.current = current
-        self.record = record
-
-    def compose_body(self) -> ComposeResult:
-        with VerticalScroll(id="conversation-reader"):
-            yield from conversation_view(
-                self.conversation_id, self.messages, current=self.current, record=self.record
-            )
-
-    def on_mount(self) -> None:
-        self.query_one("#conversation-reader", VerticalScroll).focus()
-        self.say("Read-only · c continues this conversation in the chat · Esc back to the list")
-
-    def action_continue(self) -> None:
-        """c: leave with this conversation, for the chat to continue it."""
-        if not self.conversation_id:
-            self.say("This conversation has no id in the log, so it cannot go on.", error=True)
-            return
-        system = self.record.system_prompt if self.record else None
-        self.dismiss(ContinueConversation(self.conversation_id, self.messages, system))

@@ -11,10 +11,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui.commands import slash_help
 from tui.keymap import BINDING_IDS
+from tui.widgets.fitting_footer import FittingFooter
 
 HELP_TEMPLATE = """\
 # Straylight — help
@@ -90,7 +91,7 @@ class HelpScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
             yield Static(help_text(), id="help-text")
-        yield Footer()
+        yield FittingFooter()
 
     def action_dismiss_help(self) -> None:
         self.dismiss(None)

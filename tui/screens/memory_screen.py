@@ -10,7 +10,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
+
+from tui.widgets.fitting_footer import FittingFooter
 
 ResultT = TypeVar("ResultT")
 
@@ -53,7 +55,7 @@ class MemoryScreen(Screen[ResultT]):
         yield Static(self._missing_text(), id="screen-missing")
         yield from self.compose_body()
         yield Static("", id="screen-status")
-        yield Footer()
+        yield FittingFooter()
 
     def _missing_text(self) -> Text:
         """A configured model Ollama does not have (the last check's), with its fix; F8 on
