@@ -34,6 +34,7 @@ from memory.embedding_check import vector_problem
 from memory.embedding_space import EmbeddingSpace, record_space, resolve_space
 from memory.headroom import Headroom, headroom, ram_estimate_bytes
 from memory.ingest import IngestPlan, IngestReport
+from memory.neighbour_words import reindex_texts
 from memory.recall import (
     PinnedPoints,
     RecallHit,
@@ -143,8 +144,7 @@ class MemoryStore:
             with self.db.transaction() as cur:
                 current = lexical_index.ensure_analyzer(cur, analyzer=self.lexical.analyzer)
                 if not current:  # the tokenizer changed since these points were indexed
-                    rows = point_reads.point_texts(cur)
-                    texts = [(pid, lexical_text(text, when=when)) for pid, text, when in rows]
+                    texts = reindex_texts(point_reads.points_to_reindex(cur))  # neighbours too
                     lexical_index.reindex_all(cur, texts, analyzer=self.lexical.analyzer)
         self.space = resolve_space(self.db, self.config.embed_model, read_only=self.read_only)
         self._dim = self.space.dim

@@ -23,7 +23,8 @@ from memory.embedding_check import vector_problem
 from memory.fact_drawer import FactDrawer
 from memory.hypotheses import Hypotheses
 from memory.memory_store import IngestReport, MemoryStore, RecallResult, SaveResult
-from memory.secret_masking import MaskedText, mask_secrets
+from memory.neighbour_words import reply_context, user_context
+from memory.secret_masking import mask_secrets
 from store.job_runs import JobRuns
 from store.point_store import Point, content_hash
 
@@ -153,7 +154,7 @@ class TurnMemory:
                     user_text,
                     conversation_id=conversation_id,
                     vector=user_vector,
-                    context=_neighbours(earlier, context, reply_text),
+                    context=user_context(earlier, context, reply_text),
                 )
             )
             rule = await asyncio.to_thread(
@@ -170,7 +171,7 @@ class TurnMemory:
                     conversation_id=conversation_id,
                     vector=reply_vector,
                     use_filter=False,
-                    context=_neighbours(context, user_text),
+                    context=reply_context(context, user_text),
                 )
             )
         except Exception:
@@ -270,13 +271,6 @@ def masked_keys(entries: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         used.add(unique)
         masked.append((unique, content))
     return masked
-
-
-def _neighbours(*texts: str) -> str:
-    """A point's neighbours for the word index, each masked on its own and joined: text the
-    turn already masked (the user's message) is not scanned again."""
-    masked = (mask_secrets(text).strip() for text in texts)
-    return MaskedText("\n".join(text for text in masked if text))
 
 
 def _one_new_dimension(

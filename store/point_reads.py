@@ -2,7 +2,7 @@
 
 The SQL of `memory.memory_store` lives here (memory/ holds policy, store/ the statements):
 what a recall hit shows, the pinned ids and vectors, the vectors by id for the index, the
-texts to re-index words from, and the sizes the RAM estimate is made of.
+points to re-index words from, and the sizes the RAM estimate is made of.
 """
 
 from __future__ import annotations
@@ -144,11 +144,26 @@ def vector_matrix(db: Database, ids: npt.NDArray[Any], dim: int) -> FloatVector:
     return matrix_from_bytes([by_id[i] for i in wanted], dim)
 
 
-def point_texts(cur: Cursor) -> list[tuple[int, str, datetime]]:
-    """(id, content, created_at) of every point: what the word index is rebuilt from."""
+@dataclass(frozen=True, slots=True)
+class IndexedPoint:
+    """What the word index is rebuilt from for one point (`memory.neighbour_words`)."""
+
+    id: int
+    role: str
+    source: str
+    conversation_id: str
+    content: str
+    created_at: datetime
+
+
+def points_to_reindex(cur: Cursor) -> list[IndexedPoint]:
+    """Every point in id order, with what its neighbours are found by (conversation, role,
+    source): what the word index is rebuilt from. The date in UTC, as `save` indexed it
+    (DuckDB hands it back in the session's time zone)."""
+    sql = "SELECT id, role, source, conversation_id, content, created_at FROM points ORDER BY id"
     return [
-        (int(pid), str(text), when)
-        for pid, text, when in cur.execute("SELECT id, content, created_at FROM points").fetchall()
+        IndexedPoint(int(pid), str(role), str(source), str(conversation), str(text), as_utc(when))
+        for pid, role, source, conversation, text, when in cur.execute(sql).fetchall()
     ]
 
 
