@@ -77,9 +77,10 @@ class CompactPostings:
         self._max_id: int | None = None  # the highest live point id, when _max_known
         self._max_known = False
         self._impacts: dict[int, tuple[float, float]] = {}  # term id -> (avgdl, max factor)
-        # the mapped file's impacts of the merged lists, at `_file_avgdl` (none after a merge)
+        # the mapped file's impacts, at `_file_avgdl`, of its `_file_slots` slots' postings
         self._file_impacts: NDArray[np.float64] = np.empty(0, dtype=np.float64)
         self._file_avgdl = 0.0
+        self._file_slots = 0
 
     # -- building
 
@@ -136,6 +137,7 @@ class CompactPostings:
         self._fwd_offsets, self._fwd_terms = arrays["fwd_offsets"], arrays["fwd_terms"]
         self._file_impacts = arrays["impacts"]
         self._file_avgdl = float(arrays["impact_avgdl"][0])
+        self._file_slots = len(arrays["point_ids"])
         alive = arrays["alive"].astype(bool)
         self.doc_count = int(np.count_nonzero(alive))
         self.dead = len(alive) - self.doc_count
@@ -395,7 +397,6 @@ class CompactPostings:
         self._fwd_offsets = fwd_offsets
         self._delta = {}
         self._impacts = {}  # the merged lists changed
-        self._file_impacts = self._file_impacts[:0]
         self._delta_fwd = []
         self._delta_postings = 0
         self.merges += 1
@@ -415,7 +416,7 @@ class CompactPostings:
         if cached is None or avgdl > cached[0] or avgdl < cached[0] / 1.1:
             at_file = self._file_avgdl  # the file's, computed when it was written
             if tid < len(self._file_impacts) and at_file / 1.1 <= avgdl <= at_file:
-                cached = (at_file, float(self._file_impacts[tid]))
+                cached = (at_file, self._file_impact(tid))
             else:
                 merged = 0.0
                 if tid < len(self._offsets) - 1:
@@ -429,6 +430,17 @@ class CompactPostings:
         slots = np.frombuffer(buffer[0], dtype=np.int32)
         tfs = np.frombuffer(buffer[1], dtype=np.int32)
         return max(cached[1], _max_factor(slots, tfs, cached[0], self))
+
+    def _file_impact(self, tid: int) -> float:
+        """The file's impact of a term, raised by the postings merged since (slots after the
+        file's: a term's slots ascend, so they are the end of its merged list)."""
+        impact = float(self._file_impacts[tid])
+        lo, hi = int(self._offsets[tid]), int(self._offsets[tid + 1])
+        cut = lo + int(np.searchsorted(self._slots[lo:hi], self._file_slots))
+        if cut < hi:
+            later = _max_factor(self._slots[cut:hi], self._tfs[cut:hi], self._file_avgdl, self)
+            impact = max(impact, later)
+        return impact
 
     def _term_slots(self, tid: int) -> tuple[NDArray[np.int32], NDArray[np.integer]]:
         slots: NDArray[np.int32] = self._slots[:0]

@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from memory.memory_store import MemoryConfig, MemoryStore
-from store import lexical_file, lexical_persist, meta
+from store import lexical_file, lexical_persist, lexical_postings, meta
 from store import lexical_index as li
 from store.clock import Clock
 from store.data_dir_check import check_data_dir
@@ -253,6 +253,30 @@ def test_the_file_holds_every_terms_impact_bound_as_computed_from_the_tables(tmp
         assert got == loaded._index.impact(term, avgdl) > 0  # the same float
         assert mapped._impacts[mapped._term_id[term]][1] == got  # taken from the file
     assert mapped.impact("alpha", avgdl * 1.2) == loaded._index.impact("alpha", avgdl * 1.2)
+
+
+def test_the_files_impact_bounds_stay_bounds_after_adds_are_merged(tmp_path, con, monkeypatch):
+    path = written(tmp_path, con)
+    cache = cache_of(path, con)
+    index = cache._index
+    monkeypatch.setattr(lexical_postings, "MERGE_MIN_POSTINGS", 1)
+    monkeypatch.setattr(lexical_postings, "MERGE_FRACTION", 10**9)
+    con.begin()  # a short point with the common words scores them higher than any before
+    li.index_point(con, 61, "alpha shared", cache=cache, new=True)
+    con.commit()
+    same(con, cache, "alpha shared topic1")
+    assert (
+        cache._index is index and index.merges == 1 and len(index._file_impacts) == index.term_count
+    )
+    avgdl = index.total_length / index.doc_count
+    assert "alpha" in index.terms_of(61)
+    for term in index._terms:
+        slots, tfs, _ = index.postings(term)  # type: ignore[misc]
+        true_max = float(
+            lexical_postings.contributions(slots, tfs, 1.0, avgdl, index.doc_lengths()).max()
+        )
+        assert index.impact(term, avgdl) >= true_max
+    assert index.impact("alpha", avgdl) > float(index._file_impacts[index._term_id["alpha"]])
 
 
 def test_a_file_of_an_older_format_is_rebuilt_from_the_tables(tmp_path, con, caplog, monkeypatch):
