@@ -4,6 +4,7 @@
     python -m bench.lexical_open build N DIR     # the tables of N synthetic points
     python -m bench.lexical_open open DIR        # load, write lexical.idx, reopen (own process)
     python -m bench.lexical_open latency DIR [--queries 300] [--k 40]
+    python -m bench.lexical_open compare DIR REF [--queries 300] [--k 40] [--lazy-impacts]
 
 `build` writes what `bench.memory_scale` would index for N points (the same `Synthetic`
 texts, neighbours and dates, through `lexical_index.reindex_all`) into a fresh database,
@@ -13,16 +14,21 @@ without vectors: a 1M-point word index in ~3 min instead of the 40 min of a full
 RssAnon / RssFile (from /proc/self/status) before and after. `latency` times
 `LexicalCache.search_and_subset` (what recall calls: top `k` and the pinned subset)
 alternating the exact dense scorer (`CompactPostings.totals` + `top`) and the pruned one per
-query, and checks that both give the same ids and the same scores (bit for bit).
+query, and checks that both give the same ids and the same scores (bit for bit). `compare`
+alternates this checkout's pruned search with `store/lexical_topk.py` as it is at the git
+commit REF (two caches on the same mapped file; `--lazy-impacts`: the REF side computes the
+terms' impact bounds on first sight instead of reading them from the file, as before format 2).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -162,6 +168,67 @@ def latency(home: Path, queries: int, k: int) -> dict[str, Any]:
     }
 
 
+def compare(home: Path, ref: str, queries: int, k: int, lazy_impacts: bool) -> dict[str, Any]:
+    """This checkout's pruned search against REF's `lexical_topk`, alternating query by query."""
+    import store.lexical_cache as lexical_cache
+    from store import lexical_topk
+    from store.clock import Clock
+    from store.database import database_path, open_database
+    from store.lexical_file import LEXICAL_FILENAME
+    from store.lexical_index import LexicalCache
+
+    source = subprocess.run(
+        ["git", "show", f"{ref}:store/lexical_topk.py"], check=True, capture_output=True, text=True
+    ).stdout
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "lexical_topk_ref.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location("lexical_topk_ref", path)
+        assert spec is not None and spec.loader is not None
+        old = importlib.util.module_from_spec(spec)
+        sys.modules["lexical_topk_ref"] = old  # dataclasses look their module up
+        spec.loader.exec_module(old)
+    modules = {"ref": old, "this": lexical_topk}
+    db = open_database(database_path(home), clock=Clock())
+    caches = {name: LexicalCache(file=home / LEXICAL_FILENAME) for name in modules}
+    data = Synthetic(seed=2)
+    texts = data.queries(data.topics(queries + 5))
+    wall: dict[str, list[float]] = {name: [] for name in modules}
+    cpu: dict[str, list[float]] = {name: [] for name in modules}
+    differ = 0
+    try:
+        with db.cursor() as cur:
+            for cache in caches.values():
+                cache.load(cur)
+            if lazy_impacts:
+                index = caches["ref"]._index
+                index._file_impacts = index._file_impacts[:0]
+            size = caches["this"].doc_count
+            pinned = list(range(1000, size + 1, max(1, size // 50)))[:50]
+            for name, cache in caches.items():  # warm up both
+                lexical_cache.lexical_topk = modules[name]
+                for text in texts[:5]:
+                    cache.search_and_subset(cur, text, k, pinned)
+            for i, text in enumerate(texts[5:]):
+                got = {}
+                for name in ("ref", "this") if i % 2 == 0 else ("this", "ref"):
+                    lexical_cache.lexical_topk = modules[name]
+                    started, used = time.perf_counter(), time.thread_time()
+                    got[name] = caches[name].search_and_subset(cur, text, k, pinned)
+                    wall[name].append((time.perf_counter() - started) * 1000)
+                    cpu[name].append((time.thread_time() - used) * 1000)
+                differ += got["ref"] != got["this"]
+    finally:
+        lexical_cache.lexical_topk = lexical_topk
+        db.close()
+    result: dict[str, Any] = {"ref": ref, "lazy_impacts": lazy_impacts}
+    for name in modules:
+        result[name] = ms_stats(wall[name])
+        result[f"{name}_cpu"] = ms_stats(cpu[name])
+    result.update(differ=differ, queries=queries, k=k, pinned=len(pinned))
+    return result
+
+
 def cache_size(db: Any) -> int:
     with db.cursor() as cur:
         return int(cur.execute("SELECT count(*) FROM lexical_docs").fetchall()[0][0])
@@ -180,6 +247,12 @@ def main(argv: list[str] | None = None) -> int:
     lat.add_argument("home", type=Path)
     lat.add_argument("--queries", type=int, default=300)
     lat.add_argument("--k", type=int, default=40)
+    cmp = sub.add_parser("compare")
+    cmp.add_argument("home", type=Path)
+    cmp.add_argument("ref")
+    cmp.add_argument("--queries", type=int, default=300)
+    cmp.add_argument("--k", type=int, default=40)
+    cmp.add_argument("--lazy-impacts", action="store_true")
     args = parser.parse_args(argv)
     if args.cmd == "build":
         out: Any = build(args.n, args.home)
@@ -195,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
                 text=True,
             )
             out.append(json.loads(run.stdout))
+    elif args.cmd == "compare":
+        out = compare(args.home, args.ref, args.queries, args.k, args.lazy_impacts)
     else:
         out = latency(args.home, args.queries, args.k)
     print(json.dumps(out, indent=1))

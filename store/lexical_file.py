@@ -33,12 +33,13 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 LEXICAL_FILENAME: Final = "lexical.idx"
-VERSION: Final = 1
+VERSION: Final = 2  # 2: the terms' impact bounds (`impacts`, `impact_avgdl`)
 _MAGIC: Final = b"STRAYLX1"
 _FOOTER: Final = struct.Struct("<8sQI")
 _FOOTER_MAGIC: Final = b"STRAYLXE"
 _ALIGN: Final = 64
-_DTYPES: Final = {"int8", "int32", "int64", "uint16", "uint8"}
+_DTYPES: Final = {"int8", "int32", "int64", "uint16", "uint8", "float64"}
+IMPACT_CHUNK: Final = 1 << 22  # postings scored at a time for the impacts (32 MiB of floats)
 
 # The arrays a file holds, with their dtype (tfs may be uint16 or int32).
 SECTIONS: Final = (
@@ -51,6 +52,8 @@ SECTIONS: Final = (
     "fwd_offsets",  # int64, slots + 1: doc-major CSR
     "fwd_terms",  # int32 by posting
     "terms",  # uint8: the terms in term-id order, UTF-8, each followed by a NUL
+    "impacts",  # float64 by term: the largest BM25 factor of its postings at …
+    "impact_avgdl",  # float64, one: … this average length (written by `write_file`)
 )
 
 
@@ -91,8 +94,10 @@ class MappedArrays:
 
 
 def write_file(path: Path, state: FileState, arrays: dict[str, NDArray[Any]]) -> int:
-    """Write the arrays (every name in SECTIONS but `terms`) and `terms` (list of str) under
-    `arrays["terms"]` as bytes; atomically. Returns the file's size."""
+    """Write the arrays (every name in SECTIONS but the impacts, which it computes here,
+    outside the cache's lock; `terms` as `encode_terms` bytes); atomically. Returns the
+    file's size."""
+    arrays = {**arrays, **impact_sections(arrays, state)}
     sections: dict[str, list[Any]] = {}
     blobs: list[tuple[int, NDArray[Any]]] = []
     offset = 0
@@ -132,6 +137,32 @@ def write_file(path: Path, state: FileState, arrays: dict[str, NDArray[Any]]) ->
 
     replace_atomically(path, write)
     return size
+
+
+def impact_sections(arrays: dict[str, NDArray[Any]], state: FileState) -> dict[str, NDArray[Any]]:
+    """Every term's largest `tf·(k1+1) / (tf + k1·(1 − b + b·len/A))` over its postings, at
+    A = 1.05 × the average length (valid while it stays below A, as
+    `CompactPostings.impact` computes them one term at a time; the pruned top k's bounds).
+    The same float operations as `contributions`, so the same values. O(postings)."""
+    from store.lexical_postings import contributions  # it imports this module
+
+    offsets, slots, tfs = arrays["offsets"], arrays["slots"], arrays["tfs"]
+    lengths = arrays["lengths"]
+    terms = len(offsets) - 1
+    impacts = np.zeros(terms, dtype=np.float64)
+    avgdl = max(state.total_length / state.doc_count, 1e-9) * 1.05 if state.doc_count else 0.0
+    counts = np.diff(offsets)
+    start = 0
+    while start < terms and avgdl:
+        end = int(np.searchsorted(offsets, offsets[start] + IMPACT_CHUNK, side="right")) - 1
+        end = min(max(end, start + 1), terms)
+        lo, hi = int(offsets[start]), int(offsets[end])
+        if hi > lo:
+            values = contributions(slots[lo:hi], tfs[lo:hi], 1.0, avgdl, lengths)
+            held = np.flatnonzero(counts[start:end])
+            impacts[start + held] = np.maximum.reduceat(values, offsets[start:end][held] - lo)
+        start = end
+    return {"impacts": impacts, "impact_avgdl": np.array([avgdl], dtype=np.float64)}
 
 
 def encode_terms(terms: list[str]) -> NDArray[np.uint8]:
@@ -231,6 +262,10 @@ def _check_shapes(arrays: dict[str, NDArray[Any]], term_count: int) -> None:
         and bool(np.all(np.diff(arrays["point_ids"]) > 0))
         and (postings == 0 or int(arrays["slots"].max()) < slots)
         and (postings == 0 or int(arrays["fwd_terms"].max()) < term_count)
+        and len(arrays["impacts"]) == term_count
+        and len(arrays["impact_avgdl"]) == 1
+        and bool(np.all(np.isfinite(arrays["impacts"])))
+        and bool(np.isfinite(arrays["impact_avgdl"][0]))
     )
     if not ok:
         raise LexicalFileError("the arrays do not fit together")

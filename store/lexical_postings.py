@@ -77,6 +77,10 @@ class CompactPostings:
         self._max_id: int | None = None  # the highest live point id, when _max_known
         self._max_known = False
         self._impacts: dict[int, tuple[float, float]] = {}  # term id -> (avgdl, max factor)
+        # the mapped file's impacts, at `_file_avgdl`, of its `_file_slots` slots' postings
+        self._file_impacts: NDArray[np.float64] = np.empty(0, dtype=np.float64)
+        self._file_avgdl = 0.0
+        self._file_slots = 0
 
     # -- building
 
@@ -131,6 +135,9 @@ class CompactPostings:
         self._alive = array("b", arrays["alive"].tobytes())
         self._offsets, self._slots, self._tfs = arrays["offsets"], arrays["slots"], arrays["tfs"]
         self._fwd_offsets, self._fwd_terms = arrays["fwd_offsets"], arrays["fwd_terms"]
+        self._file_impacts = arrays["impacts"]
+        self._file_avgdl = float(arrays["impact_avgdl"][0])
+        self._file_slots = len(arrays["point_ids"])
         alive = arrays["alive"].astype(bool)
         self.doc_count = int(np.count_nonzero(alive))
         self.dead = len(alive) - self.doc_count
@@ -399,23 +406,41 @@ class CompactPostings:
     def impact(self, term: str, avgdl: float) -> float:
         """An upper bound of `tf·(k1+1) / (tf + k1·(1 − b + b·len/avgdl))` over the term's
         postings (its BM25 contribution over idf), valid for an average length up to 5 %
-        above `avgdl` (the factor grows with it); the merged part is cached by term."""
+        above `avgdl` (the factor grows with it); the merged part is cached by term, and
+        comes from the mapped file (`store.lexical_file.impact_sections`) while its average
+        length is in range."""
         tid = self._term_id.get(term)
         if tid is None:
             return 0.0
         cached = self._impacts.get(tid)
         if cached is None or avgdl > cached[0] or avgdl < cached[0] / 1.1:
-            merged = 0.0
-            if tid < len(self._offsets) - 1:
-                lo, hi = int(self._offsets[tid]), int(self._offsets[tid + 1])
-                merged = _max_factor(self._slots[lo:hi], self._tfs[lo:hi], avgdl * 1.05, self)
-            cached = self._impacts[tid] = (avgdl * 1.05, merged)
+            at_file = self._file_avgdl  # the file's, computed when it was written
+            if tid < len(self._file_impacts) and at_file / 1.1 <= avgdl <= at_file:
+                cached = (at_file, self._file_impact(tid))
+            else:
+                merged = 0.0
+                if tid < len(self._offsets) - 1:
+                    lo, hi = int(self._offsets[tid]), int(self._offsets[tid + 1])
+                    merged = _max_factor(self._slots[lo:hi], self._tfs[lo:hi], avgdl * 1.05, self)
+                cached = (avgdl * 1.05, merged)
+            self._impacts[tid] = cached
         buffer = self._delta.get(tid)
         if buffer is None:
             return cached[1]
         slots = np.frombuffer(buffer[0], dtype=np.int32)
         tfs = np.frombuffer(buffer[1], dtype=np.int32)
         return max(cached[1], _max_factor(slots, tfs, cached[0], self))
+
+    def _file_impact(self, tid: int) -> float:
+        """The file's impact of a term, raised by the postings merged since (slots after the
+        file's: a term's slots ascend, so they are the end of its merged list)."""
+        impact = float(self._file_impacts[tid])
+        lo, hi = int(self._offsets[tid]), int(self._offsets[tid + 1])
+        cut = lo + int(np.searchsorted(self._slots[lo:hi], self._file_slots))
+        if cut < hi:
+            later = _max_factor(self._slots[cut:hi], self._tfs[cut:hi], self._file_avgdl, self)
+            impact = max(impact, later)
+        return impact
 
     def _term_slots(self, tid: int) -> tuple[NDArray[np.int32], NDArray[np.integer]]:
         slots: NDArray[np.int32] = self._slots[:0]

@@ -96,23 +96,30 @@ def top(index: CompactPostings, query: _Query, k: int) -> list[tuple[int, float]
             live.append(index.live(touched[-1]))
             essential += 1
             walked += group.bound
+            if essential == len(groups) or sum(map(len, live)) < k:
+                continue
             # The k-th best partial score is at most what it was plus the bounds walked since
             # (at first: the bounds walked): only when that could beat `rest` is it computed.
-            could_be = theta + walked - walked_at_theta
-            if essential < len(groups) and rest[essential] < could_be and sum(map(len, live)) >= k:
-                scores = partial[np.concatenate(live)]
-                theta, walked_at_theta = _kth(scores, k), walked
-                if rest[essential] * _SAFETY < theta:  # no other point reaches the k-th best
-                    can_reach = np.count_nonzero(scores + rest[essential] * _SAFETY >= theta)
-                    walk = groups[by_bound[essential]].size  # the next group's postings
-                    if walk > LOOKUP_COST * can_reach * len(groups):
-                        break  # cheaper to look its postings up for the hopeful ones
+            if rest[essential] >= theta + walked - walked_at_theta:
+                continue
+            bound = rest[essential] * _SAFETY  # above the score of any point not touched yet
+            candidates = np.concatenate(live)
+            live = [candidates]
+            scores = partial.take(candidates)
+            theta, walked_at_theta = max(theta, _kth(scores, k)), walked
+            if bound < theta:  # no other point reaches the k-th best
+                can_reach = np.count_nonzero(scores + bound >= theta)
+                walk = groups[by_bound[essential]].size  # the next group's postings
+                if walk > LOOKUP_COST * can_reach * len(groups):
+                    break  # cheaper to look its postings up for the hopeful ones
         candidates = np.concatenate(live)
+        scores = partial.take(candidates)
         if essential == len(groups):
-            theta = _kth(partial[candidates], k)
-        reach = partial[candidates] + rest[essential] * _SAFETY  # above any full score
-        hopeful = np.sort(candidates[reach >= theta / _SAFETY])
-        partial[np.concatenate(touched)] = 0.0
+            theta = _kth(scores, k)
+        scores += rest[essential] * _SAFETY  # above any full score
+        hopeful = np.sort(candidates[scores >= theta / _SAFETY])
+        for slots in touched:
+            partial.put(slots, 0.0)
     except BaseException:
         index.drop_scratch()  # maybe not all zero again
         raise
@@ -126,20 +133,24 @@ def _accumulate(
     pruning); returns the slots it touched first (each slot once over all groups)."""
     alternatives = group.alternatives
     if len(alternatives) == 1:
-        slots = alternatives[0].slots
+        slots = alternatives[0].slots.astype(np.intp)  # once: numpy converts at every index
         values = _values(alternatives[0], slots, query)
     else:  # the best alternative per slot, in a second scratch array (no sort)
         best = index.scratch(1)
         fresh = []
         for alternative in alternatives:
-            found = _values(alternative, alternative.slots, query)
-            fresh.append(alternative.slots[best[alternative.slots] == 0.0])
-            best[alternative.slots] = np.maximum(best[alternative.slots], found)
+            at = alternative.slots.astype(np.intp)
+            found = _values(alternative, at, query)
+            had = best.take(at)
+            fresh.append(at[had == 0.0])
+            best.put(at, np.maximum(had, found))
         slots = np.concatenate(fresh)
-        values = best[slots]
-        best[slots] = 0.0
-    new = slots[partial[slots] == 0.0].astype(np.int64)  # scores are > 0: 0 means untouched
-    partial[slots] += values
+        values = best.take(slots)
+        best.put(slots, 0.0)
+    before = partial.take(slots)
+    new = slots[before == 0.0].astype(np.int64, copy=False)  # scores are > 0: 0 means untouched
+    before += values
+    partial.put(slots, before)
     return new
 
 
@@ -193,7 +204,9 @@ def _lookup(
     postings = alternative.slots
     if not len(postings):
         return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float64)
-    at = np.minimum(np.searchsorted(postings, slots), len(postings) - 1)
+    # the keys in the postings' dtype: else numpy converts the whole list at every call
+    at = np.searchsorted(postings, slots.astype(postings.dtype, copy=False))
+    at = np.minimum(at, len(postings) - 1)
     hit = postings[at] == slots
     at = at[hit]
     values = contributions(

@@ -13,8 +13,8 @@ import duckdb
 import pytest
 
 from memory.memory_store import MemoryConfig, MemoryStore
+from store import lexical_file, lexical_persist, lexical_postings, meta
 from store import lexical_index as li
-from store import lexical_persist, meta
 from store.clock import Clock
 from store.data_dir_check import check_data_dir
 from store.lexical_file import LEXICAL_FILENAME
@@ -239,3 +239,53 @@ def test_a_re_indexed_point_is_compacted_into_the_file(tmp_path, con):
     assert reopened._index.slot_count == reopened.doc_count == 59  # no dead slot kept
     for query in (*QUERIES, "rewritten", "gamma7 once"):
         same(con, reopened, query)
+
+
+def test_the_file_holds_every_terms_impact_bound_as_computed_from_the_tables(tmp_path, con):
+    path = written(tmp_path, con)
+    mapped = cache_of(path, con)._index
+    loaded = li.LexicalCache()
+    loaded.load(con)
+    avgdl = mapped.total_length / mapped.doc_count
+    assert len(mapped._file_impacts) == mapped.term_count
+    for term in mapped._terms:
+        got = mapped.impact(term, avgdl)
+        assert got == loaded._index.impact(term, avgdl) > 0  # the same float
+        assert mapped._impacts[mapped._term_id[term]][1] == got  # taken from the file
+    assert mapped.impact("alpha", avgdl * 1.2) == loaded._index.impact("alpha", avgdl * 1.2)
+
+
+def test_the_files_impact_bounds_stay_bounds_after_adds_are_merged(tmp_path, con, monkeypatch):
+    path = written(tmp_path, con)
+    cache = cache_of(path, con)
+    index = cache._index
+    monkeypatch.setattr(lexical_postings, "MERGE_MIN_POSTINGS", 1)
+    monkeypatch.setattr(lexical_postings, "MERGE_FRACTION", 10**9)
+    con.begin()  # a short point with the common words scores them higher than any before
+    li.index_point(con, 61, "alpha shared", cache=cache, new=True)
+    con.commit()
+    same(con, cache, "alpha shared topic1")
+    assert (
+        cache._index is index and index.merges == 1 and len(index._file_impacts) == index.term_count
+    )
+    avgdl = index.total_length / index.doc_count
+    assert "alpha" in index.terms_of(61)
+    for term in index._terms:
+        slots, tfs, _ = index.postings(term)  # type: ignore[misc]
+        true_max = float(
+            lexical_postings.contributions(slots, tfs, 1.0, avgdl, index.doc_lengths()).max()
+        )
+        assert index.impact(term, avgdl) >= true_max
+    assert index.impact("alpha", avgdl) > float(index._file_impacts[index._term_id["alpha"]])
+
+
+def test_a_file_of_an_older_format_is_rebuilt_from_the_tables(tmp_path, con, caplog, monkeypatch):
+    monkeypatch.setattr(lexical_file, "VERSION", 1)  # as the format before the impacts
+    path = written(tmp_path, con)
+    monkeypatch.undo()
+    with caplog.at_level(logging.INFO, logger="straylight.memory"):
+        cache = cache_of(path, con)
+    assert cache.loaded_from == "tables"
+    assert f"version 1, expected {lexical_file.VERSION}" in caplog.text
+    assert cache.save_file()
+    assert cache_of(path, con).loaded_from == "file"

@@ -1,6 +1,7 @@
 """The pruned word search (store/lexical_topk.py) against the dense pass and the SQL path, on a
 real DuckDB file: the same ids and the same scores bit for bit over many random queries (with
-alternatives, removed points and points added after the load), while skipping posting lists."""
+alternatives, removed points and points added after the load; from the tables and from a mapped
+`lexical.idx` with its stored impact bounds), while skipping posting lists."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import random
 import pytest
 
 from store import lexical_index as li
-from store import lexical_postings, lexical_topk
+from store import lexical_persist, lexical_postings, lexical_topk, meta
+from store.lexical_file import LEXICAL_FILENAME
 from tests.test_lexical_index import add
 from tests.test_lexical_postings import con as con  # the fixture
 from tests.test_lexical_postings import remove, same
@@ -53,6 +55,42 @@ def test_pruned_top_k_is_the_dense_ranking_bit_for_bit(con, monkeypatch):
         assert pruned == dense, query
     for query in ("paintings w1 w250", "w0 w1 w2 w3", "houses running w299", "lindau"):
         same(con, cache, query, k=20)
+
+
+def test_pruning_from_a_mapped_file_and_its_impacts_is_the_dense_ranking(
+    con, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(lexical_postings, "MERGE_MIN_POSTINGS", 400)
+    monkeypatch.setattr(lexical_postings, "MERGE_FRACTION", 10**9)
+    meta.put(con, lexical_persist.DATABASE_ID_KEY, "topk")
+    rng = random.Random(1801)
+    add(con, {i: zipf_text(rng, rng.randint(2, 40)) for i in range(1, 1201)})
+    path = tmp_path / LEXICAL_FILENAME
+    first = li.LexicalCache(file=path)
+    first.load(con)
+    assert first.save_file()
+    cache = li.LexicalCache(file=path)
+    cache.load(con)
+    assert cache.loaded_from == "file" and len(cache._index._file_impacts) > 0
+    pinned = rng.sample(range(1, 1201), 30)
+    for round_ in range(3):  # as mapped, after removals and adds, after a merge
+        if round_ == 1:
+            remove(con, cache, *rng.sample(range(1, 1201), 100))
+            fresh = {i: zipf_text(rng, rng.randint(2, 9)) for i in range(1201, 1261)}
+            add(con, fresh, cache=cache)
+        if round_ == 2:
+            add(
+                con,
+                {i: zipf_text(rng, rng.randint(30, 60)) for i in range(1261, 1400)},
+                cache=cache,
+            )
+            assert cache._index.merges and len(cache._index._file_impacts)  # still used
+        for _ in range(100):
+            query, k = zipf_text(rng, rng.randint(1, 12)), rng.choice((1, 10, 40))
+            pruned, dense = both(
+                cache, lambda c, q=query, k=k: c.search_and_subset(con, q, k, pinned), monkeypatch
+            )
+            assert pruned == dense, query
 
 
 def test_the_common_words_posting_lists_are_not_walked(con, monkeypatch):
