@@ -238,7 +238,7 @@ async def open_screen(pilot, app: StraylightApp, results: list[object]) -> Conve
     screen = ConversationsScreen(app.engine.daily_log, CURRENT)
     app.push_screen(screen, results.append)
     await wait_until(pilot, lambda: screen.index_complete, what="the index")
-    await wait_until(pilot, lambda: bool(preview_texts(screen)), what="the preview")
+    await wait_until(pilot, lambda: len(preview_texts(screen)) >= 2, what="the preview")
     return screen
 
 

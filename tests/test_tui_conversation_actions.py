@@ -369,6 +369,8 @@ async def test_rename_delete_and_export_on_the_conversations_screen(
         assert notes(app).get(BUILD).title == "Linker OOM"
 
         await wait_until(pilot, lambda: bool(preview_texts(screen)), what="preview again")
+        assert preview_texts(screen)[0] == "Why did the build fail?"  # the cursor stayed on it
+        assert screen.highlighted is not None and screen.highlighted.conversation_id == BUILD
         screen.conversation_tree.move_cursor(
             next(n for n in _leaves(screen) if n.data.conversation_id == KEYS)
         )

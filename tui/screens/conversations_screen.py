@@ -147,6 +147,10 @@ class ConversationsScreen(ConversationEditing):
         self._leaves_of: dict[str, list[TreeNode[ConversationSummary | DaySummary]]] = {}
         self._previewed: str | None = None
         self._first_preview_shown = threading.Event()
+        # Where the cursor goes once the index has the line: the first conversation on the
+        # first load, the one it was on after a reload (a rename keeps the cursor there).
+        self._cursor_pending = True
+        self._cursor_target: str | None = None
 
     def compose_body(self) -> ComposeResult:
         tree: Tree[ConversationSummary | DaySummary] = Tree("days", id="conversation-tree")
@@ -200,8 +204,8 @@ class ConversationsScreen(ConversationEditing):
             for conversation in summary.conversations:
                 self._add_leaf(node, conversation)
             self.day_count += 1
-        if tree.cursor_node is None and tree.root.children:
-            self.call_after_refresh(self._put_cursor_on_first)
+        if self._cursor_pending and tree.root.children:
+            self.call_after_refresh(self._place_cursor, message.done)
         if message.done:
             self.index_complete = True
             self._say_index_size()
@@ -228,11 +232,32 @@ class ConversationsScreen(ConversationEditing):
         self._leaves_of.setdefault(cid, []).append(leaf)
         self._days_of.setdefault(cid, []).insert(0, conversation.day)
 
-    def _put_cursor_on_first(self) -> None:
+    def _place_cursor(self, index_done: bool) -> None:
+        """Put the cursor on the conversation it should be on, once that line exists.
+
+        The tree's own cursor is not to be trusted here (it may sit on a day line, or on a node
+        of the tree before a reload), so this does not ask where it is: it places it, once; the
+        highlight that follows loads the preview."""
         tree = self.conversation_tree
-        if tree.cursor_node is None and tree.root.children:
+        if not self._cursor_pending or not tree.root.children:
+            return
+        leaves = self._leaves_of.get(self._cursor_target or "", [])
+        if leaves:
+            node = leaves[0]
+        elif self._cursor_target is not None and not index_done:
+            return  # its day may come in a later batch
+        else:
             day = tree.root.children[0]
-            tree.move_cursor(day.children[0] if day.children else day)
+            node = day.children[0] if day.children else day
+        self._cursor_pending = False
+        if node.parent is not None and not node.parent.is_expanded:
+            node.parent.expand()  # an older day, folded again by the reload
+        # Off and on again, on freshly built lines: after `clear()` the tree keeps its old line
+        # number and node, and a new node's line is known only once the lines are built
+        # (`last_line` builds them), so this is what makes the highlight, and the preview, come.
+        tree.move_cursor(None)
+        if tree.last_line >= 0:
+            tree.move_cursor(node)
 
     def _say_index_size(self) -> None:
         if not self.day_count:
@@ -363,7 +388,11 @@ class ConversationsScreen(ConversationEditing):
             self.dismiss(result)
 
     def _reload(self) -> None:
-        """Read the index again (after a rename or a delete)."""
+        """Read the index again (after a rename or a delete); the cursor stays on its
+        conversation (the first one if that was deleted)."""
+        chosen = self.highlighted
+        self._cursor_target = chosen.conversation_id if chosen is not None else None
+        self._cursor_pending = True
         self.conversation_tree.clear()
         self.day_count = 0
         self.index_complete = False
