@@ -200,17 +200,15 @@ def recall(
     )
     spans = date_spans(query, store.db.clock.now()) if tuning.date_boost else []
     hits: list[RecallHit] = []
-    for group, rerank in ((pinned_order, False), (regular, True)):
-        wanted = group[: k + len(excluded)]  # enough to fill k after exclusions
-        reranks = rerank and (
-            spans or tuning.same_day_factor != 1.0 or tuning.neighbour_factor != 1.0
-        )
-        if reranks:
-            wanted = group[: max(tuning.rerank_depth, k + len(excluded))]
-        rows = point_reads.hit_rows(store.db, wanted)
+    reranks = bool(spans) or tuning.same_day_factor != 1.0 or tuning.neighbour_factor != 1.0
+    fill = k + len(excluded)  # enough to fill k after exclusions
+    depth = max(tuning.rerank_depth, fill) if reranks else fill
+    groups = ((pinned_order[:fill], False), (regular[:depth], reranks))
+    rows = point_reads.hit_rows(store.db, [pid for wanted, _ in groups for pid in wanted])
+    for wanted, rerank in groups:  # both groups' rows came in one query
         points = [rows[pid] for pid in wanted if pid in rows]
         points = [point for point in points if point.content_hash not in excluded]
-        if reranks:
+        if rerank:
             points = _rerank(points, fused, spans, tuning)
         for point in points[:k]:
             score = max(cosine.get(point.id, 0.0), lexical_score.get(point.id, 0.0))
