@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final, Literal
 
-from store.private_files import FILE_MODE, ensure_private_dir, fsync_dir, open_private, write_all
+from store.private_files import open_private, replace_atomically, write_all
 
 IndexDType = Literal["f16", "f32"]
 
@@ -140,25 +140,14 @@ def check_header(payload: bytes | bytearray | memoryview, ndim: int, dtype: Inde
 
 
 def write_atomically(path: Path, payload: bytes | bytearray, identity: bytes = NO_IDENTITY) -> None:
-    """Write payload + footer (with `identity`) to a 0600 temp file, fsync, rename over
-    `path`, fsync the dir."""
-    ensure_private_dir(path.parent)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    try:
-        fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        try:
-            os.fchmod(fd, FILE_MODE)
-            write_all(fd, payload)
-            write_all(fd, _encode(payload, identity))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    fsync_dir(path.parent)
+    """Write payload + footer (with `identity`) whole or not at all (a 0600 temp file, fsync,
+    rename over `path`, fsync the dir: `store.private_files.replace_atomically`)."""
+
+    def write(fd: int) -> None:
+        write_all(fd, payload)
+        write_all(fd, _encode(payload, identity))
+
+    replace_atomically(path, write)
 
 
 def _pid_alive(pid: int) -> bool:
