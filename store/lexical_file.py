@@ -17,8 +17,6 @@ import contextlib
 import hashlib
 import json
 import mmap
-import os
-import stat
 import struct
 import zlib
 from dataclasses import dataclass
@@ -27,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from store.private_files import open_private, replace_atomically, write_all
+from store.private_files import map_private, replace_atomically, write_all
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -37,6 +35,7 @@ VERSION: Final = 2  # 2: the terms' impact bounds (`impacts`, `impact_avgdl`)
 _MAGIC: Final = b"STRAYLX1"
 _FOOTER: Final = struct.Struct("<8sQI")
 _FOOTER_MAGIC: Final = b"STRAYLXE"
+_MIN_SIZE: Final = len(_MAGIC) + 4 + _FOOTER.size
 _ALIGN: Final = 64
 _DTYPES: Final = {"int8", "int32", "int64", "uint16", "uint8", "float64"}
 IMPACT_CHUNK: Final = 1 << 22  # postings scored at a time for the impacts (32 MiB of floats)
@@ -176,25 +175,20 @@ def read_file(path: Path, identity: str, generation: str | None) -> MappedArrays
     `generation`, then every section's bounds, CRC and shape. LexicalFileError if it cannot
     be used (missing included); `SymlinkRefused` for a link."""
     try:
-        fd = open_private(path, os.O_RDONLY | os.O_NONBLOCK)
+        mapped = map_private(path, _too_small, LexicalFileError("not a regular file"))
     except FileNotFoundError:
         raise LexicalFileError("missing") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise LexicalFileError("not a regular file")
-        size = info.st_size
-        if size < len(_MAGIC) + 4 + _FOOTER.size:
-            raise LexicalFileError(f"truncated ({size} bytes)")
-        mapped = mmap.mmap(fd, size, prot=mmap.PROT_READ)
-    finally:
-        os.close(fd)
+    size = len(mapped)
     try:
         return _parse(mapped, size, identity, generation)
     except LexicalFileError:
         with contextlib.suppress(BufferError):  # views of it live on in the traceback
             mapped.close()
         raise
+
+
+def _too_small(size: int) -> LexicalFileError | None:
+    return LexicalFileError(f"truncated ({size} bytes)") if size < _MIN_SIZE else None
 
 
 def _parse(mapped: mmap.mmap, size: int, identity: str, generation: str | None) -> MappedArrays:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import mmap
 import os
 import stat
 from collections.abc import Callable
@@ -62,6 +63,26 @@ def open_private(path: Path, flags: int, mode: int = FILE_MODE) -> int:
         if error.errno == errno.ELOOP:
             raise SymlinkRefused(path) from None
         raise
+
+
+def map_private(
+    path: Path, too_small: Callable[[int], Exception | None], not_regular: Exception
+) -> mmap.mmap:
+    """A read-only `mmap` of a derived file, opened without following a link
+    (`SymlinkRefused`): `not_regular` is raised for anything but a regular file, and
+    `too_small(size)`'s error when it returns one. The descriptor is closed on return; the
+    mapping lives as long as the views of it."""
+    fd = open_private(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise not_regular
+        error = too_small(info.st_size)
+        if error is not None:
+            raise error
+        return mmap.mmap(fd, info.st_size, prot=mmap.PROT_READ)
+    finally:
+        os.close(fd)
 
 
 def lstat_unlinked(path: Path) -> os.stat_result | None:

@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import mmap
 import os
-import stat
 import struct
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final, Literal
 
-from store.private_files import open_private, replace_atomically, write_all
+from store.private_files import map_private, replace_atomically, write_all
 
 IndexDType = Literal["f16", "f32"]
 
@@ -69,15 +67,7 @@ def mapped_index_file(path: Path) -> Iterator[tuple[memoryview, bytes]]:
     """The usearch bytes of a file written by `VectorIndex.save`, checked, as a read-only
     view of the file for the block's time, and the identity it carries; IndexFileError if
     unusable. The view must not outlive the block."""
-    with os.fdopen(open_private(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise IndexFileError("not a regular file")
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            raise IndexFileError("empty file")
-        if size < _FOOTER.size:
-            raise IndexFileError(f"truncated or not an index ({size} bytes)")
-        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    mapped = map_private(path, _too_small, IndexFileError("not a regular file"))
     try:
         whole = memoryview(mapped)
         try:
@@ -94,6 +84,14 @@ def mapped_index_file(path: Path) -> Iterator[tuple[memoryview, bytes]]:
     finally:
         with contextlib.suppress(BufferError):  # a view still held: unmapped when it is freed
             mapped.close()
+
+
+def _too_small(size: int) -> IndexFileError | None:
+    if size == 0:
+        return IndexFileError("empty file")
+    if size < _FOOTER.size:
+        return IndexFileError(f"truncated or not an index ({size} bytes)")
+    return None
 
 
 def _footer(whole: memoryview) -> tuple[int, Callable[[memoryview], bool], bytes]:
