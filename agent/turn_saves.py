@@ -52,7 +52,8 @@ class BackgroundSaves:
         earlier: str = "",
     ) -> None:
         """Save both points (and the context report) without making anyone wait."""
-        recalled = [hit.content for hit in recall.result.hits] if recall and recall.result else []
+        result = recall.result if recall else None
+        recalled = [hit.content for hit in result.in_block()] if result else []
         task = asyncio.get_running_loop().create_task(
             self._save_and_report(
                 memory,

@@ -15,8 +15,9 @@ The score floor (`MEMORY_MIN_SCORE`) is set to 0 here (`--min-score` changes it)
 for nomic-embed-text's cosine scale, and it only trims the tail of a ranking this measures.
 
 `--json` also gives `per_conversation` (filter off, each mode) and `in_block`: the share of
-the evidence inside the injected `## Recalled context` block — the hits the product puts
-there at the default `MEMORY_TOP_K` and `MEMORY_MAX_CHARS` — beside recall@k. `--loo` adds
+the evidence inside the injected `## Recalled context` block — what the turn puts there at
+the default `MEMORY_TOP_K` and `MEMORY_MAX_CHARS`: the hits and the turns around them
+(`memory.recall.TURN_TUNING`) — beside recall@k. `--loo` adds
 the leave-one-conversation-out tuning of `bench/locomo_loo.py` (key `loo`); `--vectors`
 compares vector-only recall with plain cosines (`bench/locomo_vectors.py`, key
 `vector_diagnostics`, MiniLM only). MiniLM vectors
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +55,7 @@ from bench.locomo_data import (
 )
 from bench.locomo_loo import print_loo, run_loo
 from memory.memory_store import MemoryConfig, MemoryStore
-from memory.recall import TUNING, RecallTuning
+from memory.recall import TUNING, TURN_TUNING, RecallTuning
 from store.clock import Clock
 from tests.support.ollama_standin import OllamaStandIn
 
@@ -132,19 +134,23 @@ def rank(
     vector: list[float],
     mode: str,
     tuning: RecallTuning = TUNING,
-) -> tuple[list[str], int]:
-    """The top 10 turns, and how many of them the injected block holds: the first
-    `MEMORY_TOP_K` hits (the product recalls that many), as far as `MEMORY_MAX_CHARS`
-    lets whole entries in (the block is a prefix of the ranking)."""
+) -> tuple[list[str], set[str]]:
+    """The top 10 turns, and the turns the injected block holds: a second recall as the turn
+    makes it (`MEMORY_TOP_K` hits and the turns around them, `TURN_TUNING`'s window unless
+    `tuning` names one), as far as `MEMORY_MAX_CHARS` lets whole entries in."""
     result = store.recall(question.question, vector=vector, k=10, mode=mode, tuning=tuning)  # type: ignore[arg-type]
-    in_block = min(len(result.entries), store.config.top_k)
-    ranked: list[str] = []
-    block = 0
-    for position, hit in enumerate(result.hits):
-        if hit.id in point_to_turn:
-            ranked.append(point_to_turn[hit.id])
-            block += position < in_block
-    return ranked, block
+    ranked = [point_to_turn[hit.id] for hit in result.hits if hit.id in point_to_turn]
+    window = tuning if tuning.neighbour_window else _with_turn_window(tuning)
+    block = store.recall(question.question, vector=vector, mode=mode, tuning=window)  # type: ignore[arg-type]
+    return ranked, {point_to_turn[hit.id] for hit in block.in_block() if hit.id in point_to_turn}
+
+
+def _with_turn_window(tuning: RecallTuning) -> RecallTuning:
+    return replace(
+        tuning,
+        neighbour_window=TURN_TUNING.neighbour_window,
+        neighbour_anchors=TURN_TUNING.neighbour_anchors,
+    )
 
 
 async def run(path: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -217,9 +223,7 @@ async def run(path: Path, args: argparse.Namespace) -> dict[str, Any]:
                     ranked, block = rank(store, point_to_turn, question, vector, mode)
                     own[mode].append(score_question(ranked, question))
                     evidence = set(question.evidence)
-                    block_shares[mode].append(
-                        len(evidence.intersection(ranked[:block])) / len(evidence)
-                    )
+                    block_shares[mode].append(len(evidence.intersection(block)) / len(evidence))
             for mode in MODES:
                 scores[mode] += own[mode]
             if not filter_on and conversation.questions:
@@ -259,7 +263,7 @@ async def run(path: Path, args: argparse.Namespace) -> dict[str, Any]:
 def _loo_recall(
     stores: dict[str, tuple[MemoryStore, dict[int, str]]],
     question_vectors: dict[str, list[list[float]]],
-) -> Callable[[Conversation, Question, RecallTuning], tuple[list[str], int]]:
+) -> Callable[[Conversation, Question, RecallTuning], tuple[list[str], set[str]]]:
     """Hybrid recall of one question with a given tuning, in its conversation's store."""
     vector_of = {
         (sample_id, index): vector
@@ -270,7 +274,7 @@ def _loo_recall(
 
     def recall(
         conversation: Conversation, question: Question, tuning: RecallTuning
-    ) -> tuple[list[str], int]:
+    ) -> tuple[list[str], set[str]]:
         store, point_to_turn = stores[conversation.sample_id]
         if id(question) not in index_of:
             index_of.update({id(q): i for i, q in enumerate(conversation.questions)})

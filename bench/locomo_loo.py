@@ -73,8 +73,8 @@ def describe(tuning: RecallTuning, base: RecallTuning = TUNING) -> str:
     return " ".join(changed) or "product"
 
 
-Recall = Callable[[Conversation, Question, RecallTuning], tuple[list[str], int]]
-"""(ranked dia_ids, how many of them the injected block holds)."""
+Recall = Callable[[Conversation, Question, RecallTuning], tuple[list[str], set[str]]]
+"""(ranked dia_ids, the dia_ids the injected block holds)."""
 
 
 def score_variants(
@@ -92,7 +92,7 @@ def score_variants(
                 rows.append(
                     Scored(
                         score_question(ranked, question, KS),
-                        len(evidence.intersection(ranked[:in_block])) / len(evidence),
+                        len(evidence.intersection(in_block)) / len(evidence),
                     )
                 )
             table[variant][conversation.sample_id] = rows
@@ -177,7 +177,7 @@ def _worst(per_conversation: Mapping[str, Any]) -> dict[str, Any]:
 
 def run_loo(
     conversations: Sequence[Conversation],
-    recall: Callable[[Conversation, Question, RecallTuning], tuple[list[str], int]],
+    recall: Recall,
     families: Mapping[str, Sequence[RecallTuning]] | None = None,
 ) -> dict[str, Any]:
     """`leave_one_out` for the product's tuning alone and for every idea's family."""

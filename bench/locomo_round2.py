@@ -196,7 +196,7 @@ def score(
         mode=variant.mode,  # type: ignore[arg-type]
         tuning=tuning,
     )
-    in_block = {point_to_turn[h.id] for h in block.hits[: len(block.entries)]}
+    in_block = {point_to_turn[h.id] for h in block.in_block()}
     evidence = set(question.evidence)
     return Scored(score_question(ranked, question, KS), len(evidence & in_block) / len(evidence))
 
@@ -300,7 +300,7 @@ def block_sizes(path: Path, cache_dir: Path) -> dict[str, dict[str, float]]:
                 evidence = set(question.evidence)
                 for name, (k, tuning) in settings.items():
                     result = store.recall(question.question, vector=vector, k=k, tuning=tuning)
-                    held = {point_to_turn[h.id] for h in result.hits[: len(result.entries)]}
+                    held = {point_to_turn[h.id] for h in result.in_block()}
                     total = sums[name]
                     total[0] += len(result.block)
                     total[1] += len(result.entries)

@@ -10,7 +10,7 @@ line of a memory, so text that claims to be an instruction stays data in the pro
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -79,7 +79,14 @@ class RecallTuning:
 
 
 TUNING = RecallTuning()
-"""What the product runs."""
+"""What search runs (`straylight search`, the MCP tool, the browser, `/recall`): k hits."""
+
+TURN_TUNING = replace(TUNING, neighbour_window=3, neighbour_anchors=5)
+"""What the turn's prompt runs: the same k hits, then the turns at most 3 points from each
+of them in its conversation, while `MEMORY_MAX_CHARS` has room (the budget cuts them first).
+LoCoMo, chosen leave-one-conversation-out by every fold: the evidence in the block 0.663 →
+0.794 (worst conversation 0.597 → 0.725) for ~3.3k instead of ~1.1k characters
+(docs/recall-quality.md, "Fourth round")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +114,15 @@ class RecallResult:
     hits: list[RecallHit]
     block: str  # "" when nothing is recalled
     entries: tuple[str, ...] = ()
-    """The block's hits, one entry each (after `RECALL_PREAMBLE`): the budget cuts whole ones."""
+    """The block's entries, one a hit and then one a turn `around` (after `RECALL_PREAMBLE`):
+    the budget cuts whole ones, last first."""
+    around: tuple[RecallHit, ...] = ()
+    """The turns next to the first hits (`RecallTuning.neighbour_window`), in the block after
+    the hits; not ranked, so not among `hits`. Each carries its hit's score."""
+
+    def in_block(self) -> list[RecallHit]:
+        """The hits and turns whose entries the block holds, in its order."""
+        return [*self.hits, *self.around][: len(self.entries)]
 
     def to_json(self) -> dict[str, Any]:
         return {"hits": [hit.to_json() for hit in self.hits], "block": self.block}
@@ -160,8 +175,8 @@ def recall(
     tuning: RecallTuning = TUNING,
 ) -> RecallResult:
     """Hybrid recall over `store` (`MemoryStore.recall`): see the module docstring. Points
-    whose content is already in the prompt (`exclude_contents`) are left out; `tuning`
-    is for the benchmark that chooses it."""
+    whose content is already in the prompt (`exclude_contents`) are left out. `tuning`:
+    `TURN_TUNING` for the turn's prompt, other values for the benchmark that chooses them."""
     config = store.config
     k = config.top_k if k is None else k
     if not query.strip() or k <= 0:
@@ -217,10 +232,9 @@ def recall(
                     point.id, point.role, score, point.pinned, point.created_at, point.content
                 )
             )
-    if tuning.neighbour_window > 0:
-        hits += _neighbour_hits(store, hits, excluded, tuning)
-    entries = recall_entries(hits, max_chars or config.max_chars)
-    return RecallResult(hits, join_recall_block(entries), entries)
+    around = _neighbour_hits(store, hits, excluded, tuning) if tuning.neighbour_window else []
+    entries = recall_entries([*hits, *around], max_chars or config.max_chars)
+    return RecallResult(hits, join_recall_block(entries), entries, tuple(around))
 
 
 def _neighbour_hits(

@@ -24,6 +24,7 @@ from memory.fact_drawer import FactDrawer
 from memory.hypotheses import Hypotheses
 from memory.memory_store import IngestReport, MemoryStore, RecallResult, SaveResult
 from memory.neighbour_words import reply_context, user_context
+from memory.recall import TURN_TUNING
 from memory.secret_masking import mask_secrets
 from store.job_runs import JobRuns
 from store.point_store import Point, content_hash
@@ -110,13 +111,20 @@ class TurnMemory:
 
         The query vector is the message alone (measured on LoCoMo, embedding it with the
         message it answers lowered vector recall@10 from 0.494 to 0.447); `context` goes
-        to the word index only. The vector is reused as the user point's own."""
+        to the word index only. The vector is reused as the user point's own. The block also
+        holds the turns next to the hits (`TURN_TUNING`), cut first by the budget."""
         if not self.store.config.enabled or not query.strip():
             return TurnRecall(None, None)
         vector = await self.embed_one(query)
         try:
             result = await asyncio.to_thread(
-                self.store.recall, query, vector=vector, exclude_contents=exclude_contents
+                functools.partial(
+                    self.store.recall,
+                    query,
+                    vector=vector,
+                    exclude_contents=exclude_contents,
+                    tuning=TURN_TUNING,
+                )
             )
         except Exception:
             log.exception("recall failed; the turn goes on without recalled context")

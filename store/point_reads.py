@@ -63,23 +63,29 @@ def hit_rows(db: Database, ids: Sequence[int]) -> dict[int, HitRow]:
 
 def neighbour_rows(db: Database, ids: Sequence[int], window: int) -> dict[int, list[HitRow]]:
     """For each of `ids`, the points of the same conversation at most `window` ids away
-    (the turns around it), nearest first; points without a conversation have none."""
+    (the turns around it), nearest first (the earlier of two as near); points without a
+    conversation have none. One query over the ids in reach (`_rows_of`): a self-join on
+    the conversation read the whole table."""
     if not ids or window <= 0:
         return {}
-    with db.cursor() as cur:
-        rows = cur.execute(
-            "SELECT a.id, b.id, b.role, b.pinned, b.created_at, b.content, b.content_hash "
-            "FROM points a JOIN points b ON b.conversation_id = a.conversation_id "
-            "AND b.id BETWEEN a.id - ? AND a.id + ? AND b.id <> a.id "
-            f"WHERE a.{_OF_IDS} AND a.conversation_id <> '' "
-            "ORDER BY a.id, abs(b.id - a.id), b.id",
-            [window, window, list(ids)],
-        ).fetchall()
+    reach = sorted({i + step for i in ids for step in range(-window, window + 1)})
+    rows = _rows_of(
+        db, "id, role, pinned, created_at, content, content_hash, conversation_id", reach
+    )
+    conversation = {int(r[0]): r[6] for r in rows}
+    by_id = {int(r[0]): HitRow(int(r[0]), r[1], bool(r[2]), as_utc(r[3]), r[4], r[5]) for r in rows}
     found: dict[int, list[HitRow]] = {}
-    for r in rows:
-        found.setdefault(int(r[0]), []).append(
-            HitRow(int(r[1]), r[2], bool(r[3]), as_utc(r[4]), r[5], r[6])
+    for anchor in dict.fromkeys(ids):
+        own = conversation.get(anchor)
+        if not own:
+            continue
+        near = sorted(
+            (i for i in range(anchor - window, anchor + window + 1) if i != anchor),
+            key=lambda i: (abs(i - anchor), i),
         )
+        found[anchor] = [by_id[i] for i in near if conversation.get(i) == own]
+        if not found[anchor]:
+            del found[anchor]
     return found
 
 

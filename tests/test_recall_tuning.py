@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory.memory_store import MemoryConfig, MemoryStore
-from memory.recall import TUNING, RecallTuning
+from memory.recall import TUNING, TURN_TUNING, RecallTuning
 from memory.text.dates import DateSpan, date_spans
 from store.clock import Clock
 from tests.support.ollama_standin import embed_text
@@ -201,14 +201,15 @@ def test_the_neighbour_window_brings_the_turns_around_a_hit_into_the_block(home:
 
     question = say("Did you ever get to the museum you wanted to see?", "trip")
     answer = say("Yes, the one in Paris, it was wonderful", "trip")
-    other = say("Nothing to do with it", "elsewhere")  # next id, another conversation
+    say("Nothing to do with it", "elsewhere")  # next id, another conversation
     query = "museum you wanted to see"
     plain = store.recall(query, vector=vec(query), k=1, mode="lexical")
     assert [hit.id for hit in plain.hits] == [question]
     tuned = RecallTuning(neighbour_window=1, neighbour_anchors=1)
     windowed = store.recall(query, vector=vec(query), k=1, mode="lexical", tuning=tuned)
-    assert [hit.id for hit in windowed.hits] == [question, answer]
-    assert other not in [hit.id for hit in windowed.hits]
+    assert [hit.id for hit in windowed.hits] == [question]  # k hits, ranked
+    assert [hit.id for hit in windowed.around] == [answer]  # the other conversation is not near
+    assert [hit.id for hit in windowed.in_block()] == [question, answer]
     assert "the one in Paris" in windowed.block
     tight = store.recall(
         query,
@@ -218,6 +219,40 @@ def test_the_neighbour_window_brings_the_turns_around_a_hit_into_the_block(home:
         tuning=tuned,
         max_chars=len(plain.block) + 10,
     )
-    assert [hit.id for hit in tight.hits] == [question, answer]
+    assert [hit.id for hit in tight.in_block()] == [question]
     assert "the one in Paris" not in tight.block  # the budget cuts the neighbour first
+    store.close()
+
+
+def test_the_turns_window_takes_the_nearest_turns_of_the_hits_conversation(home: Path) -> None:
+    """`TURN_TUNING`: up to 3 points each side, nearest first (the earlier of two as near),
+    only from the hit's conversation; a point without a conversation has none."""
+    store = open_store(home)
+
+    def say(text: str, conversation: str) -> int:
+        saved = store.save(
+            "user", text, conversation_id=conversation, vector=vec(text), use_filter=False
+        )
+        assert saved.point_id is not None
+        return saved.point_id
+
+    before = [say(f"Earlier message number {n} about gardening", "c") for n in range(4)]
+    other = say("A message of another conversation in between", "d")
+    hit = say("The zeppelin landed on the roof of the aquarium", "c")
+    after = [say(f"Later message number {n} about cooking", "c") for n in range(4)]
+    result = store.recall(
+        "zeppelin aquarium", vector=vec("zeppelin aquarium"), k=1, tuning=TURN_TUNING
+    )
+    assert [h.id for h in result.hits] == [hit]
+    # ids hit-3 … hit+3: before[2], before[3], other (skipped), after[0..2]; nearest first
+    assert [h.id for h in result.around] == [after[0], before[3], after[1], before[2], after[2]]
+    assert other not in [h.id for h in result.around] and before[1] not in [
+        h.id for h in result.around
+    ]
+    pinned = store.remember("The zeppelin manual lives in the aquarium office")
+    alone = store.recall(
+        "zeppelin manual office", vector=vec("zeppelin manual office"), k=1, tuning=TURN_TUNING
+    )
+    assert alone.hits[0].id == pinned  # pins come first; a pin is no anchor
+    assert after[3] not in [h.id for h in alone.around]  # next to the pin, 4 from the hit
     store.close()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -200,3 +200,33 @@ async def test_a_point_is_found_by_the_words_of_the_message_two_turns_back(
     store = engine.memory.store  # type: ignore[union-attr]
     hits = store.recall("museum in Paris", k=10, mode="lexical").hits
     assert answer in [hit.content for hit in hits]  # only its earlier neighbour says "museum"
+
+
+async def test_the_prompt_holds_the_turns_around_a_recalled_hit(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """One hit (`MEMORY_TOP_K` 1) brings the turns next to it into the block, not into the
+    hits (search and the sidebar show ranked hits only)."""
+    settings = make_settings(ollama_host=standin.host, memory_top_k=1)
+    gateway = OllamaGateway(settings.ollama.host, read_timeout=5)
+    store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
+    try:
+        engine = TurnEngine(
+            settings, gateway, TurnMemory(store, embedder_for(gateway, settings.memory.embed_model))
+        )
+        standin.script_reply("Lovely! Which of the museums in Paris was it in the end?")
+        await turn(engine, "I finally went to the big museum in Paris last weekend", "trip")
+        standin.script_reply("The Orsay is a fine choice; the station building alone is worth it.")
+        await turn(
+            engine, "It was the Orsay, and the room with the Van Gogh paintings was packed", "trip"
+        )
+        standin.clear_requests()
+        events = await turn(engine, "Which museum did I visit in Paris?", "later")
+        result = next(e for e in events if isinstance(e, Recalled)).result
+        assert len(result.hits) == 1 and result.around
+        system = standin.chat_requests()[-1]["messages"][0]["content"]
+        for hit in result.in_block():
+            assert hit.content.splitlines()[0] in system
+        assert "Van Gogh paintings" in system and "big museum in Paris" in system
+    finally:
+        store.close()
