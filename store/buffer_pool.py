@@ -18,8 +18,11 @@ import duckdb
 log = logging.getLogger(__name__)
 
 # The limit for that moment: what is in use apart from the table blocks, plus this much, so
-# that a query running in another thread keeps room for its own work.
-EVICT_MARGIN_BYTES = 16 * 2**20
+# that a read running in another thread keeps room for its own work (writes wait:
+# `Database.drop_cached_blocks` holds the write lock). Whatever table blocks fit in it stay
+# cached: 16 MiB kept ~14 MiB at 100k points after open and after the word index's load;
+# 4 MiB keeps ~3 (the RSS growth at 100k: -10 MiB; docs/memory-scale.md).
+EVICT_MARGIN_BYTES = 4 * 2**20
 
 _OTHER_MEMORY_SQL = (
     "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag <> 'BASE_TABLE'"
