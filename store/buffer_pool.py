@@ -42,4 +42,13 @@ def drop_cached_blocks(con: duckdb.DuckDBPyConnection) -> None:
         log.info("DuckDB kept its cached blocks: %s", error)
     finally:
         with contextlib.suppress(duckdb.Error):
-            con.execute(f"SET memory_limit = '{limit}'")
+            _restore_limit(con, limit)
+
+
+def _restore_limit(con: duckdb.DuckDBPyConnection, limit: str) -> None:
+    """Put `memory_limit` back as `limit` (the setting's text). The text is rounded
+    ("18.8 GiB"): setting it back lowered the default limit by 0.1 GiB at every drop, so the
+    default is restored with RESET, and only another limit is set from its text."""
+    con.execute("RESET memory_limit")
+    if str(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]) != limit:
+        con.execute(f"SET memory_limit = '{limit}'")
