@@ -12,8 +12,8 @@ import duckdb
 import numpy as np
 import pytest
 
-from store import lexical_persist, meta
 from store import lexical_index as li
+from store import lexical_persist, meta
 from store.lexical_file import LEXICAL_FILENAME
 from store.mapped_pages import mapping_of, release_pages
 from tests.test_lexical_index import add, migrate
