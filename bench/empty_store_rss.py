@@ -74,7 +74,7 @@ steps = [("interpreter", status())]
 import tui.app, tui.cli
 steps.append(("import tui.app (Textual)", status()))
 import memory.memory_store, tui.memory_session, jobs.scheduler
-steps.append(("import the memory (DuckDB, numpy, rapidfuzz) and jobs", status()))
+steps.append(("import the memory (DuckDB, numpy) and jobs", status()))
 import ollama
 steps.append(("import ollama (httpx, pydantic, anyio)", status()))
 from memory.memory_store import MemoryConfig, MemoryStore
