@@ -13,6 +13,12 @@ the memory's open (147 MB when the issue was filed).
 importing the app, the memory's modules, the Ollama client, and after opening an empty store.
 RssFile is the part of the RSS that is shared library code mapped from files (DuckDB's
 library alone is ~40 MB of it), RssAnon the process's own memory.
+
+`--variants` adds the same runs of the app with parts left out, to price them: `no-jobs` (the
+setting `jobs_enabled = false`: no scheduler, no catch-up runs), `no-memory` (the memory's
+open skipped: what a database opened only when something reads it would give an empty store),
+`no-memory-no-check` (and no Ollama status check: the app alone). The last two patch the app
+in the bench's own launcher; they are measurements, not modes of the product.
 """
 
 from __future__ import annotations
@@ -40,6 +46,18 @@ from bench.startup import COLUMNS, LINES, POLL_SECONDS, StartupError, _Child
 TARGET_MB = 100.0
 FIELDS = ("VmRSS", "RssAnon", "RssFile")
 
+# `python -c` launchers of the app with a part left out (argv after it as for `tui.cli`)
+_LAUNCH = "import sys\nfrom tui.cli import main\n{patch}sys.exit(main(sys.argv[1:]))\n"
+_SKIP_MEMORY = "from tui.app import StraylightApp\nStraylightApp.open_memory = lambda self: None\n"
+_SKIP_CHECK = (
+    "from tui.screens.chat_screen import ChatScreen\nChatScreen.check_status = lambda self: None\n"
+)
+VARIANTS: dict[str, tuple[str | None, dict[str, str]]] = {
+    "no-jobs": (None, {"STRAYLIGHT_JOBS_ENABLED": "false"}),
+    "no-memory": (_LAUNCH.format(patch=_SKIP_MEMORY), {}),
+    "no-memory-no-check": (_LAUNCH.format(patch=_SKIP_MEMORY + _SKIP_CHECK), {}),
+}
+
 _BREAKDOWN = """
 import json, sys, tempfile
 from pathlib import Path
@@ -56,7 +74,7 @@ steps = [("interpreter", status())]
 import tui.app, tui.cli
 steps.append(("import tui.app (Textual)", status()))
 import memory.memory_store, tui.memory_session, jobs.scheduler
-steps.append(("import the memory (DuckDB, numpy, rapidfuzz) and jobs", status()))
+steps.append(("import the memory (DuckDB, numpy) and jobs", status()))
 import ollama
 steps.append(("import ollama (httpx, pydantic, anyio)", status()))
 from memory.memory_store import MemoryConfig, MemoryStore
@@ -80,13 +98,22 @@ def proc_status(pid: int) -> dict[str, int]:
     return out
 
 
-def run_once(tmp: Path, settle: float, timeout: float = 60.0) -> JsonDict:
+def run_once(
+    tmp: Path,
+    settle: float,
+    timeout: float = 60.0,
+    *,
+    launcher: str | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> JsonDict:
     home = Path(tempfile.mkdtemp(prefix="home-", dir=tmp))
     host = f"127.0.0.1:{closed_port()}"
-    argv = [sys.executable, "-m", "tui.cli", "--home", str(home), "--ollama-host", host]
+    start = ["-m", "tui.cli"] if launcher is None else ["-c", launcher]
+    argv = [sys.executable, *start, "--home", str(home), "--ollama-host", host]
     env = hermetic_env(
         tmp, TERM="xterm-256color", COLUMNS=str(COLUMNS), LINES=str(LINES), COLORTERM="truecolor"
     )
+    env.update(extra_env or {})
     env["PYTHONPATH"] = str(REPO_ROOT)  # this checkout, not the installed one
     child = _Child(argv, env, home / "straylight.log")
     try:
@@ -125,6 +152,13 @@ def breakdown() -> list[JsonDict]:
     return out
 
 
+def _median(runs: list[JsonDict]) -> JsonDict:
+    return {
+        moment: {f: int(statistics.median(r[moment][f] for r in runs)) for f in FIELDS}
+        for moment in ("first_frame", "after_open")
+    }
+
+
 def mb(value: float) -> str:
     return f"{value / 2**20:.1f} MB"
 
@@ -134,15 +168,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--settle", type=float, default=6.0, help="seconds after the frame")
     parser.add_argument("--breakdown", action="store_true")
+    parser.add_argument("--variants", action="store_true", help="also without jobs / memory")
     parser.add_argument("--json", nargs="?", const="-", default=None, metavar="OUT")
     args = parser.parse_args(argv)
     info = machine_info()
     with tempfile.TemporaryDirectory(prefix="straylight-rss-") as raw:
         runs = [run_once(Path(raw), args.settle) for _ in range(args.runs)]
-    median = {
-        moment: {f: int(statistics.median(r[moment][f] for r in runs)) for f in FIELDS}
-        for moment in ("first_frame", "after_open")
-    }
+        variants = {
+            name: _median(
+                [
+                    run_once(Path(raw), args.settle, launcher=launcher, extra_env=extra)
+                    for _ in range(args.runs)
+                ]
+            )
+            for name, (launcher, extra) in (VARIANTS.items() if args.variants else ())
+        }
+    median = _median(runs)
     report: JsonDict = {
         "machine": info,
         "runs": runs,
@@ -150,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         "target_bytes": int(TARGET_MB * 2**20),
         "met": median["after_open"]["VmRSS"] <= TARGET_MB * 2**20,
     }
+    if variants:
+        report["variants"] = variants
     if args.breakdown:
         report["breakdown"] = breakdown()
     if args.json == "-":
@@ -161,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"target after open <= {TARGET_MB:.0f} MB: {'met' if report['met'] else 'missed'}")
     if not all(r["memory_opened"] for r in runs):
         print("warning: the memory had not opened in some runs (raise --settle)")
+    for name, values in variants.items():
+        after = values["after_open"]
+        print(
+            f"{name}: after {args.settle:.0f} s " + ", ".join(f"{f} {mb(after[f])}" for f in FIELDS)
+        )
     for step in report.get("breakdown", []):
         print(
             f"  {step['step']:<55} RSS {mb(step['VmRSS'])} (+{mb(step['added'])}), "

@@ -16,8 +16,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from rapidfuzz import fuzz
-
 from memory.fact_types import key_parts
 from memory.text.sentences import split_sentences
 from store import confidence_rows
@@ -202,6 +200,8 @@ def _key_named(reply: str, key: str) -> bool:
 
 def used_in_reply(reply: str, *, key: str | None, body: str) -> bool:
     """Whether a memory injected into a turn was used in its reply (rules: docs/confidence.md)."""
+    from rapidfuzz import fuzz  # imported at first use: 3 MB an empty memory does not need
+
     text = _normalise(reply)
     if not text:
         return False

@@ -15,9 +15,12 @@ ENGINE_BYTES = 35 * 2**20  # DuckDB and usearch once loaded (measured: bench/mem
 # loading it and after reads (docs/memory-scale.md, "Refitting the estimate"). Refit these
 # three after a change to the word index: they were fitted on 1k, 10k and 100k points (issue
 # 18, after the vector column stopped being read at open): within 12 % of the RSS growth.
+# A posting: the 6 B of `lexical.idx` that recalls read (its slot and tf; the rest of the file
+# is not resident since its pages are handed back after the open's check) — was 12 B while
+# the whole file stayed resident (docs/memory-scale.md, "Third slice").
 LEXICAL_BASE_BYTES = 22 * 2**20
 LEXICAL_DOC_BYTES = 200
-LEXICAL_POSTING_BYTES = 12  # ~10 in the mirror's arrays + DuckDB's share
+LEXICAL_POSTING_BYTES = 6
 
 FIXED_BYTES = ENGINE_BYTES + LEXICAL_BASE_BYTES  # an open memory, before its first point
 
@@ -36,8 +39,8 @@ def ram_estimate_bytes(
     Fixed: the engine (DuckDB and usearch, 35 MiB) and the word index's base (its in-memory
     arrays and what DuckDB keeps of its tables, 22 MiB). Per point: the usearch index
     (`estimate_index_bytes`: vectors × (dim × 2 + 16 × 2 × 4 + 140) + 512 KiB), 200 B a
-    document + 12 B a posting in the word index, and the stored text (payload). Measured
-    (issue 18): 1.11 of the RSS growth at 1k points, 0.94 at 10k, 1.04 at 100k. An empty
+    document + 6 B a posting in the word index, and the stored text (payload). Measured
+    (issue 18): 1.11 of the RSS growth at 1k points, 1.00 at 10k, 0.95-0.97 at 100k. An empty
     store used to read ~0 and jump by the whole fixed cost at its first point (issue 16).
     """
     from store.vector_index import estimate_index_bytes  # usearch: not on the settings' path

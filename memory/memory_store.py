@@ -49,7 +49,7 @@ from memory.recall import (
 from memory.save_filter import SaveFilter
 from memory.secret_masking import mask_secrets
 from memory.settings_models import MemoryConfig
-from store import buffer_pool, lexical_index, meta, point_reads
+from store import lexical_index, meta, point_reads
 from store.clock import Clock
 from store.database import Cursor, Database, database_path, open_database
 from store.lexical_file import LEXICAL_FILENAME
@@ -138,8 +138,7 @@ class MemoryStore:
             point_reads.vectors_of(self.db, sorted(self.pins.ids), self.config.embed_model)
         )
         if self.pins.ids:  # what that read cached of the vector column (13 MB at 100k)
-            with self.db.cursor() as cur:
-                buffer_pool.drop_cached_blocks(cur)
+            self.db.drop_cached_blocks()
         if not self.read_only:
             with self.db.transaction() as cur:
                 current = lexical_index.ensure_analyzer(cur, analyzer=self.lexical.analyzer)
@@ -162,7 +161,7 @@ class MemoryStore:
                 if not self._closing:
                     self.lexical.load(cur, stop=lambda: self._closing)
                     self.lexical_ready = True
-                    buffer_pool.drop_cached_blocks(cur)  # the tables it read: 14 MB at 100k
+                    self.db.drop_cached_blocks()  # the tables it read: 14 MB at 100k
                     self.lexical.save_file()  # lexical.idx, when missing or stale
         except Exception:
             if self._closing:

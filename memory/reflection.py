@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field
-from rapidfuzz import fuzz
 
 from memory.fact_types import (
     BODY_MAX_CHARS,
@@ -259,6 +258,8 @@ def proof_score(proof: str, transcript_text: str) -> float:
 
 
 def _score(proof: str, haystack: str) -> float:
+    from rapidfuzz import fuzz  # imported at first use: 3 MB an empty memory does not need
+
     fragments = _proof_fragments(_normalise_for_match(mask_secrets(proof)))
     scores: list[float] = []
     for fragment in fragments:

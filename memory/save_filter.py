@@ -15,8 +15,6 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rapidfuzz import fuzz
-
 from memory.settings_models import SaveFilterConfig
 from memory.text.markdown import FENCE_OPEN_RE
 from store.daily_log import ROLES
@@ -94,6 +92,8 @@ def _closes_fence(line: str, fence: str) -> bool:
 
 def dedup_similarity(a: str, b: str) -> float:
     """Similarity in 0..1 that ``dedup_threshold`` is compared with (``fuzz.ratio / 100``)."""
+    from rapidfuzz import fuzz  # imported at first use: 3 MB an empty memory does not need
+
     return fuzz.ratio(a, b) / 100.0
 
 
@@ -214,6 +214,8 @@ class SaveFilter:
 
     def _is_duplicate(self, role: str, text: str, conversation_id: str) -> bool:
         """Whether ``text`` is too similar to a recent save of this role and conversation."""
+        from rapidfuzz import fuzz  # imported at first use: 3 MB an empty memory does not need
+
         recent = self.recent_saves(role, conversation_id)  # a snapshot taken under the lock
         cutoff = self._config.dedup_threshold * 100.0
         return any(fuzz.ratio(previous, text, score_cutoff=cutoff) > cutoff for previous in recent)

@@ -18,8 +18,11 @@ import duckdb
 log = logging.getLogger(__name__)
 
 # The limit for that moment: what is in use apart from the table blocks, plus this much, so
-# that a query running in another thread keeps room for its own work.
-EVICT_MARGIN_BYTES = 16 * 2**20
+# that a read running in another thread keeps room for its own work (writes wait:
+# `Database.drop_cached_blocks` holds the write lock). Whatever table blocks fit in it stay
+# cached: 16 MiB kept ~14 MiB at 100k points after open and after the word index's load;
+# 4 MiB keeps ~3 (the RSS growth at 100k: -10 MiB; docs/memory-scale.md).
+EVICT_MARGIN_BYTES = 4 * 2**20
 
 _OTHER_MEMORY_SQL = (
     "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag <> 'BASE_TABLE'"
@@ -39,4 +42,13 @@ def drop_cached_blocks(con: duckdb.DuckDBPyConnection) -> None:
         log.info("DuckDB kept its cached blocks: %s", error)
     finally:
         with contextlib.suppress(duckdb.Error):
-            con.execute(f"SET memory_limit = '{limit}'")
+            _restore_limit(con, limit)
+
+
+def _restore_limit(con: duckdb.DuckDBPyConnection, limit: str) -> None:
+    """Put `memory_limit` back as `limit` (the setting's text). The text is rounded
+    ("18.8 GiB"): setting it back lowered the default limit by 0.1 GiB at every drop, so the
+    default is restored with RESET, and only another limit is set from its text."""
+    con.execute("RESET memory_limit")
+    if str(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]) != limit:
+        con.execute(f"SET memory_limit = '{limit}'")

@@ -38,6 +38,7 @@ from typing import Self
 
 import duckdb
 
+from store import buffer_pool
 from store.clock import Clock
 from store.private_files import FILE_MODE, ensure_private_dir, refuse_symlink
 from store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, run_statement
@@ -376,6 +377,16 @@ class Database:
                     cur.execute("COMMIT")
             finally:
                 self._writer = None
+
+    def drop_cached_blocks(self) -> None:
+        """Evict DuckDB's cached table blocks after a one-off read (`store.buffer_pool`),
+        holding the write lock: no write transaction runs while the limit is lowered, so a
+        save never meets it (a read in another thread may, for that moment: it fails soft).
+        Not from inside `transaction()` (the lock is not re-entrant)."""
+        if self._writer == threading.get_ident():
+            raise RuntimeError("Database.drop_cached_blocks() inside a transaction")
+        with self._write_lock, self.cursor() as cur:
+            buffer_pool.drop_cached_blocks(cur)
 
     def schema_version(self) -> int:
         with self.cursor() as cur:

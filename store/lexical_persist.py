@@ -23,12 +23,14 @@ from store import meta
 from store.lexical_file import (
     FileState,
     LexicalFileError,
+    MappedArrays,
     StaleFile,
     file_identity,
     read_file,
     write_file,
 )
 from store.lexical_postings import CompactPostings
+from store.mapped_pages import mapping_of, release_pages
 from store.private_files import UnsafeDataDir, lstat_unlinked
 
 if TYPE_CHECKING:
@@ -70,7 +72,8 @@ class IndexFile:
         if self.identity is None:
             return None
         try:
-            index = CompactPostings.from_file(read_file(self.path, self.identity, generation))
+            mapped = read_file(self.path, self.identity, generation)
+            index = CompactPostings.from_file(mapped)
         except LexicalFileError as problem:
             expected = isinstance(problem, StaleFile) or str(problem) == "missing"
             level = logging.INFO if expected else logging.WARNING  # corrupt: worth a look
@@ -80,6 +83,7 @@ class IndexFile:
             log.warning("%s; the word index loads from the tables", problem)
             self.writable = False
             return None
+        _release_checked_pages(mapped)
         self._mark = (index, 0)
         return index
 
@@ -121,7 +125,9 @@ class IndexFile:
         except (LexicalFileError, OSError) as problem:
             log.warning("%s does not read back (%s)", self.path, problem)
             return None
-        return CompactPostings.from_file(mapped)
+        index = CompactPostings.from_file(mapped)
+        _release_checked_pages(mapped)
+        return index
 
     def mark(self, snapshot: Snapshot) -> None:
         """The file now holds `snapshot.index` as it was after `snapshot.changes` changes."""
@@ -130,3 +136,10 @@ class IndexFile:
     def forget(self) -> None:
         """Drop the reference to the index the file holds (the cache is closing)."""
         self._mark = None
+
+
+def _release_checked_pages(mapped: MappedArrays) -> None:
+    """The check (and `from_file`'s copies) read every page of the file: out of the RSS with
+    them; a recall maps back the lists it reads (store/mapped_pages.py; 47 MiB at 100k
+    points, ~465 MiB at 1M)."""
+    release_pages(mapping_of(next(iter(mapped.arrays.values()), None)))

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from store import buffer_pool, meta
+from store import meta
 from store.database import Cursor, Database
 
 SIZES_CHECKED_KEY = "embed.sizes_checked:"  # + the model's name; the value: the dimension
@@ -44,7 +44,7 @@ def ids_of_size(db: Database, model: str, dim: int) -> npt.NDArray[np.int64]:
             return np.asarray(found, dtype=np.int64)
         sized = base.format(", octet_length(embedding) = ?")
         rows: list[Any] = cur.execute(sized, [4 * dim, model]).fetchall()
-        buffer_pool.drop_cached_blocks(cur)  # that read cached the whole vector column
+    db.drop_cached_blocks()  # that read cached the whole vector column
     ids = np.asarray([r[0] for r in rows if r[1]], dtype=np.int64)
     if len(ids) == len(rows) and not db.read_only:
         with db.transaction() as cur:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from store import buffer_pool, point_reads
+from store import point_reads
 from store.database import Database
 from store.point_store import PointStore
 from store.vector_index import VectorIndex, exact_search
@@ -114,8 +114,7 @@ class VectorKeeper:
         """Every vector, then DuckDB's cached copy of them dropped: the read pulled the whole
         vector column into its buffer pool (312 MiB at 100k), which nothing reads again."""
         found = self._all_vectors(dim)
-        with self.db.cursor() as cur:
-            buffer_pool.drop_cached_blocks(cur)
+        self.db.drop_cached_blocks()
         return found
 
     def _start_rebuild(self, index: VectorIndex, dim: int) -> None:

@@ -62,3 +62,40 @@ def test_a_vector_rebuild_leaves_no_cached_vectors(tmp_path: Path, monkeypatch):
         with db.cursor() as cur:
             assert table_cache_bytes(cur) < 2 * 2**20
         keeper.close()
+
+
+def test_the_store_drops_cached_blocks_only_between_write_transactions(tmp_path: Path):
+    """`Database.drop_cached_blocks` waits for a running write transaction: a save never
+    meets the lowered limit (and the limit is back when the save goes on)."""
+    import threading
+
+    from store.clock import Clock
+    from store.database import database_path, open_database
+
+    with open_database(database_path(tmp_path), clock=Clock()) as db:
+        dropped = threading.Event()
+        dropping = threading.Thread(target=lambda: (db.drop_cached_blocks(), dropped.set()))
+        with db.transaction() as cur:
+            limit = cur.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+            dropping.start()
+            assert not dropped.wait(0.3)  # held back while this transaction runs
+            cur.execute("CREATE TABLE t AS SELECT range AS i FROM range(10)")
+        assert dropped.wait(10)
+        dropping.join()
+        with db.cursor() as cur:
+            assert cur.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == limit
+        with db.transaction() as cur:
+            try:
+                db.drop_cached_blocks()
+            except RuntimeError as error:
+                assert "inside a transaction" in str(error)
+            else:
+                raise AssertionError("a drop inside a transaction must refuse, not deadlock")
+
+
+def test_the_default_limit_does_not_creep_down_drop_after_drop(tmp_path: Path):
+    with duckdb.connect(str(tmp_path / "x.duckdb")) as con:
+        default = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        for _ in range(3):
+            buffer_pool.drop_cached_blocks(con)
+        assert con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == default

@@ -58,3 +58,38 @@ def test_nothing_heavy_is_loaded_when_the_first_frame_is_painted(tmp_path: Path)
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
+EMPTY_MEMORY_PROBE = """
+import json, sys
+from pathlib import Path
+from memory.memory_store import MemoryConfig, MemoryStore
+from memory.confidence import used_in_reply
+from memory.reflection import proof_score
+from store.clock import Clock
+
+store = MemoryStore.open(Path({home!r}), MemoryConfig(), clock=Clock())
+store.wait_until_ready()
+store.status()
+seen = {{"at_open": "rapidfuzz" in sys.modules}}
+text = "We took the night train to Lisbon with my sister in March and it was late."
+store.save("user", text, conversation_id="c")
+again = store.save("user", text + "!", conversation_id="c")
+seen["dedup"] = again.skipped
+seen["used"] = used_in_reply("So: " + text, key=None, body=text)
+seen["proof"] = proof_score(text, "user: " + text) > 90
+store.close()
+print(json.dumps(seen))
+"""
+
+
+def test_an_empty_memory_opens_without_rapidfuzz_and_its_first_use_imports_it(tmp_path: Path):
+    """rapidfuzz (3 MB resident) is imported by the first save's dedup check, the first
+    confidence check or reflection proof, not by opening the memory (issue 18)."""
+    probe = EMPTY_MEMORY_PROBE.format(home=str(tmp_path / "home"))
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen == {"at_open": False, "dedup": "dedup", "used": True, "proof": True}
