@@ -334,8 +334,8 @@ class MemoryStore:
             self.lexical.stage_add(point_id, word_rows.length, word_rows.counts)
 
         point_id = self.points.add(new, words=word_rows, also=stage_words)
-        if usable is not None:
-            self.vectors.submit_add([point_id], [usable])
+        if new.embedding is not None:  # a read-only copy: the caller may reuse `vector`
+            self.vectors.submit_add([point_id], new.embedding[None, :])
         if source == "turn" and role in ("user", "assistant"):
             self.filter.record_saved(role, text, conversation_id)
         if pinned:

@@ -152,9 +152,10 @@ class VectorKeeper:
         self._rebuild_thread.start()
 
     # ---- changes ----------------------------------------------------------------------
-    def submit_add(self, ids: Sequence[int], vectors: Sequence[Sequence[float]]) -> Future[None]:
+    def submit_add(self, ids: Sequence[int], vectors: npt.ArrayLike) -> Future[None]:
         """`add` in the index thread, for a committed point: the caller need not wait (a
-        failure is logged; the open or the upkeep reconciles). Later reads wait for it."""
+        failure is logged; the open or the upkeep reconciles). Later reads wait for it.
+        Pass vectors nobody changes afterwards (the add may run later)."""
         with self._queue_lock:
             backlog = self._pending >= MAX_PENDING_ADDS
         if backlog:
@@ -175,7 +176,7 @@ class VectorKeeper:
         with contextlib.suppress(Exception):  # logged by _add_logged
             last.result()
 
-    def _add_logged(self, ids: Sequence[int], vectors: Sequence[Sequence[float]]) -> None:
+    def _add_logged(self, ids: Sequence[int], vectors: npt.ArrayLike) -> None:
         try:
             self._add_now(ids, vectors)
         except Exception:
@@ -184,12 +185,12 @@ class VectorKeeper:
             with self._queue_lock:
                 self._pending -= 1
 
-    def add(self, ids: Sequence[int], vectors: Sequence[Sequence[float]]) -> None:
+    def add(self, ids: Sequence[int], vectors: npt.ArrayLike) -> None:
         """Add vectors now (after the adds submitted before)."""
         self.flush()
         self._add_now(ids, vectors)
 
-    def _add_now(self, ids: Sequence[int], vectors: Sequence[Sequence[float]]) -> None:
+    def _add_now(self, ids: Sequence[int], vectors: npt.ArrayLike) -> None:
         with self.lock:
             index = self._index
             if index is None or not ids:
