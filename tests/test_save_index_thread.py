@@ -56,6 +56,19 @@ def seed(store: MemoryStore) -> None:
     store.save("user", first, conversation_id="seed", vector=vec(first))
 
 
+@contextmanager
+def saved_with_add_queued(home: Path) -> Iterator[tuple[MemoryStore, int]]:
+    """A store with a seed point, and TEXT saved while the index thread is held; the thread
+    is let go 0.2 s later, so what runs in the block must wait for the add to see it."""
+    store = open_store(home)
+    seed(store)
+    with index_thread_held(store) as release:
+        point_id = store.save("user", TEXT, conversation_id="c", vector=vec(TEXT)).point_id
+        assert point_id is not None
+        threading.Timer(0.2, release.set).start()
+        yield store, point_id
+
+
 def test_the_save_returns_before_its_vector_is_added(home: Path) -> None:
     store = open_store(home)
     seed(store)
@@ -67,11 +80,7 @@ def test_the_save_returns_before_its_vector_is_added(home: Path) -> None:
 
 
 def test_the_next_recall_finds_the_point_by_its_vector(home: Path) -> None:
-    store = open_store(home)
-    seed(store)
-    with index_thread_held(store) as release:
-        point_id = store.save("user", TEXT, conversation_id="c", vector=vec(TEXT)).point_id
-        threading.Timer(0.2, release.set).start()  # the recall below must wait for the add
+    with saved_with_add_queued(home) as (store, point_id):
         by_vector = store.recall("zzz qqq", vector=vec(TEXT), mode="vector").hits
     assert by_vector and by_vector[0].id == point_id
     by_words = store.recall("blyck release train", mode="lexical").hits
@@ -80,12 +89,7 @@ def test_the_next_recall_finds_the_point_by_its_vector(home: Path) -> None:
 
 
 def test_a_forget_is_not_undone_by_a_late_add(home: Path) -> None:
-    store = open_store(home)
-    seed(store)
-    with index_thread_held(store) as release:
-        point_id = store.save("user", TEXT, conversation_id="c", vector=vec(TEXT)).point_id
-        assert point_id is not None
-        threading.Timer(0.2, release.set).start()
+    with saved_with_add_queued(home) as (store, point_id):
         assert store.forget(point_id)  # waits for the queued add, then removes
     store.vectors._worker.submit(lambda: None).result()  # whatever was queued has run
     index = store.vectors._index
@@ -95,11 +99,7 @@ def test_a_forget_is_not_undone_by_a_late_add(home: Path) -> None:
 
 
 def test_status_counts_the_point_at_once(home: Path) -> None:
-    store = open_store(home)
-    seed(store)
-    with index_thread_held(store) as release:
-        store.save("user", TEXT, conversation_id="c", vector=vec(TEXT))
-        threading.Timer(0.2, release.set).start()
+    with saved_with_add_queued(home) as (store, _point_id):
         assert store.index_state() == ("in_sync", 2)
     store.close()
 
