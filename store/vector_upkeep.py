@@ -161,8 +161,14 @@ class VectorKeeper:
         if backlog:
             self.flush()
         with self._queue_lock:
+            try:
+                future = self._worker.submit(self._add_logged, ids, vectors)
+            except RuntimeError:  # closed meanwhile: the next open reconciles the point
+                log.info("index closed: %d vector(s) left for the next open", len(ids))
+                done: Future[None] = Future()
+                done.set_result(None)
+                return done
             self._pending += 1
-            future = self._worker.submit(self._add_logged, ids, vectors)
             self._last_add = future
         return future
 

@@ -142,3 +142,11 @@ def test_a_crash_before_the_add_ran_loses_nothing(home: Path) -> None:
     hits = store.recall("zzz qqq", vector=vec(TEXT), mode="vector").hits
     assert hits and hits[0].id == point_id
     store.close()
+
+
+def test_an_add_submitted_after_close_is_left_to_the_next_open(home: Path) -> None:
+    store = open_store(home)
+    seed(store)
+    store.vectors.close()  # a save that committed just as the store closed
+    store.vectors.submit_add([999], [[0.5] * DIM]).result()  # no error: reconciled later
+    store.db.close()
