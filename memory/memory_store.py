@@ -21,7 +21,6 @@ import contextlib
 import logging
 import threading
 from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -304,7 +303,9 @@ class MemoryStore:
     ) -> SaveResult:
         """Save one message as a point, through the save filter unless `use_filter` is off.
 
-        A skip is audited with its rule. `vector` may be None (embedded later by backfill)."""
+        A skip is audited with its rule. `vector` may be None (embedded later by backfill).
+        Returns once the point is committed; its vector goes into the index in the index
+        thread, and the next search waits for that (`VectorKeeper.flush`)."""
         text = mask_secrets(content).strip()
         if use_filter:
             rule = self.skip_rule(role, text, conversation_id, recalled_texts)
@@ -327,28 +328,13 @@ class MemoryStore:
         when = new.created_at or self.db.clock.now()
         words = lexical_text(text, context=mask_secrets(context), when=when)
         word_rows = lexical_index.analyse(words, cache=self.lexical)
-        index_job: Future[None] | None = None
-        allocated: list[int] = []
-
-        def start_indexing(point_id: int) -> None:
-            nonlocal index_job  # usearch releases the GIL: the add overlaps the DB write
-            allocated.append(point_id)
-            if usable is not None:
-                index_job = self.vectors.submit_add([point_id], [usable])
 
         def stage_words(_cur: Cursor, point_id: int) -> None:
             self.lexical.stage_add(point_id, word_rows.length, word_rows.counts)
 
-        try:
-            point_id = self.points.add(new, words=word_rows, on_id=start_indexing, also=stage_words)
-        except BaseException:
-            if index_job is not None:  # rolled back: take the vector out of the index again
-                with contextlib.suppress(Exception):
-                    index_job.result()
-                self.vectors.remove(allocated)
-            raise
-        if index_job is not None:
-            index_job.result()
+        point_id = self.points.add(new, words=word_rows, also=stage_words)
+        if new.embedding is not None:  # a read-only copy: the caller may reuse `vector`
+            self.vectors.submit_add([point_id], new.embedding[None, :])
         if source == "turn" and role in ("user", "assistant"):
             self.filter.record_saved(role, text, conversation_id)
         if pinned:

@@ -19,7 +19,8 @@ Measured on the 2-core dev machine (other jobs running, so read these as upper b
   numpy, the bytes joined and viewed as one float32 matrix — ~0.6–0.7 s warm (query ~0.5 s),
   1.4–3 s for the first call after opening (cold reads). pyarrow is not installed, so no arrow path.
 - `add_many`: numpy columns scanned by DuckDB — 10,000 × 768 in ~0.8–1 s (~2 s under load);
-  bound parameters would cost ~1.5 ms a point. `add`: ~3–5 ms (mostly the commit).
+  bound parameters would cost ~1.5 ms a point. `add`: ~3 ms at 100k (cProfile, load ~2.5:
+  the statement ~1.8 ms, BEGIN and COMMIT ~1.1 ms).
 - `set_embeddings`: 10,000 × 768 in ~1.2 s. `counts()` ~40 ms, `ids_without_vector` ~60 ms.
 """
 
@@ -64,28 +65,27 @@ from store.point_values import content_hash as content_hash
 from store.point_values import vector_bytes as vector_bytes
 from store.point_values import vector_from_bytes as vector_from_bytes
 
-# A save is one statement (DuckDB runs data-modifying CTEs): the point, its 'save' audit row
-# and, with `words`, its word-index rows. Each statement costs ~0.5 ms at 100k points.
+# A save is one statement (DuckDB runs data-modifying CTEs, also those the final SELECT does
+# not name): the point with its id from the sequence, its 'save' audit row and, with `words`,
+# its word-index rows. Measured at 100k points (CPU a save, paired): a separate `nextval`
+# statement and a final SELECT of four counts (a plan of cross products) cost ~1.1 ms of
+# the ~3.9 ms this statement took; DuckDB's parse, bind and plan are most of what is left
+# (its inserts ~0.8 ms), and a SQL PREPARE cannot take Python's parameters.
 _SAVE_POINT = """
 WITH p AS (
     INSERT INTO points (id, role, content, conversation_id, channel, pinned, tags, source,
         content_hash, created_at, embedding, embed_model)
-    VALUES (?, ?, ?, ?, ?, ?, ?::VARCHAR[], ?, ?, ?, ?, ?) RETURNING id
+    VALUES (nextval('point_id_seq'), ?, ?, ?, ?, ?, ?::VARCHAR[], ?, ?, ?, ?, ?) RETURNING id
 ),
-a AS (INSERT INTO audit ("at", event, point_id, reason) SELECT ?, 'save', id, ? FROM p RETURNING id)
+a AS (INSERT INTO audit ("at", event, point_id, reason) SELECT ?, 'save', id, ? FROM p)
 {words_cte}
-SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM a){words_count}
+SELECT id FROM p
 """
 _WORDS_CTE = """,
-d AS (INSERT INTO lexical_docs SELECT id, ? FROM p RETURNING point_id),
-t AS (
-    INSERT INTO lexical_postings SELECT unnest(?::VARCHAR[]), id, unnest(?::INTEGER[]) FROM p
-    RETURNING point_id
-)"""
-_SAVE_POINT_ONLY = _SAVE_POINT.format(words_cte="", words_count="")
-_SAVE_POINT_WITH_WORDS = _SAVE_POINT.format(
-    words_cte=_WORDS_CTE, words_count=", (SELECT count(*) FROM d), (SELECT count(*) FROM t)"
-)
+d AS (INSERT INTO lexical_docs SELECT id, ? FROM p),
+t AS (INSERT INTO lexical_postings SELECT unnest(?::VARCHAR[]), id, unnest(?::INTEGER[]) FROM p)"""
+_SAVE_POINT_ONLY = _SAVE_POINT.format(words_cte="")
+_SAVE_POINT_WITH_WORDS = _SAVE_POINT.format(words_cte=_WORDS_CTE)
 _INSERT_POINTS = """
 INSERT INTO points (id, role, content, conversation_id, channel, pinned, tags, source,
     content_hash, created_at, embedding, embed_model)
@@ -130,27 +130,23 @@ class PointStore:
         *,
         audit_reason: str | None = None,
         words: PointWords | None = None,
-        on_id: Callable[[int], None] | None = None,
         also: Callable[[duckdb.DuckDBPyConnection, int], None] | None = None,
     ) -> int:
         """Insert a point, its 'save' audit row and (given `words`) its word-index rows in one
         transaction; return its id.
 
-        `on_id(id)` is called as soon as the id is allocated, before the rows are written (to
-        start work that can overlap the write, e.g. the vector index); `also(cursor, id)`
-        runs inside the transaction after them, so both commit or neither does.
+        `also(cursor, id)` runs inside the transaction after them, so both commit or neither
+        does. Work that needs the point committed (the vector index) starts after this returns.
         """
         now = self.db.clock.now()
+        params = [*self._point_params(new, now), now, audit_reason]
         with self.db.transaction() as cur:
-            point_id = int(cur.execute("SELECT nextval('point_id_seq')").fetchall()[0][0])
-            if on_id is not None:
-                on_id(point_id)
-            params = [point_id, *self._point_params(new, now), now, audit_reason]
             if words is None:
-                cur.execute(_SAVE_POINT_ONLY, params).fetchall()
+                rows = cur.execute(_SAVE_POINT_ONLY, params).fetchall()
             else:
                 params += [words.length, words.terms, words.tfs]
-                cur.execute(_SAVE_POINT_WITH_WORDS, params).fetchall()
+                rows = cur.execute(_SAVE_POINT_WITH_WORDS, params).fetchall()
+            point_id = int(rows[0][0])
             if also is not None:
                 also(cur, point_id)
         return point_id

@@ -5,6 +5,13 @@ it is missing, damaged or of another dimension (in a background thread; meanwhil
 runs an exact search over the stored vectors), and reconciled with it on every open, so a
 crash between a commit and the index update loses nothing.
 
+A save's add runs in the index thread after its commit (`submit_add`); the save does not
+wait for it. Whatever reads or changes the index next — a search, `remove`, `add`, `state`,
+`upkeep`, `close` — first waits for the adds submitted before it (`flush`), so the next recall
+finds the point by its vector, a forget is never undone by a late add, and the index is the
+same as if every add had run in the save. A crash before an add ran loses nothing: the point
+and its vector are committed, and the open reconciles the index with them.
+
 The file is saved (atomically) on close and after `SAVE_EVERY` changes or 1 % of its size,
 whichever is more: a save rewrites the whole file (161 MB at 100k points), so saving every
 200 changes made the disk the bottleneck of the commits around it. A crash loses at most
@@ -13,6 +20,7 @@ that many index entries, which the next open reconciles from the database.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -36,6 +44,7 @@ SAMPLE_MIN_COSINE = 0.99  # f16 storage keeps a vector's cosine with itself abov
 INDEX_FILENAME = "vectors.usearch"
 SAVE_EVERY = 200  # index changes between two saves of vectors.usearch, at least …
 SAVE_FRACTION = 100  # … and at least 1/100 of the index: a save rewrites the whole file
+MAX_PENDING_ADDS = 256  # submitted adds not yet run; one more waits for them (backpressure)
 
 
 class VectorKeeper:
@@ -49,13 +58,22 @@ class VectorKeeper:
         self.db = db
         self.embed_model = embed_model
         self.read_only = read_only  # never save, rebuild or delete: search exactly instead
-        self.index: VectorIndex | None = None
+        self._index: VectorIndex | None = None
         self.lock = threading.RLock()
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="index-add")
+        self._queue_lock = threading.Lock()
+        self._last_add: Future[None] | None = None  # the newest submitted add (FIFO thread)
+        self._pending = 0  # submitted adds not yet run
         self._rebuild_thread: threading.Thread | None = None
         self._saving: threading.Thread | None = None
         self._unsaved = 0  # index changes since the file was last saved
         self._fallback: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
+
+    @property
+    def index(self) -> VectorIndex | None:
+        """The index, once the adds submitted before this call have run."""
+        self.flush()
+        return self._index
 
     def discard_file(self) -> None:
         """Delete the index file (its vectors are of a model no longer used)."""
@@ -83,7 +101,7 @@ class VectorKeeper:
             index.open()
             index.state = state = "in_sync"
         with self.lock:
-            self.index = index
+            self._index = index
         if state == "in_sync":
             ids = point_reads.vector_ids(self.db, self.embed_model, dim)
             report = index.reconcile(ids, lambda missing: self._vectors(missing, dim))
@@ -133,13 +151,53 @@ class VectorKeeper:
         self._rebuild_thread.start()
 
     # ---- changes ----------------------------------------------------------------------
-    def submit_add(self, ids: Sequence[int], vectors: Sequence[Sequence[float]]) -> Future[None]:
-        """`add` in the index thread (usearch releases the GIL: it overlaps a DB write)."""
-        return self._worker.submit(self.add, ids, vectors)
+    def submit_add(self, ids: Sequence[int], vectors: npt.ArrayLike) -> Future[None]:
+        """`add` in the index thread, for a committed point: the caller need not wait (a
+        failure is logged; the open or the upkeep reconciles). Later reads wait for it.
+        Pass vectors nobody changes afterwards (the add may run later)."""
+        with self._queue_lock:
+            backlog = self._pending >= MAX_PENDING_ADDS
+        if backlog:
+            self.flush()
+        with self._queue_lock:
+            try:
+                future = self._worker.submit(self._add_logged, ids, vectors)
+            except RuntimeError:  # closed meanwhile: the next open reconciles the point
+                log.info("index closed: %d vector(s) left for the next open", len(ids))
+                done: Future[None] = Future()
+                done.set_result(None)
+                return done
+            self._pending += 1
+            self._last_add = future
+        return future
 
-    def add(self, ids: Sequence[int], vectors: Sequence[Sequence[float]]) -> None:
+    def flush(self) -> None:
+        """Wait until the adds submitted so far have run (no-op in the index thread itself).
+        Call it without holding `lock`: the adds take it."""
+        with self._queue_lock:
+            last = self._last_add
+        if last is None or threading.current_thread().name.startswith("index-add"):
+            return
+        with contextlib.suppress(Exception):  # logged by _add_logged
+            last.result()
+
+    def _add_logged(self, ids: Sequence[int], vectors: npt.ArrayLike) -> None:
+        try:
+            self._add_now(ids, vectors)
+        except Exception:
+            log.exception("adding %d vector(s) to the index failed (reconciled later)", len(ids))
+        finally:
+            with self._queue_lock:
+                self._pending -= 1
+
+    def add(self, ids: Sequence[int], vectors: npt.ArrayLike) -> None:
+        """Add vectors now (after the adds submitted before)."""
+        self.flush()
+        self._add_now(ids, vectors)
+
+    def _add_now(self, ids: Sequence[int], vectors: npt.ArrayLike) -> None:
         with self.lock:
-            index = self.index
+            index = self._index
             if index is None or not ids:
                 return
             index.add(np.asarray(ids, dtype=np.int64), np.asarray(vectors, dtype=np.float32))
@@ -166,16 +224,18 @@ class VectorKeeper:
         return True
 
     def remove(self, ids: Sequence[int]) -> None:
+        self.flush()  # an add still queued would bring a removed point back
         with self.lock:
-            if self.index is not None and ids:
-                self.index.remove(np.asarray(ids, dtype=np.int64))
+            if self._index is not None and ids:
+                self._index.remove(np.asarray(ids, dtype=np.int64))
 
     # ---- reading ----------------------------------------------------------------------
     def search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
         """The `k` nearest points by cosine; exact over the stored vectors while rebuilding.
         Empty without an index or for a query of another dimension."""
+        self.flush()  # the point a save just committed is found
         with self.lock:
-            index = self.index
+            index = self._index
         if index is None or index.ndim != query.shape[-1]:
             return []
         if index.state == "in_sync":
@@ -186,8 +246,9 @@ class VectorKeeper:
 
     def state(self) -> tuple[str, int] | None:
         """(state, size) of the index; None when there is none yet."""
+        self.flush()
         with self.lock:
-            index = self.index
+            index = self._index
         if index is None:
             return None
         return index.state, len(index)
@@ -196,8 +257,9 @@ class VectorKeeper:
     def upkeep(self) -> dict[str, Any]:
         """The index-upkeep job: reconcile with the database and save (atomically) when it
         changed. Does nothing while a rebuild runs."""
+        self.flush()
         with self.lock:
-            index = self.index
+            index = self._index
         if index is None:
             return {"state": "none", "added": 0, "removed": 0, "saved": False}
         if index.state != "in_sync":
@@ -218,17 +280,18 @@ class VectorKeeper:
         }
 
     def wait(self, timeout: float | None = None) -> None:
-        """Block until a background rebuild and save finished."""
+        """Block until the submitted adds, a background rebuild and a save finished."""
+        self.flush()
         for thread in (self._rebuild_thread, self._saving):
             if thread is not None:
                 thread.join(timeout)
 
     def close(self) -> None:
-        """Save a changed index; stop the index thread."""
-        with self.lock:
-            if self.index is not None and self.index.dirty:
-                self._save(self.index)
+        """Run the submitted adds, save a changed index; stop the index thread."""
         self._worker.shutdown(wait=True)
+        with self.lock:
+            if self._index is not None and self._index.dirty:
+                self._save(self._index)
 
 
 def check_sample(

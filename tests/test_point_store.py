@@ -204,11 +204,7 @@ def test_add_writes_a_save_audit_row(store: PointStore) -> None:
 def test_add_with_words_writes_point_audit_and_word_rows_together(
     store: PointStore, db: Database
 ) -> None:
-    seen: list[int] = []
-    point_id = store.add(
-        SAMPLES[0], words=analyse("deploy the blyck deploy"), on_id=seen.append, audit_reason="r"
-    )
-    assert seen == [point_id]
+    point_id = store.add(SAMPLES[0], words=analyse("deploy the blyck deploy"), audit_reason="r")
     with db.cursor() as cur:
         postings = cur.execute(
             "SELECT term, tf FROM lexical_postings WHERE point_id = ? ORDER BY term", [point_id]
@@ -224,12 +220,13 @@ def test_a_failed_add_leaves_no_point_no_audit_and_no_word_rows(
 ) -> None:
     seen: list[int] = []
 
-    def fail(_cur: object, _point_id: int) -> None:
+    def fail(_cur: object, point_id: int) -> None:
+        seen.append(point_id)
         raise RuntimeError("disk full")
 
     with pytest.raises(RuntimeError, match="disk full"):
-        store.add(SAMPLES[0], words=analyse("alpha beta"), on_id=seen.append, also=fail)
-    assert len(seen) == 1  # the id was handed out (to undo work started with it)
+        store.add(SAMPLES[0], words=analyse("alpha beta"), also=fail)
+    assert len(seen) == 1  # `also` ran with the id, inside the transaction that rolled back
     assert store.counts()["total"] == 0 and store.audit_events() == []
     with db.cursor() as cur:
         assert cur.execute("SELECT count(*) FROM lexical_postings").fetchall() == [(0,)]
