@@ -3,7 +3,8 @@
 
 The tables stay the source of truth (`store.lexical_index` writes them). The mirror loads them
 once, applies staged writes once they commit, and checks a fingerprint of the tables before each
-search. How it stays consistent and the measurements: docs/lexical_search.md.
+search — unless it is the sole writer's mirror (`store.sole_writer`) with nothing staged. How it
+stays consistent and the measurements: docs/lexical_search.md.
 """
 
 from __future__ import annotations
@@ -418,9 +419,17 @@ class LexicalCache:
             return [], []
         with self._lock:
             self._catch_up(con)
-            overall = self._ranked(groups, k)
-            within = self._within(groups, list(subset)) if subset and overall else []
-            return overall, within
+            if not lexical_topk.PRUNING:
+                overall = self._ranked(groups, k)
+                within = self._within(groups, list(subset)) if subset and overall else []
+                return overall, within
+            prepared = lexical_topk.prepare(self._index, groups)  # once for both rankings
+            if prepared is None:
+                return [], []
+            overall = lexical_topk.top(self._index, prepared, k)
+            if not subset or not overall:
+                return overall, []
+            return overall, lexical_topk.within(self._index, prepared, list(subset))
 
     def feedback_search(
         self, query: str, seeds: Sequence[int], terms: int, k: int
