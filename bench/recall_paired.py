@@ -1,6 +1,7 @@
 """Recall latency, this checkout against a git ref, paired in one process.
 
     python -m bench.recall_paired HOME --ref REF [--queries 400] [--profile] [--json OUT]
+    python -m bench.recall_paired HOME --ref-tree DIR …   # a checkout's folder instead of a ref
 
 HOME is a store `python -m bench.memory_scale --keep DIR` left (`DIR/home-N`). The ref's
 `memory/` and `store/` packages are imported first from a `git archive` of REF and kept
@@ -66,10 +67,15 @@ def _listing(profiler: cProfile.Profile) -> str:
     return out.getvalue()
 
 
-def compare(home: Path, ref: str, queries: int, profile: bool) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as folder:
-        _extract(ref, Path(folder))
-        old = _import_tree(Path(folder))
+def compare(
+    home: Path, ref: str, queries: int, profile: bool, tree: Path | None = None
+) -> dict[str, Any]:
+    if tree is not None:
+        old = _import_tree(tree)
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            _extract(ref, Path(folder))
+            old = _import_tree(Path(folder))
     new = _import_tree(REPO_ROOT)
     from store.clock import Clock
 
@@ -123,11 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("home", type=Path)
     parser.add_argument("--ref", default="main")
+    parser.add_argument("--ref-tree", type=Path, help="the ref side from this folder")
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    result = compare(args.home, args.ref, args.queries, args.profile)
+    ref = str(args.ref_tree) if args.ref_tree else args.ref
+    result = compare(args.home, ref, args.queries, args.profile, args.ref_tree)
     for key in ("ref", "this"):
         if f"{key}_profile" in result:
             print(f"--- {key} profile\n{result[f'{key}_profile']}")
