@@ -51,7 +51,7 @@ class VectorKeeper:
         self.read_only = read_only  # never save, rebuild or delete: search exactly instead
         self.index: VectorIndex | None = None
         self.lock = threading.RLock()
-        self._worker = ThreadPoolExecutor(1, thread_name_prefix="index")  # adds, searches
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="index-add")
         self._rebuild_thread: threading.Thread | None = None
         self._saving: threading.Thread | None = None
         self._unsaved = 0  # index changes since the file was last saved
@@ -141,8 +141,8 @@ class VectorKeeper:
     def submit_search(
         self, query: npt.NDArray[np.float32], k: int
     ) -> Future[list[tuple[int, float]]]:
-        """`search` in the index thread: usearch releases the GIL, so the caller ranks words
-        meanwhile (a recall at 100k points: ~0.6–1.2 ms less wall time on 2 cores)."""
+        """`search` in the index thread (the adds' too): usearch releases the GIL, so the
+        caller ranks words meanwhile (docs/recall-latency.md)."""
         return self._worker.submit(self.search, query, k)
 
     def add(self, ids: Sequence[int], vectors: Sequence[Sequence[float]]) -> None:
