@@ -7,11 +7,9 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
-import duckdb
 import pytest
 
 from memory.memory_store import MemoryConfig, MemoryStore
@@ -19,7 +17,9 @@ from store import lexical_cache
 from store import lexical_index as li
 from store.clock import Clock
 from store.database import database_path, open_database
-from tests.test_lexical_index import add, ids, migrate
+from tests.test_lexical_index import add, ids
+from tests.test_lexical_index import con as con  # the fixtures
+from tests.test_lexical_index import db_path as db_path
 
 SECOND_PROCESS = textwrap.dedent(
     """
@@ -32,19 +32,6 @@ SECOND_PROCESS = textwrap.dedent(
         print("opened")
     """
 )
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "straylight.duckdb"
-
-
-@pytest.fixture
-def con(db_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
-    connection = duckdb.connect(str(db_path))
-    migrate(connection)
-    yield connection
-    connection.close()
 
 
 def checks(cache: li.LexicalCache) -> int:
