@@ -184,13 +184,10 @@ def recall(
     excluded = {content_hash(text.strip()) for text in exclude_contents}
     query_vec = None if mode == "lexical" or vector is None else np.asarray(vector, np.float32)
     depth = tuning.candidates
-    # the vector search runs in the index thread while this one ranks words (usearch
-    # releases the GIL): the two halves overlap on two cores
-    vector_job = store.vectors.submit_search(query_vec, depth) if query_vec is not None else None
+    vector_ranked = store.vectors.search(query_vec, depth) if query_vec is not None else []
     lexical_ranked, pinned_lexical = (
         _lexical_candidates(store, query, depth) if mode != "vector" else ([], [])
     )
-    vector_ranked = vector_job.result() if vector_job is not None else []
     cosine = dict(vector_ranked)
     fused = _fuse(vector_ranked, lexical_ranked, tuning)
     if tuning.feedback_seeds and lexical_ranked and store.lexical_ready:

@@ -138,13 +138,6 @@ class VectorKeeper:
         """`add` in the index thread (usearch releases the GIL: it overlaps a DB write)."""
         return self._worker.submit(self.add, ids, vectors)
 
-    def submit_search(
-        self, query: npt.NDArray[np.float32], k: int
-    ) -> Future[list[tuple[int, float]]]:
-        """`search` in the index thread (the adds' too): usearch releases the GIL, so the
-        caller ranks words meanwhile (docs/recall-latency.md)."""
-        return self._worker.submit(self.search, query, k)
-
     def add(self, ids: Sequence[int], vectors: Sequence[Sequence[float]]) -> None:
         with self.lock:
             index = self.index
