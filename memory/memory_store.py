@@ -101,7 +101,11 @@ class MemoryStore:
         self.read_only = read_only  # a reading command: nothing in the data dir is written
         self.points = PointStore(db)
         self.filter = SaveFilter(config.save_filter)
-        self.lexical = LexicalCache(file=home / LEXICAL_FILENAME, write_file=not read_only)
+        self.lexical = LexicalCache(  # a writer's mirror skips its sync check (sole_writer)
+            file=home / LEXICAL_FILENAME,
+            write_file=not read_only,
+            sole_writer_of=None if read_only else db.path,
+        )
         self.lexical_ready = False  # the word index's in-memory mirror is loaded
         self.vectors = VectorKeeper(home, db, config.embed_model, read_only=read_only)
         self.pins = PinnedPoints()

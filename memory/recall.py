@@ -20,7 +20,7 @@ import numpy.typing as npt
 from memory.text.dates import DateSpan, date_spans
 from store import lexical_index, point_reads
 from store.point_store import content_hash
-from store.vector_index import exact_search
+from store.vector_index import exact_search, normalize_rows
 
 if TYPE_CHECKING:
     from memory.memory_store import MemoryStore
@@ -130,11 +130,13 @@ class RecallResult:
 
 class PinnedPoints:
     """The ids of the pinned points and their vectors, kept in memory (pins are few; recall
-    scores all of them exactly)."""
+    scores all of them exactly). Change them through the methods: the matrix recall scores
+    is kept between recalls until they change."""
 
     def __init__(self) -> None:
         self.ids: set[int] = set()
         self.vectors: dict[int, npt.NDArray[np.float32]] = {}
+        self._normalized: dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
 
     def __bool__(self) -> bool:
         return bool(self.ids)
@@ -146,13 +148,16 @@ class PinnedPoints:
         self.ids.add(point_id)
         if vector is not None:
             self.vectors[point_id] = np.asarray(vector, dtype=np.float32)
+        self._normalized = {}  # after the change: a recall meanwhile fills the old dict
 
     def set_vectors(self, vectors: dict[int, npt.NDArray[np.float32]]) -> None:
         self.vectors.update(vectors)
+        self._normalized = {}
 
     def discard(self, point_id: int) -> None:
         self.ids.discard(point_id)
         self.vectors.pop(point_id, None)
+        self._normalized = {}
 
     def matrix(self, dim: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """(ids, vectors) of the pinned points with a vector of `dim`, by id."""
@@ -161,6 +166,16 @@ class PinnedPoints:
         if not ids:
             return np.empty(0, np.int64), np.empty((0, dim), np.float32)
         return np.asarray(ids, dtype=np.int64), np.vstack([vectors[pid] for pid in ids])
+
+    def normalized(self, dim: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """`matrix(dim)` with its rows scaled to unit length (`normalize_rows`), kept until
+        the pins change: every recall scores it (~0.1 ms less a recall at 50 pins)."""
+        kept = self._normalized  # the dict of this state of the pins (a change replaces it)
+        found = kept.get(dim)
+        if found is None:
+            ids, matrix = self.matrix(dim)
+            found = kept[dim] = (ids, normalize_rows(matrix))
+        return found
 
 
 def recall(
@@ -290,9 +305,9 @@ def _pinned_ranking(
     vector: list[tuple[int, float]] = []
     dim = store.embed_dim
     if query_vec is not None and dim is not None and dim == query_vec.shape[-1]:
-        ids, matrix = store.pins.matrix(dim)
+        ids, matrix = store.pins.normalized(dim)
         if len(ids):
-            found = exact_search(query_vec, ids, matrix, len(ids))
+            found = exact_search(query_vec, ids, matrix, len(ids), normalized=True)
             least = store.config.min_score * PIN_FLOOR_FACTOR
             vector = [(int(p), float(s)) for p, s in found if s >= least]
     fused = _fuse(vector, lexical, tuning)

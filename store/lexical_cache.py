@@ -3,7 +3,8 @@
 
 The tables stay the source of truth (`store.lexical_index` writes them). The mirror loads them
 once, applies staged writes once they commit, and checks a fingerprint of the tables before each
-search. How it stays consistent and the measurements: docs/lexical_search.md.
+search — unless it is the sole writer's mirror (`store.sole_writer`) with nothing staged. How it
+stays consistent and the measurements: docs/lexical_search.md.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from store.lexical_persist import IndexFile
 from store.lexical_postings import K1 as K1  # shared with the SQL scoring in store.lexical_index
 from store.lexical_postings import B as B
 from store.lexical_postings import CompactPostings
+from store.sole_writer import SOLE_WRITERS
 from store.text_terms import Analyzer, default_analyzer
 
 if TYPE_CHECKING:
@@ -109,9 +111,13 @@ class LexicalCache:
         *,
         file: Path | None = None,
         write_file: bool = True,
+        sole_writer_of: Path | None = None,
     ) -> None:
         """`file` (`lexical.idx`): open from it when it is usable, and (`write_file`) keep it
-        written (`store.lexical_persist`); None keeps the mirror in memory only."""
+        written (`store.lexical_persist`); None keeps the mirror in memory only.
+        `sole_writer_of`: the database file this process holds read-write, every write of
+        the word index staged in this mirror (`store.sole_writer`): while nothing is staged
+        and no other mirror claims the file, a search skips the sync check."""
         self.analyzer: Analyzer = analyzer or default_analyzer()
         self.file = None if file is None else IndexFile(file, writable=write_file)
         self.loaded_from: str | None = None  # "file" or "tables", as the last load did
@@ -121,7 +127,10 @@ class LexicalCache:
         self._generation: str | None = None
         self._staged: dict[int, _Staged] = {}
         self._next_full_check = 0.0  # time.monotonic() of the next full fingerprint
-        self.stats: Counter[str] = Counter()  # loads, diffs, staged_applied
+        self.stats: Counter[str] = Counter()  # loads, diffs, staged_applied, sync_checks
+        self._claim: str | None = None
+        if sole_writer_of is not None:
+            self._claim = SOLE_WRITERS.claim(sole_writer_of, self)
 
     # -- state
 
@@ -248,6 +257,9 @@ class LexicalCache:
             self.loaded_from = None
             if self.file is not None:
                 self.file.forget()
+            if self._claim is not None:
+                SOLE_WRITERS.release(self._claim, self)
+                self._claim = None
 
     def stage_add(self, point_id: int, length: int, counts: Counter[str]) -> None:
         """A write of this point is in flight; apply it once a search can see it."""
@@ -264,6 +276,23 @@ class LexicalCache:
         with self._lock, _read_snapshot(con) as snapshot:
             self._sync(snapshot)
 
+    def _catch_up(self, con: duckdb.DuckDBPyConnection) -> None:
+        """`_sync` before a search, unless this mirror is the sole writer's (`_trusted`) and
+        nothing is staged: then nothing was committed since the last sync that it does not
+        hold (~0.5–1 ms of DuckDB saved a search). The full check still runs when due."""
+        if (
+            self._loaded
+            and not self._staged
+            and self._trusted()
+            and time.monotonic() < self._next_full_check
+        ):
+            return
+        with _read_snapshot(con) as snapshot:
+            self._sync(snapshot)
+
+    def _trusted(self) -> bool:
+        return self._claim is not None and SOLE_WRITERS.alone(self._claim, self)
+
     def _sync(self, con: duckdb.DuckDBPyConnection) -> None:
         """Catch up with what is committed: a quick check (count and highest id come from
         DuckDB's statistics: O(1)) every time, the full fingerprint (sums over every row:
@@ -272,6 +301,7 @@ class LexicalCache:
         if not self._loaded:
             self._load(con)
             return
+        self.stats["sync_checks"] += 1
         count, max_id, generation = con.execute(_QUICK_SQL).fetchall()[0]
         if generation != self._generation:
             self._load(con, new_generation=True)
@@ -284,7 +314,9 @@ class LexicalCache:
             self._apply_staged(con)
         quick = (int(count), None if max_id is None else int(max_id))
         unchanged = quick == (self._index.doc_count, self._index.max_id())
-        if unchanged and not staged and time.monotonic() < self._next_full_check:
+        # the sole writer's staged writes, all applied, leave nothing for the full check
+        settled = not staged or (not self._staged and self._trusted())
+        if unchanged and settled and time.monotonic() < self._next_full_check:
             return
         count, total, id_sum, generation = con.execute(_FINGERPRINT_SQL).fetchall()[0]
         self._next_full_check = time.monotonic() + FULL_CHECK_SECONDS
@@ -370,8 +402,7 @@ class LexicalCache:
             if not wanted:
                 return []
         with self._lock:
-            with _read_snapshot(con) as snapshot:
-                self._sync(snapshot)
+            self._catch_up(con)
             return self._score(groups, k, wanted)
 
     def search_and_subset(
@@ -387,11 +418,18 @@ class LexicalCache:
         if not groups or k <= 0:
             return [], []
         with self._lock:
-            with _read_snapshot(con) as snapshot:
-                self._sync(snapshot)
-            overall = self._ranked(groups, k)
-            within = self._within(groups, list(subset)) if subset and overall else []
-            return overall, within
+            self._catch_up(con)
+            if not lexical_topk.PRUNING:
+                overall = self._ranked(groups, k)
+                within = self._within(groups, list(subset)) if subset and overall else []
+                return overall, within
+            prepared = lexical_topk.prepare(self._index, groups)  # once for both rankings
+            if prepared is None:
+                return [], []
+            overall = lexical_topk.top(self._index, prepared, k)
+            if not subset or not overall:
+                return overall, []
+            return overall, lexical_topk.within(self._index, prepared, list(subset))
 
     def feedback_search(
         self, query: str, seeds: Sequence[int], terms: int, k: int

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
     from store.lexical_file import MappedArrays
 
+    PostingPart = tuple[NDArray[np.int32], NDArray[np.integer]]  # slots (ascending), tfs
+
 # Okapi BM25's parameters, shared with the SQL scoring in `store.lexical_index`.
 K1 = 1.2
 B = 0.75
@@ -273,6 +275,26 @@ class CompactPostings:
         df = self._df(tid, (slots, tfs))
         return (slots, tfs, df) if df else None
 
+    def posting_parts(self, term: str) -> tuple[list[PostingPart], int] | None:
+        """`postings(term)` as held: the merged list and the appended postings (a copy of
+        those: the buffers grow), each ascending, the second's slots above the first's —
+        without joining them: a join copies the whole list at every query (at 1M points,
+        with a session's appends, the query's words' lists: `prepare` p95 0.1 → 5–6 ms)."""
+        tid = self._term_id.get(term)
+        if tid is None:
+            return None
+        parts: list[PostingPart] = []
+        if tid < len(self._offsets) - 1:
+            lo, hi = int(self._offsets[tid]), int(self._offsets[tid + 1])
+            if hi > lo:
+                parts.append((self._slots[lo:hi], self._tfs[lo:hi]))
+        buffer = self._delta.get(tid)
+        if buffer is not None and len(buffer[0]):
+            added = (np.array(buffer[0], dtype=np.int32), np.array(buffer[1], dtype=np.int32))
+            parts.append(added)
+        df = sum(self._df(tid, part) for part in parts)
+        return (parts, df) if df else None
+
     def scratch(self, which: int = 0) -> NDArray[np.float64]:
         """A float per slot, all zero, kept between queries (a query zeroes what it touched:
         allocating and zeroing 8 MB a query at 1M points costs more than the query); two of
@@ -300,9 +322,18 @@ class CompactPostings:
         return slots[np.frombuffer(self._alive, dtype=np.int8)[slots] != 0]
 
     def live_slots_of(self, point_ids: Iterable[int]) -> NDArray[np.int64]:
-        """The live slots of these points, ascending (points not indexed left out)."""
-        found = (self.slot_of(p) for p in set(point_ids))
-        return np.sort(np.fromiter((s for s in found if s is not None), dtype=np.int64))
+        """The live slots of these points, ascending (points not indexed left out): `slot_of`
+        for many, with one binary search for all (recall asks it for every pin)."""
+        wanted = list(set(point_ids))
+        added = [self._new_slot.get(p) for p in wanted]
+        loaded = np.asarray([p for p, s in zip(wanted, added, strict=True) if s is None], np.int64)
+        where = np.searchsorted(self._base_ids, loaded)
+        known = where < len(self._base_ids)
+        known[known] = self._base_ids[where[known]] == loaded[known]
+        fresh = np.asarray([s for s in added if s is not None], dtype=np.int64)
+        slots = np.concatenate([fresh, where[known].astype(np.int64)])
+        slots = slots[np.frombuffer(self._alive, dtype=np.int8)[slots] != 0]
+        return np.sort(slots)
 
     def document_frequency(self, term: str) -> int:
         """How many live points hold `term`."""

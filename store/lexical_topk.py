@@ -27,6 +27,8 @@ from store.lexical_postings import CompactPostings, contributions
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
+    from store.lexical_postings import PostingPart
+
 PRUNING = True  # False: always the dense pass (bench.lexical_open compares the two)
 LOOKUP_COST = 2  # a look-up for a candidate costs about as much as walking this many postings
 _SAFETY = 1 + 1e-9  # rounding margin on the bound: a tie at the cut is never pruned
@@ -34,8 +36,7 @@ _SAFETY = 1 + 1e-9  # rounding margin on the bound: a tie at the cut is never pr
 
 @dataclass(frozen=True, slots=True)
 class _Alternative:
-    slots: NDArray[np.int32]  # ascending
-    tfs: NDArray[np.integer]
+    parts: tuple[PostingPart, ...]  # the merged postings, then the appended ones (ascending)
     idf: float
 
 
@@ -63,16 +64,16 @@ def prepare(index: CompactPostings, groups: Sequence[tuple[str, ...]]) -> _Query
     for group in groups:
         alternatives, terms = [], []
         for term in group:
-            postings = index.postings(term)
+            postings = index.posting_parts(term)  # not joined: a join copies the list
             if postings is not None:
-                slots, tfs, df = postings
+                parts, df = postings
                 idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-                alternatives.append(_Alternative(slots, tfs, idf))
+                alternatives.append(_Alternative(tuple(parts), idf))
                 terms.append(term)
         if alternatives:
             pairs = zip(alternatives, terms, strict=True)
             bound = max(a.idf * index.impact(term, avgdl) for a, term in pairs)
-            size = sum(len(a.slots) for a in alternatives)
+            size = sum(len(slots) for a in alternatives for slots, _ in a.parts)
             found.append(_Group(tuple(alternatives), bound, size))
     if not found:
         return None
@@ -132,32 +133,40 @@ def _accumulate(
     """Add the group's contributions (best alternative) to `partial` in any order (only for
     pruning); returns the slots it touched first (each slot once over all groups)."""
     alternatives = group.alternatives
-    if len(alternatives) == 1:
-        slots = alternatives[0].slots.astype(np.intp)  # once: numpy converts at every index
-        values = _values(alternatives[0], slots, query)
+    scored: list[tuple[NDArray[np.intp], NDArray[np.float64]]] = []
+    if len(alternatives) == 1:  # its parts hold a slot once between them
+        for part in alternatives[0].parts:
+            slots = part[0].astype(np.intp)  # once: numpy converts at every index
+            scored.append((slots, _values(alternatives[0], part[1], slots, query)))
     else:  # the best alternative per slot, in a second scratch array (no sort)
         best = index.scratch(1)
         fresh = []
         for alternative in alternatives:
-            at = alternative.slots.astype(np.intp)
-            found = _values(alternative, at, query)
-            had = best.take(at)
-            fresh.append(at[had == 0.0])
-            best.put(at, np.maximum(had, found))
+            for part in alternative.parts:
+                at = part[0].astype(np.intp)
+                found = _values(alternative, part[1], at, query)
+                had = best.take(at)
+                fresh.append(at[had == 0.0])
+                best.put(at, np.maximum(had, found))
         slots = np.concatenate(fresh)
-        values = best.take(slots)
+        scored.append((slots, best.take(slots)))
         best.put(slots, 0.0)
-    before = partial.take(slots)
-    new = slots[before == 0.0].astype(np.int64, copy=False)  # scores are > 0: 0 means untouched
-    before += values
-    partial.put(slots, before)
-    return new
+    new = []
+    for slots, values in scored:
+        before = partial.take(slots)
+        new.append(slots[before == 0.0].astype(np.int64, copy=False))  # > 0: 0 is untouched
+        before += values
+        partial.put(slots, before)
+    return new[0] if len(new) == 1 else np.concatenate(new)
 
 
 def _values(
-    alternative: _Alternative, slots: NDArray[np.integer], query: _Query
+    alternative: _Alternative,
+    tfs: NDArray[np.integer],
+    slots: NDArray[np.integer],
+    query: _Query,
 ) -> NDArray[np.float64]:
-    return contributions(slots, alternative.tfs, alternative.idf, query.avgdl, query.doc_lengths)
+    return contributions(slots, tfs, alternative.idf, query.avgdl, query.doc_lengths)
 
 
 def within(
@@ -200,19 +209,26 @@ def ranked(
 def _lookup(
     alternative: _Alternative, slots: NDArray[np.int64], query: _Query
 ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
-    """Where in `slots` the term occurs, and its contributions there."""
-    postings = alternative.slots
-    if not len(postings):
+    """Where in `slots` the term occurs, and its contributions there (a slot is in one
+    part of the term's postings at most)."""
+    found: list[tuple[NDArray[np.intp], NDArray[np.float64]]] = []
+    for postings, tfs in alternative.parts:
+        if not len(postings):
+            continue
+        # the keys in the postings' dtype: else numpy converts the whole list at every call
+        at = np.searchsorted(postings, slots.astype(postings.dtype, copy=False))
+        at = np.minimum(at, len(postings) - 1)
+        hit = postings[at] == slots
+        at = at[hit]
+        values = contributions(
+            postings[at], tfs[at], alternative.idf, query.avgdl, query.doc_lengths
+        )
+        found.append((np.flatnonzero(hit), values))
+    if len(found) == 1:
+        return found[0]
+    if not found:
         return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float64)
-    # the keys in the postings' dtype: else numpy converts the whole list at every call
-    at = np.searchsorted(postings, slots.astype(postings.dtype, copy=False))
-    at = np.minimum(at, len(postings) - 1)
-    hit = postings[at] == slots
-    at = at[hit]
-    values = contributions(
-        postings[at], alternative.tfs[at], alternative.idf, query.avgdl, query.doc_lengths
-    )
-    return np.flatnonzero(hit), values
+    return np.concatenate([w for w, _ in found]), np.concatenate([v for _, v in found])
 
 
 def _kth(scores: NDArray[np.float64], k: int) -> float:

@@ -186,3 +186,22 @@ def test_compact_postings_merge_keeps_every_posting():
     assert index.document_frequency("all") == 28
     assert index.document_frequency("t1") == 7  # 1, 5, 9, … 29 without 5
     assert index.terms_of(8) == ("all", "t0")
+
+
+def test_live_slots_of_many_points_agree_with_slot_of_each(con, small_merges):
+    add(con, {i: f"shared topic{i % 4} word{i}" for i in range(1, 61)})
+    cache = li.LexicalCache()
+    cache.load(con)
+    remove(con, cache, 2, 6, 10, 39)
+    con.begin()
+    li.index_point(con, 6, "topic2 reborn", cache=cache)  # re-added: a new slot
+    li.index_point(con, 7, "reborn again", cache=cache)  # replaced: a new slot, the old dead
+    li.index_point(con, 80, "brand new", cache=cache)  # after the load
+    con.commit()
+    cache.search(con, "reborn", 1)  # applies the staged writes
+    index = cache._index
+    rng = random.Random(4)
+    for wanted in ([], [999], [2, 6, 7, 80], *(rng.sample(range(0, 90), 25) for _ in range(20))):
+        one_by_one = sorted(s for s in (index.slot_of(p) for p in wanted) if s is not None)
+        assert index.live_slots_of(wanted).tolist() == one_by_one
+    assert CompactPostings().live_slots_of([1, 2]).tolist() == []

@@ -119,3 +119,21 @@ def test_pruning_keeps_ties_at_the_cut_by_lower_id(con):
     hits = cache.search(con, "tie common", 10)
     assert [pid for pid, _ in hits] == list(range(1, 11))  # all tied: lowest ids
     same(con, cache, "tie filler3", k=30)
+
+
+def test_a_words_appended_postings_are_scored_without_joining_its_list(con, monkeypatch):
+    rng = random.Random(7)
+    add(con, {i: zipf_text(rng, rng.randint(5, 20)) for i in range(1, 401)})
+    cache = li.LexicalCache()
+    cache.load(con)
+    add(con, {i: zipf_text(rng, rng.randint(5, 20)) for i in range(401, 431)}, cache=cache)
+    cache.search(con, "w0", 1)  # applies the staged adds: appended, not merged
+    found = cache._index.posting_parts("w0")
+    assert found is not None and len(found[0]) == 2  # the merged list, the appended postings
+    pinned = rng.sample(range(1, 431), 20)
+    for _ in range(100):
+        query, k = zipf_text(rng, rng.randint(1, 8)), rng.choice((1, 10, 50))
+        pruned, dense = both(
+            cache, lambda c, q=query, k=k: c.search_and_subset(con, q, k, pinned), monkeypatch
+        )
+        assert pruned == dense, query
