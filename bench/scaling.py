@@ -299,6 +299,8 @@ def summarise(
             "ram_estimate_bytes": estimate,
             "estimate_over_growth": ram["estimate_over_growth"],
             "estimate_within_20pct": ram["within_tolerance"],
+            "rss_growth_in_use_bytes": measure["rss_growth_in_use_bytes"],
+            "estimate_over_growth_in_use": measure["estimate_over_growth_in_use"],
             "estimate_parts": ram["estimate_parts"],
             "rss_before_open_bytes": measure["rss"]["before_open"],
             "rss_after_saves_bytes": measure["rss"]["after_saves"],
@@ -376,6 +378,14 @@ def table_rows(results: list[JsonDict]) -> list[tuple[str, ...]]:
             lambda r: (
                 f"{mib(r['ram']['rss_growth_bytes'])} vs {mib(r['ram']['ram_estimate_bytes'])}"
                 f" (x{r['ram']['estimate_over_growth']})"
+            ),
+        ),
+        row(
+            "RSS growth in use (+ the recalls) vs estimate (MiB)",
+            lambda r: (
+                f"{mib(r['ram']['rss_growth_in_use_bytes'])} vs "
+                f"{mib(r['ram']['ram_estimate_bytes'])} "
+                f"(x{r['ram']['estimate_over_growth_in_use']})"
             ),
         ),
         row(

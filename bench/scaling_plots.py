@@ -93,7 +93,12 @@ def plot_memory(report: JsonDict, out: Path) -> Path:
     growth = [r["ram"]["rss_growth_bytes"] / MIB for r in report["sizes"]]
     estimate = [r["ram"]["ram_estimate_bytes"] / MIB for r in report["sizes"]]
     peak = [r["ram"]["peak_rss_bytes"] / MIB for r in report["sizes"]]
+    in_use = [  # after the measured recalls too: the pages recalls map back, the cached rows
+        (r["ram"]["rss_steps"]["after_recalls"] - r["ram"]["rss_steps"]["before_open"]) / MIB
+        for r in report["sizes"]
+    ]
     ax.plot(sizes, growth, "o-", label="measured RSS growth (open + ready + 5 recalls)")
+    ax.plot(sizes, in_use, "d-", label="in use (+ the measured recalls)")
     ax.plot(sizes, estimate, "s--", label="status() ram_estimate_bytes")
     ax.plot(sizes, peak, "^:", color="grey", label="peak RSS of the process (after saves)")
     thresholds = report["thresholds"]

@@ -40,7 +40,8 @@ def ram_estimate_bytes(
     arrays and what DuckDB keeps of its tables, 22 MiB). Per point: the usearch index
     (`estimate_index_bytes`: vectors × (dim × 2 + 16 × 2 × 4 + 140) + 512 KiB), 200 B a
     document + 6 B a posting in the word index, and the stored text (payload). Measured
-    (issue 18): 1.11 of the RSS growth at 1k points, 1.00 at 10k, 0.95-0.97 at 100k. An empty
+    (issue 18, `just scaling`) against the RSS growth of a memory in use (open, then 200
+    recalls): 1.01 at 1k points, 0.95 at 10k, 0.95 at 100k, 1.06 at 1M. An empty
     store used to read ~0 and jump by the whole fixed cost at its first point (issue 16).
     """
     from store.vector_index import estimate_index_bytes  # usearch: not on the settings' path
