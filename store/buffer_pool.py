@@ -20,9 +20,12 @@ log = logging.getLogger(__name__)
 # The limit for that moment: what is in use apart from the table blocks, plus this much, so
 # that a read running in another thread keeps room for its own work (writes wait:
 # `Database.drop_cached_blocks` holds the write lock). Whatever table blocks fit in it stay
-# cached: 16 MiB kept ~14 MiB at 100k points after open and after the word index's load;
-# 4 MiB keeps ~3 (the RSS growth at 100k: -10 MiB; docs/memory-scale.md).
-EVICT_MARGIN_BYTES = 4 * 2**20
+# cached: 16 MiB kept ~14 MiB at 100k points after open and after the word index's load.
+# 4 MiB kept ~3 (-10 MiB of RSS growth at 100k) but was too little room for a read running
+# meanwhile: a word search by SQL (the word index still loading) asked for 5.8 MiB with 3.5
+# free and failed with DuckDB's OutOfMemoryException (a CI run of
+# tests/test_reindex_neighbours.py); 16 MiB is what every earlier run had.
+EVICT_MARGIN_BYTES = 16 * 2**20
 
 _OTHER_MEMORY_SQL = (
     "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag <> 'BASE_TABLE'"
