@@ -53,12 +53,19 @@ def _rows_of(db: Database, columns: str, ids: Sequence[int]) -> list[Any]:
         return cur.execute(f"SELECT {columns} FROM points WHERE {_OF_IDS}", [wanted]).fetchall()
 
 
+_HIT_COLUMNS = "id, role, pinned, created_at, content, content_hash"
+
+
+def _hit_row(r: Sequence[Any]) -> HitRow:
+    """A `HitRow` from the first columns of a row that starts with `_HIT_COLUMNS`."""
+    return HitRow(int(r[0]), r[1], bool(r[2]), as_utc(r[3]), r[4], r[5])
+
+
 def hit_rows(db: Database, ids: Sequence[int]) -> dict[int, HitRow]:
     """The hit rows of many ids in one query."""
     if not ids:
         return {}
-    rows = _rows_of(db, "id, role, pinned, created_at, content, content_hash", ids)
-    return {int(r[0]): HitRow(int(r[0]), r[1], bool(r[2]), as_utc(r[3]), r[4], r[5]) for r in rows}
+    return {int(r[0]): _hit_row(r) for r in _rows_of(db, _HIT_COLUMNS, ids)}
 
 
 def neighbour_rows(db: Database, ids: Sequence[int], window: int) -> dict[int, list[HitRow]]:
@@ -69,11 +76,9 @@ def neighbour_rows(db: Database, ids: Sequence[int], window: int) -> dict[int, l
     if not ids or window <= 0:
         return {}
     reach = sorted({i + step for i in ids for step in range(-window, window + 1)})
-    rows = _rows_of(
-        db, "id, role, pinned, created_at, content, content_hash, conversation_id", reach
-    )
+    rows = _rows_of(db, f"{_HIT_COLUMNS}, conversation_id", reach)
     conversation = {int(r[0]): r[6] for r in rows}
-    by_id = {int(r[0]): HitRow(int(r[0]), r[1], bool(r[2]), as_utc(r[3]), r[4], r[5]) for r in rows}
+    by_id = {int(r[0]): _hit_row(r) for r in rows}
     found: dict[int, list[HitRow]] = {}
     for anchor in dict.fromkeys(ids):
         own = conversation.get(anchor)
@@ -83,9 +88,9 @@ def neighbour_rows(db: Database, ids: Sequence[int], window: int) -> dict[int, l
             (i for i in range(anchor - window, anchor + window + 1) if i != anchor),
             key=lambda i: (abs(i - anchor), i),
         )
-        found[anchor] = [by_id[i] for i in near if conversation.get(i) == own]
-        if not found[anchor]:
-            del found[anchor]
+        same = [by_id[i] for i in near if conversation.get(i) == own]
+        if same:
+            found[anchor] = same
     return found
 
 
