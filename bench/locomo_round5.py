@@ -23,15 +23,23 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from bench.locomo_cache import CachedEmbedder, default_cache_dir
 from bench.locomo_data import Conversation, load_locomo, score_question
-from bench.locomo_loo import KS, Scored, family_results, print_results, progress
+from bench.locomo_loo import (
+    KS,
+    Scored,
+    family_results,
+    leave_one_out,
+    print_results,
+    progress,
+)
 from bench.locomo_round2 import ctx_wide, replay
 from bench.locomo_round5_rankers import (
+    BEFORE,
     Conv,
     Ranker,
     agreement,
@@ -49,7 +57,7 @@ from bench.locomo_round5_rankers import (
     third_vector,
 )
 from bench.locomo_texts import unit_rows, vector_query_text
-from memory.recall import TUNING
+from memory.recall import TUNING, TURN_TUNING
 from memory.text.shape import content_words, is_list_question
 
 BLOCK = 5  # MEMORY_TOP_K
@@ -228,6 +236,31 @@ def _scores(conv: Conv, conversation: Conversation, ranker: Ranker) -> list[Scor
     return rows
 
 
+TURNS = {
+    "before": replace(BEFORE, neighbour_window=3, neighbour_anchors=5),
+    "now": TURN_TUNING,
+}
+"""The turn's block before this round and now (`TURN_TUNING`: 5 hits, then the turns
+around them while `MEMORY_MAX_CHARS` has room)."""
+
+
+def _block_scores(conv: Conv, conversation: Conversation, name: str) -> list[Scored]:
+    """Each question's evidence in the block the turn builds (`in_block`), beside the
+    recall@k of the same tuning's top 10."""
+    rows: list[Scored] = []
+    for i, question in enumerate(conversation.questions):
+        vector = conv.question_vectors["question"][i]
+        block = conv.memory.recall(question.question, vector=vector, tuning=TURNS[name])
+        top = product_ranker(replace(TURNS[name], neighbour_window=0))(conv, i, question)
+        held = {conv.to_turn[h.id] for h in block.in_block() if h.id in conv.to_turn}
+        evidence = set(question.evidence)
+        ranked = [conv.to_turn[p] for p in top if p in conv.to_turn]
+        rows.append(
+            Scored(score_question(ranked, question, KS), len(evidence & held) / len(evidence))
+        )
+    return rows
+
+
 def list_questions(conversations: Sequence[Conversation]) -> dict[str, int]:
     """How many questions the list rule flags, per category."""
     counts: Counter[str] = Counter()
@@ -246,6 +279,7 @@ def run(path: Path, cache_dir: Path, only: Sequence[str] = ()) -> dict[str, Any]
     fams = {n: f for n, f in families().items() if not only or any(n.startswith(o) for o in only)}
     variants = list(dict.fromkeys(v for family in fams.values() for v in family))
     table: dict[Variant, dict[str, list[Scored]]] = {v: {} for v in variants}
+    blocks: dict[str, dict[str, list[Scored]]] = {name: {} for name in TURNS}
     mismatches = 0
     started = time.perf_counter()
     try:
@@ -259,6 +293,8 @@ def run(path: Path, cache_dir: Path, only: Sequence[str] = ()) -> dict[str, Any]
                     table[variant][conversation.sample_id] = _scores(
                         conv, conversation, variant.ranker
                     )
+                for name in blocks:
+                    blocks[name][conversation.sample_id] = _block_scores(conv, conversation, name)
             finally:
                 conv.memory.close()
                 shutil.rmtree(home, ignore_errors=True)
@@ -267,6 +303,9 @@ def run(path: Path, cache_dir: Path, only: Sequence[str] = ()) -> dict[str, Any]
         cache.save()
     order = [c.sample_id for c in conversations]
     results = family_results(table, fams, order, name=_label, train=_criterion)
+    results["turn_block"] = {
+        name: leave_one_out({name: rows}, order, name=str) for name, rows in blocks.items()
+    }
     results["prototype_mismatches"] = mismatches
     results["list_questions"] = list_questions(conversations)
     return results
@@ -303,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = run(args.path, args.cache_dir, args.only)
     if not args.json:
-        for key in ("prototype_mismatches", "list_questions"):
+        for key in ("prototype_mismatches", "list_questions", "turn_block"):
             print(f"{key}: {results.pop(key)}")
     print_results(results, as_json=args.json)
     return 0
