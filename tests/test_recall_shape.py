@@ -10,7 +10,7 @@ from pathlib import Path
 
 from memory.memory_store import MemoryConfig, MemoryStore
 from memory.recall import TUNING
-from memory.text.shape import content_words, is_list_question
+from memory.text.shape import CONTENT_CHARS, content_words, is_list_question
 from store.clock import Clock
 
 WHEN = datetime(2024, 3, 15, 12, tzinfo=UTC)
@@ -44,6 +44,8 @@ def test_content_words_count_distinct_words_without_stopwords() -> None:
     assert content_words("We went sailing on the lake, the lake!") == 3
     assert content_words("Ja, das ist so.") == 0  # German stopwords
     assert content_words("") == 0
+    long = " ".join(f"word{i}" for i in range(1000))  # 7.9k characters
+    assert content_words(long) == len(set(long[:CONTENT_CHARS].split()))  # the start only
 
 
 def _store(home: Path) -> MemoryStore:

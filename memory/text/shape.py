@@ -18,9 +18,16 @@ _WORD: Final = re.compile(r"\w+")
 _STOPWORDS: Final = frozenset().union(*STOPWORDS.values())
 
 
+CONTENT_CHARS: Final = 1000
+"""`content_words` reads this many characters: a point this long is weighed ~0.9 or more
+by recall's prior anyway, and a long reply would cost recall ~0.45 ms each 10 KB."""
+
+
 def content_words(text: str) -> int:
-    """The distinct words of `text` that are no stopword and longer than one letter."""
-    return len({w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOPWORDS})
+    """The distinct words of `text`'s first `CONTENT_CHARS` characters that are no stopword
+    and longer than one letter."""
+    words = _WORD.findall(text[:CONTENT_CHARS].lower())
+    return len({w for w in words if len(w) > 1 and w not in _STOPWORDS})
 
 
 _TOKEN: Final = re.compile(r"[\w+'’-]+")
