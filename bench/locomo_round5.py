@@ -44,6 +44,7 @@ from bench.locomo_round5_rankers import (
     Ranker,
     agreement,
     coverage,
+    dated_prior,
     dedupe_ranker,
     list_same_day,
     list_weights,
@@ -177,6 +178,13 @@ def families() -> dict[str, list[Variant]]:
             ),
             Variant("the product now (TUNING)", product_ranker(TUNING)),
         ),
+        "7. the date boost, then the length prior (on @10, then @5)": family(
+            Variant("the product now (TUNING)", product_ranker(TUNING)),
+            *(
+                Variant(f"proto: date boost x{1 + b}, then the prior", dated_prior(b))
+                for b in (0.25, 0.5, 1.0, 2.0, 4.0)
+            ),
+        ),
         "5d. near-duplicates last, every question": family(
             *(
                 Variant(f"proto: duplicates >= {t} last", dedupe_ranker(t, lists_only=False))
@@ -216,6 +224,7 @@ def environment(conversation: Conversation, cache: CachedEmbedder) -> tuple[Conv
         },
         own_terms=own,
         unit={pid: units[index_of[dia]] for pid, dia in to_turn.items()},
+        when={pid: turns[index_of[dia]].date for pid, dia in to_turn.items()},
         question_vectors={
             form: cache(
                 [q if form == "question" else vector_query_text(q, form) for q in questions]
@@ -314,6 +323,7 @@ def run(path: Path, cache_dir: Path, only: Sequence[str] = ()) -> dict[str, Any]
 PAIRS = (
     (product_ranker(), same_as_product()),
     (product_ranker(TUNING), prior_multiplier(8, depth=10, lists_at=0.75)),
+    (product_ranker(TUNING), dated_prior(0.0)),
 )
 """(the product, its prototype): the product before this round and its prototype path; the
 product now and the prototype of what it ships. Each pair must rank every question alike."""

@@ -17,12 +17,14 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 import numpy as np
 
 from bench.locomo_data import Question
 from memory.memory_store import MemoryStore
 from memory.recall import TUNING, RecallTuning, _fuse
+from memory.text.dates import date_spans
 from memory.text.shape import is_list_question
 
 TOP = 10
@@ -48,6 +50,7 @@ class Conv:
     own_terms: dict[int, list[str]]
     unit: dict[int, np.ndarray]
     question_vectors: dict[str, list[list[float]]]
+    when: dict[int, datetime] = field(default_factory=dict)
     base_cache: dict[int, Base] = field(default_factory=dict)
 
 
@@ -369,5 +372,39 @@ def proximity(gain: float, span: int = 3) -> Ranker:
             return fused * (1 + gain * found / len(pairs))
 
         return _rerank(conv, b, score)
+
+    return rank
+
+
+# -- 7. the date boost and the length prior together
+
+
+def dated_prior(boost: float, c: float = 8.0, lists_at: float = 0.75) -> Ranker:
+    """The product now, with round 1's date boost first: the top `DEPTH` candidates' fused
+    scores times (1 + `boost`) for a point inside a time the question names, re-ordered,
+    then the top 10 weighed by n / (n + c) on those boosted scores (the product's date boost
+    replaces the prior instead). `boost` 0: the product now."""
+
+    def rank(conv: Conv, index: int, question: Question) -> list[int]:
+        b = base(conv, index, question)
+        fused = b.fused
+        if is_list_question(question.question):
+            fused = _fuse(b.vector, b.lexical, replace(TUNING, vector_weight=lists_at))
+        spans = date_spans(question.question, conv.memory.db.clock.now()) if boost else []
+        order = _top(fused, len(fused))
+        head = order[:DEPTH]
+        boosted = {
+            p: fused[p] * (1 + boost)
+            if p in conv.when and any(span.contains(conv.when[p]) for span in spans)
+            else fused[p]
+            for p in head
+        }
+        counts = conv.content_words["content"]
+        ranked = _top(boosted, len(head)) + order[DEPTH:]
+        top = ranked[:TOP]
+        weighed = {
+            p: boosted.get(p, fused[p]) * counts.get(p, 0) / (counts.get(p, 0) + c) for p in top
+        }
+        return _top(weighed)
 
     return rank

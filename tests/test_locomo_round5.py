@@ -14,6 +14,7 @@ from bench.locomo_round5 import environment, families
 from bench.locomo_round5_rankers import (
     agreement,
     coverage,
+    dated_prior,
     dedupe_ranker,
     list_same_day,
     list_weights,
@@ -56,7 +57,9 @@ def test_the_prototypes_at_the_products_values_rank_as_recall(tmp_path: Path) ->
             assert expected, question.question
             for ranker in same:
                 assert ranker(conv, index, question) == expected
-            assert shipped(conv, index, question) == product_ranker(TUNING)(conv, index, question)
+            now = product_ranker(TUNING)(conv, index, question)
+            assert shipped(conv, index, question) == now
+            assert dated_prior(0.0)(conv, index, question) == now
     finally:
         conv.memory.close()
         shutil.rmtree(home, ignore_errors=True)
