@@ -2,7 +2,9 @@
 they make in the prompt.
 
 Hybrid recall fuses the vector top-k (cosine ≥ `min_score`) with the BM25 word ranking by
-weighted reciprocal rank; pinned points come first, ranked by relevance without the floor.
+weighted reciprocal rank (a question asking for a list gives the vectors more weight), and
+the first 10 are weighed by their content words, so a statement goes before chit-chat;
+pinned points come first, ranked by relevance without the floor.
 A word match counts on its own; a vector-only match needs the floor. The block quotes every
 line of a memory, so text that claims to be an instruction stays data in the prompt.
 """
