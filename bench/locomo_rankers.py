@@ -24,6 +24,9 @@ from memory.memory_store import MemoryStore
 from memory.recall import TUNING, RecallTuning, _fuse
 
 TOP = 10
+ROUND3 = replace(TUNING, length_prior=0.0, list_vector_weight=None)
+"""The product as this round measured it (the fifth round's length prior and list weight
+came later): its prototypes rank as `recall` with this tuning."""
 Store = tuple[MemoryStore, dict[int, str]]
 """A replayed store and its point id → turn id."""
 
@@ -64,7 +67,7 @@ def _fused_top(store: Store, fused: dict[int, float]) -> list[str]:
 
 
 def product_ranker(
-    store: str = "product", form: str = "question", tuning: RecallTuning = TUNING
+    store: str = "product", form: str = "question", tuning: RecallTuning = ROUND3
 ) -> Ranker:
     """`MemoryStore.recall` of the store with this word context, the query vector of `form`."""
 
@@ -86,7 +89,7 @@ def mixed_ranker(weight: float) -> Ranker:
         b = np.asarray(env.vectors["stripped"][index], np.float32)
         mixed = unit_rows((1 - weight) * a + weight * b)
         memory, to_turn = env.stores["product"]
-        result = memory.recall(question.question, vector=mixed.tolist(), k=TOP)
+        result = memory.recall(question.question, vector=mixed.tolist(), k=TOP, tuning=ROUND3)
         return [to_turn[h.id] for h in result.hits if h.id in to_turn]
 
     return rank

@@ -175,7 +175,11 @@ def test_neighbour_diversity_keeps_a_turn_and_its_reply_from_filling_the_hits(ho
     save(store, "we had lunch", when)  # keeps the third one's id apart from the pair
     apart = save(store, "a sailing trip", when)
     query = "sailing trip boat"
-    plain = [h.id for h in store.recall(query, vector=vec(query), k=2, mode="lexical").hits]
+    unweighed = RecallTuning(length_prior=0.0)  # the fused order, which diversity starts from
+    plain = [
+        h.id
+        for h in store.recall(query, vector=vec(query), k=2, mode="lexical", tuning=unweighed).hits
+    ]
     assert set(plain) == {first, reply}
     tuned = RecallTuning(neighbour_factor=0.3)
     hits = store.recall(query, vector=vec(query), k=2, mode="lexical", tuning=tuned).hits

@@ -1,0 +1,91 @@
+"""The fifth recall round's bench (`bench/locomo_round5.py`): its prototypes, set to the
+product's values before the round, rank as `MemoryStore.recall` did, and the prototype of
+what the round shipped ranks as `recall` does now."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from bench.locomo_cache import CachedEmbedder
+from bench.locomo_data import load_locomo
+from bench.locomo_round5 import environment, families
+from bench.locomo_round5_rankers import (
+    agreement,
+    coverage,
+    dated_prior,
+    dedupe_ranker,
+    list_same_day,
+    list_weights,
+    neighbour_evidence,
+    prior_floor,
+    prior_multiplier,
+    product_ranker,
+    proximity,
+    same_as_product,
+    third_vector,
+)
+from memory.recall import TUNING
+from tests.test_locomo_round3 import _bag_of_words, _conversation
+
+
+def test_the_prototypes_at_the_products_values_rank_as_recall(tmp_path: Path) -> None:
+    data = tmp_path / "one.json"
+    data.write_text(json.dumps([_conversation()]), encoding="utf-8")
+    conversation = load_locomo(data)[0]
+    cache = CachedEmbedder(tmp_path / "vectors.npz", lambda: _bag_of_words)
+    conv, home = environment(conversation, cache)
+    try:
+        same = [
+            same_as_product(),
+            prior_multiplier(0.0),
+            prior_multiplier(0.0, depth=10, lists_at=0.5),
+            prior_floor(0),
+            list_weights(0.5),
+            list_same_day(1.0),
+            dedupe_ranker(1.01, lists_only=False),
+            neighbour_evidence(0.0, 2, "max", pull_in=False),
+            third_vector("content", 0.0),
+            agreement(0.0),
+            coverage(0.0),
+            proximity(0.0),
+        ]
+        shipped = prior_multiplier(8.0, depth=10, lists_at=0.75)
+        for index, question in enumerate(conversation.questions):
+            expected = product_ranker()(conv, index, question)
+            assert expected, question.question
+            for ranker in same:
+                assert ranker(conv, index, question) == expected
+            now = product_ranker(TUNING)(conv, index, question)
+            assert shipped(conv, index, question) == now
+            assert dated_prior(0.0)(conv, index, question) == now
+    finally:
+        conv.memory.close()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_the_length_prior_puts_a_long_turn_before_a_short_one(tmp_path: Path) -> None:
+    data = tmp_path / "one.json"
+    raw = _conversation()
+    session = raw["conversation"]["session_1"]  # type: ignore[index]
+    session.append({"speaker": "Bob", "dia_id": "D1:4", "text": "Sailing!"})
+    raw["qa"] = [{"question": "Who went sailing?", "evidence": ["D1:2"], "category": 4}]
+    data.write_text(json.dumps([raw]), encoding="utf-8")
+    conversation = load_locomo(data)[0]
+    cache = CachedEmbedder(tmp_path / "vectors.npz", lambda: _bag_of_words)
+    conv, home = environment(conversation, cache)
+    try:
+        question = conversation.questions[0]
+        turns = [conv.to_turn[p] for p in prior_multiplier(8.0)(conv, 0, question)]
+        assert turns.index("D1:2") < turns.index("D1:4")
+    finally:
+        conv.memory.close()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_every_family_is_named_once_and_compares_against_the_product() -> None:
+    for name, family in families().items():
+        labels = [variant.label for variant in family]
+        assert len(set(labels)) == len(labels) > 2, name
+        assert labels[0] == "product", name
