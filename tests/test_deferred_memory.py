@@ -35,7 +35,7 @@ from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import type_text, wait_until
 from tui.app import StraylightApp
 from tui.memory_session import embedder_for
-from tui.widgets.chat_message import ChatMessage
+from tui.widgets.chat_message import ChatMessage, ChatNotice
 from tui.widgets.status_sidebar import StatusSidebar
 
 SIZE = (110, 32)
@@ -231,3 +231,24 @@ async def test_other_clients_while_deferred_read_empty_and_their_write_opens_the
             assert (saved.returncode, saved.stdout, saved.stderr) == (0, "remembered #1\n", "")
             await wait_until(pilot, lambda: memory_line(app).startswith("1 point"), what="1")
             await wait_until(pilot, lambda: isinstance(app.engine.memory, TurnMemory), what="open")
+
+
+async def test_a_first_open_that_fails_is_named_and_the_chat_goes_on_without_memory(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path
+) -> None:
+    standin.script_reply(REPLY)
+    app = StraylightApp(make_settings(ollama_host=standin.host, jobs_enabled=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: memory_line(app).startswith("0 points"), what="0 points")
+        (home / DATABASE_FILE).mkdir(mode=0o700)  # no database can be opened there
+        await type_text(pilot, FACT)  # typing starts the open
+        await wait_until(pilot, lambda: app.engine.memory is None, what="the failed open")
+        assert memory_line(app).startswith("unavailable:")
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: [m.status for m in app.query(ChatMessage)] == ["complete", "complete"],
+            what="the reply, without memory",
+        )
+        notices = [str(n.render()) for n in app.query(ChatNotice)]
+        assert any("Memory is not available" in n for n in notices)

@@ -188,13 +188,10 @@ class StraylightApp(App[int]):
 
         if database_exists(self.settings.home):
             try:
-                memory = self._open_session()
-            except Exception as error:
-                log.exception("cannot open the memory")
-                self.post_message(MemoryOpened(None, str(error)))
+                self._open_and_report()
+            except Exception:  # noqa: BLE001 - named on screen and logged already
                 return
             self._serve_other_clients()
-            self.post_message(MemoryOpened(memory, None))
             return
         deferred = DeferredMemory(
             self.settings.home,
@@ -235,20 +232,25 @@ class StraylightApp(App[int]):
     def _open_ahead(self, memory: DeferredMemory) -> None:
         try:
             memory.open()
-        except Exception:  # noqa: BLE001 - named on screen and logged by _open_deferred
+        except Exception:  # noqa: BLE001 - named on screen and logged by _open_and_report
             return
 
-    def _open_deferred(self) -> TurnMemory:
-        """The deferred memory's opener (in the thread of its first write or real read):
-        the app then holds the real memory and starts the jobs."""
+    def _open_and_report(self) -> TurnMemory:
+        """In a worker thread: open the memory and tell the app (`MemoryOpened`, either way)."""
         try:
             memory = self._open_session()
         except Exception as error:
             log.exception("cannot open the memory")
             self.post_message(MemoryOpened(None, str(error)))
             raise
-        log.info("memory database created at its first write")
         self.post_message(MemoryOpened(memory, None))
+        return memory
+
+    def _open_deferred(self) -> TurnMemory:
+        """The deferred memory's opener (in the thread of its first write or real read):
+        the app then holds the real memory and starts the jobs."""
+        memory = self._open_and_report()
+        log.info("memory database opened at its first write")
         return memory
 
     async def on_memory_opened(self, message: MemoryOpened) -> None:
