@@ -12,8 +12,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
@@ -168,7 +171,9 @@ async def test_a_new_data_dir_gets_its_database_and_jobs_at_the_first_turn(
     standin: OllamaStandIn,
     home: Path,
     cli_env: Callable[..., dict],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO)
     standin.script_reply(REPLY)
     app = StraylightApp(make_settings(ollama_host=standin.host))  # jobs on (the default)
     async with app.run_test(size=SIZE) as pilot:
@@ -197,6 +202,9 @@ async def test_a_new_data_dir_gets_its_database_and_jobs_at_the_first_turn(
         ).fetchone()
     assert vectors == 2
     assert (home / "vectors.usearch").exists()  # saved at close, as in an eager start
+    assert "memory database opened at its first write" in caplog.text
+    assert "on the event loop" not in caplog.text
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 async def test_a_data_dir_with_a_database_opens_it_at_start(
@@ -252,3 +260,19 @@ async def test_a_first_open_that_fails_is_named_and_the_chat_goes_on_without_mem
         )
         notices = [str(n.render()) for n in app.query(ChatNotice)]
         assert any("Memory is not available" in n for n in notices)
+
+
+async def test_a_job_run_by_hand_on_a_new_data_dir_opens_the_memory_first(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path
+) -> None:
+    app = StraylightApp(make_settings(ollama_host=standin.host, jobs_enabled=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: memory_line(app).startswith("0 points"), what="0 points")
+        app.run_job_now("dream", announce=True)  # as /dream, before anything was typed
+        await wait_until(
+            pilot,
+            lambda: any(str(n.render()).startswith("dream:") for n in app.query(ChatNotice)),
+            what="the dream's answer",
+        )
+        assert isinstance(app.engine.memory, TurnMemory)
+        assert database_path(home).exists()

@@ -415,11 +415,10 @@ class StraylightApp(App[int]):
                 await self.chat.notice(f"Memory is not available: {self.memory_problem}")
                 return
             from jobs.background_jobs import JobContext
+            from jobs.runner import JobRunner
             from memory.deferred_store import opened_memory
 
             memory = await opened_memory(memory)  # a job by hand creates the database
-            from jobs.runner import JobRunner
-
             runner = JobRunner(JobContext(self.settings, memory, self.gateway, self.chat.model))
             result = await runner.run(name)  # jobs are off: run this one by hand anyway
             self.post_message(JobFinished(name, result))
