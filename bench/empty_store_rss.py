@@ -19,6 +19,16 @@ setting `jobs_enabled = false`: no scheduler, no catch-up runs), `no-memory` (th
 open skipped: what a database opened only when something reads it would give an empty store),
 `no-memory-no-check` (and no Ollama status check: the app alone). The last two patch the app
 in the bench's own launcher; they are measurements, not modes of the product.
+
+Since issue 18's deferred database (memory/deferred_store.py) the app on a new data dir does
+not create `straylight.duckdb` until the first write: a run counts as done when the database
+exists or the log says it was deferred (`database_created` tells which). `--seed-point`
+gives each run's data dir one point first (`remember`, Ollama away): the eager path, which
+should not have changed. `--app-root DIR` runs another checkout's app (e.g. a worktree of
+the commit before, for a before/after pair on one machine). `--first-open` times, in fresh
+interpreters that have imported the app, what the first write on a new data dir now pays:
+the memory's open (DuckDB's import, the schema) and the first save after it, against a
+second save.
 """
 
 from __future__ import annotations
@@ -57,6 +67,31 @@ VARIANTS: dict[str, tuple[str | None, dict[str, str]]] = {
     "no-memory": (_LAUNCH.format(patch=_SKIP_MEMORY), {}),
     "no-memory-no-check": (_LAUNCH.format(patch=_SKIP_MEMORY + _SKIP_CHECK), {}),
 }
+
+_FIRST_OPEN = """
+import json, sys, tempfile, time
+sys.path.insert(0, {root!r})
+from pathlib import Path
+import tui.app  # what the running app has imported when its first write comes
+from agent.settings import load_settings
+
+home = Path(tempfile.mkdtemp()) / "home"
+settings = load_settings(flags={{"home": str(home), "ollama_host": "127.0.0.1:9"}}).settings
+started = time.perf_counter()
+from tui.memory_session import MemorySession
+from agent.ollama_gateway import OllamaGateway
+
+session = MemorySession(settings, OllamaGateway.from_config(settings.ollama), take_lock=False)
+memory = session.open()
+opened = time.perf_counter()
+memory.store.save("user", "The first point of a new data dir.", vector=[0.5] * 768)
+first = time.perf_counter()
+memory.store.save("user", "The second point of a new data dir.", vector=[0.25] * 768)
+second = time.perf_counter()
+session.close()
+print(json.dumps({{"open": opened - started, "first_save": first - opened,
+                   "second_save": second - first}}))
+"""
 
 _BREAKDOWN = """
 import json, sys, tempfile
@@ -98,6 +133,26 @@ def proc_status(pid: int) -> dict[str, int]:
     return out
 
 
+def _root_launcher(root: Path, launcher: str | None) -> str:
+    """A `python -c` launcher that imports the app from `root` (the child runs in this
+    checkout, whose directory would come first on `sys.path`)."""
+    body = launcher if launcher is not None else _LAUNCH.format(patch="")
+    return f"import sys\nsys.path.insert(0, {str(root)!r})\n{body}"
+
+
+def seed_point(home: Path, env: dict[str, str], root: Path) -> None:
+    """One point in `home` (no vector: Ollama is away), through `root`'s `remember`."""
+    launcher = _root_launcher(root, None)
+    subprocess.run(
+        [sys.executable, "-c", launcher, "--home", str(home), "remember", "A seeded point."],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+
+
 def run_once(
     tmp: Path,
     settle: float,
@@ -105,16 +160,22 @@ def run_once(
     *,
     launcher: str | None = None,
     extra_env: dict[str, str] | None = None,
+    app_root: Path = REPO_ROOT,
+    seed: bool = False,
 ) -> JsonDict:
     home = Path(tempfile.mkdtemp(prefix="home-", dir=tmp))
     host = f"127.0.0.1:{closed_port()}"
+    if app_root != REPO_ROOT:
+        launcher = _root_launcher(app_root, launcher)
     start = ["-m", "tui.cli"] if launcher is None else ["-c", launcher]
     argv = [sys.executable, *start, "--home", str(home), "--ollama-host", host]
     env = hermetic_env(
         tmp, TERM="xterm-256color", COLUMNS=str(COLUMNS), LINES=str(LINES), COLORTERM="truecolor"
     )
     env.update(extra_env or {})
-    env["PYTHONPATH"] = str(REPO_ROOT)  # this checkout, not the installed one
+    env["PYTHONPATH"] = str(app_root)  # that checkout, not the installed one
+    if seed:
+        seed_point(home, {**env, "OLLAMA_HOST": host}, app_root)
     child = _Child(argv, env, home / "straylight.log")
     try:
         deadline = child.forked_at + timeout
@@ -127,9 +188,16 @@ def run_once(
         while time.perf_counter() < until:
             child.drain(0.05)
         after = proc_status(child.pid)
-        opened = (home / "straylight.duckdb").exists()
+        created = (home / "straylight.duckdb").exists()
+        log_text = (home / "straylight.log").read_text(encoding="utf-8", errors="replace")
+        deferred = "no memory database yet" in log_text
         child.stop()
-        return {"first_frame": at_frame, "after_open": after, "memory_opened": opened}
+        return {
+            "first_frame": at_frame,
+            "after_open": after,
+            "memory_opened": created or deferred,
+            "database_created": created,
+        }
     finally:
         child.close()
 
@@ -152,6 +220,22 @@ def breakdown() -> list[JsonDict]:
     return out
 
 
+def first_open(runs: int, root: Path) -> JsonDict:
+    """Seconds the first write on a new data dir pays (medians over fresh interpreters)."""
+    seen = []
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-c", _FIRST_OPEN.format(root=str(root))],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        seen.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {key: statistics.median(run[key] for run in seen) for key in seen[0]} | {"runs": seen}
+
+
 def _median(runs: list[JsonDict]) -> JsonDict:
     return {
         moment: {f: int(statistics.median(r[moment][f] for r in runs)) for f in FIELDS}
@@ -169,11 +253,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle", type=float, default=6.0, help="seconds after the frame")
     parser.add_argument("--breakdown", action="store_true")
     parser.add_argument("--variants", action="store_true", help="also without jobs / memory")
+    parser.add_argument("--seed-point", action="store_true", help="one point in the data dir")
+    parser.add_argument("--app-root", type=Path, default=REPO_ROOT, help="another checkout")
+    parser.add_argument("--first-open", action="store_true", help="time the first write's open")
     parser.add_argument("--json", nargs="?", const="-", default=None, metavar="OUT")
     args = parser.parse_args(argv)
     info = machine_info()
+    root = args.app_root.resolve()
     with tempfile.TemporaryDirectory(prefix="straylight-rss-") as raw:
-        runs = [run_once(Path(raw), args.settle) for _ in range(args.runs)]
+        runs = [
+            run_once(Path(raw), args.settle, app_root=root, seed=args.seed_point)
+            for _ in range(args.runs)
+        ]
         variants = {
             name: _median(
                 [
@@ -195,6 +286,10 @@ def main(argv: list[str] | None = None) -> int:
         report["variants"] = variants
     if args.breakdown:
         report["breakdown"] = breakdown()
+    if args.first_open:
+        report["first_open"] = first_open(args.runs, root)
+    report["app_root"] = str(root)
+    report["seed_point"] = args.seed_point
     if args.json == "-":
         print(json.dumps(report, indent=2))
         return 0
@@ -204,6 +299,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"target after open <= {TARGET_MB:.0f} MB: {'met' if report['met'] else 'missed'}")
     if not all(r["memory_opened"] for r in runs):
         print("warning: the memory had not opened in some runs (raise --settle)")
+    created = sum(1 for r in runs if r["database_created"])
+    print(f"database created at start in {created} of {len(runs)} runs")
+    if "first_open" in report:
+        timed = report["first_open"]
+        print(
+            f"first write on a new data dir: open {timed['open'] * 1000:.0f} ms, first save "
+            f"{timed['first_save'] * 1000:.1f} ms, second save {timed['second_save'] * 1000:.1f} ms"
+        )
     for name, values in variants.items():
         after = values["after_open"]
         print(

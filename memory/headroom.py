@@ -44,9 +44,11 @@ def ram_estimate_bytes(
     recalls): 1.01 at 1k points, 0.95 at 10k, 0.95 at 100k, 1.06 at 1M. An empty
     store used to read ~0 and jump by the whole fixed cost at its first point (issue 16).
     """
-    from store.vector_index import estimate_index_bytes  # usearch: not on the settings' path
+    index = 0
+    if vectors and dim:  # numpy: not on the settings' path, nor an empty memory's
+        from store.vector_index import estimate_index_bytes
 
-    index = estimate_index_bytes(vectors, dim) if vectors and dim else 0
+        index = estimate_index_bytes(vectors, dim)
     lexical = LEXICAL_DOC_BYTES * lexical_docs + LEXICAL_POSTING_BYTES * lexical_postings
     return FIXED_BYTES + index + lexical + payload_bytes
 

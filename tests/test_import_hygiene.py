@@ -93,3 +93,51 @@ def test_an_empty_memory_opens_without_rapidfuzz_and_its_first_use_imports_it(tm
     assert result.returncode == 0, result.stderr
     seen = json.loads(result.stdout.strip().splitlines()[-1])
     assert seen == {"at_open": False, "dedup": "dedup", "used": True, "proof": True}
+
+
+IDLE_EMPTY_PROBE = """
+import asyncio, json, sys
+from pathlib import Path
+from agent.settings import load_settings
+from store.data_dir_lock import DataDirLock
+from tui.app import StraylightApp
+from tui.widgets.status_sidebar import StatusSidebar
+
+MEMORY = ("duckdb", "usearch", "numpy")
+
+def memory_line(app):
+    state = app.query_one(StatusSidebar).state
+    return state.memory_line if state is not None else ""
+
+async def main() -> dict:
+    settings = load_settings(flags={{"home": {home!r}, "ollama_host": "127.0.0.1:9"}}).settings
+    app = StraylightApp(settings)
+    app.CSS_PATH = {css!r}
+    async with app.run_test() as pilot:
+        while not memory_line(app).startswith("0 points") or app.owner_server is None:
+            await pilot.pause(0.01)
+        await pilot.pause(0.5)  # the facts line's read, the status check
+        return {{
+            "memory": type(app.engine.memory).__name__,
+            "loaded": [name for name in MEMORY if name in sys.modules],
+            "jobs": app.scheduler is not None,
+        }}
+
+with DataDirLock(Path({home!r})):  # as `straylight` does: the socket is served
+    print(json.dumps(asyncio.run(main())))
+"""
+
+
+def test_an_idle_app_on_a_new_data_dir_imports_no_duckdb_numpy_or_usearch(tmp_path: Path):
+    """Issue 18: a data dir with no database gets its memory at the first write; until then
+    the sidebar reads a fresh store's answers and nothing of the store is imported."""
+    home = tmp_path / "home"
+    css = str(ROOT / "tui" / "app.tcss")
+    probe = IDLE_EMPTY_PROBE.format(home=str(home), css=css)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen == {"memory": "DeferredMemory", "loaded": [], "jobs": False}
+    assert not (home / "straylight.duckdb").exists()

@@ -20,6 +20,7 @@ from memory.fact_drawer import FactDrawer
 from memory.hypotheses import Hypotheses
 from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
+from store.database import database_path, open_database
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import wait_until
 from tests.test_cli_memory import assert_ok, make_env, run_cli
@@ -196,6 +197,8 @@ async def test_the_scheduler_starts_and_stops_with_the_app(
     settings: Settings, standin: OllamaStandIn, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
+    open_database(database_path(settings.home), clock=settings.clock).close()  # (a new data
+    # dir's jobs start with its database, at the first write: tests/test_deferred_memory.py)
     app = StraylightApp(settings)
     async with app.run_test(size=(110, 32)) as pilot:
         await wait_until(pilot, lambda: app.scheduler is not None, what="scheduler")

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from agent.settings import Settings
+from store.database import database_path, open_database
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import type_text, wait_until
 from tui.app import StraylightApp
@@ -27,6 +28,9 @@ REPLY = "Use **logrotate**:\n\n1. a rule\n2. a reload\n\n```bash\nsudo logrotate
 async def test_a_screen_opened_over_a_long_chat_does_not_lay_the_chat_out_again(
     settings: Settings, monkeypatch: pytest.MonkeyPatch, key: str, screen_type: type
 ) -> None:
+    # a long chat has its database (a new data dir's is created at the first write, and that
+    # open would refresh the sidebar under the screen)
+    open_database(database_path(settings.home), clock=settings.clock).close()
     app = StraylightApp(settings)
     layouts: list[str] = []
     original = ChatScreen._refresh_layout

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from agent.model_catalog import MissingModel
     from jobs.background_jobs import JobResult
     from jobs.scheduler import JobScheduler
+    from memory.deferred_store import DeferredMemory
     from memory.turn_memory import TurnMemory
     from tui.memory_session import MemorySession
     from tui.owner_server import OwnerServer
@@ -181,21 +182,80 @@ class StraylightApp(App[int]):
     # ---- memory (layer 3) ----------------------------------------------------------
     @work(thread=True, exclusive=True, group="memory-open", exit_on_error=False)
     def open_memory(self) -> None:
+        """Open layer 3; on a data dir with no database yet, a stand-in that opens it at
+        the first write (memory/deferred_store.py: no DuckDB in an idle, empty app)."""
+        from memory.deferred_store import DeferredMemory, database_exists
+
+        if database_exists(self.settings.home):
+            try:
+                self._open_and_report()
+            except Exception:  # noqa: BLE001 - named on screen and logged already
+                return
+            self._serve_other_clients()
+            return
+        deferred = DeferredMemory(
+            self.settings.home,
+            self.settings.memory,
+            resolve_workspace(self.settings.workspace),
+            self.settings.facts,
+            self._open_deferred,
+        )
+        log.info("no memory database yet: it is created at the first write")
+        self._serve_other_clients()
+        self.post_message(MemoryOpened(deferred.as_turn_memory(), None))
+
+    def _open_session(self) -> TurnMemory:
+        """In a worker thread: the memory session, its store registered for this process."""
         from tui.memory_session import MemorySession
 
         session = MemorySession(self.settings, self.gateway, take_lock=False)
+        memory = session.open()
+        self.memory_session = session
+        if memory.facts is not None:  # the candidates pending already are not news
+            try:
+                self.candidate_watch.mark_seen(memory.facts.pending())
+            except Exception:
+                log.exception("reading the pending candidates failed")
+        return memory
+
+    def memory_wanted(self) -> None:
+        """Something is about to write (the user started typing a message): a deferred
+        memory starts opening now, in a worker, so the first turn need not wait for it."""
+        from memory.deferred_store import DeferredMemory
+
+        memory = self.engine.memory
+        if isinstance(memory, DeferredMemory) and not memory.opening_started:
+            memory.opening_started = True
+            self._open_ahead(memory)
+
+    @work(thread=True, exclusive=True, group="memory-open-ahead", exit_on_error=False)
+    def _open_ahead(self, memory: DeferredMemory) -> None:
         try:
-            memory = session.open()
+            memory.open()
+        except Exception:  # noqa: BLE001 - named on screen and logged by _open_and_report
+            return
+
+    def _open_and_report(self) -> TurnMemory:
+        """In a worker thread: open the memory and tell the app (`MemoryOpened`, either way)."""
+        try:
+            memory = self._open_session()
         except Exception as error:
             log.exception("cannot open the memory")
             self.post_message(MemoryOpened(None, str(error)))
-            return
-        self.memory_session = session
-        self._serve_other_clients(memory)
+            raise
         self.post_message(MemoryOpened(memory, None))
+        return memory
+
+    def _open_deferred(self) -> TurnMemory:
+        """The deferred memory's opener (in the thread of its first write or real read):
+        the app then holds the real memory and starts the jobs."""
+        memory = self._open_and_report()
+        log.info("memory database opened at its first write")
+        return memory
 
     async def on_memory_opened(self, message: MemoryOpened) -> None:
         if message.memory is None:
+            self.engine.memory = None  # (a deferred memory whose first open failed, too)
             self.memory_problem = message.problem or "unknown error"
             self.chat.publish_sidebar(memory_line=f"unavailable: {self.memory_problem}")
             await self.chat.notice(
@@ -203,12 +263,15 @@ class StraylightApp(App[int]):
                 kind="error",
             )
             return
+        from memory.deferred_store import DeferredMemory
+
         self.engine.memory = message.memory
         self.memory_problem = ""
         freeze_long_lived()  # the start-up's modules and objects: out of the full passes
         self.chat.refresh_fact_status()
         self.chat.refresh_memory_status()  # the point count, without waiting for a turn or a job
-        if self.settings.jobs.enabled:
+        deferred = isinstance(message.memory, DeferredMemory)  # jobs: once there is a database
+        if self.settings.jobs.enabled and not deferred and self.scheduler is None:
             self._start_jobs(message.memory)
 
     @work(exclusive=True, group="embed-switch", exit_on_error=False)
@@ -252,17 +315,12 @@ class StraylightApp(App[int]):
             self.run_job_now("memstatus")
 
     # ---- other clients: this process owns the data dir and serves it ------------------
-    def _serve_other_clients(self, memory: TurnMemory) -> None:
+    def _serve_other_clients(self) -> None:
         """In the memory worker: serve the data dir (when this process holds its lock, as
-        `straylight` does) and note the candidates pending already."""
+        `straylight` does)."""
         from store.data_dir_lock import held_here
         from tui.owner_server import OwnerServer
 
-        if memory.facts is not None:
-            try:
-                self.candidate_watch.mark_seen(memory.facts.pending())
-            except Exception:
-                log.exception("reading the pending candidates failed")
         if held_here(self.settings.home):
             self.owner_server = OwnerServer.start_soft(
                 self.settings.home, on_finished=self._post_forwarded
@@ -358,7 +416,9 @@ class StraylightApp(App[int]):
                 return
             from jobs.background_jobs import JobContext
             from jobs.runner import JobRunner
+            from memory.deferred_store import opened_memory
 
+            memory = await opened_memory(memory)  # a job by hand creates the database
             runner = JobRunner(JobContext(self.settings, memory, self.gateway, self.chat.model))
             result = await runner.run(name)  # jobs are off: run this one by hand anyway
             self.post_message(JobFinished(name, result))

@@ -10,7 +10,7 @@ from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
 from agent.workspace import resolve_workspace
 from memory.context_meta import context_status, load_context_report
-from memory.memory_store import MemoryConfig, RecallResult, headroom
+from memory.memory_store import MemoryConfig, RecallResult
 from memory.recall import join_recall_block, recall_entries
 from tui.cli_output import for_terminal, print_json
 from tui.memory_session import MemorySession
@@ -178,24 +178,10 @@ def fact_status(counts: dict[str, int], pending: int) -> dict[str, int]:
 
 def _empty_status(config: MemoryConfig, workspace: str) -> dict[str, Any]:
     """No database yet: what an empty memory reports once opened (its fixed RAM cost too)."""
-    from memory.headroom import ram_estimate_bytes
+    from memory.deferred_store import empty_status
 
-    keys = ("total", "user", "assistant", "doc", "pinned", "without_vector")
-    ram = ram_estimate_bytes(vectors=0, dim=0, payload_bytes=0)
     return {
-        "points": dict.fromkeys(keys, 0),
-        "skips": {},
-        "embed_requests": 0,
-        "recall_failures": 0,
-        "index": {"state": "in_sync", "size": 0},
-        "embedding": {
-            "model": config.embed_model,
-            "dim": None,
-            "changed_from": None,
-            "to_embed": 0,
-        },
-        "ram_estimate_bytes": ram,
-        "headroom": headroom(ram, config.ram_warn_bytes, config.ram_crit_bytes),
+        **empty_status(config),
         "facts": fact_status({}, 0),
         "workspace": workspace,
         "hypotheses": {"open": 0, "overdue": 0},

@@ -115,15 +115,14 @@ class ChatNavigation(Screen[None]):
     @work(thread=True, exclusive=True, group="fact-status", exit_on_error=False)
     def refresh_fact_status(self) -> None:
         """The sidebar's facts line and hypothesis counts, read in a thread."""
+        memory = self.engine.memory
         drawer = self.engine.facts
-        if drawer is None:
+        if memory is None or drawer is None:
             return
-        from memory.hypotheses import Hypotheses
-
         try:
             counts = drawer.counts()
             pending = len(drawer.pending())
-            cards = Hypotheses.of(drawer).counts(self.engine.clock.now())
+            cards = memory.hypotheses.counts(self.engine.clock.now())  # the drawer's workspace
         except Exception:
             log.exception("fact status failed")
             return

@@ -552,6 +552,8 @@ class ChatScreen(ChatNavigation):
     def on_text_area_changed(self, message: ChatInput.Changed) -> None:
         if isinstance(message.text_area, ChatInput) and not message.text_area.text:
             self.editing_last = False  # emptied: the next message is a new one
+        elif isinstance(message.text_area, ChatInput):
+            self.straylight.memory_wanted()  # a new data dir's memory opens as typing starts
 
     def _edit_last(self, box: ChatInput) -> None:
         users = [m for m in self.chat_messages() if m.role == "user"]
