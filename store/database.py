@@ -149,6 +149,17 @@ def _file_size(path: Path) -> int:
         return -1
 
 
+CHECKPOINT_THRESHOLD_BYTES = 64 * 2**20
+"""DuckDB's automatic checkpoint runs inside the commit that pushes the write-ahead log past
+`checkpoint_threshold` (16 MiB by default: ~3,000 saves at 100k points, and that save took
+~225 ms). A writing process raises it to this; the index-upkeep job checkpoints from its
+thread (`Database.checkpoint`, every 10 min and at exit) long before a session's saves fill
+it, so only bulk writes (an ingest, a backfill burst) still meet it. The cost: a log of up to
+this size on disk, replayed at the next open after a crash (docs/save-latency.md)."""
+
+BACKGROUND_CHECKPOINT_MIN_BYTES = 1 * 2**20
+"""The index-upkeep job's checkpoint skips a log smaller than this (a few hundred saves)."""
+
 LOCK_WAIT_SECONDS = 10.0
 """How long an open waits for another process's hold on the file: a reading command (DuckDB
 read-only, no lock file taken: issue 15 §5) and a writer starting beside it meet here, and
@@ -312,6 +323,7 @@ def open_database(
     except BaseException:
         con.close()
         raise
+    con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_THRESHOLD_BYTES}B'")
     return Database(path, con, clock)
 
 
@@ -406,6 +418,26 @@ class Database:
                 cur.close()
 
         self._gate.run_alone(self._write_lock, drop, DROP_WAIT_SECONDS)
+
+    def wal_bytes(self) -> int:
+        """The size of the write-ahead log (`straylight.duckdb.wal`); 0 when there is none."""
+        try:
+            return self.path.with_name(self.path.name + ".wal").stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def checkpoint(self, min_wal_bytes: int = 0) -> bool:
+        """Fold the write-ahead log into the database file now (DuckDB's CHECKPOINT), when
+        it holds at least `min_wal_bytes`; True when it ran. For background work: it holds
+        the write lock for the checkpoint only (a save waits for it, ~0.2 s at 16 MiB);
+        reads go on. A read-only database does nothing."""
+        if self.read_only or self.wal_bytes() < max(min_wal_bytes, 1):
+            return False
+        if self._writer == threading.get_ident():
+            raise RuntimeError("Database.checkpoint() inside a transaction")
+        with self._write_lock, self._cursor(gated=False) as cur:
+            cur.execute("CHECKPOINT")
+        return True
 
     def schema_version(self) -> int:
         with self.cursor() as cur:
