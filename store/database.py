@@ -149,13 +149,15 @@ def _file_size(path: Path) -> int:
         return -1
 
 
-CHECKPOINT_THRESHOLD_BYTES = 64 * 2**20
+CHECKPOINT_THRESHOLD_BYTES = 32 * 2**20
 """DuckDB's automatic checkpoint runs inside the commit that pushes the write-ahead log past
 `checkpoint_threshold` (16 MiB by default: ~3,000 saves at 100k points, and that save took
-~225 ms). A writing process raises it to this; the index-upkeep job checkpoints from its
-thread (`Database.checkpoint`, every 10 min and at exit) long before a session's saves fill
-it, so only bulk writes (an ingest, a backfill burst) still meet it. The cost: a log of up to
-this size on disk, replayed at the next open after a crash (docs/save-latency.md)."""
+~225 ms). A writing process raises it to this (~6,000 saves); the index-upkeep job
+checkpoints from its thread (`Database.checkpoint`, every 10 min and at exit) long before a
+session's saves fill it, so only bulk writes (an ingest, a backfill burst) still meet it.
+The cost: up to this much log on disk and in DuckDB's memory before it is folded in, and its
+replay at the next open after a crash (a clean close checkpoints): at 100k points 0.9 s for
+16 MiB, 2.4 s for 32, 3.0 s for 64 on a loaded machine (docs/save-latency.md)."""
 
 BACKGROUND_CHECKPOINT_MIN_BYTES = 1 * 2**20
 """The index-upkeep job's checkpoint skips a log smaller than this (a few hundred saves)."""
