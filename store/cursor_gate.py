@@ -68,10 +68,11 @@ class CursorGate:
 
     def run_alone(self, lock: threading.Lock, work: Callable[[], None], wait: float) -> bool:
         """`work()` holding `lock`, while no other thread holds a cursor and none can open
-        one. Waits for the other threads' cursors without `lock` (writers go on meanwhile)
-        for at most `wait` seconds; False when they stayed open (the run is then due when
-        the last one closes: `closed()` returns True). Call with none of `lock`'s holders'
-        cursors outstanding in this thread beyond those it will not use meanwhile."""
+        one. Waits for the other threads' cursors without `lock` (writers go on meanwhile),
+        then for `lock`, for at most `wait` seconds in all, so new cursors are never held
+        back longer; False when that was not enough (the run is then due when the last
+        cursor closes: `closed()` returns True). The caller's own cursors are left open
+        and must stay idle meanwhile."""
         own: int = getattr(self._mine, "open", 0)
 
         def others_idle() -> bool:
@@ -87,10 +88,19 @@ class CursorGate:
                     if not self._cond.wait_for(others_idle, timeout=remaining):
                         self._pending = True
                         return False
-                with lock, self._cond:  # a write transaction that began meanwhile is over
-                    if others_idle():
-                        work()
-                        return True
+                # a write transaction that began meanwhile must end first; bounded too, so a
+                # transaction waiting on a thread whose new cursor waits here cannot deadlock
+                if not lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                    with self._cond:
+                        self._pending = True  # its cursor's close starts the run again
+                    return False
+                try:
+                    with self._cond:
+                        if others_idle():
+                            work()
+                            return True
+                finally:
+                    lock.release()
         finally:
             with self._cond:
                 self._alone_waiting -= 1
