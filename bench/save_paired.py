@@ -13,6 +13,8 @@ Texts, vectors and the indexed neighbours are `bench.memory_scale`'s measure sav
 p50 / p95 / p99 / max, saves over 50 ms, and the saves during which the write-ahead log shrank
 (DuckDB checkpointed inside them) with their wall and CPU ms. Long enough runs (a 16 MiB log
 holds ~3,000 saves at 100k points) show the automatic checkpoint; docs/save-latency.md.
+`--upkeep-every N` runs each side's index-upkeep job (`MemoryStore.upkeep_index`, every
+10 min in the app, in its own thread) after every N saves, untimed: 0 never.
 """
 
 from __future__ import annotations
@@ -48,7 +50,13 @@ def _wal_size(home: Path) -> int:
 
 
 def compare(
-    home: Path, ref: str, saves: int, profile: bool, work: Path, tree: Path | None = None
+    home: Path,
+    ref: str,
+    saves: int,
+    profile: bool,
+    work: Path,
+    tree: Path | None = None,
+    upkeep_every: int = 0,
 ) -> dict[str, Any]:
     if tree is not None:
         old = _import_tree(tree)
@@ -102,12 +110,15 @@ def compare(
                     profilers[name].disable()
                 if _wal_size(homes[name]) < wal:  # DuckDB checkpointed in this save
                     shrank[name].append([i, round(wall[name][-1], 1), round(cpu[name][-1], 1)])
+            if upkeep_every and (i + 1) % upkeep_every == 0:
+                for store in stores.values():
+                    store.upkeep_index()
     finally:
         for store in stores.values():
             store.close()
         for copy in homes.values():
             shutil.rmtree(copy, ignore_errors=True)
-    result: dict[str, Any] = {"ref": ref, "saves": saves}
+    result: dict[str, Any] = {"ref": ref, "saves": saves, "upkeep_every": upkeep_every}
     for name in homes:
         result[name] = ms_stats(wall[name])
         result[name]["over_50ms"] = sum(1 for ms in wall[name] if ms > SLOW_MS)
@@ -126,13 +137,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ref", default="main")
     parser.add_argument("--ref-tree", type=Path, help="the ref side from this folder")
     parser.add_argument("--saves", type=int, default=10_000)
+    parser.add_argument("--upkeep-every", type=int, default=0, help="saves between upkeeps")
     parser.add_argument("--work", type=Path, help="where the two copies go (removed after)")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     ref = str(args.ref_tree) if args.ref_tree else args.ref
     with tempfile.TemporaryDirectory(dir=args.work or args.home.parent) as folder:
-        result = compare(args.home, ref, args.saves, args.profile, Path(folder), args.ref_tree)
+        result = compare(
+            args.home,
+            ref,
+            args.saves,
+            args.profile,
+            Path(folder),
+            args.ref_tree,
+            args.upkeep_every,
+        )
     for key in ("ref", "this"):
         if f"{key}_profile" in result:
             print(f"--- {key} profile\n{result[f'{key}_profile']}")
