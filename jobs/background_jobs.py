@@ -9,7 +9,8 @@
 | overdue-hypotheses | hourly and at start-up         | overdue cards: once per card per day      |
 | bindings           | daily                          | procedures whose required facts broke     |
 | backfill           | every minute                   | embeds points stored without a vector     |
-| index-upkeep       | every 10 min and on quit       | reconciles and saves `vectors.usearch`    |
+| index-upkeep       | every 10 min and on quit       | reconciles and saves `vectors.usearch`;   |
+|                    |                                | checkpoints DuckDB's write-ahead log      |
 """
 
 from __future__ import annotations
@@ -184,6 +185,8 @@ async def index_upkeep(ctx: JobContext) -> JobResult:
     summary = f"index {report['state']}: +{report['added']} −{report['removed']}" + (
         ", saved" if report["saved"] else ""
     )
+    if report.get("checkpointed"):  # DuckDB's log folded in here, not inside a save
+        summary += ", database checkpointed"
     return JobResult("ok", summary, [], report)
 
 

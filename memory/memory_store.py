@@ -50,7 +50,13 @@ from memory.secret_masking import mask_secrets
 from memory.settings_models import MemoryConfig
 from store import lexical_index, meta, point_reads
 from store.clock import Clock
-from store.database import Cursor, Database, database_path, open_database
+from store.database import (
+    BACKGROUND_CHECKPOINT_MIN_BYTES,
+    Cursor,
+    Database,
+    database_path,
+    open_database,
+)
 from store.lexical_file import LEXICAL_FILENAME
 from store.lexical_index import LexicalCache
 from store.point_store import NewPoint, PointStore
@@ -425,8 +431,11 @@ class MemoryStore:
         return {pid: row.content for pid, row in point_reads.hit_rows(self.db, ids).items()}
 
     def upkeep_index(self) -> dict[str, Any]:
-        """The index-upkeep job (`store.vector_upkeep.VectorKeeper.upkeep`)."""
-        return self.vectors.upkeep()
+        """The index-upkeep job (`store.vector_upkeep.VectorKeeper.upkeep`), then DuckDB's
+        write-ahead log folded in (`Database.checkpoint`): off the saves' path."""
+        report = self.vectors.upkeep()
+        report["checkpointed"] = self.db.checkpoint(BACKGROUND_CHECKPOINT_MIN_BYTES)
+        return report
 
     def index_state(self) -> tuple[str, int]:
         """(state, size): a reading command reports a file it may not rebuild (another data

@@ -17,15 +17,16 @@ import duckdb
 
 log = logging.getLogger(__name__)
 
-# The limit for that moment: what is in use apart from the table blocks, plus this much, so
-# that a read running in another thread keeps room for its own work (writes wait:
-# `Database.drop_cached_blocks` holds the write lock). Whatever table blocks fit in it stay
-# cached: 16 MiB kept ~14 MiB at 100k points after open and after the word index's load.
-# 4 MiB kept ~3 (-10 MiB of RSS growth at 100k) but was too little room for a read running
-# meanwhile: a word search by SQL (the word index still loading) asked for 5.8 MiB with 3.5
-# free and failed with DuckDB's OutOfMemoryException (a CI run of
-# tests/test_reindex_neighbours.py); 16 MiB is what every earlier run had.
-EVICT_MARGIN_BYTES = 16 * 2**20
+# The limit for that moment: what is in use apart from the table blocks, plus this much.
+# Whatever table blocks fit in it stay cached: 16 MiB kept ~14 MiB at 100k points after open
+# and after the word index's load, 4 MiB ~3 (-10 MiB of RSS growth at 100k). The margin
+# once had to leave room for a read running in another thread meanwhile: with 4 MiB a word
+# search by SQL asked for 5.8 MiB with 3.5 free and failed with DuckDB's
+# OutOfMemoryException (a CI run of tests/test_reindex_neighbours.py). No query runs beside
+# a drop any more (`Database.drop_cached_blocks` runs it alone: `store.cursor_gate`;
+# tests/test_cache_drop_race.py drops with 64 KiB beside reads), so the margin is only
+# what is kept cached.
+EVICT_MARGIN_BYTES = 4 * 2**20
 
 _OTHER_MEMORY_SQL = (
     "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag <> 'BASE_TABLE'"

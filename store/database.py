@@ -21,7 +21,8 @@ Threads: a `Database` owns one DuckDB connection. Work from any thread goes thro
 `Database.cursor()` (a fresh cursor per call, closed afterwards) or `Database.transaction()`
 (a fresh cursor inside BEGIN … COMMIT, rolled back on error). Write transactions are
 serialised by a lock, so concurrent writers in this process never meet DuckDB's optimistic
-write-write conflicts; readers are not blocked.
+write-write conflicts; readers are not blocked, except for the moment of a cache drop, which
+runs while no other thread holds a cursor (`store.cursor_gate`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import duckdb
 
 from store import buffer_pool
 from store.clock import Clock
+from store.cursor_gate import CursorGate
 from store.private_files import FILE_MODE, ensure_private_dir, refuse_symlink
 from store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, run_statement
 
@@ -146,6 +148,19 @@ def _file_size(path: Path) -> int:
     except OSError:
         return -1
 
+
+CHECKPOINT_THRESHOLD_BYTES = 32 * 2**20
+"""DuckDB's automatic checkpoint runs inside the commit that pushes the write-ahead log past
+`checkpoint_threshold` (16 MiB by default: ~3,000 saves at 100k points, and that save took
+~225 ms). A writing process raises it to this (~6,000 saves); the index-upkeep job
+checkpoints from its thread (`Database.checkpoint`, every 10 min and at exit) long before a
+session's saves fill it, so only bulk writes (an ingest, a backfill burst) still meet it.
+The cost: up to this much log on disk and in DuckDB's memory before it is folded in, and its
+replay at the next open after a crash (a clean close checkpoints): at 100k points 0.9 s for
+16 MiB, 2.4 s for 32, 3.0 s for 64 on a loaded machine (docs/save-latency.md)."""
+
+BACKGROUND_CHECKPOINT_MIN_BYTES = 1 * 2**20
+"""The index-upkeep job's checkpoint skips a log smaller than this (a few hundred saves)."""
 
 LOCK_WAIT_SECONDS = 10.0
 """How long an open waits for another process's hold on the file: a reading command (DuckDB
@@ -310,10 +325,14 @@ def open_database(
     except BaseException:
         con.close()
         raise
+    con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_THRESHOLD_BYTES}B'")
     return Database(path, con, clock)
 
 
 CLOSE_WAIT_SECONDS = 30.0
+DROP_WAIT_SECONDS = 0.25
+"""How long a cache drop waits for the cursors other threads hold; past it the drop is left
+to the last of them to close (the caller goes on; the blocks go a little later)."""
 
 
 class Database:
@@ -328,8 +347,7 @@ class Database:
         self._con: duckdb.DuckDBPyConnection | None = con
         self._write_lock = threading.Lock()
         self._writer: int | None = None
-        self._cursors = 0  # cursors in use; close() waits for them (DuckDB refuses otherwise)
-        self._idle = threading.Condition()
+        self._gate = CursorGate()  # cursors in use: close() waits for them, a drop runs alone
 
     def __repr__(self) -> str:
         state = "open" if self._con is not None else "closed"
@@ -344,19 +362,21 @@ class Database:
             raise DatabaseError(f"{self.path} is closed")
         return self._con
 
-    @contextlib.contextmanager
-    def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def cursor(self) -> contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]:
         """A fresh cursor for this call (safe from any thread), closed afterwards."""
-        with self._idle:
-            cur = self._connection().cursor()
-            self._cursors += 1
+        return self._cursor(gated=True)
+
+    @contextlib.contextmanager
+    def _cursor(self, *, gated: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        cur = self._gate.opened(lambda: self._connection().cursor(), gated=gated)
         try:
             yield cur
         finally:
             cur.close()
-            with self._idle:
-                self._cursors -= 1
-                self._idle.notify_all()
+            if self._gate.closed():  # the last cursor a waiting cache drop gave up on
+                threading.Thread(
+                    target=self.drop_cached_blocks, name="duckdb-cache-drop", daemon=True
+                ).start()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -366,7 +386,7 @@ class Database:
         with self._write_lock:
             self._writer = threading.get_ident()
             try:
-                with self.cursor() as cur:
+                with self._cursor(gated=False) as cur:
                     cur.execute("BEGIN TRANSACTION")
                     try:
                         yield cur
@@ -379,14 +399,47 @@ class Database:
                 self._writer = None
 
     def drop_cached_blocks(self) -> None:
-        """Evict DuckDB's cached table blocks after a one-off read (`store.buffer_pool`),
-        holding the write lock: no write transaction runs while the limit is lowered, so a
-        save never meets it (a read in another thread may, for that moment: it fails soft).
-        Not from inside `transaction()` (the lock is not re-entrant)."""
+        """Evict DuckDB's cached table blocks after a one-off read (`store.buffer_pool`).
+
+        DuckDB's limit is lowered for a moment, so nothing else may run a query then: the
+        drop holds the write lock (no write transaction) and runs while no other thread
+        holds a cursor (new ones wait the milliseconds it takes: `store.cursor_gate`). The
+        caller's own cursors stay open but idle. When other threads' cursors stay open
+        past `DROP_WAIT_SECONDS`, the last of them to close starts the drop in a thread of
+        its own. Not from inside `transaction()` (the lock is not re-entrant)."""
         if self._writer == threading.get_ident():
             raise RuntimeError("Database.drop_cached_blocks() inside a transaction")
-        with self._write_lock, self.cursor() as cur:
-            buffer_pool.drop_cached_blocks(cur)
+
+        def drop() -> None:
+            if self._con is None:
+                return
+            cur = self._con.cursor()
+            try:
+                buffer_pool.drop_cached_blocks(cur)
+            finally:
+                cur.close()
+
+        self._gate.run_alone(self._write_lock, drop, DROP_WAIT_SECONDS)
+
+    def wal_bytes(self) -> int:
+        """The size of the write-ahead log (`straylight.duckdb.wal`); 0 when there is none."""
+        try:
+            return self.path.with_name(self.path.name + ".wal").stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def checkpoint(self, min_wal_bytes: int = 0) -> bool:
+        """Fold the write-ahead log into the database file now (DuckDB's CHECKPOINT), when
+        it holds at least `min_wal_bytes`; True when it ran. For background work: it holds
+        the write lock for the checkpoint only (a save waits for it, ~0.2 s at 16 MiB);
+        reads go on. A read-only database does nothing."""
+        if self.read_only or self.wal_bytes() < max(min_wal_bytes, 1):
+            return False
+        if self._writer == threading.get_ident():
+            raise RuntimeError("Database.checkpoint() inside a transaction")
+        with self._write_lock, self._cursor(gated=False) as cur:
+            cur.execute("CHECKPOINT")
+        return True
 
     def schema_version(self) -> int:
         with self.cursor() as cur:
@@ -396,13 +449,16 @@ class Database:
         """Close the connection (waits for a running write transaction). Idempotent."""
         if self._writer == threading.get_ident():
             raise RuntimeError("Database.close() inside a transaction")
-        with self._write_lock, self._idle:
-            # a reader in another thread (a job cancelled at quit, a status refresh) may still
-            # be inside a query: let it finish first, for at most CLOSE_WAIT_SECONDS
-            self._idle.wait_for(lambda: self._cursors == 0, timeout=CLOSE_WAIT_SECONDS)
+
+        def close_connection() -> None:
             con, self._con = self._con, None
             if con is not None:
                 con.close()
+
+        with self._write_lock:
+            # a reader in another thread (a job cancelled at quit, a status refresh) may still
+            # be inside a query: let it finish first, for at most CLOSE_WAIT_SECONDS
+            self._gate.when_idle(close_connection, CLOSE_WAIT_SECONDS)
 
     def __enter__(self) -> Self:
         return self

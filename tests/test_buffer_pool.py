@@ -64,24 +64,44 @@ def test_a_vector_rebuild_leaves_no_cached_vectors(tmp_path: Path, monkeypatch):
         keeper.close()
 
 
-def test_the_store_drops_cached_blocks_only_between_write_transactions(tmp_path: Path):
-    """`Database.drop_cached_blocks` waits for a running write transaction: a save never
-    meets the lowered limit (and the limit is back when the save goes on)."""
+def test_the_store_drops_cached_blocks_only_between_write_transactions(tmp_path: Path, monkeypatch):
+    """`Database.drop_cached_blocks` never runs during a write transaction: a save never
+    meets the lowered limit. A transaction longer than the drop's wait leaves the drop to
+    its end (the caller goes on), and the limit is back when the next one runs."""
     import threading
 
     from store.clock import Clock
-    from store.database import database_path, open_database
+    from store.database import DROP_WAIT_SECONDS, database_path, open_database
 
+    monkeypatch.setattr(buffer_pool, "EVICT_MARGIN_BYTES", 256 * 1024)
     with open_database(database_path(tmp_path), clock=Clock()) as db:
+        with db.transaction() as cur:
+            cur.execute(
+                "CREATE TABLE blobs AS SELECT i, unhex(string_agg(md5(i::VARCHAR || j::VARCHAR),"
+                " '')) AS b FROM range(5000) a(i), range(128) c(j) GROUP BY i"
+            )
+        with db.cursor() as cur:
+            cur.execute("CHECKPOINT")  # the table's blocks now come from the file
+            assert cur.execute("SELECT count(b) FROM blobs WHERE i % 97 = 0").fetchall()
         dropped = threading.Event()
         dropping = threading.Thread(target=lambda: (db.drop_cached_blocks(), dropped.set()))
         with db.transaction() as cur:
             limit = cur.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+            cached = table_cache_bytes(cur)
+            assert cached > 8 * 2**20
             dropping.start()
-            assert not dropped.wait(0.3)  # held back while this transaction runs
+            assert dropped.wait(10)  # the caller did not wait for this transaction …
+            assert table_cache_bytes(cur) == cached  # … and nothing was dropped under it
             cur.execute("CREATE TABLE t AS SELECT range AS i FROM range(10)")
-        assert dropped.wait(10)
         dropping.join()
+        deadline = threading.Event()
+        for _ in range(200):  # … the drop runs in its own thread once the transaction is over
+            with db.cursor() as cur:
+                if table_cache_bytes(cur) < cached // 2:
+                    break
+            deadline.wait(DROP_WAIT_SECONDS / 10)
+        else:
+            raise AssertionError("the drop left for the transaction's end never ran")
         with db.cursor() as cur:
             assert cur.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == limit
         with db.transaction() as cur:
