@@ -388,11 +388,11 @@ class VectorIndex:
         go on on the view meanwhile), swap it in, then unmap the file. If the load fails,
         an empty index takes the view's place as "stale" (rebuilt by the keeper's upkeep):
         a view is never left to be changed."""
-        loaded = self._new_index()
         try:
+            loaded = self._new_index()
             loaded.load(viewed.payload)
             state, reason = self.state, f"loaded {len(loaded)} vectors from {self.path.name}"
-        except (RuntimeError, ValueError, MemoryError) as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever failed, the view must go
             log.warning("loading %s behind its view failed: %s", self.path, exc)
             loaded = self._new_index()
             state, reason = "stale", f"cannot load: {exc}"

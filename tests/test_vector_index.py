@@ -643,3 +643,26 @@ print(json.dumps(states))
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == dict.fromkeys(CORRUPT_CASES, "stale")
+
+
+def test_a_failed_load_behind_the_view_leaves_an_empty_stale_index_not_the_view(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the load raises, the view goes and changes stop waiting: a view must never
+    be left where a change would reach it."""
+    saved_index(tmp_path)
+    monkeypatch.setattr(vi, "VIEW_FROM", 0)
+    real_load = Index.load
+
+    def load(self: Index, *args: object, **kwargs: object) -> None:
+        if threading.current_thread().name == "index-load":  # the copy behind the view
+            raise TypeError("boom")
+        real_load(self, *args, **kwargs)
+
+    monkeypatch.setattr(Index, "load", load)
+    index = make_index(tmp_path)
+    assert index.wait_loaded(timeout=30)
+    assert (index.state, index.reason) == ("stale", "cannot load: boom")
+    assert len(index) == 0
+    index.add([1], clustered(1))  # changes go to the empty copy, not to a view
+    assert 1 in index
