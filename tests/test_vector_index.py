@@ -286,8 +286,10 @@ def test_a_missing_file_is_missing_and_a_folder_is_stale(tmp_path: Path) -> None
     assert index.reason == "not a regular file"
 
 
-def test_loading_damaged_files_never_kills_the_process(tmp_path: Path) -> None:
-    """In a child: open every damaged file, then add and search; it must exit normally."""
+@pytest.mark.parametrize("view_from", [vi.VIEW_FROM, 0])
+def test_loading_damaged_files_never_kills_the_process(tmp_path: Path, view_from: int) -> None:
+    """In a child: open every damaged file, then add and search; it must exit normally.
+    With `VIEW_FROM` 0 every file would be viewed: the checksum comes before the view too."""
     good_index, _ = saved_index(tmp_path)
     good = good_index.path.read_bytes()
     for case in CORRUPT_CASES:
@@ -297,13 +299,16 @@ def test_loading_damaged_files_never_kills_the_process(tmp_path: Path) -> None:
     child = f"""
 import json, numpy as np
 from pathlib import Path
+from store import vector_index
 from store.vector_index import VectorIndex
+vector_index.VIEW_FROM = {view_from}
 states = {{}}
 for folder in sorted(Path({str(tmp_path)!r}).iterdir()):
     if not folder.is_dir():
         continue
     index = VectorIndex(folder / "vectors.usearch", {NDIM})
     states[folder.name] = index.open()
+    index.wait_loaded(30)
     index.add(np.arange(100), np.random.default_rng(0).random((100, {NDIM}), dtype=np.float32))
     index.search(np.ones({NDIM}, dtype=np.float32), 5)
 print(json.dumps(states))
@@ -614,35 +619,6 @@ def test_reconcile_of_a_viewed_index_in_step_does_not_wait_for_the_load(
     assert not index.wait_loaded(timeout=0)  # answered on the view
     gate.set()
     assert index.wait_loaded(timeout=30)
-
-
-def test_damaged_large_files_are_refused_before_usearch_views_them(tmp_path: Path) -> None:
-    """The checksum comes before the view as before the load: in a child with VIEW_FROM 0,
-    every damaged file is stale and the process lives."""
-    good_index, _ = saved_index(tmp_path)
-    good = good_index.path.read_bytes()
-    for case in CORRUPT_CASES:
-        folder = tmp_path / case
-        folder.mkdir()
-        _write_corrupt(folder / "vectors.usearch", case, good)
-    child = f"""
-import json
-from pathlib import Path
-from store import vector_index as vi
-vi.VIEW_FROM = 0
-states = {{}}
-for folder in sorted(Path({str(tmp_path)!r}).iterdir()):
-    if folder.is_dir():
-        index = vi.VectorIndex(folder / "vectors.usearch", {NDIM})
-        states[folder.name] = index.open()
-        index.wait_loaded(30)
-print(json.dumps(states))
-"""
-    done = subprocess.run(
-        [sys.executable, "-c", child], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == dict.fromkeys(CORRUPT_CASES, "stale")
 
 
 def test_a_failed_load_behind_the_view_leaves_an_empty_stale_index_not_the_view(
