@@ -1,18 +1,15 @@
 """The USearch ANN index over point vectors (`vectors.usearch`), derived from DuckDB.
 
 DuckDB holds every point's vector; this file is a cache that can always be rebuilt from it.
-`VectorIndex` loads it, keeps it in step with the database (`add`, `remove`, `reconcile`),
-rebuilds it in a background thread (`rebuild`), and saves it atomically (`save`). A large file
-is first `view()`ed from its checked mapping, so searches answer at once, and loaded in a
-thread behind the view; every change waits for the loaded copy (a viewed index must never be
-changed). `exact_search` is the brute-force fallback while `state` is not "in_sync". States,
+`VectorIndex` loads it (never `view()`s it), keeps it in step with the database (`add`,
+`remove`, `reconcile`), rebuilds it in a background thread (`rebuild`), and saves it atomically
+(`save`). `exact_search` is the brute-force fallback while `state` is not "in_sync". States,
 file format, parameters and their measurements: docs/vector_index.md.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -25,9 +22,8 @@ import numpy.typing as npt
 from store.vector_index_file import (
     NO_IDENTITY,
     SCALAR_KINDS,
-    CheckedFile,
     check_header,
-    open_checked,
+    mapped_index_file,
     remove_stale_temp_files,
     write_atomically,
 )
@@ -44,8 +40,6 @@ KeysLike = npt.NDArray[np.integer] | Sequence[int]
 FloatMatrix = npt.NDArray[np.float32]
 Hits = list[tuple[int, float]]
 
-log = logging.getLogger(__name__)
-
 INDEX_FILENAME: Final = "vectors.usearch"
 MAX_KEY: Final = 2**63 - 1
 DEFAULT_DTYPE: Final[IndexDType] = "f16"
@@ -57,9 +51,6 @@ EXACT_BELOW: Final = 2048
 FETCH_BATCH: Final = 4096
 PER_VECTOR_OVERHEAD: Final = 140
 BASE_BYTES: Final = 512 * 1024
-# From this many bytes (~40k points of 768-d f16) the file is viewed at open and loaded
-# behind the view: the copy (~1 s at 1M points) is off the open's path.
-VIEW_FROM: Final = 64 << 20
 
 _DTYPE_BYTES: Final[dict[str, int]] = {"f16": 2, "f32": 4}
 
@@ -294,28 +285,6 @@ class VectorIndex:
         self._rw = _ReadWriteLock()
         self._mutate = threading.RLock()
         self._journal: list[tuple[npt.NDArray[np.uint64], FloatMatrix | None]] | None = None
-        self._writable = threading.Event()  # clear while a view answers (no change allowed)
-        self._writable.set()
-        self._loader: threading.Thread | None = None
-
-    @contextlib.contextmanager
-    def _mutating(self) -> Iterator[None]:
-        """The mutation lock, once the index is a loaded (changeable) one: a change waits for
-        the copy loaded behind a view. The loader never takes the lock."""
-        while True:
-            self._writable.wait()
-            self._mutate.acquire()
-            if self._writable.is_set():
-                break
-            self._mutate.release()  # a new view came in between: wait for its load
-        try:
-            yield
-        finally:
-            self._mutate.release()
-
-    def wait_loaded(self, timeout: float | None = None) -> bool:
-        """Block until no view is in use (the copy behind it is loaded); False on timeout."""
-        return self._writable.wait(timeout)
 
     def _new_index(self) -> Index:
         from usearch.compiled import MetricKind
@@ -335,76 +304,34 @@ class VectorIndex:
     def open(self, *, clean: bool = True) -> IndexState:
         """Load the file if it is valid; otherwise start empty with state missing/stale.
         `clean=False` (a read-only process) leaves dead processes' temp files alone."""
-        with self._mutating():
+        with self._mutate:
             if self._journal is not None:
                 raise RuntimeError("cannot open while a rebuild is running")
             if clean:
                 remove_stale_temp_files(self.path)
             fresh = self._new_index()
-            state, reason, viewed = self._load_into(fresh)
+            state, reason = self._load_into(fresh)
             with self._rw.write():
                 self._index = fresh
             self.state, self.reason = state, reason
             self.churn = 0
             self.dirty = False
-            if viewed is not None:
-                self._writable.clear()  # inside the lock: no change can start on the view
-                self._loader = threading.Thread(
-                    target=self._load_behind_view,
-                    args=(viewed,),
-                    name="index-load",
-                    daemon=True,
-                )
-                self._loader.start()
             return state
 
-    def _load_into(self, fresh: Index) -> tuple[IndexState, str, CheckedFile | None]:
-        """Fill `fresh` from the file: loaded, or (from VIEW_FROM bytes) viewed from the
-        checked mapping, which is then returned for the load behind the view."""
+    def _load_into(self, fresh: Index) -> tuple[IndexState, str]:
         if not self.path.exists():
-            return "missing", f"no index file at {self.path}", None
-        checked: CheckedFile | None = None
+            return "missing", f"no index file at {self.path}"
         try:
-            checked = open_checked(self.path)  # the checksum before usearch reads a byte
-            if self.identity is not None and checked.identity != self.identity:
-                raise IndexFileError("made for another database or embedding model")
-            check_header(checked.payload, self.ndim, self.dtype)
-            if len(checked.payload) >= VIEW_FROM:
-                fresh.view(checked.payload)  # no copy: the mapping stays until the load
-                viewed, checked = checked, None
-                return "in_sync", f"viewed {len(fresh)} vectors of {self.path.name}", viewed
-            fresh.load(checked.payload)  # usearch copies it: the mapping closes after this
+            with mapped_index_file(self.path) as (payload, identity):
+                if self.identity is not None and identity != self.identity:
+                    raise IndexFileError("made for another database or embedding model")
+                check_header(payload, self.ndim, self.dtype)
+                fresh.load(payload)  # usearch copies it: the mapping closes after this
         except IndexFileError as exc:
-            return "stale", str(exc), None
+            return "stale", str(exc)
         except (OSError, RuntimeError, ValueError) as exc:
-            return "stale", f"cannot load: {exc}", None
-        finally:
-            if checked is not None:
-                checked.close()
-        return "in_sync", f"loaded {len(fresh)} vectors from {self.path.name}", None
-
-    def _load_behind_view(self, viewed: CheckedFile) -> None:
-        """Load a changeable copy of the viewed file (usearch releases the GIL: searches
-        go on on the view meanwhile), swap it in, then unmap the file. If the load fails,
-        an empty index takes the view's place as "stale" (rebuilt by the keeper's upkeep):
-        a view is never left to be changed."""
-        try:
-            loaded = self._new_index()
-            loaded.load(viewed.payload)
-            state, reason = self.state, f"loaded {len(loaded)} vectors from {self.path.name}"
-        except Exception as exc:  # noqa: BLE001 - whatever failed, the view must go
-            log.warning("loading %s behind its view failed: %s", self.path, exc)
-            loaded = self._new_index()
-            state, reason = "stale", f"cannot load: {exc}"
-        try:
-            with self._rw.write():
-                view, self._index = self._index, loaded
-                self.state, self.reason = state, reason
-            view.reset()  # usearch lets go of the mapping
-            del view
-        finally:
-            viewed.close()
-            self._writable.set()
+            return "stale", f"cannot load: {exc}"
+        return "in_sync", f"loaded {len(fresh)} vectors from {self.path.name}"
 
     # -- reading
 
@@ -458,7 +385,7 @@ class VectorIndex:
         """Change the search beam width of the live index (and of later rebuilds)."""
         if value <= 0:
             raise ValueError(f"expansion_search must be positive, got {value}")
-        with self._mutating(), self._rw.write():
+        with self._mutate, self._rw.write():
             self.expansion_search = value
             # usearch declares the setter apart from its getter, so type checkers miss it
             self._index.expansion_search = value  # type: ignore[misc]
@@ -468,7 +395,7 @@ class VectorIndex:
     def add(self, keys: KeysLike, vectors: npt.ArrayLike) -> None:
         """Add vectors under keys; a key already present gets the new vector."""
         key_arr, matrix = _dedupe(as_keys(keys), as_matrix(vectors, self.ndim))
-        with self._mutating():
+        with self._mutate:
             self._add_locked(key_arr, matrix)
 
     def _add_locked(self, keys: npt.NDArray[np.uint64], matrix: FloatMatrix) -> None:
@@ -484,7 +411,7 @@ class VectorIndex:
     def remove(self, keys: KeysLike) -> int:
         """Remove keys (absent ones are ignored); returns how many were present."""
         key_arr = np.unique(as_keys(keys))
-        with self._mutating():
+        with self._mutate:
             return self._remove_locked(key_arr)
 
     def _remove_locked(self, keys: npt.NDArray[np.uint64]) -> int:
@@ -510,16 +437,10 @@ class VectorIndex:
         Ids in the index but not in `db_ids` are removed; ids missing from the index are
         added with vectors from `fetch_vectors(ids)`, called in batches of FETCH_BATCH, which
         must return one row per id in the order given. Holds the mutation lock throughout,
-        so other writers wait; searches go on. When the index already holds exactly `db_ids`
-        (the usual open), nothing waits for a load behind a view.
+        so other writers wait; searches go on.
         """
         wanted = sorted_unique(as_keys(db_ids))
-        if np.array_equal(sorted_unique(self._key_array()), wanted):
-            with self._mutate:
-                if self.state != "rebuilding":
-                    self.state, self.reason = "in_sync", "reconciled with the database"
-            return ReconcileReport(added=0, removed=0)
-        with self._mutating():
+        with self._mutate:
             present = sorted_unique(self._key_array())
             to_remove = np.setdiff1d(present, wanted, assume_unique=True)
             to_add = np.setdiff1d(wanted, present, assume_unique=True)
@@ -557,7 +478,7 @@ class VectorIndex:
         self.save()
 
     def _begin_rebuild(self) -> tuple[IndexState, str]:
-        with self._mutating():
+        with self._mutate:
             if self._journal is not None:
                 raise RuntimeError("a rebuild is already running")
             previous = (self.state, self.reason)
@@ -585,7 +506,7 @@ class VectorIndex:
 
     def save(self) -> None:
         """Write the index to `path` atomically (temp file, fsync, rename, fsync dir), 0600."""
-        with self._mutating():
+        with self._mutate:
             with self._rw.read():
                 payload = self._index.save()
             if payload is None:

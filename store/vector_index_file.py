@@ -5,22 +5,18 @@ that died mid-save are removed. `store.vector_index` keeps the index itself.
 
 The checksum is a CRC-32 since issue 18 (footer `STRAYVX3`): it finds a torn or damaged file
 as well as the SHA-256 before it (`STRAYVX1`, `STRAYVX2`: still read) did, at a third of the
-time (1.6 GB at 1M points: ~0.5 s instead of ~1.4 s; ~0.3 s on a quiet machine). The file is
-read through a read-only mapping, checked, and handed to usearch from there: no 1.6 GB zeroed
-buffer and copy first. The check must come first: usearch crashes on a damaged graph, so it
-never reads unchecked bytes.
+time (1.6 GB at 1M points: ~0.5 s instead of ~1.4 s). The file is read through a read-only
+mapping, checked, and handed to usearch from there: no 1.6 GB zeroed buffer and copy first.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import mmap
 import os
 import struct
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
@@ -71,50 +67,23 @@ def mapped_index_file(path: Path) -> Iterator[tuple[memoryview, bytes]]:
     """The usearch bytes of a file written by `VectorIndex.save`, checked, as a read-only
     view of the file for the block's time, and the identity it carries; IndexFileError if
     unusable. The view must not outlive the block."""
-    checked = open_checked(path)
-    try:
-        yield checked.payload, checked.identity
-    finally:
-        checked.close()
-
-
-@dataclass
-class CheckedFile:
-    """The checked usearch bytes of a file, mapped read-only until `close` (a usearch
-    `view()` of `payload` may live that long, and no longer)."""
-
-    payload: memoryview
-    identity: bytes
-    _whole: memoryview
-    _mapped: mmap.mmap
-
-    def close(self) -> None:
-        with contextlib.suppress(BufferError):  # a view still held: unmapped when it is freed
-            self.payload.release()
-            self._whole.release()
-            self._mapped.close()
-
-
-def open_checked(path: Path) -> CheckedFile:
-    """Map a file written by `VectorIndex.save` and check its footer and checksum before
-    anything reads the bytes (usearch crashes on a damaged graph); IndexFileError if
-    unusable. The caller closes it."""
     mapped = map_private(path, _too_small, IndexFileError("not a regular file"))
-    whole = memoryview(mapped)
-    payload: memoryview | None = None
     try:
-        length, check, identity = _footer(whole)
-        payload = whole[:length]
-        if not check(payload):
-            raise IndexFileError("checksum mismatch: the file is corrupt")
-        return CheckedFile(payload, identity, whole, mapped)
-    except BaseException:
-        if payload is not None:
-            payload.release()
-        whole.release()
-        with contextlib.suppress(BufferError):
+        whole = memoryview(mapped)
+        try:
+            length, check, identity = _footer(whole)
+            payload = whole[:length]
+            try:
+                if not check(payload):
+                    raise IndexFileError("checksum mismatch: the file is corrupt")
+                yield payload, identity
+            finally:
+                payload.release()
+        finally:
+            whole.release()
+    finally:
+        with contextlib.suppress(BufferError):  # a view still held: unmapped when it is freed
             mapped.close()
-        raise
 
 
 def _too_small(size: int) -> IndexFileError | None:

@@ -280,12 +280,8 @@ class VectorKeeper:
         }
 
     def wait(self, timeout: float | None = None) -> None:
-        """Block until the submitted adds, the load behind a view, a background rebuild
-        and a save finished."""
+        """Block until the submitted adds, a background rebuild and a save finished."""
         self.flush()
-        index = self._index
-        if index is not None:
-            index.wait_loaded(timeout)
         for thread in (self._rebuild_thread, self._saving):
             if thread is not None:
                 thread.join(timeout)

@@ -286,10 +286,8 @@ def test_a_missing_file_is_missing_and_a_folder_is_stale(tmp_path: Path) -> None
     assert index.reason == "not a regular file"
 
 
-@pytest.mark.parametrize("view_from", [vi.VIEW_FROM, 0])
-def test_loading_damaged_files_never_kills_the_process(tmp_path: Path, view_from: int) -> None:
-    """In a child: open every damaged file, then add and search; it must exit normally.
-    With `VIEW_FROM` 0 every file would be viewed: the checksum comes before the view too."""
+def test_loading_damaged_files_never_kills_the_process(tmp_path: Path) -> None:
+    """In a child: open every damaged file, then add and search; it must exit normally."""
     good_index, _ = saved_index(tmp_path)
     good = good_index.path.read_bytes()
     for case in CORRUPT_CASES:
@@ -299,16 +297,13 @@ def test_loading_damaged_files_never_kills_the_process(tmp_path: Path, view_from
     child = f"""
 import json, numpy as np
 from pathlib import Path
-from store import vector_index
 from store.vector_index import VectorIndex
-vector_index.VIEW_FROM = {view_from}
 states = {{}}
 for folder in sorted(Path({str(tmp_path)!r}).iterdir()):
     if not folder.is_dir():
         continue
     index = VectorIndex(folder / "vectors.usearch", {NDIM})
     states[folder.name] = index.open()
-    index.wait_loaded(30)
     index.add(np.arange(100), np.random.default_rng(0).random((100, {NDIM}), dtype=np.float32))
     index.search(np.ones({NDIM}, dtype=np.float32), 5)
 print(json.dumps(states))
@@ -551,94 +546,3 @@ def test_sorted_unique_is_numpys_unique() -> None:
     for size in (0, 1, 2, 50, 5000):
         keys = rng.integers(0, 300, size).astype(np.uint64)
         assert np.array_equal(sorted_unique(keys), np.unique(keys))
-
-
-# ---------------------------------------------------------------- a large file: viewed, then loaded
-
-
-def _maps_of(path: Path) -> int:
-    """How many of this process's mappings are of `path`'s file."""
-    with open("/proc/self/maps", encoding="ascii", errors="replace") as maps:
-        return sum(str(path) in line for line in maps)
-
-
-def test_a_large_file_is_viewed_then_loaded_behind_the_view(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """From VIEW_FROM bytes, open views the checked mapping (searches answer at once) and a
-    thread loads the copy that changes go to; the same hits before and after the swap, and
-    the file is unmapped once the copy is in."""
-    good, data = saved_index(tmp_path)
-    expected = [good.search(data[i], 10) for i in range(20)]
-    monkeypatch.setattr(vi, "VIEW_FROM", 0)
-    gate = threading.Event()
-    real = VectorIndex._load_behind_view
-
-    def held(self: VectorIndex, viewed: vector_index_file.CheckedFile) -> None:
-        assert gate.wait(timeout=30)
-        real(self, viewed)
-
-    monkeypatch.setattr(VectorIndex, "_load_behind_view", held)
-    index = make_index(tmp_path)
-    assert index.state == "in_sync" and index.reason.startswith("viewed 200 vectors")
-    assert [index.search(data[i], 10) for i in range(20)] == expected
-    assert _maps_of(index.path) == 1
-    assert not index.wait_loaded(timeout=0)
-    added = threading.Thread(target=index.add, args=([500], data[0]))
-    added.start()
-    added.join(timeout=0.3)
-    assert added.is_alive()  # a change waits for the loaded copy: a view is never changed
-    assert 500 not in index
-    gate.set()
-    added.join(timeout=30)
-    assert index.wait_loaded(timeout=30)
-    assert 500 in index and index.search(data[0], 2)[0][0] in {0, 500}
-    index.remove([500])
-    assert [index.search(data[i], 10) for i in range(20)] == expected
-    assert index.reason.startswith("loaded")
-    assert _maps_of(index.path) == 0
-    index.save()
-    assert make_index(tmp_path).wait_loaded(timeout=30)
-
-
-def test_reconcile_of_a_viewed_index_in_step_does_not_wait_for_the_load(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    saved_index(tmp_path)
-    monkeypatch.setattr(vi, "VIEW_FROM", 0)
-    gate = threading.Event()
-    real = VectorIndex._load_behind_view
-    monkeypatch.setattr(
-        VectorIndex,
-        "_load_behind_view",
-        lambda self, viewed: (gate.wait(timeout=30), real(self, viewed)),
-    )
-    index = make_index(tmp_path)
-    report = index.reconcile(np.arange(200), lambda ids: pytest.fail("nothing to fetch"))
-    assert (report.added, report.removed) == (0, 0)
-    assert not index.wait_loaded(timeout=0)  # answered on the view
-    gate.set()
-    assert index.wait_loaded(timeout=30)
-
-
-def test_a_failed_load_behind_the_view_leaves_an_empty_stale_index_not_the_view(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Whatever the load raises, the view goes and changes stop waiting: a view must never
-    be left where a change would reach it."""
-    saved_index(tmp_path)
-    monkeypatch.setattr(vi, "VIEW_FROM", 0)
-    real_load = Index.load
-
-    def load(self: Index, *args: object, **kwargs: object) -> None:
-        if threading.current_thread().name == "index-load":  # the copy behind the view
-            raise TypeError("boom")
-        real_load(self, *args, **kwargs)
-
-    monkeypatch.setattr(Index, "load", load)
-    index = make_index(tmp_path)
-    assert index.wait_loaded(timeout=30)
-    assert (index.state, index.reason) == ("stale", "cannot load: boom")
-    assert len(index) == 0
-    index.add([1], clustered(1))  # changes go to the empty copy, not to a view
-    assert 1 in index
