@@ -127,7 +127,7 @@ class LexicalCache:
         self._generation: str | None = None
         self._staged: dict[int, _Staged] = {}
         self._next_full_check = 0.0  # time.monotonic() of the next full fingerprint
-        self.stats: Counter[str] = Counter()  # loads, diffs, staged_applied, sync_checks
+        self.stats: Counter[str] = Counter()  # loads, diffs, staged_applied, …
         self._claim: str | None = None
         if sole_writer_of is not None:
             self._claim = SOLE_WRITERS.claim(sole_writer_of, self)
@@ -353,6 +353,8 @@ class LexicalCache:
         """Reconcile with the tables by doc list (numpy, O(n)); load postings of docs the
         cache lacks or holds with another length."""
         self.stats["diffs"] += 1
+        if self._only_added(con):
+            return
         docs = con.execute(
             "SELECT point_id, length FROM lexical_docs ORDER BY point_id"
         ).fetchnumpy()
@@ -369,9 +371,42 @@ class LexicalCache:
         if len(changed) > max(1000, len(ids) // 5):
             self._load(con)
             return
-        if not changed:
-            return
-        length_of = dict(zip(changed, lengths[~same].tolist(), strict=True))
+        if changed:
+            self._load_docs(con, dict(zip(changed, lengths[~same].tolist(), strict=True)))
+
+    def _only_added(self, con: duckdb.DuckDBPyConnection) -> bool:
+        """When the docs up to the cache's highest id are the tables' (count, length sum and
+        id sum agree on that range: the fingerprint's test), what changed is points added
+        after it (the usual open of `lexical.idx` after a session's saves): load those and
+        skip reading the whole doc list (1M rows and a sort: ~0.2–0.3 s at 1M points).
+        False when the full diff must run."""
+        index = self._index
+        top = index.max_id()
+        if top is None:
+            return False
+        held = con.execute(
+            "SELECT count(*), coalesce(sum(length), 0), coalesce(sum(point_id), 0) "
+            "FROM lexical_docs WHERE point_id <= ?",
+            [top],
+        ).fetchall()[0]
+        if tuple(map(int, held)) != (index.doc_count, index.total_length, index.id_sum):
+            return False
+        docs = con.execute(
+            "SELECT point_id, length FROM lexical_docs WHERE point_id > ? ORDER BY point_id",
+            [top],
+        ).fetchnumpy()
+        added = np.asarray(docs["point_id"], dtype=np.int64).tolist()
+        self.stats["diffs_of_added_only"] += 1
+        if len(added) > max(1000, (index.doc_count + len(added)) // 5):
+            self._load(con)
+        elif added:
+            lengths = np.asarray(docs["length"], dtype=np.int32).tolist()
+            self._load_docs(con, dict(zip(added, lengths, strict=True)))
+        return True
+
+    def _load_docs(self, con: duckdb.DuckDBPyConnection, length_of: dict[int, int]) -> None:
+        """Read the postings of these docs from the tables and put them in the cache."""
+        changed = list(length_of)
         counts: dict[int, dict[str, int]] = {pid: {} for pid in changed}
         for term, pid, tf in con.execute(
             "SELECT term, point_id, tf FROM lexical_postings "

@@ -94,6 +94,26 @@ def test_adds_and_removes_after_open_are_seen_and_replayed_at_the_next_open(tmp_
         same(con, again, query)
 
 
+def test_points_added_since_the_file_are_replayed_without_the_whole_doc_list(tmp_path, con):
+    """Only adds since the file was written (a session's saves): the docs up to its highest
+    id agree with the tables, so only the newer ones are read; a removal among the older
+    ones still makes the full diff run."""
+    path = written(tmp_path, con)
+    add(con, {i: f"alpha fresh beta{i % 4} delta{i % 5}" for i in range(61, 91)})
+    reopened = cache_of(path, con)
+    assert reopened.stats["diffs"] == 1 and reopened.stats["diffs_of_added_only"] == 1
+    assert reopened.doc_count == 90
+    for query in (*QUERIES, "fresh delta2", "delta4 beta1"):
+        same(con, reopened, query)
+    con.execute("DELETE FROM lexical_postings WHERE point_id = 7")
+    con.execute("DELETE FROM lexical_docs WHERE point_id = 7")
+    full = cache_of(path, con)
+    assert full.stats["diffs"] == 1 and full.stats["diffs_of_added_only"] == 0
+    assert full.doc_count == 89 and full.terms_of(7) == ()
+    for query in (*QUERIES, "gamma7", "fresh delta2"):
+        same(con, full, query)
+
+
 def test_enough_changes_rewrite_the_file(tmp_path, con, monkeypatch):
     monkeypatch.setattr(lexical_persist, "REWRITE_MIN_CHANGES", 5)
     path = written(tmp_path, con)

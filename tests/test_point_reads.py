@@ -36,3 +36,6 @@ def test_rows_by_id_are_the_same_listed_or_joined(tmp_path: Path) -> None:
         assert sorted(pins) == [ids[3], ids[5]]
         assert np.array_equal(pins[ids[5]], vectors[5])
         assert point_reads.vectors_of(db, [ids[3]], "other model") == {}
+        chunked = point_reads.vectors_of(db, many, "m")  # more than one list of ids
+        assert len(many) - 1 > point_reads.LISTED_IDS_UP_TO and sorted(chunked) == sorted(many[:-1])
+        assert all(np.array_equal(chunked[pid], vectors[ids.index(pid)]) for pid in many[:-1])
