@@ -136,32 +136,37 @@ class MemoryStore:
         try:
             store._start()
         except BaseException:
+            store._stop_lexical_load()  # it reads the database being closed
             db.close()
             raise
         return store
 
     def _start(self) -> None:
-        for point_id in point_reads.pinned_ids(self.db):
-            self.pins.add(point_id)
-        self.pins.set_vectors(
-            point_reads.vectors_of(self.db, sorted(self.pins.ids), self.config.embed_model)
-        )
-        if self.pins.ids:  # what that read cached of the vector column (13 MB at 100k)
-            self.db.drop_cached_blocks()
         if not self.read_only:
             with self.db.transaction() as cur:
                 current = lexical_index.ensure_analyzer(cur, analyzer=self.lexical.analyzer)
                 if not current:  # the tokenizer changed since these points were indexed
                     texts = reindex_texts(point_reads.points_to_reindex(cur))  # neighbours too
                     lexical_index.reindex_all(cur, texts, analyzer=self.lexical.analyzer)
+        for point_id in point_reads.pinned_ids(self.db):
+            self.pins.add(point_id)
+        self.pins.set_vectors(
+            point_reads.vectors_of(self.db, sorted(self.pins.ids), self.config.embed_model)
+        )
+        if self.pins.ids:  # what that read cached of the vector column (13 MB at 100k)
+            self.db.drop_cached_blocks()  # before the load's long cursor, which it would wait for
         self.space = resolve_space(self.db, self.config.embed_model, read_only=self.read_only)
         self._dim = self.space.dim
-        if self._dim is not None:
-            self.vectors.open(self._dim, identity=self.space.identity)
+        # The word index loads while the vector file is loaded (~1.1 s at 1M): the memory
+        # answers with words and vectors ~1.5 s sooner at 1M. It starts after the analyzer
+        # check (it never loads postings a re-index is replacing) and after `database.id`
+        # exists (a new store's first open makes it; lexical.idx is tied to it).
         self._lexical_thread = threading.Thread(
             target=self._load_lexical, name="lexical-load", daemon=True
         )
         self._lexical_thread.start()
+        if self._dim is not None:
+            self.vectors.open(self._dim, identity=self.space.identity)
 
     def _load_lexical(self) -> None:
         try:
@@ -189,18 +194,22 @@ class MemoryStore:
     def close(self) -> None:
         """Save a changed index and close the database. A word-index load still running
         is interrupted (it would make quitting wait: ~2.5 s at 100k points, ~70 s at 1M)."""
-        self._closing = True
-        loading = self._lexical_cursor
-        if loading is not None:
-            with contextlib.suppress(Exception):
-                loading.interrupt()
-        self.wait_until_ready(timeout=30)
+        self._stop_lexical_load()
         if self.lexical_ready:
             self.lexical.save_file()  # when enough changed since it was written
         self.lexical_ready = False
         self.lexical.close()  # unmaps lexical.idx
         self.vectors.close()
         self.db.close()
+
+    def _stop_lexical_load(self) -> None:
+        """Interrupt a word-index load still running and wait for its thread."""
+        self._closing = True
+        loading = self._lexical_cursor
+        if loading is not None:
+            with contextlib.suppress(Exception):
+                loading.interrupt()
+        self.wait_until_ready(timeout=30)
 
     def __enter__(self) -> MemoryStore:
         return self
