@@ -174,6 +174,7 @@ class StraylightApp(App[int]):
         if self.owner_server is not None:  # before Textual puts the real stdout back
             await asyncio.to_thread(self.owner_server.stop)
         await self.engine.drain()
+        self.engine.memory = None  # a sidebar status read still running sees it go quietly
         if self.memory_session is not None:
             await asyncio.to_thread(self.memory_session.close)
         await self.gateway.aclose()

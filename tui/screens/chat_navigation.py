@@ -104,6 +104,8 @@ class ChatNavigation(Screen[None]):
         try:
             status = memory.store.status()
         except Exception:
+            if self.engine.memory is not memory:  # closed under the read: quitting or reopening
+                return
             log.exception("memory status failed")
             return
         self.post_message(
