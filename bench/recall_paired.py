@@ -67,16 +67,22 @@ def _listing(profiler: cProfile.Profile) -> str:
     return out.getvalue()
 
 
-def compare(
-    home: Path, ref: str, queries: int, profile: bool, tree: Path | None = None
-) -> dict[str, Any]:
+def import_sides(ref: str, tree: Path | None = None) -> tuple[ModuleType, ModuleType]:
+    """`memory.memory_store` of the ref side (`tree`'s folder, or a `git archive` of `ref`)
+    and of this checkout, each with its own `memory`/`store` modules."""
     if tree is not None:
         old = _import_tree(tree)
     else:
         with tempfile.TemporaryDirectory() as folder:
             _extract(ref, Path(folder))
             old = _import_tree(Path(folder))
-    new = _import_tree(REPO_ROOT)
+    return old, _import_tree(REPO_ROOT)
+
+
+def compare(
+    home: Path, ref: str, queries: int, profile: bool, tree: Path | None = None
+) -> dict[str, Any]:
+    old, new = import_sides(ref, tree)
     from store.clock import Clock
 
     data = Synthetic(seed=2)

@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._common import REPO_ROOT
 from bench.memory_scale import (
     EMBED_MODEL,
     WARM_RECALLS,
@@ -36,7 +35,7 @@ from bench.memory_scale import (
     _neighbours,
     ms_stats,
 )
-from bench.recall_paired import _extract, _import_tree, _listing
+from bench.recall_paired import _listing, import_sides
 
 SLOW_MS = 50.0
 FIRST = 200
@@ -58,13 +57,7 @@ def compare(
     tree: Path | None = None,
     upkeep_every: int = 0,
 ) -> dict[str, Any]:
-    if tree is not None:
-        old = _import_tree(tree)
-    else:
-        with tempfile.TemporaryDirectory() as folder:
-            _extract(ref, Path(folder))
-            old = _import_tree(Path(folder))
-    new = _import_tree(REPO_ROOT)
+    old, new = import_sides(ref, tree)
     from store.clock import Clock
 
     data = Synthetic(seed=2)
