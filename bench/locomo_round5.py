@@ -40,6 +40,7 @@ from bench.locomo_loo import (
 from bench.locomo_round2 import ctx_wide, replay
 from bench.locomo_round5_rankers import (
     BEFORE,
+    ROUND5,
     Conv,
     Ranker,
     agreement,
@@ -176,10 +177,10 @@ def families() -> dict[str, list[Variant]]:
                 )
                 for c in PRIORS
             ),
-            Variant("the product now (TUNING)", product_ranker(TUNING)),
+            Variant("the product of round 5 (ROUND5)", product_ranker(ROUND5)),
         ),
         "7. the date boost, then the length prior (on @10, then @5)": family(
-            Variant("the product now (TUNING)", product_ranker(TUNING)),
+            Variant("the product of round 5 (ROUND5)", product_ranker(ROUND5)),
             *(
                 Variant(f"proto: date boost x{1 + b}, then the prior", dated_prior(b))
                 for b in (0.25, 0.5, 1.0, 2.0, 4.0)
@@ -247,7 +248,7 @@ def _scores(conv: Conv, conversation: Conversation, ranker: Ranker) -> list[Scor
 
 TURNS = {
     "before": replace(BEFORE, neighbour_window=3, neighbour_anchors=5),
-    "now": TURN_TUNING,
+    "now": replace(TURN_TUNING, date_boost=ROUND5.date_boost),
 }
 """The turn's block before this round and now (`TURN_TUNING`: 5 hits, then the turns
 around them while `MEMORY_MAX_CHARS` has room)."""
@@ -322,11 +323,14 @@ def run(path: Path, cache_dir: Path, only: Sequence[str] = ()) -> dict[str, Any]
 
 PAIRS = (
     (product_ranker(), same_as_product()),
-    (product_ranker(TUNING), prior_multiplier(8, depth=10, lists_at=0.75)),
-    (product_ranker(TUNING), dated_prior(0.0)),
+    (product_ranker(ROUND5), prior_multiplier(8, depth=10, lists_at=0.75)),
+    (product_ranker(ROUND5), dated_prior(0.0)),
+    (product_ranker(TUNING), dated_prior(TUNING.date_boost)),
 )
 """(the product, its prototype): the product before this round and its prototype path; the
-product now and the prototype of what it ships. Each pair must rank every question alike."""
+product this round shipped and the prototype of what it ships; the product since the sixth
+round (`TUNING`: the date boost, then the prior) and family 7 at its value. Each pair must
+rank every question alike."""
 
 
 def _criterion(family: str) -> Callable[[Scored], float]:

@@ -28,8 +28,10 @@ from memory.text.dates import date_spans
 from memory.text.shape import is_list_question
 
 TOP = 10
-BEFORE = replace(TUNING, length_prior=0.0, list_vector_weight=None)
+BEFORE = replace(TUNING, length_prior=0.0, list_vector_weight=None, date_boost=0.0)
 """The product before this round (every prototype is a change of it)."""
+ROUND5 = replace(TUNING, date_boost=0.0)
+"""The product this round shipped (the sixth round turned the date boost on: `TUNING`)."""
 DEPTH = TUNING.rerank_depth
 """How many fused candidates a re-ranking looks at (the product reads their rows)."""
 
@@ -382,8 +384,8 @@ def proximity(gain: float, span: int = 3) -> Ranker:
 def dated_prior(boost: float, c: float = 8.0, lists_at: float = 0.75) -> Ranker:
     """The product now, with round 1's date boost first: the top `DEPTH` candidates' fused
     scores times (1 + `boost`) for a point inside a time the question names, re-ordered,
-    then the top 10 weighed by n / (n + c) on those boosted scores (the product's date boost
-    replaces the prior instead). `boost` 0: the product now."""
+    then the top 10 weighed by n / (n + c) on those boosted scores. `boost` 0: the product
+    this round shipped (`ROUND5`); `boost` 1: the product since the sixth round (`TUNING`)."""
 
     def rank(conv: Conv, index: int, question: Question) -> list[int]:
         b = base(conv, index, question)

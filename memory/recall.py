@@ -2,9 +2,10 @@
 they make in the prompt.
 
 Hybrid recall fuses the vector top-k (cosine ≥ `min_score`) with the BM25 word ranking by
-weighted reciprocal rank (a question asking for a list gives the vectors more weight), and
-the first 10 are weighed by their content words, so a statement goes before chit-chat;
-pinned points come first, ranked by relevance without the floor.
+weighted reciprocal rank (a question asking for a list gives the vectors more weight); a
+question that names a time ("in May 2023") doubles the score of the points inside it among
+the first 30, and the first 10 are then weighed by their content words, so a statement goes
+before chit-chat; pinned points come first, ranked by relevance without the floor.
 A word match counts on its own; a vector-only match needs the floor. The block quotes every
 line of a memory, so text that claims to be an instruction stays data in the prompt.
 """
@@ -69,9 +70,13 @@ class RecallTuning:
     neighbour_factor: float = 1.0
     """Diversity: a hit's fused score times this for every better hit next to it (point ids
     one apart: the turn it answers or its reply), so ten hits are not five pairs (1: off)."""
-    date_boost: float = 0.0
-    """Fused score times (1 + this) for a point inside a time the query names
-    ("in May 2023", "last week": `memory.text.dates`); 0: off."""
+    date_boost: float = 1.0
+    """Fused score times (1 + this) for a point among the first `rerank_depth` inside a time
+    the query names ("in May 2023", "last week": `memory.text.dates`), before the length
+    prior weighs the first 10 on the boosted scores; 0: off. A query that names no time
+    ranks as without it (and reads no more rows). LoCoMo, chosen by every fold (×2):
+    recall@5 0.696 → 0.701, recall@10 0.773 → 0.779 (docs/recall-quality.md, "Sixth
+    round")."""
     rerank_depth: int = 30
     """How many of the fused candidates diversity and the date boost look at."""
     neighbour_window: int = 0
@@ -83,7 +88,7 @@ class RecallTuning:
     """The first `length_prior_depth` regular hits re-ordered by fused score × n / (n + this),
     n the point's content words (`memory.text.shape.content_words`), so a turn that states
     something goes before "wow, that's great!" (0: off). Only the order inside those hits
-    changes; the date boost and diversity, when on, re-rank instead. LoCoMo, chosen
+    changes; after the date boost (and diversity, when on) it weighs their scores. LoCoMo, chosen
     leave-one-conversation-out by every fold: recall@5 0.663 → 0.692, MRR 0.527 → 0.572,
     recall@10 unchanged (docs/recall-quality.md, "Fifth round")."""
     length_prior_depth: int = 10
@@ -251,17 +256,18 @@ def recall(
     reranks = bool(spans) or tuning.same_day_factor != 1.0 or tuning.neighbour_factor != 1.0
     fill = k + len(excluded)  # enough to fill k after exclusions
     depth = max(tuning.rerank_depth, fill) if reranks else fill
-    if tuning.length_prior and not reranks:
+    if tuning.length_prior:
         depth = max(depth, tuning.length_prior_depth + len(excluded))
     groups = ((pinned_order[:fill], False, False), (regular[:depth], reranks, True))
     rows = point_reads.hit_rows(store.db, [pid for wanted, _, _ in groups for pid in wanted])
     for wanted, rerank, weigh in groups:  # both groups' rows came in one query
         points = [rows[pid] for pid in wanted if pid in rows]
         points = [point for point in points if point.content_hash not in excluded]
-        if rerank:
-            points = _rerank(points, fused, spans, tuning)
-        elif weigh and tuning.length_prior:  # the bench's re-ranks above replace it
-            points = _length_prior(points, fused, tuning)
+        scores = fused
+        if rerank:  # the date boost (and the bench's diversity), then the prior on its scores
+            points, scores = _rerank(points, fused, spans, tuning)
+        if weigh and tuning.length_prior:
+            points = _length_prior(points, scores, tuning)
         for point in points[:k]:
             score = max(cosine.get(point.id, 0.0), lexical_score.get(point.id, 0.0))
             hits.append(
@@ -395,9 +401,10 @@ def _rerank(
     fused: dict[int, float],
     spans: Sequence[DateSpan],
     tuning: RecallTuning,
-) -> list[point_reads.HitRow]:
+) -> tuple[list[point_reads.HitRow], dict[int, float]]:
     """The date boost, then a greedy pick that lowers a hit's score for every better hit
-    of the same day and every better hit next to it (diversity)."""
+    of the same day and every better hit next to it (diversity); and each point's score as
+    it was taken (boosted, lowered by diversity), which the length prior weighs."""
     boost = 1.0 + tuning.date_boost
     score = {
         point.id: fused.get(point.id, 0.0)
@@ -406,7 +413,7 @@ def _rerank(
     }
     left = sorted(points, key=lambda p: -score[p.id])
     if tuning.same_day_factor == 1.0 and tuning.neighbour_factor == 1.0:
-        return left
+        return left, score
     per_day: dict[object, int] = {}
     taken: set[int] = set()
 
@@ -419,12 +426,14 @@ def _rerank(
         )
 
     picked: list[point_reads.HitRow] = []
+    at_pick: dict[int, float] = {}
     while left:
         point = left.pop(max(range(len(left)), key=lambda i: diverse(left[i])))
+        at_pick[point.id] = diverse(point)
         per_day[point.created_at.date()] = per_day.get(point.created_at.date(), 0) + 1
         taken.add(point.id)
         picked.append(point)
-    return picked
+    return picked, at_pick
 
 
 RECALL_PREAMBLE = (
