@@ -40,6 +40,7 @@ from bench.locomo_loo import (
 from bench.locomo_round2 import ctx_wide, replay
 from bench.locomo_round5_rankers import (
     BEFORE,
+    DATED,
     ROUND5,
     Conv,
     Ranker,
@@ -59,7 +60,7 @@ from bench.locomo_round5_rankers import (
     third_vector,
 )
 from bench.locomo_texts import unit_rows, vector_query_text
-from memory.recall import TUNING, TURN_TUNING
+from memory.recall import TURN_TUNING
 from memory.text.shape import content_words, is_list_question
 
 BLOCK = 5  # MEMORY_TOP_K
@@ -248,7 +249,7 @@ def _scores(conv: Conv, conversation: Conversation, ranker: Ranker) -> list[Scor
 
 TURNS = {
     "before": replace(BEFORE, neighbour_window=3, neighbour_anchors=5),
-    "now": replace(TURN_TUNING, date_boost=ROUND5.date_boost),
+    "now": replace(TURN_TUNING, date_boost=ROUND5.date_boost, answer_boost=ROUND5.answer_boost),
 }
 """The turn's block before this round and now (`TURN_TUNING`: 5 hits, then the turns
 around them while `MEMORY_MAX_CHARS` has room)."""
@@ -325,12 +326,12 @@ PAIRS = (
     (product_ranker(), same_as_product()),
     (product_ranker(ROUND5), prior_multiplier(8, depth=10, lists_at=0.75)),
     (product_ranker(ROUND5), dated_prior(0.0)),
-    (product_ranker(TUNING), dated_prior(TUNING.date_boost)),
+    (product_ranker(DATED), dated_prior(DATED.date_boost)),
 )
 """(the product, its prototype): the product before this round and its prototype path; the
-product this round shipped and the prototype of what it ships; the product since the sixth
-round (`TUNING`: the date boost, then the prior) and family 7 at its value. Each pair must
-rank every question alike."""
+product this round shipped and the prototype of what it ships; the sixth round's first step
+(`DATED`: the date boost, then the prior) and family 7 at its value. Each pair must rank
+every question alike."""
 
 
 def _criterion(family: str) -> Callable[[Scored], float]:

@@ -28,10 +28,14 @@ from memory.text.dates import date_spans
 from memory.text.shape import is_list_question
 
 TOP = 10
-BEFORE = replace(TUNING, length_prior=0.0, list_vector_weight=None, date_boost=0.0)
+BEFORE = replace(
+    TUNING, length_prior=0.0, list_vector_weight=None, date_boost=0.0, answer_boost=0.0
+)
 """The product before this round (every prototype is a change of it)."""
-ROUND5 = replace(TUNING, date_boost=0.0)
-"""The product this round shipped (the sixth round turned the date boost on: `TUNING`)."""
+ROUND5 = replace(TUNING, date_boost=0.0, answer_boost=0.0)
+"""The product this round shipped (the sixth round turned the date and answer boosts on)."""
+DATED = replace(TUNING, answer_boost=0.0)
+"""Family 7 as the sixth round shipped it: `ROUND5` with the date boost on."""
 DEPTH = TUNING.rerank_depth
 """How many fused candidates a re-ranking looks at (the product reads their rows)."""
 
@@ -385,7 +389,7 @@ def dated_prior(boost: float, c: float = 8.0, lists_at: float = 0.75) -> Ranker:
     """The product now, with round 1's date boost first: the top `DEPTH` candidates' fused
     scores times (1 + `boost`) for a point inside a time the question names, re-ordered,
     then the top 10 weighed by n / (n + c) on those boosted scores. `boost` 0: the product
-    this round shipped (`ROUND5`); `boost` 1: the product since the sixth round (`TUNING`)."""
+    this round shipped (`ROUND5`); `boost` 1: the sixth round's first step (`DATED`)."""
 
     def rank(conv: Conv, index: int, question: Question) -> list[int]:
         b = base(conv, index, question)
