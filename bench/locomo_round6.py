@@ -18,8 +18,6 @@ conversation. `products` gives each product on its own (per conversation and cat
 from __future__ import annotations
 
 import argparse
-import shutil
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -27,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.locomo_cache import CachedEmbedder, default_cache_dir
-from bench.locomo_data import Conversation, load_locomo, score_question
-from bench.locomo_loo import KS, Scored, family_results, leave_one_out, print_results, progress
-from bench.locomo_round5 import SAME, Variant, _criterion, _label, _scores, environment
+from bench.locomo_data import Conversation, load_locomo
+from bench.locomo_loo import family_results, leave_one_out, print_results
+from bench.locomo_round5 import SAME, Variant, _criterion, _label, environment, measure
 from bench.locomo_round5_rankers import DATED, ROUND5, Ranker, product_ranker
 from bench.locomo_round6_rankers import Conv6, Texts, answer_type, asking_down, shaped
 from memory.recall import TUNING, TURN_TUNING
@@ -100,22 +98,6 @@ def environment6(conversation: Conversation, cache: CachedEmbedder) -> tuple[Con
     return Conv6(**fields, texts=texts), home
 
 
-def _block_scores(conv: Conv6, conversation: Conversation, tuning: Any) -> list[Scored]:
-    """Each question's evidence in the block the turn builds, beside recall@k."""
-    rows: list[Scored] = []
-    for i, question in enumerate(conversation.questions):
-        vector = conv.question_vectors["question"][i]
-        block = conv.memory.recall(question.question, vector=vector, tuning=tuning)
-        top = product_ranker(replace(tuning, neighbour_window=0))(conv, i, question)
-        held = {conv.to_turn[h.id] for h in block.in_block() if h.id in conv.to_turn}
-        evidence = set(question.evidence)
-        ranked = [conv.to_turn[p] for p in top if p in conv.to_turn]
-        rows.append(
-            Scored(score_question(ranked, question, KS), len(evidence & held) / len(evidence))
-        )
-    return rows
-
-
 TURNS = {
     "round 5": replace(TURN_TUNING, date_boost=ROUND5.date_boost, answer_boost=0.0),
     "dated": replace(TURN_TUNING, answer_boost=0.0),
@@ -141,33 +123,13 @@ def run(path: Path, cache_dir: Path, only: Sequence[str] = ()) -> dict[str, Any]
     cache = CachedEmbedder(cache_dir / "minilm.npz", load_minilm)
     fams = {n: f for n, f in families().items() if not only or any(n.startswith(o) for o in only)}
     variants = list(dict.fromkeys(v for family in fams.values() for v in family))
-    table: dict[Variant, dict[str, list[Scored]]] = {v: {} for v in variants}
-    blocks: dict[str, dict[str, list[Scored]]] = {name: {} for name in TURNS}
     pairs: list[tuple[Ranker, Ranker]] = [
         (product_ranker(DATED), shaped()),
         (product_ranker(TUNING), shaped(answer_type(ALL_TYPES, TUNING.answer_boost), depth=30)),
     ]
-    mismatches = 0
-    started = time.perf_counter()
-    try:
-        for conversation in conversations:
-            conv, home = environment6(conversation, cache)
-            try:
-                for i, question in enumerate(conversation.questions):
-                    for left, right in pairs:
-                        mismatches += left(conv, i, question) != right(conv, i, question)
-                for variant in variants:
-                    table[variant][conversation.sample_id] = _scores(
-                        conv, conversation, variant.ranker
-                    )
-                for name, tuning in TURNS.items():
-                    blocks[name][conversation.sample_id] = _block_scores(conv, conversation, tuning)
-            finally:
-                conv.memory.close()
-                shutil.rmtree(home, ignore_errors=True)
-            progress(conversation.sample_id, started)
-    finally:
-        cache.save()
+    table, blocks, mismatches = measure(
+        conversations, cache, variants, TURNS, pairs, make=environment6
+    )
     order = [c.sample_id for c in conversations]
     results = family_results(table, fams, order, name=_label, train=_criterion)
     results["products"] = {

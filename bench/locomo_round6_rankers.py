@@ -23,14 +23,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from bench.locomo_data import Question
-from bench.locomo_round5_rankers import DATED, DEPTH, TOP, Conv, Ranker, _top, base
-from memory.recall import _fuse
+from bench.locomo_round5_rankers import DATED, TOP, Conv, Ranker, boosted_prior
 from memory.text.answers import AnswerType, answer_types, holds_answer, question_names
-from memory.text.dates import date_spans
-from memory.text.shape import is_list_question
 
 
 def only_asks(text: str) -> bool:
@@ -73,35 +70,21 @@ Factor = Callable[[Texts, Question, int], float]
 def shaped(factor: Factor | None = None, *, depth: int = TOP) -> Ranker:
     """`DATED`, with `factor` on the boosted scores over the top `depth` (30: before the
     re-order; 10: inside the top 10, beside the length prior). None: `DATED` itself."""
-    boost, c, lists_at = DATED.date_boost, DATED.length_prior, DATED.list_vector_weight
 
     def rank(conv: Conv, index: int, question: Question) -> list[int]:
         assert isinstance(conv, Conv6)
         texts = conv.texts
-        b = base(conv, index, question)
-        fused = b.fused
-        if lists_at is not None and is_list_question(question.question):
-            fused = _fuse(b.vector, b.lexical, replace(DATED, vector_weight=lists_at))
-        spans = date_spans(question.question, conv.memory.db.clock.now()) if boost else []
-        order = _top(fused, len(fused))
-        head = order[:DEPTH]
-        score = {
-            p: fused[p] * (1 + boost)
-            if p in conv.when and any(span.contains(conv.when[p]) for span in spans)
-            else fused[p]
-            for p in head
-        }
-        if factor is not None and depth > TOP:
-            score = {p: s * factor(texts, question, p) for p, s in score.items()}
-        top = (_top(score, len(head)) + order[DEPTH:])[:TOP]
-        counts = conv.content_words["content"]
-
-        def weighed(p: int) -> float:
-            n = counts.get(p, 0)
-            s = score.get(p, fused[p]) * n / (n + c)
-            return s * factor(texts, question, p) if factor is not None and depth <= TOP else s
-
-        return _top({p: weighed(p) for p in top})
+        on = None if factor is None else (lambda pid: factor(texts, question, pid))
+        return boosted_prior(
+            conv,
+            index,
+            question,
+            DATED.date_boost,
+            DATED.length_prior,
+            DATED.list_vector_weight,
+            on,
+            depth,
+        )
 
     return rank
 

@@ -41,6 +41,21 @@ def save(store: MemoryStore, text: str, days_ago: int) -> int:
     return point_id
 
 
+def garden(store: MemoryStore) -> tuple[int, int, int]:
+    """Three points: by words alone `older` (garden three times, 200 days ago) ranks first,
+    then `short`, then `long` (BM25 favours the short text); the two recent ones (10 days
+    ago) are inside "last month"."""
+    older = save(store, "The garden party had garden lights and garden music", 200)
+    short = save(store, "Garden party!", 10)
+    long = save(
+        store,
+        "The garden party at the lake house was lovely, with friends from work and my "
+        "sister's band playing",
+        10,
+    )
+    return older, short, long
+
+
 def ids(store: MemoryStore, query: str, tuning: RecallTuning = TUNING) -> list[int]:
     result = store.recall(query, vector=vec(query), k=3, mode="lexical", tuning=tuning)
     return [hit.id for hit in result.hits]
@@ -54,16 +69,7 @@ def test_the_product_and_the_turn_boost_a_time_the_question_names() -> None:
 def test_a_dated_point_ranks_up_and_the_length_prior_orders_the_boosted_hits(
     store: MemoryStore,
 ) -> None:
-    # By words alone: `older` (garden three times), then `short`, then `long` (BM25 favours
-    # the short text). Both recent points are inside "last month".
-    older = save(store, "The garden party had garden lights and garden music", 200)
-    short = save(store, "Garden party!", 10)
-    long = save(
-        store,
-        "The garden party at the lake house was lovely, with friends from work and my "
-        "sister's band playing",
-        10,
-    )
+    older, short, long = garden(store)
     query = "What happened at the garden party last month?"
     # Without the boost the prior alone: the long statement, then the older one.
     assert ids(store, query, tuning=UNBOOSTED) == [long, older, short]
@@ -78,14 +84,7 @@ def test_a_dated_point_ranks_up_and_the_length_prior_orders_the_boosted_hits(
 
 
 def test_a_question_naming_no_time_ranks_as_without_the_boost(store: MemoryStore) -> None:
-    older = save(store, "The garden party had garden lights and garden music", 200)
-    short = save(store, "Garden party!", 10)
-    long = save(
-        store,
-        "The garden party at the lake house was lovely, with friends from work and my "
-        "sister's band playing",
-        10,
-    )
+    older, short, long = garden(store)
     query = "What happened at the garden party?"
     assert ids(store, query) == ids(store, query, tuning=UNBOOSTED) == [long, older, short]
     hybrid = store.recall(query, vector=vec(query)).hits
