@@ -56,7 +56,7 @@ def ideas(base: RecallTuning = TUNING) -> dict[str, list[RecallTuning]]:
         ),
         "session_diversity": _grid(base, same_day_factor=(0.9, 0.8, 0.7, 0.5)),
         "neighbour_diversity": _grid(base, neighbour_factor=(0.9, 0.8, 0.7, 0.5, 0.3)),
-        "dates": _grid(base, date_boost=(0.25, 0.5, 1.0)),
+        "dates": _grid(base, date_boost=(0.0, 0.25, 0.5, 1.0, 2.0)),
     }
     return {
         name: [base, *(v for v in variants if v != base)] for name, variants in families.items()

@@ -24,7 +24,9 @@ from memory.memory_store import MemoryStore
 from memory.recall import TUNING, RecallTuning, _fuse
 
 TOP = 10
-ROUND3 = replace(TUNING, length_prior=0.0, list_vector_weight=None)
+ROUND3 = replace(
+    TUNING, length_prior=0.0, list_vector_weight=None, date_boost=0.0, answer_boost=0.0
+)
 """The product as this round measured it (the fifth round's length prior and list weight
 came later): its prototypes rank as `recall` with this tuning."""
 Store = tuple[MemoryStore, dict[int, str]]

@@ -22,7 +22,7 @@ import math
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,8 @@ from bench.locomo_loo import (
 from bench.locomo_round2 import ctx_wide, replay
 from bench.locomo_round5_rankers import (
     BEFORE,
+    DATED,
+    ROUND5,
     Conv,
     Ranker,
     agreement,
@@ -58,7 +60,7 @@ from bench.locomo_round5_rankers import (
     third_vector,
 )
 from bench.locomo_texts import unit_rows, vector_query_text
-from memory.recall import TUNING, TURN_TUNING
+from memory.recall import TURN_TUNING, RecallTuning
 from memory.text.shape import content_words, is_list_question
 
 BLOCK = 5  # MEMORY_TOP_K
@@ -176,10 +178,10 @@ def families() -> dict[str, list[Variant]]:
                 )
                 for c in PRIORS
             ),
-            Variant("the product now (TUNING)", product_ranker(TUNING)),
+            Variant("the product of round 5 (ROUND5)", product_ranker(ROUND5)),
         ),
         "7. the date boost, then the length prior (on @10, then @5)": family(
-            Variant("the product now (TUNING)", product_ranker(TUNING)),
+            Variant("the product of round 5 (ROUND5)", product_ranker(ROUND5)),
             *(
                 Variant(f"proto: date boost x{1 + b}, then the prior", dated_prior(b))
                 for b in (0.25, 0.5, 1.0, 2.0, 4.0)
@@ -247,20 +249,20 @@ def _scores(conv: Conv, conversation: Conversation, ranker: Ranker) -> list[Scor
 
 TURNS = {
     "before": replace(BEFORE, neighbour_window=3, neighbour_anchors=5),
-    "now": TURN_TUNING,
+    "now": replace(TURN_TUNING, date_boost=ROUND5.date_boost, answer_boost=ROUND5.answer_boost),
 }
 """The turn's block before this round and now (`TURN_TUNING`: 5 hits, then the turns
 around them while `MEMORY_MAX_CHARS` has room)."""
 
 
-def _block_scores(conv: Conv, conversation: Conversation, name: str) -> list[Scored]:
-    """Each question's evidence in the block the turn builds (`in_block`), beside the
-    recall@k of the same tuning's top 10."""
+def _block_scores(conv: Conv, conversation: Conversation, tuning: RecallTuning) -> list[Scored]:
+    """Each question's evidence in the block the turn builds with `tuning` (`in_block`),
+    beside the recall@k of the same tuning's top 10."""
     rows: list[Scored] = []
     for i, question in enumerate(conversation.questions):
         vector = conv.question_vectors["question"][i]
-        block = conv.memory.recall(question.question, vector=vector, tuning=TURNS[name])
-        top = product_ranker(replace(TURNS[name], neighbour_window=0))(conv, i, question)
+        block = conv.memory.recall(question.question, vector=vector, tuning=tuning)
+        top = product_ranker(replace(tuning, neighbour_window=0))(conv, i, question)
         held = {conv.to_turn[h.id] for h in block.in_block() if h.id in conv.to_turn}
         evidence = set(question.evidence)
         ranked = [conv.to_turn[p] for p in top if p in conv.to_turn]
@@ -268,6 +270,47 @@ def _block_scores(conv: Conv, conversation: Conversation, name: str) -> list[Sco
             Scored(score_question(ranked, question, KS), len(evidence & held) / len(evidence))
         )
     return rows
+
+
+Table = dict[Variant, dict[str, list[Scored]]]
+Blocks = dict[str, dict[str, list[Scored]]]
+
+
+def measure(
+    conversations: Sequence[Conversation],
+    cache: CachedEmbedder,
+    variants: Sequence[Variant],
+    turns: Mapping[str, RecallTuning],
+    pairs: Sequence[tuple[Ranker, Ranker]],
+    make: Callable[[Conversation, CachedEmbedder], tuple[Conv, Path]] = environment,
+) -> tuple[Table, Blocks, int]:
+    """Every variant's scores, each turn tuning's block, and how many questions a pair
+    (product, prototype) ranked differently, conversation by conversation (`make` replays
+    each into a store, removed after)."""
+    table: Table = {v: {} for v in variants}
+    blocks: Blocks = {name: {} for name in turns}
+    mismatches = 0
+    started = time.perf_counter()
+    try:
+        for conversation in conversations:
+            conv, home = make(conversation, cache)
+            try:
+                for i, question in enumerate(conversation.questions):
+                    for product, proto in pairs:
+                        mismatches += product(conv, i, question) != proto(conv, i, question)
+                for variant in variants:
+                    table[variant][conversation.sample_id] = _scores(
+                        conv, conversation, variant.ranker
+                    )
+                for name, tuning in turns.items():
+                    blocks[name][conversation.sample_id] = _block_scores(conv, conversation, tuning)
+            finally:
+                conv.memory.close()
+                shutil.rmtree(home, ignore_errors=True)
+            progress(conversation.sample_id, started)
+    finally:
+        cache.save()
+    return table, blocks, mismatches
 
 
 def list_questions(conversations: Sequence[Conversation]) -> dict[str, int]:
@@ -287,29 +330,7 @@ def run(path: Path, cache_dir: Path, only: Sequence[str] = ()) -> dict[str, Any]
     cache = CachedEmbedder(cache_dir / "minilm.npz", load_minilm)
     fams = {n: f for n, f in families().items() if not only or any(n.startswith(o) for o in only)}
     variants = list(dict.fromkeys(v for family in fams.values() for v in family))
-    table: dict[Variant, dict[str, list[Scored]]] = {v: {} for v in variants}
-    blocks: dict[str, dict[str, list[Scored]]] = {name: {} for name in TURNS}
-    mismatches = 0
-    started = time.perf_counter()
-    try:
-        for conversation in conversations:
-            conv, home = environment(conversation, cache)
-            try:
-                for i, question in enumerate(conversation.questions):
-                    for product, proto in PAIRS:
-                        mismatches += product(conv, i, question) != proto(conv, i, question)
-                for variant in variants:
-                    table[variant][conversation.sample_id] = _scores(
-                        conv, conversation, variant.ranker
-                    )
-                for name in blocks:
-                    blocks[name][conversation.sample_id] = _block_scores(conv, conversation, name)
-            finally:
-                conv.memory.close()
-                shutil.rmtree(home, ignore_errors=True)
-            progress(conversation.sample_id, started)
-    finally:
-        cache.save()
+    table, blocks, mismatches = measure(conversations, cache, variants, TURNS, PAIRS)
     order = [c.sample_id for c in conversations]
     results = family_results(table, fams, order, name=_label, train=_criterion)
     results["turn_block"] = {
@@ -322,11 +343,14 @@ def run(path: Path, cache_dir: Path, only: Sequence[str] = ()) -> dict[str, Any]
 
 PAIRS = (
     (product_ranker(), same_as_product()),
-    (product_ranker(TUNING), prior_multiplier(8, depth=10, lists_at=0.75)),
-    (product_ranker(TUNING), dated_prior(0.0)),
+    (product_ranker(ROUND5), prior_multiplier(8, depth=10, lists_at=0.75)),
+    (product_ranker(ROUND5), dated_prior(0.0)),
+    (product_ranker(DATED), dated_prior(DATED.date_boost)),
 )
 """(the product, its prototype): the product before this round and its prototype path; the
-product now and the prototype of what it ships. Each pair must rank every question alike."""
+product this round shipped and the prototype of what it ships; the sixth round's first step
+(`DATED`: the date boost, then the prior) and family 7 at its value. Each pair must rank
+every question alike."""
 
 
 def _criterion(family: str) -> Callable[[Scored], float]:

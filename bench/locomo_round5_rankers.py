@@ -28,8 +28,14 @@ from memory.text.dates import date_spans
 from memory.text.shape import is_list_question
 
 TOP = 10
-BEFORE = replace(TUNING, length_prior=0.0, list_vector_weight=None)
+BEFORE = replace(
+    TUNING, length_prior=0.0, list_vector_weight=None, date_boost=0.0, answer_boost=0.0
+)
 """The product before this round (every prototype is a change of it)."""
+ROUND5 = replace(TUNING, date_boost=0.0, answer_boost=0.0)
+"""The product this round shipped (the sixth round turned the date and answer boosts on)."""
+DATED = replace(TUNING, answer_boost=0.0)
+"""Family 7 as the sixth round shipped it: `ROUND5` with the date boost on."""
 DEPTH = TUNING.rerank_depth
 """How many fused candidates a re-ranking looks at (the product reads their rows)."""
 
@@ -382,29 +388,48 @@ def proximity(gain: float, span: int = 3) -> Ranker:
 def dated_prior(boost: float, c: float = 8.0, lists_at: float = 0.75) -> Ranker:
     """The product now, with round 1's date boost first: the top `DEPTH` candidates' fused
     scores times (1 + `boost`) for a point inside a time the question names, re-ordered,
-    then the top 10 weighed by n / (n + c) on those boosted scores (the product's date boost
-    replaces the prior instead). `boost` 0: the product now."""
+    then the top 10 weighed by n / (n + c) on those boosted scores. `boost` 0: the product
+    this round shipped (`ROUND5`); `boost` 1: the sixth round's first step (`DATED`)."""
 
     def rank(conv: Conv, index: int, question: Question) -> list[int]:
-        b = base(conv, index, question)
-        fused = b.fused
-        if is_list_question(question.question):
-            fused = _fuse(b.vector, b.lexical, replace(TUNING, vector_weight=lists_at))
-        spans = date_spans(question.question, conv.memory.db.clock.now()) if boost else []
-        order = _top(fused, len(fused))
-        head = order[:DEPTH]
-        boosted = {
-            p: fused[p] * (1 + boost)
-            if p in conv.when and any(span.contains(conv.when[p]) for span in spans)
-            else fused[p]
-            for p in head
-        }
-        counts = conv.content_words["content"]
-        ranked = _top(boosted, len(head)) + order[DEPTH:]
-        top = ranked[:TOP]
-        weighed = {
-            p: boosted.get(p, fused[p]) * counts.get(p, 0) / (counts.get(p, 0) + c) for p in top
-        }
-        return _top(weighed)
+        return boosted_prior(conv, index, question, boost, c, lists_at)
 
     return rank
+
+
+def boosted_prior(
+    conv: Conv,
+    index: int,
+    question: Question,
+    boost: float,
+    c: float,
+    lists_at: float | None,
+    factor: Callable[[int], float] | None = None,
+    factor_depth: int = TOP,
+) -> list[int]:
+    """`dated_prior`'s ranking, with `factor(point)` on the boosted scores over the top
+    `factor_depth` (`DEPTH`: before the re-order; `TOP`: beside the prior), for the sixth
+    round's prototypes (`bench.locomo_round6_rankers.shaped`)."""
+    b = base(conv, index, question)
+    fused = b.fused
+    if lists_at is not None and is_list_question(question.question):
+        fused = _fuse(b.vector, b.lexical, replace(TUNING, vector_weight=lists_at))
+    spans = date_spans(question.question, conv.memory.db.clock.now()) if boost else []
+    order = _top(fused, len(fused))
+    head = order[:DEPTH]
+    boosted = {
+        p: fused[p] * (1 + boost)
+        if p in conv.when and any(span.contains(conv.when[p]) for span in spans)
+        else fused[p]
+        for p in head
+    }
+    if factor is not None and factor_depth > TOP:
+        boosted = {p: s * factor(p) for p, s in boosted.items()}
+    counts = conv.content_words["content"]
+    top = (_top(boosted, len(head)) + order[DEPTH:])[:TOP]
+
+    def weighed(p: int) -> float:
+        s = boosted.get(p, fused[p]) * counts.get(p, 0) / (counts.get(p, 0) + c)
+        return s * factor(p) if factor is not None and factor_depth <= TOP else s
+
+    return _top({p: weighed(p) for p in top})

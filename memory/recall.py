@@ -2,9 +2,12 @@
 they make in the prompt.
 
 Hybrid recall fuses the vector top-k (cosine ≥ `min_score`) with the BM25 word ranking by
-weighted reciprocal rank (a question asking for a list gives the vectors more weight), and
-the first 10 are weighed by their content words, so a statement goes before chit-chat;
-pinned points come first, ranked by relevance without the floor.
+weighted reciprocal rank (a question asking for a list gives the vectors more weight); among
+the first 30, a question that names a time ("in May 2023") doubles the score of the points
+inside it, and one that asks "when", "how many", "where" or "who" doubles the score of the
+points holding a time, a number, a place or a name; the first 10 are then weighed by their
+content words, so a statement goes before chit-chat; pinned points come first, ranked by
+relevance without the floor.
 A word match counts on its own; a vector-only match needs the floor. The block quotes every
 line of a memory, so text that claims to be an instruction stays data in the prompt.
 """
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from memory.text.answers import AnswerType, answer_types, holds_answer, question_names
 from memory.text.dates import DateSpan, date_spans
 from memory.text.shape import content_words, is_list_question
 from store import lexical_index, point_reads
@@ -69,11 +73,22 @@ class RecallTuning:
     neighbour_factor: float = 1.0
     """Diversity: a hit's fused score times this for every better hit next to it (point ids
     one apart: the turn it answers or its reply), so ten hits are not five pairs (1: off)."""
-    date_boost: float = 0.0
-    """Fused score times (1 + this) for a point inside a time the query names
-    ("in May 2023", "last week": `memory.text.dates`); 0: off."""
+    date_boost: float = 1.0
+    """Fused score times (1 + this) for a point among the first `rerank_depth` inside a time
+    the query names ("in May 2023", "last week": `memory.text.dates`), before the length
+    prior weighs the first 10 on the boosted scores; 0: off. A query that names no time
+    ranks as without it (and reads no more rows). LoCoMo, chosen by every fold (×2):
+    recall@5 0.696 → 0.701, recall@10 0.773 → 0.779 (docs/recall-quality.md, "Sixth
+    round")."""
+    answer_boost: float = 1.0
+    """Fused score times (1 + this) for a point among the first `rerank_depth` that holds
+    what the question asks for (`memory.text.answers`: "when" a time, "how many" a number,
+    "where" a place, "who" a name), before the length prior; 0: off. A question that asks
+    for none ranks as without it. LoCoMo, chosen by every fold (×2 four, ×1.5 one):
+    recall@5 0.701 → 0.710, recall@10 0.779 → 0.784 (docs/recall-quality.md, "Sixth
+    round")."""
     rerank_depth: int = 30
-    """How many of the fused candidates diversity and the date boost look at."""
+    """How many of the fused candidates diversity and the date and answer boosts look at."""
     neighbour_window: int = 0
     """Query-side neighbour window: after the k hits, the turns of the same conversation
     at most this many points away from the first `neighbour_anchors` hits, nearest first,
@@ -83,7 +98,7 @@ class RecallTuning:
     """The first `length_prior_depth` regular hits re-ordered by fused score × n / (n + this),
     n the point's content words (`memory.text.shape.content_words`), so a turn that states
     something goes before "wow, that's great!" (0: off). Only the order inside those hits
-    changes; the date boost and diversity, when on, re-rank instead. LoCoMo, chosen
+    changes; after the date boost (and diversity, when on) it weighs their scores. LoCoMo, chosen
     leave-one-conversation-out by every fold: recall@5 0.663 → 0.692, MRR 0.527 → 0.572,
     recall@10 unchanged (docs/recall-quality.md, "Fifth round")."""
     length_prior_depth: int = 10
@@ -247,21 +262,29 @@ def recall(
         {pid: score / lexical_top for pid, score in lexical_ranked} if lexical_top else {}
     )
     spans = date_spans(query, store.db.clock.now()) if tuning.date_boost else []
+    kinds = answer_types(query) if tuning.answer_boost else frozenset()
+    asked = (kinds, question_names(query) if "who" in kinds else frozenset())
     hits: list[RecallHit] = []
-    reranks = bool(spans) or tuning.same_day_factor != 1.0 or tuning.neighbour_factor != 1.0
+    reranks = (
+        bool(spans)
+        or bool(kinds)
+        or tuning.same_day_factor != 1.0
+        or tuning.neighbour_factor != 1.0
+    )
     fill = k + len(excluded)  # enough to fill k after exclusions
     depth = max(tuning.rerank_depth, fill) if reranks else fill
-    if tuning.length_prior and not reranks:
+    if tuning.length_prior:
         depth = max(depth, tuning.length_prior_depth + len(excluded))
     groups = ((pinned_order[:fill], False, False), (regular[:depth], reranks, True))
     rows = point_reads.hit_rows(store.db, [pid for wanted, _, _ in groups for pid in wanted])
     for wanted, rerank, weigh in groups:  # both groups' rows came in one query
         points = [rows[pid] for pid in wanted if pid in rows]
         points = [point for point in points if point.content_hash not in excluded]
-        if rerank:
-            points = _rerank(points, fused, spans, tuning)
-        elif weigh and tuning.length_prior:  # the bench's re-ranks above replace it
-            points = _length_prior(points, fused, tuning)
+        scores = fused
+        if rerank:  # the date and answer boosts (and the bench's diversity), then the prior
+            points, scores = _rerank(points, fused, spans, asked, tuning)
+        if weigh and tuning.length_prior:
+            points = _length_prior(points, scores, tuning)
         for point in points[:k]:
             score = max(cosine.get(point.id, 0.0), lexical_score.get(point.id, 0.0))
             hits.append(
@@ -394,19 +417,26 @@ def _rerank(
     points: Sequence[point_reads.HitRow],
     fused: dict[int, float],
     spans: Sequence[DateSpan],
+    asked: tuple[frozenset[AnswerType], frozenset[str]],
     tuning: RecallTuning,
-) -> list[point_reads.HitRow]:
-    """The date boost, then a greedy pick that lowers a hit's score for every better hit
-    of the same day and every better hit next to it (diversity)."""
-    boost = 1.0 + tuning.date_boost
-    score = {
-        point.id: fused.get(point.id, 0.0)
-        * (boost if any(span.contains(point.created_at) for span in spans) else 1.0)
-        for point in points
-    }
+) -> tuple[list[point_reads.HitRow], dict[int, float]]:
+    """The date boost and the answer boost, then a greedy pick that lowers a hit's score for
+    every better hit of the same day and every better hit next to it (diversity); and each
+    point's score as it was taken (boosted, lowered by diversity), which the length prior
+    weighs."""
+    dated, answers = 1.0 + tuning.date_boost, 1.0 + tuning.answer_boost
+    kinds, names = asked  # what the query asks for, and the names it holds itself
+    score: dict[int, float] = {}
+    for point in points:
+        value = fused.get(point.id, 0.0)
+        if any(span.contains(point.created_at) for span in spans):
+            value *= dated
+        if kinds and holds_answer(point.content, kinds, names):
+            value *= answers
+        score[point.id] = value
     left = sorted(points, key=lambda p: -score[p.id])
     if tuning.same_day_factor == 1.0 and tuning.neighbour_factor == 1.0:
-        return left
+        return left, score
     per_day: dict[object, int] = {}
     taken: set[int] = set()
 
@@ -419,12 +449,14 @@ def _rerank(
         )
 
     picked: list[point_reads.HitRow] = []
+    at_pick: dict[int, float] = {}
     while left:
         point = left.pop(max(range(len(left)), key=lambda i: diverse(left[i])))
+        at_pick[point.id] = diverse(point)
         per_day[point.created_at.date()] = per_day.get(point.created_at.date(), 0) + 1
         taken.add(point.id)
         picked.append(point)
-    return picked
+    return picked, at_pick
 
 
 RECALL_PREAMBLE = (

@@ -1,6 +1,7 @@
 """The fifth recall round's bench (`bench/locomo_round5.py`): its prototypes, set to the
-product's values before the round, rank as `MemoryStore.recall` did, and the prototype of
-what the round shipped ranks as `recall` does now."""
+product's values before the round, rank as `MemoryStore.recall` did, the prototype of what
+the round shipped ranks as `recall` with `ROUND5`, and family 7 as the sixth round shipped
+it (`DATED`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from bench.locomo_cache import CachedEmbedder
 from bench.locomo_data import load_locomo
 from bench.locomo_round5 import environment, families
 from bench.locomo_round5_rankers import (
+    DATED,
+    ROUND5,
     agreement,
     coverage,
     dated_prior,
@@ -26,7 +29,6 @@ from bench.locomo_round5_rankers import (
     same_as_product,
     third_vector,
 )
-from memory.recall import TUNING
 from tests.test_locomo_round3 import _bag_of_words, _conversation
 
 
@@ -57,9 +59,11 @@ def test_the_prototypes_at_the_products_values_rank_as_recall(tmp_path: Path) ->
             assert expected, question.question
             for ranker in same:
                 assert ranker(conv, index, question) == expected
-            now = product_ranker(TUNING)(conv, index, question)
+            now = product_ranker(ROUND5)(conv, index, question)
             assert shipped(conv, index, question) == now
             assert dated_prior(0.0)(conv, index, question) == now
+            dated = product_ranker(DATED)(conv, index, question)
+            assert dated_prior(DATED.date_boost)(conv, index, question) == dated
     finally:
         conv.memory.close()
         shutil.rmtree(home, ignore_errors=True)
