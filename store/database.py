@@ -179,7 +179,7 @@ rows p95 3.0 instead of 5.5 ms, whole recalls p95 −0.5 to −6 ms; docs/recall
 
 def _connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
-    config = {"threads": DUCKDB_THREADS}
+    config: dict[str, str | bool | int | float | list[str]] = {"threads": DUCKDB_THREADS}
     while True:
         try:
             return duckdb.connect(str(path), read_only=read_only, config=config)
