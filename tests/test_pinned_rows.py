@@ -6,23 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory.memory_store import MemoryConfig, MemoryStore
+from memory.memory_store import MemoryStore
 from store import point_reads
 from store.clock import Clock
-from tests.support.ollama_standin import embed_text
-
-DIM = 64
-LONG = " — with enough words to pass the length floor of the save filter."
-
-
-def vec(text: str) -> list[float]:
-    return embed_text(text, DIM)
-
-
-def open_store(home: Path) -> MemoryStore:
-    store = MemoryStore.open(home, MemoryConfig(), clock=Clock())
-    store.wait_until_ready(timeout=30)
-    return store
+from tests.test_memory_store import LONG, open_store, vec
 
 
 def recalled(store: MemoryStore, query: str) -> list[int]:
