@@ -2,6 +2,7 @@
 
     python -m bench.recall_paired HOME --ref REF [--queries 400] [--profile] [--json OUT]
     python -m bench.recall_paired HOME --ref-tree DIR …   # a checkout's folder instead of a ref
+    python -m bench.recall_paired HOME --ref REF --ref-threads 2   # the ref side's DuckDB threads
 
 HOME is a store `python -m bench.memory_scale --keep DIR` left (`DIR/home-N`). The ref's
 `memory/` and `store/` packages are imported first from a `git archive` of REF and kept
@@ -9,9 +10,13 @@ under their module objects, then this checkout's; each side opens the same data 
 its own `MemoryStore` (DuckDB shares the one database instance in a process) and the two
 run the same `recall(query, vector=...)` calls alternately, query by query, in an order that
 flips every query — the machine's load falls on both alike. Queries and vectors are
-`bench.memory_scale`'s (`Synthetic(seed=2)`, as its measure worker). Reported: wall and
-thread-CPU p50 / p95 / mean per side, and how many recalls returned other hits (ids, scores
-and texts compared: 0 expected). `--profile` adds a cProfile listing of each side's recalls.
+`bench.memory_scale`'s (`Synthetic(seed=2)`, as its measure worker). Reported: wall,
+thread-CPU and process-CPU (DuckDB's own threads too) p50 / p95 / mean per side, and how
+many recalls returned other hits (ids, scores and texts compared: 0 expected). `--profile`
+adds a cProfile listing of each side's recalls.
+`--ref-threads N` sets DuckDB's `threads` to N before each of the ref side's recalls and back
+to this checkout's value before each of its own (the one database is shared, and `threads`
+is a setting of the whole database).
 """
 
 from __future__ import annotations
@@ -80,7 +85,12 @@ def import_sides(ref: str, tree: Path | None = None) -> tuple[ModuleType, Module
 
 
 def compare(
-    home: Path, ref: str, queries: int, profile: bool, tree: Path | None = None
+    home: Path,
+    ref: str,
+    queries: int,
+    profile: bool,
+    tree: Path | None = None,
+    ref_threads: int | None = None,
 ) -> dict[str, Any]:
     old, new = import_sides(ref, tree)
     from store.clock import Clock
@@ -96,8 +106,10 @@ def compare(
     ref = old.MemoryStore(home, config, this.db)
     ref._start()
     stores = {"ref": ref, "this": this}
+    threads = {"ref": ref_threads, "this": _threads(this)} if ref_threads else {}
     wall: dict[str, list[float]] = {name: [] for name in sides}
     cpu: dict[str, list[float]] = {name: [] for name in sides}
+    proc: dict[str, list[float]] = {name: [] for name in sides}
     profilers = {name: cProfile.Profile() for name in sides}
     differ = 0
     try:
@@ -110,12 +122,16 @@ def compare(
             got = {}
             for name in ("ref", "this") if i % 2 == 0 else ("this", "ref"):
                 store = stores[name]
+                if threads:
+                    _set_threads(store, threads[name])
                 if profile:
                     profilers[name].enable()
                 started, used = time.perf_counter(), time.thread_time()
+                process = time.process_time()
                 got[name] = store.recall(q, vector=v)
                 wall[name].append((time.perf_counter() - started) * 1000)
                 cpu[name].append((time.thread_time() - used) * 1000)
+                proc[name].append((time.process_time() - process) * 1000)
                 if profile:
                     profilers[name].disable()
             differ += _hits(got["ref"]) != _hits(got["this"])
@@ -123,12 +139,25 @@ def compare(
         ref.close()  # closes the shared Database; `this.close()` finds it closed
         this.close()
     result: dict[str, Any] = {"ref": ref, "queries": queries, "differ": differ}
+    if threads:
+        result["threads"] = threads
     for name in sides:
         result[name] = ms_stats(wall[name])
         result[f"{name}_cpu"] = ms_stats(cpu[name])
+        result[f"{name}_proc"] = ms_stats(proc[name])
         if profile:
             result[f"{name}_profile"] = _listing(profilers[name])
     return result
+
+
+def _threads(store: Any) -> int:
+    with store.db.cursor() as cur:
+        return int(cur.execute("SELECT current_setting('threads')").fetchall()[0][0])
+
+
+def _set_threads(store: Any, threads: int) -> None:
+    with store.db.cursor() as cur:
+        cur.execute(f"SET threads = {int(threads)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,14 +167,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ref-tree", type=Path, help="the ref side from this folder")
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--ref-threads", type=int, help="DuckDB threads for the ref side")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     ref = str(args.ref_tree) if args.ref_tree else args.ref
-    result = compare(args.home, ref, args.queries, args.profile, args.ref_tree)
+    result = compare(args.home, ref, args.queries, args.profile, args.ref_tree, args.ref_threads)
     for key in ("ref", "this"):
         if f"{key}_profile" in result:
             print(f"--- {key} profile\n{result[f'{key}_profile']}")
-    for key in ("ref", "this", "ref_cpu", "this_cpu"):
+    for key in ("ref", "this", "ref_cpu", "this_cpu", "ref_proc", "this_proc"):
         stats = result[key]
         print(f"{key:9} p50 {stats['p50_ms']:.2f}  p95 {stats['p95_ms']:.2f} ms")
     print(f"recalls with other hits: {result['differ']} of {result['queries']}")

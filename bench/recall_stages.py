@@ -5,8 +5,9 @@
 HOME is a store `python -m bench.memory_scale --keep DIR` left. Opens it as the bench's
 measure worker does (open, wait until ready, 5 warm-up recalls), then runs `--recalls` recalls
 of `bench.memory_scale`'s queries and vectors and times, per recall, the stages `memory.recall`
-calls — the vector search, the word search (and in it `prepare`, `top`, `within`), the pinned
-ranking, the hit rows — by wrapping those functions for this process only: wall time, this
+calls — the vector search, the word search (and in it `prepare`, then `top_and_within`: the
+MaxScore `walk` and one exact scoring of its candidates and the pins), the pinned ranking,
+the hit rows — by wrapping those functions for this process only: wall time, this
 thread's CPU time, the process's CPU time (DuckDB's own threads), minor and major page faults
 (`lexical.idx`'s pages come back by faults after the open handed them back) and the time the
 garbage collector ran. Prints p50 / p95 / max per stage and the slowest recalls; the JSON
@@ -30,7 +31,7 @@ import numpy as np
 
 from bench.memory_scale import WARM_RECALLS, Synthetic, _clock, _config
 
-STAGES = ("vector", "lexical", "prepare", "top", "within", "pinned", "hit_rows")
+STAGES = ("vector", "lexical", "prepare", "top_and_within", "walk", "pinned", "hit_rows")
 
 
 class _Stages:
@@ -74,8 +75,9 @@ def measure(home: Path, recalls: int) -> dict[str, Any]:
     stages = _Stages()
     stages.wrap(VectorKeeper, "search", "vector")
     stages.wrap(recall_module, "_lexical_candidates", "lexical")
-    for name in ("prepare", "top", "within"):
+    for name in ("prepare", "top_and_within"):
         stages.wrap(lexical_topk, name, name)
+    stages.wrap(lexical_topk, "_hopeful", "walk")
     stages.wrap(recall_module, "_pinned_ranking", "pinned")
     stages.wrap(point_reads, "hit_rows", "hit_rows")
     collections: list[list[float]] = []
@@ -137,7 +139,7 @@ def summary(rows: list[dict[str, float]]) -> list[str]:
     keys = ["total", "cpu", "gc", "minflt"]
     for stage in STAGES:
         keys += [stage, f"{stage}_cpu"]
-    keys += ["hit_rows_proc", "top_minflt", "vector_minflt"]
+    keys += ["hit_rows_proc", "walk_minflt", "vector_minflt"]
     lines = []
     for key in keys:
         values = [row.get(key, 0.0) for row in rows]

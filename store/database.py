@@ -168,11 +168,21 @@ read-only, no lock file taken: issue 15 §5) and a writer starting beside it mee
 the later one waits for the earlier (reads take about a second)."""
 
 
+DUCKDB_THREADS = 1
+"""DuckDB's `threads`: one, so a query runs on the thread that asked it and never waits for
+a worker another query or the OS holds. Recall's one query (~10 rows by id) gains nothing
+from a second thread; under load it waited for one (100k, alternating query by query: hit
+rows p95 3.0 instead of 5.5 ms, whole recalls p95 −0.5 to −6 ms; docs/recall-latency.md
+"Sixth session"). Big scans (a rebuild's vectors, the word rows) ran as fast on this
+2-core machine."""
+
+
 def _connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    config: dict[str, str | bool | int | float | list[str]] = {"threads": DUCKDB_THREADS}
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only)
+            return duckdb.connect(str(path), read_only=read_only, config=config)
         except duckdb.Error as error:
             classified = _classify_open_error(path, error)
             if not isinstance(classified, DataDirInUse) or time.monotonic() >= deadline:

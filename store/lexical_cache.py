@@ -461,10 +461,7 @@ class LexicalCache:
             prepared = lexical_topk.prepare(self._index, groups)  # once for both rankings
             if prepared is None:
                 return [], []
-            overall = lexical_topk.top(self._index, prepared, k)
-            if not subset or not overall:
-                return overall, []
-            return overall, lexical_topk.within(self._index, prepared, list(subset))
+            return lexical_topk.top_and_within(self._index, prepared, k, list(subset))
 
     def feedback_search(
         self, query: str, seeds: Sequence[int], terms: int, k: int

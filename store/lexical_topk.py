@@ -83,6 +83,30 @@ def prepare(index: CompactPostings, groups: Sequence[tuple[str, ...]]) -> _Query
 def top(index: CompactPostings, query: _Query, k: int) -> list[tuple[int, float]]:
     """The `k` best live points as (point id, score), ties by lower id — as the dense pass
     ranks them."""
+    hopeful = _hopeful(index, query, k)
+    return ranked(index, hopeful, exact(query, hopeful), k)
+
+
+def top_and_within(
+    index: CompactPostings, query: _Query, k: int, point_ids: Sequence[int]
+) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """`top` and, when it found any, `within` of `point_ids` (recall's pins), from one
+    `exact` pass over both sets of slots: its look-ups cost per query group, not per slot,
+    so the pins' ranking costs ~0.1 ms less a recall at 100k (docs/recall-latency.md,
+    "Sixth session"). A slot's score does not depend on the others scored with it: the
+    same floats as the two calls."""
+    hopeful = _hopeful(index, query, k)
+    pins = index.live_slots_of(point_ids) if point_ids else np.empty(0, np.int64)
+    slots = np.union1d(hopeful, pins)  # ascending, as `exact` wants
+    scores = exact(query, slots)
+    overall = ranked(index, hopeful, scores[np.searchsorted(slots, hopeful)], k)
+    if not overall or not len(pins):
+        return overall, []
+    return overall, ranked(index, pins, scores[np.searchsorted(slots, pins)], len(pins))
+
+
+def _hopeful(index: CompactPostings, query: _Query, k: int) -> NDArray[np.int64]:
+    """The slots (ascending) that can still be among the `k` best: MaxScore's walk."""
     groups = query.groups
     by_bound = sorted(range(len(groups)), key=lambda i: -groups[i].bound)
     rest = [*np.cumsum([groups[i].bound for i in reversed(by_bound)])[::-1].tolist(), 0.0]
@@ -124,7 +148,7 @@ def top(index: CompactPostings, query: _Query, k: int) -> list[tuple[int, float]
     except BaseException:
         index.drop_scratch()  # maybe not all zero again
         raise
-    return ranked(index, hopeful, exact(query, hopeful), k)
+    return hopeful
 
 
 def _accumulate(

@@ -17,7 +17,13 @@ import numpy.typing as npt
 
 from store import point_sizes
 from store.database import Cursor, Database
-from store.point_values import FloatVector, as_utc, matrix_from_bytes, vector_from_bytes
+from store.point_values import (
+    FloatVector,
+    as_utc,
+    content_hash,
+    matrix_from_bytes,
+    vector_from_bytes,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +35,14 @@ class HitRow:
     pinned: bool
     created_at: datetime
     content: str
-    content_hash: str
+
+    @property
+    def content_hash(self) -> str:
+        """The point's `content_hash`, from its content: the column is written from
+        `content_hash(content)` at every insert and no statement changes `content`, so
+        it is not read (the column cost ~0.1 of the ~1 ms a recall's hit rows take at
+        100k; docs/recall-latency.md "Sixth session")."""
+        return content_hash(self.content)
 
 
 _OF_IDS = "id IN (SELECT unnest(?::BIGINT[]))"
@@ -53,12 +66,12 @@ def _rows_of(db: Database, columns: str, ids: Sequence[int]) -> list[Any]:
         return cur.execute(f"SELECT {columns} FROM points WHERE {_OF_IDS}", [wanted]).fetchall()
 
 
-_HIT_COLUMNS = "id, role, pinned, created_at, content, content_hash"
+_HIT_COLUMNS = "id, role, pinned, created_at, content"
 
 
 def _hit_row(r: Sequence[Any]) -> HitRow:
     """A `HitRow` from the first columns of a row that starts with `_HIT_COLUMNS`."""
-    return HitRow(int(r[0]), r[1], bool(r[2]), as_utc(r[3]), r[4], r[5])
+    return HitRow(int(r[0]), r[1], bool(r[2]), as_utc(r[3]), r[4])
 
 
 def hit_rows(db: Database, ids: Sequence[int]) -> dict[int, HitRow]:
@@ -77,7 +90,7 @@ def neighbour_rows(db: Database, ids: Sequence[int], window: int) -> dict[int, l
         return {}
     reach = sorted({i + step for i in ids for step in range(-window, window + 1)})
     rows = _rows_of(db, f"{_HIT_COLUMNS}, conversation_id", reach)
-    conversation = {int(r[0]): r[6] for r in rows}
+    conversation = {int(r[0]): r[5] for r in rows}
     by_id = {int(r[0]): _hit_row(r) for r in rows}
     found: dict[int, list[HitRow]] = {}
     for anchor in dict.fromkeys(ids):

@@ -137,3 +137,24 @@ def test_a_words_appended_postings_are_scored_without_joining_its_list(con, monk
             cache, lambda c, q=query, k=k: c.search_and_subset(con, q, k, pinned), monkeypatch
         )
         assert pruned == dense, query
+
+
+def test_top_and_within_in_one_pass_are_the_two_calls_bit_for_bit(con):
+    rng = random.Random(606)
+    add(con, {i: zipf_text(rng, rng.randint(2, 30)) for i in range(1, 801)})
+    cache = li.LexicalCache()
+    cache.load(con)
+    remove(con, cache, *rng.sample(range(1, 801), 60))  # some pins among the removed
+    add(con, {i: zipf_text(rng, rng.randint(2, 30)) for i in range(801, 901)}, cache=cache)
+    cache.search(con, "w0", 1)  # applies the staged changes
+    index = cache._index
+    for _ in range(200):
+        query = zipf_text(rng, rng.randint(1, 10))
+        prepared = lexical_topk.prepare(index, cache.analyzer.query_terms(query))
+        if prepared is None:
+            continue
+        pins = rng.sample(range(1, 901), rng.choice((0, 1, 10, 50)))
+        k = rng.choice((1, 5, 50))
+        overall = lexical_topk.top(index, prepared, k)
+        within = lexical_topk.within(index, prepared, pins) if pins and overall else []
+        assert lexical_topk.top_and_within(index, prepared, k, pins) == (overall, within)
