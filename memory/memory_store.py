@@ -34,6 +34,7 @@ from memory.embedding_space import EmbeddingSpace, record_space, resolve_space
 from memory.headroom import Headroom, headroom, ram_estimate_bytes
 from memory.ingest import IngestPlan, IngestReport
 from memory.neighbour_words import reindex_texts
+from memory.open_ahead import start_open_ahead
 from memory.recall import (
     PinnedPoints,
     RecallHit,
@@ -48,7 +49,7 @@ from memory.recall import (
 from memory.save_filter import SaveFilter
 from memory.secret_masking import mask_secrets
 from memory.settings_models import MemoryConfig
-from store import lexical_index, meta, point_reads
+from store import lexical_index, meta, point_reads, vector_index_ahead
 from store.clock import Clock
 from store.database import (
     BACKGROUND_CHECKPOINT_MIN_BYTES,
@@ -130,15 +131,22 @@ class MemoryStore:
 
         `read_only` (`status`, `recall`, the list commands): DuckDB's read-only mode, no
         index saved, rebuilt or deleted, no counter bumped — the data dir's bytes stay as
-        they were. Raises `store.database.DatabaseError` subclasses with one-line messages."""
-        db = open_database(database_path(home), clock=clock, read_only=read_only)
-        store = cls(home, config, db, read_only=db.read_only)
+        they were. Raises `store.database.DatabaseError` subclasses with one-line messages.
+
+        The vector file's check starts first, in a thread (`start_open_ahead`): it needs
+        nothing from the database and runs while DuckDB opens (~0.5 s at 1M points)."""
+        start_open_ahead(home)
         try:
-            store._start()
-        except BaseException:
-            store._stop_lexical_load()  # it reads the database being closed
-            db.close()
-            raise
+            db = open_database(database_path(home), clock=clock, read_only=read_only)
+            store = cls(home, config, db, read_only=db.read_only)
+            try:
+                store._start()
+            except BaseException:
+                store._stop_lexical_load()  # it reads the database being closed
+                db.close()
+                raise
+        finally:
+            vector_index_ahead.drop_check(home / INDEX_FILENAME)  # (when nothing took it)
         return store
 
     def _start(self) -> None:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # usearch is imported by the first index made (an empty store
     from usearch.index import Index
 
 # The `X as X` imports: other modules import these names from here, as before.
+from store.vector_index_file import INDEX_FILENAME as INDEX_FILENAME
 from store.vector_index_file import IndexDType as IndexDType
 from store.vector_index_file import IndexFileError as IndexFileError
 
@@ -40,7 +41,6 @@ KeysLike = npt.NDArray[np.integer] | Sequence[int]
 FloatMatrix = npt.NDArray[np.float32]
 Hits = list[tuple[int, float]]
 
-INDEX_FILENAME: Final = "vectors.usearch"
 MAX_KEY: Final = 2**63 - 1
 DEFAULT_DTYPE: Final[IndexDType] = "f16"
 DEFAULT_CONNECTIVITY: Final = 16

@@ -1,0 +1,182 @@
+"""The memory's open, started ahead (issue 18): the vector file's check in a thread before
+the open reaches it (store/vector_index_ahead.py), and the facts' sidebar line read by the
+opener itself. A damaged file is refused as before, a replaced one checked again, and
+nothing is left mapped."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agent.settings import Settings
+from memory.memory_store import MemoryStore
+from memory.open_ahead import start_open_ahead
+from store import vector_index_ahead
+from store.clock import Clock
+from store.vector_index import VectorIndex
+from tests.support.ollama_standin import OllamaStandIn
+from tests.support.pilot_helpers import wait_until
+from tests.test_vector_index import (
+    CORRUPT_CASES,
+    NDIM,
+    _write_corrupt,
+    clustered,
+    saved_index,
+)
+from tui.app import MemoryOpened, StraylightApp
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def opened_with_check_ahead(path: Path) -> VectorIndex:
+    vector_index_ahead.start_check(path)
+    index = VectorIndex(path, NDIM)
+    index.open()
+    assert not vector_index_ahead.pending(path)  # taken by the open
+    return index
+
+
+def test_a_file_checked_ahead_loads_as_one_checked_by_the_open(tmp_path: Path) -> None:
+    good, data = saved_index(tmp_path)
+    index = opened_with_check_ahead(good.path)
+    assert index.state == "in_sync"
+    assert len(index) == 200
+    assert index.search(data[7], 1)[0][0] == 7
+
+
+@pytest.mark.parametrize("case", sorted(CORRUPT_CASES))
+def test_a_damaged_file_checked_ahead_is_refused_with_the_same_reason(
+    tmp_path: Path, case: str
+) -> None:
+    good, _ = saved_index(tmp_path)
+    _write_corrupt(good.path, case, good.path.read_bytes())
+    index = opened_with_check_ahead(good.path)
+    assert index.state == "stale"
+    assert CORRUPT_CASES[case] in index.reason
+    assert len(index) == 0
+
+
+def test_a_file_replaced_after_the_check_started_is_checked_again(tmp_path: Path) -> None:
+    good, _ = saved_index(tmp_path)
+    vector_index_ahead.start_check(good.path)
+    vector_index_ahead.wait(good.path)
+    other = VectorIndex(tmp_path / "other.usearch", NDIM)
+    other.add(np.arange(50), clustered(50, seed=3))
+    other.save()
+    (tmp_path / "other.usearch").replace(good.path)  # a new file where the checked one was
+    index = opened_with_check_ahead(good.path)
+    assert (index.state, len(index)) == ("in_sync", 50)
+
+
+def test_a_file_damaged_in_place_after_its_check_is_refused(tmp_path: Path) -> None:
+    good, _ = saved_index(tmp_path)
+    vector_index_ahead.start_check(good.path)
+    vector_index_ahead.wait(good.path)  # (damaging it while it is read would be a SIGBUS)
+    _write_corrupt(good.path, "flipped_body", good.path.read_bytes())
+    index = opened_with_check_ahead(good.path)
+    assert (index.state, len(index)) == ("stale", 0)
+    assert "checksum mismatch" in index.reason
+
+
+def test_a_check_nobody_takes_is_dropped(tmp_path: Path) -> None:
+    good, _ = saved_index(tmp_path)
+    vector_index_ahead.start_check(good.path)
+    vector_index_ahead.start_check(good.path)  # a second start: the same check
+    vector_index_ahead.drop_check(good.path)
+    assert not vector_index_ahead.pending(good.path)
+    assert VectorIndex(good.path, NDIM).open() == "in_sync"  # checked by the open itself
+    vector_index_ahead.start_check(tmp_path / "missing.usearch")
+    assert not vector_index_ahead.pending(tmp_path / "missing.usearch")
+
+
+def test_damaged_files_checked_ahead_never_kill_the_process(tmp_path: Path) -> None:
+    """In a child: every damaged file checked ahead, then opened, added to and searched."""
+    good, _ = saved_index(tmp_path)
+    good_bytes = good.path.read_bytes()
+    for case in CORRUPT_CASES:
+        folder = tmp_path / case
+        folder.mkdir()
+        _write_corrupt(folder / "vectors.usearch", case, good_bytes)
+    child = f"""
+import json, numpy as np
+from pathlib import Path
+from memory.open_ahead import start_open_ahead
+from store.vector_index import VectorIndex
+folders = sorted(f for f in Path({str(tmp_path)!r}).iterdir() if f.is_dir())
+for folder in folders:
+    start_open_ahead(folder)
+states = {{}}
+for folder in folders:
+    index = VectorIndex(folder / "vectors.usearch", {NDIM})
+    states[folder.name] = index.open()
+    index.add(np.arange(100), np.random.default_rng(0).random((100, {NDIM}), dtype=np.float32))
+    index.search(np.ones({NDIM}, dtype=np.float32), 5)
+print(json.dumps(states))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", child], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == dict.fromkeys(CORRUPT_CASES, "stale")
+
+
+def _store_with_vectors(settings: Settings) -> None:
+    store = MemoryStore.open(settings.home, settings.memory, clock=Clock())
+    try:
+        rng = np.random.default_rng(5)
+        for i in range(30):
+            vector = rng.standard_normal(768).tolist()
+            store.save("doc", f"note {i}: the ferry leaves at {i}:15", vector=vector)
+        store.wait_until_ready()
+    finally:
+        store.close()  # writes vectors.usearch
+
+
+def test_the_store_open_takes_or_drops_its_check(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    settings = make_settings(ollama_host=standin.host)
+    _store_with_vectors(settings)
+    path = settings.home / "vectors.usearch"
+    start_open_ahead(settings.home)  # as the TUI's memory worker does before its imports
+    store = MemoryStore.open(settings.home, settings.memory, clock=Clock())
+    try:
+        assert not vector_index_ahead.pending(path)
+        assert store.index_state() == ("in_sync", 30)
+    finally:
+        store.close()
+    _write_corrupt(path, "flipped_body", path.read_bytes())
+    read_only = MemoryStore.open(settings.home, settings.memory, clock=Clock(), read_only=True)
+    try:
+        assert not vector_index_ahead.pending(path)
+        assert read_only.index_state() == ("stale", 0)  # refused, not loaded
+    finally:
+        read_only.close()
+
+
+async def test_the_facts_line_comes_with_the_opened_memory(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """The sidebar's facts line is set when the app handles `MemoryOpened`, not after a
+    second worker reads it (the line that tells the memory is open)."""
+    settings = make_settings(ollama_host=standin.host, jobs_enabled=False)
+    _store_with_vectors(settings)
+    seen: list[str] = []
+
+    class App(StraylightApp):
+        CSS_PATH = str(ROOT / "tui" / "app.tcss")  # (resolved beside this test otherwise)
+
+        async def on_memory_opened(self, message: MemoryOpened) -> None:
+            await super().on_memory_opened(message)
+            seen.append(self.chat.sidebar_state.facts_line)
+
+    app = App(settings)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_until(pilot, lambda: bool(seen), timeout=30, what="the memory opened")
+        assert seen[0].startswith("0 active, 0 stale")
