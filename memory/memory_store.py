@@ -34,7 +34,7 @@ from memory.embedding_space import EmbeddingSpace, record_space, resolve_space
 from memory.headroom import Headroom, headroom, ram_estimate_bytes
 from memory.ingest import IngestPlan, IngestReport
 from memory.neighbour_words import reindex_texts
-from memory.open_ahead import start_open_ahead
+from memory.open_ahead import drop_open_ahead, start_open_ahead
 from memory.recall import (
     PinnedPoints,
     RecallHit,
@@ -49,7 +49,7 @@ from memory.recall import (
 from memory.save_filter import SaveFilter
 from memory.secret_masking import mask_secrets
 from memory.settings_models import MemoryConfig
-from store import lexical_index, meta, point_reads, vector_index_ahead
+from store import lexical_index, meta, point_reads
 from store.clock import Clock
 from store.database import (
     BACKGROUND_CHECKPOINT_MIN_BYTES,
@@ -146,7 +146,7 @@ class MemoryStore:
                 db.close()
                 raise
         finally:
-            vector_index_ahead.drop_check(home / INDEX_FILENAME)  # (when nothing took it)
+            drop_open_ahead(home)  # (when nothing took it)
         return store
 
     def _start(self) -> None:

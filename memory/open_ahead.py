@@ -11,10 +11,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from store.vector_index_ahead import start_check
+from store.vector_index_ahead import drop_check, start_check
 from store.vector_index_file import INDEX_FILENAME
+
+PRELOAD = True  # usearch loads the file in that thread too, once it is checked
 
 
 def start_open_ahead(home: Path) -> None:
-    """Start checking `home`'s `vectors.usearch` in a thread (nothing if it is missing)."""
-    start_check(home / INDEX_FILENAME)
+    """Start checking `home`'s `vectors.usearch` in a thread, then loading it (nothing if
+    it is missing)."""
+    start_check(home / INDEX_FILENAME, load=PRELOAD)
+
+
+def drop_open_ahead(home: Path) -> None:
+    """Forget what `start_open_ahead` started and no open took (the store was open already
+    in this process, or its open failed first): its mapping and index are freed."""
+    drop_check(home / INDEX_FILENAME)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 from store.vector_index_file import CheckedIndexFile, IndexFileError, check_index_file
 
@@ -40,9 +41,10 @@ def _signature(path: Path) -> _Signature | None:
 class _Check:
     """One file's check, running in its own thread."""
 
-    def __init__(self, path: Path, signature: _Signature) -> None:
+    def __init__(self, path: Path, signature: _Signature, *, load: bool) -> None:
         self.path = path
         self.signature = signature
+        self.load = load
         self._done = threading.Event()
         self._lock = threading.Lock()
         self._checked: CheckedIndexFile | None = None
@@ -56,6 +58,8 @@ class _Check:
     def _run(self) -> None:
         try:
             checked = check_index_file(self.path)
+            if self.load and not self._dropped:
+                checked.loaded = _preload(checked)
         except Exception as error:  # noqa: BLE001 - handed to the taker, raised there
             self._error = error
         else:
@@ -96,9 +100,20 @@ def _key(path: Path) -> str:
     return os.path.realpath(path)
 
 
-def start_check(path: Path) -> None:
+def _preload(checked: CheckedIndexFile) -> tuple[tuple[object, ...], Any] | None:
+    """usearch's index loaded from the checked bytes (None if it cannot be: the open then
+    loads, or refuses, the file itself)."""
+    from store.vector_index import preload_index
+
+    try:
+        return preload_index(checked.payload)
+    except (RuntimeError, ValueError, KeyError):
+        return None
+
+
+def start_check(path: Path, *, load: bool = False) -> None:
     """Start checking the index file at `path` in a thread (nothing when it is missing or a
-    check of it is already pending)."""
+    check of it is already pending); with `load`, usearch then loads it in that thread."""
     signature = _signature(path)
     if signature is None:
         return
@@ -106,7 +121,7 @@ def start_check(path: Path) -> None:
         key = _key(path)
         if key in _checks:
             return
-        check = _checks[key] = _Check(path, signature)
+        check = _checks[key] = _Check(path, signature, load=load)
     check.start()
 
 

@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from store.private_files import map_private, replace_atomically, write_all
 
@@ -71,11 +71,18 @@ def mapped_index_file(path: Path) -> Iterator[tuple[memoryview, bytes]]:
     view of the file for the block's time, and the identity it carries; IndexFileError if
     unusable. The view must not outlive the block. A check started ahead for this file
     (`store.vector_index_ahead`) is used when it is of the file still at `path`."""
+    with checked_index_file(path) as checked:
+        yield checked.payload, checked.identity
+
+
+@contextlib.contextmanager
+def checked_index_file(path: Path) -> Iterator[CheckedIndexFile]:
+    """`mapped_index_file`'s mapping with what a check started ahead loaded from it."""
     from store.vector_index_ahead import take_check
 
     checked = take_check(path) or check_index_file(path)
     try:
-        yield checked.payload, checked.identity
+        yield checked
     finally:
         checked.close()
 
@@ -89,8 +96,12 @@ class CheckedIndexFile:
     whole: memoryview
     payload: memoryview
     identity: bytes
+    # (how it was made, the usearch index) loaded from `payload` after the check, ahead
+    # of the open (`store.vector_index_ahead`); the open uses it if it would make the same
+    loaded: tuple[tuple[object, ...], Any] | None = None
 
     def close(self) -> None:
+        self.loaded = None
         self.payload.release()
         self.whole.release()
         with contextlib.suppress(BufferError):  # a view still held: unmapped when it is freed

@@ -34,29 +34,48 @@ from tui.app import MemoryOpened, StraylightApp
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def opened_with_check_ahead(path: Path) -> VectorIndex:
-    vector_index_ahead.start_check(path)
-    index = VectorIndex(path, NDIM)
+def opened_with_check_ahead(path: Path, *, load: bool = False, **config: int) -> VectorIndex:
+    vector_index_ahead.start_check(path, load=load)
+    index = VectorIndex(path, NDIM, **config)
     index.open()
     assert not vector_index_ahead.pending(path)  # taken by the open
     return index
 
 
-def test_a_file_checked_ahead_loads_as_one_checked_by_the_open(tmp_path: Path) -> None:
+@pytest.mark.parametrize("load", [False, True])
+def test_a_file_checked_ahead_loads_as_one_checked_by_the_open(tmp_path: Path, load: bool) -> None:
     good, data = saved_index(tmp_path)
-    index = opened_with_check_ahead(good.path)
+    index = opened_with_check_ahead(good.path, load=load)
     assert index.state == "in_sync"
     assert len(index) == 200
     assert index.search(data[7], 1)[0][0] == 7
+    assert [k for k, _ in index.search(data[9], 10)] == [k for k, _ in good.search(data[9], 10)]
 
 
+def test_the_index_loaded_ahead_is_used_only_if_the_open_would_make_the_same(
+    tmp_path: Path,
+) -> None:
+    good, _ = saved_index(tmp_path)
+    vector_index_ahead.start_check(good.path, load=True)
+    vector_index_ahead.wait(good.path)
+    checked = vector_index_ahead.take_check(good.path)
+    assert checked is not None and checked.loaded is not None
+    config, loaded = checked.loaded
+    checked.close()
+    assert config == (NDIM, "f16", 16, 128, 128) and len(loaded) == 200
+    index = opened_with_check_ahead(good.path, load=True, expansion_search=64)
+    assert index.state == "in_sync"
+    assert index._index.expansion_search == 64  # its own load, not the one made ahead
+
+
+@pytest.mark.parametrize("load", [False, True])
 @pytest.mark.parametrize("case", sorted(CORRUPT_CASES))
 def test_a_damaged_file_checked_ahead_is_refused_with_the_same_reason(
-    tmp_path: Path, case: str
+    tmp_path: Path, case: str, load: bool
 ) -> None:
     good, _ = saved_index(tmp_path)
     _write_corrupt(good.path, case, good.path.read_bytes())
-    index = opened_with_check_ahead(good.path)
+    index = opened_with_check_ahead(good.path, load=load)
     assert index.state == "stale"
     assert CORRUPT_CASES[case] in index.reason
     assert len(index) == 0

@@ -185,19 +185,24 @@ class StraylightApp(App[int]):
 
     # ---- memory (layer 3) ----------------------------------------------------------
     @work(thread=True, exclusive=True, group="memory-open", exit_on_error=False)
-    def open_memory(self) -> None:
+    def open_memory(self, *, ahead: bool = True) -> None:
         """Open layer 3; on a data dir with no database yet, a stand-in that opens it at
-        the first write (memory/deferred_store.py: no DuckDB in an idle, empty app)."""
+        the first write (memory/deferred_store.py: no DuckDB in an idle, empty app).
+        `ahead`: the vector file is checked and loaded in a thread while this one imports
+        the store's modules and opens the database (memory/open_ahead.py)."""
         from memory.deferred_store import DeferredMemory, database_exists
 
         if database_exists(self.settings.home):
-            from memory.open_ahead import start_open_ahead
+            from memory.open_ahead import drop_open_ahead, start_open_ahead
 
-            start_open_ahead(self.settings.home)  # the vector file's check, beside the imports
+            if ahead:
+                start_open_ahead(self.settings.home)
             try:
                 self._open_and_report()
             except Exception:  # noqa: BLE001 - named on screen and logged already
                 return
+            finally:
+                drop_open_ahead(self.settings.home)  # (when the open did not take it)
             self._serve_other_clients()
             return
         deferred = DeferredMemory(
@@ -320,7 +325,7 @@ class StraylightApp(App[int]):
         facts = self.settings.facts.model_copy(update={"embed_model": name})
         self.settings = self.settings.model_copy(update={"memory": memory, "facts": facts})
         self.engine.settings = self.settings
-        self.open_memory()
+        self.open_memory(ahead=False)  # (the file is of the old model: rebuilt, not loaded)
         self.chat.check_status()  # the sidebar's embedding line follows
         await self.chat.notice(
             f"Embedding model for this session: {name}. Every memory point is re-embedded "
