@@ -145,8 +145,10 @@ class MemoryStore:
                 store._stop_lexical_load()  # it reads the database being closed
                 db.close()
                 raise
-        finally:
-            drop_open_ahead(home)  # (when nothing took it)
+        except BaseException:
+            drop_open_ahead(home)
+            raise
+        drop_open_ahead(home, words=False)  # (when the vector open did not take its check)
         return store
 
     def _start(self) -> None:
@@ -192,6 +194,7 @@ class MemoryStore:
                 log.exception("loading the lexical cache failed; recall uses SQL")
         finally:
             self._lexical_cursor = None
+            drop_open_ahead(self.home, vectors=False)  # (when the load did not take its check)
 
     def wait_until_ready(self, timeout: float | None = None) -> None:
         """Block until a background index rebuild and the lexical load finished (tests)."""

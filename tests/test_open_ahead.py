@@ -6,6 +6,7 @@ nothing is left mapped."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from collections.abc import Callable
@@ -17,11 +18,15 @@ import pytest
 from agent.settings import Settings
 from memory.memory_store import MemoryStore
 from memory.open_ahead import start_open_ahead
-from store import vector_index_ahead
+from store import file_checks_ahead, lexical_ahead, lexical_persist, meta, vector_index_ahead
 from store.clock import Clock
+from store.database import DatabaseError
 from store.vector_index import VectorIndex
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import wait_until
+from tests.test_lexical_file import DAMAGES, QUERIES, cache_of, written
+from tests.test_lexical_file import con as con  # the word-index tables (a fixture)
+from tests.test_lexical_postings import same
 from tests.test_vector_index import (
     CORRUPT_CASES,
     NDIM,
@@ -163,11 +168,16 @@ def test_the_store_open_takes_or_drops_its_check(
     settings = make_settings(ollama_host=standin.host)
     _store_with_vectors(settings)
     path = settings.home / "vectors.usearch"
+    words = settings.home / "lexical.idx"
+    assert words.exists()
     start_open_ahead(settings.home)  # as the TUI's memory worker does before its imports
     store = MemoryStore.open(settings.home, settings.memory, clock=Clock())
     try:
         assert not vector_index_ahead.pending(path)
         assert store.index_state() == ("in_sync", 30)
+        store.wait_until_ready()
+        assert not file_checks_ahead.pending(words)
+        assert store.lexical.loaded_from == "file"
     finally:
         store.close()
     _write_corrupt(path, "flipped_body", path.read_bytes())
@@ -199,3 +209,57 @@ async def test_the_facts_line_comes_with_the_opened_memory(
     async with app.run_test(size=(110, 32)) as pilot:
         await wait_until(pilot, lambda: bool(seen), timeout=30, what="the memory opened")
         assert seen[0].startswith("0 active, 0 stale")
+
+
+# ---------------------------------------------------------------- lexical.idx ahead
+
+
+def test_a_word_index_file_checked_ahead_is_mapped_by_the_load(tmp_path, con) -> None:
+    path = written(tmp_path, con)
+    lexical_ahead.start_check(path)
+    cache = cache_of(path, con)
+    assert not file_checks_ahead.pending(path)  # taken by the load
+    assert cache.loaded_from == "file"
+    for query in QUERIES:
+        same(con, cache, query)
+
+
+@pytest.mark.parametrize("damage", DAMAGES, ids=lambda f: f.__name__)
+def test_a_damaged_word_index_file_checked_ahead_is_rebuilt_from_the_tables(
+    tmp_path, con, caplog, damage
+) -> None:
+    path = written(tmp_path, con)
+    damage(path)
+    lexical_ahead.start_check(path)
+    with caplog.at_level(logging.INFO, logger="straylight.memory"):
+        cache = cache_of(path, con)
+    assert cache.loaded_from == "tables"
+    lines = [r for r in caplog.records if str(path) in r.getMessage()]
+    assert len(lines) == 1 and lines[0].exc_info is None
+    for query in QUERIES:
+        same(con, cache, query)
+
+
+def test_a_word_index_file_of_another_database_checked_ahead_is_not_used(
+    tmp_path, con, caplog
+) -> None:
+    path = written(tmp_path, con)
+    meta.put(con, lexical_persist.DATABASE_ID_KEY, "database-two")
+    lexical_ahead.start_check(path)
+    with caplog.at_level(logging.INFO, logger="straylight.memory"):
+        cache = cache_of(path, con)
+    assert cache.loaded_from == "tables"
+    assert "made for another database or tokenizer" in caplog.text
+
+
+def test_a_store_open_that_fails_leaves_no_check_behind(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    settings = make_settings(ollama_host=standin.host)
+    _store_with_vectors(settings)
+    (settings.home / "straylight.duckdb").write_bytes(b"not a database " * 1000)
+    (settings.home / "straylight.duckdb.wal").unlink(missing_ok=True)
+    with pytest.raises(DatabaseError):
+        MemoryStore.open(settings.home, settings.memory, clock=Clock())
+    assert not vector_index_ahead.pending(settings.home / "vectors.usearch")
+    assert not file_checks_ahead.pending(settings.home / "lexical.idx")

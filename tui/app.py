@@ -200,9 +200,8 @@ class StraylightApp(App[int]):
             try:
                 self._open_and_report()
             except Exception:  # noqa: BLE001 - named on screen and logged already
+                drop_open_ahead(self.settings.home)  # (the store's open may not have run)
                 return
-            finally:
-                drop_open_ahead(self.settings.home)  # (when the open did not take it)
             self._serve_other_clients()
             return
         deferred = DeferredMemory(
