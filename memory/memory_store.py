@@ -196,6 +196,13 @@ class MemoryStore:
             self._lexical_cursor = None
             drop_open_ahead(self.home, vectors=False)  # (when the load did not take its check)
 
+    def wait_for_words(self, timeout: float | None = None) -> bool:
+        """Block until the word index's load ended; whether its mirror is in (recall then
+        ranks words without SQL)."""
+        if self._lexical_thread is not None:
+            self._lexical_thread.join(timeout)
+        return self.lexical_ready
+
     def wait_until_ready(self, timeout: float | None = None) -> None:
         """Block until a background index rebuild and the lexical load finished (tests)."""
         self.vectors.wait(timeout)

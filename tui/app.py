@@ -198,11 +198,13 @@ class StraylightApp(App[int]):
             if ahead:
                 start_open_ahead(self.settings.home)
             try:
-                self._open_and_report()
+                memory = self._open_and_report()
             except Exception:  # noqa: BLE001 - named on screen and logged already
                 drop_open_ahead(self.settings.home)  # (the store's open may not have run)
                 return
             self._serve_other_clients()
+            if memory.store.wait_for_words(timeout=600):  # (bench.scaling reads this line)
+                log.info("memory usable after %.0f ms", seconds_since_start() * 1000)
             return
         deferred = DeferredMemory(
             self.settings.home,
