@@ -190,10 +190,11 @@ def test_the_store_open_takes_or_drops_its_check(
 
 
 async def test_the_facts_line_comes_with_the_opened_memory(
-    make_settings: Callable[..., Settings], standin: OllamaStandIn
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, caplog
 ) -> None:
     """The sidebar's facts line is set when the app handles `MemoryOpened`, not after a
-    second worker reads it (the line that tells the memory is open)."""
+    second worker reads it (the line that tells the memory is open); once the word index
+    is in too, the log says when (bench.scaling reads it)."""
     settings = make_settings(ollama_host=standin.host, jobs_enabled=False)
     _store_with_vectors(settings)
     seen: list[str] = []
@@ -206,9 +207,13 @@ async def test_the_facts_line_comes_with_the_opened_memory(
             seen.append(self.chat.sidebar_state.facts_line)
 
     app = App(settings)
-    async with app.run_test(size=(110, 32)) as pilot:
-        await wait_until(pilot, lambda: bool(seen), timeout=30, what="the memory opened")
-        assert seen[0].startswith("0 active, 0 stale")
+    with caplog.at_level(logging.INFO, logger="straylight.tui"):
+        async with app.run_test(size=(110, 32)) as pilot:
+            await wait_until(pilot, lambda: bool(seen), timeout=30, what="the memory opened")
+            assert seen[0].startswith("0 active, 0 stale")
+            await wait_until(
+                pilot, lambda: "memory usable after" in caplog.text, timeout=30, what="words"
+            )
 
 
 # ---------------------------------------------------------------- lexical.idx ahead
