@@ -21,7 +21,7 @@ from memory.open_ahead import start_open_ahead
 from store import file_checks_ahead, lexical_ahead, lexical_persist, meta, vector_index_ahead
 from store.clock import Clock
 from store.database import DatabaseError
-from store.vector_index import VectorIndex
+from store.vector_index import VectorIndex, sorted_unique
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import wait_until
 from tests.test_lexical_file import DAMAGES, QUERIES, cache_of, written
@@ -131,7 +131,7 @@ def test_damaged_files_checked_ahead_never_kill_the_process(tmp_path: Path) -> N
 import json, numpy as np
 from pathlib import Path
 from memory.open_ahead import start_open_ahead
-from store.vector_index import VectorIndex
+from store.vector_index import VectorIndex, sorted_unique
 folders = sorted(f for f in Path({str(tmp_path)!r}).iterdir() if f.is_dir())
 for folder in folders:
     start_open_ahead(folder)
@@ -268,3 +268,10 @@ def test_a_store_open_that_fails_leaves_no_check_behind(
         MemoryStore.open(settings.home, settings.memory, clock=Clock())
     assert not vector_index_ahead.pending(settings.home / "vectors.usearch")
     assert not file_checks_ahead.pending(settings.home / "lexical.idx")
+
+
+def test_sorted_unique_returns_ascending_keys_as_they_are() -> None:
+    ascending = np.array([1, 5, 9, 200], dtype=np.uint64)
+    assert sorted_unique(ascending) is ascending  # (no sort: the database's ids)
+    mixed = np.array([9, 1, 5, 5, 200, 1], dtype=np.uint64)
+    assert sorted_unique(mixed).tolist() == [1, 5, 9, 200]
