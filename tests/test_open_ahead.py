@@ -5,10 +5,7 @@ nothing is left mapped."""
 
 from __future__ import annotations
 
-import json
 import logging
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,6 +29,7 @@ from tests.test_vector_index import (
     NDIM,
     _write_corrupt,
     clustered,
+    open_damaged_in_a_child,
     saved_index,
 )
 from tui.app import MemoryOpened, StraylightApp
@@ -120,34 +118,11 @@ def test_a_check_nobody_takes_is_dropped(tmp_path: Path) -> None:
 
 
 def test_damaged_files_checked_ahead_never_kill_the_process(tmp_path: Path) -> None:
-    """In a child: every damaged file checked ahead, then opened, added to and searched."""
-    good, _ = saved_index(tmp_path)
-    good_bytes = good.path.read_bytes()
-    for case in CORRUPT_CASES:
-        folder = tmp_path / case
-        folder.mkdir()
-        _write_corrupt(folder / "vectors.usearch", case, good_bytes)
-    child = f"""
-import json, numpy as np
-from pathlib import Path
-from memory.open_ahead import start_open_ahead
-from store.vector_index import VectorIndex, sorted_unique
-folders = sorted(f for f in Path({str(tmp_path)!r}).iterdir() if f.is_dir())
-for folder in folders:
-    start_open_ahead(folder)
-states = {{}}
-for folder in folders:
-    index = VectorIndex(folder / "vectors.usearch", {NDIM})
-    states[folder.name] = index.open()
-    index.add(np.arange(100), np.random.default_rng(0).random((100, {NDIM}), dtype=np.float32))
-    index.search(np.ones({NDIM}, dtype=np.float32), 5)
-print(json.dumps(states))
-"""
-    done = subprocess.run(
-        [sys.executable, "-c", child], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == dict.fromkeys(CORRUPT_CASES, "stale")
+    """In a child: every damaged file checked (and loaded) ahead, then opened, added to and
+    searched; the child must exit normally."""
+    before = "from memory.open_ahead import start_open_ahead\nfor f in folders: start_open_ahead(f)"
+    states = open_damaged_in_a_child(tmp_path, before)
+    assert states == dict.fromkeys(CORRUPT_CASES, "stale")
 
 
 def _store_with_vectors(settings: Settings) -> None:
