@@ -2,8 +2,8 @@
 
 The TUI's memory worker calls `start_open_ahead` first thing, then imports DuckDB, numpy and
 usearch and opens the store (~0.3-0.9 s of imports after the first frame, holding the GIL):
-meanwhile the vector file is checked and loaded in one thread (`store.vector_index_ahead`),
-`lexical.idx` checked in another (`store.lexical_ahead`); the CRCs do not need the GIL.
+meanwhile the vector file is checked in one thread (`store.vector_index_ahead`),
+`lexical.idx` in another (`store.lexical_ahead`); their CRCs do not need the GIL.
 `MemoryStore.open` calls it too (a second call does nothing).
 Light on purpose: nothing here imports DuckDB, numpy or usearch.
 """
@@ -18,21 +18,17 @@ from store.lexical_ahead import LEXICAL_FILENAME
 from store.vector_index_ahead import start_check
 from store.vector_index_file import INDEX_FILENAME
 
-PRELOAD = True  # usearch loads the file in that thread too, once it is checked
-LEXICAL_AHEAD = True  # lexical.idx's sections checked ahead too, in a thread of their own
-
 
 def start_open_ahead(home: Path) -> None:
-    """Start checking `home`'s `vectors.usearch` in a thread, then loading it, and checking
-    its `lexical.idx` in another (nothing for a file that is missing)."""
-    start_check(home / INDEX_FILENAME, load=PRELOAD)
-    if LEXICAL_AHEAD:
-        lexical_ahead.start_check(home / LEXICAL_FILENAME)
+    """Start checking `home`'s `vectors.usearch` in a thread and its `lexical.idx` in
+    another (nothing for a file that is missing)."""
+    start_check(home / INDEX_FILENAME)
+    lexical_ahead.start_check(home / LEXICAL_FILENAME)
 
 
 def drop_open_ahead(home: Path, *, vectors: bool = True, words: bool = True) -> None:
     """Forget what `start_open_ahead` started and no open took (its open failed first, or
-    did not need the file): the mappings and the index are freed. `MemoryStore` drops the
+    did not need the file): their mappings are closed. `MemoryStore` drops the
     vector file's check when its open returns, `lexical.idx`'s when the word index loaded."""
     if vectors:
         drop(home / INDEX_FILENAME)

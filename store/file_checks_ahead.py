@@ -41,7 +41,7 @@ class _Check:
         self,
         path: Path,
         found: Signature,
-        run: Callable[[Callable[[], bool]], Any],
+        run: Callable[[], Any],
         close: Callable[[Any], None],
     ) -> None:
         self.path = path
@@ -60,7 +60,7 @@ class _Check:
 
     def _run(self) -> None:
         try:
-            result = self._run_check(lambda: self._dropped)
+            result = self._run_check()
         except Exception as error:  # noqa: BLE001 - handed to the taker, raised there
             self._error = error
         else:
@@ -99,11 +99,9 @@ def _key(path: Path) -> str:
     return os.path.realpath(path)
 
 
-def start(
-    path: Path, run: Callable[[Callable[[], bool]], Any], close: Callable[[Any], None]
-) -> None:
-    """Run `run(dropped)` in a thread for the file at `path` (nothing when it is missing or
-    a check of it is pending); `dropped()` tells `run` nobody will take its result."""
+def start(path: Path, run: Callable[[], Any], close: Callable[[Any], None]) -> None:
+    """Run `run()` in a thread for the file at `path` (nothing when it is missing or a
+    check of it is pending); `close(result)` frees a result nobody takes."""
     found = signature(path)
     if found is None:
         return

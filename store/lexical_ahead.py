@@ -23,7 +23,7 @@ def start_check(path: Path) -> None:
     """Map and check the file at `path` in a thread (nothing when it is missing or a check
     of it is pending)."""
 
-    def run(_dropped: object) -> object:
+    def run() -> object:
         from store.lexical_file import read_unbound
 
         return read_unbound(path)

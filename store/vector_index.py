@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal, cast
+from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +23,7 @@ from store.vector_index_file import (
     NO_IDENTITY,
     SCALAR_KINDS,
     check_header,
-    checked_index_file,
+    mapped_index_file,
     remove_stale_temp_files,
     write_atomically,
 )
@@ -251,50 +251,6 @@ def estimate_index_bytes(
 
 # ---------------------------------------------------------------- the index
 
-IndexConfig = tuple[int, IndexDType, int, int, int]  # ndim, dtype, connectivity, expansions
-
-
-def new_index(config: IndexConfig) -> Index:
-    from usearch.compiled import MetricKind
-    from usearch.index import Index
-
-    ndim, dtype, connectivity, expansion_add, expansion_search = config
-    return Index(
-        ndim=ndim,
-        metric=MetricKind.Cos,
-        dtype=dtype,
-        connectivity=connectivity,
-        expansion_add=expansion_add,
-        expansion_search=expansion_search,
-    )
-
-
-def preload_index(payload: memoryview) -> tuple[IndexConfig, Index] | None:
-    """The checked bytes of a vector file loaded, before the open knows the store's
-    dimension: an index as `VectorIndex` makes it with its defaults, of the file's own
-    dimension and dtype (None when the header is not one `VectorIndex` makes). The open
-    uses it only if it would make the same index (`VectorIndex._load_into`)."""
-    from usearch.compiled import MetricKind
-    from usearch.index import Index
-
-    meta = Index.metadata(payload)
-    if meta is None or meta["kind_metric"] != MetricKind.Cos:
-        return None
-    kinds = {kind: dtype for dtype, kind in SCALAR_KINDS.items()}
-    dtype = kinds.get(meta["kind_scalar"].name)
-    if dtype is None or int(meta["dimensions"]) <= 0:
-        return None
-    config: IndexConfig = (
-        int(meta["dimensions"]),
-        cast("IndexDType", dtype),
-        DEFAULT_CONNECTIVITY,
-        DEFAULT_EXPANSION_ADD,
-        DEFAULT_EXPANSION_SEARCH,
-    )
-    index = new_index(config)
-    index.load(payload)
-    return config, index
-
 
 class VectorIndex:
     """A cosine HNSW index of int keys (0 … 2**63 − 1) kept in `path` (docs/vector_index.md)."""
@@ -332,11 +288,18 @@ class VectorIndex:
         self._mutate = threading.RLock()
         self._journal: list[tuple[npt.NDArray[np.uint64], FloatMatrix | None]] | None = None
 
-    def _config(self) -> IndexConfig:
-        return (self.ndim, self.dtype, self.connectivity, self.expansion_add, self.expansion_search)
-
     def _new_index(self) -> Index:
-        return new_index(self._config())
+        from usearch.compiled import MetricKind
+        from usearch.index import Index
+
+        return Index(
+            ndim=self.ndim,
+            metric=MetricKind.Cos,
+            dtype=self.dtype,
+            connectivity=self.connectivity,
+            expansion_add=self.expansion_add,
+            expansion_search=self.expansion_search,
+        )
 
     # -- opening
 
@@ -348,7 +311,8 @@ class VectorIndex:
                 raise RuntimeError("cannot open while a rebuild is running")
             if clean:
                 remove_stale_temp_files(self.path)
-            state, reason, fresh = self._load_into(self._new_index())
+            fresh = self._new_index()
+            state, reason = self._load_into(fresh)
             with self._rw.write():
                 self._index = fresh
             self.state, self.reason = state, reason
@@ -356,25 +320,20 @@ class VectorIndex:
             self.dirty = False
             return state
 
-    def _load_into(self, fresh: Index) -> tuple[IndexState, str, Index]:
-        """(state, reason, the index): `fresh` with the file loaded into it, or the index a
-        check started ahead loaded from the same checked bytes (`preload_index`)."""
+    def _load_into(self, fresh: Index) -> tuple[IndexState, str]:
         if not self.path.exists():
-            return "missing", f"no index file at {self.path}", fresh
+            return "missing", f"no index file at {self.path}"
         try:
-            with checked_index_file(self.path) as checked:
-                if self.identity is not None and checked.identity != self.identity:
+            with mapped_index_file(self.path) as (payload, identity):
+                if self.identity is not None and identity != self.identity:
                     raise IndexFileError("made for another database or embedding model")
-                check_header(checked.payload, self.ndim, self.dtype)
-                if checked.loaded is not None and checked.loaded[0] == self._config():
-                    fresh = checked.loaded[1]
-                else:
-                    fresh.load(checked.payload)  # usearch copies it: the mapping closes after
+                check_header(payload, self.ndim, self.dtype)
+                fresh.load(payload)  # usearch copies it: the mapping closes after this
         except IndexFileError as exc:
-            return "stale", str(exc), fresh
+            return "stale", str(exc)
         except (OSError, RuntimeError, ValueError) as exc:
-            return "stale", f"cannot load: {exc}", fresh
-        return "in_sync", f"loaded {len(fresh)} vectors from {self.path.name}", fresh
+            return "stale", f"cannot load: {exc}"
+        return "in_sync", f"loaded {len(fresh)} vectors from {self.path.name}"
 
     # -- reading
 

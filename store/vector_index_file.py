@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from store.private_files import map_private, replace_atomically, write_all
 
@@ -77,7 +77,7 @@ def mapped_index_file(path: Path) -> Iterator[tuple[memoryview, bytes]]:
 
 @contextlib.contextmanager
 def checked_index_file(path: Path) -> Iterator[CheckedIndexFile]:
-    """`mapped_index_file`'s mapping with what a check started ahead loaded from it."""
+    """`mapped_index_file`'s checked mapping (taken from a check started ahead if any)."""
     from store.vector_index_ahead import take_check
 
     checked = take_check(path) or check_index_file(path)
@@ -96,12 +96,8 @@ class CheckedIndexFile:
     whole: memoryview
     payload: memoryview
     identity: bytes
-    # (how it was made, the usearch index) loaded from `payload` after the check, ahead
-    # of the open (`store.vector_index_ahead`); the open uses it if it would make the same
-    loaded: tuple[tuple[object, ...], Any] | None = None
 
     def close(self) -> None:
-        self.loaded = None
         self.payload.release()
         self.whole.release()
         with contextlib.suppress(BufferError):  # a view still held: unmapped when it is freed

@@ -37,48 +37,30 @@ from tui.app import MemoryOpened, StraylightApp
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def opened_with_check_ahead(path: Path, *, load: bool = False, **config: int) -> VectorIndex:
-    vector_index_ahead.start_check(path, load=load)
-    index = VectorIndex(path, NDIM, **config)
+def opened_with_check_ahead(path: Path) -> VectorIndex:
+    vector_index_ahead.start_check(path)
+    index = VectorIndex(path, NDIM)
     index.open()
     assert not vector_index_ahead.pending(path)  # taken by the open
     return index
 
 
-@pytest.mark.parametrize("load", [False, True])
-def test_a_file_checked_ahead_loads_as_one_checked_by_the_open(tmp_path: Path, load: bool) -> None:
+def test_a_file_checked_ahead_loads_as_one_checked_by_the_open(tmp_path: Path) -> None:
     good, data = saved_index(tmp_path)
-    index = opened_with_check_ahead(good.path, load=load)
+    index = opened_with_check_ahead(good.path)
     assert index.state == "in_sync"
     assert len(index) == 200
     assert index.search(data[7], 1)[0][0] == 7
     assert [k for k, _ in index.search(data[9], 10)] == [k for k, _ in good.search(data[9], 10)]
 
 
-def test_the_index_loaded_ahead_is_used_only_if_the_open_would_make_the_same(
-    tmp_path: Path,
-) -> None:
-    good, _ = saved_index(tmp_path)
-    vector_index_ahead.start_check(good.path, load=True)
-    vector_index_ahead.wait(good.path)
-    checked = vector_index_ahead.take_check(good.path)
-    assert checked is not None and checked.loaded is not None
-    config, loaded = checked.loaded
-    checked.close()
-    assert config == (NDIM, "f16", 16, 128, 128) and len(loaded) == 200
-    index = opened_with_check_ahead(good.path, load=True, expansion_search=64)
-    assert index.state == "in_sync"
-    assert index._index.expansion_search == 64  # its own load, not the one made ahead
-
-
-@pytest.mark.parametrize("load", [False, True])
 @pytest.mark.parametrize("case", sorted(CORRUPT_CASES))
 def test_a_damaged_file_checked_ahead_is_refused_with_the_same_reason(
-    tmp_path: Path, case: str, load: bool
+    tmp_path: Path, case: str
 ) -> None:
     good, _ = saved_index(tmp_path)
     _write_corrupt(good.path, case, good.path.read_bytes())
-    index = opened_with_check_ahead(good.path, load=load)
+    index = opened_with_check_ahead(good.path)
     assert index.state == "stale"
     assert CORRUPT_CASES[case] in index.reason
     assert len(index) == 0
@@ -118,8 +100,8 @@ def test_a_check_nobody_takes_is_dropped(tmp_path: Path) -> None:
 
 
 def test_damaged_files_checked_ahead_never_kill_the_process(tmp_path: Path) -> None:
-    """In a child: every damaged file checked (and loaded) ahead, then opened, added to and
-    searched; the child must exit normally."""
+    """In a child: every damaged file checked ahead, then opened, added to and searched;
+    the child must exit normally."""
     before = "from memory.open_ahead import start_open_ahead\nfor f in folders: start_open_ahead(f)"
     states = open_damaged_in_a_child(tmp_path, before)
     assert states == dict.fromkeys(CORRUPT_CASES, "stale")

@@ -188,8 +188,8 @@ class StraylightApp(App[int]):
     def open_memory(self, *, ahead: bool = True) -> None:
         """Open layer 3; on a data dir with no database yet, a stand-in that opens it at
         the first write (memory/deferred_store.py: no DuckDB in an idle, empty app).
-        `ahead`: the vector file is checked and loaded in a thread while this one imports
-        the store's modules and opens the database (memory/open_ahead.py)."""
+        `ahead`: the derived files are checked in threads while this one imports the
+        store's modules and opens the database (memory/open_ahead.py)."""
         from memory.deferred_store import DeferredMemory, database_exists
 
         if database_exists(self.settings.home):
@@ -326,7 +326,7 @@ class StraylightApp(App[int]):
         facts = self.settings.facts.model_copy(update={"embed_model": name})
         self.settings = self.settings.model_copy(update={"memory": memory, "facts": facts})
         self.engine.settings = self.settings
-        self.open_memory(ahead=False)  # (the file is of the old model: rebuilt, not loaded)
+        self.open_memory(ahead=False)  # (the vector file is the old model's: no use checking)
         self.chat.check_status()  # the sidebar's embedding line follows
         await self.chat.notice(
             f"Embedding model for this session: {name}. Every memory point is re-embedded "
