@@ -133,8 +133,8 @@ class MemoryStore:
         index saved, rebuilt or deleted, no counter bumped — the data dir's bytes stay as
         they were. Raises `store.database.DatabaseError` subclasses with one-line messages.
 
-        The vector file's check starts first, in a thread (`start_open_ahead`): it needs
-        nothing from the database and runs while DuckDB opens (~0.5 s at 1M points)."""
+        The derived files' checks start first, in threads (`start_open_ahead`): they need
+        nothing from the database and run while DuckDB opens (~0.5 s at 1M points)."""
         start_open_ahead(home)
         try:
             db = open_database(database_path(home), clock=clock, read_only=read_only)
