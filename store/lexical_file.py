@@ -21,16 +21,17 @@ import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import numpy as np
 
+from store import file_checks_ahead
+from store.lexical_ahead import LEXICAL_FILENAME as LEXICAL_FILENAME
 from store.private_files import map_private, replace_atomically, write_all
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-LEXICAL_FILENAME: Final = "lexical.idx"
 VERSION: Final = 2  # 2: the terms' impact bounds (`impacts`, `impact_avgdl`)
 _MAGIC: Final = b"STRAYLX1"
 _FOOTER: Final = struct.Struct("<8sQI")
@@ -173,7 +174,22 @@ def encode_terms(terms: list[str]) -> NDArray[np.uint8]:
 def read_file(path: Path, identity: str, generation: str | None) -> MappedArrays:
     """Map the file and check it: footer, header, that it was made for `identity` at
     `generation`, then every section's bounds, CRC and shape. LexicalFileError if it cannot
-    be used (missing included); `SymlinkRefused` for a link."""
+    be used (missing included); `SymlinkRefused` for a link. A check of this file started
+    ahead (`start_check`) is used when the file was not replaced since."""
+    found, ahead = file_checks_ahead.take(path)  # (raises what that check raised)
+    if found:
+        _check_state(ahead.state, identity, generation)
+        return cast("MappedArrays", ahead)
+    return _read(path, identity, generation)
+
+
+def read_unbound(path: Path) -> MappedArrays:
+    """`read_file` but for whose the file is (`store.lexical_ahead`: before the database is
+    open; `read_file` checks that when it takes the result)."""
+    return _read(path, None, None)
+
+
+def _read(path: Path, identity: str | None, generation: str | None) -> MappedArrays:
     try:
         mapped = map_private(path, _too_small, LexicalFileError("not a regular file"))
     except FileNotFoundError:
@@ -187,11 +203,21 @@ def read_file(path: Path, identity: str, generation: str | None) -> MappedArrays
         raise
 
 
+def _check_state(state: FileState, identity: str, generation: str | None) -> None:
+    if state.identity != identity:
+        raise StaleFile("made for another database or tokenizer")
+    if state.generation != generation:
+        raise StaleFile("made before the word index was last rebuilt")
+
+
 def _too_small(size: int) -> LexicalFileError | None:
     return LexicalFileError(f"truncated ({size} bytes)") if size < _MIN_SIZE else None
 
 
-def _parse(mapped: mmap.mmap, size: int, identity: str, generation: str | None) -> MappedArrays:
+def _parse(
+    mapped: mmap.mmap, size: int, identity: str | None, generation: str | None
+) -> MappedArrays:
+    """The file's arrays, checked; whose it is too unless `identity` is None (ahead)."""
     if mapped[: len(_MAGIC)] != _MAGIC:
         raise LexicalFileError("not a word-index file")
     magic, length, header_crc = _FOOTER.unpack(mapped[size - _FOOTER.size :])
@@ -215,10 +241,8 @@ def _parse(mapped: mmap.mmap, size: int, identity: str, generation: str | None) 
         table = {name: header["sections"][name] for name in SECTIONS}
     except (ValueError, KeyError, TypeError) as exc:
         raise LexicalFileError(f"the header is unreadable ({exc})") from None
-    if state.identity != identity:
-        raise StaleFile("made for another database or tokenizer")
-    if state.generation != generation:
-        raise StaleFile("made before the word index was last rebuilt")
+    if identity is not None:
+        _check_state(state, identity, generation)
     start = _aligned(prefix_len)
     end = size - _FOOTER.size
     arrays: dict[str, NDArray[Any]] = {}

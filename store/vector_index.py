@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # usearch is imported by the first index made (an empty store
     from usearch.index import Index
 
 # The `X as X` imports: other modules import these names from here, as before.
+from store.vector_index_file import INDEX_FILENAME as INDEX_FILENAME
 from store.vector_index_file import IndexDType as IndexDType
 from store.vector_index_file import IndexFileError as IndexFileError
 
@@ -40,7 +41,6 @@ KeysLike = npt.NDArray[np.integer] | Sequence[int]
 FloatMatrix = npt.NDArray[np.float32]
 Hits = list[tuple[int, float]]
 
-INDEX_FILENAME: Final = "vectors.usearch"
 MAX_KEY: Final = 2**63 - 1
 DEFAULT_DTYPE: Final[IndexDType] = "f16"
 DEFAULT_CONNECTIVITY: Final = 16
@@ -171,10 +171,12 @@ def _as_query(vector: npt.ArrayLike, ndim: int) -> FloatMatrix | None:
 
 def sorted_unique(keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """The distinct keys, ascending. `np.unique` hashes (numpy 2): 21–51 ms for 100k keys;
-    a sort of ids that come nearly in order and a neighbour compare take ~1 ms."""
+    a sort of ids that come nearly in order and a neighbour compare take ~1 ms. Keys that
+    are ascending already (the database's ids) are returned as they are (1M: 0.5 ms, not
+    the sort's 47)."""
+    if len(keys) < 2 or bool(np.all(keys[1:] > keys[:-1])):
+        return keys
     ordered = np.sort(keys)
-    if len(ordered) < 2:
-        return ordered
     keep = np.empty(len(ordered), dtype=bool)
     keep[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
@@ -442,8 +444,11 @@ class VectorIndex:
         wanted = sorted_unique(as_keys(db_ids))
         with self._mutate:
             present = sorted_unique(self._key_array())
-            to_remove = np.setdiff1d(present, wanted, assume_unique=True)
-            to_add = np.setdiff1d(wanted, present, assume_unique=True)
+            if np.array_equal(present, wanted):  # a reopen after a clean close (1M: 1 ms)
+                to_remove = to_add = np.empty(0, dtype=np.uint64)
+            else:  # (two sorts of 2M keys: 78 ms at 1M)
+                to_remove = np.setdiff1d(present, wanted, assume_unique=True)
+                to_add = np.setdiff1d(wanted, present, assume_unique=True)
             removed = self._remove_locked(to_remove)
             for start in range(0, len(to_add), FETCH_BATCH):
                 batch = to_add[start : start + FETCH_BATCH]

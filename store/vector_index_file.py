@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import mmap
 import os
 import struct
 import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
@@ -30,6 +32,7 @@ _IDENTITY_MAGIC: Final = b"STRAYVX2"  # length, checksum, identity
 _IDENTITY_FOOTER: Final = struct.Struct("<8sQ32s32s")
 _CRC_MAGIC: Final = b"STRAYVX3"  # length, CRC-32, identity (written since issue 18)
 _CRC_FOOTER: Final = struct.Struct("<8sQI32s")
+INDEX_FILENAME: Final = "vectors.usearch"
 NO_IDENTITY: Final = bytes(32)
 # dtype -> the name of usearch's ScalarKind (usearch itself is imported when a file is read)
 SCALAR_KINDS: Final[dict[str, str]] = {"f16": "F16", "f32": "F32"}
@@ -66,24 +69,60 @@ def read_index_file(path: Path) -> tuple[bytearray, bytes]:
 def mapped_index_file(path: Path) -> Iterator[tuple[memoryview, bytes]]:
     """The usearch bytes of a file written by `VectorIndex.save`, checked, as a read-only
     view of the file for the block's time, and the identity it carries; IndexFileError if
-    unusable. The view must not outlive the block."""
-    mapped = map_private(path, _too_small, IndexFileError("not a regular file"))
+    unusable. The view must not outlive the block. A check started ahead for this file
+    (`store.vector_index_ahead`) is used when it is of the file still at `path`."""
+    with checked_index_file(path) as checked:
+        yield checked.payload, checked.identity
+
+
+@contextlib.contextmanager
+def checked_index_file(path: Path) -> Iterator[CheckedIndexFile]:
+    """`mapped_index_file`'s checked mapping (taken from a check started ahead if any)."""
+    from store.vector_index_ahead import take_check
+
+    checked = take_check(path) or check_index_file(path)
     try:
-        whole = memoryview(mapped)
-        try:
-            length, check, identity = _footer(whole)
-            payload = whole[:length]
-            try:
-                if not check(payload):
-                    raise IndexFileError("checksum mismatch: the file is corrupt")
-                yield payload, identity
-            finally:
-                payload.release()
-        finally:
-            whole.release()
+        yield checked
     finally:
+        checked.close()
+
+
+@dataclass
+class CheckedIndexFile:
+    """A read-only mapping of an index file whose footer and checksum held: `payload` is
+    usearch's bytes, `identity` the footer's. `close` when done (views must be gone)."""
+
+    mapped: mmap.mmap
+    whole: memoryview
+    payload: memoryview
+    identity: bytes
+
+    def close(self) -> None:
+        self.payload.release()
+        self.whole.release()
         with contextlib.suppress(BufferError):  # a view still held: unmapped when it is freed
+            self.mapped.close()
+
+
+def check_index_file(path: Path) -> CheckedIndexFile:
+    """Map `path` and check its footer and checksum; IndexFileError if unusable (OSError
+    subclasses for a link, a missing or unreadable file)."""
+    mapped = map_private(path, _too_small, IndexFileError("not a regular file"))
+    whole = memoryview(mapped)
+    payload: memoryview | None = None
+    try:
+        length, check, identity = _footer(whole)
+        payload = whole[:length]
+        if not check(payload):
+            raise IndexFileError("checksum mismatch: the file is corrupt")
+        return CheckedIndexFile(mapped, whole, payload, identity)
+    except BaseException:
+        if payload is not None:
+            payload.release()
+        whole.release()
+        with contextlib.suppress(BufferError):
             mapped.close()
+        raise
 
 
 def _too_small(size: int) -> IndexFileError | None:

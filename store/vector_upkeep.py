@@ -35,13 +35,13 @@ from store import point_reads
 from store.database import Database
 from store.point_store import PointStore
 from store.vector_index import VectorIndex, exact_search
+from store.vector_index_file import INDEX_FILENAME
 
 log = logging.getLogger("straylight.memory")
 
 SAMPLE_SIZE = 8  # vectors compared with the database's when an index file is loaded
 SAMPLE_MIN_COSINE = 0.99  # f16 storage keeps a vector's cosine with itself above 0.999
 
-INDEX_FILENAME = "vectors.usearch"
 SAVE_EVERY = 200  # index changes between two saves of vectors.usearch, at least …
 SAVE_FRACTION = 100  # … and at least 1/100 of the index: a save rewrites the whole file
 MAX_PENDING_ADDS = 256  # submitted adds not yet run; one more waits for them (backpressure)

@@ -288,6 +288,12 @@ def test_a_missing_file_is_missing_and_a_folder_is_stale(tmp_path: Path) -> None
 
 def test_loading_damaged_files_never_kills_the_process(tmp_path: Path) -> None:
     """In a child: open every damaged file, then add and search; it must exit normally."""
+    assert open_damaged_in_a_child(tmp_path) == dict.fromkeys(CORRUPT_CASES, "stale")
+
+
+def open_damaged_in_a_child(tmp_path: Path, before: str = "") -> dict[str, str]:
+    """Every damaged file in a folder of its own, each opened in one child process (after
+    `before`, code run on the folders first), then added to and searched: the states."""
     good_index, _ = saved_index(tmp_path)
     good = good_index.path.read_bytes()
     for case in CORRUPT_CASES:
@@ -298,10 +304,10 @@ def test_loading_damaged_files_never_kills_the_process(tmp_path: Path) -> None:
 import json, numpy as np
 from pathlib import Path
 from store.vector_index import VectorIndex
+folders = sorted(f for f in Path({str(tmp_path)!r}).iterdir() if f.is_dir())
+{before}
 states = {{}}
-for folder in sorted(Path({str(tmp_path)!r}).iterdir()):
-    if not folder.is_dir():
-        continue
+for folder in folders:
     index = VectorIndex(folder / "vectors.usearch", {NDIM})
     states[folder.name] = index.open()
     index.add(np.arange(100), np.random.default_rng(0).random((100, {NDIM}), dtype=np.float32))
@@ -312,7 +318,7 @@ print(json.dumps(states))
         [sys.executable, "-c", child], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == dict.fromkeys(CORRUPT_CASES, "stale")
+    return dict(json.loads(done.stdout))
 
 
 # ---------------------------------------------------------------- reconcile and rebuild

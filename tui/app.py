@@ -30,6 +30,7 @@ from tui.gc_pauses import freeze_long_lived, unfreeze_all
 from tui.keymap import split_keymap
 from tui.model_pulls import ModelPulls
 from tui.owner_live import CandidateWatch, MemoryChangedElsewhere, NewCandidates
+from tui.screens.chat_navigation import fact_status
 from tui.screens.chat_screen import ChatScreen
 from tui.startup_timer import seconds_since_start
 
@@ -55,6 +56,7 @@ class MemoryOpened(Message):
 
     memory: TurnMemory | None
     problem: str | None
+    sidebar: dict[str, object] | None = None  # the facts' sidebar values, read by the opener
 
 
 @dataclass
@@ -169,6 +171,7 @@ class StraylightApp(App[int]):
         self.open_memory()
 
     async def on_unmount(self) -> None:
+        self.quitting = True  # the jobs, if their start is still queued, do not start now
         if self.scheduler is not None:
             await self.scheduler.stop()
         if self.owner_server is not None:  # before Textual puts the real stdout back
@@ -182,17 +185,26 @@ class StraylightApp(App[int]):
 
     # ---- memory (layer 3) ----------------------------------------------------------
     @work(thread=True, exclusive=True, group="memory-open", exit_on_error=False)
-    def open_memory(self) -> None:
+    def open_memory(self, *, ahead: bool = True) -> None:
         """Open layer 3; on a data dir with no database yet, a stand-in that opens it at
-        the first write (memory/deferred_store.py: no DuckDB in an idle, empty app)."""
+        the first write (memory/deferred_store.py: no DuckDB in an idle, empty app).
+        `ahead`: the derived files are checked in threads while this one imports the
+        store's modules and opens the database (memory/open_ahead.py)."""
         from memory.deferred_store import DeferredMemory, database_exists
 
         if database_exists(self.settings.home):
+            from memory.open_ahead import drop_open_ahead, start_open_ahead
+
+            if ahead:
+                start_open_ahead(self.settings.home)
             try:
-                self._open_and_report()
+                memory = self._open_and_report()
             except Exception:  # noqa: BLE001 - named on screen and logged already
+                drop_open_ahead(self.settings.home)  # (the store's open may not have run)
                 return
             self._serve_other_clients()
+            if memory.store.wait_for_words(timeout=600):  # (bench.scaling reads this line)
+                log.info("memory usable after %.0f ms", seconds_since_start() * 1000)
             return
         deferred = DeferredMemory(
             self.settings.home,
@@ -244,8 +256,19 @@ class StraylightApp(App[int]):
             log.exception("cannot open the memory")
             self.post_message(MemoryOpened(None, str(error)))
             raise
-        self.post_message(MemoryOpened(memory, None))
+        self.post_message(MemoryOpened(memory, None, self._fact_status(memory)))
         return memory
+
+    def _fact_status(self, memory: TurnMemory) -> dict[str, object] | None:
+        """In the opening worker: the facts' sidebar line, read with the open, so the line
+        comes with `MemoryOpened` and not after another worker (None: read it later)."""
+        if memory.facts is None:
+            return None
+        try:
+            return fact_status(memory, self.engine.clock.now())
+        except Exception:
+            log.exception("fact status failed")
+            return None
 
     def _open_deferred(self) -> TurnMemory:
         """The deferred memory's opener (in the thread of its first write or real read):
@@ -268,12 +291,21 @@ class StraylightApp(App[int]):
 
         self.engine.memory = message.memory
         self.memory_problem = ""
-        freeze_long_lived()  # the start-up's modules and objects: out of the full passes
-        self.chat.refresh_fact_status()
+        if message.sidebar is not None:
+            self.chat.publish_sidebar(**message.sidebar)
+        else:
+            self.chat.refresh_fact_status()
         self.chat.refresh_memory_status()  # the point count, without waiting for a turn or a job
+        freeze_long_lived()  # the start-up's modules and objects: out of the full passes
         deferred = isinstance(message.memory, DeferredMemory)  # jobs: once there is a database
         if self.settings.jobs.enabled and not deferred and self.scheduler is None:
-            self._start_jobs(message.memory)
+            # after the sidebar's next paint: the jobs' imports (APScheduler) would delay it
+            self.call_after_refresh(self._start_jobs_for, message.memory)
+
+    def _start_jobs_for(self, memory: TurnMemory) -> None:
+        """Start the jobs unless the memory changed or the app quit since it opened."""
+        if self.engine.memory is memory and self.scheduler is None and not self.quitting:
+            self._start_jobs(memory)
 
     @work(exclusive=True, group="embed-switch", exit_on_error=False)
     async def switch_embed_model(self, name: str) -> None:
@@ -294,7 +326,7 @@ class StraylightApp(App[int]):
         facts = self.settings.facts.model_copy(update={"embed_model": name})
         self.settings = self.settings.model_copy(update={"memory": memory, "facts": facts})
         self.engine.settings = self.settings
-        self.open_memory()
+        self.open_memory(ahead=False)  # (the vector file is the old model's: no use checking)
         self.chat.check_status()  # the sidebar's embedding line follows
         await self.chat.notice(
             f"Embedding model for this session: {name}. Every memory point is re-embedded "

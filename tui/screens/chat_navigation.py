@@ -30,6 +30,8 @@ from tui.widgets.status_sidebar import (
 )
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from agent.turn import TurnEngine
     from memory.fact_drawer import FactDrawer
     from memory.turn_memory import TurnMemory
@@ -38,6 +40,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("straylight.tui")
 
 NARROW_COLUMNS = 100  # below this the sidebar (34 columns) would squeeze the chat
+
+
+def fact_status(memory: TurnMemory, now: datetime) -> dict[str, object]:
+    """The sidebar's facts line and hypothesis counts (reads the database: call it in a
+    thread). `memory.facts` must be set."""
+    drawer = memory.facts
+    assert drawer is not None
+    counts = drawer.counts()
+    pending = len(drawer.pending())
+    cards = memory.hypotheses.counts(now)  # the drawer's workspace
+    line = f"{counts['active']} active, {counts['stale']} stale · {pending} pending"
+    return {"facts_line": line, "hypotheses": (cards["open"], cards["overdue"])}
 
 
 @dataclass
@@ -118,20 +132,14 @@ class ChatNavigation(Screen[None]):
     def refresh_fact_status(self) -> None:
         """The sidebar's facts line and hypothesis counts, read in a thread."""
         memory = self.engine.memory
-        drawer = self.engine.facts
-        if memory is None or drawer is None:
+        if memory is None or memory.facts is None:
             return
         try:
-            counts = drawer.counts()
-            pending = len(drawer.pending())
-            cards = memory.hypotheses.counts(self.engine.clock.now())  # the drawer's workspace
+            changes = fact_status(memory, self.engine.clock.now())
         except Exception:
             log.exception("fact status failed")
             return
-        line = f"{counts['active']} active, {counts['stale']} stale · {pending} pending"
-        self.post_message(
-            SidebarUpdate({"facts_line": line, "hypotheses": (cards["open"], cards["overdue"])})
-        )
+        self.post_message(SidebarUpdate(changes))
 
     @work(thread=True, exclusive=True, group="longterm-status", exit_on_error=False)
     def refresh_longterm(self) -> None:
