@@ -65,7 +65,7 @@ def database_exists(home: Path) -> bool:
 def empty_status(config: MemoryConfig) -> dict[str, Any]:
     """`MemoryStore.status()` of a store with no points (its fixed RAM estimate too)."""
     keys = ("total", "user", "assistant", "doc", "pinned", "without_vector")
-    ram = ram_estimate_bytes(vectors=0, dim=0, payload_bytes=0)
+    ram = ram_estimate_bytes(vectors=0, dim=0)
     return {
         "points": dict.fromkeys(keys, 0),
         "skips": {},

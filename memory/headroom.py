@@ -29,7 +29,6 @@ def ram_estimate_bytes(
     *,
     vectors: int,
     dim: int,
-    payload_bytes: int,
     lexical_docs: int = 0,
     lexical_postings: int = 0,
 ) -> int:
@@ -39,10 +38,13 @@ def ram_estimate_bytes(
     Fixed: the engine (DuckDB and usearch, 35 MiB) and the word index's base (its in-memory
     arrays and what DuckDB keeps of its tables, 22 MiB). Per point: the usearch index
     (`estimate_index_bytes`: vectors × (dim × 2 + 16 × 2 × 4 + 140) + 512 KiB), 200 B a
-    document + 6 B a posting in the word index, and the stored text (payload). Measured
-    (issue 18, `just scaling`) against the RSS growth of a memory in use (open, then 200
-    recalls): 1.01 at 1k points, 0.95 at 10k, 0.95 at 100k, 1.06 at 1M. An empty
-    store used to read ~0 and jump by the whole fixed cost at its first point (issue 16).
+    document + 6 B a posting in the word index. The stored text is not counted: it stays in
+    DuckDB's file, and DuckDB keeps only the blocks recalls read (counting all of it read
+    ×1.20 at 1M). Measured (`just scaling`, git e608e68) against the RSS growth after the
+    open and 5 recalls / of a memory in use (then 200 recalls): ×1.11 / ×1.00 at 1k points,
+    ×0.98 / ×0.91 at 10k, ×0.91 / ×0.89 at 100k, ×1.11 / ×0.99 at 1M (docs/memory-scale.md,
+    "Refit without the text"). An empty store used to read ~0 and jump by the whole fixed
+    cost at its first point (issue 16).
     """
     index = 0
     if vectors and dim:  # numpy: not on the settings' path, nor an empty memory's
@@ -50,7 +52,7 @@ def ram_estimate_bytes(
 
         index = estimate_index_bytes(vectors, dim)
     lexical = LEXICAL_DOC_BYTES * lexical_docs + LEXICAL_POSTING_BYTES * lexical_postings
-    return FIXED_BYTES + index + lexical + payload_bytes
+    return FIXED_BYTES + index + lexical
 
 
 def crossed_lines_problem(warn_bytes: int, crit_bytes: int) -> str | None:

@@ -493,7 +493,6 @@ class MemoryStore:
         ram = ram_estimate_bytes(
             vectors=size,
             dim=self.embed_dim or 0,
-            payload_bytes=sizes.payload_bytes,
             lexical_docs=sizes.lexical_docs,
             lexical_postings=sizes.lexical_postings,
         )

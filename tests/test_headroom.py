@@ -8,10 +8,8 @@ MIB = 2**20
 
 
 def test_an_empty_store_costs_the_fixed_part_and_one_point_little_more() -> None:
-    empty = ram_estimate_bytes(vectors=0, dim=0, payload_bytes=0)
-    one = ram_estimate_bytes(
-        vectors=1, dim=768, payload_bytes=200, lexical_docs=1, lexical_postings=20
-    )
+    empty = ram_estimate_bytes(vectors=0, dim=0)
+    one = ram_estimate_bytes(vectors=1, dim=768, lexical_docs=1, lexical_postings=20)
     assert empty == FIXED_BYTES and empty > 50 * MIB  # not ~0.0 MiB
     assert 0 < one - empty < 1 * MIB  # not a jump of ~64 MiB at the first point
 
