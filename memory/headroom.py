@@ -13,14 +13,15 @@ Headroom = Literal["ok", "warn", "critical"]
 ENGINE_BYTES = 35 * 2**20  # DuckDB and usearch once loaded (measured: bench/memory_scale.py)
 # The word index's share: its in-memory mirror plus what DuckDB keeps of the tables after
 # loading it and after reads (docs/memory-scale.md, "Refitting the estimate"). Refit these
-# three after a change to the word index: they were fitted on 1k, 10k and 100k points (issue
-# 18, after the vector column stopped being read at open): within 12 % of the RSS growth.
-# A posting: the 6 B of `lexical.idx` that recalls read (its slot and tf; the rest of the file
-# is not resident since its pages are handed back after the open's check) — was 12 B while
-# the whole file stayed resident (docs/memory-scale.md, "Third slice").
-LEXICAL_BASE_BYTES = 22 * 2**20
-LEXICAL_DOC_BYTES = 200
-LEXICAL_POSTING_BYTES = 6
+# three after a change to the word index. A posting: `lexical.idx` holds 6 B of it that
+# recalls read (its slot and tf; the rest of the file is handed back after the open's check),
+# of which a memory in use keeps only part resident (at 1M, the query words' lists) — hence
+# 4 B. Last refitted in the sixth session, without the stored text (docs/memory-scale.md,
+# "Refit without the text"): the smallest worst error over two `just scaling` runs, after 5
+# recalls and in use, at 1k-1M points (13 %).
+LEXICAL_BASE_BYTES = 23 * 2**20
+LEXICAL_DOC_BYTES = 220
+LEXICAL_POSTING_BYTES = 4
 
 FIXED_BYTES = ENGINE_BYTES + LEXICAL_BASE_BYTES  # an open memory, before its first point
 
@@ -36,15 +37,15 @@ def ram_estimate_bytes(
     a fixed cost paid by an open memory, empty or not, plus a cost per point.
 
     Fixed: the engine (DuckDB and usearch, 35 MiB) and the word index's base (its in-memory
-    arrays and what DuckDB keeps of its tables, 22 MiB). Per point: the usearch index
-    (`estimate_index_bytes`: vectors × (dim × 2 + 16 × 2 × 4 + 140) + 512 KiB), 200 B a
-    document + 6 B a posting in the word index. The stored text is not counted: it stays in
+    arrays and what DuckDB keeps of its tables, 23 MiB). Per point: the usearch index
+    (`estimate_index_bytes`: vectors × (dim × 2 + 16 × 2 × 4 + 140) + 512 KiB), 220 B a
+    document + 4 B a posting in the word index. The stored text is not counted: it stays in
     DuckDB's file, and DuckDB keeps only the blocks recalls read (counting all of it read
-    ×1.20 at 1M). Measured (`just scaling`, git e608e68) against the RSS growth after the
-    open and 5 recalls / of a memory in use (then 200 recalls): ×1.11 / ×1.00 at 1k points,
-    ×0.98 / ×0.91 at 10k, ×0.91 / ×0.89 at 100k, ×1.11 / ×0.99 at 1M (docs/memory-scale.md,
-    "Refit without the text"). An empty store used to read ~0 and jump by the whole fixed
-    cost at its first point (issue 16).
+    ×1.20 at 1M). Against the RSS growth after the open and 5 recalls, and of a memory in
+    use (then 200 recalls), in two `just scaling` runs: ×1.01–1.12 at 1k points, ×0.91–0.99
+    at 10k, ×0.87–0.91 at 100k, ×0.96–1.13 at 1M (docs/memory-scale.md, "Refit without the
+    text"). An empty store used to read ~0 and jump by the whole fixed cost at its first
+    point (issue 16).
     """
     index = 0
     if vectors and dim:  # numpy: not on the settings' path, nor an empty memory's
