@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Final, Literal
 
+from memory.text.shape import CONTENT_CHARS
+
 AnswerType = Literal["when", "number", "where", "who"]
 
 _MONTHS: Final = (
@@ -48,7 +50,7 @@ _PLACE: Final = re.compile(
 _SENTENCE: Final = re.compile(r"(?<=[.!?:])\s+")
 _WORD: Final = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
-HOLDS_CHARS: Final = 1000
+HOLDS_CHARS: Final = CONTENT_CHARS
 """A text is searched in its first this many characters (as `shape.content_words`)."""
 
 
