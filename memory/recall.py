@@ -338,7 +338,7 @@ def _neighbour_hits(
     extra: list[RecallHit] = []
     for anchor in anchors:
         for point in around.get(anchor.id, []):
-            if point.id in seen or point.content_hash in excluded or point.pinned:
+            if point.id in seen or point.pinned or (excluded and point.content_hash in excluded):
                 continue
             seen.add(point.id)
             extra.append(
