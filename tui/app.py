@@ -256,19 +256,9 @@ class StraylightApp(App[int]):
             log.exception("cannot open the memory")
             self.post_message(MemoryOpened(None, str(error)))
             raise
-        self.post_message(MemoryOpened(memory, None, self._fact_status(memory)))
+        sidebar = fact_status(memory, self.engine.clock.now())  # comes with the open
+        self.post_message(MemoryOpened(memory, None, sidebar))
         return memory
-
-    def _fact_status(self, memory: TurnMemory) -> dict[str, object] | None:
-        """In the opening worker: the facts' sidebar line, read with the open, so the line
-        comes with `MemoryOpened` and not after another worker (None: read it later)."""
-        if memory.facts is None:
-            return None
-        try:
-            return fact_status(memory, self.engine.clock.now())
-        except Exception:
-            log.exception("fact status failed")
-            return None
 
     def _open_deferred(self) -> TurnMemory:
         """The deferred memory's opener (in the thread of its first write or real read):

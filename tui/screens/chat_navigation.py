@@ -42,14 +42,19 @@ log = logging.getLogger("straylight.tui")
 NARROW_COLUMNS = 100  # below this the sidebar (34 columns) would squeeze the chat
 
 
-def fact_status(memory: TurnMemory, now: datetime) -> dict[str, object]:
+def fact_status(memory: TurnMemory, now: datetime) -> dict[str, object] | None:
     """The sidebar's facts line and hypothesis counts (reads the database: call it in a
-    thread). `memory.facts` must be set."""
+    thread); None when the memory has no facts or the read failed (logged)."""
     drawer = memory.facts
-    assert drawer is not None
-    counts = drawer.counts()
-    pending = len(drawer.pending())
-    cards = memory.hypotheses.counts(now)  # the drawer's workspace
+    if drawer is None:
+        return None
+    try:
+        counts = drawer.counts()
+        pending = len(drawer.pending())
+        cards = memory.hypotheses.counts(now)  # the drawer's workspace
+    except Exception:
+        log.exception("fact status failed")
+        return None
     line = f"{counts['active']} active, {counts['stale']} stale · {pending} pending"
     return {"facts_line": line, "hypotheses": (cards["open"], cards["overdue"])}
 
@@ -132,14 +137,9 @@ class ChatNavigation(Screen[None]):
     def refresh_fact_status(self) -> None:
         """The sidebar's facts line and hypothesis counts, read in a thread."""
         memory = self.engine.memory
-        if memory is None or memory.facts is None:
-            return
-        try:
-            changes = fact_status(memory, self.engine.clock.now())
-        except Exception:
-            log.exception("fact status failed")
-            return
-        self.post_message(SidebarUpdate(changes))
+        changes = fact_status(memory, self.engine.clock.now()) if memory is not None else None
+        if changes is not None:
+            self.post_message(SidebarUpdate(changes))
 
     @work(thread=True, exclusive=True, group="longterm-status", exit_on_error=False)
     def refresh_longterm(self) -> None:
