@@ -328,8 +328,7 @@ def run(path: Path, cache_dir: Path, only: Sequence[str] = ()) -> dict[str, Any]
 
     conversations = [c for c in load_locomo(path) if c.questions]
     cache = CachedEmbedder(cache_dir / "minilm.npz", load_minilm)
-    fams = {n: f for n, f in families().items() if not only or any(n.startswith(o) for o in only)}
-    variants = list(dict.fromkeys(v for family in fams.values() for v in family))
+    fams, variants = chosen(families(), only)
     table, blocks, mismatches = measure(conversations, cache, variants, TURNS, PAIRS)
     order = [c.sample_id for c in conversations]
     results = family_results(table, fams, order, name=_label, train=_criterion)
@@ -365,8 +364,23 @@ def _label(variant: Variant) -> str:
     return variant.label
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def chosen(
+    all_families: dict[str, list[Variant]], only: Sequence[str]
+) -> tuple[dict[str, list[Variant]], list[Variant]]:
+    """The families named by `--only` (all without it) and their variants, each once."""
+    fams = {n: f for n, f in all_families.items() if not only or any(n.startswith(o) for o in only)}
+    return fams, list(dict.fromkeys(v for family in fams.values() for v in family))
+
+
+def round_main(
+    doc: str,
+    run_round: Callable[[Path, Path, Sequence[str]], dict[str, Any]],
+    printed: Sequence[str],
+    argv: Sequence[str] | None,
+) -> int:
+    """A round bench's command line: FILE [--json] [--cache-dir DIR] [--only N ...]; without
+    --json the `printed` entries go first, then the table."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("path", type=Path)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--cache-dir", type=Path, default=default_cache_dir())
@@ -374,12 +388,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--only", action="append", default=[], help="a family's number (repeatable)"
     )
     args = parser.parse_args(argv)
-    results = run(args.path, args.cache_dir, args.only)
+    results = run_round(args.path, args.cache_dir, args.only)
     if not args.json:
-        for key in ("prototype_mismatches", "list_questions", "turn_block"):
+        for key in printed:
             print(f"{key}: {results.pop(key)}")
     print_results(results, as_json=args.json)
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return round_main(
+        __doc__ or "", run, ("prototype_mismatches", "list_questions", "turn_block"), argv
+    )
 
 
 if __name__ == "__main__":

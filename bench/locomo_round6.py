@@ -17,17 +17,25 @@ conversation. `products` gives each product on its own (per conversation and cat
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.locomo_cache import CachedEmbedder, default_cache_dir
+from bench.locomo_cache import CachedEmbedder
 from bench.locomo_data import Conversation, load_locomo
-from bench.locomo_loo import family_results, leave_one_out, print_results
-from bench.locomo_round5 import SAME, Variant, _criterion, _label, environment, measure
+from bench.locomo_loo import family_results, leave_one_out
+from bench.locomo_round5 import (
+    SAME,
+    Variant,
+    _criterion,
+    _label,
+    chosen,
+    environment,
+    measure,
+    round_main,
+)
 from bench.locomo_round5_rankers import DATED, ROUND5, Ranker, product_ranker
 from bench.locomo_round6_rankers import Conv6, Texts, answer_type, asking_down, shaped
 from memory.recall import TUNING, TURN_TUNING
@@ -121,8 +129,7 @@ def run(path: Path, cache_dir: Path, only: Sequence[str] = ()) -> dict[str, Any]
 
     conversations = [c for c in load_locomo(path) if c.questions]
     cache = CachedEmbedder(cache_dir / "minilm.npz", load_minilm)
-    fams = {n: f for n, f in families().items() if not only or any(n.startswith(o) for o in only)}
-    variants = list(dict.fromkeys(v for family in fams.values() for v in family))
+    fams, variants = chosen(families(), only)
     pairs: list[tuple[Ranker, Ranker]] = [
         (product_ranker(DATED), shaped()),
         (product_ranker(TUNING), shaped(answer_type(ALL_TYPES, TUNING.answer_boost), depth=30)),
@@ -146,20 +153,8 @@ def run(path: Path, cache_dir: Path, only: Sequence[str] = ()) -> dict[str, Any]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("path", type=Path)
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--cache-dir", type=Path, default=default_cache_dir())
-    parser.add_argument(
-        "--only", action="append", default=[], help="a family's number (repeatable)"
-    )
-    args = parser.parse_args(argv)
-    results = run(args.path, args.cache_dir, args.only)
-    if not args.json:
-        for key in ("prototype_mismatches", "question_types", "turn_block", "products"):
-            print(f"{key}: {results.pop(key)}")
-    print_results(results, as_json=args.json)
-    return 0
+    printed = ("prototype_mismatches", "question_types", "turn_block", "products")
+    return round_main(__doc__ or "", run, printed, argv)
 
 
 if __name__ == "__main__":
