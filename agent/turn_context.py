@@ -76,7 +76,7 @@ def prompt_parts(
     tools: Sequence[dict[str, Any]] | None,
 ) -> PromptParts:
     """The turn's material as the budget's plain data."""
-    from memory.recall import RECALL_PREAMBLE
+    from memory.recall_block import RECALL_PREAMBLE
 
     rules, facts = fact_lines(injected)
     return PromptParts(

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from memory.fact_drawer import FactDrawer
     from memory.hypotheses import Hypotheses
     from memory.memory_store import MemoryStore
-    from memory.recall import RecallResult
+    from memory.recall_block import RecallResult
     from memory.turn_memory import TurnMemory
 
 log = logging.getLogger("straylight.memory")
@@ -169,7 +169,7 @@ class DeferredStore(_StandIn):
     def recall(self, query: str, **options: Any) -> RecallResult:
         if self._opening.reads_real():
             return self._real().recall(query, **options)
-        from memory.recall import RecallResult
+        from memory.recall_block import RecallResult
 
         return RecallResult([], "")
 

@@ -35,17 +35,12 @@ from memory.headroom import Headroom, headroom, ram_estimate_bytes
 from memory.ingest import IngestPlan, IngestReport
 from memory.neighbour_words import reindex_texts
 from memory.open_ahead import drop_open_ahead, start_open_ahead
-from memory.recall import (
-    PinnedPoints,
-    RecallHit,
-    RecallMode,
-    RecallResult,
-    format_recall_block,
-    lexical_text,
-)
+from memory.pinned_points import PinnedPoints
+from memory.recall import RecallMode, lexical_text
 from memory.recall import (
     recall as recall_points,
 )
+from memory.recall_block import RecallHit, RecallResult, format_recall_block
 from memory.save_filter import SaveFilter
 from memory.secret_masking import mask_secrets
 from memory.settings_models import MemoryConfig

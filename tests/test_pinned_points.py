@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memory.recall import PinnedPoints
+from memory.pinned_points import PinnedPoints
 from store.vector_index import normalize_rows
 
 

@@ -11,7 +11,7 @@ from agent.settings import Settings
 from agent.workspace import resolve_workspace
 from memory.context_meta import context_status, load_context_report
 from memory.memory_store import MemoryConfig, RecallResult
-from memory.recall import join_recall_block, recall_entries
+from memory.recall_block import join_recall_block, recall_entries
 from tui.cli_output import for_terminal, print_json
 from tui.memory_session import MemorySession
 
