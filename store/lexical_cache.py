@@ -9,7 +9,6 @@ stays consistent and the measurements: docs/lexical_search.md.
 
 from __future__ import annotations
 
-import ctypes
 import math
 import threading
 import time
@@ -24,6 +23,7 @@ import duckdb
 import numpy as np
 
 from store import lexical_topk, meta
+from store.heap import large_blocks_mapped, return_freed_memory
 from store.lexical_persist import IndexFile
 from store.lexical_postings import K1 as K1  # shared with the SQL scoring in store.lexical_index
 from store.lexical_postings import B as B
@@ -202,21 +202,29 @@ class LexicalCache:
         if nothing changed meanwhile. False when nothing was written (or it failed: logged)."""
         if self.file is None:
             return False
-        with self._lock:
-            if not self._loaded or not self.file.wanted(self._index, self.doc_count, force):
+        with large_blocks_mapped(self._temporary_bytes):
+            with self._lock:
+                if not self._loaded or not self.file.wanted(self._index, self.doc_count, force):
+                    return False
+                snapshot = self.file.snapshot(self._index, self._generation)
+            if snapshot is None or not self.file.write(snapshot):
                 return False
-            snapshot = self.file.snapshot(self._index, self._generation)
-        if snapshot is None or not self.file.write(snapshot):
-            return False
-        mapped = self.file.reopen(snapshot)
-        with self._lock:
-            unchanged = self._index is snapshot.index and self._index.changes == snapshot.changes
-            if mapped is not None and unchanged:
-                self._index = mapped
-                snapshot = replace(snapshot, index=mapped, changes=0)
-                _return_freed_memory()  # the arrays just dropped were most of the heap
-            self.file.mark(snapshot)
+            mapped = self.file.reopen(snapshot)
+            with self._lock:
+                unchanged = (
+                    self._index is snapshot.index and self._index.changes == snapshot.changes
+                )
+                if mapped is not None and unchanged:
+                    mapped.longest_list = snapshot.index.longest_list
+                    self._index = mapped
+                    snapshot = replace(snapshot, index=mapped, changes=0)
+                    return_freed_memory()  # the arrays just dropped were most of the heap
+                self.file.mark(snapshot)
         return True
+
+    def _temporary_bytes(self) -> int:
+        """The biggest temporary array a search makes: 8 B a posting of the longest list."""
+        return 8 * self._index.longest_list
 
     def _load(
         self,
@@ -231,22 +239,23 @@ class LexicalCache:
         if new_generation:
             self._staged.clear()
         generation = meta.get(con, GENERATION_KEY)
-        docs = con.execute(
-            "SELECT point_id, length FROM lexical_docs ORDER BY point_id"
-        ).fetchnumpy()
-        _check_stop(stop)
-        self._index = _read_postings(
-            con,
-            np.asarray(docs["point_id"], dtype=np.int64),
-            np.asarray(docs["length"], dtype=np.int32),
-            stop,
-        )
+        with large_blocks_mapped(self._temporary_bytes):
+            docs = con.execute(
+                "SELECT point_id, length FROM lexical_docs ORDER BY point_id"
+            ).fetchnumpy()
+            _check_stop(stop)
+            self._index = _read_postings(
+                con,
+                np.asarray(docs["point_id"], dtype=np.int64),
+                np.asarray(docs["length"], dtype=np.int32),
+                stop,
+            )
         self._generation = generation
         self._loaded = True
         self._next_full_check = time.monotonic() + FULL_CHECK_SECONDS
         self.loaded_from = "tables"
         self.stats["loads"] += 1
-        _return_freed_memory()
+        return_freed_memory()
 
     def close(self) -> None:
         """Forget everything, unmapping `file` (its mapping holds a descriptor): the store
@@ -573,15 +582,3 @@ def _read_postings(
         post_terms[order],
         post_tfs[order],
     )
-
-
-def _return_freed_memory() -> None:
-    """Hand the heap the load freed back to the OS (glibc's `malloc_trim`; elsewhere nothing).
-
-    The load's queries run on DuckDB's worker threads, whose malloc arenas keep what they
-    freed: ~12 MB at 10k points, more at 100k (docs/memory-scale.md). A few ms."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim  # the process's own symbols: libc's on Linux
-    except (OSError, AttributeError):  # not glibc
-        return
-    trim(0)

@@ -75,6 +75,7 @@ class CompactPostings:
         self.dead = 0  # removed slots
         self.merges = 0
         self.changes = 0  # adds and removes since it was built (the file's staleness)
+        self.longest_list = 0  # the most postings of one term, when built from the tables
         self._scratch: list[NDArray[np.float64]] = []  # all zeros between two queries
         self._max_id: int | None = None  # the highest live point id, when _max_known
         self._max_known = False
@@ -117,7 +118,9 @@ class CompactPostings:
         self._tfs = post_tf[order].astype(tf_type)
         del order
         self._offsets = np.zeros(len(terms) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(post_term, minlength=len(terms)), out=self._offsets[1:])
+        per_term = np.bincount(post_term, minlength=len(terms))
+        np.cumsum(per_term, out=self._offsets[1:])
+        self.longest_list = int(per_term.max()) if per_term.size else 0
         self.doc_count = n
         self.total_length = int(np.asarray(lengths, dtype=np.int64).sum())
         self.id_sum = int(self._base_ids.sum())
