@@ -50,13 +50,17 @@ async def test_at_80x24_offline_says_why_and_the_footer_starts_with_f1(
     app = StraylightApp(make_settings(ollama_host="127.0.0.1:9"))
     async with app.run_test(size=(80, 24)) as pilot:
         summary = app.query_one(SidebarSummary)
-        await wait_until(pilot, lambda: "offline" in str(summary.render()), what="offline")
+        # Generous timeouts and waits for the layout, not only the text: under load (after
+        # the snapshot tests in one process) the first check and the re-layout come late.
+        await wait_until(
+            pilot, lambda: "offline" in str(summary.render()), timeout=20, what="offline"
+        )
         line = " ".join(str(summary.render()).split())
         assert "not reachable at" in line and "ollama serve" in line
-        assert summary.region.height >= 2  # wrapped, not cut
-        await pilot.pause()
+        await wait_until(pilot, lambda: summary.region.height >= 2, what="wrapped, not cut")
+        await wait_until(pilot, lambda: bool(app.screen.query(FooterKey)), what="the footer")
         keys = [key.key for key in app.screen.query(FooterKey)]
-        assert keys and keys[0] == "f1", keys
+        assert keys[0] == "f1", keys
         first = app.screen.query(FooterKey).first()
         assert first.region.right <= 80 and "Keys" in str(first.render())
 
