@@ -202,10 +202,11 @@ class LexicalCache:
         if nothing changed meanwhile. False when nothing was written (or it failed: logged)."""
         if self.file is None:
             return False
+        with self._lock:
+            if not self._loaded or not self.file.wanted(self._index, self.doc_count, force):
+                return False  # (the usual open: glibc's heap is left as it is)
         with large_blocks_mapped(self._temporary_bytes):
             with self._lock:
-                if not self._loaded or not self.file.wanted(self._index, self.doc_count, force):
-                    return False
                 snapshot = self.file.snapshot(self._index, self._generation)
             if snapshot is None or not self.file.write(snapshot):
                 return False
@@ -215,7 +216,6 @@ class LexicalCache:
                     self._index is snapshot.index and self._index.changes == snapshot.changes
                 )
                 if mapped is not None and unchanged:
-                    mapped.longest_list = snapshot.index.longest_list
                     self._index = mapped
                     snapshot = replace(snapshot, index=mapped, changes=0)
                     return_freed_memory()  # the arrays just dropped were most of the heap
@@ -224,7 +224,7 @@ class LexicalCache:
 
     def _temporary_bytes(self) -> int:
         """The biggest temporary array a search makes: 8 B a posting of the longest list."""
-        return 8 * self._index.longest_list
+        return 8 * self._index.longest_list()
 
     def _load(
         self,

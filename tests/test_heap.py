@@ -9,15 +9,19 @@ import platform
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
+from memory.memory_store import MemoryConfig, MemoryStore
+from store.clock import Clock
+from store.lexical_file import LEXICAL_FILENAME
+
 pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc")
 
-PROBE = textwrap.dedent(
+HEAP = textwrap.dedent(
     """
     import numpy as np
-    from store.heap import large_blocks_mapped
 
     def heap_range():
         for line in open("/proc/self/maps"):
@@ -30,6 +34,12 @@ PROBE = textwrap.dedent(
         block = np.ones(size, dtype=np.uint8)
         start, end = heap_range()
         return start <= block.ctypes.data < end
+    """
+)
+
+PROBE = HEAP + textwrap.dedent(
+    """
+    from store.heap import large_blocks_mapped
 
     np.ones(10 * 2**20, dtype=np.uint8)  # freed at once: glibc raises its threshold past it
     print("after a big free", in_heap(4 * 2**20))
@@ -40,12 +50,49 @@ PROBE = textwrap.dedent(
 )
 
 
-def test_inside_a_load_big_arrays_are_their_own_mappings_and_after_it_reuse_the_heap() -> None:
+def run(code: str, *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60
     )
-    assert done.stdout.split("\n")[:3] == [
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_inside_a_load_big_arrays_are_their_own_mappings_and_after_it_reuse_the_heap() -> None:
+    stdout = run(PROBE)
+    assert stdout.split("\n")[:3] == [
         "after a big free True",  # glibc's own rule: 4 MiB now come from the heap
         "inside False",  # mapped on its own: freed, it goes back to the OS
         "after True False",  # below what a search makes: the heap again; above: mapped
-    ], done.stdout
+    ], stdout
+
+
+REOPEN = HEAP + textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from memory.memory_store import MemoryConfig, MemoryStore
+    from store.clock import Clock
+
+    store = MemoryStore.open(Path(sys.argv[1]), MemoryConfig(min_score=0.0), clock=Clock())
+    store.wait_until_ready(timeout=30)
+    print("words from", store.lexical.loaded_from)
+    np.ones(10 * 2**20, dtype=np.uint8)  # freed at once: glibc raises its threshold past it
+    print("after a big free", in_heap(4 * 2**20))
+    store.close()
+    """
+)
+
+
+def test_a_usual_open_leaves_glibcs_heap_as_it_is(tmp_path: Path) -> None:
+    """With `lexical.idx` mapped nothing is loaded from the tables: glibc keeps adapting its
+    threshold, so a search's temporaries keep coming from the heap (a fixed 128 KiB would
+    map and fault in every one of them: ~1,600 page faults a word search at 1M points)."""
+    home = tmp_path / "home"
+    store = MemoryStore.open(home, MemoryConfig(min_score=0.0), clock=Clock())
+    store.wait_until_ready(timeout=30)
+    for i in range(20):
+        store.save("user", f"note {i} about the garden", vector=[1.0, float(i)], use_filter=False)
+    store.close()
+    assert (home / LEXICAL_FILENAME).is_file()
+    assert run(REOPEN, str(home)).split("\n")[:2] == ["words from file", "after a big free True"]
