@@ -7,8 +7,9 @@ so the next arrays come from the heap, and what they free stays there for the se
 ~25 MiB at 100k points, a quarter of a KiB a point (docs/memory-scale.md, "Seventh
 session"), which `malloc_trim` does not hand back. Inside `large_blocks_mapped` every block
 of 128 KiB or more is its own mapping again, returned to the OS when freed; after it, blocks
-below the size a recall's temporaries reach come from the heap (what glibc's own rule would
-have reached, so a recall does not map and fault in fresh pages for each of them).
+below the size a search's temporaries can reach (8 B a slot of the word index) come from the
+heap, as glibc's own rule would have it, so a recall does not map and fault in fresh pages
+for each of them.
 """
 
 from __future__ import annotations

@@ -223,8 +223,9 @@ class LexicalCache:
         return True
 
     def _temporary_bytes(self) -> int:
-        """The biggest temporary array a search makes: 8 B a posting of the longest list."""
-        return 8 * self._index.longest_list()
+        """Above any temporary array a search makes: a float64 a slot (the scratch's size;
+        no search holds more than every slot once)."""
+        return 8 * (len(self._index.doc_lengths()) + 1024)
 
     def _load(
         self,

@@ -75,7 +75,6 @@ class CompactPostings:
         self.dead = 0  # removed slots
         self.merges = 0
         self.changes = 0  # adds and removes since it was built (the file's staleness)
-        self._longest: int | None = None  # the most postings of one term (merged lists)
         self._scratch: list[NDArray[np.float64]] = []  # all zeros between two queries
         self._max_id: int | None = None  # the highest live point id, when _max_known
         self._max_known = False
@@ -118,9 +117,7 @@ class CompactPostings:
         self._tfs = post_tf[order].astype(tf_type)
         del order
         self._offsets = np.zeros(len(terms) + 1, dtype=np.int64)
-        per_term = np.bincount(post_term, minlength=len(terms))
-        np.cumsum(per_term, out=self._offsets[1:])
-        self._longest = int(per_term.max()) if per_term.size else 0
+        np.cumsum(np.bincount(post_term, minlength=len(terms)), out=self._offsets[1:])
         self.doc_count = n
         self.total_length = int(np.asarray(lengths, dtype=np.int64).sum())
         self.id_sum = int(self._base_ids.sum())
@@ -310,14 +307,6 @@ class CompactPostings:
     def drop_scratch(self) -> None:
         self._scratch = []
 
-    def longest_list(self) -> int:
-        """The most postings one term has in the merged lists (a file's offsets are read
-        the first time: 8 B a term)."""
-        if self._longest is None:
-            sizes = np.diff(self._offsets)
-            self._longest = int(sizes.max()) if sizes.size else 0
-        return self._longest
-
     def doc_lengths(self) -> NDArray[np.int32]:
         """Every slot's length (a view: valid until the next add)."""
         return np.frombuffer(self._length, dtype=np.int32)
@@ -429,7 +418,6 @@ class CompactPostings:
             new_slots[start : start + len(slots)] = np.frombuffer(slots, dtype=np.int32)
             new_tfs[start : start + len(tfs)] = np.frombuffer(tfs, dtype=np.int32)
         self._offsets, self._slots, self._tfs = offsets, new_slots, new_tfs
-        self._longest = None
         fwd_counts = np.fromiter((len(t) for t in self._delta_fwd), dtype=np.int64)
         fwd_offsets = np.empty(len(self._fwd_offsets) + len(fwd_counts), dtype=np.int64)
         fwd_offsets[: len(self._fwd_offsets)] = self._fwd_offsets
