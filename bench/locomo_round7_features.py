@@ -5,7 +5,7 @@
 numbers each, from what `memory.recall.recall` has at that point; `LinearModel.order` ranks
 them by a weighted sum of the standardised features. Nothing here calls a model. It is not
 wired into recall: held out it lifts recall@10 by 0.02, but at 100k points its inputs cost
-more than the whole recall (the rows of ~100 candidates and ~5 ms of Python features).
+about as much CPU as the whole recall (the rows of ~100 candidates and ~4 ms of features).
 
 What each feature would cost at recall time:
 - free (the two rankings and their fusion): the fused score relative to the best and its
