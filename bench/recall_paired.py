@@ -139,6 +139,10 @@ def compare(
         ref.close()  # closes the shared Database; `this.close()` finds it closed
         this.close()
     result: dict[str, Any] = {"ref": ref, "queries": queries, "differ": differ}
+    for name, store in stores.items():  # how its searches ran (a tree with a search thread)
+        searcher = getattr(store.vectors, "_searcher", None)
+        if searcher is not None:
+            result[f"{name}_search_thread"] = dict(searcher.stats)
     if threads:
         result["threads"] = threads
     for name in sides:
@@ -179,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
         stats = result[key]
         print(f"{key:9} p50 {stats['p50_ms']:.2f}  p95 {stats['p95_ms']:.2f} ms")
     print(f"recalls with other hits: {result['differ']} of {result['queries']}")
+    for key in ("ref_search_thread", "this_search_thread"):
+        if key in result:
+            print(f"{key}: {result[key]}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2), encoding="utf-8")
     return 0

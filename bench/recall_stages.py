@@ -73,7 +73,7 @@ def measure(home: Path, recalls: int) -> dict[str, Any]:
     from store.vector_upkeep import VectorKeeper
 
     stages = _Stages()
-    stages.wrap(VectorKeeper, "search", "vector")
+    stages.wrap(VectorKeeper, "search_ahead", "vector")
     stages.wrap(recall_module, "_lexical_candidates", "lexical")
     for name in ("prepare", "top_and_within"):
         stages.wrap(lexical_topk, name, name)

@@ -143,10 +143,12 @@ def recall(
     depth = tuning.candidates
     if tuning.list_vector_weight is not None and is_list_question(query):
         tuning = replace(tuning, vector_weight=tuning.list_vector_weight)
-    vector_ranked = store.vectors.search(query_vec, depth) if query_vec is not None else []
+    # the vector search runs in the store's search thread while this one ranks the words
+    vector_hits = store.vectors.search_ahead(query_vec, depth) if query_vec is not None else list
     lexical_ranked, pinned_lexical = (
         _lexical_candidates(store, query, depth) if mode != "vector" else ([], [])
     )
+    vector_ranked = vector_hits()
     cosine = dict(vector_ranked)
     fused = _fuse(vector_ranked, lexical_ranked, tuning)
     if tuning.feedback_seeds and lexical_ranked and store.lexical_ready:
