@@ -3,6 +3,7 @@
     python -m bench.recall_paired HOME --ref REF [--queries 400] [--profile] [--json OUT]
     python -m bench.recall_paired HOME --ref-tree DIR …   # a checkout's folder instead of a ref
     python -m bench.recall_paired HOME --ref REF --ref-threads 2   # the ref side's DuckDB threads
+    python -m bench.recall_paired HOME --ref REF --ahead always   # this side's search thread
 
 HOME is a store `python -m bench.memory_scale --keep DIR` left (`DIR/home-N`). The ref's
 `memory/` and `store/` packages are imported first from a `git archive` of REF and kept
@@ -14,6 +15,9 @@ flips every query — the machine's load falls on both alike. Queries and vector
 thread-CPU and process-CPU (DuckDB's own threads too) p50 / p95 / mean per side, and how
 many recalls returned other hits (ids, scores and texts compared: 0 expected). `--profile`
 adds a cProfile listing of each side's recalls.
+`--ahead` says when this side's recall hands its vector search to the store's search thread
+(`VectorKeeper.search_ahead`): "auto" as it ships (while a core is spare), "always", "never";
+the counts of how its searches ran are printed.
 `--ref-threads N` sets DuckDB's `threads` to N before each of the ref side's recalls and back
 to this checkout's value before each of its own (the one database is shared, and `threads`
 is a setting of the whole database).
@@ -91,6 +95,7 @@ def compare(
     profile: bool,
     tree: Path | None = None,
     ref_threads: int | None = None,
+    ahead: str = "auto",
 ) -> dict[str, Any]:
     old, new = import_sides(ref, tree)
     from store.clock import Clock
@@ -105,6 +110,7 @@ def compare(
     this = new.MemoryStore.open(home, config, clock=Clock())
     ref = old.MemoryStore(home, config, this.db)
     ref._start()
+    _search_thread(this, ahead)
     stores = {"ref": ref, "this": this}
     threads = {"ref": ref_threads, "this": _threads(this)} if ref_threads else {}
     wall: dict[str, list[float]] = {name: [] for name in sides}
@@ -154,6 +160,19 @@ def compare(
     return result
 
 
+def _search_thread(store: Any, ahead: str) -> None:
+    """This side's vector search thread (`VectorKeeper.search_ahead`): "auto" as it ships
+    (only with a spare core), "always" (however busy the machine), "never"."""
+    keeper = store.vectors
+    if not hasattr(keeper, "search_ahead") or ahead == "auto":
+        return
+    if ahead == "never":
+        type(keeper).search_ahead.__globals__["SEARCH_AHEAD"] = False
+        return
+    spare = type(keeper._searcher.cores)(margin=float("-inf"))
+    keeper._searcher.cores = spare
+
+
 def _threads(store: Any) -> int:
     with store.db.cursor() as cur:
         return int(cur.execute("SELECT current_setting('threads')").fetchall()[0][0])
@@ -172,10 +191,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--ref-threads", type=int, help="DuckDB threads for the ref side")
+    parser.add_argument(
+        "--ahead",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="this side's vector search thread: as it ships, always, never",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     ref = str(args.ref_tree) if args.ref_tree else args.ref
-    result = compare(args.home, ref, args.queries, args.profile, args.ref_tree, args.ref_threads)
+    result = compare(
+        args.home, ref, args.queries, args.profile, args.ref_tree, args.ref_threads, args.ahead
+    )
     for key in ("ref", "this"):
         if f"{key}_profile" in result:
             print(f"--- {key} profile\n{result[f'{key}_profile']}")

@@ -10,14 +10,19 @@ search would not overlap); `Pending.result` waits for the answer, or re-raises w
 work raised.
 
 One job at a time: `submit` returns None while the thread is busy (another caller's search)
-or stopped, or when the thread did not start the job within `start_wait` (the machine had no
-free core), and the caller runs the work itself — a search is never queued behind another.
+or stopped, while the machine has no core to spare (`CoreCheck`: the load average is within
+half a core of the cores this process may use), or when the thread did not start the job
+within `start_wait`, and the caller runs the work itself — a search is never queued behind
+another. Without a spare core the hand-over only costs: the caller's thread, once it waits,
+waits for the scheduler to give it a core back (measured, docs/recall-latency.md).
 `stop` lets the job in flight finish and ends the thread; `submit` then returns None.
 """
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -51,23 +56,61 @@ class Pending(Generic[T]):
         return self._value  # type: ignore[return-value]  # set when no error was
 
 
+class CoreCheck:
+    """Whether this machine has a core to spare: the 1-minute load average below the cores
+    this process may use minus `margin`; read at most every `every` seconds (~1.5 µs a
+    read). True where there is no load average to read."""
+
+    def __init__(self, margin: float = 0.5, every: float = 1.0) -> None:
+        self.margin = margin
+        self.every = every
+        self._checked = -every
+        self._free = True
+
+    def free(self) -> bool:
+        now = time.monotonic()
+        if now - self._checked >= self.every:
+            self._checked = now
+            self._free = _load() < _cores() - self.margin
+        return self._free
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _load() -> float:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average here
+        return 0.0
+
+
 class SearchThread:
     """A daemon thread, started by the first `submit`, that runs one job at a time."""
 
-    def __init__(self, name: str, start_wait: float) -> None:
+    def __init__(self, name: str, start_wait: float, cores: CoreCheck | None = None) -> None:
         self.name = name
         self.start_wait = start_wait  # seconds the thread has to take a job up
+        self.cores = cores or CoreCheck()
         self._cond = threading.Condition()
         self._job: Pending[object] | None = None
         self._busy = False  # a job handed over and not finished
         self._stopped = False
         self._thread: threading.Thread | None = None
-        self.stats = {"ahead": 0, "late": 0, "busy": 0}  # how submits ended (bench)
+        self.stats = {"ahead": 0, "late": 0, "busy": 0, "no_core": 0}  # how submits ended
 
     def submit(self, work: Callable[[], T]) -> Pending[T] | None:
-        """Run `work` in the thread; None (run it yourself) when busy or stopped, or when
-        the thread did not take the job up within `start_wait` (no core was free: waiting
-        longer would cost more than the overlap gives). Returns once the job started."""
+        """Run `work` in the thread; None (run it yourself) when busy or stopped, when no
+        core is free, or when the thread did not take the job up within `start_wait`
+        (waiting longer would cost more than the overlap gives). Returns once the job
+        started."""
+        if not self.cores.free():
+            self.stats["no_core"] += 1
+            return None
         job = Pending(work)
         with self._cond:
             if self._busy or self._stopped:

@@ -15,10 +15,11 @@ import pytest
 from memory.memory_store import MemoryConfig, MemoryStore
 from store import vector_upkeep
 from store.clock import Clock
-from store.vector_search_thread import SearchThread
+from store.vector_search_thread import CoreCheck, SearchThread
 from tests.support.ollama_standin import embed_text
 
 DIM = 64
+SPARE = CoreCheck(margin=float("-inf"))  # a core always free, however busy the machine
 WORDS = [
     "amber",
     "basil",
@@ -53,13 +54,19 @@ def open_store(home: Path, points: int) -> MemoryStore:
     return store
 
 
+def always_ahead(store: MemoryStore) -> None:
+    """The store's search thread takes every search, however busy the machine is."""
+    store.vectors._searcher.start_wait = 5.0
+    store.vectors._searcher.cores = SPARE
+
+
 def hits(store: MemoryStore, query: str) -> list[tuple[int, float, str]]:
     result = store.recall(query, vector=vec(query))
     return [(hit.id, hit.score, hit.content) for hit in result.hits]
 
 
 def test_a_job_runs_in_the_thread_and_its_answer_or_error_comes_back() -> None:
-    searcher = SearchThread("test-search", 5.0)
+    searcher = SearchThread("test-search", 5.0, SPARE)
     ran_in: list[str] = []
 
     def work() -> int:
@@ -81,7 +88,7 @@ def test_a_job_runs_in_the_thread_and_its_answer_or_error_comes_back() -> None:
 
 
 def test_a_busy_thread_is_not_queued_behind() -> None:
-    searcher = SearchThread("test-search", 5.0)
+    searcher = SearchThread("test-search", 5.0, SPARE)
     release = threading.Event()
     first = searcher.submit(lambda: release.wait(10))
     assert first is not None
@@ -95,7 +102,7 @@ def test_a_busy_thread_is_not_queued_behind() -> None:
 
 
 def test_a_job_not_taken_up_in_time_comes_back_to_the_caller() -> None:
-    searcher = SearchThread("test-search", 0.0)
+    searcher = SearchThread("test-search", 0.0, SPARE)
     outcomes = [searcher.submit(lambda: 3) for _ in range(50)]
     # a job the thread took up runs there; one it did not is handed back (None)
     assert all(pending is None or pending.result() == 3 for pending in outcomes)
@@ -103,8 +110,16 @@ def test_a_job_not_taken_up_in_time_comes_back_to_the_caller() -> None:
     searcher.stop()
 
 
+def test_no_spare_core_leaves_the_job_to_the_caller() -> None:
+    searcher = SearchThread("test-search", 5.0, CoreCheck(margin=float("inf")))
+    assert searcher.submit(lambda: 1) is None
+    assert searcher.stats["no_core"] == 1 and searcher._thread is None  # never started
+    assert CoreCheck(margin=float("-inf")).free()
+    searcher.stop()
+
+
 def test_stop_lets_the_job_in_flight_finish() -> None:
-    searcher = SearchThread("test-search", 5.0)
+    searcher = SearchThread("test-search", 5.0, SPARE)
     release = threading.Event()
     pending = searcher.submit(lambda: release.wait(10))
     assert pending is not None
@@ -117,7 +132,7 @@ def test_recall_gives_the_same_hits_as_the_search_in_its_own_thread(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = open_store(home, 60)
-    store.vectors._searcher.start_wait = 5.0  # always taken up, however busy the machine
+    always_ahead(store)
     queries = [f"where did the {a} crate go, near {b}?" for a in WORDS for b in WORDS[:3]]
     ahead = [hits(store, q) for q in queries]
     assert store.vectors._searcher.stats["ahead"] == len(queries)  # all ran in the thread
@@ -131,7 +146,7 @@ def test_recall_gives_the_same_hits_as_the_search_in_its_own_thread(
 
 def test_recall_during_saves_in_another_thread_finds_each_point_just_saved(home: Path) -> None:
     store = open_store(home, 20)
-    store.vectors._searcher.start_wait = 5.0
+    always_ahead(store)
     errors: list[BaseException] = []
     stop = threading.Event()
 
@@ -161,7 +176,7 @@ def test_close_while_recalling_waits_for_the_search_and_later_ones_run_in_the_ca
     home: Path,
 ) -> None:
     store = open_store(home, 40)
-    store.vectors._searcher.start_wait = 5.0
+    always_ahead(store)
     query = np.asarray(vec("the amber crate"), dtype=np.float32)
     expected = store.vectors.search(query, 10)
     results: list[list[tuple[int, float]]] = []
