@@ -3,7 +3,7 @@
     python -m bench.recall_paired HOME --ref REF [--queries 400] [--profile] [--json OUT]
     python -m bench.recall_paired HOME --ref-tree DIR …   # a checkout's folder instead of a ref
     python -m bench.recall_paired HOME --ref REF --ref-threads 2   # the ref side's DuckDB threads
-    python -m bench.recall_paired HOME --ref REF --ahead always   # this side's search thread
+    python -m bench.recall_paired HOME --ref REF --side off   # this side without its side thread
 
 HOME is a store `python -m bench.memory_scale --keep DIR` left (`DIR/home-N`). The ref's
 `memory/` and `store/` packages are imported first from a `git archive` of REF and kept
@@ -15,9 +15,8 @@ flips every query — the machine's load falls on both alike. Queries and vector
 thread-CPU and process-CPU (DuckDB's own threads too) p50 / p95 / mean per side, and how
 many recalls returned other hits (ids, scores and texts compared: 0 expected). `--profile`
 adds a cProfile listing of each side's recalls.
-`--ahead` says when this side's recall hands its vector search to the store's search thread
-(`VectorKeeper.search_ahead`): "auto" as it ships (while a core is spare), "always", "never";
-the counts of how its searches ran are printed.
+`--side off` has this side's recalls rank the words in their own thread instead of the
+store's side thread (`store.side_thread`); how the side thread's jobs ran is printed.
 `--ref-threads N` sets DuckDB's `threads` to N before each of the ref side's recalls and back
 to this checkout's value before each of its own (the one database is shared, and `threads`
 is a setting of the whole database).
@@ -95,7 +94,7 @@ def compare(
     profile: bool,
     tree: Path | None = None,
     ref_threads: int | None = None,
-    ahead: str = "auto",
+    side: str = "on",
 ) -> dict[str, Any]:
     old, new = import_sides(ref, tree)
     from store.clock import Clock
@@ -110,7 +109,8 @@ def compare(
     this = new.MemoryStore.open(home, config, clock=Clock())
     ref = old.MemoryStore(home, config, this.db)
     ref._start()
-    _search_thread(this, ahead)
+    if side == "off":
+        this.side.enabled = False
     stores = {"ref": ref, "this": this}
     threads = {"ref": ref_threads, "this": _threads(this)} if ref_threads else {}
     wall: dict[str, list[float]] = {name: [] for name in sides}
@@ -145,10 +145,9 @@ def compare(
         ref.close()  # closes the shared Database; `this.close()` finds it closed
         this.close()
     result: dict[str, Any] = {"ref": ref, "queries": queries, "differ": differ}
-    for name, store in stores.items():  # how its searches ran (a tree with a search thread)
-        searcher = getattr(store.vectors, "_searcher", None)
-        if searcher is not None:
-            result[f"{name}_search_thread"] = dict(searcher.stats)
+    for name, store in stores.items():  # how the side thread's jobs ran (a tree with one)
+        if hasattr(store, "side"):
+            result[f"{name}_side_thread"] = dict(store.side.stats)
     if threads:
         result["threads"] = threads
     for name in sides:
@@ -158,19 +157,6 @@ def compare(
         if profile:
             result[f"{name}_profile"] = _listing(profilers[name])
     return result
-
-
-def _search_thread(store: Any, ahead: str) -> None:
-    """This side's vector search thread (`VectorKeeper.search_ahead`): "auto" as it ships
-    (only with a spare core), "always" (however busy the machine), "never"."""
-    keeper = store.vectors
-    if not hasattr(keeper, "search_ahead") or ahead == "auto":
-        return
-    if ahead == "never":
-        type(keeper).search_ahead.__globals__["SEARCH_AHEAD"] = False
-        return
-    spare = type(keeper._searcher.cores)(margin=float("-inf"))
-    keeper._searcher.cores = spare
 
 
 def _threads(store: Any) -> int:
@@ -191,17 +177,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--ref-threads", type=int, help="DuckDB threads for the ref side")
-    parser.add_argument(
-        "--ahead",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="this side's vector search thread: as it ships, always, never",
-    )
+    parser.add_argument("--side", choices=("on", "off"), default="on", help="side thread")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     ref = str(args.ref_tree) if args.ref_tree else args.ref
     result = compare(
-        args.home, ref, args.queries, args.profile, args.ref_tree, args.ref_threads, args.ahead
+        args.home, ref, args.queries, args.profile, args.ref_tree, args.ref_threads, args.side
     )
     for key in ("ref", "this"):
         if f"{key}_profile" in result:
@@ -210,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         stats = result[key]
         print(f"{key:9} p50 {stats['p50_ms']:.2f}  p95 {stats['p95_ms']:.2f} ms")
     print(f"recalls with other hits: {result['differ']} of {result['queries']}")
-    for key in ("ref_search_thread", "this_search_thread"):
+    for key in ("ref_side_thread", "this_side_thread"):
         if key in result:
             print(f"{key}: {result[key]}")
     if args.json:

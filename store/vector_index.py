@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal, cast
+from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +29,7 @@ from store.vector_index_file import (
 )
 
 if TYPE_CHECKING:  # usearch is imported by the first index made (an empty store makes none)
-    from usearch.index import Index, Matches
+    from usearch.index import Index
 
 # The `X as X` imports: other modules import these names from here, as before.
 from store.vector_index_file import INDEX_FILENAME as INDEX_FILENAME
@@ -160,22 +160,13 @@ def as_matrix(vectors: npt.ArrayLike, ndim: int) -> FloatMatrix:
     return arr
 
 
-def unit_query(vector: npt.ArrayLike, ndim: int) -> FloatMatrix | None:
+def _as_query(vector: npt.ArrayLike, ndim: int) -> FloatMatrix | None:
     """The query as a unit-length float32 vector, or None if it has no direction."""
     q = as_matrix(vector, ndim)
     if q.shape[0] != 1:
         raise ValueError(f"expected one query vector, got {q.shape[0]}")
     norm = float(np.linalg.norm(q[0]))
     return None if norm == 0.0 else q[0] / norm
-
-
-def hits_of(matches: Matches) -> Hits:
-    """[(key, cosine similarity)] of usearch's matches, best first."""
-    return [
-        (int(key), 1.0 - float(dist))
-        for key, dist in zip(matches.keys, matches.distances, strict=True)
-        if key <= MAX_KEY
-    ]
 
 
 def sorted_unique(keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
@@ -239,7 +230,7 @@ def exact_search(
     id_arr = np.asarray(ids)
     if mat.ndim != 2 or len(id_arr) != len(mat):
         raise ValueError(f"{len(id_arr)} ids for a matrix of shape {mat.shape}")
-    q = unit_query(query, mat.shape[1])
+    q = _as_query(query, mat.shape[1])
     k = min(k, len(mat))
     if q is None or k <= 0:
         return []
@@ -366,19 +357,18 @@ class VectorIndex:
 
     def search(self, vector: npt.ArrayLike, k: int) -> Hits:
         """Top-k [(key, cosine similarity)], best first. Exact below EXACT_BELOW vectors."""
-        q = unit_query(vector, self.ndim)
+        q = _as_query(vector, self.ndim)
         if q is None or k <= 0:
             return []
-        return hits_of(self.matches(q, k))
-
-    def matches(self, unit: FloatMatrix, k: int) -> Matches:
-        """usearch's answer for a query `unit_query` made (`hits_of` reads it): the part of
-        `search` that runs without the GIL, which `VectorKeeper.search_ahead` runs in its
-        search thread."""
         with self._rw.read():
             index = self._index
             exact = len(index) <= EXACT_BELOW
-            return cast("Matches", index.search(unit, k, exact=exact))  # one query: Matches
+            matches = index.search(q, k, exact=exact)
+        return [
+            (int(key), 1.0 - float(dist))
+            for key, dist in zip(matches.keys, matches.distances, strict=True)
+            if key <= MAX_KEY
+        ]
 
     def stored_vectors(self, keys: Sequence[int]) -> dict[int, FloatMatrix]:
         """The vectors the index holds for `keys` (as float32; absent keys left out)."""

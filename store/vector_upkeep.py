@@ -34,9 +34,8 @@ import numpy.typing as npt
 from store import point_reads
 from store.database import Database
 from store.point_store import PointStore
-from store.vector_index import Hits, VectorIndex, exact_search, hits_of, unit_query
+from store.vector_index import VectorIndex, exact_search
 from store.vector_index_file import INDEX_FILENAME
-from store.vector_search_thread import SearchThread
 
 log = logging.getLogger("straylight.memory")
 
@@ -46,8 +45,6 @@ SAMPLE_MIN_COSINE = 0.99  # f16 storage keeps a vector's cosine with itself abov
 SAVE_EVERY = 200  # index changes between two saves of vectors.usearch, at least …
 SAVE_FRACTION = 100  # … and at least 1/100 of the index: a save rewrites the whole file
 MAX_PENDING_ADDS = 256  # submitted adds not yet run; one more waits for them (backpressure)
-SEARCH_AHEAD = True  # False: `search_ahead` searches in the caller's thread (bench, tests)
-SEARCH_START_WAIT = 0.0002  # s the search thread has to take a search up, else the caller runs it
 
 
 class VectorKeeper:
@@ -71,7 +68,6 @@ class VectorKeeper:
         self._saving: threading.Thread | None = None
         self._unsaved = 0  # index changes since the file was last saved
         self._fallback: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
-        self._searcher = SearchThread("vector-search", SEARCH_START_WAIT)
 
     @property
     def index(self) -> VectorIndex | None:
@@ -244,33 +240,6 @@ class VectorKeeper:
             return []
         if index.state == "in_sync":
             return [(int(pid), float(score)) for pid, score in index.search(query, k)]
-        return self._exact(index, query, k)
-
-    def search_ahead(self, query: npt.NDArray[np.float32], k: int) -> Callable[[], Hits]:
-        """`search`, run in the store's search thread while the caller does other work (a
-        recall: the word ranking); call what it returns for the hits, the same as `search`'s.
-        usearch walks the graph without the GIL, so on a second core the two overlap
-        (docs/recall-latency.md, "Seventh session"). Searches in the caller's thread when
-        the search thread is busy (another caller's recall) or stopped (`close`), or when
-        there is no graph to walk (no index, rebuilding: `search`)."""
-        self.flush()  # in the caller: the point it just saved is found
-        with self.lock:
-            index = self._index
-        if not SEARCH_AHEAD or index is None or index.state != "in_sync" or k <= 0:
-            hits = self.search(query, k)
-            return lambda: hits
-        if index.ndim != query.shape[-1]:
-            return list
-        unit = unit_query(query, index.ndim)
-        if unit is None:
-            return list
-        pending = self._searcher.submit(lambda: index.matches(unit, k))
-        if pending is None:
-            found = hits_of(index.matches(unit, k))
-            return lambda: found
-        return lambda: hits_of(pending.result())
-
-    def _exact(self, index: VectorIndex, query: npt.NDArray[np.float32], k: int) -> Hits:
         fallback = self._fallback
         ids, matrix = fallback if fallback else self._all_vectors(index.ndim)
         return [(int(pid), float(s)) for pid, s in exact_search(query, ids, matrix, k)]
@@ -318,9 +287,7 @@ class VectorKeeper:
                 thread.join(timeout)
 
     def close(self) -> None:
-        """Run the submitted adds, save a changed index; stop the index thread and the
-        search thread (a search in flight ends first; later ones run in their caller)."""
-        self._searcher.stop()
+        """Run the submitted adds, save a changed index; stop the index thread."""
         self._worker.shutdown(wait=True)
         with self.lock:
             if self._index is not None and self._index.dirty:
