@@ -36,7 +36,7 @@ from bench.memory_scale import WARM_RECALLS, Synthetic, _clock, _config
 
 STAGES = (
     "vector",
-    "vector_wait",
+    "words_wait",
     "lexical",
     "prepare",
     "top_and_within",
