@@ -15,8 +15,9 @@ flips every query — the machine's load falls on both alike. Queries and vector
 thread-CPU and process-CPU (DuckDB's own threads too) p50 / p95 / mean per side, and how
 many recalls returned other hits (ids, scores and texts compared: 0 expected). `--profile`
 adds a cProfile listing of each side's recalls.
-`--side off` has this side's recalls rank the words in their own thread instead of the
-store's side thread (`store.side_thread`); how the side thread's jobs ran is printed.
+`--side` says where this side's recalls rank the words: "on" as it ships (the store's side
+thread while a core is spare, `store.side_thread`), "always" (the side thread however busy
+the machine), "off" (their own thread); how the side thread's jobs ran is printed.
 `--ref-threads N` sets DuckDB's `threads` to N before each of the ref side's recalls and back
 to this checkout's value before each of its own (the one database is shared, and `threads`
 is a setting of the whole database).
@@ -111,6 +112,8 @@ def compare(
     ref._start()
     if side == "off":
         this.side.enabled = False
+    elif side == "always":  # however busy the machine is
+        this.side.cores = type(this.side.cores)(margin=float("-inf"))
     stores = {"ref": ref, "this": this}
     threads = {"ref": ref_threads, "this": _threads(this)} if ref_threads else {}
     wall: dict[str, list[float]] = {name: [] for name in sides}
@@ -177,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--ref-threads", type=int, help="DuckDB threads for the ref side")
-    parser.add_argument("--side", choices=("on", "off"), default="on", help="side thread")
+    parser.add_argument(
+        "--side", choices=("on", "always", "off"), default="on", help="the side thread"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     ref = str(args.ref_tree) if args.ref_tree else args.ref

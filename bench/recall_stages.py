@@ -1,13 +1,13 @@
 """Where a recall's time goes, stage by stage, on a kept store.
 
-    python -m bench.recall_stages HOME [--recalls 200] [--side on|off] [--json OUT]
+    python -m bench.recall_stages HOME [--recalls 200] [--side on|always|off] [--json OUT]
 
 HOME is a store `python -m bench.memory_scale --keep DIR` left. Opens it as the bench's
 measure worker does (open, wait until ready, 5 warm-up recalls), then runs `--recalls`
 recalls of `bench.memory_scale`'s queries and vectors and times, per recall, the stages
 `memory.recall` calls — the vector search, the wait for the words the store's side thread
 ranked meanwhile (`words_wait`, which runs them itself when the side thread had not started
-them; `--side off`: ranked in the recall's thread), the word search (and in it `prepare`,
+them; `--side` as in `bench.recall_paired`), the word search (and in it `prepare`,
 then `top_and_within`: the MaxScore `walk` and one exact scoring of its candidates and the
 pins), the pinned ranking, the hit rows — by wrapping those functions for this process only:
 wall time, this thread's CPU time, the process's CPU time (DuckDB's own threads), minor and
@@ -108,7 +108,9 @@ def measure(home: Path, recalls: int, side: str = "on") -> dict[str, Any]:
     texts = data.queries(topics)
     started = time.perf_counter()
     store = MemoryStore.open(home, _config(), clock=_clock())
-    store.side.enabled = side == "on"
+    store.side.enabled = side != "off"
+    if side == "always":  # however busy the machine is
+        store.side.cores = type(store.side.cores)(margin=float("-inf"))
     opened = time.perf_counter()
     store.wait_until_ready()
     ready = time.perf_counter()
@@ -171,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("home", type=Path)
     parser.add_argument("--recalls", type=int, default=200)
-    parser.add_argument("--side", choices=("on", "off"), default="on")
+    parser.add_argument("--side", choices=("on", "always", "off"), default="on")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     result = measure(args.home, args.recalls, args.side)

@@ -14,10 +14,11 @@ import pytest
 
 from memory.memory_store import MemoryConfig, MemoryStore
 from store.clock import Clock
-from store.side_thread import SideThread
+from store.side_thread import CoreCheck, SideThread
 from tests.support.ollama_standin import embed_text
 
 DIM = 64
+SPARE = CoreCheck(margin=float("-inf"))  # a core always free, however busy the machine
 WORDS = [
     *("amber", "basil", "cedar", "delta", "ember", "fjord"),
     *("garnet", "harbor", "indigo", "juniper", "kestrel", "lantern"),
@@ -35,6 +36,7 @@ def text_of(i: int) -> str:
 
 def open_store(home: Path, points: int) -> MemoryStore:
     store = MemoryStore.open(home, MemoryConfig(), clock=Clock())
+    store.side.cores = SPARE
     store.wait_until_ready(timeout=30)
     for i in range(points):
         text = text_of(i)
@@ -52,7 +54,7 @@ def ran_beside(side: SideThread) -> int:
 
 
 def test_handed_work_runs_in_the_side_thread_and_its_answer_or_error_comes_back() -> None:
-    side = SideThread("test-side")
+    side = SideThread("test-side", SPARE)
     ran_in: list[str] = []
     started = threading.Event()
     release = threading.Event()
@@ -82,7 +84,7 @@ def test_handed_work_runs_in_the_side_thread_and_its_answer_or_error_comes_back(
 
 
 def test_work_not_started_yet_is_taken_back_by_the_caller() -> None:
-    side = SideThread("test-side")
+    side = SideThread("test-side", SPARE)
     release = threading.Event()
     first = side.hand(lambda: release.wait(10))
     assert first is not None
@@ -102,14 +104,22 @@ def test_work_not_started_yet_is_taken_back_by_the_caller() -> None:
 
 
 def test_a_disabled_side_thread_leaves_the_work_to_the_caller() -> None:
-    side = SideThread("test-side")
+    side = SideThread("test-side", SPARE)
     side.enabled = False
     assert side.hand(lambda: 1) is None and side._thread is None  # never started
     side.stop()
 
 
+def test_without_a_spare_core_the_work_stays_with_the_caller() -> None:
+    side = SideThread("test-side", CoreCheck(margin=float("inf")))
+    assert side.hand(lambda: 1) is None
+    assert side.stats["no_core"] == 1 and side._thread is None
+    assert CoreCheck(margin=float("-inf")).free()
+    side.stop()
+
+
 def test_stop_lets_the_work_in_flight_finish_and_leaves_unstarted_work_to_its_caller() -> None:
-    side = SideThread("test-side")
+    side = SideThread("test-side", SPARE)
     release = threading.Event()
     started = threading.Event()
     handed = side.hand(lambda: started.set() or release.wait(10))
@@ -118,7 +128,7 @@ def test_stop_lets_the_work_in_flight_finish_and_leaves_unstarted_work_to_its_ca
     side.stop()  # returns after the work
     assert release.is_set() and handed.result() is True
 
-    waiting = SideThread("test-side")
+    waiting = SideThread("test-side", SPARE)
     blocker = threading.Event()
     first = waiting.hand(lambda: blocker.wait(10))
     assert first is not None
