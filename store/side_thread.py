@@ -42,12 +42,14 @@ class Handed(Generic[T]):
         self._error: BaseException | None = None
 
     def run(self) -> None:
+        """Run the work and keep its answer (`finish` tells the caller)."""
         try:
             self._value = self._work()
         except BaseException as error:  # noqa: BLE001 - the caller raises it (`result`)
             self._error = error
-        finally:
-            self._done.set()
+
+    def finish(self) -> None:
+        self._done.set()
 
     def result(self) -> T:
         """The work's return value, or what it raised raised here. Runs the work in this
@@ -154,10 +156,13 @@ class SideThread:
                 if self._stopped or job is None:  # a job handed meanwhile: its caller's
                     self._job = job
                     return
-            job.run()
-            with self._cond:
-                self._busy = False
-                self._cond.notify_all()
+            try:
+                job.run()
+            finally:
+                with self._cond:  # free before the caller hears: its next `hand` finds it so
+                    self._busy = False
+                    self._cond.notify_all()
+                job.finish()
 
     def stop(self) -> None:
         """Finish the job in flight and end the thread; later `hand`s return None. A job

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,22 @@ def test_work_not_started_yet_is_taken_back_by_the_caller() -> None:
     assert len(ran_in) == 50
     taken_back = side.stats["taken_back"] - before
     assert taken_back == ran_in.count(threading.current_thread().name)
+    side.stop()
+
+
+def _started_then(started: threading.Event, value: int) -> int:
+    started.set()
+    return value
+
+
+def test_the_side_thread_is_free_again_once_the_caller_has_the_answer() -> None:
+    side = SideThread("test-side", SPARE)
+    for i in range(200):
+        started = threading.Event()
+        handed = side.hand(partial(_started_then, started, i))
+        assert handed is not None, f"busy at the {i}th job"  # the last one's answer was read
+        assert started.wait(10) and handed.result() == i
+    assert side.stats["busy"] == 0
     side.stop()
 
 
