@@ -3,6 +3,7 @@
     python -m bench.recall_paired HOME --ref REF [--queries 400] [--profile] [--json OUT]
     python -m bench.recall_paired HOME --ref-tree DIR …   # a checkout's folder instead of a ref
     python -m bench.recall_paired HOME --ref REF --ref-threads 2   # the ref side's DuckDB threads
+    python -m bench.recall_paired HOME --ref REF --side off   # this side without its side thread
 
 HOME is a store `python -m bench.memory_scale --keep DIR` left (`DIR/home-N`). The ref's
 `memory/` and `store/` packages are imported first from a `git archive` of REF and kept
@@ -14,6 +15,9 @@ flips every query — the machine's load falls on both alike. Queries and vector
 thread-CPU and process-CPU (DuckDB's own threads too) p50 / p95 / mean per side, and how
 many recalls returned other hits (ids, scores and texts compared: 0 expected). `--profile`
 adds a cProfile listing of each side's recalls.
+`--side` says where this side's recalls rank the words: "on" as it ships (the store's side
+thread while a core is spare, `store.side_thread`), "always" (the side thread however busy
+the machine), "off" (their own thread); how the side thread's jobs ran is printed.
 `--ref-threads N` sets DuckDB's `threads` to N before each of the ref side's recalls and back
 to this checkout's value before each of its own (the one database is shared, and `threads`
 is a setting of the whole database).
@@ -91,6 +95,7 @@ def compare(
     profile: bool,
     tree: Path | None = None,
     ref_threads: int | None = None,
+    side: str = "on",
 ) -> dict[str, Any]:
     old, new = import_sides(ref, tree)
     from store.clock import Clock
@@ -105,6 +110,10 @@ def compare(
     this = new.MemoryStore.open(home, config, clock=Clock())
     ref = old.MemoryStore(home, config, this.db)
     ref._start()
+    if side == "off":
+        this.side.enabled = False
+    elif side == "always":  # however busy the machine is
+        this.side.cores = type(this.side.cores)(margin=float("-inf"))
     stores = {"ref": ref, "this": this}
     threads = {"ref": ref_threads, "this": _threads(this)} if ref_threads else {}
     wall: dict[str, list[float]] = {name: [] for name in sides}
@@ -139,6 +148,9 @@ def compare(
         ref.close()  # closes the shared Database; `this.close()` finds it closed
         this.close()
     result: dict[str, Any] = {"ref": ref, "queries": queries, "differ": differ}
+    for name, store in stores.items():  # how the side thread's jobs ran (a tree with one)
+        if hasattr(store, "side"):
+            result[f"{name}_side_thread"] = dict(store.side.stats)
     if threads:
         result["threads"] = threads
     for name in sides:
@@ -168,10 +180,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--ref-threads", type=int, help="DuckDB threads for the ref side")
+    parser.add_argument(
+        "--side", choices=("on", "always", "off"), default="on", help="the side thread"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     ref = str(args.ref_tree) if args.ref_tree else args.ref
-    result = compare(args.home, ref, args.queries, args.profile, args.ref_tree, args.ref_threads)
+    result = compare(
+        args.home, ref, args.queries, args.profile, args.ref_tree, args.ref_threads, args.side
+    )
     for key in ("ref", "this"):
         if f"{key}_profile" in result:
             print(f"--- {key} profile\n{result[f'{key}_profile']}")
@@ -179,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         stats = result[key]
         print(f"{key:9} p50 {stats['p50_ms']:.2f}  p95 {stats['p95_ms']:.2f} ms")
     print(f"recalls with other hits: {result['differ']} of {result['queries']}")
+    for key in ("ref_side_thread", "this_side_thread"):
+        if key in result:
+            print(f"{key}: {result[key]}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2), encoding="utf-8")
     return 0

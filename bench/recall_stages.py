@@ -1,17 +1,20 @@
 """Where a recall's time goes, stage by stage, on a kept store.
 
-    python -m bench.recall_stages HOME [--recalls 200] [--json OUT]
+    python -m bench.recall_stages HOME [--recalls 200] [--side on|always|off] [--json OUT]
 
 HOME is a store `python -m bench.memory_scale --keep DIR` left. Opens it as the bench's
-measure worker does (open, wait until ready, 5 warm-up recalls), then runs `--recalls` recalls
-of `bench.memory_scale`'s queries and vectors and times, per recall, the stages `memory.recall`
-calls — the vector search, the word search (and in it `prepare`, then `top_and_within`: the
-MaxScore `walk` and one exact scoring of its candidates and the pins), the pinned ranking,
-the hit rows — by wrapping those functions for this process only: wall time, this
-thread's CPU time, the process's CPU time (DuckDB's own threads), minor and major page faults
-(`lexical.idx`'s pages come back by faults after the open handed them back) and the time the
-garbage collector ran. Prints p50 / p95 / max per stage and the slowest recalls; the JSON
-holds every recall's row. Measurement only: nothing here changes what a recall does.
+measure worker does (open, wait until ready, 5 warm-up recalls), then runs `--recalls`
+recalls of `bench.memory_scale`'s queries and vectors and times, per recall, the stages
+`memory.recall` calls — the vector search, the wait for the words the store's side thread
+ranked meanwhile (`words_wait`, which runs them itself when the side thread had not started
+them; `--side` as in `bench.recall_paired`), the word search (and in it `prepare`,
+then `top_and_within`: the MaxScore `walk` and one exact scoring of its candidates and the
+pins), the pinned ranking, the hit rows — by wrapping those functions for this process only:
+wall time, this thread's CPU time, the process's CPU time (DuckDB's own threads), minor and
+major page faults (`lexical.idx`'s pages come back by faults after the open handed them
+back) and the time the garbage collector ran. Prints p50 / p95 / max per stage and the
+slowest recalls; the JSON holds every recall's row. Measurement only: nothing here changes
+what a recall does.
 """
 
 from __future__ import annotations
@@ -31,7 +34,16 @@ import numpy as np
 
 from bench.memory_scale import WARM_RECALLS, Synthetic, _clock, _config
 
-STAGES = ("vector", "lexical", "prepare", "top_and_within", "walk", "pinned", "hit_rows")
+STAGES = (
+    "vector",
+    "words_wait",
+    "lexical",
+    "prepare",
+    "top_and_within",
+    "walk",
+    "pinned",
+    "hit_rows",
+)
 
 
 class _Stages:
@@ -66,14 +78,16 @@ def _faults() -> tuple[int, int]:
     return usage.ru_minflt, usage.ru_majflt
 
 
-def measure(home: Path, recalls: int) -> dict[str, Any]:
+def measure(home: Path, recalls: int, side: str = "on") -> dict[str, Any]:
     import memory.recall as recall_module
     from memory.memory_store import MemoryStore
     from store import lexical_topk, point_reads
+    from store.side_thread import Handed
     from store.vector_upkeep import VectorKeeper
 
     stages = _Stages()
     stages.wrap(VectorKeeper, "search", "vector")
+    stages.wrap(Handed, "result", "words_wait")  # the side thread's words, waited for
     stages.wrap(recall_module, "_lexical_candidates", "lexical")
     for name in ("prepare", "top_and_within"):
         stages.wrap(lexical_topk, name, name)
@@ -94,6 +108,9 @@ def measure(home: Path, recalls: int) -> dict[str, Any]:
     texts = data.queries(topics)
     started = time.perf_counter()
     store = MemoryStore.open(home, _config(), clock=_clock())
+    store.side.enabled = side != "off"
+    if side == "always":  # however busy the machine is
+        store.side.cores = type(store.side.cores)(margin=float("-inf"))
     opened = time.perf_counter()
     store.wait_until_ready()
     ready = time.perf_counter()
@@ -156,9 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("home", type=Path)
     parser.add_argument("--recalls", type=int, default=200)
+    parser.add_argument("--side", choices=("on", "always", "off"), default="on")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    result = measure(args.home, args.recalls)
+    result = measure(args.home, args.recalls, args.side)
     print(f"open {result['open_s']} s, ready {result['ready_s']} s")
     print("\n".join(summary(result["recalls"])))
     if args.json:

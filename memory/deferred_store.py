@@ -147,7 +147,7 @@ class DeferredStore(_StandIn):
     """`MemoryStore`'s reads as a fresh store answers them, until the real one is there."""
 
     VALUES = frozenset(
-        {"db", "points", "filter", "lexical", "lexical_ready", "vectors", "pins", "space"}
+        {"db", "points", "filter", "lexical", "lexical_ready", "vectors", "pins", "space", "side"}
     )
 
     def __init__(self, opening: MemoryOpening, config: MemoryConfig) -> None:

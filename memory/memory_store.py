@@ -56,6 +56,7 @@ from store.database import (
 from store.lexical_file import LEXICAL_FILENAME
 from store.lexical_index import LexicalCache
 from store.point_store import NewPoint, PointStore
+from store.side_thread import SideThread
 from store.vector_upkeep import INDEX_FILENAME, VectorKeeper
 
 __all__ = [  # what callers import from here, besides MemoryStore and its config
@@ -111,6 +112,7 @@ class MemoryStore:
         self.lexical_ready = False  # the word index's in-memory mirror is loaded
         self.vectors = VectorKeeper(home, db, config.embed_model, read_only=read_only)
         self.pins = PinnedPoints()
+        self.side = SideThread("recall-words")  # a recall ranks the words there (recall.py)
         self._lexical_thread: threading.Thread | None = None
         self._lexical_cursor: Cursor | None = None  # while it loads
         self._closing = False
@@ -207,6 +209,7 @@ class MemoryStore:
     def close(self) -> None:
         """Save a changed index and close the database. A word-index load still running
         is interrupted (it would make quitting wait: ~2.5 s at 100k points, ~70 s at 1M)."""
+        self.side.stop()  # a recall's word ranking in flight ends first
         self._stop_lexical_load()
         if self.lexical_ready:
             self.lexical.save_file()  # when enough changed since it was written

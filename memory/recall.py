@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -143,10 +144,16 @@ def recall(
     depth = tuning.candidates
     if tuning.list_vector_weight is not None and is_list_question(query):
         tuning = replace(tuning, vector_weight=tuning.list_vector_weight)
+    words = None  # ranked in the store's side thread while this one searches the vectors
+    if mode != "vector" and query_vec is not None:  # (without the GIL): store.side_thread
+        words = store.side.hand(partial(_lexical_candidates, store, query, depth))
     vector_ranked = store.vectors.search(query_vec, depth) if query_vec is not None else []
-    lexical_ranked, pinned_lexical = (
-        _lexical_candidates(store, query, depth) if mode != "vector" else ([], [])
-    )
+    if words is not None:
+        lexical_ranked, pinned_lexical = words.result()
+    elif mode != "vector":
+        lexical_ranked, pinned_lexical = _lexical_candidates(store, query, depth)
+    else:
+        lexical_ranked, pinned_lexical = [], []
     cosine = dict(vector_ranked)
     fused = _fuse(vector_ranked, lexical_ranked, tuning)
     if tuning.feedback_seeds and lexical_ranked and store.lexical_ready:
