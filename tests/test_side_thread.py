@@ -206,7 +206,8 @@ def test_close_while_recalling_waits_for_the_word_ranking_in_flight(home: Path) 
     def recall_until_closed() -> None:
         with contextlib.suppress(Exception):  # a recall on a closed store fails
             for _ in range(5000):
-                results.append((time.monotonic(), hits(store, "the amber crate")))
+                found = hits(store, "the amber crate")
+                results.append((time.monotonic(), found))  # when it returned, not began
                 running.set()
 
     worker = threading.Thread(target=recall_until_closed)
