@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import threading
 import time
 from collections.abc import Iterator
@@ -42,6 +41,15 @@ import duckdb
 from store import buffer_pool
 from store.clock import Clock
 from store.cursor_gate import CursorGate
+
+# The errors are re-exported: callers catch them as `store.database.…`.
+from store.database_errors import CorruptDatabase as CorruptDatabase
+from store.database_errors import DatabaseError as DatabaseError
+from store.database_errors import DataDirInUse as DataDirInUse
+from store.database_errors import NoDatabase as NoDatabase
+from store.database_errors import SchemaTooNew as SchemaTooNew
+from store.database_errors import classify_open_error, file_size
+from store.database_errors import parse_lock_pid as parse_lock_pid
 from store.private_files import FILE_MODE, ensure_private_dir, refuse_symlink
 from store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, run_statement
 
@@ -52,101 +60,11 @@ Cursor = duckdb.DuckDBPyConnection
 connection object); the name callers outside `store/` annotate with."""
 
 _HEADER_BYTES = 3 * 4096
-_LOCK_MARKERS = ("Could not set lock on file", "Conflicting lock is held")
-_CORRUPT_MARKERS = (
-    "not a valid DuckDB database file",
-    "Could not read enough bytes",
-    "Corrupt database file",
-    "checksum",
-)
-_PID_PATTERN = re.compile(r"\bPID\s+(\d+)")
-
-
-class DatabaseError(Exception):
-    """A database that cannot be opened or used; `str()` is one line for the user."""
-
-
-class DataDirInUse(DatabaseError):
-    """Another process holds the database file's lock."""
-
-    def __init__(self, path: Path, pid: int | None) -> None:
-        self.path = path
-        self.pid = pid
-        holder = f"PID {pid}" if pid is not None else "another process"
-        super().__init__(
-            f"{path} is in use by {holder} (another Straylight?); close it or use --home"
-        )
-
-
-class CorruptDatabase(DatabaseError):
-    """The file is not a DuckDB database, or is truncated or damaged."""
-
-    def __init__(self, path: Path, problem: str) -> None:
-        self.path = path
-        self.problem = problem
-        super().__init__(
-            f"{path} is damaged ({problem}); it was left untouched — "
-            "restore it from a backup or move it aside"
-        )
-
-
-class SchemaTooNew(DatabaseError):
-    """The file was migrated by a newer Straylight than this one."""
-
-    def __init__(self, path: Path, found: int, known: int) -> None:
-        self.path = path
-        self.found = found
-        self.known = known
-        super().__init__(
-            f"{path} is at schema version {found}; this Straylight knows up to {known}"
-            " — upgrade Straylight"
-        )
-
-
-class NoDatabase(DatabaseError):
-    """`open_database(..., create=False)` found no file."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        super().__init__(f"{path} does not exist yet (nothing has been saved)")
 
 
 def database_path(data_dir: Path) -> Path:
     """The database file inside a data dir."""
     return data_dir / DATABASE_FILENAME
-
-
-def parse_lock_pid(message: str) -> int | None:
-    """The PID named in DuckDB's lock-conflict message, or None when it names none.
-
-    The holder's PID ends the sentence, after the executable's path: take the last one.
-    """
-    found = _PID_PATTERN.findall(message)
-    return int(found[-1]) if found else None
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
-
-
-def _classify_open_error(path: Path, error: duckdb.Error) -> DatabaseError:
-    message = str(error)
-    if any(marker in message for marker in _LOCK_MARKERS):
-        return DataDirInUse(path.parent, parse_lock_pid(message))
-    if "not a valid DuckDB database file" in message:
-        problem = "empty file" if _file_size(path) == 0 else "not a DuckDB database"
-        return CorruptDatabase(path, problem)
-    if any(marker in message for marker in _CORRUPT_MARKERS):
-        return CorruptDatabase(path, _first_line(error).removeprefix("IO Error: "))
-    return DatabaseError(f"cannot open {path}: {_first_line(error)}")
-
-
-def _file_size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return -1
 
 
 CHECKPOINT_THRESHOLD_BYTES = 32 * 2**20
@@ -184,7 +102,7 @@ def _connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         try:
             return duckdb.connect(str(path), read_only=read_only, config=config)
         except duckdb.Error as error:
-            classified = _classify_open_error(path, error)
+            classified = classify_open_error(path, error)
             if not isinstance(classified, DataDirInUse) or time.monotonic() >= deadline:
                 raise classified from error
         time.sleep(0.05)
@@ -229,7 +147,7 @@ def _check_complete(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     the number of used blocks (they all lie inside a healthy file).
     """
     block_size, total_blocks, free_blocks = _block_counts(con)
-    actual = _file_size(path)
+    actual = file_size(path)
     if actual >= _HEADER_BYTES + block_size * total_blocks:
         return
     blocks = max(_highest_used_block(con) + 1, total_blocks - free_blocks)
@@ -258,7 +176,7 @@ def _inspect_existing(path: Path) -> int:
         _check_complete(con, path)
         version = read_schema_version(con)
     except duckdb.Error as error:
-        raise _classify_open_error(path, error) from error
+        raise classify_open_error(path, error) from error
     finally:
         con.close()
     if version > SCHEMA_VERSION:
@@ -331,7 +249,7 @@ def open_database(
         _tighten_modes(path)
     except duckdb.Error as error:
         con.close()
-        raise _classify_open_error(path, error) from error
+        raise classify_open_error(path, error) from error
     except BaseException:
         con.close()
         raise

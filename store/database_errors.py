@@ -1,0 +1,102 @@
+"""What can go wrong opening `straylight.duckdb`, as one clear error each: another process
+holds the data dir (`DataDirInUse`, with its PID when DuckDB names one), the file is damaged
+(`CorruptDatabase`), it comes from a newer Straylight (`SchemaTooNew`), or it is missing where
+it must not be created (`NoDatabase`); `classify_open_error` reads DuckDB's message."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+
+_LOCK_MARKERS = ("Could not set lock on file", "Conflicting lock is held")
+_CORRUPT_MARKERS = (
+    "not a valid DuckDB database file",
+    "Could not read enough bytes",
+    "Corrupt database file",
+    "checksum",
+)
+_PID_PATTERN = re.compile(r"\bPID\s+(\d+)")
+
+
+class DatabaseError(Exception):
+    """A database that cannot be opened or used; `str()` is one line for the user."""
+
+
+class DataDirInUse(DatabaseError):
+    """Another process holds the database file's lock."""
+
+    def __init__(self, path: Path, pid: int | None) -> None:
+        self.path = path
+        self.pid = pid
+        holder = f"PID {pid}" if pid is not None else "another process"
+        super().__init__(
+            f"{path} is in use by {holder} (another Straylight?); close it or use --home"
+        )
+
+
+class CorruptDatabase(DatabaseError):
+    """The file is not a DuckDB database, or is truncated or damaged."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(
+            f"{path} is damaged ({problem}); it was left untouched — "
+            "restore it from a backup or move it aside"
+        )
+
+
+class SchemaTooNew(DatabaseError):
+    """The file was migrated by a newer Straylight than this one."""
+
+    def __init__(self, path: Path, found: int, known: int) -> None:
+        self.path = path
+        self.found = found
+        self.known = known
+        super().__init__(
+            f"{path} is at schema version {found}; this Straylight knows up to {known}"
+            " — upgrade Straylight"
+        )
+
+
+class NoDatabase(DatabaseError):
+    """`open_database(..., create=False)` found no file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        super().__init__(f"{path} does not exist yet (nothing has been saved)")
+
+
+def parse_lock_pid(message: str) -> int | None:
+    """The PID named in DuckDB's lock-conflict message, or None when it names none.
+
+    The holder's PID ends the sentence, after the executable's path: take the last one.
+    """
+    found = _PID_PATTERN.findall(message)
+    return int(found[-1]) if found else None
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def classify_open_error(path: Path, error: duckdb.Error) -> DatabaseError:
+    message = str(error)
+    if any(marker in message for marker in _LOCK_MARKERS):
+        return DataDirInUse(path.parent, parse_lock_pid(message))
+    if "not a valid DuckDB database file" in message:
+        problem = "empty file" if file_size(path) == 0 else "not a DuckDB database"
+        return CorruptDatabase(path, problem)
+    if any(marker in message for marker in _CORRUPT_MARKERS):
+        return CorruptDatabase(path, _first_line(error).removeprefix("IO Error: "))
+    return DatabaseError(f"cannot open {path}: {_first_line(error)}")
+
+
+def file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
