@@ -203,10 +203,12 @@ class LexicalCache:
         if self.file is None:
             return False
         with self._lock:
-            if not self._loaded or not self.file.wanted(self._index, self.doc_count, force):
+            if not self._file_wanted(force):
                 return False  # (the usual open: glibc's heap is left as it is)
         with large_blocks_mapped(self._temporary_bytes):
-            with self._lock:
+            with self._lock:  # asked again: the cache may have changed meanwhile
+                if not self._file_wanted(force):
+                    return False
                 snapshot = self.file.snapshot(self._index, self._generation)
             if snapshot is None or not self.file.write(snapshot):
                 return False
@@ -221,6 +223,14 @@ class LexicalCache:
                     return_freed_memory()  # the arrays just dropped were most of the heap
                 self.file.mark(snapshot)
         return True
+
+    def _file_wanted(self, force: bool) -> bool:
+        """Whether `file` should be written now (call under the lock)."""
+        return (
+            self.file is not None
+            and self._loaded
+            and self.file.wanted(self._index, self.doc_count, force)
+        )
 
     def _temporary_bytes(self) -> int:
         """Above any temporary array a search makes: a float64 a slot (the scratch's size;
