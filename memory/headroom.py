@@ -16,10 +16,11 @@ ENGINE_BYTES = 35 * 2**20  # DuckDB and usearch once loaded (measured: bench/mem
 # three after a change to the word index. A posting: `lexical.idx` holds 6 B of it that
 # recalls read (its slot and tf; the rest of the file is handed back after the open's check),
 # of which a memory in use keeps only part resident (at 1M, the query words' lists) — hence
-# 4 B. Last refitted in the sixth session, without the stored text (docs/memory-scale.md,
+# 4 B. Refitted in the sixth session, without the stored text (docs/memory-scale.md,
 # "Refit without the text"): the smallest worst error over two `just scaling` runs, after 5
-# recalls and in use, at 1k-1M points (13 %).
-LEXICAL_BASE_BYTES = 23 * 2**20
+# recalls and in use, at 1k-1M points (13 %); the base lowered by 2 MiB in the seventh, when
+# the first open stopped leaving glibc's heap behind (11 %, "Seventh session").
+LEXICAL_BASE_BYTES = 21 * 2**20
 LEXICAL_DOC_BYTES = 220
 LEXICAL_POSTING_BYTES = 4
 
@@ -37,14 +38,14 @@ def ram_estimate_bytes(
     a fixed cost paid by an open memory, empty or not, plus a cost per point.
 
     Fixed: the engine (DuckDB and usearch, 35 MiB) and the word index's base (its in-memory
-    arrays and what DuckDB keeps of its tables, 23 MiB). Per point: the usearch index
+    arrays and what DuckDB keeps of its tables, 21 MiB). Per point: the usearch index
     (`estimate_index_bytes`: vectors × (dim × 2 + 16 × 2 × 4 + 140) + 512 KiB), 220 B a
     document + 4 B a posting in the word index. The stored text is not counted: it stays in
     DuckDB's file, and DuckDB keeps only the blocks recalls read (counting all of it read
     ×1.20 at 1M). Against the RSS growth after the open and 5 recalls, and of a memory in
-    use (then 200 recalls), in two `just scaling` runs: ×1.01–1.12 at 1k points, ×0.91–0.99
-    at 10k, ×0.87–0.91 at 100k, ×0.96–1.13 at 1M (docs/memory-scale.md, "Refit without the
-    text"). An empty store used to read ~0 and jump by the whole fixed cost at its first
+    use (then 200 recalls), in the seventh session's runs: ×1.07–1.11 at 1k points,
+    ×1.00–1.04 at 10k, ×0.97–0.99 at 100k, ×0.98–1.10 at 1M (docs/memory-scale.md,
+    "Seventh session"). An empty store used to read ~0 and jump by the whole fixed cost at its first
     point (issue 16).
     """
     index = 0
