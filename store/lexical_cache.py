@@ -200,19 +200,20 @@ class LexicalCache:
         """Write `file` when it is missing, stale, or `force`, or when enough changed since it
         was written (`store.lexical_persist`); then map it in place of the arrays in memory
         if nothing changed meanwhile. False when nothing was written (or it failed: logged)."""
-        if self.file is None:
+        file = self.file
+        if file is None:
             return False
         with self._lock:
-            if not self._file_wanted(force):
+            if not self._file_wanted(file, force):
                 return False  # (the usual open: glibc's heap is left as it is)
         with large_blocks_mapped(self._temporary_bytes):
             with self._lock:  # asked again: the cache may have changed meanwhile
-                if not self._file_wanted(force):
+                if not self._file_wanted(file, force):
                     return False
-                snapshot = self.file.snapshot(self._index, self._generation)
-            if snapshot is None or not self.file.write(snapshot):
+                snapshot = file.snapshot(self._index, self._generation)
+            if snapshot is None or not file.write(snapshot):
                 return False
-            mapped = self.file.reopen(snapshot)
+            mapped = file.reopen(snapshot)
             with self._lock:
                 unchanged = (
                     self._index is snapshot.index and self._index.changes == snapshot.changes
@@ -221,16 +222,12 @@ class LexicalCache:
                     self._index = mapped
                     snapshot = replace(snapshot, index=mapped, changes=0)
                     return_freed_memory()  # the arrays just dropped were most of the heap
-                self.file.mark(snapshot)
+                file.mark(snapshot)
         return True
 
-    def _file_wanted(self, force: bool) -> bool:
+    def _file_wanted(self, file: IndexFile, force: bool) -> bool:
         """Whether `file` should be written now (call under the lock)."""
-        return (
-            self.file is not None
-            and self._loaded
-            and self.file.wanted(self._index, self.doc_count, force)
-        )
+        return self._loaded and file.wanted(self._index, self.doc_count, force)
 
     def _temporary_bytes(self) -> int:
         """Above any temporary array a search makes: a float64 a slot (the scratch's size;
