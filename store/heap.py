@@ -65,8 +65,9 @@ def large_blocks_mapped(reuse_below: Callable[[], int]) -> Iterator[None]:
 def return_freed_memory() -> None:
     """Hand the heap what was freed back to the OS (glibc's `malloc_trim`). A few ms.
 
-    The load's queries run on DuckDB's worker threads, whose malloc arenas keep what they
-    freed: ~12 MB at 10k points, more at 100k (docs/memory-scale.md)."""
+    The load runs on its own thread, whose malloc arena keeps what it freed (measured when
+    DuckDB still ran its queries on worker threads: ~12 MB at 10k points, more at 100k;
+    docs/memory-scale.md)."""
     trim = _libc_function("malloc_trim")
     if trim is not None:
         trim(0)
