@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from bench.locomo_cache import CachedEmbedder
-from bench.locomo_data import load_locomo
+from bench.locomo_data import Conversation, load_locomo
 from bench.locomo_rankers import (
     adaptive_ranker,
     cosine_ranker,
@@ -40,9 +40,7 @@ def test_the_stripped_question_loses_its_scaffolding_and_nothing_else() -> None:
 def test_sentence_pieces_join_short_sentences_and_name_the_speaker_in_each(
     tmp_path: Path,
 ) -> None:
-    data = tmp_path / "one.json"
-    data.write_text(json.dumps([_conversation()]), encoding="utf-8")
-    conversation = load_locomo(data)[0]
+    conversation, _ = _loaded(tmp_path)
     texts, owners = sentence_texts(conversation, shortest=20)
     assert texts[:2] == [
         "Ann: Hi Bob! My dog learned a new trick.",
@@ -54,10 +52,7 @@ def test_sentence_pieces_join_short_sentences_and_name_the_speaker_in_each(
 
 
 def test_the_prototypes_at_the_products_values_rank_as_recall(tmp_path: Path) -> None:
-    data = tmp_path / "one.json"
-    data.write_text(json.dumps([_conversation()]), encoding="utf-8")
-    conversation = load_locomo(data)[0]
-    cache = CachedEmbedder(tmp_path / "vectors.npz", lambda: _bag_of_words)
+    conversation, cache = _loaded(tmp_path)
     turn_vectors = cache([f"{t.speaker}: {t.text}" for t in conversation.turns])
     store, to_turn, home = replay(conversation, turn_vectors, ctx_wide)
     try:
@@ -117,3 +112,14 @@ def _conversation() -> dict[str, object]:
             {"question": "Where did Bob go sailing?", "evidence": ["D1:2"], "category": 1},
         ],
     }
+
+
+def _loaded(
+    tmp_path: Path, raw: dict[str, object] | None = None
+) -> tuple[Conversation, CachedEmbedder]:
+    """`raw` (`_conversation()` by default) as the bench loads it from a file, and a vector
+    cache in `tmp_path` that embeds with `_bag_of_words`."""
+    data = tmp_path / "one.json"
+    data.write_text(json.dumps([raw or _conversation()]), encoding="utf-8")
+    cache = CachedEmbedder(tmp_path / "vectors.npz", lambda: _bag_of_words)
+    return load_locomo(data)[0], cache

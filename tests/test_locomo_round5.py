@@ -5,12 +5,9 @@ it (`DATED`)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
-from bench.locomo_cache import CachedEmbedder
-from bench.locomo_data import load_locomo
 from bench.locomo_round5 import environment, families
 from bench.locomo_round5_rankers import (
     DATED,
@@ -29,14 +26,11 @@ from bench.locomo_round5_rankers import (
     same_as_product,
     third_vector,
 )
-from tests.test_locomo_round3 import _bag_of_words, _conversation
+from tests.test_locomo_round3 import _conversation, _loaded
 
 
 def test_the_prototypes_at_the_products_values_rank_as_recall(tmp_path: Path) -> None:
-    data = tmp_path / "one.json"
-    data.write_text(json.dumps([_conversation()]), encoding="utf-8")
-    conversation = load_locomo(data)[0]
-    cache = CachedEmbedder(tmp_path / "vectors.npz", lambda: _bag_of_words)
+    conversation, cache = _loaded(tmp_path)
     conv, home = environment(conversation, cache)
     try:
         same = [
@@ -70,14 +64,11 @@ def test_the_prototypes_at_the_products_values_rank_as_recall(tmp_path: Path) ->
 
 
 def test_the_length_prior_puts_a_long_turn_before_a_short_one(tmp_path: Path) -> None:
-    data = tmp_path / "one.json"
     raw = _conversation()
     session = raw["conversation"]["session_1"]  # type: ignore[index]
     session.append({"speaker": "Bob", "dia_id": "D1:4", "text": "Sailing!"})
     raw["qa"] = [{"question": "Who went sailing?", "evidence": ["D1:2"], "category": 4}]
-    data.write_text(json.dumps([raw]), encoding="utf-8")
-    conversation = load_locomo(data)[0]
-    cache = CachedEmbedder(tmp_path / "vectors.npz", lambda: _bag_of_words)
+    conversation, cache = _loaded(tmp_path, raw)
     conv, home = environment(conversation, cache)
     try:
         question = conversation.questions[0]

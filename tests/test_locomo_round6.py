@@ -4,17 +4,14 @@ shipped (the answer boost) ranks as `recall` does now."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
-from bench.locomo_cache import CachedEmbedder
-from bench.locomo_data import load_locomo
 from bench.locomo_round5_rankers import DATED, product_ranker
 from bench.locomo_round6 import ALL_TYPES, environment6, families
 from bench.locomo_round6_rankers import answer_type, asking_down, ends_asking, only_asks, shaped
 from memory.recall import TUNING
-from tests.test_locomo_round3 import _bag_of_words, _conversation
+from tests.test_locomo_round3 import _conversation, _loaded
 
 
 def test_the_prototypes_rank_as_recall(tmp_path: Path) -> None:
@@ -25,10 +22,7 @@ def test_the_prototypes_rank_as_recall(tmp_path: Path) -> None:
         {"question": "How many times does Ann clap?", "evidence": ["D1:1"], "category": 4},
         {"question": "Who went sailing in May 2023?", "evidence": ["D1:2"], "category": 4},
     ]
-    data = tmp_path / "one.json"
-    data.write_text(json.dumps([raw]), encoding="utf-8")
-    conversation = load_locomo(data)[0]
-    cache = CachedEmbedder(tmp_path / "vectors.npz", lambda: _bag_of_words)
+    conversation, cache = _loaded(tmp_path, raw)
     conv, home = environment6(conversation, cache)
     try:
         for index, question in enumerate(conversation.questions):

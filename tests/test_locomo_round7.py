@@ -5,7 +5,6 @@ the learner ranks what it was shown first."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import replace
 from datetime import datetime
@@ -13,8 +12,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.locomo_cache import CachedEmbedder
-from bench.locomo_data import load_locomo
 from bench.locomo_round5_rankers import product_ranker
 from bench.locomo_round6 import environment6
 from bench.locomo_round7 import CONFIGS, Asked, extract, ranked
@@ -28,7 +25,7 @@ from bench.locomo_round7_features import (
 from bench.locomo_round7_learn import Config, Example, choose, fit
 from memory.recall import TUNING
 from memory.text.dates import date_spans
-from tests.test_locomo_round3 import _bag_of_words, _conversation
+from tests.test_locomo_round3 import _conversation, _loaded
 
 OFF = replace(TUNING, date_boost=0.0, answer_boost=0.0, length_prior=0.0)
 """`recall` with none of its re-ranks: the fused order."""
@@ -48,10 +45,7 @@ def _questions(tmp_path: Path) -> tuple[list[Asked], list[list[int]]]:
         {"question": "When did Bob go sailing?", "evidence": ["D1:2"], "category": 2},
         {"question": "How many times does Ann clap?", "evidence": ["D1:1"], "category": 4},
     ]
-    data = tmp_path / "one.json"
-    data.write_text(json.dumps([raw]), encoding="utf-8")
-    conversation = load_locomo(data)[0]
-    cache = CachedEmbedder(tmp_path / "vectors.npz", lambda: _bag_of_words)
+    conversation, cache = _loaded(tmp_path, raw)
     asked = extract(conversation, cache)
     conv, home = environment6(conversation, cache)
     try:
