@@ -228,7 +228,10 @@ async def test_other_clients_while_deferred_read_empty_and_their_write_opens_the
         app = StraylightApp(settings)
         async with app.run_test(size=SIZE) as pilot:
             await wait_until(pilot, lambda: app.owner_server is not None, what="serving")
-            assert isinstance(app.engine.memory, DeferredMemory)
+            # the worker serves before the app's loop has taken its MemoryOpened message
+            await wait_until(
+                pilot, lambda: isinstance(app.engine.memory, DeferredMemory), what="deferred"
+            )
             status = await asyncio.to_thread(run_cli_process, env, "status", "--json")
             assert_ok(status)
             assert json.loads(status.stdout)["points"]["total"] == 0
