@@ -253,7 +253,8 @@ def test_ask_exits_5_on_model_errors_before_any_text(
 @pytest.mark.parametrize(
     ("fault", "params", "extra_env"),
     [
-        ("stall", {"after": 2, "seconds": 2.0}, {"STRAYLIGHT_HTTP_TIMEOUT_SECONDS": "0.5"}),
+        # 1 s, not 0.5: the first two chunks must come within the timeout on a loaded machine
+        ("stall", {"after": 2, "seconds": 3.0}, {"STRAYLIGHT_HTTP_TIMEOUT_SECONDS": "1.0"}),
         ("drop", {"after": 2}, {}),
         ("malformed", {"after": 2}, {}),
         ("error_line", {"after": 2, "message": "model crashed"}, {}),
