@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memory.recall_block import RecallHit, RecallResult, join_recall_block, recall_entries
+from memory.recall_rerank import LinearModel, first_picked, learned_order
 from memory.text.answers import AnswerType, answer_types, holds_answer, question_names
 from memory.text.dates import DateSpan, date_spans
 from memory.text.shape import content_words, is_list_question
@@ -103,6 +104,15 @@ class RecallTuning:
     leave-one-conversation-out by every fold: recall@5 0.663 → 0.692, MRR 0.527 → 0.572,
     recall@10 unchanged (docs/recall-quality.md, "Fifth round")."""
     length_prior_depth: int = 10
+    learned: LinearModel | None = None
+    """The learned re-rank (`memory.recall_rerank`): the model picks the best `learned_set`
+    of every fused candidate (both top 50s) from the rankings and the word index's traits
+    (`store.point_traits`, no row read), then the product's own order (the boosts, the
+    length prior) ranks them. None: off. It runs in hybrid mode with both rankings and the
+    word index's mirror loaded, when every candidate has its traits; else recall ranks as
+    without it (docs/recall-quality.md, "Eighth round")."""
+    learned_set: int = 10
+    """How many candidates the model picks (at least k)."""
     list_vector_weight: float | None = 0.75
     """`vector_weight` for a question asking for a list (`memory.text.shape.is_list_question`:
     "What books has …?"), whose answer is spread over turns that do not repeat its words
@@ -193,6 +203,13 @@ def recall(
     depth = max(tuning.rerank_depth, fill) if reranks else fill
     if tuning.length_prior:
         depth = max(depth, tuning.length_prior_depth + len(excluded))
+    chosen = learned_order(
+        store, regular, fused, vector_ranked, lexical_ranked, spans, kinds, tuning
+    )
+    if chosen is not None:  # the model's best, then the product's own order among them
+        picked = chosen[: max(tuning.learned_set, k) + len(excluded)]
+        regular, depth = sorted(picked, key=lambda p: -fused[p]), len(picked)
+        reranks = True
     groups = ((pinned_order[:fill], False, False), (regular[:depth], reranks, True))
     rows = _hit_rows(store, pinned_order[:fill], regular[:depth])
     for wanted, rerank, weigh in groups:  # both groups' rows came in one query
@@ -202,6 +219,8 @@ def recall(
         scores = fused
         if rerank:  # the date and answer boosts (and the bench's diversity), then the prior
             points, scores = _rerank(points, fused, spans, asked, tuning)
+        if chosen is not None and weigh:  # the model's set: its first ones, excluded left out
+            points = points if not excluded else first_picked(points, chosen, tuning.learned_set, k)
         if weigh and tuning.length_prior:
             points = _length_prior(points, scores, tuning)
         for point in points[:k]:

@@ -1,0 +1,223 @@
+"""The learned re-rank of recall's fused candidates (issue 17, eighth round;
+docs/recall-quality.md): a logistic model over 16 features of every candidate picks the
+best ten, and the product's own order (date and answer boosts, length prior) orders them.
+
+Every feature comes from what `memory.recall.recall` already has — the two rankings and
+their fusion, the query's time spans and answer kinds — and from the word index's per-slot
+traits (`store.point_traits`: content words, day, answer-kind bits), numpy over ~100
+candidates: no point's row is read for it. A "who" question's answer check leaves out the
+names the question holds (`memory.text.answers`); a point's stored bit cannot, so the
+feature says "holds a name" for "who".
+
+The weights, means and scales are `MODEL`, trained on the five LoCoMo development
+conversations by `python -m bench.locomo_round8 … --weights` (which prints them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from memory.point_traits import day_number, kinds_mask
+from memory.text.answers import AnswerType
+from memory.text.dates import DateSpan
+
+if TYPE_CHECKING:
+    from memory.memory_store import MemoryStore
+    from memory.recall import RecallTuning
+    from store.lexical_postings import Traits
+    from store.point_reads import HitRow
+
+FEATURES: Final = (
+    "fused",
+    "log_fused",
+    "fused_rank",
+    "cosine",
+    "in_vector",
+    "vector_rank",
+    "words",
+    "in_words",
+    "words_rank",
+    "both",
+    "length",
+    "log_length",
+    "date",
+    "answer",
+    "neighbour",
+    "same_day",
+)
+"""The columns of `candidate_features`, in order (round 7's without its coverage, which
+bought nothing)."""
+
+LENGTH_C: Final = 8.0
+"""The length prior's c in n / (n + c) (`RecallTuning.length_prior`'s value)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinearModel:
+    """score = Σ weight × (feature − mean) / scale over `FEATURES`."""
+
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weight: tuple[float, ...]
+
+    def scores(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        standard = (features - np.asarray(self.mean)) / np.asarray(self.scale)
+        return standard @ np.asarray(self.weight)
+
+    def order(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
+        """The candidates' indices, best first (ties keep the fused order)."""
+        return np.argsort(-self.scores(features), kind="stable")
+
+
+def in_spans(days: npt.NDArray[np.int32], spans: Sequence[DateSpan]) -> npt.NDArray[np.bool_]:
+    """Whether each day lies in a time the query names: `DateSpan.contains` by whole UTC
+    days (a span is cut at days; a month without a year matches the UTC month)."""
+    inside = np.zeros(len(days), dtype=bool)
+    for span in spans:
+        if span.month is not None:
+            months = days.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)
+            inside |= months % 12 + 1 == span.month
+        elif span.start is not None and span.end is not None:
+            inside |= (days >= day_number(span.start)) & (days < _day_after(span.end))
+    return inside
+
+
+def _day_after(end: datetime) -> int:
+    """The first day not touched by a span ending (exclusive) at `end`."""
+    day = day_number(end)
+    at_midnight = end.hour == end.minute == end.second == end.microsecond == 0
+    return day if at_midnight else day + 1
+
+
+def candidate_features(
+    ids: Sequence[int],
+    fused: Mapping[int, float],
+    vector: Sequence[tuple[int, float]],
+    lexical: Sequence[tuple[int, float]],
+    traits: Traits,
+    spans: Sequence[DateSpan],
+    kinds: Iterable[AnswerType],
+    depth: int,
+) -> npt.NDArray[np.float64]:
+    """One row of `FEATURES` per candidate (`ids` in fused order, `traits` theirs in that
+    order). `depth`: each ranking's length (the rank given to a point it did not find)."""
+    n = len(ids)
+    out = np.zeros((n, len(FEATURES)), np.float64)
+    if not n:
+        return out
+    pid = np.asarray(ids, dtype=np.int64)
+    missing = np.log1p(depth)
+    rel = np.fromiter((fused.get(p, 0.0) for p in ids), np.float64, n)
+    rel /= rel.max() or 1.0
+    cosine = dict(vector)
+    vector_rank = {p: r for r, (p, _) in enumerate(vector)}
+    words_rank = {p: r for r, (p, _) in enumerate(lexical)}
+    best_words = max((s for _, s in lexical), default=0.0)
+    word_score = dict(lexical)
+    in_vector = np.fromiter((p in vector_rank for p in ids), bool, n)
+    in_words = np.fromiter((p in words_rank for p in ids), bool, n)
+    words, days, answers = traits
+    length = words.astype(np.float64)
+    floored = np.maximum(length, 0.5)
+    mask = kinds_mask(kinds)
+    out[:, 0] = rel
+    out[:, 1] = np.log(np.maximum(rel, 1e-6))
+    out[:, 2] = np.log1p(np.arange(n))
+    out[:, 3] = np.fromiter((cosine.get(p, 0.0) for p in ids), np.float64, n)
+    out[:, 4] = in_vector
+    out[:, 5] = np.fromiter((np.log1p(vector_rank.get(p, depth)) for p in ids), np.float64, n)
+    out[:, 5][~in_vector] = missing
+    if best_words > 0:
+        out[:, 6] = np.fromiter((word_score.get(p, 0.0) for p in ids), np.float64, n)
+        out[:, 6] /= best_words
+    out[:, 7] = in_words
+    out[:, 8] = np.fromiter((np.log1p(words_rank.get(p, depth)) for p in ids), np.float64, n)
+    out[:, 8][~in_words] = missing
+    out[:, 9] = in_vector & in_words
+    out[:, 10] = length / (length + LENGTH_C)
+    out[:, 11] = np.log(floored / (floored + LENGTH_C))
+    out[:, 12] = in_spans(days, spans)
+    out[:, 13] = (answers & mask) != 0 if mask else False
+    out[:, 14] = _best_neighbour(pid, days, rel)
+    _, where, counts = np.unique(days, return_inverse=True, return_counts=True)
+    out[:, 15] = np.log(counts[where])
+    return out
+
+
+def _best_neighbour(
+    pid: npt.NDArray[np.int64], days: npt.NDArray[np.int32], rel: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """The best relative fused score of a candidate one or two ids away on the same day."""
+    order = np.argsort(pid)
+    sorted_ids = pid[order]
+    best = np.zeros(len(pid), np.float64)
+    for step in (-2, -1, 1, 2):
+        at = np.searchsorted(sorted_ids, pid + step)
+        found = at < len(pid)
+        found[found] = sorted_ids[at[found]] == pid[found] + step
+        other = order[at[found]]
+        same = days[other] == days[found]
+        hit = np.flatnonzero(found)[same]
+        best[hit] = np.maximum(best[hit], rel[other[same]])
+    return best
+
+
+def learned_choice(
+    ids: Sequence[int],
+    fused: Mapping[int, float],
+    vector: Sequence[tuple[int, float]],
+    lexical: Sequence[tuple[int, float]],
+    traits: Traits,
+    spans: Sequence[DateSpan],
+    kinds: Iterable[AnswerType],
+    depth: int,
+    model: LinearModel | None = None,
+) -> list[int]:
+    """Every candidate of `ids` (fused order), the model's best first."""
+    features = candidate_features(ids, fused, vector, lexical, traits, spans, kinds, depth)
+    order = (model or MODEL).order(features)
+    return [ids[i] for i in order.tolist()]
+
+
+def learned_order(
+    store: MemoryStore,
+    regular: Sequence[int],
+    fused: Mapping[int, float],
+    vector: Sequence[tuple[int, float]],
+    lexical: Sequence[tuple[int, float]],
+    spans: Sequence[DateSpan],
+    kinds: frozenset[AnswerType],
+    tuning: RecallTuning,
+) -> list[int] | None:
+    """The regular candidates, the learned model's best first (`RecallTuning.learned`);
+    None when it does not run: off, a ranking missing, or a candidate without traits."""
+    if tuning.learned is None or not vector or not lexical or not store.lexical_ready:
+        return None
+    traits = store.lexical.traits_of(regular)
+    if traits is None:
+        return None
+    return learned_choice(
+        regular, fused, vector, lexical, traits, spans, kinds, tuning.candidates, tuning.learned
+    )
+
+
+def first_picked(points: list[HitRow], chosen: Sequence[int], count: int, k: int) -> list[HitRow]:
+    """Of the points left after the exclusions, the model's first `count` (at least k), in
+    the order they came."""
+    rank = {pid: i for i, pid in enumerate(chosen)}
+    keep = {p.id for p in sorted(points, key=lambda p: rank[p.id])[: max(count, k)]}
+    return [p for p in points if p.id in keep]
+
+
+MODEL: Final = LinearModel(
+    mean=(0.0,) * len(FEATURES),
+    scale=(1.0,) * len(FEATURES),
+    weight=(0.0,) * len(FEATURES),
+)
+"""Placeholder until trained (`bench.locomo_round8 --weights`)."""
