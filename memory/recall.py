@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memory.recall_block import RecallHit, RecallResult, join_recall_block, recall_entries
-from memory.recall_rerank import LinearModel, first_picked, learned_order
+from memory.recall_rerank import MODEL, LinearModel, first_picked, learned_order
 from memory.text.answers import AnswerType, answer_types, holds_answer, question_names
 from memory.text.dates import DateSpan, date_spans
 from memory.text.shape import content_words, is_list_question
@@ -104,7 +104,7 @@ class RecallTuning:
     leave-one-conversation-out by every fold: recall@5 0.663 → 0.692, MRR 0.527 → 0.572,
     recall@10 unchanged (docs/recall-quality.md, "Fifth round")."""
     length_prior_depth: int = 10
-    learned: LinearModel | None = None
+    learned: LinearModel | None = MODEL
     """The learned re-rank (`memory.recall_rerank`): the model picks the best `learned_set`
     of every fused candidate (both top 50s) from the rankings and the word index's traits
     (`store.point_traits`, no row read), then the product's own order (the boosts, the
@@ -123,7 +123,7 @@ class RecallTuning:
 TUNING = RecallTuning()
 """What search runs (`straylight search`, the MCP tool, the browser, `/recall`): k hits."""
 
-TURN_TUNING = replace(TUNING, neighbour_window=3, neighbour_anchors=5)
+TURN_TUNING = replace(TUNING, neighbour_window=3, neighbour_anchors=5, learned=None)
 """What the turn's prompt runs: the same k hits, then the turns at most 3 points from each
 of them in its conversation, while `MEMORY_MAX_CHARS` has room (the budget cuts them first).
 LoCoMo, chosen leave-one-conversation-out by every fold: the evidence in the block 0.663 →
