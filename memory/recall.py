@@ -207,7 +207,7 @@ def recall(
         store, regular, fused, vector_ranked, lexical_ranked, spans, kinds, tuning
     )
     if chosen is not None:  # the model's best, then the product's own order among them
-        picked = chosen[: max(tuning.learned_set, k) + len(excluded)]
+        picked = chosen.ids[: max(tuning.learned_set, k) + len(excluded)]
         regular, depth = sorted(picked, key=lambda p: -fused[p]), len(picked)
         reranks = True
     groups = ((pinned_order[:fill], False, False), (regular[:depth], reranks, True))
@@ -220,9 +220,11 @@ def recall(
         if rerank:  # the date and answer boosts (and the bench's diversity), then the prior
             points, scores = _rerank(points, fused, spans, asked, tuning)
         if chosen is not None and weigh:  # the model's set: its first ones, excluded left out
-            points = points if not excluded else first_picked(points, chosen, tuning.learned_set, k)
+            points = (
+                points if not excluded else first_picked(points, chosen.ids, tuning.learned_set, k)
+            )
         if weigh and tuning.length_prior:
-            points = _length_prior(points, scores, tuning)
+            points = _length_prior(points, scores, tuning, None if chosen is None else chosen.words)
         for point in points[:k]:
             score = max(cosine.get(point.id, 0.0), lexical_score.get(point.id, 0.0))
             hits.append(
@@ -354,14 +356,21 @@ def _fuse(
 
 
 def _length_prior(
-    points: list[point_reads.HitRow], fused: dict[int, float], tuning: RecallTuning
+    points: list[point_reads.HitRow],
+    fused: dict[int, float],
+    tuning: RecallTuning,
+    words: dict[int, int] | None = None,
 ) -> list[point_reads.HitRow]:
     """The first `length_prior_depth` points re-ordered by fused score × n / (n + c)
-    (`RecallTuning.length_prior`), the rest as they were."""
+    (`RecallTuning.length_prior`), the rest as they were; n from `words` (the points'
+    traits) when it holds the point."""
     depth, c = tuning.length_prior_depth, tuning.length_prior
+    known = words or {}
 
     def weighed(point: point_reads.HitRow) -> float:
-        n = content_words(point.content)
+        n = known.get(point.id)
+        if n is None:
+            n = content_words(point.content)
         return fused.get(point.id, 0.0) * n / (n + c)
 
     head = sorted(points[:depth], key=lambda point: -weighed(point))

@@ -112,41 +112,38 @@ def candidate_features(
     if not n:
         return out
     pid = np.asarray(ids, dtype=np.int64)
-    missing = np.log1p(depth)
-    rel = np.fromiter((fused.get(p, 0.0) for p in ids), np.float64, n)
+    at = {p: i for i, p in enumerate(ids)}
+    rel = np.fromiter(map(fused.__getitem__, ids), np.float64, n)
     rel /= rel.max() or 1.0
-    cosine = dict(vector)
-    vector_rank = {p: r for r, (p, _) in enumerate(vector)}
-    words_rank = {p: r for r, (p, _) in enumerate(lexical)}
-    best_words = max((s for _, s in lexical), default=0.0)
-    word_score = dict(lexical)
-    in_vector = np.fromiter((p in vector_rank for p in ids), bool, n)
-    in_words = np.fromiter((p in words_rank for p in ids), bool, n)
-    words, days, answers = traits
-    length = words.astype(np.float64)
-    floored = np.maximum(length, 0.5)
-    mask = kinds_mask(kinds)
     out[:, 0] = rel
     out[:, 1] = np.log(np.maximum(rel, 1e-6))
     out[:, 2] = np.log1p(np.arange(n))
-    out[:, 3] = np.fromiter((cosine.get(p, 0.0) for p in ids), np.float64, n)
-    out[:, 4] = in_vector
-    out[:, 5] = np.fromiter((np.log1p(vector_rank.get(p, depth)) for p in ids), np.float64, n)
-    out[:, 5][~in_vector] = missing
-    if best_words > 0:
-        out[:, 6] = np.fromiter((word_score.get(p, 0.0) for p in ids), np.float64, n)
-        out[:, 6] /= best_words
-    out[:, 7] = in_words
-    out[:, 8] = np.fromiter((np.log1p(words_rank.get(p, depth)) for p in ids), np.float64, n)
-    out[:, 8][~in_words] = missing
-    out[:, 9] = in_vector & in_words
+    for ranking, score, present, rank in ((vector, 3, 4, 5), (lexical, 6, 7, 8)):
+        where = [(at[p], s) for p, s in ranking if p in at]  # (row, score) in ranking order
+        rows = np.fromiter((i for i, _ in where), np.intp, len(where))
+        ranked = np.fromiter((r for r, (p, _) in enumerate(ranking) if p in at), np.float64)
+        values = np.fromiter((s for _, s in where), np.float64, len(where))
+        out[:, rank] = np.log1p(depth)  # the rank of a point the ranking did not find
+        out[rows, rank] = np.log1p(ranked)
+        out[rows, present] = 1.0
+        if score == 6:  # the BM25 score relative to the query's best
+            best = max((s for _, s in ranking), default=0.0)
+            values = values / best if best > 0 else np.zeros_like(values)
+        out[rows, score] = values
+    out[:, 9] = out[:, 4] * out[:, 7]
+    words, days, answers = traits
+    length = words.astype(np.float64)
+    floored = np.maximum(length, 0.5)
     out[:, 10] = length / (length + LENGTH_C)
     out[:, 11] = np.log(floored / (floored + LENGTH_C))
-    out[:, 12] = in_spans(days, spans)
-    out[:, 13] = (answers & mask) != 0 if mask else False
+    if spans:
+        out[:, 12] = in_spans(days, spans)
+    mask = kinds_mask(kinds)
+    if mask:
+        out[:, 13] = (answers & mask) != 0
     out[:, 14] = _best_neighbour(pid, days, rel)
-    _, where, counts = np.unique(days, return_inverse=True, return_counts=True)
-    out[:, 15] = np.log(counts[where])
+    _, where_day, counts = np.unique(days, return_inverse=True, return_counts=True)
+    out[:, 15] = np.log(counts[where_day])
     return out
 
 
@@ -194,7 +191,7 @@ def learned_order(
     spans: Sequence[DateSpan],
     kinds: frozenset[AnswerType],
     tuning: RecallTuning,
-) -> list[int] | None:
+) -> LearnedOrder | None:
     """The regular candidates, the learned model's best first (`RecallTuning.learned`);
     None when it does not run: off, a ranking missing, or a candidate without traits."""
     if tuning.learned is None or not vector or not lexical or not store.lexical_ready:
@@ -202,9 +199,19 @@ def learned_order(
     traits = store.lexical.traits_of(regular)
     if traits is None:
         return None
-    return learned_choice(
+    order = learned_choice(
         regular, fused, vector, lexical, traits, spans, kinds, tuning.candidates, tuning.learned
     )
+    return LearnedOrder(order, dict(zip(regular, traits[0].tolist(), strict=True)))
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedOrder:
+    """What `learned_order` gives recall: every candidate, the model's best first, and
+    each one's content words (its traits: the length prior needs no `content_words`)."""
+
+    ids: list[int]
+    words: dict[int, int]
 
 
 def first_picked(points: list[HitRow], chosen: Sequence[int], count: int, k: int) -> list[HitRow]:

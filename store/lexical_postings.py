@@ -375,13 +375,21 @@ class CompactPostings:
     def traits_of(self, point_ids: Sequence[int]) -> Traits | None:
         """The traits of these points, in their order (words, days, answers); None when
         one of them is not indexed or was indexed without traits (the caller ranks as
-        without them)."""
-        slots = np.empty(len(point_ids), dtype=np.int64)
-        for i, point_id in enumerate(point_ids):
-            slot = self.slot_of(point_id)
-            if slot is None:
+        without them). One binary search for all (recall asks it for ~100 candidates)."""
+        slots = np.fromiter(
+            (self._new_slot.get(p, -1) for p in point_ids), np.int64, len(point_ids)
+        )
+        loaded = slots < 0  # not added since the load: in the sorted base ids, if anywhere
+        if loaded.any():
+            wanted = np.asarray(point_ids, dtype=np.int64)[loaded]
+            where = np.searchsorted(self._base_ids, wanted)
+            found = where < len(self._base_ids)
+            found[found] = self._base_ids[where[found]] == wanted[found]
+            if not found.all():
                 return None
-            slots[i] = slot
+            slots[loaded] = where
+        if len(slots) and not np.frombuffer(self._alive, dtype=np.int8)[slots].all():
+            return None
         all_words, all_days, all_answers = self._trait_arrays()
         words, days = all_words[slots], all_days[slots]
         if bool(np.any(words == MISSING_WORDS)) or bool(np.any(days == MISSING_DAY)):
