@@ -376,8 +376,11 @@ class CompactPostings:
         """The traits of these points, in their order (words, days, answers); None when
         one of them is not indexed or was indexed without traits (the caller ranks as
         without them). One binary search for all (recall asks it for ~100 candidates)."""
-        slots = np.fromiter(
-            (self._new_slot.get(p, -1) for p in point_ids), np.int64, len(point_ids)
+        new_slot = self._new_slot  # points added since the load (often none)
+        slots = (
+            np.fromiter((new_slot.get(p, -1) for p in point_ids), np.int64, len(point_ids))
+            if new_slot
+            else np.full(len(point_ids), -1, dtype=np.int64)
         )
         loaded = slots < 0  # not added since the load: in the sorted base ids, if anywhere
         if loaded.any():
