@@ -16,7 +16,8 @@ Nested leave-one-conversation-out, as round 7 with its chosen loss (balanced) an
 leave-one-out inside the other four (recall@10, ties by recall@5; the product competes and
 keeps ties), the model trained on the four with it scores the fifth. Reported, mean / worst
 conversation, per category:
-- `product`: `recall` with `TUNING` (the knob off), and its block (`TURN_TUNING`);
+- `product`: `recall` with `TUNING` without the re-rank (`BEFORE`), and its block
+  (`TURN_TUNING`);
 - `learned ten` (simulated from the features, as round 7): the model's best ten in the
   product's order (fused × the date and answer boosts × the length prior, from the rows);
 - `learned ten, exact who`: the same with the answer feature computed from the row with
@@ -55,6 +56,8 @@ from memory.text.dates import date_spans
 from memory.text.shape import content_words, is_list_question
 from store import point_reads
 
+BEFORE = replace(TUNING, learned=None)
+"""The product before this round (`TUNING` without the re-rank)."""
 BLOCK = 5  # MEMORY_TOP_K
 TOP = 10
 L2 = (0.1, 1.0, 10.0, 100.0, 1000.0)
@@ -115,7 +118,7 @@ def extract(conversation: Conversation, cache: CachedEmbedder) -> tuple[Conv6, P
         )
         turns = [conv.to_turn.get(p, "") for p in order]
         evidence = set(q.evidence)
-        top, block = product_recall(conv, i, q, TUNING)
+        top, block = product_recall(conv, i, q, BEFORE)
         asked.append(
             Asked(
                 q, i, turns, x, exact, score, np.array([t in evidence for t in turns]), top, block
