@@ -22,9 +22,10 @@ conversation, per category:
   product's order (fused × the date and answer boosts × the length prior, from the rows);
 - `learned ten, exact who`: the same with the answer feature computed from the row with
   the question's names left out (what the per-point "holds a name" bit approximates);
-- `recall, learned ten` / `recall, learned five`: `recall` itself with each fold's model
-  (`RecallTuning.learned`, `learned_set` 10 or 5) — top 10 and the turn's block
-  (`TURN_TUNING` with the model): what reaches the prompt (`in_block`).
+- `recall, learned ten` / `recall, learned k`: `recall` itself with each fold's model
+  (`RecallTuning.learned`; `learned_set` 10: the model's ten for k = 5 too, or 0: its best
+  k) — its top 5 (k = 5) and top 10, and the turn's block (`TURN_TUNING` with the model):
+  what would reach the prompt (`in_block`).
 `--weights` prints the model trained on all five with the L2 their leave-one-out chooses
 (the constants of `memory.recall_rerank.MODEL`).
 """
@@ -130,12 +131,15 @@ def extract(conversation: Conversation, cache: CachedEmbedder) -> tuple[Conv6, P
 def product_recall(
     conv: Conv6, index: int, q: Question, tuning: RecallTuning
 ) -> tuple[list[str], set[str]]:
-    """`recall` itself: the top 10 turns, and the turns in the turn's block (`TURN_TUNING`
-    with `tuning`'s re-rank)."""
+    """`recall` itself: its top 5 (k = 5), then the rest of its top 10 (k = 10), and the
+    turns in the turn's block (`TURN_TUNING` with `tuning`'s re-rank)."""
     vector = conv.question_vectors["question"][index]
     memory = conv.memory
-    result = memory.recall(q.question, vector=vector, k=TOP, tuning=tuning)
-    top = [conv.to_turn[h.id] for h in result.hits if h.id in conv.to_turn]
+    top: list[str] = []
+    for k in (BLOCK, TOP):
+        result = memory.recall(q.question, vector=vector, k=k, tuning=tuning)
+        top += [conv.to_turn[h.id] for h in result.hits if h.id in conv.to_turn]
+    top = list(dict.fromkeys(top))
     turn = replace(TURN_TUNING, learned=tuning.learned, learned_set=tuning.learned_set)
     block = memory.recall(q.question, vector=vector, tuning=turn)
     return top, {conv.to_turn[h.id] for h in block.in_block() if h.id in conv.to_turn}
@@ -271,7 +275,7 @@ def run(path: Path, cache_dir: Path, weights: bool) -> dict[str, Any]:
         results["learned five in ten"] = simulated.held_out(chosen, count=BLOCK)
         results["learned ten, exact who"] = exact.held_out(exact.folds())
         results["recall, learned ten"] = through_recall(convs, data, chosen, TOP)
-        results["recall, learned five"] = through_recall(convs, data, chosen, BLOCK)
+        results["recall, learned k"] = through_recall(convs, data, chosen, 0)
         if weights:
             found = simulated.weights()
             model = found.pop("model", None)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.locomo_round8 import BEFORE, Round, extract, product_recall
+from bench.locomo_round8 import BEFORE, BLOCK, TOP, Round, extract, product_recall
 from memory.recall import TUNING
 from memory.recall_rerank import FEATURES, LinearModel
 from tests.test_locomo_round3 import _conversation, _loaded
@@ -34,10 +34,11 @@ def test_the_simulated_re_rank_is_what_recall_does_with_the_model(tmp_path: Path
     try:
         simulated = Round({conversation.sample_id: asked})
         for model in (_by("fused"), _by("length"), _by("fused", -1.0)):
-            tuning = replace(TUNING, learned=model)
-            for item in asked:
-                top, _block = product_recall(conv, item.index, item.question, tuning)
-                assert top == simulated.ranked(item, model), item.question.question
+            for learned_set, count in ((0, BLOCK), (TOP, TOP)):  # its best k, or ten
+                tuning = replace(TUNING, learned=model, learned_set=learned_set)
+                for item in asked:
+                    top, _block = product_recall(conv, item.index, item.question, tuning)
+                    assert top == simulated.ranked(item, model, count), item.question.question
         for item in asked:
             assert item.product == simulated.ranked(item, None)
             top, _ = product_recall(conv, item.index, item.question, BEFORE)
