@@ -23,9 +23,9 @@ conversation, per category:
 - `learned ten, exact who`: the same with the answer feature computed from the row with
   the question's names left out (what the per-point "holds a name" bit approximates);
 - `recall, learned ten` / `recall, learned k`: `recall` itself with each fold's model
-  (`RecallTuning.learned`; `learned_set` 10: the model's ten for k = 5 too, or 0: its best
-  k) — its top 5 (k = 5) and top 10, and the turn's block (`TURN_TUNING` with the model):
-  what would reach the prompt (`in_block`).
+  (`RecallTuning.learned`; `learned_set` 10: the model's ten for k = 5 too, or 5: its best
+  five at k = 5, its ten at k = 10) — its top 5 (k = 5) and top 10, and the turn's block
+  (`TURN_TUNING` with the model): what would reach the prompt (`in_block`).
 `--weights` prints the model trained on all five with the L2 their leave-one-out chooses
 (the constants of `memory.recall_rerank.MODEL`).
 """
@@ -275,7 +275,7 @@ def run(path: Path, cache_dir: Path, weights: bool) -> dict[str, Any]:
         results["learned five in ten"] = simulated.held_out(chosen, count=BLOCK)
         results["learned ten, exact who"] = exact.held_out(exact.folds())
         results["recall, learned ten"] = through_recall(convs, data, chosen, TOP)
-        results["recall, learned k"] = through_recall(convs, data, chosen, 0)
+        results["recall, learned k"] = through_recall(convs, data, chosen, BLOCK)
         if weights:
             found = simulated.weights()
             model = found.pop("model", None)

@@ -112,11 +112,13 @@ class RecallTuning:
     rankings and the word index's mirror loaded, when every candidate has its traits; else
     recall ranks as without it. LoCoMo, nested leave-one-conversation-out: recall@10 0.785 →
     0.810 (worst conversation 0.727 → 0.752), recall@5 0.710 → 0.729 with the model's own
-    five; ~+0.4 ms a recall at 100k (docs/recall-quality.md, "Eighth round")."""
-    learned_set: int = 0
-    """How many candidates the model picks at least: 0, the model's best k (for k = 5 its
-    best five: recall@5 0.729 held out); 10, its best ten for any k ≤ 10, the product's top
-    k of them (recall@5 0.710, as without the model)."""
+    five; ~+0.4 ms a recall at 100k (docs/recall-quality.md, "Eighth round"). Off in
+    `TURN_TUNING`: the evidence in the turn's block fell (0.808 → 0.800)."""
+    learned_set: int = 5
+    """How many candidates the model picks at least: with 5 its best five for k ≤ 5
+    (recall@5 0.729 held out), its best k above (its ten for k = 10); with 10 its best ten
+    for any k ≤ 10, the product's top k of them (recall@5 0.710, as without the model).
+    Below five the product's order (the length prior) still chooses among the model's five."""
     list_vector_weight: float | None = 0.75
     """`vector_weight` for a question asking for a list (`memory.text.shape.is_list_question`:
     "What books has …?"), whose answer is spread over turns that do not repeat its words
