@@ -145,11 +145,6 @@ def product_recall(
     return top, {conv.to_turn[h.id] for h in block.in_block() if h.id in conv.to_turn}
 
 
-def as_model(model: Any) -> LinearModel:
-    """Round 7's learner's model as the product's class."""
-    return LinearModel(tuple(model.mean), tuple(model.scale), tuple(model.weight))
-
-
 def scored(item: Asked, top: Sequence[str], block: set[str] | None = None) -> Scored:
     evidence = set(item.question.evidence)
     held = set(top[:BLOCK]) if block is None else block
@@ -172,7 +167,7 @@ class Round:
 
     def train(self, convs: Sequence[str], config: Config) -> LinearModel:
         examples = [Example(self.x(a), a.labels) for c in convs for a in self.data[c]]
-        return as_model(fit(examples, config.loss, config.l2, range(len(FEATURES))))
+        return fit(examples, config.loss, config.l2, range(len(FEATURES)))
 
     def ranked(self, item: Asked, model: LinearModel | None, count: int = TOP) -> list[str]:
         """The model's best `count` in the product's order, then the rest of its best ten
@@ -194,8 +189,8 @@ class Round:
         ]
 
     def folds(self) -> dict[str, tuple[Config | None, LinearModel | None]]:
-        train: Train = self.train  # type: ignore[assignment]
-        return dict(nested(self.conversations, CONFIGS, train, self.criterion))  # type: ignore[arg-type]
+        train: Train = self.train
+        return dict(nested(self.conversations, CONFIGS, train, self.criterion))
 
     def held_out(
         self, chosen: dict[str, tuple[Config | None, LinearModel | None]], count: int = TOP
@@ -210,8 +205,8 @@ class Round:
 
     def weights(self) -> dict[str, Any]:
         """The config leave-one-out over all five chooses, trained on all five."""
-        train: Train = self.train  # type: ignore[assignment]
-        config = choose(self.conversations, CONFIGS, train, self.criterion)  # type: ignore[arg-type]
+        train: Train = self.train
+        config = choose(self.conversations, CONFIGS, train, self.criterion)
         if config is None:
             return {"config": "product"}
         model = self.train(self.conversations, config)
