@@ -26,8 +26,10 @@ conversation, per category:
   (`RecallTuning.learned`; `learned_set` 10: the model's ten for k = 5 too, or 5: its best
   five at k = 5, its ten at k = 10) — its top 5 (k = 5) and top 10, and the turn's block
   (`TURN_TUNING` with the model): what would reach the prompt (`in_block`).
-`--weights` prints the model trained on all five with the L2 their leave-one-out chooses
-(the constants of `memory.recall_rerank.MODEL`).
+`--turn` adds the same without the neighbour feature (`learned ten, no neighbour`, and
+through recall: what the turn's block would hold). `--weights` prints the model trained on
+all five with the L2 their leave-one-out chooses (the constants of
+`memory.recall_rerank.MODEL`).
 """
 
 from __future__ import annotations
@@ -157,17 +159,24 @@ class Round:
     """The extracted questions of every conversation; `exact`: the answer feature from
     the rows with the question's names left out, instead of the per-point bit."""
 
-    def __init__(self, data: dict[str, list[Asked]], *, exact: bool = False) -> None:
+    def __init__(
+        self,
+        data: dict[str, list[Asked]],
+        *,
+        exact: bool = False,
+        without: Sequence[str] = (),
+    ) -> None:
         self.data = data
         self.conversations = list(data)
         self.exact = exact
+        self.keep = [i for i, name in enumerate(FEATURES) if name not in without]
 
     def x(self, item: Asked) -> np.ndarray:
         return item.exact if self.exact else item.features
 
     def train(self, convs: Sequence[str], config: Config) -> LinearModel:
         examples = [Example(self.x(a), a.labels) for c in convs for a in self.data[c]]
-        return fit(examples, config.loss, config.l2, range(len(FEATURES)))
+        return fit(examples, config.loss, config.l2, self.keep)
 
     def ranked(self, item: Asked, model: LinearModel | None, count: int = TOP) -> list[str]:
         """The model's best `count` in the product's order, then the rest of its best ten
@@ -242,7 +251,7 @@ def through_recall(
     return result
 
 
-def run(path: Path, cache_dir: Path, weights: bool) -> dict[str, Any]:
+def run(path: Path, cache_dir: Path, weights: bool, turn: bool = False) -> dict[str, Any]:
     from bench.minilm_embedder import load_minilm
 
     conversations = [c for c in load_locomo(path) if c.questions]
@@ -271,6 +280,11 @@ def run(path: Path, cache_dir: Path, weights: bool) -> dict[str, Any]:
         results["learned ten, exact who"] = exact.held_out(exact.folds())
         results["recall, learned ten"] = through_recall(convs, data, chosen, TOP)
         results["recall, learned k"] = through_recall(convs, data, chosen, BLOCK)
+        if turn:  # the turn's block without the feature that piles hits together
+            alone = Round(data, without=("neighbour",))
+            apart = alone.folds()
+            results["learned ten, no neighbour"] = alone.held_out(apart)
+            results["recall, learned k, no neighbour"] = through_recall(convs, data, apart, BLOCK)
         if weights:
             found = simulated.weights()
             model = found.pop("model", None)
@@ -343,9 +357,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("path", type=Path)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--weights", action="store_true", help="print the model on all five")
+    parser.add_argument("--turn", action="store_true", help="also a model without neighbour")
     parser.add_argument("--cache-dir", type=Path, default=default_cache_dir())
     args = parser.parse_args(argv)
-    results = run(args.path, args.cache_dir, args.weights)
+    results = run(args.path, args.cache_dir, args.weights, args.turn)
     if args.json:
         print(json.dumps(results, indent=2, default=str))
     else:
