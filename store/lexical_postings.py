@@ -134,7 +134,8 @@ class CompactPostings:
     @classmethod
     def from_file(cls, mapped: MappedArrays) -> CompactPostings:
         """From a `lexical.idx` (`store.lexical_file`): the CSRs stay memory-mapped (file
-        pages, read on demand); the per-slot arrays (13 B a point) are copied, as they grow."""
+        pages, read on demand); the per-slot arrays (20 B a point with the traits) are
+        copied, as they grow."""
         self = cls()
         arrays = mapped.arrays
         self._terms = mapped.terms
