@@ -212,3 +212,19 @@ def test_a_store_of_schema_6_gets_the_columns_and_its_points_traits_at_open(home
         assert [hit.id for hit in store.recall("Lisbon castle", k=1).hits] == [1]
     finally:
         store.close()
+
+
+def test_a_re_index_for_another_analyzer_keeps_the_traits(home: Path, saved) -> None:
+    from store import meta
+
+    store, ids = saved
+    want = mirror_traits(store, ids)
+    with store.db.transaction() as cur:
+        meta.put(cur, lexical_index.ANALYZER_KEY, "an older tokenizer")
+    store.close()
+    again = open_store(home)  # re-indexes every point (`reindex_all` with their traits)
+    try:
+        assert [table_traits(again)[i] for i in ids] == want
+        assert mirror_traits(again, ids) == want
+    finally:
+        again.close()
