@@ -146,10 +146,14 @@ def rank(
 
 
 def _with_turn_window(tuning: RecallTuning) -> RecallTuning:
+    """`tuning` as the turn runs it: its window, and (for the product's own model) the
+    turn's re-rank (`TURN_TUNING.learned`: off)."""
+    learned = TURN_TUNING.learned if tuning.learned == TUNING.learned else tuning.learned
     return replace(
         tuning,
         neighbour_window=TURN_TUNING.neighbour_window,
         neighbour_anchors=TURN_TUNING.neighbour_anchors,
+        learned=learned,
     )
 
 

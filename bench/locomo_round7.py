@@ -105,7 +105,7 @@ def extract(
     conv, home = environment6(conversation, cache)
     try:
         rows = point_reads.hit_rows(conv.memory.db, sorted(conv.to_turn))
-        product = product_ranker(TUNING)
+        product = product_ranker(replace(TUNING, learned=None))  # round 7's product
         asked: list[Asked] = []
         for i, q in enumerate(conversation.questions):
             order, fused, b, spans, kinds, terms, made = candidates(conv, rows, i, q)

@@ -33,6 +33,7 @@ from typing import Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from memory.recall_rerank import LinearModel as LinearModel  # the product's, shared
 from memory.text.answers import AnswerType, holds_answer
 from memory.text.dates import DateSpan
 from memory.text.shape import content_words
@@ -146,23 +147,6 @@ def candidate_features(
             math.log(per_day[day[pid]]),
         )
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class LinearModel:
-    """score = Σ weight × (feature − mean) / scale over `FEATURES` (a zero weight: unused)."""
-
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-    weight: tuple[float, ...]
-
-    def scores(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        standard = (features - np.asarray(self.mean)) / np.asarray(self.scale)
-        return standard @ np.asarray(self.weight)
-
-    def order(self, features: npt.NDArray[np.float64]) -> list[int]:
-        """The candidates' indices, best first (ties keep the fused order)."""
-        return [int(i) for i in np.argsort(-self.scores(features), kind="stable")]
 
 
 class _WordIndex(Protocol):

@@ -70,6 +70,7 @@ def build_store(home: Path, n: int) -> JsonDict:
     """N synthetic points without vectors, word-indexed as the store would index them."""
     from bench.memory_scale import Synthetic
     from memory.memory_store import MemoryConfig, MemoryStore, lexical_text
+    from memory.point_traits import point_traits
     from store import lexical_index
     from store.clock import Clock
     from store.database import database_path, open_database
@@ -97,6 +98,7 @@ def build_store(home: Path, n: int) -> JsonDict:
         lexical_index.reindex_all(
             cur,
             ((int(pid), lexical_text(texts[i], when=when)) for i, (pid, when) in enumerate(rows)),
+            traits={int(pid): point_traits(texts[i], when) for i, (pid, when) in enumerate(rows)},
         )
     with db.cursor() as cur:
         cur.execute("CHECKPOINT")

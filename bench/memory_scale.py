@@ -269,6 +269,7 @@ def worker_build(home: Path, n: int, pinned: int) -> JsonDict:
 
     from memory.embedding_space import META_DATABASE_ID
     from memory.memory_store import INDEX_FILENAME, MemoryStore, lexical_text
+    from memory.point_traits import point_traits
     from store import lexical_index, meta
     from store.database import database_path, open_database
     from store.point_store import NewPoint, PointStore
@@ -333,7 +334,8 @@ def worker_build(home: Path, n: int, pinned: int) -> JsonDict:
             )
             for i, point_id in enumerate(ids)
         ]
-        lexical_index.reindex_all(cur, rows)
+        traits = {pid: point_traits(texts[i], created[i]) for i, pid in enumerate(ids)}
+        lexical_index.reindex_all(cur, rows, traits=traits)  # as a save gives them
     result["lexical_reindex_s"] = round(time.perf_counter() - started, 2)
     del vectors, texts, rows
     gc.collect()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memory.point_traits import point_traits
 from memory.recall import lexical_text
 from memory.secret_masking import mask_secrets
 from store import lexical_index
@@ -104,7 +105,10 @@ def apply_ingest(
             lexical_index.remove_point(cur, point_id, cache=store.lexical)
         for point_id, (_source, text) in zip(ids, written, strict=True):
             words = lexical_text(text, when=now)
-            lexical_index.index_point(cur, point_id, words, cache=store.lexical, new=True)
+            traits = point_traits(text, now)
+            lexical_index.index_point(
+                cur, point_id, words, cache=store.lexical, new=True, traits=traits
+            )
 
     detail = {
         "added": len(plan.add),

@@ -36,6 +36,7 @@ from memory.ingest import IngestPlan, IngestReport
 from memory.neighbour_words import reindex_texts
 from memory.open_ahead import drop_open_ahead, start_open_ahead
 from memory.pinned_points import PinnedPoints
+from memory.point_traits import point_traits
 from memory.recall import RecallMode, lexical_text
 from memory.recall import (
     recall as recall_points,
@@ -153,8 +154,16 @@ class MemoryStore:
             with self.db.transaction() as cur:
                 current = lexical_index.ensure_analyzer(cur, analyzer=self.lexical.analyzer)
                 if not current:  # the tokenizer changed since these points were indexed
-                    texts = reindex_texts(point_reads.points_to_reindex(cur))  # neighbours too
-                    lexical_index.reindex_all(cur, texts, analyzer=self.lexical.analyzer)
+                    points = point_reads.points_to_reindex(cur)
+                    texts = reindex_texts(points)  # neighbours too
+                    traits = {p.id: point_traits(p.content, p.created_at) for p in points}
+                    lexical_index.reindex_all(
+                        cur, texts, analyzer=self.lexical.analyzer, traits=traits
+                    )
+                elif lexical_index.traits_missing(cur):  # indexed before schema 7: once,
+                    missing = point_reads.points_without_traits(cur)  # ~5 s per 100k points
+                    found = {pid: point_traits(text, when) for pid, text, when in missing}
+                    lexical_index.fill_traits(cur, found)
         for point_id in point_reads.pinned_ids(self.db):
             self.pins.add(point_id)
         self.pins.set_vectors(
@@ -362,10 +371,11 @@ class MemoryStore:
         )
         when = new.created_at or self.db.clock.now()
         words = lexical_text(text, context=mask_secrets(context), when=when)
-        word_rows = lexical_index.analyse(words, cache=self.lexical)
+        traits = point_traits(text, when)
+        word_rows = lexical_index.analyse(words, cache=self.lexical, traits=traits)
 
         def stage_words(_cur: Cursor, point_id: int) -> None:
-            self.lexical.stage_add(point_id, word_rows.length, word_rows.counts)
+            self.lexical.stage_add(point_id, word_rows.length, word_rows.counts, traits)
 
         point_id = self.points.add(new, words=word_rows, also=stage_words)
         if new.embedding is not None:  # a read-only copy: the caller may reuse `vector`

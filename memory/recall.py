@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memory.recall_block import RecallHit, RecallResult, join_recall_block, recall_entries
+from memory.recall_rerank import MODEL, LinearModel, first_picked, learned_order
 from memory.text.answers import AnswerType, answer_types, holds_answer, question_names
 from memory.text.dates import DateSpan, date_spans
 from memory.text.shape import content_words, is_list_question
@@ -103,6 +104,21 @@ class RecallTuning:
     leave-one-conversation-out by every fold: recall@5 0.663 → 0.692, MRR 0.527 → 0.572,
     recall@10 unchanged (docs/recall-quality.md, "Fifth round")."""
     length_prior_depth: int = 10
+    learned: LinearModel | None = MODEL
+    """The learned re-rank (`memory.recall_rerank`): a logistic model picks the best
+    `max(learned_set, k)` of every fused candidate (both top 50s) from the rankings and the
+    word index's traits (`store.point_traits`, no row read), then the product's own order
+    (the boosts, the length prior) ranks them. None: off. It runs in hybrid mode with both
+    rankings and the word index's mirror loaded, when every candidate has its traits; else
+    recall ranks as without it. LoCoMo, nested leave-one-conversation-out: recall@10 0.785 →
+    0.810 (worst conversation 0.727 → 0.752), recall@5 0.710 → 0.729 with the model's own
+    five; ~+0.4 ms a recall at 100k (docs/recall-quality.md, "Eighth round"). Off in
+    `TURN_TUNING`: the evidence in the turn's block fell (0.808 → 0.800)."""
+    learned_set: int = 5
+    """How many candidates the model picks at least: with 5 its best five for k ≤ 5
+    (recall@5 0.729 held out), its best k above (its ten for k = 10); with 10 its best ten
+    for any k ≤ 10, the product's top k of them (recall@5 0.710, as without the model).
+    Below five the product's order (the length prior) still chooses among the model's five."""
     list_vector_weight: float | None = 0.75
     """`vector_weight` for a question asking for a list (`memory.text.shape.is_list_question`:
     "What books has …?"), whose answer is spread over turns that do not repeat its words
@@ -113,7 +129,7 @@ class RecallTuning:
 TUNING = RecallTuning()
 """What search runs (`straylight search`, the MCP tool, the browser, `/recall`): k hits."""
 
-TURN_TUNING = replace(TUNING, neighbour_window=3, neighbour_anchors=5)
+TURN_TUNING = replace(TUNING, neighbour_window=3, neighbour_anchors=5, learned=None)
 """What the turn's prompt runs: the same k hits, then the turns at most 3 points from each
 of them in its conversation, while `MEMORY_MAX_CHARS` has room (the budget cuts them first).
 LoCoMo, chosen leave-one-conversation-out by every fold: the evidence in the block 0.663 →
@@ -193,6 +209,13 @@ def recall(
     depth = max(tuning.rerank_depth, fill) if reranks else fill
     if tuning.length_prior:
         depth = max(depth, tuning.length_prior_depth + len(excluded))
+    chosen = learned_order(
+        store, regular, fused, vector_ranked, lexical_ranked, spans, kinds, tuning
+    )
+    if chosen is not None:  # the model's best, then the product's own order among them
+        picked = chosen.ids[: max(tuning.learned_set, k) + len(excluded)]
+        regular, depth = sorted(picked, key=lambda p: -fused[p]), len(picked)
+        reranks = True
     groups = ((pinned_order[:fill], False, False), (regular[:depth], reranks, True))
     rows = _hit_rows(store, pinned_order[:fill], regular[:depth])
     for wanted, rerank, weigh in groups:  # both groups' rows came in one query
@@ -202,8 +225,12 @@ def recall(
         scores = fused
         if rerank:  # the date and answer boosts (and the bench's diversity), then the prior
             points, scores = _rerank(points, fused, spans, asked, tuning)
+        if chosen is not None and weigh:  # the model's set: its first ones, excluded left out
+            points = (
+                points if not excluded else first_picked(points, chosen.ids, tuning.learned_set, k)
+            )
         if weigh and tuning.length_prior:
-            points = _length_prior(points, scores, tuning)
+            points = _length_prior(points, scores, tuning, None if chosen is None else chosen.words)
         for point in points[:k]:
             score = max(cosine.get(point.id, 0.0), lexical_score.get(point.id, 0.0))
             hits.append(
@@ -335,14 +362,21 @@ def _fuse(
 
 
 def _length_prior(
-    points: list[point_reads.HitRow], fused: dict[int, float], tuning: RecallTuning
+    points: list[point_reads.HitRow],
+    fused: dict[int, float],
+    tuning: RecallTuning,
+    words: dict[int, int] | None = None,
 ) -> list[point_reads.HitRow]:
     """The first `length_prior_depth` points re-ordered by fused score × n / (n + c)
-    (`RecallTuning.length_prior`), the rest as they were."""
+    (`RecallTuning.length_prior`), the rest as they were; n from `words` (the points'
+    traits) when it holds the point."""
     depth, c = tuning.length_prior_depth, tuning.length_prior
+    known = words or {}
 
     def weighed(point: point_reads.HitRow) -> float:
-        n = content_words(point.content)
+        n = known.get(point.id)
+        if n is None:
+            n = content_words(point.content)
         return fused.get(point.id, 0.0) * n / (n + c)
 
     head = sorted(points[:depth], key=lambda point: -weighed(point))

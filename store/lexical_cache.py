@@ -28,11 +28,14 @@ from store.lexical_persist import IndexFile
 from store.lexical_postings import K1 as K1  # shared with the SQL scoring in store.lexical_index
 from store.lexical_postings import B as B
 from store.lexical_postings import CompactPostings
+from store.point_traits import MISSING_DAY, MISSING_WORDS, PointTraits
 from store.sole_writer import SOLE_WRITERS
 from store.text_terms import Analyzer, default_analyzer
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
+
+    from store.lexical_postings import Traits
 
 GENERATION_KEY = "lexical.generation"  # bumped by every rebuild: every cache reloads
 
@@ -74,12 +77,18 @@ class _Staged:
     at: float
     length: int | None  # None: a removal
     counts: Counter[str] | None
+    traits: PointTraits | None = None
 
 
 # Loading reads three plain scans and one DISTINCT (DuckDB keeps much of what a join, window
 # or sort allocates: measured in docs/memory-scale.md); numpy matches postings to terms by
 # DuckDB's 64-bit `hash(term)` and to slots by point id. Should two terms share a hash, the
 # postings are read with the join below instead.
+_LOAD_DOCS_SQL = (  # the traits of a point indexed without them: MISSING_* (store.point_traits)
+    f"SELECT point_id, length, coalesce(words, {MISSING_WORDS}) AS words, "
+    f"coalesce(day, {MISSING_DAY}) AS day, coalesce(answers, 0) AS answers "
+    "FROM lexical_docs ORDER BY point_id"
+)
 _LOAD_TERMS_SQL = "SELECT term, hash(term) AS h FROM (SELECT DISTINCT term FROM lexical_postings)"
 _LOAD_POSTINGS_SQL = "SELECT point_id, hash(term) AS h, tf FROM lexical_postings"
 _LOAD_POSTINGS_BY_TERM_SQL = """
@@ -153,6 +162,12 @@ class LexicalCache:
         with self._lock:
             return self._index.terms_of(point_id)
 
+    def traits_of(self, point_ids: Sequence[int]) -> Traits | None:
+        """The traits of these points as last synced (`store.point_traits`; words, days,
+        answers in their order); None when one is not indexed or has none."""
+        with self._lock:
+            return self._index.traits_of(point_ids)
+
     def document_frequency(self, term: str) -> int:
         """How many points hold `term`, as last synced."""
         with self._lock:
@@ -165,8 +180,10 @@ class LexicalCache:
     def _clear(self) -> None:
         self._index = CompactPostings()
 
-    def _add_doc(self, point_id: int, length: int, counts: dict[str, int]) -> None:
-        self._index.add(point_id, length, counts)
+    def _add_doc(
+        self, point_id: int, length: int, counts: dict[str, int], traits: PointTraits | None
+    ) -> None:
+        self._index.add(point_id, length, counts, traits)
 
     def _remove_doc(self, point_id: int) -> None:
         self._index.remove(point_id)
@@ -248,15 +265,18 @@ class LexicalCache:
             self._staged.clear()
         generation = meta.get(con, GENERATION_KEY)
         with large_blocks_mapped(self._temporary_bytes):
-            docs = con.execute(
-                "SELECT point_id, length FROM lexical_docs ORDER BY point_id"
-            ).fetchnumpy()
+            docs = con.execute(_LOAD_DOCS_SQL).fetchnumpy()
             _check_stop(stop)
             self._index = _read_postings(
                 con,
                 np.asarray(docs["point_id"], dtype=np.int64),
                 np.asarray(docs["length"], dtype=np.int32),
                 stop,
+                (
+                    np.asarray(docs["words"], dtype=np.uint16),
+                    np.asarray(docs["day"], dtype=np.int32),
+                    np.asarray(docs["answers"], dtype=np.uint8),
+                ),
             )
         self._generation = generation
         self._loaded = True
@@ -278,10 +298,17 @@ class LexicalCache:
                 SOLE_WRITERS.release(self._claim, self)
                 self._claim = None
 
-    def stage_add(self, point_id: int, length: int, counts: Counter[str]) -> None:
+    def stage_add(
+        self,
+        point_id: int,
+        length: int,
+        counts: Counter[str],
+        traits: PointTraits | None = None,
+    ) -> None:
         """A write of this point is in flight; apply it once a search can see it."""
         with self._lock:
-            self._staged[point_id] = _Staged(time.monotonic(), length, Counter(counts))
+            staged = _Staged(time.monotonic(), length, Counter(counts), traits)
+            self._staged[point_id] = staged
 
     def stage_remove(self, point_id: int) -> None:
         """A removal of this point is in flight; apply it once a search can see it."""
@@ -360,7 +387,7 @@ class LexicalCache:
                 elif self._index.slot_of(pid) is None or now - staged.at > STAGED_TTL_SECONDS:
                     del self._staged[pid]
             elif visible.get(pid) == staged.length and staged.counts is not None:
-                self._add_doc(pid, staged.length, staged.counts)
+                self._add_doc(pid, staged.length, staged.counts, staged.traits)
                 del self._staged[pid]
                 self.stats["staged_applied"] += 1
             elif now - staged.at > STAGED_TTL_SECONDS:
@@ -431,8 +458,17 @@ class LexicalCache:
             [changed],
         ).fetchall():
             counts[int(pid)][str(term)] = int(tf)
+        traits: dict[int, PointTraits] = {
+            int(pid): PointTraits(int(words), int(day), int(answers))
+            for pid, words, day, answers in con.execute(
+                "SELECT point_id, words, day, answers FROM lexical_docs "
+                "WHERE point_id IN (SELECT unnest(?::BIGINT[])) AND words IS NOT NULL "
+                "AND day IS NOT NULL AND answers IS NOT NULL",
+                [changed],
+            ).fetchall()
+        }
         for pid in changed:
-            self._add_doc(pid, length_of[pid], counts[pid])
+            self._add_doc(pid, length_of[pid], counts[pid], traits.get(pid))
 
     # -- searching
 
@@ -555,6 +591,7 @@ def _read_postings(
     point_ids: NDArray[np.int64],
     lengths: NDArray[np.int32],
     stop: Callable[[], bool] | None,
+    traits: Traits,
 ) -> CompactPostings:
     """The postings of the docs `point_ids` (ascending) as a `CompactPostings`; postings of
     points without a `lexical_docs` row are left out (check_consistency reports those)."""
@@ -589,4 +626,5 @@ def _read_postings(
         slots[order].astype(np.int32),
         post_terms[order],
         post_tfs[order],
+        traits,
     )

@@ -32,7 +32,7 @@ from store.private_files import map_private, replace_atomically, write_all
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-VERSION: Final = 2  # 2: the terms' impact bounds (`impacts`, `impact_avgdl`)
+VERSION: Final = 3  # 2: the terms' impact bounds; 3: the points' traits (`store.point_traits`)
 _MAGIC: Final = b"STRAYLX1"
 _FOOTER: Final = struct.Struct("<8sQI")
 _FOOTER_MAGIC: Final = b"STRAYLXE"
@@ -46,6 +46,9 @@ SECTIONS: Final = (
     "point_ids",  # int64 by slot, ascending (dead slots included, marked in `alive`)
     "lengths",  # int32 by slot
     "alive",  # int8 by slot
+    "words",  # uint16 by slot: content words (the traits; `store.point_traits`)
+    "days",  # int32 by slot: days since 1970-01-01
+    "answers",  # uint8 by slot: answer-kind bits
     "offsets",  # int64, terms + 1: term-major CSR
     "slots",  # int32 by posting
     "tfs",  # uint16 / int32 by posting
@@ -229,8 +232,8 @@ def _parse(
         raise LexicalFileError("the header is corrupt")
     try:
         header = json.loads(mapped[len(_MAGIC) + 4 : prefix_len])
-        if header["version"] != VERSION:
-            raise LexicalFileError(f"version {header['version']}, expected {VERSION}")
+        if header["version"] != VERSION:  # an older layout: rebuilt from the tables
+            raise StaleFile(f"version {header['version']}, expected {VERSION}")
         state = FileState(
             str(header["identity"]),
             None if header["generation"] is None else str(header["generation"]),
@@ -270,6 +273,7 @@ def _check_shapes(arrays: dict[str, NDArray[Any]], term_count: int) -> None:
     offsets, fwd = arrays["offsets"], arrays["fwd_offsets"]
     ok = (
         len(arrays["lengths"]) == slots == len(arrays["alive"])
+        and len(arrays["words"]) == slots == len(arrays["days"]) == len(arrays["answers"])
         and len(offsets) == term_count + 1
         and len(fwd) == slots + 1
         and len(arrays["tfs"]) == postings == len(arrays["fwd_terms"])

@@ -1,7 +1,8 @@
 """The lexical half of hybrid recall: Okapi BM25 over two DuckDB tables.
 
 DuckDB is the source of truth: `lexical_postings(term, point_id, tf)` and
-`lexical_docs(point_id, length)`, with the analyzer and a generation in `meta`. Terms come
+`lexical_docs(point_id, length, words, day, answers)` (the last three: the point's traits,
+`store.point_traits`), with the analyzer and a generation in `meta`. Terms come
 from `store.text_terms`; a query is groups of alternative stems and a document scores the best
 alternative of each group. Writes are incremental, inside the transaction that writes the
 point, so the index never disagrees with the points. This module holds the SQL; the in-memory
@@ -12,14 +13,16 @@ the measurements: docs/lexical_search.md.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import duckdb
+import numpy as np
 
 from store import meta
 from store.lexical_cache import GENERATION_KEY, K1, B, LexicalCache
 from store.lexical_cache import LoadStopped as LoadStopped  # tests and benchmarks import it here
+from store.point_traits import PointTraits
 from store.text_terms import Analyzer, default_analyzer
 
 ANALYZER_KEY = "lexical.analyzer"
@@ -73,9 +76,10 @@ class PointWords:
 
     `PointStore.add(..., words=...)` writes these rows in the statement that inserts the point
     (one statement instead of three on the save path); `index_point` writes them for a point
-    that already exists."""
+    that already exists. `traits`: the point's (`store.point_traits`; None: unknown)."""
 
     counts: Counter[str]
+    traits: PointTraits | None = None
 
     @property
     def length(self) -> int:
@@ -89,12 +93,22 @@ class PointWords:
     def tfs(self) -> list[int]:
         return list(self.counts.values())
 
+    @property
+    def trait_row(self) -> tuple[int | None, int | None, int | None]:
+        """(words, day, answers) for `lexical_docs` (NULLs when unknown)."""
+        return (None, None, None) if self.traits is None else self.traits.as_row()
+
 
 def analyse(
-    text: str, *, analyzer: Analyzer | None = None, cache: LexicalCache | None = None
+    text: str,
+    *,
+    analyzer: Analyzer | None = None,
+    cache: LexicalCache | None = None,
+    traits: PointTraits | None = None,
 ) -> PointWords:
-    """The word-index rows of `text` (with the cache's analyzer when a cache is given)."""
-    return PointWords(Counter(_analyzer(analyzer, cache).terms(text)))
+    """The word-index rows of `text` (with the cache's analyzer when a cache is given), with
+    the point's `traits`."""
+    return PointWords(Counter(_analyzer(analyzer, cache).terms(text)), traits)
 
 
 def index_point(
@@ -105,6 +119,7 @@ def index_point(
     analyzer: Analyzer | None = None,
     cache: LexicalCache | None = None,
     new: bool = False,
+    traits: PointTraits | None = None,
 ) -> None:
     """Index one point's text: its postings and its length, in the caller's transaction.
 
@@ -115,22 +130,26 @@ def index_point(
     both commit or neither does. Touches only this point's rows. A point that is already
     indexed is replaced. `cache`, when given, is told about the change (it applies it once
     the change is committed). `analyzer` defaults to the cache's, else the default one.
+    `traits`: the point's (`store.point_traits`; None: unknown, recall ranks without them).
     """
-    words = analyse(text, analyzer=analyzer, cache=cache)
+    words = analyse(text, analyzer=analyzer, cache=cache, traits=traits)
     counts, length = words.counts, words.length
     if (
         not new
         and con.execute("SELECT 1 FROM lexical_docs WHERE point_id = ?", [point_id]).fetchall()
     ):
         _delete_rows(con, point_id)
-    con.execute("INSERT INTO lexical_docs VALUES (?, ?)", [point_id, length])
+    con.execute(
+        "INSERT INTO lexical_docs (point_id, length, words, day, answers) VALUES (?, ?, ?, ?, ?)",
+        [point_id, length, *words.trait_row],
+    )
     if counts:
         con.execute(
             "INSERT INTO lexical_postings SELECT unnest(?::VARCHAR[]), ?, unnest(?::INTEGER[])",
             [words.terms, point_id, words.tfs],
         )
     if cache is not None:
-        cache.stage_add(point_id, length, counts)
+        cache.stage_add(point_id, length, counts, traits)
 
 
 def remove_point(
@@ -160,8 +179,10 @@ def reindex_all(
     rows: Iterable[tuple[int, str]],
     *,
     analyzer: Analyzer | None = None,
+    traits: Mapping[int, PointTraits] | None = None,
 ) -> int:
     """Rebuild the whole index from `(point_id, text)` rows; returns the number indexed.
+    `traits`: each point's (`store.point_traits`; a point without: unknown).
 
     For repair and for a change of analyzer. Run it inside one transaction (a crash halfway
     then leaves the old index). Bulk inserts: ~8 s per 100k chat turns. Records the analyzer
@@ -176,12 +197,16 @@ def reindex_all(
     tfs: list[int] = []
     doc_ids: list[int] = []
     lengths: list[int] = []
+    columns: tuple[list[int | None], ...] = ([], [], [])  # words, day, answers
+    known = traits or {}
 
     def flush() -> None:
         if doc_ids:
             con.execute(
-                "INSERT INTO lexical_docs SELECT unnest(?::BIGINT[]), unnest(?::INTEGER[])",
-                [doc_ids, lengths],
+                "INSERT INTO lexical_docs (point_id, length, words, day, answers) "
+                "SELECT unnest(?::BIGINT[]), unnest(?::INTEGER[]), unnest(?::USMALLINT[]), "
+                "unnest(?::INTEGER[]), unnest(?::UTINYINT[])",
+                [doc_ids, lengths, *columns],
             )
         if terms:
             con.execute(
@@ -191,6 +216,8 @@ def reindex_all(
             )
         for buffer in (terms, pids, tfs, doc_ids, lengths):
             buffer.clear()
+        for column in columns:
+            column.clear()
 
     for point_id, text in rows:
         if point_id in seen:  # the last text of a repeated id would win in SQL: refuse instead
@@ -199,11 +226,16 @@ def reindex_all(
         counts = Counter(a.terms(text))
         doc_ids.append(point_id)
         lengths.append(sum(counts.values()))
+        trait = known.get(point_id)
+        for column, value in zip(
+            columns, (None, None, None) if trait is None else trait.as_row(), strict=True
+        ):
+            column.append(value)
         for term, tf in counts.items():
             terms.append(term)
             pids.append(point_id)
             tfs.append(tf)
-        if len(terms) >= _BULK_CHUNK:
+        if len(terms) >= _BULK_CHUNK or len(doc_ids) >= _BULK_CHUNK:
             flush()
     flush()
     meta.put(con, ANALYZER_KEY, a.name)
@@ -226,6 +258,46 @@ def ensure_analyzer(con: duckdb.DuckDBPyConnection, *, analyzer: Analyzer | None
         meta.put(con, ANALYZER_KEY, name)
         return True
     return False
+
+
+def traits_missing(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when a point was indexed without its traits (`store.point_traits`: a store
+    indexed before schema 7, or by a writer that gave none): the open fills them."""
+    return bool(
+        con.execute(
+            "SELECT 1 FROM lexical_docs d JOIN points p ON p.id = d.point_id "
+            "WHERE d.words IS NULL OR d.day IS NULL OR d.answers IS NULL LIMIT 1"
+        ).fetchall()
+    )
+
+
+def fill_traits(con: duckdb.DuckDBPyConnection, traits: Mapping[int, PointTraits]) -> int:
+    """Set the traits of indexed points (`store.point_traits`) without re-indexing their
+    words (a store indexed before schema 7: ~5 s per 100k points against ~22 s for
+    `reindex_all`); bumps the generation, so every mirror and `lexical.idx` reloads them.
+    Returns the number of rows updated. Run it in the caller's transaction."""
+    if not traits:
+        return 0
+    rows = [(pid, *t.as_row()) for pid, t in traits.items()]
+    columns = {
+        "point_id": np.array([r[0] for r in rows], dtype=np.int64),
+        "words": np.array([r[1] for r in rows], dtype=np.uint16),
+        "day": np.array([r[2] for r in rows], dtype=np.int32),
+        "answers": np.array([r[3] for r in rows], dtype=np.uint8),
+    }
+    con.register("straylight_traits", columns)
+    try:
+        updated = con.execute(
+            "UPDATE lexical_docs SET words = t.words, day = t.day, answers = t.answers "
+            "FROM straylight_traits AS t WHERE lexical_docs.point_id = t.point_id "
+            "RETURNING lexical_docs.point_id"
+        ).fetchall()
+    finally:
+        con.unregister("straylight_traits")
+    if updated:
+        generation = meta.get(con, GENERATION_KEY)
+        meta.put(con, GENERATION_KEY, str(int(generation or 0) + 1))
+    return len(updated)
 
 
 def check_consistency(

@@ -3,7 +3,8 @@
 Layout (docs/memory-scale.md has the measurements):
 
 * every indexed point has a dense slot 0 … n (never reused until a reload); by slot:
-  its point id, its length and whether it is still alive (removals are tombstones);
+  its point id, its length, whether it is still alive (removals are tombstones), and its
+  traits (`store.point_traits`: content words, day, answer kinds; 7 bytes);
 * a term-major CSR of what was loaded or merged: `offsets[t] : offsets[t + 1]` indexes the
   slots and tfs of term id `t`;
 * a doc-major CSR (slot -> its term ids), which says a point's terms without a Python tuple;
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from store.lexical_file import encode_terms
+from store.point_traits import MISSING_DAY, MISSING_WORDS, PointTraits
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from store.lexical_file import MappedArrays
 
     PostingPart = tuple[NDArray[np.int32], NDArray[np.integer]]  # slots (ascending), tfs
+    Traits = tuple[NDArray[np.uint16], NDArray[np.int32], NDArray[np.uint8]]  # by slot or point
 
 # Okapi BM25's parameters, shared with the SQL scoring in `store.lexical_index`.
 K1 = 1.2
@@ -56,6 +59,9 @@ class CompactPostings:
         self._point_of = array("q")
         self._length = array("i")
         self._alive = array("b")
+        self._words = array("H")  # the traits (`store.point_traits`), MISSING_* when unknown
+        self._day = array("i")
+        self._answers = array("B")
         self._base_ids: NDArray[np.int64] = np.empty(0, dtype=np.int64)  # sorted, slots 0 … len-1
         self._new_slot: dict[int, int] = {}  # point id -> slot, for slots after the base
         # term-major CSR (merged)
@@ -95,10 +101,11 @@ class CompactPostings:
         post_slot: NDArray[np.int32],
         post_term: NDArray[np.int32],
         post_tf: NDArray[np.int32],
+        traits: Traits | None = None,
     ) -> CompactPostings:
         """From the tables' columns: `terms` by term id, `point_ids` ascending with their
-        `lengths` (the slot is the row number), and postings as (slot, term id, tf) ordered
-        by slot."""
+        `lengths` and `traits` (words, days, answers; None: unknown) (the slot is the row
+        number), and postings as (slot, term id, tf) ordered by slot."""
         self = cls()
         self._terms = terms
         self._term_id = {term: i for i, term in enumerate(terms)}
@@ -107,6 +114,7 @@ class CompactPostings:
         self._length = array("i", np.ascontiguousarray(lengths, dtype=np.int32).tobytes())
         self._alive = array("b", bytes([1])) * len(point_ids)
         n = len(point_ids)
+        self._set_traits(traits, n)
         tf_type = _tf_dtype(int(post_tf.max()) if post_tf.size else 0)
         post_term = np.ascontiguousarray(post_term, dtype=np.int32)
         self._fwd_terms = post_term
@@ -126,7 +134,8 @@ class CompactPostings:
     @classmethod
     def from_file(cls, mapped: MappedArrays) -> CompactPostings:
         """From a `lexical.idx` (`store.lexical_file`): the CSRs stay memory-mapped (file
-        pages, read on demand); the per-slot arrays (13 B a point) are copied, as they grow."""
+        pages, read on demand); the per-slot arrays (20 B a point with the traits) are
+        copied, as they grow."""
         self = cls()
         arrays = mapped.arrays
         self._terms = mapped.terms
@@ -135,6 +144,7 @@ class CompactPostings:
         self._point_of = array("q", arrays["point_ids"].tobytes())
         self._length = array("i", arrays["lengths"].tobytes())
         self._alive = array("b", arrays["alive"].tobytes())
+        self._set_traits((arrays["words"], arrays["days"], arrays["answers"]), len(self._alive))
         self._offsets, self._slots, self._tfs = arrays["offsets"], arrays["slots"], arrays["tfs"]
         self._fwd_offsets, self._fwd_terms = arrays["fwd_offsets"], arrays["fwd_terms"]
         self._file_impacts = arrays["impacts"]
@@ -158,6 +168,9 @@ class CompactPostings:
             "point_ids": np.array(np.frombuffer(source._point_of, dtype=np.int64)),
             "lengths": np.array(np.frombuffer(source._length, dtype=np.int32)),
             "alive": np.array(np.frombuffer(source._alive, dtype=np.int8)),
+            "words": np.array(np.frombuffer(source._words, dtype=np.uint16)),
+            "days": np.array(np.frombuffer(source._day, dtype=np.int32)),
+            "answers": np.array(np.frombuffer(source._answers, dtype=np.uint8)),
             "offsets": source._offsets,
             "slots": source._slots,
             "tfs": source._tfs,
@@ -183,6 +196,7 @@ class CompactPostings:
         post_slot, post_term, post_tf = post_slot[keep], post_term[keep], self._tfs[keep]
         by_slot = np.argsort(post_slot, kind="stable")
         lengths = np.frombuffer(self._length, dtype=np.int32)[live]
+        words, days, answers = self._trait_arrays()
         return CompactPostings.from_arrays(
             list(self._terms),
             ids[order],
@@ -190,6 +204,27 @@ class CompactPostings:
             post_slot[by_slot].astype(np.int32),
             post_term[by_slot],
             post_tf[by_slot].astype(np.int32),
+            (words[live], days[live], answers[live]),
+        )
+
+    def _set_traits(self, traits: Traits | None, n: int) -> None:
+        """The per-slot traits from arrays (None: every one unknown)."""
+        if traits is None:
+            self._words = array("H", [MISSING_WORDS]) * n
+            self._day = array("i", [MISSING_DAY]) * n
+            self._answers = array("B", bytes(n))
+            return
+        words, days, answers = traits
+        self._words = array("H", np.ascontiguousarray(words, dtype=np.uint16).tobytes())
+        self._day = array("i", np.ascontiguousarray(days, dtype=np.int32).tobytes())
+        self._answers = array("B", np.ascontiguousarray(answers, dtype=np.uint8).tobytes())
+
+    def _trait_arrays(self) -> Traits:
+        """Every slot's traits (views: valid until the next add)."""
+        return (
+            np.frombuffer(self._words, dtype=np.uint16),
+            np.frombuffer(self._day, dtype=np.int32),
+            np.frombuffer(self._answers, dtype=np.uint8),
         )
 
     # -- state
@@ -211,7 +246,10 @@ class CompactPostings:
         if not self._point_of and not self._terms:
             return 0
         arrays = (self._offsets, self._slots, self._tfs, self._fwd_offsets, self._fwd_terms)
-        per_slot = self._point_of.itemsize + self._length.itemsize + self._alive.itemsize
+        per_slot = sum(
+            a.itemsize for a in (self._point_of, self._length, self._alive, self._words, self._day)
+        )
+        per_slot += self._answers.itemsize
         return (
             sum(a.nbytes for a in arrays)
             + self._base_ids.nbytes
@@ -335,6 +373,33 @@ class CompactPostings:
         slots = slots[np.frombuffer(self._alive, dtype=np.int8)[slots] != 0]
         return np.sort(slots)
 
+    def traits_of(self, point_ids: Sequence[int]) -> Traits | None:
+        """The traits of these points, in their order (words, days, answers); None when
+        one of them is not indexed or was indexed without traits (the caller ranks as
+        without them). One binary search for all (recall asks it for ~100 candidates)."""
+        new_slot = self._new_slot  # points added since the load (often none)
+        slots = (
+            np.fromiter((new_slot.get(p, -1) for p in point_ids), np.int64, len(point_ids))
+            if new_slot
+            else np.full(len(point_ids), -1, dtype=np.int64)
+        )
+        loaded = slots < 0  # not added since the load: in the sorted base ids, if anywhere
+        if loaded.any():
+            wanted = np.asarray(point_ids, dtype=np.int64)[loaded]
+            where = np.searchsorted(self._base_ids, wanted)
+            found = where < len(self._base_ids)
+            found[found] = self._base_ids[where[found]] == wanted[found]
+            if not found.all():
+                return None
+            slots[loaded] = where
+        if len(slots) and not np.frombuffer(self._alive, dtype=np.int8)[slots].all():
+            return None
+        all_words, all_days, all_answers = self._trait_arrays()
+        words, days = all_words[slots], all_days[slots]
+        if bool(np.any(words == MISSING_WORDS)) or bool(np.any(days == MISSING_DAY)):
+            return None
+        return words, days, all_answers[slots]
+
     def document_frequency(self, term: str) -> int:
         """How many live points hold `term`."""
         tid = self._term_id.get(term)
@@ -344,13 +409,24 @@ class CompactPostings:
 
     # -- changing
 
-    def add(self, point_id: int, length: int, counts: Mapping[str, int]) -> None:
-        """Index a point (replacing an earlier version of it) in a new slot."""
+    def add(
+        self,
+        point_id: int,
+        length: int,
+        counts: Mapping[str, int],
+        traits: PointTraits | None = None,
+    ) -> None:
+        """Index a point (replacing an earlier version of it) in a new slot; `traits`
+        None: unknown (`store.point_traits`)."""
         self.remove(point_id)
         slot = len(self._point_of)
         self._point_of.append(point_id)
         self._length.append(length)
         self._alive.append(1)
+        words, day, answers = (MISSING_WORDS, MISSING_DAY, 0) if traits is None else traits.as_row()
+        self._words.append(words)
+        self._day.append(day)
+        self._answers.append(answers)
         self._new_slot[point_id] = slot
         tids = array("i")
         for term, tf in counts.items():

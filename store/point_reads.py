@@ -187,6 +187,17 @@ class IndexedPoint:
     created_at: datetime
 
 
+def points_without_traits(cur: Cursor) -> list[tuple[int, str, datetime]]:
+    """(id, content, created_at in UTC) of every indexed point whose word-index row has no
+    traits (`store.point_traits`; `lexical_index.fill_traits` sets them)."""
+    sql = (
+        "SELECT p.id, p.content, p.created_at FROM points p "
+        "JOIN lexical_docs d ON d.point_id = p.id "
+        "WHERE d.words IS NULL OR d.day IS NULL OR d.answers IS NULL ORDER BY p.id"
+    )
+    return [(int(pid), str(text), as_utc(when)) for pid, text, when in cur.execute(sql).fetchall()]
+
+
 def points_to_reindex(cur: Cursor) -> list[IndexedPoint]:
     """Every point in id order, with what its neighbours are found by (conversation, role,
     source): what the word index is rebuilt from. The date in UTC, as `save` indexed it

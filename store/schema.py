@@ -279,6 +279,14 @@ MIGRATIONS: Sequence[tuple[Statement, ...]] = (
         "DROP TABLE candidates",
         "ALTER TABLE candidates_v6 RENAME TO candidates",
     ),
+    # 7 — the learned re-rank's traits of a point beside its length (issue 17, eighth round;
+    # `store.point_traits`): its content words, its day, the kinds of answer it holds. NULL
+    # for the points indexed before: the store's open fills them (`MemoryStore` re-indexes).
+    (
+        "ALTER TABLE lexical_docs ADD COLUMN words USMALLINT",
+        "ALTER TABLE lexical_docs ADD COLUMN day INTEGER",
+        "ALTER TABLE lexical_docs ADD COLUMN answers UTINYINT",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

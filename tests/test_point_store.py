@@ -237,7 +237,7 @@ def test_delete_forgets_audits_and_drops_the_lexical_rows(store: PointStore, db:
     keep, gone = store.add_many(SAMPLES[:2])
     with db.transaction() as cur:
         for point_id in (keep, gone):
-            cur.execute("INSERT INTO lexical_docs VALUES (?, 1)", [point_id])
+            cur.execute("INSERT INTO lexical_docs (point_id, length) VALUES (?, 1)", [point_id])
             cur.execute("INSERT INTO lexical_postings VALUES ('hello', ?, 1)", [point_id])
     assert store.delete(gone, reason="user pressed f") is True
     assert store.get(gone) is None and store.get(keep) is not None

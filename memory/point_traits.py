@@ -1,0 +1,50 @@
+"""A point's traits for the learned re-rank (`store.point_traits`; docs/recall-quality.md,
+"Eighth round"): computed here, where the text rules live, and handed down with the point's
+words, so recall reads them from the word index's arrays instead of the points' rows.
+
+- `words`: `memory.text.shape.content_words` of the point's own content (not of the indexed
+  text, which adds its neighbours and its date as words);
+- `day`: its creation date in UTC as days since 1970-01-01;
+- `answers`: a bit per kind of answer it holds (`memory.text.answers`). A "who" question's
+  check leaves out the names the question holds itself; a bit stored per point cannot, so
+  the "who" bit says "holds a name" (the approximation measured in the eighth round).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, date, datetime
+from typing import Final
+
+from memory.text.answers import AnswerType, holds_answer
+from memory.text.shape import content_words
+from store.point_traits import PointTraits
+
+ANSWER_BITS: Final[dict[AnswerType, int]] = {"when": 1, "number": 2, "where": 4, "who": 8}
+"""The bit of each answer kind in `PointTraits.answers`."""
+_EPOCH: Final = date(1970, 1, 1)
+_NO_NAMES: Final[frozenset[str]] = frozenset()
+
+
+def day_number(when: datetime) -> int:
+    """`when`'s date in UTC as days since 1970-01-01 (an aware datetime)."""
+    return (when.astimezone(UTC).date() - _EPOCH).days
+
+
+def answer_bits(content: str) -> int:
+    """The bits of the answer kinds `content` holds (any name counts for "who")."""
+    return sum(
+        bit
+        for kind, bit in ANSWER_BITS.items()
+        if holds_answer(content, frozenset((kind,)), _NO_NAMES)
+    )
+
+
+def kinds_mask(kinds: Iterable[AnswerType]) -> int:
+    """The bits of the answer kinds a question asks for."""
+    return sum(ANSWER_BITS[kind] for kind in set(kinds))
+
+
+def point_traits(content: str, created_at: datetime) -> PointTraits:
+    """The traits of a point with this content, made at `created_at` (aware)."""
+    return PointTraits(content_words(content), day_number(created_at), answer_bits(content))

@@ -1,0 +1,283 @@
+"""The learned re-rank of recall's fused candidates (issue 17, eighth round;
+docs/recall-quality.md): a logistic model over 16 features of every candidate picks the
+best ten, and the product's own order (date and answer boosts, length prior) orders them.
+
+Every feature comes from what `memory.recall.recall` already has — the two rankings and
+their fusion, the query's time spans and answer kinds — and from the word index's per-slot
+traits (`store.point_traits`: content words, day, answer-kind bits), numpy over ~100
+candidates: no point's row is read for it. A "who" question's answer check leaves out the
+names the question holds (`memory.text.answers`); a point's stored bit cannot, so the
+feature says "holds a name" for "who".
+
+The weights, means and scales are `MODEL`, trained on the five LoCoMo development
+conversations by `python -m bench.locomo_round8 … --weights` (which prints them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from memory.point_traits import day_number, kinds_mask
+from memory.text.answers import AnswerType
+from memory.text.dates import DateSpan
+
+if TYPE_CHECKING:
+    from memory.memory_store import MemoryStore
+    from memory.recall import RecallTuning
+    from store.lexical_postings import Traits
+    from store.point_reads import HitRow
+
+FEATURES: Final = (
+    "fused",
+    "log_fused",
+    "fused_rank",
+    "cosine",
+    "in_vector",
+    "vector_rank",
+    "words",
+    "in_words",
+    "words_rank",
+    "both",
+    "length",
+    "log_length",
+    "date",
+    "answer",
+    "neighbour",
+    "same_day",
+)
+"""The columns of `candidate_features`, in order (round 7's without its coverage, which
+bought nothing)."""
+
+LENGTH_C: Final = 8.0
+"""The length prior's c in n / (n + c) (`RecallTuning.length_prior`'s value)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinearModel:
+    """score = Σ weight × (feature − mean) / scale over `FEATURES`."""
+
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weight: tuple[float, ...]
+
+    def scores(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        standard = (features - np.asarray(self.mean)) / np.asarray(self.scale)
+        return standard @ np.asarray(self.weight)
+
+    def order(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
+        """The candidates' indices, best first (ties keep the fused order)."""
+        return np.argsort(-self.scores(features), kind="stable")
+
+
+def in_spans(days: npt.NDArray[np.int32], spans: Sequence[DateSpan]) -> npt.NDArray[np.bool_]:
+    """Whether each day lies in a time the query names: `DateSpan.contains` by whole UTC
+    days (a span is cut at days; a month without a year matches the UTC month)."""
+    inside = np.zeros(len(days), dtype=bool)
+    for span in spans:
+        if span.month is not None:
+            months = days.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)
+            inside |= months % 12 + 1 == span.month
+        elif span.start is not None and span.end is not None:
+            inside |= (days >= day_number(span.start)) & (days < _day_after(span.end))
+    return inside
+
+
+def _day_after(end: datetime) -> int:
+    """The first day not touched by a span ending (exclusive) at `end`."""
+    day = day_number(end)
+    at_midnight = end.hour == end.minute == end.second == end.microsecond == 0
+    return day if at_midnight else day + 1
+
+
+def candidate_features(
+    ids: Sequence[int],
+    fused: Mapping[int, float],
+    vector: Sequence[tuple[int, float]],
+    lexical: Sequence[tuple[int, float]],
+    traits: Traits,
+    spans: Sequence[DateSpan],
+    kinds: Iterable[AnswerType],
+    depth: int,
+) -> npt.NDArray[np.float64]:
+    """One row of `FEATURES` per candidate (`ids` in fused order, `traits` theirs in that
+    order). `depth`: each ranking's length (the rank given to a point it did not find)."""
+    n = len(ids)
+    out = np.zeros((n, len(FEATURES)), np.float64)
+    if not n:
+        return out
+    pid = np.asarray(ids, dtype=np.int64)
+    at = {p: i for i, p in enumerate(ids)}
+    rel = np.fromiter(map(fused.__getitem__, ids), np.float64, n)
+    rel /= rel.max() or 1.0
+    out[:, 0] = rel
+    out[:, 1] = np.log(np.maximum(rel, 1e-6))
+    out[:, 2] = np.log1p(np.arange(n))
+    for ranking, score, present, rank in ((vector, 3, 4, 5), (lexical, 6, 7, 8)):
+        where = [(at[p], s) for p, s in ranking if p in at]  # (row, score) in ranking order
+        rows = np.fromiter((i for i, _ in where), np.intp, len(where))
+        ranked = np.fromiter((r for r, (p, _) in enumerate(ranking) if p in at), np.float64)
+        values = np.fromiter((s for _, s in where), np.float64, len(where))
+        out[:, rank] = np.log1p(depth)  # the rank of a point the ranking did not find
+        out[rows, rank] = np.log1p(ranked)
+        out[rows, present] = 1.0
+        if score == 6:  # the BM25 score relative to the query's best
+            best = max((s for _, s in ranking), default=0.0)
+            values = values / best if best > 0 else np.zeros_like(values)
+        out[rows, score] = values
+    out[:, 9] = out[:, 4] * out[:, 7]
+    words, days, answers = traits
+    length = words.astype(np.float64)
+    floored = np.maximum(length, 0.5)
+    out[:, 10] = length / (length + LENGTH_C)
+    out[:, 11] = np.log(floored / (floored + LENGTH_C))
+    if spans:
+        out[:, 12] = in_spans(days, spans)
+    mask = kinds_mask(kinds)
+    if mask:
+        out[:, 13] = (answers & mask) != 0
+    out[:, 14] = _best_neighbour(pid, days, rel)
+    _, where_day, counts = np.unique(days, return_inverse=True, return_counts=True)
+    out[:, 15] = np.log(counts[where_day])
+    return out
+
+
+def _best_neighbour(
+    pid: npt.NDArray[np.int64], days: npt.NDArray[np.int32], rel: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """The best relative fused score of a candidate one or two ids away on the same day."""
+    order = np.argsort(pid)
+    sorted_ids = pid[order]
+    best = np.zeros(len(pid), np.float64)
+    for step in (-2, -1, 1, 2):
+        at = np.searchsorted(sorted_ids, pid + step)
+        found = at < len(pid)
+        found[found] = sorted_ids[at[found]] == pid[found] + step
+        other = order[at[found]]
+        same = days[other] == days[found]
+        hit = np.flatnonzero(found)[same]
+        best[hit] = np.maximum(best[hit], rel[other[same]])
+    return best
+
+
+def learned_choice(
+    ids: Sequence[int],
+    fused: Mapping[int, float],
+    vector: Sequence[tuple[int, float]],
+    lexical: Sequence[tuple[int, float]],
+    traits: Traits,
+    spans: Sequence[DateSpan],
+    kinds: Iterable[AnswerType],
+    depth: int,
+    model: LinearModel | None = None,
+) -> list[int]:
+    """Every candidate of `ids` (fused order), the model's best first."""
+    features = candidate_features(ids, fused, vector, lexical, traits, spans, kinds, depth)
+    order = (model or MODEL).order(features)
+    return [ids[i] for i in order.tolist()]
+
+
+def learned_order(
+    store: MemoryStore,
+    regular: Sequence[int],
+    fused: Mapping[int, float],
+    vector: Sequence[tuple[int, float]],
+    lexical: Sequence[tuple[int, float]],
+    spans: Sequence[DateSpan],
+    kinds: frozenset[AnswerType],
+    tuning: RecallTuning,
+) -> LearnedOrder | None:
+    """The regular candidates, the learned model's best first (`RecallTuning.learned`);
+    None when it does not run: off, a ranking missing, or a candidate without traits."""
+    if tuning.learned is None or not vector or not lexical or not store.lexical_ready:
+        return None
+    traits = store.lexical.traits_of(regular)
+    if traits is None:
+        return None
+    order = learned_choice(
+        regular, fused, vector, lexical, traits, spans, kinds, tuning.candidates, tuning.learned
+    )
+    return LearnedOrder(order, dict(zip(regular, traits[0].tolist(), strict=True)))
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedOrder:
+    """What `learned_order` gives recall: every candidate, the model's best first, and
+    each one's content words (its traits: the length prior needs no `content_words`)."""
+
+    ids: list[int]
+    words: dict[int, int]
+
+
+def first_picked(points: list[HitRow], chosen: Sequence[int], count: int, k: int) -> list[HitRow]:
+    """Of the points left after the exclusions, the model's first `count` (at least k), in
+    the order they came."""
+    rank = {pid: i for i, pid in enumerate(chosen)}
+    keep = {p.id for p in sorted(points, key=lambda p: rank[p.id])[: max(count, k)]}
+    return [p for p in points if p.id in keep]
+
+
+MODEL: Final = LinearModel(
+    mean=(
+        0.264845,
+        -1.55235,
+        3.51169,
+        0.261314,
+        0.570445,
+        3.3829,
+        0.235681,
+        0.567574,
+        3.38463,
+        0.138019,
+        0.574081,
+        -0.586397,
+        0.0347678,
+        0.0351286,
+        0.295469,
+        1.63918,
+    ),
+    scale=(
+        0.195684,
+        0.654294,
+        0.918793,
+        0.236467,
+        0.495013,
+        0.817846,
+        0.281403,
+        0.495413,
+        0.817877,
+        0.34492,
+        0.132889,
+        0.263872,
+        0.183191,
+        0.184105,
+        0.276871,
+        0.673324,
+    ),
+    weight=(
+        0.117903,
+        0.18143,
+        -0.18413,
+        0.0932921,
+        0.441384,
+        -0.341966,
+        0.964823,
+        -0.588157,
+        0.00293975,
+        -0.211324,
+        1.30613,
+        -0.536842,
+        0.127262,
+        0.232433,
+        0.494984,
+        0.0357962,
+    ),
+)
+"""Trained on the five LoCoMo development conversations (balanced logistic loss, L2 0.1,
+every fused candidate; MiniLM vectors): `python -m bench.locomo_round8 FILE --weights`
+prints it. Weights are per standardised feature, in `FEATURES`' order."""
