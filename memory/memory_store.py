@@ -36,7 +36,7 @@ from memory.ingest import IngestPlan, IngestReport
 from memory.neighbour_words import reindex_texts
 from memory.open_ahead import drop_open_ahead, start_open_ahead
 from memory.pinned_points import PinnedPoints
-from memory.point_traits import point_traits
+from memory.point_traits import fill_missing_traits, point_traits
 from memory.recall import RecallMode, lexical_text
 from memory.recall import (
     recall as recall_points,
@@ -161,9 +161,7 @@ class MemoryStore:
                         cur, texts, analyzer=self.lexical.analyzer, traits=traits
                     )
                 elif lexical_index.traits_missing(cur):  # indexed before schema 7: once,
-                    missing = point_reads.points_without_traits(cur)  # ~5 s per 100k points
-                    found = {pid: point_traits(text, when) for pid, text, when in missing}
-                    lexical_index.fill_traits(cur, found)
+                    fill_missing_traits(cur)  # ~5 s per 100k points
         for point_id in point_reads.pinned_ids(self.db):
             self.pins.add(point_id)
         self.pins.set_vectors(

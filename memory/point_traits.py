@@ -18,6 +18,8 @@ from typing import Final
 
 from memory.text.answers import AnswerType, holds_answer
 from memory.text.shape import content_words
+from store import lexical_index, point_reads
+from store.database import Cursor
 from store.point_traits import PointTraits
 
 ANSWER_BITS: Final[dict[AnswerType, int]] = {"when": 1, "number": 2, "where": 4, "who": 8}
@@ -48,3 +50,15 @@ def kinds_mask(kinds: Iterable[AnswerType]) -> int:
 def point_traits(content: str, created_at: datetime) -> PointTraits:
     """The traits of a point with this content, made at `created_at` (aware)."""
     return PointTraits(content_words(content), day_number(created_at), answer_bits(content))
+
+
+def fill_missing_traits(cur: Cursor, *, page_size: int = 20_000) -> int:
+    """Give every indexed point without traits its traits (a store indexed before schema 7),
+    `page_size` points at a time: the texts of a page are in memory, never the store's. Run
+    it in the caller's transaction. Returns the number filled."""
+    filled, after = 0, -1
+    while page := point_reads.points_without_traits(cur, after=after, limit=page_size):
+        found = {pid: point_traits(text, when) for pid, text, when in page}
+        filled += lexical_index.fill_traits(cur, found)
+        after = page[-1][0]
+    return filled

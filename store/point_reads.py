@@ -187,15 +187,21 @@ class IndexedPoint:
     created_at: datetime
 
 
-def points_without_traits(cur: Cursor) -> list[tuple[int, str, datetime]]:
-    """(id, content, created_at in UTC) of every indexed point whose word-index row has no
-    traits (`store.point_traits`; `lexical_index.fill_traits` sets them)."""
+def points_without_traits(
+    cur: Cursor, *, after: int = -1, limit: int = 20_000
+) -> list[tuple[int, str, datetime]]:
+    """(id, content, created_at in UTC) of the first `limit` indexed points with an id above
+    `after` whose word-index row has no traits (`store.point_traits`;
+    `lexical_index.fill_traits` sets them), in id order: a page, so a million points'
+    texts are never in memory at once."""
     sql = (
         "SELECT p.id, p.content, p.created_at FROM points p "
         "JOIN lexical_docs d ON d.point_id = p.id "
-        "WHERE d.words IS NULL OR d.day IS NULL OR d.answers IS NULL ORDER BY p.id"
+        "WHERE (d.words IS NULL OR d.day IS NULL OR d.answers IS NULL) AND p.id > ? "
+        "ORDER BY p.id LIMIT ?"
     )
-    return [(int(pid), str(text), as_utc(when)) for pid, text, when in cur.execute(sql).fetchall()]
+    rows = cur.execute(sql, [after, limit]).fetchall()
+    return [(int(pid), str(text), as_utc(when)) for pid, text, when in rows]
 
 
 def points_to_reindex(cur: Cursor) -> list[IndexedPoint]:

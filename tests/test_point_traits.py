@@ -13,7 +13,13 @@ import numpy as np
 import pytest
 
 from memory.memory_store import MemoryConfig, MemoryStore
-from memory.point_traits import ANSWER_BITS, answer_bits, day_number, point_traits
+from memory.point_traits import (
+    ANSWER_BITS,
+    answer_bits,
+    day_number,
+    fill_missing_traits,
+    point_traits,
+)
 from memory.text.shape import content_words
 from store import lexical_file, lexical_index
 from store.clock import Clock
@@ -146,6 +152,21 @@ def test_an_open_fills_the_traits_of_a_store_indexed_without_them(home: Path, sa
             assert not lexical_index.traits_missing(cur)
     finally:
         again.close()
+
+
+def test_the_fill_goes_page_by_page_and_misses_no_point(home: Path) -> None:
+    store = open_store(home)
+    try:
+        texts = [f"{LONG} Day {i}." if i % 2 else SHORT + f" {i}" for i in range(7)]
+        ids = [store.save("user", t, created_at=WHEN, use_filter=False).point_id for t in texts]
+        want = table_traits(store)
+        with store.db.cursor() as cur:
+            cur.execute("UPDATE lexical_docs SET words = NULL, day = NULL, answers = NULL")
+            assert fill_missing_traits(cur, page_size=3) == len(ids)  # pages of 3, 3 and 1
+            assert not lexical_index.traits_missing(cur)
+        assert table_traits(store) == want
+    finally:
+        store.close()
 
 
 def test_a_file_without_the_traits_is_rebuilt_from_the_tables(
