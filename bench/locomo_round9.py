@@ -16,6 +16,14 @@ word index's traits) and the pool's own extra columns:
   presence, log rank and relative BM25 score are three more features;
 - `shape`: the top 50s with the question's shape (`is_list_question`) and its products
   with the 16 features as 17 more columns.
+- `vector feedback`: a Rocchio vector round (the query vector plus the mean of the fused
+  top 3's) as a third ranking, the same way;
+- `speaker` / `speaker, not when`: whether the candidate's speaker (the "Name: " its text
+  starts with: LoCoMo's layout, not the product's points) is a name the question holds
+  (0 for a "when" question in the second); `mention, not when`: a name the question holds
+  in its own text; `same author` (`, not when`): its role is the one most of the fused
+  top 3 have; `seed cosine`: its best and mean cosine to the fused top 3.
+`stacked` (on the top 50s): a second model over the first one's day context.
 `spread` (on the top 50s): the model's scores, then a greedy pick of ten over its best 30
 that takes `SPREAD[i]` (standardised logit units) off a candidate for every picked one of
 its day (MMR-like diversity across sessions); the λ is chosen with the L2.
@@ -65,6 +73,8 @@ POOLS = (
     "speaker, not when",
     "seed cosine",
     "mention, not when",
+    "same author",
+    "same author, not when",
 )
 L2 = (0.1, 1.0, 10.0, 100.0)
 SPREAD = (0.25, 0.5, 1.0)
@@ -207,6 +217,11 @@ def extract(
                 elif pool == "speaker":
                     who = [_speaker(rows[p].content) in named for p in order]
                     x = np.hstack([x, np.array(who, np.float64)[:, None]])
+                elif pool in ("same author", "same author, not when"):
+                    gate = pool == "same author" or "when" not in kinds
+                    author = _top_author([rows[p].role for p in order[:3]])
+                    same = np.array([rows[p].role == author for p in order], np.float64)
+                    x = np.hstack([x, same[:, None] * gate])
                 elif pool == "mention, not when":
                     said = [_mentions(rows[p].content, named) for p in order]
                     gate = "when" not in kinds
@@ -246,6 +261,11 @@ def _speaker(content: str) -> str:
     """The "Name: " a LoCoMo turn's stored text starts with, lower-cased ("" without)."""
     head = re.match(r"^([A-Z][\w'-]{0,40}): ", content)
     return head.group(1).lower() if head else ""
+
+
+def _top_author(roles: Sequence[str]) -> str:
+    """The role most of the fused top 3 have (the first one's on a tie)."""
+    return max(roles, key=roles.count) if roles else ""
 
 
 def _mentions(content: str, named: set[str]) -> bool:
@@ -418,6 +438,8 @@ def ideas() -> dict[str, list[Config9]]:
         "vector feedback": base + [Config9("vector feedback", l2) for l2 in L2],
         "speaker": base + [Config9("speaker", l2) for l2 in L2],
         "speaker, not when": base + [Config9("speaker, not when", l2) for l2 in L2],
+        "same author": base + [Config9("same author", l2) for l2 in L2],
+        "same author, not when": base + [Config9("same author, not when", l2) for l2 in L2],
         "mention, not when": base + [Config9("mention, not when", l2) for l2 in L2],
         "seed cosine": base + [Config9("seed cosine", l2) for l2 in L2],
         "stacked": base + [Config9("top 50", l2, stack=True) for l2 in L2],

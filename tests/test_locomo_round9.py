@@ -40,7 +40,13 @@ def test_the_pools_hold_round_8s_features_and_their_own_columns(tmp_path: Path) 
             assert item.turns == round8.turns
             assert np.array_equal(item.features, round8.features)
             assert np.allclose(item.product_score, round8.product_score)
-        extra = {"feedback": 3, "shape": width + 1, "speaker": 1, "speaker, not when": 1}
+        extra = {
+            "feedback": 3,
+            "shape": width + 1,
+            "speaker": 1,
+            "same author": 1,
+            "seed cosine": 2,
+        }
         for pool, columns in extra.items():
             for item in per_pool[pool]:
                 assert item.features.shape[1] == width + columns, pool
