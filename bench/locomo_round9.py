@@ -75,6 +75,7 @@ POOLS = (
     "mention, not when",
     "same author",
     "same author, not when",
+    "top 100, speaker not when",
 )
 L2 = (0.1, 1.0, 10.0, 100.0)
 SPREAD = (0.25, 0.5, 1.0)
@@ -193,7 +194,7 @@ def extract(
                 fused_vf[pid] = fused_vf.get(pid, 0.0) + FEEDBACK_WEIGHT / (tuning.rrf_k + rank)
             named = {w.lower() for w in re.findall(r"[A-Z][a-z]+", q.question)}
             for pool in POOLS:
-                if pool == "top 100":
+                if pool in ("top 100", "top 100, speaker not when"):
                     fused, v, lx, depth = (
                         _fuse(vector100, lexical100, tuning),
                         vector100,
@@ -228,7 +229,7 @@ def extract(
                     x = np.hstack([x, np.array(said, np.float64)[:, None] * gate])
                 elif pool == "seed cosine":
                     x = np.hstack([x, _seed_cosines(order, seeds, conv.unit)])
-                elif pool == "speaker, not when":
+                elif pool in ("speaker, not when", "top 100, speaker not when"):
                     who = [_speaker(rows[p].content) in named for p in order]
                     asks_when = "when" in kinds
                     x = np.hstack([x, np.array(who, np.float64)[:, None] * (not asks_when)])
@@ -438,6 +439,8 @@ def ideas() -> dict[str, list[Config9]]:
         "vector feedback": base + [Config9("vector feedback", l2) for l2 in L2],
         "speaker": base + [Config9("speaker", l2) for l2 in L2],
         "speaker, not when": base + [Config9("speaker, not when", l2) for l2 in L2],
+        "top 100, speaker not when": [Config9("speaker, not when", l2) for l2 in L2]
+        + [Config9("top 100, speaker not when", l2) for l2 in L2],
         "same author": base + [Config9("same author", l2) for l2 in L2],
         "same author, not when": base + [Config9("same author, not when", l2) for l2 in L2],
         "mention, not when": base + [Config9("mention, not when", l2) for l2 in L2],
