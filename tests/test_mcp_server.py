@@ -254,10 +254,11 @@ async def test_the_servers_options_reach_every_command_and_longterm_is_the_promp
 ) -> None:
     home = tmp_path / "elsewhere"
     home.mkdir(mode=0o700)
-    (home / "longterm.md").write_text("<!-- my own note -->\n- Call me Ada.\n")
+    (home / "longterm.md").write_text(f"<!-- my own note -->\n- Call me Ada.\n- AWS: {AWS_ID}\n")
     options = ("--home", str(home), "--workspace", "blyck")
     async with mcp_session(env, workspace, options=options) as session:
         read = await session.read_resource("straylight://longterm")
         status = result_of(await session.call_tool("memory_status", {}))
-    assert read.contents[0].text == "- Call me Ada."  # type: ignore[union-attr]
+    # masked as the prompt masks it (issue 15 §2): another agent never gets the raw secret
+    assert read.contents[0].text == "- Call me Ada.\n- AWS: [REDACTED:aws_key]"  # type: ignore[union-attr]
     assert (status["home"], status["workspace"]) == (str(home), "blyck")

@@ -210,15 +210,16 @@ def build_server(settings: Settings, tools: MemoryTools) -> MCPServer:
         "straylight://longterm",
         name="longterm.md",
         description="The user's hand-written long-term memory, as every chat prompt gets it "
-        "(comments removed): who they are, how they work, what always holds.",
+        "(comments removed, secrets masked): who they are, how they work, what always holds.",
         mime_type="text/markdown",
     )
     async def longterm() -> str:
+        from memory.secret_masking import mask_secrets
         from store.longterm_file import LongtermFile
 
         path = settings.home / "longterm.md"
         state = await asyncio.to_thread(LongtermFile(path, settings.longterm_budget_bytes).load)
-        return state.text
+        return str(mask_secrets(state.text))  # masked like the prompt: the file stays as written
 
     @server.resource(
         "straylight://facts",
