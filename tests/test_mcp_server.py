@@ -18,6 +18,7 @@ from typing import Any, get_args
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, Implementation
 
 from memory.memory_store import Role
@@ -262,3 +263,25 @@ async def test_the_servers_options_reach_every_command_and_longterm_is_the_promp
     # masked as the prompt masks it (issue 15 §2): another agent never gets the raw secret
     assert read.contents[0].text == "- Call me Ada.\n- AWS: [REDACTED:aws_key]"  # type: ignore[union-attr]
     assert (status["home"], status["workspace"]) == (str(home), "blyck")
+
+
+async def test_a_resource_that_cannot_be_read_is_one_line_naming_why(
+    env: Env, workspace: Path, tmp_path: Path
+) -> None:
+    """Not the SDK's bare "Error reading resource" (and a traceback in the server's log):
+    the facts' command error, and a `longterm.md` link planted while the server runs."""
+    home = tmp_path / "home"
+    async with mcp_session(env, workspace) as session:
+        assert result_of(await session.call_tool("memory_save", {"text": "a first note"}))
+        (home / "longterm.md").unlink(missing_ok=True)
+        (home / "longterm.md").symlink_to(tmp_path / "elsewhere.md")
+        with pytest.raises(MCPError) as linked:
+            await session.read_resource("straylight://longterm")
+    assert "longterm.md is a symbolic link" in str(linked.value), linked.value
+    (home / "longterm.md").unlink()
+    (home / "straylight.duckdb").write_bytes(b"not a database at all" * 100)
+    async with mcp_session(env, workspace) as session:
+        with pytest.raises(MCPError) as damaged:
+            await session.read_resource("straylight://facts")
+    message = str(damaged.value)
+    assert "is damaged" in message and "\n" not in message, message

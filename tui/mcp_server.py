@@ -18,7 +18,7 @@ import sys
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -219,6 +219,8 @@ def build_server(settings: Settings, tools: MemoryTools) -> MCPServer:
 
         path = settings.home / "longterm.md"
         state = await asyncio.to_thread(LongtermFile(path, settings.longterm_budget_bytes).load)
+        if state.warning is not None:  # a link, not UTF-8, unreadable: say so, not ""
+            raise ResourceError(state.warning)
         return str(mask_secrets(state.text))  # masked like the prompt: the file stays as written
 
     @server.resource(
@@ -229,9 +231,12 @@ def build_server(settings: Settings, tools: MemoryTools) -> MCPServer:
         mime_type="text/markdown",
     )
     async def facts() -> str:
+        try:
+            active = await tools.active_facts()
+        except ToolError as error:  # the command's one line, not "Error reading resource"
+            raise ResourceError(str(error)) from None
         lines = [
-            f"- {fact['key']} ({fact['type']}, {fact['scope']}): {fact['body']}"
-            for fact in await tools.active_facts()
+            f"- {fact['key']} ({fact['type']}, {fact['scope']}): {fact['body']}" for fact in active
         ]
         return "\n".join(lines) if lines else "(no active facts)"
 
