@@ -9,7 +9,9 @@ data dir (tui/owner_client.py, docs/owner-socket.md):
 - another process owns it (the TUI, a long CLI command): the command is forwarded to it over
   `<data dir>/straylight.sock`;
 - nobody does: the runner takes the data-dir lock, opens the memory and stays the owner,
-  serving the other processes too, until `aclose()`.
+  serving the other processes too, until `aclose()` — or until a starting TUI asks for the
+  data dir (tui/owner_handover.py): the runner then releases it and forwards to the chat
+  (for `HANDOVER_SECONDS` it does not take it back while the chat starts).
 
 Commands that need no memory (`history`, `config`, `models`) run here in every case.
 """
@@ -20,7 +22,7 @@ import argparse
 import asyncio
 import io
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,6 +65,8 @@ class CommandRunner:
         self.env = dict(os.environ if env is None else env)
         self.cwd = cwd
         self._owned: dict[str, _Ownership] = {}  # real path of a data dir -> what we hold
+        self._yielded: dict[str, float] = {}  # real path -> loop time until the chat has it
+        self._handovers: set[asyncio.Task[None]] = set()
         self._take_over = asyncio.Lock()
 
     async def run(self, argv: Sequence[str], *, stdin: str | None = None) -> CommandOutcome:
@@ -75,13 +79,20 @@ class CommandRunner:
         request = self._request(argv, resolved, stdin)
         if not forwards(args):
             return await _in_process(request)
-        deadline = asyncio.get_running_loop().time() + RETRY_SECONDS
+        loop = asyncio.get_running_loop()
+        home = resolved.settings.home
+        deadline = loop.time() + RETRY_SECONDS
         while True:
-            if self._owns(resolved.settings.home):
+            if self._owns(home):
                 return await _in_process(request)
             forwarded = await _forward(request)
             if forwarded is not None:
                 return forwarded
+            yielded = self._yielded.get(os.path.realpath(home), 0.0)
+            if loop.time() < yielded:  # handed to a chat that is starting: wait for it
+                deadline = max(deadline, yielded)
+                await asyncio.sleep(0.05)
+                continue
             try:
                 problem = await self._own(resolved)
             except Exception:  # noqa: BLE001 - a damaged database: the command itself says so
@@ -94,6 +105,8 @@ class CommandRunner:
 
     async def aclose(self) -> None:
         """Stop serving and release the data dirs this runner owns."""
+        for task in list(self._handovers):
+            await task
         owned, self._owned = list(self._owned.values()), {}
         for ownership in owned:
             await asyncio.to_thread(_release, ownership)
@@ -112,12 +125,40 @@ class CommandRunner:
                 return None
             from store.data_dir_lock import DataDirLocked
 
+            key = os.path.realpath(resolved.settings.home)
+            handover = self._handover_hook(key)
             try:
-                ownership = await asyncio.to_thread(_take, resolved)
+                ownership = await asyncio.to_thread(_take, resolved, handover)
             except DataDirLocked as locked:  # someone else is the owner (starting or ending)
                 return str(locked)
-            self._owned[os.path.realpath(resolved.settings.home)] = ownership
+            self._owned[key] = ownership
             return None
+
+    def _handover_hook(self, key: str) -> Callable[[], bool]:
+        """What the owner server calls (in its thread) when a starting TUI asks for the data
+        dir: agree, and release it from the runner's loop once the answer has gone."""
+        from tui.owner_handover import HANDOVER_SECONDS
+
+        loop = asyncio.get_running_loop()
+
+        def agree() -> bool:
+            def begin() -> None:
+                self._yielded[key] = loop.time() + HANDOVER_SECONDS
+                task = loop.create_task(self._hand_over(key))
+                self._handovers.add(task)
+                task.add_done_callback(self._handovers.discard)
+
+            loop.call_soon_threadsafe(begin)
+            return True
+
+        return agree
+
+    async def _hand_over(self, key: str) -> None:
+        """Release a data dir a chat asked for; its commands running here end first."""
+        async with self._take_over:
+            ownership = self._owned.pop(key, None)
+            if ownership is not None:
+                await asyncio.to_thread(_release, ownership)
 
     def _request(
         self, argv: Sequence[str], resolved: ResolvedSettings, stdin: str | None
@@ -216,7 +257,7 @@ async def _forward(request: CommandRequest) -> CommandOutcome | None:
     return CommandOutcome(code, out.getvalue(), err.getvalue())
 
 
-def _take(resolved: ResolvedSettings) -> _Ownership:
+def _take(resolved: ResolvedSettings, on_handover: Callable[[], bool]) -> _Ownership:
     """The lock, then the socket, then the memory (kept open while the runner owns it)."""
     from agent.ollama_gateway import OllamaGateway
     from store.data_dir_lock import DataDirLock
@@ -231,7 +272,7 @@ def _take(resolved: ResolvedSettings) -> _Ownership:
         if database_path(settings.home).exists():  # a data dir with nothing saved stays empty
             session = MemorySession(settings, OllamaGateway.from_config(settings.ollama))
             session.open()
-        server = OwnerServer.start_soft(settings.home)
+        server = OwnerServer.start_soft(settings.home, on_handover=on_handover)
     except BaseException:
         if session is not None:
             session.close()
