@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, Implementation
 
 from memory.memory_store import Role
-from store.data_dir_lock import DataDirLock
+from store.data_dir_lock import DataDirLock, DataDirLocked
 from tests.support.cli import DAY, NOW, Env, cli_env
 from tests.support.ollama_standin import OllamaStandIn
 from tui.command_runner import CommandRunner
@@ -37,6 +39,12 @@ TOOLS = {
     "memory_write",
 }
 AWS_ID = "AKIAIOSFODNN7EXAMPLE"
+INITIALIZE = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "by-hand", "version": "1"},
+}
+SAVE_CALL = {"name": "memory_save", "arguments": {"text": "The moon rises at nine tonight."}}
 
 
 @pytest.fixture
@@ -285,3 +293,49 @@ async def test_a_resource_that_cannot_be_read_is_one_line_naming_why(
             await session.read_resource("straylight://facts")
     message = str(damaged.value)
     assert "is damaged" in message and "\n" not in message, message
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "line"),
+    [
+        (signal.SIGINT, 130, "straylight: interrupted"),
+        (signal.SIGTERM, 143, "straylight: stopped by SIGTERM"),
+    ],
+)
+def test_ctrl_c_or_sigterm_ends_the_server_and_frees_the_data_dir(
+    env: Env, workspace: Path, tmp_path: Path, signum: int, code: int, line: str
+) -> None:
+    """Started by hand (the README's command table), Ctrl+C must end it: it waited for a
+    line on stdin (the SDK's reader thread) until Ctrl+D. SIGTERM (a client stopping it)
+    releases the data dir too, like `ask`'s 143."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tui", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=workspace,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        for message in (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": SAVE_CALL},
+        ):
+            server.stdin.write((json.dumps(message) + "\n").encode())
+            server.stdin.flush()
+            if "id" in message:
+                assert json.loads(server.stdout.readline())["id"] == message["id"]
+        with pytest.raises(DataDirLocked):  # the server owns the data dir now
+            DataDirLock(tmp_path / "home").acquire()
+        server.send_signal(signum)
+        assert server.wait(timeout=15) == code  # stdin still open: not ended by EOF
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert server.stderr is not None
+    assert server.stderr.read().decode().strip().splitlines() == [line]
+    with DataDirLock(tmp_path / "home"):  # released: the next process takes it over
+        pass
