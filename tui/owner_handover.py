@@ -25,7 +25,7 @@ HANDOVER_SECONDS = 15.0
 """How long a TUI waits for the lock after the owner agreed: the owner's commands running at
 that moment end first (a `memory_load_doc` of a long file, a `memory_search` embedding)."""
 _ANSWER_SECONDS = 3.0
-_RETRY_PAUSE = 0.05
+_RETRY_PAUSE = 0.1
 
 
 def handover_frame(home: Path) -> dict[str, object]:
@@ -67,4 +67,6 @@ def lock_for_chat(home: Path) -> DataDirLock:
         except DataDirLocked:
             if time.monotonic() >= deadline:
                 raise
-            time.sleep(_RETRY_PAUSE)
+        time.sleep(_RETRY_PAUSE)
+        # another `straylight mcp` may have taken the dir in the gap: ask it too
+        ask_handover(home)
