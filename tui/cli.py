@@ -471,6 +471,8 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         if path.is_dir():
             raise UsageError(f"{path} is a directory, not a Markdown file")
         if not path.is_file():
+            if path.exists():  # a FIFO, a device, a socket: never opened (a FIFO would block)
+                raise UsageError(f"{path} is not a regular file, not a Markdown file")
             raise UsageError(f"no such file: {path}")
         try:
             return asyncio.run(cli_memory.import_doc(settings, path, as_json=args.json))
