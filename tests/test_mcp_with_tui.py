@@ -42,14 +42,8 @@ async def mcp_session(env: dict[str, str], cwd: Path) -> AsyncIterator[ClientSes
             yield s
 
 
-def result_of(outcome: CallToolResult) -> Any:
-    assert not outcome.is_error, outcome.content
-    return outcome.structured_content
-
-
-async def test_an_agent_uses_the_memory_while_the_chat_is_open(
-    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
-) -> None:
+def agent_side(home: Path, tmp_path: Path, standin: OllamaStandIn) -> tuple[Path, dict[str, str]]:
+    """The agent's working directory (a git root) and the environment its server runs in."""
     workspace = tmp_path / "ws"
     (workspace / ".git").mkdir(parents=True)
     env = cli_env(
@@ -59,6 +53,18 @@ async def test_an_agent_uses_the_memory_while_the_chat_is_open(
         STRAYLIGHT_WORKSPACE="demo",
         STRAYLIGHT_JOBS_ENABLED="false",
     )
+    return workspace, env
+
+
+def result_of(outcome: CallToolResult) -> Any:
+    assert not outcome.is_error, outcome.content
+    return outcome.structured_content
+
+
+async def test_an_agent_uses_the_memory_while_the_chat_is_open(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
+) -> None:
+    workspace, env = agent_side(home, tmp_path, standin)
     settings = make_settings(ollama_host=standin.host, jobs_enabled=False, workspace="demo")
     with DataDirLock(settings.home):  # as `straylight` takes it before the app starts
         app = StraylightApp(settings)
@@ -101,15 +107,7 @@ async def test_the_chat_starts_while_an_agents_server_holds_the_data_dir(
 ) -> None:
     """`straylight mcp` keeps the data dir after its first call; a TUI started then is not
     refused (exit 6): the server hands the dir over and forwards its tools to the chat."""
-    workspace = tmp_path / "ws"
-    (workspace / ".git").mkdir(parents=True)
-    env = cli_env(
-        home,
-        tmp_path,
-        OLLAMA_HOST=standin.host,
-        STRAYLIGHT_WORKSPACE="demo",
-        STRAYLIGHT_JOBS_ENABLED="false",
-    )
+    workspace, env = agent_side(home, tmp_path, standin)
     settings = make_settings(ollama_host=standin.host, jobs_enabled=False, workspace="demo")
     async with mcp_session(env, workspace) as session:
         first = result_of(
