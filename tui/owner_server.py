@@ -165,12 +165,15 @@ class OwnerServer:
                     thread.start()
 
     def _answer_handover(self, conn: socket.socket, frame: dict[str, object]) -> None:
-        """`{"handover": true}` when this owner gives the data dir up, else false."""
+        """`{"handover": true}` when this owner gives the data dir up, else false: never while
+        it runs a client's command (a streaming `ask` would be cut at the grace period)."""
         same_dir = isinstance(frame.get("home"), str) and os.path.realpath(
             str(frame["home"])
         ) == os.path.realpath(self.home)
+        with self._guard:
+            busy = bool(self._runs)
         agreed = False
-        if same_dir and self.on_handover is not None:
+        if same_dir and not busy and self.on_handover is not None:
             try:
                 agreed = self.on_handover()
             except Exception:
