@@ -11,7 +11,8 @@ data dir (tui/owner_client.py, docs/owner-socket.md):
 - nobody does: the runner takes the data-dir lock, opens the memory and stays the owner,
   serving the other processes too, until `aclose()` — or until a starting TUI asks for the
   data dir (tui/owner_handover.py): the runner then releases it and forwards to the chat
-  (for `HANDOVER_SECONDS` it does not take it back while the chat starts).
+  (it does not take the dir back for `RETAKE_PAUSE` after letting go, so the chat gets it, and
+  waits up to `HANDOVER_SECONDS` for the chat to serve; a chat that quits is taken over from).
 
 Commands that need no memory (`history`, `config`, `models`) run here in every case.
 """
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from tui.owner_server import OwnerServer
 
 RETRY_SECONDS = 3.0
+RETAKE_PAUSE = 2.0  # the starting chat polls the lock every 0.1 s
 EXIT_USAGE = 2
 EXIT_DATA_DIR_IN_USE = 6
 EXIT_INTERRUPTED = 130
@@ -65,7 +67,8 @@ class CommandRunner:
         self.env = dict(os.environ if env is None else env)
         self.cwd = cwd
         self._owned: dict[str, _Ownership] = {}  # real path of a data dir -> what we hold
-        self._yielded: dict[str, float] = {}  # real path -> loop time until the chat has it
+        # real path -> (loop times) not taken back before, waited for the chat until
+        self._yielded: dict[str, tuple[float, float]] = {}
         self._handovers: set[asyncio.Task[None]] = set()
         self._take_over = asyncio.Lock()
 
@@ -88,11 +91,9 @@ class CommandRunner:
             forwarded = await _forward(request)
             if forwarded is not None:
                 return forwarded
-            yielded = self._yielded.get(os.path.realpath(home), 0.0)
-            if loop.time() < yielded:  # handed to a chat that is starting: wait for it
-                deadline = max(deadline, yielded)
-                await asyncio.sleep(0.05)
-                continue
+            handed = self._yielded.get(os.path.realpath(home))
+            if handed is not None:  # handed to a chat that is starting: wait for it to serve
+                deadline = max(deadline, handed[1])
             try:
                 problem = await self._own(resolved)
             except Exception:  # noqa: BLE001 - a damaged database: the command itself says so
@@ -126,6 +127,9 @@ class CommandRunner:
             from store.data_dir_lock import DataDirLocked
 
             key = os.path.realpath(resolved.settings.home)
+            handed = self._yielded.get(key)
+            if handed is not None and asyncio.get_running_loop().time() < handed[0]:
+                return "the data dir was handed to the chat, which is starting"
             handover = self._handover_hook(key)
             try:
                 ownership = await asyncio.to_thread(_take, resolved, handover)
@@ -142,8 +146,8 @@ class CommandRunner:
         loop = asyncio.get_running_loop()
 
         def agree() -> bool:
-            def begin() -> None:
-                self._yielded[key] = loop.time() + HANDOVER_SECONDS
+            def begin() -> None:  # not taken back until released (`_hand_over`)
+                self._yielded[key] = (loop.time() + HANDOVER_SECONDS,) * 2
                 task = loop.create_task(self._hand_over(key))
                 self._handovers.add(task)
                 task.add_done_callback(self._handovers.discard)
@@ -155,10 +159,14 @@ class CommandRunner:
 
     async def _hand_over(self, key: str) -> None:
         """Release a data dir a chat asked for; its commands running here end first."""
+        from tui.owner_handover import HANDOVER_SECONDS
+
         async with self._take_over:
             ownership = self._owned.pop(key, None)
             if ownership is not None:
                 await asyncio.to_thread(_release, ownership)
+            now = asyncio.get_running_loop().time()
+            self._yielded[key] = (now + RETAKE_PAUSE, now + HANDOVER_SECONDS)
 
     def _request(
         self, argv: Sequence[str], resolved: ResolvedSettings, stdin: str | None
