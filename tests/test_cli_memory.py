@@ -273,7 +273,10 @@ def test_an_embedding_model_not_pulled_is_named_not_an_unreachable_ollama(
     """The first thing a new user meets (README: pull both models): Ollama is up, the
     embedding model is not. Every note names the model and the fix, never "not reachable"."""
     missing = {**env, "STRAYLIGHT_EMBED_MODEL": "mxbai-embed-large"}
-    fix = "model 'mxbai-embed-large' is not pulled: run `ollama pull mxbai-embed-large`"
+    fix = (
+        "model 'mxbai-embed-large' is not pulled: run `ollama pull mxbai-embed-large` "
+        "or `straylight pull mxbai-embed-large`"
+    )
     saved = run_cli(
         missing, "remember", "The office wifi is called lighthouse-5g, it drops at noon."
     )
