@@ -63,7 +63,9 @@ class ModelNotPulled(GatewayError):
     exit_code = EXIT_MODEL_MISSING
 
     def __init__(self, model: str) -> None:
-        super().__init__(f"model '{model}' is not pulled: run `ollama pull {model}`")
+        super().__init__(
+            f"model '{model}' is not pulled: run `ollama pull {model}` or `straylight pull {model}`"
+        )
         self.model = model
 
 

@@ -177,7 +177,10 @@ async def backfill(ctx: JobContext) -> JobResult:
         )
         data = {"embedded": done, "dim": store.embed_dim, "dim_before": dim_before}
         return JobResult("ok", summary, [], data)
-    return JobResult("ok", f"embedded {done} of {waiting}", [], {"embedded": done})
+    summary = f"embedded {done} of {waiting}"
+    if done < waiting and ctx.memory.embed_problem:  # e.g. the embedding model not pulled
+        summary += f" ({ctx.memory.embed_problem})"
+    return JobResult("ok", summary, [], {"embedded": done})
 
 
 async def index_upkeep(ctx: JobContext) -> JobResult:

@@ -55,7 +55,8 @@ class ConversationNotes:
         return self.records.all()
 
     def set_title(self, conversation_id: str, title: str | None) -> None:
-        self.records.set_title(conversation_id, title)
+        """Set (None: clear) the conversation's title, masked like every stored text."""
+        self.records.set_title(conversation_id, mask_secrets(title) if title else None)
 
     def set_system_prompt(self, conversation_id: str, prompt: str | None) -> None:
         """Set (None: clear) the conversation's system prompt, masked like every stored

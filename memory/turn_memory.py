@@ -32,6 +32,14 @@ from store.point_store import Point, content_hash
 log = logging.getLogger("straylight.memory")
 
 EmbedFn = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
+
+
+class EmbeddingRefused(Exception):
+    """The embedding server answered but gave no vectors (the model is not pulled, cannot
+    embed…); `str()` is the one line naming it and the fix. An embedder raises it so the
+    notes say that, not "Ollama was not reachable" (tui/memory_session.embedder_for)."""
+
+
 ProgressFn = Callable[[int, int], None]
 EMBED_BATCH = 16  # texts per /api/embed request in backfill and ingest
 
@@ -77,6 +85,10 @@ class TurnMemory:
         await asyncio.to_thread(self.store.count_embed_requests, 1)
         try:
             vectors = await self.embed([mask_secrets(text) for text in texts])
+        except EmbeddingRefused as refused:  # fail-soft too, and named
+            log.warning("embedding refused (%s): points wait for backfill", refused)
+            self.embed_problem = str(refused)
+            return None
         except Exception as error:  # noqa: BLE001 - fail-soft: stored without vectors
             log.warning("embedding failed (%s): points wait for backfill", error)
             self.embed_problem = "Ollama was not reachable"

@@ -64,6 +64,11 @@ def test_candidates_propose_waits_for_approval_and_names_its_origin(env: Env) ->
     printed_json(run_cli(env, "candidates", "reject", str(default["id"]), "--json"))
     assert_one_line(run_cli(env, *args, "--body", "make deploy"), 1, "rejected before")
     assert printed_json(run_cli(env, "facts", "list", "--json")) == []  # never a fact by itself
+    # the origin is stored text too: a token in it (a client name) is masked (issue 15)
+    token = "AKIAZ7Q3XK4PLM2RT9WB"
+    other = ("candidates", "propose", "ferry:pier", "--type", "fact", "--body", "Pier four.")
+    leaked = printed_json(run_cli(env, *other, "--origin", f"mcp:{token}", "--json"))
+    assert leaked["origin"] == "mcp:[REDACTED:aws_key]"
 
 
 def test_facts_search_puts_the_exact_key_first(env: Env, tmp_path: Path) -> None:

@@ -106,6 +106,13 @@ def test_rename_sets_the_title_and_bad_input_exits_2(env: Env, standin: OllamaSt
     )
     assert_one_line(run_cli(env, "conversations", "rename", cid), 2, "TITLE")
 
+    # A title is stored text like the system prompt: masked before it is written (issue 15)
+    token = "ghp_ZZZZYYYYXXXXWWWWVVVVUUUUTTTTSSSSRRRR"
+    masked = run_cli(env, "conversations", "rename", cid, f"deploy with {token}")
+    assert_ok(masked)
+    assert token not in masked.stdout
+    assert listing(env)[0]["title"] == "deploy with [REDACTED:github_token]"
+
 
 def test_export_markdown_and_json_to_stdout_and_to_a_file(
     env: Env, standin: OllamaStandIn, tmp_path: Path

@@ -267,6 +267,34 @@ def test_remember_with_ollama_down_still_stores_the_point(env: Env, standin: Oll
     assert [hit["id"] for hit in result["hits"]] == [point_id]
 
 
+def test_an_embedding_model_not_pulled_is_named_not_an_unreachable_ollama(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """The first thing a new user meets (README: pull both models): Ollama is up, the
+    embedding model is not. Every note names the model and the fix, never "not reachable"."""
+    missing = {**env, "STRAYLIGHT_EMBED_MODEL": "mxbai-embed-large"}
+    fix = (
+        "model 'mxbai-embed-large' is not pulled: run `ollama pull mxbai-embed-large` "
+        "or `straylight pull mxbai-embed-large`"
+    )
+    saved = run_cli(
+        missing, "remember", "The office wifi is called lighthouse-5g, it drops at noon."
+    )
+    assert_ok(saved)
+    assert fix in saved.stdout and "reachable" not in saved.stdout, saved.stdout
+    found = run_cli(missing, "recall", "office wifi")
+    assert "lighthouse-5g" in found.stdout
+    assert fix in found.stderr and "reachable" not in found.stderr, found.stderr
+    doc = tmp_path / "wifi.md"
+    doc.write_text("# Office\n\n## Wifi\n\nThe guest network is lighthouse-guest.\n")
+    imported = run_cli(missing, "import-doc", str(doc))
+    assert_ok(imported)
+    assert fix in imported.stderr and "reachable" not in imported.stderr, imported.stderr
+    backfill = run_cli(missing, "jobs", "run", "backfill")
+    assert_ok(backfill)
+    assert backfill.stdout == f"backfill ran: embedded 0 of 2 ({fix})\n"
+
+
 def test_forget_removes_a_point_and_an_unknown_id_exits_1(env: Env) -> None:
     keep = remember(env, "The harbour ferry leaves at seven every morning except Sunday.")
     gone = remember(env, "The zanzibar lighthouse keeper works night shifts in the winter.")

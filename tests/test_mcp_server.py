@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,10 +20,11 @@ from typing import Any, get_args
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, Implementation
 
 from memory.memory_store import Role
-from store.data_dir_lock import DataDirLock
+from store.data_dir_lock import DataDirLock, DataDirLocked
 from tests.support.cli import DAY, NOW, Env, cli_env
 from tests.support.ollama_standin import OllamaStandIn
 from tui.command_runner import CommandRunner
@@ -36,6 +39,12 @@ TOOLS = {
     "memory_write",
 }
 AWS_ID = "AKIAIOSFODNN7EXAMPLE"
+INITIALIZE = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "by-hand", "version": "1"},
+}
+SAVE_CALL = {"name": "memory_save", "arguments": {"text": "The moon rises at nine tonight."}}
 
 
 @pytest.fixture
@@ -254,10 +263,79 @@ async def test_the_servers_options_reach_every_command_and_longterm_is_the_promp
 ) -> None:
     home = tmp_path / "elsewhere"
     home.mkdir(mode=0o700)
-    (home / "longterm.md").write_text("<!-- my own note -->\n- Call me Ada.\n")
+    (home / "longterm.md").write_text(f"<!-- my own note -->\n- Call me Ada.\n- AWS: {AWS_ID}\n")
     options = ("--home", str(home), "--workspace", "blyck")
     async with mcp_session(env, workspace, options=options) as session:
         read = await session.read_resource("straylight://longterm")
         status = result_of(await session.call_tool("memory_status", {}))
-    assert read.contents[0].text == "- Call me Ada."  # type: ignore[union-attr]
+    # masked as the prompt masks it (issue 15 §2): another agent never gets the raw secret
+    assert read.contents[0].text == "- Call me Ada.\n- AWS: [REDACTED:aws_key]"  # type: ignore[union-attr]
     assert (status["home"], status["workspace"]) == (str(home), "blyck")
+
+
+async def test_a_resource_that_cannot_be_read_is_one_line_naming_why(
+    env: Env, workspace: Path, tmp_path: Path
+) -> None:
+    """Not the SDK's bare "Error reading resource" (and a traceback in the server's log):
+    the facts' command error, and a `longterm.md` link planted while the server runs."""
+    home = tmp_path / "home"
+    async with mcp_session(env, workspace) as session:
+        assert result_of(await session.call_tool("memory_save", {"text": "a first note"}))
+        (home / "longterm.md").unlink(missing_ok=True)
+        (home / "longterm.md").symlink_to(tmp_path / "elsewhere.md")
+        with pytest.raises(MCPError) as linked:
+            await session.read_resource("straylight://longterm")
+    assert "longterm.md is a symbolic link" in str(linked.value), linked.value
+    (home / "longterm.md").unlink()
+    (home / "straylight.duckdb").write_bytes(b"not a database at all" * 100)
+    async with mcp_session(env, workspace) as session:
+        with pytest.raises(MCPError) as damaged:
+            await session.read_resource("straylight://facts")
+    message = str(damaged.value)
+    assert "is damaged" in message and "\n" not in message, message
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "line"),
+    [
+        (signal.SIGINT, 130, "straylight: interrupted"),
+        (signal.SIGTERM, 143, "straylight: stopped by SIGTERM"),
+    ],
+)
+def test_ctrl_c_or_sigterm_ends_the_server_and_frees_the_data_dir(
+    env: Env, workspace: Path, tmp_path: Path, signum: int, code: int, line: str
+) -> None:
+    """Started by hand (the README's command table), Ctrl+C must end it: it waited for a
+    line on stdin (the SDK's reader thread) until Ctrl+D. SIGTERM (a client stopping it)
+    releases the data dir too, like `ask`'s 143."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tui", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=workspace,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        for message in (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": SAVE_CALL},
+        ):
+            server.stdin.write((json.dumps(message) + "\n").encode())
+            server.stdin.flush()
+            if "id" in message:
+                assert json.loads(server.stdout.readline())["id"] == message["id"]
+        with pytest.raises(DataDirLocked):  # the server owns the data dir now
+            DataDirLock(tmp_path / "home").acquire()
+        server.send_signal(signum)
+        assert server.wait(timeout=15) == code  # stdin still open: not ended by EOF
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert server.stderr is not None
+    assert server.stderr.read().decode().strip().splitlines() == [line]
+    with DataDirLock(tmp_path / "home"):  # released: the next process takes it over
+        pass

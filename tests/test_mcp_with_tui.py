@@ -5,6 +5,7 @@ what the agent saves, forgets or proposes shows up in the chat at once."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sys
@@ -12,17 +13,19 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, Implementation
 
 from agent.settings import Settings
-from store.data_dir_lock import DataDirLock
+from store.data_dir_lock import DataDirLock, DataDirLocked
 from tests.support.cli import cli_env
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import wait_until
 from tests.test_owner_tui import SIZE, facts_line, memory_line, notices
 from tui.app import StraylightApp
+from tui.owner_handover import ask_handover, lock_for_chat
 
 
 @contextlib.asynccontextmanager
@@ -39,14 +42,8 @@ async def mcp_session(env: dict[str, str], cwd: Path) -> AsyncIterator[ClientSes
             yield s
 
 
-def result_of(outcome: CallToolResult) -> Any:
-    assert not outcome.is_error, outcome.content
-    return outcome.structured_content
-
-
-async def test_an_agent_uses_the_memory_while_the_chat_is_open(
-    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
-) -> None:
+def agent_side(home: Path, tmp_path: Path, standin: OllamaStandIn) -> tuple[Path, dict[str, str]]:
+    """The agent's working directory (a git root) and the environment its server runs in."""
     workspace = tmp_path / "ws"
     (workspace / ".git").mkdir(parents=True)
     env = cli_env(
@@ -56,6 +53,18 @@ async def test_an_agent_uses_the_memory_while_the_chat_is_open(
         STRAYLIGHT_WORKSPACE="demo",
         STRAYLIGHT_JOBS_ENABLED="false",
     )
+    return workspace, env
+
+
+def result_of(outcome: CallToolResult) -> Any:
+    assert not outcome.is_error, outcome.content
+    return outcome.structured_content
+
+
+async def test_an_agent_uses_the_memory_while_the_chat_is_open(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
+) -> None:
+    workspace, env = agent_side(home, tmp_path, standin)
     settings = make_settings(ollama_host=standin.host, jobs_enabled=False, workspace="demo")
     with DataDirLock(settings.home):  # as `straylight` takes it before the app starts
         app = StraylightApp(settings)
@@ -91,3 +100,44 @@ async def test_an_agent_uses_the_memory_while_the_chat_is_open(
                 await wait_until(
                     pilot, lambda: memory_line(app).startswith("0 points"), what="the forget"
                 )
+
+
+async def test_the_chat_starts_while_an_agents_server_holds_the_data_dir(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
+) -> None:
+    """`straylight mcp` keeps the data dir after its first call; a TUI started then is not
+    refused (exit 6): the server hands the dir over and forwards its tools to the chat."""
+    workspace, env = agent_side(home, tmp_path, standin)
+    settings = make_settings(ollama_host=standin.host, jobs_enabled=False, workspace="demo")
+    async with mcp_session(env, workspace) as session:
+        first = result_of(
+            await session.call_tool("memory_save", {"text": "The kiln runs at 1240 degrees."})
+        )
+        with pytest.raises(DataDirLocked):  # the server owns the data dir now
+            DataDirLock(settings.home).acquire()
+        lock = await asyncio.to_thread(lock_for_chat, settings.home)  # as `straylight` does
+        try:
+            app = StraylightApp(settings)
+            async with app.run_test(size=SIZE) as pilot:
+                await wait_until(pilot, lambda: app.owner_server is not None, what="serving")
+                hits = result_of(await session.call_tool("memory_search", {"query": "kiln"}))
+                assert [hit["id"] for hit in hits["hits"]] == [first["id"]]
+                result_of(await session.call_tool("memory_save", {"text": "The glaze is celadon."}))
+                await wait_until(
+                    pilot, lambda: memory_line(app).startswith("2 points"), what="the save"
+                )
+        finally:
+            lock.release()
+
+
+async def test_a_chat_does_not_hand_its_data_dir_to_a_second_chat(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """Only an owner that may give the data dir up agrees: a chat says no (exit 6 stays)."""
+    settings = make_settings(ollama_host=standin.host, jobs_enabled=False)
+    with DataDirLock(settings.home):
+        app = StraylightApp(settings)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.owner_server is not None, what="serving")
+            assert await asyncio.to_thread(ask_handover, settings.home) is False
+            assert app.owner_server is not None  # still serving

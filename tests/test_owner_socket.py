@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from store.data_dir_lock import DataDirLock
+from store.data_dir_lock import DataDirLock, held_here
 from store.owner_socket import (
     SOCKET_FILENAME,
     FrameReader,
@@ -40,6 +40,7 @@ from tests.support.cli import (
 )
 from tests.support.ollama_standin import OllamaStandIn
 from tui.command_runner import CommandRunner
+from tui.owner_handover import ask_handover
 from tui.owner_server import OwnerServer
 
 WAIT = 20.0
@@ -386,3 +387,35 @@ def test_ctrl_c_in_a_client_cancels_its_command_in_the_owner(
         said.count(("assistant", "one two three four five six seven eight nine ten eleven twelve"))
         == 1
     )
+
+
+async def test_command_runner_hands_the_data_dir_to_a_chat_but_not_mid_command(
+    home: Path, tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """A starting TUI asks `straylight mcp`'s runner for the data dir (tui/owner_handover.py):
+    refused while a client's command runs in it (the `ask` would be cut), given otherwise."""
+    import asyncio
+
+    env = env_for(home, tmp_path, standin)
+    runner = CommandRunner(env=env, cwd=tmp_path)
+    try:
+        saved = await runner.run(["remember", "-"], stdin="The night ferry leaves at nine.\n")
+        assert saved.exit_code == 0, saved.stderr  # the runner owns the data dir now
+        standin.script_reply("one two three four five six seven eight nine ten")
+        standin.token_delay = 0.3
+        client = client_process(env, "ask", "When does the ferry leave?")
+        assert client.stdout is not None
+        ready, _, _ = await asyncio.to_thread(select.select, [client.stdout], [], [], WAIT)
+        assert ready, "the forwarded ask never started its reply"
+        assert await asyncio.to_thread(ask_handover, home) is False
+        standin.token_delay = 0.0
+        out, err = await asyncio.to_thread(client.communicate, timeout=WAIT)
+        assert (client.returncode, err) == (0, "") and "ten" in out
+        assert await asyncio.to_thread(ask_handover, home) is True
+        deadline = time.monotonic() + WAIT
+        while held_here(home) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert not held_here(home) and not (home / SOCKET_FILENAME).exists()  # let go
+    finally:
+        standin.token_delay = 0.0
+        await runner.aclose()

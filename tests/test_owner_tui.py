@@ -23,6 +23,7 @@ from store.owner_socket import SOCKET_FILENAME
 from tests.support.cli import CliResult, assert_ok, cli_env, run_cli_process, spawn_many
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import wait_until
+from tests.test_conversations import CURRENT, KEYS, write_sample_logs
 from tui.app import StraylightApp
 from tui.command_runner import CommandRunner
 from tui.widgets.chat_message import ChatNotice
@@ -197,3 +198,33 @@ async def test_a_bounded_burst_of_clients_and_the_chat_loses_nothing(
     facts = json.loads(run_cli_process(env, "facts", "list", "--json").stdout)
     assert {f["key"] for f in facts} == {"burst:1", "burst:2"}
     assert ids[0] not in {h["id"] for h in recalled["hits"]}
+
+
+async def test_a_client_cannot_delete_the_conversation_open_in_the_chat(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
+) -> None:
+    """`conversations delete` forwarded into the TUI refuses the conversation the chat has
+    open, as the conversations screen does (its messages would vanish under the chat, which
+    goes on writing to that id); any other conversation is deleted as usual."""
+    env = env_for(home, tmp_path, standin)
+    settings = owner_settings(make_settings, standin)
+    with DataDirLock(settings.home):
+        app = StraylightApp(settings)
+        write_sample_logs(app.engine.daily_log)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.owner_server is not None, what="serving")
+            app.chat.conversation_id = CURRENT
+            refused, other = await clients(
+                env,
+                ["conversations", "delete", CURRENT, "--yes"],
+                ["conversations", "delete", KEYS, "--yes"],
+            )
+            assert (refused.returncode, refused.stdout) == (2, "")
+            assert refused.stderr == (
+                f"straylight: {CURRENT} is the conversation open in the chat: "
+                "start a new one there (Ctrl+N) first\n"
+            )
+            assert_ok(other)
+    log = app.engine.daily_log
+    kept = {message.conversation_id for day in log.days() for message in log.read_day(day)}
+    assert CURRENT in kept and KEYS not in kept

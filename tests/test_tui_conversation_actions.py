@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from agent.settings import Settings
 from memory.conversation_notes import ConversationNotes
-from store.daily_log import LogMessage
+from store.daily_log import DailyLog, LogMessage
+from store.private_files import SymlinkRefused
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import type_text, wait_until
 from tests.test_conversations import (
@@ -26,7 +29,7 @@ from tests.test_conversations import (
 )
 from tui.app import StraylightApp
 from tui.screens.confirm_screen import ConfirmScreen
-from tui.screens.conversation_actions import TitlePrompt
+from tui.screens.conversation_actions import TitlePrompt, export_conversation
 from tui.screens.conversations_screen import ConversationsScreen
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_message import ChatMessage, ChatNotice
@@ -438,3 +441,16 @@ async def test_the_day_line_reads_date_dot_count_at_80_columns(
             "2026-11-28 · 1 conversation",
             "2026-11-27 · 1 conversation",
         ]
+
+
+def test_an_export_is_never_written_through_an_exports_link(tmp_path: Path) -> None:
+    """`exports/` is Straylight's own folder in the data dir: a link planted there would
+    carry a whole conversation to wherever it points (README, Security: links)."""
+    log = DailyLog(tmp_path / "home" / "conversation")
+    write_sample_logs(log)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "home" / "exports").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(SymlinkRefused):
+        export_conversation(log, None, KEYS)
+    assert list(elsewhere.iterdir()) == []

@@ -176,6 +176,9 @@ class StraylightApp(App[int]):
             await self.scheduler.stop()
         if self.owner_server is not None:  # before Textual puts the real stdout back
             await asyncio.to_thread(self.owner_server.stop)
+            from tui import open_chat
+
+            open_chat.unregister(self.settings.home)
         await self.engine.drain()
         self.engine.memory = None  # a sidebar status read still running sees it go quietly
         if self.memory_session is not None:
@@ -345,6 +348,9 @@ class StraylightApp(App[int]):
         from tui.owner_server import OwnerServer
 
         if held_here(self.settings.home):
+            from tui import open_chat
+
+            open_chat.register(self.settings.home, lambda: self.chat.conversation_id)
             self.owner_server = OwnerServer.start_soft(
                 self.settings.home, on_finished=self._post_forwarded
             )

@@ -399,11 +399,15 @@ def _hint_missing_home(args: argparse.Namespace, resolved: ResolvedSettings) -> 
 def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     settings = resolved.settings
     if args.command is None:
-        from store.data_dir_lock import DataDirLock
         from tui.app import run_app
+        from tui.owner_handover import lock_for_chat
 
-        with DataDirLock(settings.home):  # a second instance stops here, before painting
+        # a second chat stops here, before painting; `straylight mcp` hands the dir over
+        lock = lock_for_chat(settings.home)
+        try:
             return run_app(settings, resolved.config_path)
+        finally:
+            lock.release()
     if args.command == "ask":
         from tui.cli_ask import ask, conversation_option
 
@@ -467,6 +471,8 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         if path.is_dir():
             raise UsageError(f"{path} is a directory, not a Markdown file")
         if not path.is_file():
+            if path.exists():  # a FIFO, a device, a socket: never opened (a FIFO would block)
+                raise UsageError(f"{path} is not a regular file, not a Markdown file")
             raise UsageError(f"no such file: {path}")
         try:
             return asyncio.run(cli_memory.import_doc(settings, path, as_json=args.json))

@@ -228,8 +228,14 @@ async def _delete(
     settings: Settings, daily_log: DailyLog, info: ConversationInfo, *, assume_yes: bool
 ) -> int:
     from store.daily_log_rewrite import drop_conversation
+    from tui.open_chat import open_conversation
 
     cid = info.conversation_id
+    if open_conversation(settings.home) == cid:  # run inside the TUI, for another client
+        return fail(
+            f"{cid} is the conversation open in the chat: start a new one there (Ctrl+N) first",
+            EXIT_USAGE,
+        )
     if not assume_yes:
         declined = ask_before_delete(info)
         if declined is not None:

@@ -60,9 +60,13 @@ def register(facts_actions: Any, candidate_actions: Any, leaf: Any) -> None:
 
 def clean_origin(text: str) -> str:
     """An origin is a short label on one line: letters, digits and `. : @ / + -`, anything
-    else (control characters, markup brackets) a space, spaces joined; Straylight's own
-    origins (`tool`, `promotion`, …) cannot be claimed from outside."""
-    origin = " ".join(_NOT_IN_ORIGIN.sub(" ", text).split())[:ORIGIN_MAX_CHARS].strip()
+    else (control characters, markup brackets) a space, spaces joined, then secrets masked
+    (a client name is stored text like any other); Straylight's own origins (`tool`,
+    `promotion`, …) cannot be claimed from outside."""
+    from memory.secret_masking import mask_secrets
+
+    cleaned = " ".join(_NOT_IN_ORIGIN.sub(" ", text).split())
+    origin = mask_secrets(cleaned)[:ORIGIN_MAX_CHARS].strip()
     if origin in get_args(Origin):
         raise FactError(f"origin {origin!r} is Straylight's own; name the proposer instead")
     return origin or "cli"

@@ -9,7 +9,10 @@ data dir (tui/owner_client.py, docs/owner-socket.md):
 - another process owns it (the TUI, a long CLI command): the command is forwarded to it over
   `<data dir>/straylight.sock`;
 - nobody does: the runner takes the data-dir lock, opens the memory and stays the owner,
-  serving the other processes too, until `aclose()`.
+  serving the other processes too, until `aclose()` — or until a starting TUI asks for the
+  data dir (tui/owner_handover.py): the runner then releases it and forwards to the chat
+  (it does not take the dir back for `RETAKE_PAUSE` after letting go, so the chat gets it, and
+  waits up to `HANDOVER_SECONDS` for the chat to serve; a chat that quits is taken over from).
 
 Commands that need no memory (`history`, `config`, `models`) run here in every case.
 """
@@ -20,7 +23,7 @@ import argparse
 import asyncio
 import io
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
     from tui.owner_server import OwnerServer
 
 RETRY_SECONDS = 3.0
+RETAKE_PAUSE = 2.0  # the starting chat polls the lock every 0.1 s
 EXIT_USAGE = 2
 EXIT_DATA_DIR_IN_USE = 6
 EXIT_INTERRUPTED = 130
@@ -63,6 +67,9 @@ class CommandRunner:
         self.env = dict(os.environ if env is None else env)
         self.cwd = cwd
         self._owned: dict[str, _Ownership] = {}  # real path of a data dir -> what we hold
+        # real path -> (loop times) not taken back before, waited for the chat until
+        self._yielded: dict[str, tuple[float, float]] = {}
+        self._handovers: set[asyncio.Task[None]] = set()
         self._take_over = asyncio.Lock()
 
     async def run(self, argv: Sequence[str], *, stdin: str | None = None) -> CommandOutcome:
@@ -75,13 +82,18 @@ class CommandRunner:
         request = self._request(argv, resolved, stdin)
         if not forwards(args):
             return await _in_process(request)
-        deadline = asyncio.get_running_loop().time() + RETRY_SECONDS
+        loop = asyncio.get_running_loop()
+        home = resolved.settings.home
+        deadline = loop.time() + RETRY_SECONDS
         while True:
-            if self._owns(resolved.settings.home):
+            if self._owns(home):
                 return await _in_process(request)
             forwarded = await _forward(request)
             if forwarded is not None:
                 return forwarded
+            handed = self._yielded.get(os.path.realpath(home))
+            if handed is not None:  # handed to a chat that is starting: wait for it to serve
+                deadline = max(deadline, handed[1])
             try:
                 problem = await self._own(resolved)
             except Exception:  # noqa: BLE001 - a damaged database: the command itself says so
@@ -94,6 +106,8 @@ class CommandRunner:
 
     async def aclose(self) -> None:
         """Stop serving and release the data dirs this runner owns."""
+        for task in list(self._handovers):
+            await task
         owned, self._owned = list(self._owned.values()), {}
         for ownership in owned:
             await asyncio.to_thread(_release, ownership)
@@ -112,12 +126,47 @@ class CommandRunner:
                 return None
             from store.data_dir_lock import DataDirLocked
 
+            key = os.path.realpath(resolved.settings.home)
+            handed = self._yielded.get(key)
+            if handed is not None and asyncio.get_running_loop().time() < handed[0]:
+                return "the data dir was handed to the chat, which is starting"
+            handover = self._handover_hook(key)
             try:
-                ownership = await asyncio.to_thread(_take, resolved)
+                ownership = await asyncio.to_thread(_take, resolved, handover)
             except DataDirLocked as locked:  # someone else is the owner (starting or ending)
                 return str(locked)
-            self._owned[os.path.realpath(resolved.settings.home)] = ownership
+            self._owned[key] = ownership
             return None
+
+    def _handover_hook(self, key: str) -> Callable[[], bool]:
+        """What the owner server calls (in its thread) when a starting TUI asks for the data
+        dir: agree, and release it from the runner's loop once the answer has gone."""
+        from tui.owner_handover import HANDOVER_SECONDS
+
+        loop = asyncio.get_running_loop()
+
+        def agree() -> bool:
+            def begin() -> None:  # not taken back until released (`_hand_over`)
+                self._yielded[key] = (loop.time() + HANDOVER_SECONDS,) * 2
+                task = loop.create_task(self._hand_over(key))
+                self._handovers.add(task)
+                task.add_done_callback(self._handovers.discard)
+
+            loop.call_soon_threadsafe(begin)
+            return True
+
+        return agree
+
+    async def _hand_over(self, key: str) -> None:
+        """Release a data dir a chat asked for; its commands running here end first."""
+        from tui.owner_handover import HANDOVER_SECONDS
+
+        async with self._take_over:
+            ownership = self._owned.pop(key, None)
+            if ownership is not None:
+                await asyncio.to_thread(_release, ownership)
+            now = asyncio.get_running_loop().time()
+            self._yielded[key] = (now + RETAKE_PAUSE, now + HANDOVER_SECONDS)
 
     def _request(
         self, argv: Sequence[str], resolved: ResolvedSettings, stdin: str | None
@@ -216,7 +265,7 @@ async def _forward(request: CommandRequest) -> CommandOutcome | None:
     return CommandOutcome(code, out.getvalue(), err.getvalue())
 
 
-def _take(resolved: ResolvedSettings) -> _Ownership:
+def _take(resolved: ResolvedSettings, on_handover: Callable[[], bool]) -> _Ownership:
     """The lock, then the socket, then the memory (kept open while the runner owns it)."""
     from agent.ollama_gateway import OllamaGateway
     from store.data_dir_lock import DataDirLock
@@ -231,7 +280,7 @@ def _take(resolved: ResolvedSettings) -> _Ownership:
         if database_path(settings.home).exists():  # a data dir with nothing saved stays empty
             session = MemorySession(settings, OllamaGateway.from_config(settings.ollama))
             session.open()
-        server = OwnerServer.start_soft(settings.home)
+        server = OwnerServer.start_soft(settings.home, on_handover=on_handover)
     except BaseException:
         if session is not None:
             session.close()

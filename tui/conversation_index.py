@@ -201,8 +201,11 @@ def propose_title(first_message: str) -> str:
 
 
 def clean_title(text: str) -> str:
-    """A title the user typed, as kept: one line, blanks collapsed, at most 200 characters."""
-    return ellipsize(" ".join(text.split()), 200)
+    """A title the user typed, as kept: secrets masked (then shown as stored), one line,
+    blanks collapsed, at most 200 characters."""
+    from memory.secret_masking import mask_secrets
+
+    return ellipsize(" ".join(mask_secrets(text).split()), 200)
 
 
 @dataclass(frozen=True, slots=True)

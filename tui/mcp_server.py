@@ -13,12 +13,16 @@ Importing the SDK costs most of a second, so only this command imports this modu
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import re
+import signal
 import sys
-from typing import Annotated, Any, Literal
+import threading
+from typing import Annotated, Any, Literal, NoReturn
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -210,15 +214,18 @@ def build_server(settings: Settings, tools: MemoryTools) -> MCPServer:
         "straylight://longterm",
         name="longterm.md",
         description="The user's hand-written long-term memory, as every chat prompt gets it "
-        "(comments removed): who they are, how they work, what always holds.",
+        "(comments removed, secrets masked): who they are, how they work, what always holds.",
         mime_type="text/markdown",
     )
     async def longterm() -> str:
+        from memory.secret_masking import mask_secrets
         from store.longterm_file import LongtermFile
 
         path = settings.home / "longterm.md"
         state = await asyncio.to_thread(LongtermFile(path, settings.longterm_budget_bytes).load)
-        return state.text
+        if state.warning is not None:  # a link, not UTF-8, unreadable: say so, not ""
+            raise ResourceError(state.warning)
+        return str(mask_secrets(state.text))  # masked like the prompt: the file stays as written
 
     @server.resource(
         "straylight://facts",
@@ -228,9 +235,12 @@ def build_server(settings: Settings, tools: MemoryTools) -> MCPServer:
         mime_type="text/markdown",
     )
     async def facts() -> str:
+        try:
+            active = await tools.active_facts()
+        except ToolError as error:  # the command's one line, not "Error reading resource"
+            raise ResourceError(str(error)) from None
         lines = [
-            f"- {fact['key']} ({fact['type']}, {fact['scope']}): {fact['body']}"
-            for fact in await tools.active_facts()
+            f"- {fact['key']} ({fact['type']}, {fact['scope']}): {fact['body']}" for fact in active
         ]
         return "\n".join(lines) if lines else "(no active facts)"
 
@@ -259,10 +269,45 @@ def serve(settings: Settings, options: dict[str, str | None]) -> int:
     server = build_server(settings, tools)
 
     async def run() -> None:
+        stopped = _stop_signals()
+        serving: asyncio.Future[Any] = asyncio.ensure_future(server.run_stdio_async())
+        either: set[asyncio.Future[Any]] = {serving, stopped}
         try:
-            await server.run_stdio_async()
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            await runner.aclose()
+            await runner.aclose()  # the data dir released: the next process takes it over
+        if serving.done():
+            serving.result()
+            return
+        _exit_stopped(stopped.result())
 
     asyncio.run(run())
     return 0
+
+
+STOP_SIGNALS = {signal.SIGINT: "interrupted", signal.SIGTERM: "stopped by SIGTERM"}
+
+
+def _stop_signals() -> asyncio.Future[signal.Signals]:
+    """Resolved by Ctrl+C or SIGTERM (in the main thread; elsewhere never)."""
+    loop = asyncio.get_running_loop()
+    stopped: asyncio.Future[signal.Signals] = loop.create_future()
+
+    def stop(signum: signal.Signals) -> None:
+        if not stopped.done():
+            stopped.set_result(signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in STOP_SIGNALS:
+            loop.add_signal_handler(signum, stop, signum)
+    return stopped
+
+
+def _exit_stopped(signum: signal.Signals) -> NoReturn:
+    """Leave at once after Ctrl+C / SIGTERM, once the data dir is released. Not through
+    `asyncio.run`'s clean-up: the SDK reads stdin in a worker thread that returns only at the
+    next line or end of input, and Ctrl+C would hang there until Ctrl+D."""
+    print(f"straylight: {STOP_SIGNALS[signum]}", file=sys.stderr, flush=True)
+    logging.shutdown()
+    sys.stdout.flush()
+    os._exit(128 + signum)

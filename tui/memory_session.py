@@ -24,7 +24,7 @@ from agent.settings import Settings
 from agent.workspace import resolve_workspace
 from memory.fact_drawer import FactDrawer
 from memory.memory_store import MemoryStore
-from memory.turn_memory import TurnMemory
+from memory.turn_memory import EmbeddingRefused, TurnMemory
 from store.data_dir_lock import DataDirLock, held_here
 
 
@@ -48,7 +48,14 @@ def open_store(home: Path) -> MemoryStore | None:
 
 def embedder_for(gateway: OllamaGateway, model: str):  # noqa: ANN201 - an EmbedFn
     async def embed(texts: Sequence[str]) -> list[list[float]]:
-        return await gateway.embed(model, texts)
+        from agent.gateway_errors import GatewayError, OllamaUnreachable
+
+        try:
+            return await gateway.embed(model, texts)
+        except OllamaUnreachable:
+            raise
+        except GatewayError as named:  # Ollama answered: name why (a model not pulled…)
+            raise EmbeddingRefused(str(named)) from named
 
     return embed
 

@@ -39,6 +39,9 @@ log = logging.getLogger("straylight.owner")
 
 FinishedFn = Callable[[Sequence[str], int], None]
 """Told after each command run for a client: its argv and exit code (in a server thread)."""
+HandoverFn = Callable[[], bool]
+"""A starting TUI asks for the data dir: True when this owner will release it (it must not
+block: the release happens after the answer; tui/owner_handover.py)."""
 
 REQUEST_SECONDS = 10.0  # a client sends its request at once; a silent one is dropped
 GRACE_SECONDS = 10.0
@@ -63,10 +66,12 @@ class OwnerServer:
         home: Path,
         *,
         on_finished: FinishedFn | None = None,
+        on_handover: HandoverFn | None = None,
         grace_seconds: float = GRACE_SECONDS,
     ) -> None:
         self.home = home
         self.on_finished = on_finished
+        self.on_handover = on_handover
         self.grace_seconds = grace_seconds
         self._listener: Listener | None = None
         self._wake_r, self._wake_w = socket.socketpair()
@@ -77,9 +82,14 @@ class OwnerServer:
         self._guard = threading.Lock()
 
     @classmethod
-    def start_soft(cls, home: Path, on_finished: FinishedFn | None = None) -> OwnerServer | None:
+    def start_soft(
+        cls,
+        home: Path,
+        on_finished: FinishedFn | None = None,
+        on_handover: HandoverFn | None = None,
+    ) -> OwnerServer | None:
         """Start serving, or log why not and return None (the others then wait for the lock)."""
-        server = cls(home, on_finished=on_finished)
+        server = cls(home, on_finished=on_finished, on_handover=on_handover)
         try:
             return server.start()
         except Exception:
@@ -154,6 +164,23 @@ class OwnerServer:
                         self._connections.add(thread)
                     thread.start()
 
+    def _answer_handover(self, conn: socket.socket, frame: dict[str, object]) -> None:
+        """`{"handover": true}` when this owner gives the data dir up, else false: never while
+        it runs a client's command (a streaming `ask` would be cut at the grace period)."""
+        same_dir = isinstance(frame.get("home"), str) and os.path.realpath(
+            str(frame["home"])
+        ) == os.path.realpath(self.home)
+        with self._guard:
+            busy = bool(self._runs)
+        agreed = False
+        if same_dir and not busy and self.on_handover is not None:
+            try:
+                agreed = self.on_handover()
+            except Exception:
+                log.exception("the handover hook failed")
+        with contextlib.suppress(OSError):
+            send_frame(conn, {"handover": agreed})
+
     def _serve(self, conn: socket.socket) -> None:
         try:
             self._serve_connection(conn)
@@ -178,6 +205,9 @@ class OwnerServer:
             return
         if frame is None or self._stopping.is_set():
             return  # closed without `owner`: the client runs the command itself
+        if frame.get("handover") is True:  # a starting TUI (tui/owner_handover.py)
+            self._answer_handover(conn, frame)
+            return
         lock = threading.Lock()
 
         def send(frame: dict[str, object]) -> None:

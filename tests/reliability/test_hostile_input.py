@@ -314,7 +314,9 @@ def test_import_doc_refuses_what_is_not_a_file_in_one_line(world: Workspace, nam
     path = world.root / "outside" / "nope.md" if name == "missing" else files[name]
     outside = world.outside()
     proc = world.run("import-doc", str(path))
-    expected = "is a directory" if name == "folder" else "no such file"
+    expected = {"folder": "is a directory", "fifo": "is not a regular file"}.get(
+        name, "no such file"
+    )
     assert_one_line(proc, 2, expected, str(path))
     assert world.outside() == outside
     assert len(points(world.home)) == 2

@@ -127,7 +127,9 @@ def test_refused_connection_exits_3_and_recovers_when_ollama_is_back(world: Work
 def test_model_not_pulled_exits_4_naming_the_fix(world: Workspace) -> None:
     before = snapshot(world)
     proc = world.run("ask", "--model", "phi9:404b", QUESTION)
-    line = assert_one_line(proc, 4, "model 'phi9:404b' is not pulled", "ollama pull phi9:404b")
+    line = assert_one_line(
+        proc, 4, "model 'phi9:404b' is not pulled", "ollama pull phi9:404b", "straylight pull"
+    )
     assert proc.stdout == ""
     assert_turn_logged(world, QUESTION, "", "failed", line)
     assert_committed_kept(world, before)

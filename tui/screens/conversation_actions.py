@@ -93,7 +93,7 @@ def export_conversation(
     daily_log: DailyLog, notes: ConversationNotes | None, conversation_id: str
 ) -> Path:
     """In a thread: the conversation as Markdown in `<data dir>/exports/ID.md` (0600)."""
-    from store.private_files import write_private_text
+    from store.private_files import ensure_private_dir, write_private_text
     from tui.cli_conversations import export_markdown
     from tui.conversation_index import load_conversation
 
@@ -104,6 +104,8 @@ def export_conversation(
     title = (record.title if record else None) or info.title
     system = record.system_prompt if record else None
     messages = load_conversation(daily_log, conversation_id, info.days)
-    path = daily_log.root.parent / EXPORT_FOLDER / f"{conversation_id or 'unnamed'}.md"
+    folder = daily_log.root.parent / EXPORT_FOLDER
+    ensure_private_dir(folder, tighten_existing=True)  # Straylight's own folder: never a link
+    path = folder / f"{conversation_id or 'unnamed'}.md"
     write_private_text(path, export_markdown(info, title, system, messages))
     return path
