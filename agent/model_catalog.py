@@ -382,6 +382,16 @@ def chat_models(records: Iterable[ModelRecord]) -> list[ModelRecord]:
     return [record for record in records if record.chat_capable is not False]
 
 
+def cannot_chat(name: str, capabilities: tuple[str, ...] | None) -> str | None:
+    """`NAME cannot chat (capabilities: …)` when Ollama says the model has no "completion"
+    (an embedding model); None when it can, or when nobody knows (an old server, a model not
+    pulled, Ollama down: the chat request then names the problem). The one rule of `/model`
+    and `straylight ask --model`, checked before anything is logged."""
+    if capabilities is None or "completion" in capabilities:
+        return None
+    return f"{name} cannot chat (capabilities: {', '.join(capabilities) or 'none'})"
+
+
 async def pull_model(client: ollama.AsyncClient, name: str) -> AsyncIterator[PullProgress]:
     """Pull `name`, yielding Ollama's progress records until "success".
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agent.model_options import check_model_options, parse_keep_alive
 from agent.ollama_host import parse_ollama_host
+from agent.workspace import check_workspace_name
 from memory.settings_models import FactsConfig, MemoryConfig, SettingsArea
 from store.clock import Clock, parse_instant
 
@@ -204,6 +205,11 @@ class Settings(BaseModel):
                 for p in value
             ]
         return value
+
+    @field_validator("workspace", mode="before")
+    @classmethod
+    def _check_workspace(cls, value: object) -> object:
+        return check_workspace_name(value) if isinstance(value, str) else value
 
     @field_validator("now", mode="before")
     @classmethod

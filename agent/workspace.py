@@ -2,13 +2,32 @@
 
 The workspace is the git root of the current directory (the nearest parent holding a `.git`
 directory or file, so worktrees and submodules count), else the directory itself; the
-`workspace` setting (`--workspace NAME`, `STRAYLIGHT_WORKSPACE`) overrides it with any name.
-Facts of scope `workspace` are stored under this string; global facts under ''.
+`workspace` setting (`--workspace NAME`, `STRAYLIGHT_WORKSPACE`, config key `workspace`)
+overrides it with any name without a control character (`check_workspace_name`). Facts of
+scope `workspace` are stored under this string; global facts under ''.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
+
+LINE_BREAKING = frozenset({"Cc", "Zl", "Zp"})
+"""Unicode categories a workspace name may not contain: control characters (newline, tab,
+ESC, DEL, C1) and the line and paragraph separators, each of which breaks a one-line output."""
+
+
+def check_workspace_name(name: str) -> str:
+    """`name` unchanged, or ValueError when it holds a control character: the name is
+    printed on one line (`facts list --all-workspaces`, `status`), stored with every fact
+    and sent to the owner of the data dir, so a newline or ESC in it is refused where it
+    enters (the settings: flag, environment, config file; `straylight mcp` reads those)."""
+    for char in name:
+        if unicodedata.category(char) in LINE_BREAKING:
+            raise ValueError(
+                f"a workspace name may not contain a control character ({char!r} found)"
+            )
+    return name
 
 
 def git_root(directory: Path) -> Path | None:

@@ -481,6 +481,26 @@ class MemoryStore:
             return "missing", size
         return state, size
 
+    def index_note(self) -> str | None:
+        """For the plain `status` line of a stale index (a reading command): what the file
+        is, what it holds and what the next writing command rebuilds it from; None when
+        the index is not stale. Not part of `status --json` (its `index` fields stay)."""
+        detail = self.vectors.stale_detail()
+        if detail is None:
+            return None
+        reason, held = detail
+        dim = self.embed_dim
+        stored = len(point_reads.vector_ids(self.db, self.config.embed_model, dim)) if dim else 0
+        what = (
+            f"{INDEX_FILENAME} is not usable ({reason})"
+            if held is None
+            else f"{INDEX_FILENAME} holds {_vectors(held)}: {reason}"
+        )
+        return (
+            f"not used: {what}; recall searches the stored vectors exactly, and the next "
+            f"writing command rebuilds it from the database's {_vectors(stored)}"
+        )
+
     def embedding_status(self) -> dict[str, Any]:
         """`status`'s `embedding`: the model, its dimension here, the model the index was
         made for when that was another, and how many points wait for (re-)embedding."""
@@ -512,3 +532,7 @@ class MemoryStore:
             "ram_estimate_bytes": ram,
             "headroom": headroom(ram, self.config.ram_warn_bytes, self.config.ram_crit_bytes),
         }
+
+
+def _vectors(count: int) -> str:
+    return f"{count} vector" if count == 1 else f"{count} vectors"

@@ -1,5 +1,5 @@
 """Before a command uses a data dir: refuse one that other users can write to, and links or
-odd files where Straylight's own files belong.
+odd files where Straylight's own files belong (and anything but a socket at `straylight.sock`).
 
 Opening every file with `O_NOFOLLOW` (`store.private_files.open_private`) already keeps
 Straylight from reading or writing through a link; this check runs first so the user gets
@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from store.private_files import (
+    NotASocket,
     NotRegularFile,
     SymlinkRefused,
     UnsafeDataDir,
@@ -47,6 +48,7 @@ OWN_FILES = (
     "conversation-index.json",  # store/daily_log_index.py
 )
 CONVERSATION_DIR = "conversation"
+OWNER_SOCKET = "straylight.sock"  # store/owner_socket.py: a socket or nothing
 
 
 class WritableByOthers(UnsafeDataDir):
@@ -74,6 +76,7 @@ def check_data_dir(home: Path) -> None:
     _check_mode(home, info)
     for name in OWN_FILES:
         _check_file(home / name)
+    check_socket_path(home / OWNER_SOCKET)
     conversation = home / CONVERSATION_DIR
     found = lstat_unlinked(conversation)
     if found is None:
@@ -91,6 +94,15 @@ def _check_file(path: Path) -> None:
     info = lstat_unlinked(path)
     if info is not None and not stat.S_ISREG(info.st_mode):
         raise NotRegularFile(path)
+
+
+def check_socket_path(path: Path) -> None:
+    """Raise `SymlinkRefused` / `NotASocket` unless `path` is missing or a socket: a file
+    planted where the owner's socket belongs is hostile input, refused and left alone
+    rather than silently replaced by the next owner."""
+    info = lstat_unlinked(path)
+    if info is not None and not stat.S_ISSOCK(info.st_mode):
+        raise NotASocket(path)
 
 
 def _check_mode(path: Path, info: os.stat_result) -> None:

@@ -2,7 +2,8 @@
 
 The process that holds the data-dir lock listens here; every other Straylight process
 connects. This module owns only the bytes: binding (mode 0600, appearing atomically under its
-name only once it listens, a stale file replaced — the caller holds the flock), connecting,
+name only once it listens, a stale socket replaced — the caller holds the flock — but
+never anything else planted there), connecting,
 checking that the peer runs as the same user (SO_PEERCRED on Linux, LOCAL_PEERCRED on macOS;
 another user is refused), and the framing: one JSON object per line, UTF-8. What the frames
 mean is tui/owner_server.py's and tui/owner_client.py's business (docs/owner-socket.md).
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from store.data_dir_check import check_socket_path
 from store.private_files import FILE_MODE
 
 SOCKET_FILENAME = "straylight.sock"
@@ -91,8 +93,10 @@ class Listener:
     @classmethod
     def bind(cls, home: Path, backlog: int = 64) -> Listener:
         """Listen at `<home>/straylight.sock`, replacing a stale one (its owner is gone: we
-        hold the lock). Bound under a temporary name, made 0600, listening, then renamed, so
-        a client never finds the name before it answers, nor with a wider mode."""
+        hold the lock); a link, file, folder or FIFO there is refused (`SymlinkRefused`,
+        `NotASocket`: store/data_dir_check.py), never replaced. Bound under a temporary
+        name, made 0600, listening, then renamed, so a client never finds the name before it
+        answers, nor with a wider mode."""
         path = socket_path(home)
         for stale in home.glob(f"{SOCKET_FILENAME}.*{_TEMP_SUFFIX}"):
             with contextlib.suppress(OSError):
@@ -104,6 +108,7 @@ class Listener:
                 sock.bind(address)
             os.chmod(temp, FILE_MODE)
             sock.listen(backlog)
+            check_socket_path(path)  # a stale socket is replaced; anything else is refused
             os.rename(temp, path)
             inode = os.stat(path, follow_symlinks=False).st_ino
         except BaseException:

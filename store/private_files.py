@@ -55,6 +55,19 @@ class NotRegularFile(UnsafeDataDir):
         return f"{self.path} is not a regular file; move it aside"
 
 
+class NotASocket(UnsafeDataDir):
+    """Something other than a socket where the owner's socket belongs (`straylight.sock`):
+    a regular file, a folder, a FIFO. Refused like a planted link, never replaced."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(errno.EINVAL, "is not a socket", path)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.path} is not a socket (Straylight's owner socket belongs there); move it aside"
+        )
+
+
 def open_private(path: Path, flags: int, mode: int = FILE_MODE) -> int:
     """`os.open` that never follows a link in the last component (`SymlinkRefused`)."""
     try:

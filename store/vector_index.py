@@ -23,6 +23,7 @@ from store.vector_index_file import (
     NO_IDENTITY,
     SCALAR_KINDS,
     check_header,
+    file_vector_count,
     mapped_index_file,
     remove_stale_temp_files,
     write_atomically,
@@ -281,6 +282,9 @@ class VectorIndex:
         self.identity = identity
         self.state: IndexState = "missing"
         self.reason = "not opened yet"
+        self.file_vectors: int | None = None
+        """The vectors in the file the last `open` found, by its header (whether or not it
+        was used: a stale file's count, for `status`); None: no file, or one not readable."""
         self.churn = 0
         self.dirty = False
         self._index = self._new_index()
@@ -321,10 +325,12 @@ class VectorIndex:
             return state
 
     def _load_into(self, fresh: Index) -> tuple[IndexState, str]:
+        self.file_vectors = None
         if not self.path.exists():
             return "missing", f"no index file at {self.path}"
         try:
             with mapped_index_file(self.path) as (payload, identity):
+                self.file_vectors = file_vector_count(payload)
                 if self.identity is not None and identity != self.identity:
                     raise IndexFileError("made for another database or embedding model")
                 check_header(payload, self.ndim, self.dtype)

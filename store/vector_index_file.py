@@ -158,6 +158,19 @@ def _check_length(length: int, expected: int) -> None:
         raise IndexFileError(f"length mismatch: footer says {length}, file has {expected}")
 
 
+def file_vector_count(payload: bytes | bytearray | memoryview) -> int | None:
+    """How many vectors the usearch bytes hold, by their header (nothing loaded); None when
+    the header cannot be read. For `status` to say what a file it will not use holds."""
+    from usearch.index import Index
+
+    try:
+        meta = Index.metadata(payload)
+    except (ValueError, RuntimeError):
+        return None
+    count = meta.get("count_present") if meta else None
+    return int(count) if isinstance(count, int) else None
+
+
 def check_header(payload: bytes | bytearray | memoryview, ndim: int, dtype: IndexDType) -> None:
     from usearch.compiled import MetricKind
     from usearch.index import Index

@@ -253,6 +253,15 @@ class VectorKeeper:
             return None
         return index.state, len(index)
 
+    def stale_detail(self) -> tuple[str, int | None] | None:
+        """(why, vectors its file holds) when the index is stale — a file this process does
+        not use (another data dir's or model's, damaged, other vectors) —; else None."""
+        with self.lock:
+            index = self._index
+        if index is None or index.state != "stale":
+            return None
+        return index.reason, index.file_vectors
+
     # ---- upkeep and closing -----------------------------------------------------------
     def upkeep(self) -> dict[str, Any]:
         """The index-upkeep job: reconcile with the database and save (atomically) when it

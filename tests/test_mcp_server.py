@@ -28,6 +28,7 @@ from store.data_dir_lock import DataDirLock, DataDirLocked
 from tests.support.cli import DAY, NOW, Env, cli_env
 from tests.support.ollama_standin import OllamaStandIn
 from tui.command_runner import CommandRunner
+from tui.mcp_tools import MIN_HIT_CHARS, cut_content
 
 TOOLS = {
     "memory_search",
@@ -339,3 +340,40 @@ def test_ctrl_c_or_sigterm_ends_the_server_and_frees_the_data_dir(
     assert server.stderr.read().decode().strip().splitlines() == [line]
     with DataDirLock(tmp_path / "home"):  # released: the next process takes it over
         pass
+
+
+# ------------------------------------------------------ memory_search cuts each hit's content
+
+
+def test_cut_content_keeps_short_text_and_marks_a_cut() -> None:
+    assert cut_content(7, "short", 100) == "short"
+    assert cut_content(7, "x" * 500, 500) == "x" * 500
+    cut = cut_content(7, "y" * 5000, 1000)
+    assert cut.startswith("y" * 1000 + "\n[") and "y" * 1001 not in cut
+    assert "memory #7" in cut and "5000 characters" in cut and "straylight recall" in cut
+    assert cut_content(7, "z" * 5000, 0).startswith("z" * MIN_HIT_CHARS + "\n[")
+
+
+async def test_search_cuts_a_huge_pinned_paste_at_memory_max_chars(
+    env: Env, workspace: Path
+) -> None:
+    """A 2.5 MB paste must not go to the agent whole for one search: each hit's content is
+    cut at `memory_max_chars` with a line naming the memory, its length and how to read it
+    whole; the result's shape is unchanged and a short hit is whole."""
+    cap = 1000
+    paste = "harbour crane log " + "0123456789abcdef " * 3000  # ~51k characters
+    async with mcp_session(dict(env, MEMORY_MAX_CHARS=str(cap)), workspace) as session:
+        big = result_of(await session.call_tool("memory_save", {"text": paste}))["id"]
+        small = result_of(
+            await session.call_tool("memory_save", {"text": "harbour crane shift at six"})
+        )["id"]
+        hits = result_of(await session.call_tool("memory_search", {"query": "harbour crane"}))[
+            "hits"
+        ]
+    by_id = {hit["id"]: hit for hit in hits}
+    assert set(by_id) == {big, small}
+    assert all(set(hit) == {"id", "role", "date", "score", "pinned", "content"} for hit in hits)
+    assert by_id[small]["content"] == "harbour crane shift at six"
+    content = by_id[big]["content"]
+    assert content.startswith(paste[:cap] + "\n[") and len(content) < cap + 300
+    assert f"memory #{big}" in content and f"{len(paste.strip())} characters" in content

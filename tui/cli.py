@@ -313,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "conversations":
             from tui.cli_conversations import confirmed_argv
 
-            confirmed = confirmed_argv(args, settings, raw)
+            confirmed = confirmed_argv(args, resolved, raw)
             if isinstance(confirmed, int):
                 return confirmed
             raw = confirmed

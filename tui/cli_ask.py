@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from agent.gateway_errors import EXIT_MODEL_ERROR, EXIT_OK
+from agent.gateway_errors import EXIT_MODEL_ERROR, EXIT_OK, EXIT_USAGE
 from agent.settings import Settings
 from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, for_terminal
 
@@ -137,6 +137,10 @@ async def _ask(
     from tui.memory_session import MemorySession
 
     gateway = OllamaGateway.from_config(settings.ollama)
+    refusal = await chat_model_refusal(gateway, settings.ollama.model)
+    if refusal is not None:
+        await gateway.aclose()
+        return fail(refusal, EXIT_USAGE)
     session = MemorySession(settings, gateway)
     try:
         memory = session.open()
@@ -216,6 +220,18 @@ async def _ask(
         )
     log.info("ask finished in conversation %s with exit code %d", conversation_id, code)
     return code
+
+
+async def chat_model_refusal(gateway: Any, model: str) -> str | None:
+    """The line that refuses `--model` (or the configured model) before anything is logged
+    when Ollama says it cannot chat (an embedding model): the `/model` rule
+    (agent/model_catalog.py `cannot_chat`). The /api/show answer is cached for the turn."""
+    from agent.model_catalog import cannot_chat
+
+    refusal = cannot_chat(model, await gateway.capabilities(model))
+    if refusal is None:
+        return None
+    return f"{refusal}; `straylight models` lists the pulled models that can"
 
 
 async def run_memstatus(settings: Settings, memory: Any, gateway: Any) -> list[str]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.gateway_errors import EXIT_OK, EXIT_USAGE
-from agent.settings import Settings
+from agent.settings import ResolvedSettings, Settings
 from store.clock import format_instant
 from store.daily_log import DailyLog, LogMessage
 from tui.cli_output import fail, for_terminal, print_json
@@ -236,11 +236,14 @@ async def _delete(
             f"{cid} is the conversation open in the chat: start a new one there (Ctrl+N) first",
             EXIT_USAGE,
         )
-    if not assume_yes:
-        declined = ask_before_delete(info)
-        if declined is not None:
-            return declined
+    if not assume_yes and not sys.stdin.isatty():
+        return _no_terminal(cid)  # before the database is opened for nothing
     async with _notes(settings, create=True) as notes:
+        if not assume_yes:  # asked here, with the title the user set (the database is ours)
+            record = notes.get(cid)
+            declined = ask_before_delete(info, (record.title if record else None) or info.title)
+            if declined is not None:
+                return declined
         # the database first: a crash before the logs are rewritten leaves the id listed,
         # so the same command finishes the job
         day_names = [day.isoformat() for day in info.days]
@@ -255,20 +258,25 @@ async def _delete(
     return EXIT_OK
 
 
-def ask_before_delete(info: ConversationInfo) -> int | None:
-    """The `[y/N]` question of `conversations delete` on the user's terminal: None to go on,
-    else the exit code (no terminal to ask on: 2; declined: 1). Asked by the process the user
-    typed in, before the command may be forwarded to the data dir's owner."""
+def _no_terminal(cid: str) -> int:
+    return fail(
+        f"conversations delete asks first, and there is no terminal to ask on: "
+        f"run `straylight conversations delete {cid} --yes`",
+        EXIT_USAGE,
+    )
+
+
+def ask_before_delete(info: ConversationInfo, title: str) -> int | None:
+    """The `[y/N]` question of `conversations delete` on the user's terminal, naming the
+    conversation by `title` (the one set by `rename` or `/title`, else the proposed one):
+    None to go on, else the exit code (no terminal to ask on: 2; declined: 1). Asked by the
+    process the user typed in, before the command may be forwarded to the data dir's owner."""
     cid = info.conversation_id
     if not sys.stdin.isatty():
-        return fail(
-            f"conversations delete asks first, and there is no terminal to ask on: "
-            f"run `straylight conversations delete {cid} --yes`",
-            EXIT_USAGE,
-        )
+        return _no_terminal(cid)
     days = len(info.days)
     question = (
-        f"Delete conversation {cid} ({info.title!r}): {info.messages} messages on "
+        f"Delete conversation {cid} ({title!r}): {info.messages} messages on "
         f"{days} day{'' if days == 1 else 's'} and its unpinned memory points? [y/N] "
     )
     sys.stderr.write(for_terminal(question))
@@ -279,17 +287,57 @@ def ask_before_delete(info: ConversationInfo) -> int | None:
     return None
 
 
-def confirmed_argv(args: Any, settings: Settings, argv: list[str]) -> list[str] | int:
+def confirmed_argv(args: Any, resolved: ResolvedSettings, argv: list[str]) -> list[str] | int:
     """`conversations delete ID` without `--yes`, about to be forwarded: ask here, where the
     terminal is, and forward it with `--yes` (or the exit code when not confirmed). A
-    confirmed `args` gets `yes` too, so a run here does not ask again."""
+    confirmed `args` gets `yes` too, so a run here does not ask again.
+
+    The question names the title the owner's database holds (read by forwarding
+    `conversations list --json` first). With no owner, nothing is asked here: the command
+    runs in this process, which asks once it holds the database (`_delete`)."""
     if args.command != "conversations" or args.action != "delete" or args.yes:
         return argv
+    settings = resolved.settings
     info = _find(DailyLog(settings.home / "conversation"), args.id)
     if info is None:
         return argv  # the owner names the unknown id
-    declined = ask_before_delete(info)
+    if not sys.stdin.isatty():
+        return _no_terminal(info.conversation_id)
+    title = _owners_title(resolved, info.conversation_id)
+    if title is None and not _owned(settings.home):
+        return argv  # runs here: `_delete` asks with the database's title
+    declined = ask_before_delete(info, title or info.title)
     if declined is not None:
         return declined
     args.yes = True
     return [*argv, "--yes"]
+
+
+def _owners_title(resolved: ResolvedSettings, cid: str) -> str | None:
+    """The conversation's title as the data dir's owner lists it; None when nobody serves
+    (or the listing does not name it)."""
+    from tui.owner_client import output_of_owner
+
+    listed = output_of_owner(["conversations", "list", "--json"], resolved)
+    if listed is None or listed[0] != EXIT_OK:
+        return None
+    try:
+        rows = json.loads(listed[1])
+    except ValueError:
+        return None
+    for row in rows if isinstance(rows, list) else ():
+        if isinstance(row, dict) and row.get("id") == cid and isinstance(row.get("title"), str):
+            return str(row["title"])
+    return None
+
+
+def _owned(home: Path) -> bool:
+    """Another process holds the data dir (it may serve in a moment, or not at all)."""
+    from store.data_dir_check import check_not_in_use
+    from store.data_dir_lock import DataDirLocked
+
+    try:
+        check_not_in_use(home)
+    except DataDirLocked:
+        return True
+    return False

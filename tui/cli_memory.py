@@ -169,6 +169,7 @@ def memory_status(settings: Settings) -> dict[str, Any]:
         report = load_context_report(memory.store.db)
         status["context"] = context_status(report)
         status["context_notes"] = list(report.get("notes") or []) if report else []
+        status["index_note"] = memory.store.index_note()
         return status
 
 
@@ -193,4 +194,5 @@ def _empty_status(config: MemoryConfig, workspace: str) -> dict[str, Any]:
         "hypotheses": {"open": 0, "overdue": 0},
         "context": context_status(None),
         "context_notes": [],
+        "index_note": None,
     }

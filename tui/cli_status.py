@@ -38,6 +38,7 @@ async def status(settings: Settings, *, as_json: bool) -> int:
 
     memory = await asyncio.to_thread(memory_status, settings)
     context_notes: list[str] = memory.pop("context_notes", [])
+    index_note: str | None = memory.pop("index_note", None)  # plain output only
     report: dict[str, Any] = {
         "home": str(settings.home),
         **memory,
@@ -88,7 +89,8 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     skips = ", ".join(f"{rule} {count}" for rule, count in memory["skips"].items()) or "none"
     print(f"skipped    {skips}")
     index = memory["index"]
-    print(f"index      {index['state']}, {index['size']} vectors")
+    note = f" ({index_note})" if index_note else ""
+    print(f"index      {index['state']}, {index['size']} vectors{note}")
     mib = memory["ram_estimate_bytes"] / 2**20
     print(f"ram        ~{mib:.1f} MiB estimated, headroom {memory['headroom']}")
     embed_pulled = report["ollama"]["embed_model_pulled"]

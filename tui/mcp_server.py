@@ -265,7 +265,12 @@ def serve(settings: Settings, options: dict[str, str | None]) -> int:
             file=sys.stderr,
         )
     runner = CommandRunner()
-    tools = MemoryTools(runner, global_argv(options), doc_roots(settings.mcp_doc_roots))
+    tools = MemoryTools(
+        runner,
+        global_argv(options),
+        doc_roots(settings.mcp_doc_roots),
+        hit_max_chars=settings.memory.max_chars,
+    )
     server = build_server(settings, tools)
 
     async def run() -> None:

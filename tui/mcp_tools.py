@@ -24,11 +24,28 @@ from tui.mcp_doc_roots import allowed_doc
 
 PROG_PREFIX = "straylight: "
 SEARCH_FIELDS = ("id", "role", "date", "score", "pinned", "content")
+MIN_HIT_CHARS = 500
+"""The least of a hit's content `memory_search` returns, whatever `memory_max_chars` says."""
 APPROVAL_NOTE = (
     "This is a candidate, not a fact: it waits for the user's approval (the Straylight chat "
     "asks, or `straylight candidates approve {id}`). Until approved, memory_read does not "
     "return it and no prompt sees it."
 )
+
+
+def cut_content(point_id: int, content: str, max_chars: int) -> str:
+    """`content` whole when it has at most `max_chars` characters (at least `MIN_HIT_CHARS`);
+    else its first `max_chars` and a line saying it was cut, the memory's id and length and
+    how to read it whole. A point larger than the chat's whole recall block
+    (`memory_max_chars`) would never reach a prompt whole either; over MCP it would hand
+    another agent megabytes (a pasted log) for one search."""
+    limit = max(max_chars, MIN_HIT_CHARS)
+    if len(content) <= limit:
+        return content
+    return (
+        f"{content[:limit]}\n[cut: memory #{point_id} has {len(content)} characters, the first "
+        f"{limit} are shown; `straylight recall --json` with the same query gives it whole]"
+    )
 
 
 def one_line(stderr: str, argv: Sequence[str], exit_code: int) -> str:
@@ -48,6 +65,8 @@ class MemoryTools:
     runner: CommandRunner
     global_argv: list[str]
     doc_roots: list[Path]
+    hit_max_chars: int = 4000
+    """`memory_search` cuts each hit's content here (`memory_max_chars`, see `cut_content`)."""
     # One command at a time per client: the tools' order is the order the client asked in.
     _turn: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -71,6 +90,9 @@ class MemoryTools:
             options += ["--role", role]
         data = await self.run_json(["recall"], *options, "--", query)
         hits = [{name: hit.get(name) for name in SEARCH_FIELDS} for hit in data.get("hits", [])]
+        for hit in hits:
+            if isinstance(hit["content"], str):
+                hit["content"] = cut_content(hit["id"], hit["content"], self.hit_max_chars)
         return {"hits": hits}
 
     async def save(self, text: str) -> dict[str, Any]:

@@ -143,6 +143,24 @@ def forward(home: Path, request: CommandRequest, out: TextIO, err: TextIO) -> in
         sock.close()  # before the command ended (Ctrl+C, a closed pipe): the owner cancels it
 
 
+def output_of_owner(argv: Sequence[str], resolved: ResolvedSettings) -> tuple[int, str] | None:
+    """(exit code, stdout) of `straylight ARGV` run by the data dir's owner, read here rather
+    than printed — for a client that must show the owner's data before it forwards its own
+    command (`conversations delete` asks with the title the owner's database holds); None
+    when nobody serves (no owner, or one that cannot be reached: `OwnerGone` included)."""
+    import io
+
+    home = resolved.settings.home
+    if not home.is_dir():
+        return None
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        code = forward(home, _request(argv, resolved, None), out, err)
+    except (NotServed, OwnerGone):
+        return None
+    return code, out.getvalue()
+
+
 def run_or_forward(
     argv: Sequence[str],
     resolved: ResolvedSettings,

@@ -429,12 +429,13 @@ class ChatScreen(ChatNavigation):
         return f"Model: {self.model}. Pulled chat models: {chat}. `/model NAME` switches."
 
     async def switch_model(self, name: str) -> None:
+        from agent.model_catalog import cannot_chat
+
         caps = self.ollama_status.capabilities_of(name) if self.ollama_status else None
-        if caps is not None and "completion" not in caps:  # like c on the models screen
+        refusal = cannot_chat(name, caps)  # like c on the models screen and `ask --model`
+        if refusal is not None:
             await self.notice(
-                f"{name} cannot chat (capabilities: {', '.join(caps)}); "
-                "`/model` lists the pulled models that can.",
-                kind="error",
+                f"{refusal}; `/model` lists the pulled models that can.", kind="error"
             )
             return
         self.model = name

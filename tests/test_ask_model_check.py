@@ -1,0 +1,31 @@
+"""`straylight ask --model NAME` refuses a model that cannot chat (an embedding model) before
+anything is logged, the way `/model` does in the TUI: one line, exit 2, nothing written."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.support.cli import NOW, Env, assert_one_line, printed_json, run_cli
+from tests.support.ollama_standin import OllamaStandIn
+
+
+def test_ask_refuses_an_embedding_model_before_logging(
+    cli_env: Callable[..., Env], standin: OllamaStandIn, home: Path
+) -> None:
+    env = cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
+    proc = run_cli(env, "ask", "--model", "nomic-embed-text", "hello")
+    line = assert_one_line(proc, 2, "nomic-embed-text cannot chat", "embedding")
+    assert "does not support chat" not in line
+    assert proc.stdout == ""
+    assert not list(home.glob("conversation/*.md"))
+    history = printed_json(run_cli(env, "history", "--json"), quiet=True)
+    assert history == []
+
+
+def test_ask_still_chats_with_a_chat_model(
+    cli_env: Callable[..., Env], standin: OllamaStandIn
+) -> None:
+    env = cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
+    proc = run_cli(env, "ask", "--model", "llama3.2", "hello")
+    assert proc.returncode == 0, proc.stderr

@@ -1,0 +1,50 @@
+"""A workspace name with a control character (a newline, a tab, ESC, a Unicode line
+separator) would break the one-line outputs that name it (`facts list --all-workspaces`,
+`status`): it is refused wherever it enters — `--workspace`, STRAYLIGHT_WORKSPACE, the
+config key, `straylight mcp` — with one line, exit 2, the value shown escaped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import NOW, Env, assert_one_line, printed_json, run_cli
+
+BAD_NAMES = ["a\nb", "tab\there", "esc\x1b[31m", "line\u2028sep", "cr\r"]
+
+
+@pytest.fixture
+def env(cli_env: Callable[..., Env]) -> Env:
+    return cli_env(STRAYLIGHT_NOW=NOW)
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+def test_the_flag_refuses_a_control_character(env: Env, name: str, home: Path) -> None:
+    result = run_cli(env, "--workspace", name, "facts", "set", "k", "--type", "fact", "--body", "b")
+    line = assert_one_line(result, 2, "option --workspace", "control character")
+    assert repr(name) in line
+    assert not home.exists()  # refused before the data dir is made
+
+
+def test_the_environment_and_the_config_key_refuse_it_too(env: Env, tmp_path: Path) -> None:
+    result = run_cli(dict(env, STRAYLIGHT_WORKSPACE="x\ny"), "facts", "list")
+    assert_one_line(result, 2, "environment variable STRAYLIGHT_WORKSPACE", "control character")
+    config = tmp_path / "xdg-config" / "straylight" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('workspace = "x\\ny"\n', encoding="utf-8")
+    result = run_cli(env, "facts", "list")
+    assert_one_line(result, 2, f"config file {config}: key 'workspace'", "control character")
+
+
+def test_mcp_refuses_it_before_serving(env: Env) -> None:
+    result = run_cli(dict(env, STRAYLIGHT_WORKSPACE="x\x07y"), "mcp", stdin="")
+    assert_one_line(result, 2, "STRAYLIGHT_WORKSPACE", "control character")
+
+
+def test_names_with_spaces_and_letters_of_any_script_are_kept(env: Env) -> None:
+    name = "my project · Ünïcode"
+    run_cli(env, "--workspace", name, "facts", "set", "k", "--type", "fact", "--body", "b")
+    facts = printed_json(run_cli(env, "facts", "list", "--all-workspaces", "--json"))
+    assert [fact["workspace"] for fact in facts] == [name]
