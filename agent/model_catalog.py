@@ -384,12 +384,13 @@ def chat_models(records: Iterable[ModelRecord]) -> list[ModelRecord]:
 
 def cannot_chat(name: str, capabilities: tuple[str, ...] | None) -> str | None:
     """`NAME cannot chat (capabilities: …)` when Ollama says the model has no "completion"
-    (an embedding model); None when it can, or when nobody knows (an old server, a model not
-    pulled, Ollama down: the chat request then names the problem). The one rule of `/model`
-    and `straylight ask --model`, checked before anything is logged."""
-    if capabilities is None or "completion" in capabilities:
+    (an embedding model); None when it can, or when nobody knows (an old server, a server
+    that lists no capabilities, a model not pulled, Ollama down: the chat request then names
+    the problem). The one rule of `/model` and `straylight ask --model`, checked before
+    anything is logged."""
+    if not capabilities or "completion" in capabilities:
         return None
-    return f"{name} cannot chat (capabilities: {', '.join(capabilities) or 'none'})"
+    return f"{name} cannot chat (capabilities: {', '.join(capabilities)})"
 
 
 async def pull_model(client: ollama.AsyncClient, name: str) -> AsyncIterator[PullProgress]:
