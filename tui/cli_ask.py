@@ -222,13 +222,27 @@ async def _ask(
     return code
 
 
+PRECHECK_SECONDS = 0.5
+"""How long `ask` waits for /api/show before the turn to learn whether the model can chat;
+longer, it does not know and the turn runs (and names any problem). A stalled server is
+then reported at the turn's timeout plus at most this, not plus the metadata timeout."""
+
+
 async def chat_model_refusal(gateway: Any, model: str) -> str | None:
     """The line that refuses `--model` (or the configured model) before anything is logged
     when Ollama says it cannot chat (an embedding model): the `/model` rule
-    (agent/model_catalog.py `cannot_chat`). The /api/show answer is cached for the turn."""
-    from agent.model_catalog import cannot_chat
+    (agent/model_catalog.py `cannot_chat`). The /api/show answer is cached for the turn; a
+    failure or a slow answer is not known (not counted as a stall: the turn asks again)."""
+    from agent.gateway_errors import GatewayError
+    from agent.model_catalog import cannot_chat, fetch_show
 
-    refusal = cannot_chat(model, await gateway.capabilities(model))
+    timeout = min(PRECHECK_SECONDS, gateway.metadata_timeout)
+    try:
+        shown = await fetch_show(gateway.client(), model, timeout=timeout)
+    except GatewayError:
+        return None
+    capabilities = getattr(shown, "capabilities", None)
+    refusal = cannot_chat(model, tuple(str(c) for c in capabilities or ()))
     if refusal is None:
         return None
     return f"{refusal}; `straylight models` lists the pulled models that can"
