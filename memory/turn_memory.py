@@ -167,6 +167,7 @@ class TurnMemory:
             return SaveResult(None, "disabled"), SaveResult(None, "disabled")
         save = self.store.save
         try:
+            await asyncio.to_thread(self.store.load_dedup_memory, conversation_id)
             user = await asyncio.to_thread(
                 functools.partial(
                     save,

@@ -538,3 +538,24 @@ def test_status_of_a_new_data_dir_estimates_what_an_empty_memory_costs(
     opened = status(env)  # a database with no point
     assert opened["points"]["total"] == 0
     assert before["ram_estimate_bytes"] == opened["ram_estimate_bytes"] > 32 * 2**20
+
+
+def test_dedup_remembers_a_conversation_across_ask_runs(env: Env, standin: OllamaStandIn) -> None:
+    """`ask --conversation ID` is a new process each time; the dedup rule still sees the
+    conversation's last saves (they are read back from the database), so the same message
+    sent again is not saved twice. Another conversation is not affected."""
+    text = "I have decided that the release of version two happens on the fifteenth of March."
+    reply = "Understood: version two is released on the fifteenth of March, as you decided."
+    ask(env, standin, text, reply, "--conversation", "release")
+    ask(env, standin, text + "!", reply, "--conversation", "release")
+    assert status(env)["skips"] == {"dedup": 2}
+    assert status(env)["points"]["total"] == 2
+    ask(
+        env,
+        standin,
+        text,
+        "Noted here as well: the fifteenth of March it is, for this conversation too.",
+        "--conversation",
+        "other",
+    )
+    assert status(env)["points"]["total"] == 4
