@@ -443,6 +443,25 @@ def test_import_doc_is_idempotent_across_edits(
     assert "missing.md" in line
 
 
+def test_import_doc_names_sections_left_without_a_vector_by_an_early_batch(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """A long document is embedded in batches; when one fails and a later one works, the
+    sections of the failed one still wait for backfill, and the note says so."""
+    doc = tmp_path / "long.md"
+    doc.write_text(
+        "\n".join(f"## Part {i}\nThe body of part {i} names gadget {i * 7}.\n" for i in range(40)),
+        encoding="utf-8",
+    )
+    standin.fail_next("status", status=500, path=EMBED)  # the first batch only
+    proc = run_cli(env, "import-doc", str(doc), "--json")
+    assert_ok(proc)
+    assert json.loads(proc.stdout)["added"] == 40
+    assert status(env)["points"]["without_vector"] == 16
+    notes = [line for line in proc.stderr.splitlines() if not line.startswith("embedding ")]
+    assert len(notes) == 1 and "16 sections stored without a vector" in notes[0], proc.stderr
+
+
 # ------------------------------------------------------------------ a second process
 
 HOLDER = """
