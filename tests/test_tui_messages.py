@@ -138,3 +138,35 @@ async def test_a_recalled_hit_in_the_sidebar_opens_in_the_browser_and_can_be_for
         if hits.option_count:
             await pilot.press("escape")
         assert isinstance(app.focused, ChatInput)
+
+
+async def test_pin_and_forget_notices_quote_a_short_message_whole(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """A message the filter skipped ("ok") is pinned as a new memory; the notice quotes it
+    without a false ellipsis, and forgetting it counts one point, in the singular."""
+    from tui.widgets.chat_message import ChatNotice
+
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        await type_text(pilot, "ok")
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: [m.status for m in app.query(ChatMessage)] == ["complete", "complete"],
+            what="the reply",
+        )
+        await app.engine.drain()
+
+        def said() -> list[str]:
+            return [str(n.render()) for n in app.query(ChatNotice)]
+
+        await pilot.press("ctrl+up", "up", "p")  # the user's "ok"
+        await wait_until(pilot, lambda: any("pinned" in n for n in said()), what="pinned")
+        assert said()[-1].endswith("pinned as a new memory: ok"), said()
+        await pilot.press("f")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: said()[-1].startswith("Forgot"), what="forgotten")
+        assert said()[-1] == "Forgot 1 memory point."
