@@ -131,10 +131,17 @@ def read_config_file(path: Path) -> dict[str, object]:
     except tomllib.TOMLDecodeError as error:
         raise SettingsError(f"config file {path}: invalid TOML: {error}") from None
     values: dict[str, object] = {}
+    written_as: dict[str, str] = {}  # setting -> the key that set it
     for raw_key, value in data.items():
         name = _config_key(raw_key)
         if name is None:
             raise SettingsError(f"config file {path}: unknown key '{raw_key}'")
+        if name in written_as:  # `model` and `STRAYLIGHT_MODEL`: which one was meant?
+            raise SettingsError(
+                f"config file {path}: keys '{written_as[name]}' and '{raw_key}' both set "
+                f"{name}; keep one"
+            )
+        written_as[name] = raw_key
         if name == "model_options":
             try:
                 check_model_options(value)

@@ -47,9 +47,14 @@ class IngestReport:
     unchanged: int = 0
     removed: int = 0
     embed_requests: int = 0
+    without_vector: int = 0
+    """Added or updated sections stored without a vector (a failed batch): they wait for
+    backfill. Not in the JSON, whose fields are the issue's contract; the CLI notes it."""
 
     def to_json(self) -> dict[str, int]:
-        return asdict(self)
+        data = asdict(self)
+        del data["without_vector"]
+        return data
 
 
 def plan_ingest(
@@ -125,4 +130,7 @@ def apply_ingest(
     )
     added = [(pid, usable[source]) for pid, (source, _t) in zip(ids, written, strict=True)]
     store.after_replace(gone, added)
-    return IngestReport(len(plan.add), len(plan.update), plan.unchanged, len(plan.remove))
+    missing = sum(1 for vector in usable.values() if vector is None)
+    return IngestReport(
+        len(plan.add), len(plan.update), plan.unchanged, len(plan.remove), 0, missing
+    )

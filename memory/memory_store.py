@@ -29,6 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from memory import ingest
+from memory.conversation_notes import SUPERSEDED_TAG
 from memory.embedding_check import vector_problem
 from memory.embedding_space import EmbeddingSpace, record_space, resolve_space
 from memory.headroom import Headroom, headroom, ram_estimate_bytes
@@ -395,6 +396,18 @@ class MemoryStore:
         if rule is not None:
             self.points.record_skip(role, rule, conversation_id, text[:200])
         return rule
+
+    def load_dedup_memory(self, conversation_id: str) -> None:
+        """Give the save filter the conversation's last saves when this process has not
+        seen it (`ask --conversation ID`, a chat continued after a restart), so dedup
+        compares with them as it would in the process that saved them."""
+        lookback = self.filter.config.dedup_lookback
+        for role in ("user", "assistant"):
+            if not self.filter.knows(role, conversation_id):
+                texts = self.points.recent_turn_texts(
+                    conversation_id, role, lookback, without_tag=SUPERSEDED_TAG
+                )
+                self.filter.seed(role, conversation_id, texts)
 
     def remember(
         self, text: str, *, conversation_id: str = "", vector: Sequence[float] | None = None

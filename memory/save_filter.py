@@ -183,6 +183,26 @@ class SaveFilter:
             while len(self._recent) > self._config.max_conversations:
                 self._recent.popitem(last=False)
 
+    def knows(self, role: str, conversation_id: str) -> bool:
+        """Whether this process holds the recent saves of this conversation and role (from
+        its own saves or a `seed`); dedup off needs none."""
+        with self._lock:
+            return self._config.dedup_lookback == 0 or (conversation_id, role) in self._recent
+
+    def seed(self, role: str, conversation_id: str, texts: Sequence[str]) -> None:
+        """Start the memory of a conversation saved by an earlier process (oldest first);
+        a conversation this process already knows is left as it is."""
+        _check_role(role)
+        with self._lock:
+            if self._config.dedup_lookback == 0 or (conversation_id, role) in self._recent:
+                return
+        for text in texts:
+            self.record_saved(role, text, conversation_id)
+        with self._lock:  # known from now on, even with no earlier save
+            self._recent.setdefault(
+                (conversation_id, role), deque(maxlen=self._config.dedup_lookback)
+            )
+
     def forget_saved(self, role: str, content: str, conversation_id: str) -> None:
         """Take a text back out of the dedup memory: its point was forgotten (a superseded
         message), so its replacement is not a duplicate of it."""

@@ -15,7 +15,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memory.doc_splitter import split_markdown
@@ -167,6 +167,7 @@ class TurnMemory:
             return SaveResult(None, "disabled"), SaveResult(None, "disabled")
         save = self.store.save
         try:
+            await asyncio.to_thread(self.store.load_dedup_memory, conversation_id)
             user = await asyncio.to_thread(
                 functools.partial(
                     save,
@@ -261,18 +262,19 @@ class TurnMemory:
         todo = plan.texts_to_embed()
         vectors: dict[str, Sequence[float] | None] = {}
         requests = 0
-        for start in range(0, len(todo), EMBED_BATCH):
+        problem: str | None = None  # the first batch's problem: a later batch's success
+        for start in range(0, len(todo), EMBED_BATCH):  # does not undo it
             batch = todo[start : start + EMBED_BATCH]
             got = await self.embed_texts([text for _source, text in batch])
+            problem = problem or self.embed_problem
             requests += 1 if self.embed is not None else 0
             for index, (source, _text) in enumerate(batch):
                 vectors[source] = got[index] if got else None
             if progress is not None:
                 progress(min(start + EMBED_BATCH, len(todo)), len(todo))
+        self.embed_problem = problem
         report = await asyncio.to_thread(self.store.apply_ingest, plan, vectors)
-        return IngestReport(
-            report.added, report.updated, report.unchanged, report.removed, requests
-        )
+        return replace(report, embed_requests=requests)
 
 
 def masked_keys(entries: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:

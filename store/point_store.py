@@ -399,6 +399,22 @@ class PointStore:
         sql = f"SELECT {POINT_COLUMNS} FROM points WHERE starts_with(source, ?) ORDER BY id"
         return self._select(sql, [prefix])
 
+    def recent_turn_texts(
+        self, conversation_id: str, role: str, limit: int, *, without_tag: str = ""
+    ) -> list[str]:
+        """The contents of the last `limit` points turns saved for this conversation and
+        role (none tagged `without_tag`), oldest first: the save filter's dedup memory of a
+        conversation continued in another process."""
+        if limit <= 0:
+            return []
+        with self.db.cursor() as cur:
+            rows = cur.execute(
+                "SELECT content FROM points WHERE conversation_id = ? AND role = ? "
+                "AND source = 'turn' AND NOT list_contains(tags, ?) ORDER BY id DESC LIMIT ?",
+                [conversation_id, role, without_tag, limit],
+            ).fetchall()
+        return [str(content) for (content,) in reversed(rows)]
+
     def find_by_hash(self, digest: str) -> list[Point]:
         """Points whose content hashes to `digest` (see `content_hash`), by id."""
         sql = f"SELECT {POINT_COLUMNS} FROM points WHERE content_hash = ? ORDER BY id"

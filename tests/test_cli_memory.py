@@ -443,6 +443,25 @@ def test_import_doc_is_idempotent_across_edits(
     assert "missing.md" in line
 
 
+def test_import_doc_names_sections_left_without_a_vector_by_an_early_batch(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """A long document is embedded in batches; when one fails and a later one works, the
+    sections of the failed one still wait for backfill, and the note says so."""
+    doc = tmp_path / "long.md"
+    doc.write_text(
+        "\n".join(f"## Part {i}\nThe body of part {i} names gadget {i * 7}.\n" for i in range(40)),
+        encoding="utf-8",
+    )
+    standin.fail_next("status", status=500, path=EMBED)  # the first batch only
+    proc = run_cli(env, "import-doc", str(doc), "--json")
+    assert_ok(proc)
+    assert json.loads(proc.stdout)["added"] == 40
+    assert status(env)["points"]["without_vector"] == 16
+    notes = [line for line in proc.stderr.splitlines() if not line.startswith("embedding ")]
+    assert len(notes) == 1 and "16 sections stored without a vector" in notes[0], proc.stderr
+
+
 # ------------------------------------------------------------------ a second process
 
 HOLDER = """
@@ -538,3 +557,24 @@ def test_status_of_a_new_data_dir_estimates_what_an_empty_memory_costs(
     opened = status(env)  # a database with no point
     assert opened["points"]["total"] == 0
     assert before["ram_estimate_bytes"] == opened["ram_estimate_bytes"] > 32 * 2**20
+
+
+def test_dedup_remembers_a_conversation_across_ask_runs(env: Env, standin: OllamaStandIn) -> None:
+    """`ask --conversation ID` is a new process each time; the dedup rule still sees the
+    conversation's last saves (they are read back from the database), so the same message
+    sent again is not saved twice. Another conversation is not affected."""
+    text = "I have decided that the release of version two happens on the fifteenth of March."
+    reply = "Understood: version two is released on the fifteenth of March, as you decided."
+    ask(env, standin, text, reply, "--conversation", "release")
+    ask(env, standin, text + "!", reply, "--conversation", "release")
+    assert status(env)["skips"] == {"dedup": 2}
+    assert status(env)["points"]["total"] == 2
+    ask(
+        env,
+        standin,
+        text,
+        "Noted here as well: the fifteenth of March it is, for this conversation too.",
+        "--conversation",
+        "other",
+    )
+    assert status(env)["points"]["total"] == 4

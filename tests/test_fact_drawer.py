@@ -315,6 +315,19 @@ def test_undecodable_and_control_characters_never_reach_the_store(drawer: FactDr
         drawer.set("ghp_1234567890abcdefghijklmnopqrstuvwxyzAB", "fact", "a token as key")
 
 
+@pytest.mark.parametrize(
+    "key",
+    ["AKIAIOSFODNN7EXAMPLE", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.abcDEF123_-x"],
+)
+def test_a_key_whose_secret_shows_only_in_upper_case_is_refused(
+    drawer: FactDrawer, key: str
+) -> None:
+    """The key is lower-cased for storage; the masker must see it as it was typed."""
+    with pytest.raises(FactError, match="secret"):
+        drawer.set(key, "fact", "a credential as key")
+    assert drawer.list_facts(all_workspaces=True) == []
+
+
 def test_a_cap_that_cuts_everything_still_says_so(db_file: Path) -> None:
     d = drawer_at(db_file, T0, always_max=0)
     d.set("rule:a", "rule", "Always answer briefly.")

@@ -921,3 +921,13 @@ def test_ollama_host_env_is_resolved_like_the_client(text: str, config_file: Pat
         with pytest.raises(SettingsError) as raised:
             load_settings(environ={"OLLAMA_HOST": text}, config_path=config_file)
         assert_one_line(str(raised.value), "OLLAMA_HOST")
+
+
+def test_a_setting_written_twice_in_the_config_file_is_refused(config_file: Path) -> None:
+    """The file accepts the setting's name and its environment name; both for one setting
+    would leave one silently ignored, so the file is refused, naming both keys."""
+    write_config(config_file, 'model = "qwen3"\nSTRAYLIGHT_MODEL = "llama3.2"\n')
+    with pytest.raises(SettingsError) as raised:
+        load_settings(environ={}, config_path=config_file)
+    message = str(raised.value)
+    assert "'model'" in message and "'STRAYLIGHT_MODEL'" in message and "\n" not in message

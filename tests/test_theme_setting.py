@@ -87,3 +87,16 @@ async def test_switching_back_to_the_starting_theme_is_kept_too(tmp_path: Path) 
             pilot, lambda: 'theme = "nord"' in path.read_text(encoding="utf-8"), what="back"
         )
     assert path.read_text(encoding="utf-8") == with_theme(with_theme(CONFIG, "gruvbox"), "nord")
+
+
+def test_a_theme_written_under_its_environment_name_is_the_line_replaced(
+    tmp_path: Path,
+) -> None:
+    """config.toml may name the setting `STRAYLIGHT_THEME` (any case); the palette's choice
+    replaces that line instead of adding a second key, which the settings would refuse."""
+    path = tmp_path / "config.toml"
+    path.write_text('STRAYLIGHT_THEME = "nord"  # mine\nmodel = "qwen3"\n', encoding="utf-8")
+    save_theme(path, "gruvbox")
+    assert path.read_text(encoding="utf-8") == 'theme = "gruvbox"  # mine\nmodel = "qwen3"\n'
+    resolved = load_settings(environ={}, config_path=path)
+    assert resolved.settings.theme == "gruvbox"

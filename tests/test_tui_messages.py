@@ -3,6 +3,8 @@ store changes, checked through the real DuckDB file."""
 
 from __future__ import annotations
 
+from textual.pilot import Pilot
+
 from agent.settings import Settings
 from store.point_store import content_hash
 from tests.support.ollama_standin import OllamaStandIn
@@ -22,21 +24,26 @@ def points_with(app: StraylightApp, text: str):
     return app.engine.memory.store.points.find_by_hash(content_hash(text))
 
 
+async def first_turn(app: StraylightApp, pilot: Pilot[None], text: str) -> None:
+    """Once the memory is open, send `text`; return when the reply and its save are done."""
+    await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+    await type_text(pilot, text)
+    await pilot.press("enter")
+    await wait_until(
+        pilot,
+        lambda: [m.status for m in app.query(ChatMessage)] == ["complete", "complete"],
+        what="the reply",
+    )
+    await app.engine.drain()
+
+
 async def test_select_pin_copy_and_forget_a_message(
     settings: Settings, standin: OllamaStandIn
 ) -> None:
     standin.script_reply(REPLY)
     app = StraylightApp(settings)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
-        await type_text(pilot, QUESTION)
-        await pilot.press("enter")
-        await wait_until(
-            pilot,
-            lambda: [m.status for m in app.query(ChatMessage)] == ["complete", "complete"],
-            what="the reply",
-        )
-        await app.engine.drain()
+        await first_turn(app, pilot, QUESTION)
         assert [p.pinned for p in points_with(app, REPLY)] == [False]
 
         await pilot.press("ctrl+up")  # the last message: the reply
@@ -138,3 +145,27 @@ async def test_a_recalled_hit_in_the_sidebar_opens_in_the_browser_and_can_be_for
         if hits.option_count:
             await pilot.press("escape")
         assert isinstance(app.focused, ChatInput)
+
+
+async def test_pin_and_forget_notices_quote_a_short_message_whole(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """A message the filter skipped ("ok") is pinned as a new memory; the notice quotes it
+    without a false ellipsis, and forgetting it counts one point, in the singular."""
+    from tui.widgets.chat_message import ChatNotice
+
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await first_turn(app, pilot, "ok")
+
+        def said() -> list[str]:
+            return [str(n.render()) for n in app.query(ChatNotice)]
+
+        await pilot.press("ctrl+up", "up", "p")  # the user's "ok"
+        await wait_until(pilot, lambda: any("pinned" in n for n in said()), what="pinned")
+        assert said()[-1].endswith("pinned as a new memory: ok"), said()
+        await pilot.press("f")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: said()[-1].startswith("Forgot"), what="forgotten")
+        assert said()[-1] == "Forgot 1 memory point."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from agent.settings import Settings
 from tests.support.ollama_standin import OllamaStandIn
@@ -256,3 +257,30 @@ async def test_at_80_columns_the_sidebar_folds_into_one_line(
         assert not app.query_one(StatusSidebar).display and summary.display
         await type_text(pilot, "still typing")
         assert app.query_one(ChatInput).text == "still typing"
+
+
+async def test_import_of_a_long_document_shows_progress_and_names_missing_vectors(
+    settings: Settings, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """`/import` of many sections says how far it got, and when an embedding batch failed,
+    how many sections wait for backfill (the CLI says both on stderr)."""
+    doc = tmp_path / "long.md"
+    doc.write_text(
+        "\n".join(f"## Part {i}\nThe body of part {i} names gadget {i * 7}.\n" for i in range(80)),
+        encoding="utf-8",
+    )
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory")
+        standin.fail_next("status", status=500, path="/api/embed")  # the first batch only
+        await type_text(pilot, f"/import {doc}")
+        await pilot.press("enter")
+        await wait_until(
+            pilot, lambda: any("sections stored without" in n for n in notices(app)), what="note"
+        )
+        said = notices(app)
+        assert any(n.startswith("Embedding 16/80 sections") for n in said), said
+        assert any(n.startswith("Embedding 80/80 sections") for n in said), said
+        done = next(i for i, n in enumerate(said) if n.startswith("Imported"))
+        assert "80 added" in said[done]
+        assert said[done + 1].startswith("16 sections stored without a vector"), said

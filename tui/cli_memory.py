@@ -138,10 +138,11 @@ async def import_doc(settings: Settings, path: Path, *, as_json: bool) -> int:
             f"{report.unchanged} unchanged, {report.removed} removed "
             f"({report.embed_requests} embedding requests)"
         )
-    if memory.embed_problem and (report.added or report.updated):
+    if report.without_vector:
+        why = memory.embed_problem or "Ollama was not reachable"
         print(
-            f"straylight: note: sections stored without a vector ({memory.embed_problem}); "
-            "found by their words until backfill",
+            f"straylight: note: {report.without_vector} sections stored without a vector "
+            f"({why}); found by their words until backfill",
             file=sys.stderr,
         )
     return EXIT_OK

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from memory.turn_memory import TurnMemory
 
 Notice = Callable[..., Awaitable[None]]
+PROGRESS_MIN_SECTIONS = 64  # an /import of more sections to embed shows its progress
 
 
 async def run_memory_command(
@@ -95,16 +96,36 @@ async def _import(memory: TurnMemory, argument: str, notice: Notice) -> None:
         await notice(f"No such file: {path}", kind="error")
         return
     await notice(f"Importing {path}…")
+    shown: list[asyncio.Future[None]] = []
+    quarters_shown: set[int] = set()
+
+    def progress(done: int, total: int) -> None:
+        """A long ingest says how far it got, at most once a quarter (like the CLI's
+        stderr lines, which come once a batch)."""
+        quarter = 4 * done // total
+        if total > PROGRESS_MIN_SECTIONS and quarter not in quarters_shown:
+            quarters_shown.add(quarter)
+            shown.append(asyncio.ensure_future(notice(f"Embedding {done}/{total} sections…")))
+
     try:
-        report = await memory.ingest_doc(path)
+        report = await memory.ingest_doc(path, progress=progress)
     except (OSError, UnicodeDecodeError) as error:
         await notice(f"Cannot import {path}: {error}", kind="error")
         return
+    finally:
+        await asyncio.gather(*shown)
     await notice(
         f"Imported {path}: {report.added} added, {report.updated} updated, "
         f"{report.unchanged} unchanged, {report.removed} removed "
         f"({report.embed_requests} embedding requests)."
     )
+    if report.without_vector:
+        why = memory.embed_problem or "Ollama was not reachable"
+        await notice(
+            f"{report.without_vector} sections stored without a vector ({why}); "
+            "found by their words until backfill.",
+            kind="warning",
+        )
 
 
 def _first_line(text: str, limit: int = 70) -> str:

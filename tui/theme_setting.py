@@ -17,9 +17,12 @@ import tomllib
 from pathlib import Path
 
 _TABLE_RE = re.compile(r"^\s*\[")
-_THEME_RE = re.compile(r"^(\s*)theme\s*=")
+# the setting's keys: `theme` or its environment name, any case (settings.read_config_file
+# accepts both, and refuses a file that has both)
+_THEME_KEY = r"(?i:theme|straylight_theme)"
+_THEME_RE = re.compile(rf"^(\s*){_THEME_KEY}\s*=")
 _VALUE_AND_COMMENT_RE = re.compile(
-    r"""^\s*theme\s*=\s*(?:"(?:[^"\\]|\\.)*"|'[^']*'|[^#\s]*)\s*(#.*)?$"""
+    rf"""^\s*{_THEME_KEY}\s*=\s*(?:"(?:[^"\\]|\\.)*"|'[^']*'|[^#\s]*)\s*(#.*)?$"""
 )
 
 

@@ -238,7 +238,7 @@ class ChatNavigation(Screen[None]):
             return
         point_id, created = await _pin(memory, message)
         note = "pinned as a new memory" if created else "pinned"
-        await self.notice(f"#{point_id} {note}: {message.text[:60].strip()}…")
+        await self.notice(f"#{point_id} {note}: {_preview(message.text)}")
         self.refresh_memory_status()
 
     def action_forget_message(self) -> None:
@@ -254,7 +254,8 @@ class ChatNavigation(Screen[None]):
             if not yes:
                 return
             gone = await _forget(memory, message)
-            text = f"Forgot {len(gone)} memory point(s)." if gone else "No memory point for it."
+            points = "point" if len(gone) == 1 else "points"
+            text = f"Forgot {len(gone)} memory {points}." if gone else "No memory point for it."
             await self.notice(text, kind="info" if gone else "warning")
             self.refresh_memory_status()
 
@@ -417,3 +418,9 @@ async def _forget(memory: TurnMemory, message: ChatMessage) -> list[int]:
         if await asyncio.to_thread(memory.store.forget, point_id):
             gone.append(point_id)
     return gone
+
+
+def _preview(text: str, limit: int = 60) -> str:
+    """A message on one line, cut at `limit` characters with an ellipsis only when cut."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
