@@ -289,16 +289,20 @@ def evaluate(data: dict[str, list[Asked]], only: Sequence[str] = ()) -> dict[str
     return results
 
 
-def _line(name: str, row: dict[str, Any]) -> str:
+def _line(name: str, row: dict[str, Any], *, width: int = 34, in_block: bool = False) -> str:
+    """One held-out row: mean / worst conversation at @5 and @10 (and the block's evidence
+    with `in_block`), MRR, then per category."""
     mean, worst = row["mean"], row["worst"]
     cats = "  ".join(
         f"{c}:{mean['by_category'][c]['recall@5']:.3f}/{worst['by_category'][c]['recall@5']:.3f}"
         f",{mean['by_category'][c]['recall@10']:.3f}/{worst['by_category'][c]['recall@10']:.3f}"
         for c in ("1", "2", "3", "4")
     )
+    block = f"  in_block {mean['in_block']:.3f}/{worst['in_block']:.3f}" if in_block else ""
     return (
-        f"{name:<34} @5 {mean['recall@5']:.3f}/{worst['recall@5']:.3f}"
-        f"  @10 {mean['recall@10']:.3f}/{worst['recall@10']:.3f}  MRR {mean['mrr']:.3f}  {cats}"
+        f"{name:<{width}} @5 {mean['recall@5']:.3f}/{worst['recall@5']:.3f}"
+        f"  @10 {mean['recall@10']:.3f}/{worst['recall@10']:.3f}{block}"
+        f"  MRR {mean['mrr']:.3f}  {cats}"
     )
 
 

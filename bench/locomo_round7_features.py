@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memory.recall_rerank import FEATURES as PRODUCT_FEATURES
+from memory.recall_rerank import LENGTH_C as LENGTH_C  # the product's
 from memory.recall_rerank import LinearModel as LinearModel  # the product's, shared
 from memory.text.answers import AnswerType, holds_answer
 from memory.text.dates import DateSpan
@@ -42,9 +43,6 @@ from memory.text.shape import content_words
 FEATURES: Final = (*PRODUCT_FEATURES[:14], "coverage", *PRODUCT_FEATURES[14:])
 """The columns of `candidate_features`, in order: the product's (`memory.recall_rerank`) with
 round 7's coverage, which the product left out."""
-
-LENGTH_C: Final = 8.0
-"""The length prior's c in n / (n + c) (`RecallTuning.length_prior`'s value)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,7 @@ from bench.locomo_loo import KS, Scored, leave_one_out, progress
 from bench.locomo_round5_rankers import base
 from bench.locomo_round6 import environment6
 from bench.locomo_round6_rankers import Conv6
+from bench.locomo_round7 import _line as round7_line
 from bench.locomo_round7_learn import Config, Example, Train, choose, fit, nested
 from memory.recall import TUNING, TURN_TUNING, RecallTuning, _fuse
 from memory.recall_rerank import FEATURES, LinearModel, candidate_features
@@ -317,20 +318,12 @@ def model_literal(model: LinearModel) -> str:
 
 
 def _line(name: str, row: dict[str, Any]) -> str:
-    mean, worst = row["mean"], row["worst"]
-    cats = "  ".join(
-        f"{c}:{mean['by_category'][c]['recall@5']:.3f}/{worst['by_category'][c]['recall@5']:.3f}"
-        f",{mean['by_category'][c]['recall@10']:.3f}/{worst['by_category'][c]['recall@10']:.3f}"
-        for c in ("1", "2", "3", "4")
-    )
-    return (
-        f"{name:<24} @5 {mean['recall@5']:.3f}/{worst['recall@5']:.3f}"
-        f"  @10 {mean['recall@10']:.3f}/{worst['recall@10']:.3f}"
-        f"  in_block {mean['in_block']:.3f}/{worst['in_block']:.3f}  MRR {mean['mrr']:.3f}  {cats}"
-    )
+    return round7_line(name, row, width=24, in_block=True)
 
 
-def print_round(results: dict[str, Any]) -> None:
+def print_rows(results: dict[str, Any], *, block: bool = True, every_choice: bool = False) -> None:
+    """Each held-out row of `results`, its conversations (@5 / @10, and `block`: in_block),
+    and the folds' choices (`every_choice`: also when every fold kept the product)."""
     print("held out, mean / worst conversation; per category @5,@10 (mean/worst)")
     for name, row in results.items():
         if not isinstance(row, dict) or "mean" not in row:
@@ -339,12 +332,17 @@ def print_round(results: dict[str, Any]) -> None:
         print(
             f"{'':<24} "
             + " ".join(
-                f"{c} {v['recall@5']:.3f}/{v['recall@10']:.3f}/{v['in_block']:.3f}"
+                f"{c} {v['recall@5']:.3f}/{v['recall@10']:.3f}"
+                + (f"/{v['in_block']:.3f}" if block else "")
                 for c, v in row["per_conversation"].items()
             )
         )
-        if "chosen" in row and set(row["chosen"].values()) != {"product"}:
+        if "chosen" in row and (every_choice or set(row["chosen"].values()) != {"product"}):
             print(f"{'':<24} chosen: " + "; ".join(f"{c} {v}" for c, v in row["chosen"].items()))
+
+
+def print_round(results: dict[str, Any]) -> None:
+    print_rows(results)
     if "on all five" in results:
         found = results["on all five"]
         print(f"on all five: {found['config']}")

@@ -55,7 +55,7 @@ from bench.locomo_data import Conversation, Question, load_locomo, score_questio
 from bench.locomo_loo import KS, Scored, leave_one_out, progress
 from bench.locomo_round6 import environment6
 from bench.locomo_round7_learn import Example, fit
-from bench.locomo_round8 import _line
+from bench.locomo_round8 import print_rows
 from memory.recall import TUNING, _fuse
 from memory.recall_rerank import LinearModel, candidate_features
 from memory.text.answers import answer_types, holds_answer, question_names
@@ -476,19 +476,7 @@ def run(path: Path, cache_dir: Path, only: Sequence[str] = ()) -> dict[str, Any]
 
 def print_round(results: dict[str, Any]) -> None:
     print("evidence in the pool:", json.dumps(results["pool"]))
-    print("held out, mean / worst conversation; per category @5,@10 (mean/worst)")
-    for name, row in results.items():
-        if not isinstance(row, dict) or "mean" not in row:
-            continue
-        print(_line(name, row))
-        print(
-            f"{'':<24} "
-            + " ".join(
-                f"{c} {v['recall@5']:.3f}/{v['recall@10']:.3f}"
-                for c, v in row["per_conversation"].items()
-            )
-        )
-        print(f"{'':<24} chosen: " + "; ".join(f"{c} {v}" for c, v in row["chosen"].items()))
+    print_rows(results, block=False, every_choice=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,6 +1,7 @@
 """The learned re-rank of recall's fused candidates (issue 17, eighth round;
 docs/recall-quality.md): a logistic model over 16 features of every candidate picks the
-best ten, and the product's own order (date and answer boosts, length prior) orders them.
+best max(`RecallTuning.learned_set`, k), and the product's own order (date and answer
+boosts, length prior) orders them.
 
 Every feature comes from what `memory.recall.recall` already has — the two rankings and
 their fusion, the query's time spans and answer kinds — and from the word index's per-slot
