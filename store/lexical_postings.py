@@ -359,25 +359,11 @@ class CompactPostings:
             return slots
         return slots[np.frombuffer(self._alive, dtype=np.int8)[slots] != 0]
 
-    def live_slots_of(self, point_ids: Iterable[int]) -> NDArray[np.int64]:
-        """The live slots of these points, ascending (points not indexed left out): `slot_of`
-        for many, with one binary search for all (recall asks it for every pin)."""
-        wanted = list(set(point_ids))
-        added = [self._new_slot.get(p) for p in wanted]
-        loaded = np.asarray([p for p, s in zip(wanted, added, strict=True) if s is None], np.int64)
-        where = np.searchsorted(self._base_ids, loaded)
-        known = where < len(self._base_ids)
-        known[known] = self._base_ids[where[known]] == loaded[known]
-        fresh = np.asarray([s for s in added if s is not None], dtype=np.int64)
-        slots = np.concatenate([fresh, where[known].astype(np.int64)])
-        slots = slots[np.frombuffer(self._alive, dtype=np.int8)[slots] != 0]
-        return np.sort(slots)
-
-    def traits_of(self, point_ids: Sequence[int]) -> Traits | None:
-        """The traits of these points, in their order (words, days, answers); None when
-        one of them is not indexed or was indexed without traits (the caller ranks as
-        without them). One binary search for all (recall asks it for ~100 candidates)."""
-        new_slot = self._new_slot  # points added since the load (often none)
+    def _slots_of(self, point_ids: Sequence[int]) -> NDArray[np.int64]:
+        """Each point's newest slot, in their order (-1: not indexed), alive or not: the
+        points added since the load by their map (often none), the others with one binary
+        search in the sorted base ids for all."""
+        new_slot = self._new_slot
         slots = (
             np.fromiter((new_slot.get(p, -1) for p in point_ids), np.int64, len(point_ids))
             if new_slot
@@ -389,9 +375,24 @@ class CompactPostings:
             where = np.searchsorted(self._base_ids, wanted)
             found = where < len(self._base_ids)
             found[found] = self._base_ids[where[found]] == wanted[found]
-            if not found.all():
-                return None
-            slots[loaded] = where
+            slots[loaded] = np.where(found, where, -1)
+        return slots
+
+    def live_slots_of(self, point_ids: Iterable[int]) -> NDArray[np.int64]:
+        """The live slots of these points, ascending (points not indexed left out): `slot_of`
+        for many, with one binary search for all (recall asks it for every pin)."""
+        slots = self._slots_of(list(set(point_ids)))
+        slots = slots[slots >= 0]
+        slots = slots[np.frombuffer(self._alive, dtype=np.int8)[slots] != 0]
+        return np.sort(slots)
+
+    def traits_of(self, point_ids: Sequence[int]) -> Traits | None:
+        """The traits of these points, in their order (words, days, answers); None when
+        one of them is not indexed or was indexed without traits (the caller ranks as
+        without them). One binary search for all (recall asks it for ~100 candidates)."""
+        slots = self._slots_of(point_ids)
+        if not (slots >= 0).all():
+            return None
         if len(slots) and not np.frombuffer(self._alive, dtype=np.int8)[slots].all():
             return None
         all_words, all_days, all_answers = self._trait_arrays()
