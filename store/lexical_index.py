@@ -22,7 +22,7 @@ import numpy as np
 from store import meta
 from store.lexical_cache import GENERATION_KEY, K1, B, LexicalCache
 from store.lexical_cache import LoadStopped as LoadStopped  # tests and benchmarks import it here
-from store.point_traits import PointTraits
+from store.point_traits import PointTraits, trait_row
 from store.text_terms import Analyzer, default_analyzer
 
 ANALYZER_KEY = "lexical.analyzer"
@@ -96,7 +96,7 @@ class PointWords:
     @property
     def trait_row(self) -> tuple[int | None, int | None, int | None]:
         """(words, day, answers) for `lexical_docs` (NULLs when unknown)."""
-        return (None, None, None) if self.traits is None else self.traits.as_row()
+        return trait_row(self.traits)
 
 
 def analyse(
@@ -226,10 +226,7 @@ def reindex_all(
         counts = Counter(a.terms(text))
         doc_ids.append(point_id)
         lengths.append(sum(counts.values()))
-        trait = known.get(point_id)
-        for column, value in zip(
-            columns, (None, None, None) if trait is None else trait.as_row(), strict=True
-        ):
+        for column, value in zip(columns, trait_row(known.get(point_id)), strict=True):
             column.append(value)
         for term, tf in counts.items():
             terms.append(term)

@@ -34,3 +34,8 @@ class PointTraits:
     def as_row(self) -> tuple[int, int, int]:
         """(words, day, answers) as the columns of `lexical_docs` store them."""
         return (min(max(self.words, 0), MAX_WORDS), self.day, self.answers & 0xFF)
+
+
+def trait_row(traits: PointTraits | None) -> tuple[int | None, int | None, int | None]:
+    """(words, day, answers) for `lexical_docs`: NULLs when the traits are unknown."""
+    return (None, None, None) if traits is None else traits.as_row()
