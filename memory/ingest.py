@@ -56,6 +56,24 @@ class IngestReport:
         del data["without_vector"]
         return data
 
+    def summary(self) -> str:
+        """What `import-doc` and `/import` say: "N added, … (M embedding requests)"."""
+        return (
+            f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
+            f"{self.removed} removed ({self.embed_requests} embedding requests)"
+        )
+
+    def vector_note(self, problem: str | None) -> str | None:
+        """The note on sections stored without a vector (`problem`: why the embedding
+        failed); None when every section has one."""
+        if not self.without_vector:
+            return None
+        why = problem or "Ollama was not reachable"
+        return (
+            f"{self.without_vector} sections stored without a vector ({why}); "
+            "found by their words until backfill"
+        )
+
 
 def plan_ingest(
     store: MemoryStore, source_prefix: str, entries: Sequence[tuple[str, str]]

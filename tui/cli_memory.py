@@ -133,18 +133,10 @@ async def import_doc(settings: Settings, path: Path, *, as_json: bool) -> int:
     if as_json:
         print_json(report.to_json())
     else:
-        print(
-            f"{path}: {report.added} added, {report.updated} updated, "
-            f"{report.unchanged} unchanged, {report.removed} removed "
-            f"({report.embed_requests} embedding requests)"
-        )
-    if report.without_vector:
-        why = memory.embed_problem or "Ollama was not reachable"
-        print(
-            f"straylight: note: {report.without_vector} sections stored without a vector "
-            f"({why}); found by their words until backfill",
-            file=sys.stderr,
-        )
+        print(f"{path}: {report.summary()}")
+    note = report.vector_note(memory.embed_problem)
+    if note is not None:
+        print(f"straylight: note: {note}", file=sys.stderr)
     return EXIT_OK
 
 

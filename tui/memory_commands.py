@@ -114,18 +114,10 @@ async def _import(memory: TurnMemory, argument: str, notice: Notice) -> None:
         return
     finally:
         await asyncio.gather(*shown)
-    await notice(
-        f"Imported {path}: {report.added} added, {report.updated} updated, "
-        f"{report.unchanged} unchanged, {report.removed} removed "
-        f"({report.embed_requests} embedding requests)."
-    )
-    if report.without_vector:
-        why = memory.embed_problem or "Ollama was not reachable"
-        await notice(
-            f"{report.without_vector} sections stored without a vector ({why}); "
-            "found by their words until backfill.",
-            kind="warning",
-        )
+    await notice(f"Imported {path}: {report.summary()}.")
+    note = report.vector_note(memory.embed_problem)
+    if note is not None:
+        await notice(f"{note}.", kind="warning")
 
 
 def _first_line(text: str, limit: int = 70) -> str:
