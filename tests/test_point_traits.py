@@ -108,19 +108,22 @@ def test_the_traits_survive_a_reopen_from_the_file_and_from_the_tables(home: Pat
     store, ids = saved
     want = mirror_traits(store, ids)
     store.close()
-    again = open_store(home)
-    try:
-        assert again.lexical.loaded_from == "file"
-        assert mirror_traits(again, ids) == want
-    finally:
-        again.close()
+    assert reopened_traits(home, ids, "file") == want
     (home / LEXICAL_FILENAME).unlink()
-    again = open_store(home)
+    assert reopened_traits(home, ids, "tables") == want
+
+
+def reopened_traits(
+    home: Path, ids: list[int], loaded_from: str
+) -> list[tuple[int, int, int]] | None:
+    """The mirror's traits of `ids` after a reopen whose word index came from `loaded_from`
+    ("file" or "tables")."""
+    store = open_store(home)
     try:
-        assert again.lexical.loaded_from == "tables"
-        assert mirror_traits(again, ids) == want
+        assert store.lexical.loaded_from == loaded_from
+        return mirror_traits(store, ids)
     finally:
-        again.close()
+        store.close()
 
 
 def forget_traits(home: Path) -> None:
@@ -184,18 +187,8 @@ def test_a_file_without_the_traits_is_rebuilt_from_the_tables(
     monkeypatch.setattr(lexical_file, "SECTIONS", layout)
     lexical_file.write_file(path, mapped.state, arrays)
     monkeypatch.undo()
-    again = open_store(home)
-    try:
-        assert again.lexical.loaded_from == "tables"  # refused, as any stale file
-        assert mirror_traits(again, ids) == want
-    finally:
-        again.close()
-    reopened = open_store(home)  # the open wrote it again, in the new layout
-    try:
-        assert reopened.lexical.loaded_from == "file"
-        assert mirror_traits(reopened, ids) == want
-    finally:
-        reopened.close()
+    assert reopened_traits(home, ids, "tables") == want  # refused, as any stale file
+    assert reopened_traits(home, ids, "file") == want  # the open wrote it again, in the new layout
 
 
 def test_a_store_of_schema_6_gets_the_columns_and_its_points_traits_at_open(home: Path) -> None:
