@@ -114,6 +114,13 @@ class RecallTuning:
     0.810 (worst conversation 0.727 → 0.752), recall@5 0.710 → 0.729 with the model's own
     five; ~+0.4 ms a recall at 100k (docs/recall-quality.md, "Eighth round"). Off in
     `TURN_TUNING`: the evidence in the turn's block fell (0.808 → 0.800)."""
+    speaker: LinearModel | None = None
+    """The learned re-rank with who said it (`memory.recall_rerank.SPEAKER_FEATURES`: the
+    16 and whether a candidate's speaker — the "Name: " its content starts with,
+    `memory.text.speakers` — is a name the query holds): this model picks instead of
+    `learned` when a candidate's speaker is named and the query does not ask "when";
+    otherwise, and for a point indexed before its speaker was kept, `learned` as before.
+    None: off (docs/recall-quality.md, "Tenth round")."""
     learned_set: int = 5
     """How many candidates the model picks at least: with 5 its best five for k ≤ 5
     (recall@5 0.729 held out), its best k above (its ten for k = 10); with 10 its best ten
@@ -210,7 +217,7 @@ def recall(
     if tuning.length_prior:
         depth = max(depth, tuning.length_prior_depth + len(excluded))
     chosen = learned_order(
-        store, regular, fused, vector_ranked, lexical_ranked, spans, kinds, tuning
+        store, query, regular, fused, vector_ranked, lexical_ranked, spans, kinds, tuning
     )
     if chosen is not None:  # the model's best, then the product's own order among them
         picked = chosen.ids[: max(tuning.learned_set, k) + len(excluded)]

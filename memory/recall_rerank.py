@@ -25,8 +25,10 @@ import numpy as np
 import numpy.typing as npt
 
 from memory.point_traits import day_number, kinds_mask
-from memory.text.answers import AnswerType
+from memory.text.answers import AnswerType, answer_types
 from memory.text.dates import DateSpan
+from memory.text.speakers import named_speakers
+from store.point_traits import MISSING_SPEAKER
 
 if TYPE_CHECKING:
     from memory.memory_store import MemoryStore
@@ -54,6 +56,9 @@ FEATURES: Final = (
 )
 """The columns of `candidate_features`, in order (round 7's without its coverage, which
 bought nothing)."""
+SPEAKER_FEATURES: Final = (*FEATURES, "speaker")
+"""The columns `RecallTuning.speaker`'s model weighs: `FEATURES` and whether the
+candidate's speaker is a name the question holds (`speaker_column`)."""
 
 LENGTH_C: Final = 8.0
 """The length prior's c in n / (n + c) (`RecallTuning.length_prior`'s value)."""
@@ -132,7 +137,7 @@ def candidate_features(
             values = values / best if best > 0 else np.zeros_like(values)
         out[rows, score] = values
     out[:, 9] = out[:, 4] * out[:, 7]
-    words, days, answers = traits
+    words, days, answers = traits[:3]
     length = words.astype(np.float64)
     floored = np.maximum(length, 0.5)
     out[:, 10] = length / (length + LENGTH_C)
@@ -166,6 +171,26 @@ def _best_neighbour(
     return best
 
 
+def speaker_column(
+    speakers: npt.NDArray[np.uint16], named: frozenset[int]
+) -> npt.NDArray[np.float64] | None:
+    """Per candidate, 1 when its speaker (`store.point_traits`: a hash) is one of `named`
+    (`asked_speakers`); None when a candidate's speaker is not known (indexed before
+    schema 8): the caller ranks as without the column."""
+    if bool(np.any(speakers == MISSING_SPEAKER)):
+        return None
+    return np.isin(speakers, np.fromiter(named, np.int64, len(named))).astype(np.float64)
+
+
+def asked_speakers(query: str, tuning: RecallTuning) -> frozenset[int]:
+    """The speaker hashes the query names (`memory.text.speakers.named_speakers`); none
+    when `tuning.speaker` is off or the query asks "when" (the column is 0 for a "when"
+    question: the tenth round's form)."""
+    if tuning.speaker is None or "when" in answer_types(query):
+        return frozenset()
+    return named_speakers(query)
+
+
 def learned_choice(
     ids: Sequence[int],
     fused: Mapping[int, float],
@@ -176,15 +201,23 @@ def learned_choice(
     kinds: Iterable[AnswerType],
     depth: int,
     model: LinearModel | None = None,
+    speaker: LinearModel | None = None,
+    named: frozenset[int] = frozenset(),
 ) -> list[int]:
-    """Every candidate of `ids` (fused order), the model's best first."""
+    """Every candidate of `ids` (fused order), the model's best first: `speaker`'s (over
+    `SPEAKER_FEATURES`) when a candidate's speaker is one of `named`, else `model`'s."""
     features = candidate_features(ids, fused, vector, lexical, traits, spans, kinds, depth)
-    order = (model or MODEL).order(features)
+    column = speaker_column(traits[3], named) if speaker is not None and named else None
+    if speaker is not None and column is not None and column.any():
+        order = speaker.order(np.hstack([features, column[:, None]]))
+    else:
+        order = (model or MODEL).order(features)
     return [ids[i] for i in order.tolist()]
 
 
 def learned_order(
     store: MemoryStore,
+    query: str,
     regular: Sequence[int],
     fused: Mapping[int, float],
     vector: Sequence[tuple[int, float]],
@@ -193,15 +226,26 @@ def learned_order(
     kinds: frozenset[AnswerType],
     tuning: RecallTuning,
 ) -> LearnedOrder | None:
-    """The regular candidates, the learned model's best first (`RecallTuning.learned`);
-    None when it does not run: off, a ranking missing, or a candidate without traits."""
+    """The regular candidates, the learned model's best first (`RecallTuning.learned`, and
+    `RecallTuning.speaker` when the query names a candidate's speaker); None when it does
+    not run: off, a ranking missing, or a candidate without traits."""
     if tuning.learned is None or not vector or not lexical or not store.lexical_ready:
         return None
     traits = store.lexical.traits_of(regular)
     if traits is None:
         return None
     order = learned_choice(
-        regular, fused, vector, lexical, traits, spans, kinds, tuning.candidates, tuning.learned
+        regular,
+        fused,
+        vector,
+        lexical,
+        traits,
+        spans,
+        kinds,
+        tuning.candidates,
+        tuning.learned,
+        tuning.speaker,
+        asked_speakers(query, tuning),
     )
     return LearnedOrder(order, dict(zip(regular, traits[0].tolist(), strict=True)))
 
