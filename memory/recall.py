@@ -117,10 +117,11 @@ class RecallTuning:
     speaker: LinearModel | None = None
     """The learned re-rank with who said it (`memory.recall_rerank.SPEAKER_FEATURES`: the
     16 and whether a candidate's speaker — the "Name: " its content starts with,
-    `memory.text.speakers` — is a name the query holds): this model picks instead of
-    `learned` when a candidate's speaker is named and the query does not ask "when";
-    otherwise, and for a point indexed before its speaker was kept, `learned` as before.
-    None: off (docs/recall-quality.md, "Tenth round")."""
+    `memory.text.speakers` — is a name the query holds, 0 for a "when" question): this
+    model picks instead of `learned` when the candidates carry speakers (an imported
+    transcript); when none does (a chat's own messages) or one's is not known (indexed
+    before schema 8), `learned` as before. None: off (docs/recall-quality.md, "Tenth
+    round")."""
     learned_set: int = 5
     """How many candidates the model picks at least: with 5 its best five for k ≤ 5
     (recall@5 0.729 held out), its best k above (its ten for k = 10); with 10 its best ten

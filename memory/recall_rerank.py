@@ -28,7 +28,7 @@ from memory.point_traits import day_number, kinds_mask
 from memory.text.answers import AnswerType, answer_types
 from memory.text.dates import DateSpan
 from memory.text.speakers import named_speakers
-from store.point_traits import MISSING_SPEAKER
+from store.point_traits import MISSING_SPEAKER, NO_SPEAKER
 
 if TYPE_CHECKING:
     from memory.memory_store import MemoryStore
@@ -175,9 +175,9 @@ def speaker_column(
     speakers: npt.NDArray[np.uint16], named: frozenset[int]
 ) -> npt.NDArray[np.float64] | None:
     """Per candidate, 1 when its speaker (`store.point_traits`: a hash) is one of `named`
-    (`asked_speakers`); None when a candidate's speaker is not known (indexed before
-    schema 8): the caller ranks as without the column."""
-    if bool(np.any(speakers == MISSING_SPEAKER)):
+    (`asked_speakers`); None when the candidates carry no speaker (a chat's own messages)
+    or one's is not known (indexed before schema 8): the caller ranks as without it."""
+    if bool(np.any(speakers == MISSING_SPEAKER)) or not bool(np.any(speakers != NO_SPEAKER)):
         return None
     return np.isin(speakers, np.fromiter(named, np.int64, len(named))).astype(np.float64)
 
@@ -205,10 +205,11 @@ def learned_choice(
     named: frozenset[int] = frozenset(),
 ) -> list[int]:
     """Every candidate of `ids` (fused order), the model's best first: `speaker`'s (over
-    `SPEAKER_FEATURES`) when a candidate's speaker is one of `named`, else `model`'s."""
+    `SPEAKER_FEATURES`, the column from `named`) when the candidates carry speakers, else
+    `model`'s."""
     features = candidate_features(ids, fused, vector, lexical, traits, spans, kinds, depth)
-    column = speaker_column(traits[3], named) if speaker is not None and named else None
-    if speaker is not None and column is not None and column.any():
+    column = None if speaker is None else speaker_column(traits[3], named)
+    if speaker is not None and column is not None:
         order = speaker.order(np.hstack([features, column[:, None]]))
     else:
         order = (model or MODEL).order(features)
@@ -226,9 +227,9 @@ def learned_order(
     kinds: frozenset[AnswerType],
     tuning: RecallTuning,
 ) -> LearnedOrder | None:
-    """The regular candidates, the learned model's best first (`RecallTuning.learned`, and
-    `RecallTuning.speaker` when the query names a candidate's speaker); None when it does
-    not run: off, a ranking missing, or a candidate without traits."""
+    """The regular candidates, the learned model's best first (`RecallTuning.learned`, or
+    `RecallTuning.speaker` when the candidates carry speakers); None when it does not run:
+    off, a ranking missing, or a candidate without traits."""
     if tuning.learned is None or not vector or not lexical or not store.lexical_ready:
         return None
     traits = store.lexical.traits_of(regular)

@@ -47,6 +47,7 @@ def weights(names: tuple[str, ...], **named: float) -> LinearModel:
 
 PLAIN = weights(FEATURES, fused=1.0)
 WHO = weights(SPEAKER_FEATURES, fused=1.0, speaker=10.0)
+LENGTHY = weights(SPEAKER_FEATURES, length=10.0)  # ranks otherwise than PLAIN
 OFF = replace(TUNING, learned=PLAIN, speaker=None)
 ON = replace(TUNING, learned=PLAIN, speaker=WHO)
 
@@ -106,12 +107,15 @@ def test_a_question_names_its_capitalised_words_a_possessive_without_its_s() -> 
     assert named_speakers("what do the kids like?") == frozenset()
 
 
-def test_the_column_is_unknown_when_a_speaker_is_not_known() -> None:
+def test_the_column_needs_speakers_and_every_one_known() -> None:
     melanie = speaker_hash("melanie")
     speakers = np.array([melanie, NO_SPEAKER, speaker_hash("caroline")], np.uint16)
-    assert speaker_column(speakers, frozenset({melanie})).tolist() == [1.0, 0.0, 0.0]
+    column = speaker_column(speakers, frozenset({melanie}))
+    assert column is not None and column.tolist() == [1.0, 0.0, 0.0]
     missing = np.array([melanie, MISSING_SPEAKER], np.uint16)
     assert speaker_column(missing, frozenset({melanie})) is None
+    nobody = np.array([NO_SPEAKER, NO_SPEAKER], np.uint16)  # a chat's own messages
+    assert speaker_column(nobody, frozenset({melanie})) is None
 
 
 def test_the_speaker_survives_save_edit_delete_and_reopen(home: Path) -> None:
@@ -191,10 +195,29 @@ def test_a_question_naming_melanie_brings_her_own_turn_into_the_five(home: Path)
         assert melanie in on and len(on) == 5
         assert set(on) - {melanie} <= set(ids(store, OFF, k=10))
         when = "When did Melanie's kids like dinosaurs?"  # "when": the column is 0
-        assert ids(store, ON, when) == ids(store, OFF, when)
+        assert ids(store, ON, when) == ids(store, OFF, when)  # (WHO weighs it and fused)
         nobody = "what do the kids like about dinosaurs?"  # names no speaker
         assert ids(store, ON, nobody) == ids(store, OFF, nobody)
         assert ids(store, replace(ON, learned=None)) == ids(store, replace(OFF, learned=None))
+    finally:
+        store.close()
+
+
+def test_a_chat_without_speakers_ranks_with_the_model_before(home: Path) -> None:
+    store = open_store(home)
+    try:
+        for i, text in enumerate([*OTHERS, MELANIE]):
+            save(store, text.partition(": ")[2], WHEN + timedelta(minutes=i))  # no "Name: "
+        query = "What do the kids like about the dinosaur exhibit at the museum?"
+        other = replace(ON, speaker=LENGTHY)
+        with_speakers = home.parent / "with"
+        assert ids(store, other, query) == ids(store, OFF, query)
+    finally:
+        store.close()
+    store = open_store(with_speakers)  # the same turns with their speakers: LENGTHY ranks
+    try:
+        fill(store)
+        assert ids(store, other, query) != ids(store, OFF, query)
     finally:
         store.close()
 
