@@ -327,3 +327,68 @@ MODEL: Final = LinearModel(
 """Trained on the five LoCoMo development conversations (balanced logistic loss, L2 0.1,
 every fused candidate; MiniLM vectors): `python -m bench.locomo_round8 FILE --weights`
 prints it. Weights are per standardised feature, in `FEATURES`' order."""
+
+
+SPEAKER_MODEL: Final = LinearModel(
+    mean=(
+        0.264845,
+        -1.55235,
+        3.51169,
+        0.261314,
+        0.570445,
+        3.3829,
+        0.235681,
+        0.567574,
+        3.38463,
+        0.138019,
+        0.574081,
+        -0.586397,
+        0.0347678,
+        0.0351286,
+        0.295469,
+        1.63918,
+        0.566853,
+    ),
+    scale=(
+        0.195684,
+        0.654294,
+        0.918793,
+        0.236467,
+        0.495013,
+        0.817846,
+        0.281403,
+        0.495413,
+        0.817877,
+        0.34492,
+        0.132889,
+        0.263872,
+        0.183191,
+        0.184105,
+        0.276871,
+        0.673324,
+        0.495511,
+    ),
+    weight=(
+        0.0688558,
+        0.129947,
+        -0.0913891,
+        -0.0744259,
+        0.402152,
+        -0.394142,
+        0.853924,
+        -0.480848,
+        -0.17727,
+        -0.113498,
+        0.586175,
+        0.209588,
+        0.121398,
+        0.377648,
+        0.55122,
+        -0.0439911,
+        0.821856,
+    ),
+)
+"""`SPEAKER_FEATURES`' model (`RecallTuning.speaker`), trained on the five LoCoMo development
+conversations (balanced logistic loss, L2 10 — the choice of the leave-one-out over all
+five; every fused candidate; MiniLM vectors): `python -m bench.locomo_round10 FILE
+--weights` prints it. Its means and scales of the 16 are `MODEL`'s (the same rows)."""

@@ -18,8 +18,14 @@ import pytest
 
 from memory.memory_store import MemoryConfig, MemoryStore
 from memory.point_traits import point_traits
-from memory.recall import TUNING, RecallTuning
-from memory.recall_rerank import FEATURES, SPEAKER_FEATURES, LinearModel, speaker_column
+from memory.recall import TUNING, TURN_TUNING, RecallTuning
+from memory.recall_rerank import (
+    FEATURES,
+    SPEAKER_FEATURES,
+    SPEAKER_MODEL,
+    LinearModel,
+    speaker_column,
+)
 from memory.text.speakers import named_speakers, speaker_hash, speaker_name, speaker_of
 from store import lexical_file, lexical_index
 from store.clock import Clock
@@ -33,7 +39,7 @@ from tests.test_point_traits import mirror_traits, reopened_traits, table_traits
 
 DIM = 64
 WHEN = datetime(2023, 5, 8, 10, tzinfo=UTC)
-MELANIE = "Melanie: They were stoked for the dinosaur exhibit at the museum!"
+MELANIE = "Melanie: My kids like the dinosaur exhibit at the museum best."
 NOTE = "Note: the kids' dinosaur exhibit closes at six."
 QUERY = "What do Melanie's kids like about dinosaurs?"
 OTHERS = [f"Caroline: Melanie's kids like dinosaurs, like story {n}." for n in range(14)]
@@ -190,7 +196,10 @@ def test_a_question_naming_melanie_brings_her_own_turn_into_the_five(home: Path)
         melanie = fill(store)
         today = ids(store, OFF)
         assert melanie not in today  # Caroline's turns hold the question's words
-        assert ids(store, replace(TUNING, learned=PLAIN)) == today  # the knob off by default
+        assert TUNING.speaker is SPEAKER_MODEL and TURN_TUNING.learned is None
+        for k in (5, 10):  # the shipped models, with the speaker and without
+            assert melanie in ids(store, TUNING, k=k)
+            assert melanie not in ids(store, replace(TUNING, speaker=None), k=k)
         on = ids(store, ON)
         assert melanie in on and len(on) == 5
         assert set(on) - {melanie} <= set(ids(store, OFF, k=10))
@@ -257,3 +266,9 @@ def test_a_file_of_format_3_is_rebuilt_with_the_speakers(
     monkeypatch.undo()
     assert reopened_traits(home, [melanie], "tables") == want  # refused as stale
     assert reopened_traits(home, [melanie], "file") == want  # written again as format 4
+
+
+def test_the_shipped_speaker_model_has_a_weight_for_every_column() -> None:
+    model = SPEAKER_MODEL
+    assert len(model.weight) == len(model.mean) == len(model.scale) == len(SPEAKER_FEATURES)
+    assert all(s > 0 for s in model.scale) and model.weight[-1] > 0  # a named speaker: up
