@@ -246,7 +246,7 @@ def learned_order(
         tuning.candidates,
         tuning.learned,
         tuning.speaker,
-        asked_speakers(query, tuning),
+        asked_speakers(query, tuning) if bool(np.any(traits[3] != NO_SPEAKER)) else frozenset(),
     )
     return LearnedOrder(order, dict(zip(regular, traits[0].tolist(), strict=True)))
 
