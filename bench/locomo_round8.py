@@ -60,7 +60,7 @@ from memory.text.dates import date_spans
 from memory.text.shape import content_words, is_list_question
 from store import point_reads
 
-BEFORE = replace(TUNING, learned=None)
+BEFORE = replace(TUNING, learned=None, speaker=None)
 """The product before this round (`TUNING` without the re-rank)."""
 BLOCK = 5  # MEMORY_TOP_K
 TOP = 10
@@ -237,7 +237,7 @@ def through_recall(
     table: dict[str, list[Scored]] = {}
     for c, items in data.items():
         model = chosen[c][1]
-        tuning = replace(TUNING, learned=model, learned_set=learned_set)
+        tuning = replace(TUNING, learned=model, learned_set=learned_set, speaker=None)
         rows = []
         for a in items:
             top, block = (
