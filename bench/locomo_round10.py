@@ -50,7 +50,7 @@ from bench.locomo_round5_rankers import base
 from bench.locomo_round6 import environment6
 from bench.locomo_round6_rankers import Conv6
 from bench.locomo_round7_learn import Example, fit
-from bench.locomo_round8 import model_literal, print_rows
+from bench.locomo_round8 import answer_held, model_literal, print_rows, product_score
 from memory.recall import TUNING, TURN_TUNING, RecallTuning, _fuse
 from memory.recall_rerank import (
     MODEL,
@@ -60,9 +60,9 @@ from memory.recall_rerank import (
     candidate_features,
     speaker_column,
 )
-from memory.text.answers import answer_types, holds_answer, question_names
+from memory.text.answers import answer_types, question_names
 from memory.text.dates import date_spans
-from memory.text.shape import content_words, is_list_question
+from memory.text.shape import is_list_question
 from memory.text.speakers import speaker_hash
 from store import point_reads
 
@@ -138,18 +138,8 @@ def extract(conversation: Conversation, cache: CachedEmbedder) -> tuple[Conv6, P
         x = candidate_features(order, fused, b.vector, b.lexical, traits, spans, kinds, 50)
         column = speaker_column(traits[3], asked_speakers(q.question, ASKING))
         assert column is not None, "every replayed point has its speaker"
-        held = np.array(
-            [bool(kinds) and holds_answer(rows[p].content, kinds, names) for p in order]
-        )
-        dated = np.array([any(s.contains(rows[p].created_at) for s in spans) for p in order])
-        n = np.array([content_words(rows[p].content) for p in order], np.float64)
-        score = (
-            np.array([fused[p] for p in order])
-            * (1 + TUNING.date_boost * dated)
-            * (1 + TUNING.answer_boost * held)
-            * n
-            / (n + TUNING.length_prior)
-        )
+        held = answer_held(rows, order, kinds, names)
+        score = product_score(rows, order, fused, spans, held)
         turns = [conv.to_turn.get(p, "") for p in order]
         evidence = set(q.evidence)
         labels = np.array([t in evidence for t in turns])

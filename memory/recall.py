@@ -140,9 +140,7 @@ class RecallTuning:
 TUNING = RecallTuning()
 """What search runs (`straylight search`, the MCP tool, the browser, `/recall`): k hits."""
 
-TURN_TUNING = replace(
-    TUNING, neighbour_window=3, neighbour_anchors=5, learned=None, speaker=None
-)
+TURN_TUNING = replace(TUNING, neighbour_window=3, neighbour_anchors=5, learned=None, speaker=None)
 """What the turn's prompt runs: the same k hits, then the turns at most 3 points from each
 of them in its conversation, while `MEMORY_MAX_CHARS` has room (the budget cuts them first).
 LoCoMo, chosen leave-one-conversation-out by every fold: the evidence in the block 0.663 →
