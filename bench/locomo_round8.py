@@ -38,7 +38,7 @@ import argparse
 import json
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -55,12 +55,12 @@ from bench.locomo_round7 import _line as round7_line
 from bench.locomo_round7_learn import Config, Example, Train, choose, fit, nested
 from memory.recall import TUNING, TURN_TUNING, RecallTuning, _fuse
 from memory.recall_rerank import FEATURES, LinearModel, candidate_features
-from memory.text.answers import answer_types, holds_answer, question_names
-from memory.text.dates import date_spans
+from memory.text.answers import AnswerType, answer_types, holds_answer, question_names
+from memory.text.dates import DateSpan, date_spans
 from memory.text.shape import content_words, is_list_question
 from store import point_reads
 
-BEFORE = replace(TUNING, learned=None)
+BEFORE = replace(TUNING, learned=None, speaker=None)
 """The product before this round (`TUNING` without the re-rank)."""
 BLOCK = 5  # MEMORY_TOP_K
 TOP = 10
@@ -106,20 +106,10 @@ def extract(conversation: Conversation, cache: CachedEmbedder) -> tuple[Conv6, P
         traits = memory.lexical.traits_of(order)
         assert traits is not None, "every replayed point has its traits"
         x = candidate_features(order, fused, b.vector, b.lexical, traits, spans, kinds, 50)
-        held = np.array(
-            [bool(kinds) and holds_answer(rows[p].content, kinds, names) for p in order]
-        )
+        held = answer_held(rows, order, kinds, names)
         exact = x.copy()
         exact[:, ANSWER] = held
-        dated = np.array([any(s.contains(rows[p].created_at) for s in spans) for p in order])
-        n = np.array([content_words(rows[p].content) for p in order], np.float64)
-        score = (
-            np.array([fused[p] for p in order])
-            * (1 + TUNING.date_boost * dated)
-            * (1 + TUNING.answer_boost * held)
-            * n
-            / (n + TUNING.length_prior)
-        )
+        score = product_score(rows, order, fused, spans, held)
         turns = [conv.to_turn.get(p, "") for p in order]
         evidence = set(q.evidence)
         top, block = product_recall(conv, i, q, BEFORE)
@@ -129,6 +119,37 @@ def extract(conversation: Conversation, cache: CachedEmbedder) -> tuple[Conv6, P
             )
         )
     return conv, home, asked
+
+
+def answer_held(
+    rows: Mapping[int, point_reads.HitRow],
+    order: Sequence[int],
+    kinds: frozenset[AnswerType],
+    names: frozenset[str],
+) -> np.ndarray:
+    """Whether each candidate holds what the question asks for (its row, the question's
+    names left out: the product's answer boost)."""
+    return np.array([bool(kinds) and holds_answer(rows[p].content, kinds, names) for p in order])
+
+
+def product_score(
+    rows: Mapping[int, point_reads.HitRow],
+    order: Sequence[int],
+    fused: Mapping[int, float],
+    spans: Sequence[DateSpan],
+    held: np.ndarray,
+) -> np.ndarray:
+    """The product's own score of each candidate: fused × the date and answer boosts × the
+    length prior (from the rows), as `recall` orders the model's set."""
+    dated = np.array([any(s.contains(rows[p].created_at) for s in spans) for p in order])
+    n = np.array([content_words(rows[p].content) for p in order], np.float64)
+    return (
+        np.array([fused[p] for p in order])
+        * (1 + TUNING.date_boost * dated)
+        * (1 + TUNING.answer_boost * held)
+        * n
+        / (n + TUNING.length_prior)
+    )
 
 
 def product_recall(
@@ -237,7 +258,7 @@ def through_recall(
     table: dict[str, list[Scored]] = {}
     for c, items in data.items():
         model = chosen[c][1]
-        tuning = replace(TUNING, learned=model, learned_set=learned_set)
+        tuning = replace(TUNING, learned=model, learned_set=learned_set, speaker=None)
         rows = []
         for a in items:
             top, block = (

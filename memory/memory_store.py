@@ -161,7 +161,7 @@ class MemoryStore:
                     lexical_index.reindex_all(
                         cur, texts, analyzer=self.lexical.analyzer, traits=traits
                     )
-                elif lexical_index.traits_missing(cur):  # indexed before schema 7: once,
+                elif lexical_index.traits_missing(cur):  # indexed before schema 7 or 8: once,
                     fill_missing_traits(cur)  # ~5 s per 100k points
         for point_id in point_reads.pinned_ids(self.db):
             self.pins.add(point_id)

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memory.recall_block import RecallHit, RecallResult, join_recall_block, recall_entries
-from memory.recall_rerank import MODEL, LinearModel, first_picked, learned_order
+from memory.recall_rerank import MODEL, SPEAKER_MODEL, LinearModel, first_picked, learned_order
 from memory.text.answers import AnswerType, answer_types, holds_answer, question_names
 from memory.text.dates import DateSpan, date_spans
 from memory.text.shape import content_words, is_list_question
@@ -114,6 +114,17 @@ class RecallTuning:
     0.810 (worst conversation 0.727 → 0.752), recall@5 0.710 → 0.729 with the model's own
     five; ~+0.4 ms a recall at 100k (docs/recall-quality.md, "Eighth round"). Off in
     `TURN_TUNING`: the evidence in the turn's block fell (0.808 → 0.800)."""
+    speaker: LinearModel | None = SPEAKER_MODEL
+    """The learned re-rank with who said it (`memory.recall_rerank.SPEAKER_FEATURES`: the
+    16 and whether a candidate's speaker — the "Name: " its content starts with,
+    `memory.text.speakers` — is a name the query holds, 0 for a "when" question): this
+    model picks instead of `learned` when the candidates carry speakers (an imported
+    transcript); when none does (a chat's own messages) or one's is not known (indexed
+    before schema 8), `learned` as before. None: off. LoCoMo, nested leave-one-conversation-
+    out: recall@5 0.729 → 0.748, recall@10 0.810 → 0.816 (worst conversation 0.752 →
+    0.759), multi-hop @10 0.472 → 0.493, open-domain 0.438 → 0.462 (docs/recall-quality.md,
+    "Tenth round"). Off in `TURN_TUNING` with `learned`: the turn's block fell (0.808 →
+    0.806)."""
     learned_set: int = 5
     """How many candidates the model picks at least: with 5 its best five for k ≤ 5
     (recall@5 0.729 held out), its best k above (its ten for k = 10); with 10 its best ten
@@ -129,7 +140,7 @@ class RecallTuning:
 TUNING = RecallTuning()
 """What search runs (`straylight search`, the MCP tool, the browser, `/recall`): k hits."""
 
-TURN_TUNING = replace(TUNING, neighbour_window=3, neighbour_anchors=5, learned=None)
+TURN_TUNING = replace(TUNING, neighbour_window=3, neighbour_anchors=5, learned=None, speaker=None)
 """What the turn's prompt runs: the same k hits, then the turns at most 3 points from each
 of them in its conversation, while `MEMORY_MAX_CHARS` has room (the budget cuts them first).
 LoCoMo, chosen leave-one-conversation-out by every fold: the evidence in the block 0.663 →
@@ -210,7 +221,7 @@ def recall(
     if tuning.length_prior:
         depth = max(depth, tuning.length_prior_depth + len(excluded))
     chosen = learned_order(
-        store, regular, fused, vector_ranked, lexical_ranked, spans, kinds, tuning
+        store, query, regular, fused, vector_ranked, lexical_ranked, spans, kinds, tuning
     )
     if chosen is not None:  # the model's best, then the product's own order among them
         picked = chosen.ids[: max(tuning.learned_set, k) + len(excluded)]

@@ -25,8 +25,10 @@ import numpy as np
 import numpy.typing as npt
 
 from memory.point_traits import day_number, kinds_mask
-from memory.text.answers import AnswerType
+from memory.text.answers import AnswerType, answer_types
 from memory.text.dates import DateSpan
+from memory.text.speakers import named_speakers
+from store.point_traits import MISSING_SPEAKER, NO_SPEAKER
 
 if TYPE_CHECKING:
     from memory.memory_store import MemoryStore
@@ -54,6 +56,9 @@ FEATURES: Final = (
 )
 """The columns of `candidate_features`, in order (round 7's without its coverage, which
 bought nothing)."""
+SPEAKER_FEATURES: Final = (*FEATURES, "speaker")
+"""The columns `RecallTuning.speaker`'s model weighs: `FEATURES` and whether the
+candidate's speaker is a name the question holds (`speaker_column`)."""
 
 LENGTH_C: Final = 8.0
 """The length prior's c in n / (n + c) (`RecallTuning.length_prior`'s value)."""
@@ -132,7 +137,7 @@ def candidate_features(
             values = values / best if best > 0 else np.zeros_like(values)
         out[rows, score] = values
     out[:, 9] = out[:, 4] * out[:, 7]
-    words, days, answers = traits
+    words, days, answers = traits[:3]
     length = words.astype(np.float64)
     floored = np.maximum(length, 0.5)
     out[:, 10] = length / (length + LENGTH_C)
@@ -166,6 +171,26 @@ def _best_neighbour(
     return best
 
 
+def speaker_column(
+    speakers: npt.NDArray[np.uint16], named: frozenset[int]
+) -> npt.NDArray[np.float64] | None:
+    """Per candidate, 1 when its speaker (`store.point_traits`: a hash) is one of `named`
+    (`asked_speakers`); None when the candidates carry no speaker (a chat's own messages)
+    or one's is not known (indexed before schema 8): the caller ranks as without it."""
+    if bool(np.any(speakers == MISSING_SPEAKER)) or not bool(np.any(speakers != NO_SPEAKER)):
+        return None
+    return np.isin(speakers, np.fromiter(named, np.int64, len(named))).astype(np.float64)
+
+
+def asked_speakers(query: str, tuning: RecallTuning) -> frozenset[int]:
+    """The speaker hashes the query names (`memory.text.speakers.named_speakers`); none
+    when `tuning.speaker` is off or the query asks "when" (the column is 0 for a "when"
+    question: the tenth round's form)."""
+    if tuning.speaker is None or "when" in answer_types(query):
+        return frozenset()
+    return named_speakers(query)
+
+
 def learned_choice(
     ids: Sequence[int],
     fused: Mapping[int, float],
@@ -176,15 +201,24 @@ def learned_choice(
     kinds: Iterable[AnswerType],
     depth: int,
     model: LinearModel | None = None,
+    speaker: LinearModel | None = None,
+    named: frozenset[int] = frozenset(),
 ) -> list[int]:
-    """Every candidate of `ids` (fused order), the model's best first."""
+    """Every candidate of `ids` (fused order), the model's best first: `speaker`'s (over
+    `SPEAKER_FEATURES`, the column from `named`) when the candidates carry speakers, else
+    `model`'s."""
     features = candidate_features(ids, fused, vector, lexical, traits, spans, kinds, depth)
-    order = (model or MODEL).order(features)
+    column = None if speaker is None else speaker_column(traits[3], named)
+    if speaker is not None and column is not None:
+        order = speaker.order(np.hstack([features, column[:, None]]))
+    else:
+        order = (model or MODEL).order(features)
     return [ids[i] for i in order.tolist()]
 
 
 def learned_order(
     store: MemoryStore,
+    query: str,
     regular: Sequence[int],
     fused: Mapping[int, float],
     vector: Sequence[tuple[int, float]],
@@ -193,15 +227,26 @@ def learned_order(
     kinds: frozenset[AnswerType],
     tuning: RecallTuning,
 ) -> LearnedOrder | None:
-    """The regular candidates, the learned model's best first (`RecallTuning.learned`);
-    None when it does not run: off, a ranking missing, or a candidate without traits."""
+    """The regular candidates, the learned model's best first (`RecallTuning.learned`, or
+    `RecallTuning.speaker` when the candidates carry speakers); None when it does not run:
+    off, a ranking missing, or a candidate without traits."""
     if tuning.learned is None or not vector or not lexical or not store.lexical_ready:
         return None
     traits = store.lexical.traits_of(regular)
     if traits is None:
         return None
     order = learned_choice(
-        regular, fused, vector, lexical, traits, spans, kinds, tuning.candidates, tuning.learned
+        regular,
+        fused,
+        vector,
+        lexical,
+        traits,
+        spans,
+        kinds,
+        tuning.candidates,
+        tuning.learned,
+        tuning.speaker,
+        asked_speakers(query, tuning) if bool(np.any(traits[3] != NO_SPEAKER)) else frozenset(),
     )
     return LearnedOrder(order, dict(zip(regular, traits[0].tolist(), strict=True)))
 
@@ -282,3 +327,32 @@ MODEL: Final = LinearModel(
 """Trained on the five LoCoMo development conversations (balanced logistic loss, L2 0.1,
 every fused candidate; MiniLM vectors): `python -m bench.locomo_round8 FILE --weights`
 prints it. Weights are per standardised feature, in `FEATURES`' order."""
+
+
+SPEAKER_MODEL: Final = LinearModel(
+    mean=(*MODEL.mean, 0.566853),
+    scale=(*MODEL.scale, 0.495511),
+    weight=(
+        0.0688558,
+        0.129947,
+        -0.0913891,
+        -0.0744259,
+        0.402152,
+        -0.394142,
+        0.853924,
+        -0.480848,
+        -0.17727,
+        -0.113498,
+        0.586175,
+        0.209588,
+        0.121398,
+        0.377648,
+        0.55122,
+        -0.0439911,
+        0.821856,
+    ),
+)
+"""`SPEAKER_FEATURES`' model (`RecallTuning.speaker`), trained on the five LoCoMo development
+conversations (balanced logistic loss, L2 10 — the choice of the leave-one-out over all
+five; every fused candidate; MiniLM vectors): `python -m bench.locomo_round10 FILE
+--weights` prints it. Its means and scales of the 16 are `MODEL`'s (the same rows)."""

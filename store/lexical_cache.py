@@ -28,7 +28,7 @@ from store.lexical_persist import IndexFile
 from store.lexical_postings import K1 as K1  # shared with the SQL scoring in store.lexical_index
 from store.lexical_postings import B as B
 from store.lexical_postings import CompactPostings
-from store.point_traits import MISSING_DAY, MISSING_WORDS, PointTraits
+from store.point_traits import MISSING_DAY, MISSING_SPEAKER, MISSING_WORDS, PointTraits
 from store.sole_writer import SOLE_WRITERS
 from store.text_terms import Analyzer, default_analyzer
 
@@ -86,7 +86,8 @@ class _Staged:
 # postings are read with the join below instead.
 _LOAD_DOCS_SQL = (  # the traits of a point indexed without them: MISSING_* (store.point_traits)
     f"SELECT point_id, length, coalesce(words, {MISSING_WORDS}) AS words, "
-    f"coalesce(day, {MISSING_DAY}) AS day, coalesce(answers, 0) AS answers "
+    f"coalesce(day, {MISSING_DAY}) AS day, coalesce(answers, 0) AS answers, "
+    f"coalesce(speaker, {MISSING_SPEAKER}) AS speaker "
     "FROM lexical_docs ORDER BY point_id"
 )
 _LOAD_TERMS_SQL = "SELECT term, hash(term) AS h FROM (SELECT DISTINCT term FROM lexical_postings)"
@@ -164,7 +165,7 @@ class LexicalCache:
 
     def traits_of(self, point_ids: Sequence[int]) -> Traits | None:
         """The traits of these points as last synced (`store.point_traits`; words, days,
-        answers in their order); None when one is not indexed or has none."""
+        answers, speakers in their order); None when one is not indexed or has none."""
         with self._lock:
             return self._index.traits_of(point_ids)
 
@@ -276,6 +277,7 @@ class LexicalCache:
                     np.asarray(docs["words"], dtype=np.uint16),
                     np.asarray(docs["day"], dtype=np.int32),
                     np.asarray(docs["answers"], dtype=np.uint8),
+                    np.asarray(docs["speaker"], dtype=np.uint16),
                 ),
             )
         self._generation = generation
@@ -459,9 +461,11 @@ class LexicalCache:
         ).fetchall():
             counts[int(pid)][str(term)] = int(tf)
         traits: dict[int, PointTraits] = {
-            int(pid): PointTraits(int(words), int(day), int(answers))
-            for pid, words, day, answers in con.execute(
-                "SELECT point_id, words, day, answers FROM lexical_docs "
+            int(pid): PointTraits(
+                int(words), int(day), int(answers), MISSING_SPEAKER if who is None else int(who)
+            )
+            for pid, words, day, answers, who in con.execute(
+                "SELECT point_id, words, day, answers, speaker FROM lexical_docs "
                 "WHERE point_id IN (SELECT unnest(?::BIGINT[])) AND words IS NOT NULL "
                 "AND day IS NOT NULL AND answers IS NOT NULL",
                 [changed],

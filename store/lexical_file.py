@@ -32,7 +32,8 @@ from store.private_files import map_private, replace_atomically, write_all
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-VERSION: Final = 3  # 2: the terms' impact bounds; 3: the points' traits (`store.point_traits`)
+VERSION: Final = 4  # 2: the terms' impact bounds; 3: the points' traits (`store.point_traits`);
+# 4: their speaker
 _MAGIC: Final = b"STRAYLX1"
 _FOOTER: Final = struct.Struct("<8sQI")
 _FOOTER_MAGIC: Final = b"STRAYLXE"
@@ -49,6 +50,7 @@ SECTIONS: Final = (
     "words",  # uint16 by slot: content words (the traits; `store.point_traits`)
     "days",  # int32 by slot: days since 1970-01-01
     "answers",  # uint8 by slot: answer-kind bits
+    "speakers",  # uint16 by slot: the speaker's hash (0 none, 0xFFFF not known)
     "offsets",  # int64, terms + 1: term-major CSR
     "slots",  # int32 by posting
     "tfs",  # uint16 / int32 by posting
@@ -274,6 +276,7 @@ def _check_shapes(arrays: dict[str, NDArray[Any]], term_count: int) -> None:
     ok = (
         len(arrays["lengths"]) == slots == len(arrays["alive"])
         and len(arrays["words"]) == slots == len(arrays["days"]) == len(arrays["answers"])
+        and len(arrays["speakers"]) == slots
         and len(offsets) == term_count + 1
         and len(fwd) == slots + 1
         and len(arrays["tfs"]) == postings == len(arrays["fwd_terms"])

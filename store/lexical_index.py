@@ -1,7 +1,7 @@
 """The lexical half of hybrid recall: Okapi BM25 over two DuckDB tables.
 
 DuckDB is the source of truth: `lexical_postings(term, point_id, tf)` and
-`lexical_docs(point_id, length, words, day, answers)` (the last three: the point's traits,
+`lexical_docs(point_id, length, words, day, answers, speaker)` (the last four: the point's traits,
 `store.point_traits`), with the analyzer and a generation in `meta`. Terms come
 from `store.text_terms`; a query is groups of alternative stems and a document scores the best
 alternative of each group. Writes are incremental, inside the transaction that writes the
@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
@@ -22,8 +23,11 @@ import numpy as np
 from store import meta
 from store.lexical_cache import GENERATION_KEY, K1, B, LexicalCache
 from store.lexical_cache import LoadStopped as LoadStopped  # tests and benchmarks import it here
-from store.point_traits import PointTraits, trait_row
+from store.point_traits import PointTraits, TraitRow, trait_row
 from store.text_terms import Analyzer, default_analyzer
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 ANALYZER_KEY = "lexical.analyzer"
 _BULK_CHUNK = 50_000
@@ -94,8 +98,8 @@ class PointWords:
         return list(self.counts.values())
 
     @property
-    def trait_row(self) -> tuple[int | None, int | None, int | None]:
-        """(words, day, answers) for `lexical_docs` (NULLs when unknown)."""
+    def trait_row(self) -> TraitRow:
+        """(words, day, answers, speaker) for `lexical_docs` (NULLs when unknown)."""
         return trait_row(self.traits)
 
 
@@ -140,7 +144,8 @@ def index_point(
     ):
         _delete_rows(con, point_id)
     con.execute(
-        "INSERT INTO lexical_docs (point_id, length, words, day, answers) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO lexical_docs (point_id, length, words, day, answers, speaker) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
         [point_id, length, *words.trait_row],
     )
     if counts:
@@ -197,15 +202,15 @@ def reindex_all(
     tfs: list[int] = []
     doc_ids: list[int] = []
     lengths: list[int] = []
-    columns: tuple[list[int | None], ...] = ([], [], [])  # words, day, answers
+    columns: tuple[list[int | None], ...] = ([], [], [], [])  # words, day, answers, speaker
     known = traits or {}
 
     def flush() -> None:
         if doc_ids:
             con.execute(
-                "INSERT INTO lexical_docs (point_id, length, words, day, answers) "
+                "INSERT INTO lexical_docs (point_id, length, words, day, answers, speaker) "
                 "SELECT unnest(?::BIGINT[]), unnest(?::INTEGER[]), unnest(?::USMALLINT[]), "
-                "unnest(?::INTEGER[]), unnest(?::UTINYINT[])",
+                "unnest(?::INTEGER[]), unnest(?::UTINYINT[]), unnest(?::USMALLINT[])",
                 [doc_ids, lengths, *columns],
             )
         if terms:
@@ -259,11 +264,13 @@ def ensure_analyzer(con: duckdb.DuckDBPyConnection, *, analyzer: Analyzer | None
 
 def traits_missing(con: duckdb.DuckDBPyConnection) -> bool:
     """True when a point was indexed without its traits (`store.point_traits`: a store
-    indexed before schema 7, or by a writer that gave none): the open fills them."""
+    indexed before schema 7, or without its speaker before schema 8, or by a writer that
+    gave none): the open fills them."""
     return bool(
         con.execute(
             "SELECT 1 FROM lexical_docs d JOIN points p ON p.id = d.point_id "
-            "WHERE d.words IS NULL OR d.day IS NULL OR d.answers IS NULL LIMIT 1"
+            "WHERE d.words IS NULL OR d.day IS NULL OR d.answers IS NULL OR d.speaker IS NULL "
+            "LIMIT 1"
         ).fetchall()
     )
 
@@ -276,16 +283,41 @@ def fill_traits(con: duckdb.DuckDBPyConnection, traits: Mapping[int, PointTraits
     if not traits:
         return 0
     rows = [(pid, *t.as_row()) for pid, t in traits.items()]
-    columns = {
-        "point_id": np.array([r[0] for r in rows], dtype=np.int64),
-        "words": np.array([r[1] for r in rows], dtype=np.uint16),
-        "day": np.array([r[2] for r in rows], dtype=np.int32),
-        "answers": np.array([r[3] for r in rows], dtype=np.uint8),
-    }
+    return _update_docs(
+        con,
+        {
+            "point_id": np.array([r[0] for r in rows], dtype=np.int64),
+            "words": np.array([r[1] for r in rows], dtype=np.uint16),
+            "day": np.array([r[2] for r in rows], dtype=np.int32),
+            "answers": np.array([r[3] for r in rows], dtype=np.uint8),
+            "speaker": np.array([r[4] for r in rows], dtype=np.uint16),
+        },
+    )
+
+
+def fill_speakers(con: duckdb.DuckDBPyConnection, speakers: Mapping[int, int]) -> int:
+    """Set only the speaker trait of indexed points (a store indexed at schema 7: its
+    other traits are there); bumps the generation as `fill_traits`. Returns the number of
+    rows updated. Run it in the caller's transaction."""
+    if not speakers:
+        return 0
+    return _update_docs(
+        con,
+        {
+            "point_id": np.fromiter(speakers, dtype=np.int64, count=len(speakers)),
+            "speaker": np.fromiter(speakers.values(), dtype=np.uint16, count=len(speakers)),
+        },
+    )
+
+
+def _update_docs(con: duckdb.DuckDBPyConnection, columns: dict[str, NDArray[Any]]) -> int:
+    """One `UPDATE … FROM` a registered table of `lexical_docs` columns by point id, and a
+    generation bump when a row changed."""
+    sets = ", ".join(f"{name} = t.{name}" for name in columns if name != "point_id")
     con.register("straylight_traits", columns)
     try:
         updated = con.execute(
-            "UPDATE lexical_docs SET words = t.words, day = t.day, answers = t.answers "
+            f"UPDATE lexical_docs SET {sets} "
             "FROM straylight_traits AS t WHERE lexical_docs.point_id = t.point_id "
             "RETURNING lexical_docs.point_id"
         ).fetchall()

@@ -4,7 +4,7 @@ Layout (docs/memory-scale.md has the measurements):
 
 * every indexed point has a dense slot 0 … n (never reused until a reload); by slot:
   its point id, its length, whether it is still alive (removals are tombstones), and its
-  traits (`store.point_traits`: content words, day, answer kinds; 7 bytes);
+  traits (`store.point_traits`: content words, day, answer kinds, speaker; 9 bytes);
 * a term-major CSR of what was loaded or merged: `offsets[t] : offsets[t + 1]` indexes the
   slots and tfs of term id `t`;
 * a doc-major CSR (slot -> its term ids), which says a point's terms without a Python tuple;
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from store.lexical_file import encode_terms
-from store.point_traits import MISSING_DAY, MISSING_WORDS, PointTraits
+from store.point_traits import MISSING_DAY, MISSING_SPEAKER, MISSING_WORDS, PointTraits
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -34,7 +34,9 @@ if TYPE_CHECKING:
     from store.lexical_file import MappedArrays
 
     PostingPart = tuple[NDArray[np.int32], NDArray[np.integer]]  # slots (ascending), tfs
-    Traits = tuple[NDArray[np.uint16], NDArray[np.int32], NDArray[np.uint8]]  # by slot or point
+    Traits = tuple[  # words, days, answers, speakers: by slot or point
+        NDArray[np.uint16], NDArray[np.int32], NDArray[np.uint8], NDArray[np.uint16]
+    ]
 
 # Okapi BM25's parameters, shared with the SQL scoring in `store.lexical_index`.
 K1 = 1.2
@@ -62,6 +64,7 @@ class CompactPostings:
         self._words = array("H")  # the traits (`store.point_traits`), MISSING_* when unknown
         self._day = array("i")
         self._answers = array("B")
+        self._speaker = array("H")
         self._base_ids: NDArray[np.int64] = np.empty(0, dtype=np.int64)  # sorted, slots 0 … len-1
         self._new_slot: dict[int, int] = {}  # point id -> slot, for slots after the base
         # term-major CSR (merged)
@@ -104,7 +107,7 @@ class CompactPostings:
         traits: Traits | None = None,
     ) -> CompactPostings:
         """From the tables' columns: `terms` by term id, `point_ids` ascending with their
-        `lengths` and `traits` (words, days, answers; None: unknown) (the slot is the row
+        `lengths` and `traits` (words, days, answers, speakers; None: unknown) (the slot is the row
         number), and postings as (slot, term id, tf) ordered by slot."""
         self = cls()
         self._terms = terms
@@ -134,7 +137,7 @@ class CompactPostings:
     @classmethod
     def from_file(cls, mapped: MappedArrays) -> CompactPostings:
         """From a `lexical.idx` (`store.lexical_file`): the CSRs stay memory-mapped (file
-        pages, read on demand); the per-slot arrays (20 B a point with the traits) are
+        pages, read on demand); the per-slot arrays (22 B a point with the traits) are
         copied, as they grow."""
         self = cls()
         arrays = mapped.arrays
@@ -144,7 +147,10 @@ class CompactPostings:
         self._point_of = array("q", arrays["point_ids"].tobytes())
         self._length = array("i", arrays["lengths"].tobytes())
         self._alive = array("b", arrays["alive"].tobytes())
-        self._set_traits((arrays["words"], arrays["days"], arrays["answers"]), len(self._alive))
+        self._set_traits(
+            (arrays["words"], arrays["days"], arrays["answers"], arrays["speakers"]),
+            len(self._alive),
+        )
         self._offsets, self._slots, self._tfs = arrays["offsets"], arrays["slots"], arrays["tfs"]
         self._fwd_offsets, self._fwd_terms = arrays["fwd_offsets"], arrays["fwd_terms"]
         self._file_impacts = arrays["impacts"]
@@ -171,6 +177,7 @@ class CompactPostings:
             "words": np.array(np.frombuffer(source._words, dtype=np.uint16)),
             "days": np.array(np.frombuffer(source._day, dtype=np.int32)),
             "answers": np.array(np.frombuffer(source._answers, dtype=np.uint8)),
+            "speakers": np.array(np.frombuffer(source._speaker, dtype=np.uint16)),
             "offsets": source._offsets,
             "slots": source._slots,
             "tfs": source._tfs,
@@ -196,7 +203,7 @@ class CompactPostings:
         post_slot, post_term, post_tf = post_slot[keep], post_term[keep], self._tfs[keep]
         by_slot = np.argsort(post_slot, kind="stable")
         lengths = np.frombuffer(self._length, dtype=np.int32)[live]
-        words, days, answers = self._trait_arrays()
+        words, days, answers, speakers = self._trait_arrays()
         return CompactPostings.from_arrays(
             list(self._terms),
             ids[order],
@@ -204,7 +211,7 @@ class CompactPostings:
             post_slot[by_slot].astype(np.int32),
             post_term[by_slot],
             post_tf[by_slot].astype(np.int32),
-            (words[live], days[live], answers[live]),
+            (words[live], days[live], answers[live], speakers[live]),
         )
 
     def _set_traits(self, traits: Traits | None, n: int) -> None:
@@ -213,11 +220,13 @@ class CompactPostings:
             self._words = array("H", [MISSING_WORDS]) * n
             self._day = array("i", [MISSING_DAY]) * n
             self._answers = array("B", bytes(n))
+            self._speaker = array("H", [MISSING_SPEAKER]) * n
             return
-        words, days, answers = traits
+        words, days, answers, speakers = traits
         self._words = array("H", np.ascontiguousarray(words, dtype=np.uint16).tobytes())
         self._day = array("i", np.ascontiguousarray(days, dtype=np.int32).tobytes())
         self._answers = array("B", np.ascontiguousarray(answers, dtype=np.uint8).tobytes())
+        self._speaker = array("H", np.ascontiguousarray(speakers, dtype=np.uint16).tobytes())
 
     def _trait_arrays(self) -> Traits:
         """Every slot's traits (views: valid until the next add)."""
@@ -225,6 +234,7 @@ class CompactPostings:
             np.frombuffer(self._words, dtype=np.uint16),
             np.frombuffer(self._day, dtype=np.int32),
             np.frombuffer(self._answers, dtype=np.uint8),
+            np.frombuffer(self._speaker, dtype=np.uint16),
         )
 
     # -- state
@@ -249,7 +259,7 @@ class CompactPostings:
         per_slot = sum(
             a.itemsize for a in (self._point_of, self._length, self._alive, self._words, self._day)
         )
-        per_slot += self._answers.itemsize
+        per_slot += self._answers.itemsize + self._speaker.itemsize
         return (
             sum(a.nbytes for a in arrays)
             + self._base_ids.nbytes
@@ -387,19 +397,20 @@ class CompactPostings:
         return np.sort(slots)
 
     def traits_of(self, point_ids: Sequence[int]) -> Traits | None:
-        """The traits of these points, in their order (words, days, answers); None when
-        one of them is not indexed or was indexed without traits (the caller ranks as
-        without them). One binary search for all (recall asks it for ~100 candidates)."""
+        """The traits of these points, in their order (words, days, answers, speakers); None
+        when one of them is not indexed or was indexed without traits (the caller ranks as
+        without them; a speaker not known is `MISSING_SPEAKER`). One binary search for all
+        (recall asks it for ~100 candidates)."""
         slots = self._slots_of(point_ids)
         if not (slots >= 0).all():
             return None
         if len(slots) and not np.frombuffer(self._alive, dtype=np.int8)[slots].all():
             return None
-        all_words, all_days, all_answers = self._trait_arrays()
+        all_words, all_days, all_answers, all_speakers = self._trait_arrays()
         words, days = all_words[slots], all_days[slots]
         if bool(np.any(words == MISSING_WORDS)) or bool(np.any(days == MISSING_DAY)):
             return None
-        return words, days, all_answers[slots]
+        return words, days, all_answers[slots], all_speakers[slots]
 
     def document_frequency(self, term: str) -> int:
         """How many live points hold `term`."""
@@ -424,10 +435,13 @@ class CompactPostings:
         self._point_of.append(point_id)
         self._length.append(length)
         self._alive.append(1)
-        words, day, answers = (MISSING_WORDS, MISSING_DAY, 0) if traits is None else traits.as_row()
+        words, day, answers, speaker = (
+            (MISSING_WORDS, MISSING_DAY, 0, MISSING_SPEAKER) if traits is None else traits.as_row()
+        )
         self._words.append(words)
         self._day.append(day)
         self._answers.append(answers)
+        self._speaker.append(speaker)
         self._new_slot[point_id] = slot
         tids = array("i")
         for term, tf in counts.items():

@@ -204,6 +204,21 @@ def points_without_traits(
     return [(int(pid), str(text), as_utc(when)) for pid, text, when in rows]
 
 
+def points_without_speaker(
+    cur: Cursor, *, head: int, after: int = -1, limit: int = 20_000
+) -> list[tuple[int, str]]:
+    """(id, the first `head` characters of its content) of the first `limit` indexed points
+    with an id above `after` whose word-index row has no speaker trait (a store indexed at
+    schema 7; `lexical_index.fill_speakers` sets it), in id order: a page."""
+    sql = (
+        "SELECT p.id, left(p.content, ?) FROM points p "
+        "JOIN lexical_docs d ON d.point_id = p.id "
+        "WHERE d.speaker IS NULL AND p.id > ? ORDER BY p.id LIMIT ?"
+    )
+    rows = cur.execute(sql, [head, after, limit]).fetchall()
+    return [(int(pid), str(text)) for pid, text in rows]
+
+
 def points_to_reindex(cur: Cursor) -> list[IndexedPoint]:
     """Every point in id order, with what its neighbours are found by (conversation, role,
     source): what the word index is rebuilt from. The date in UTC, as `save` indexed it

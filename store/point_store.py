@@ -82,8 +82,8 @@ a AS (INSERT INTO audit ("at", event, point_id, reason) SELECT ?, 'save', id, ? 
 SELECT id FROM p
 """
 _WORDS_CTE = """,
-d AS (INSERT INTO lexical_docs (point_id, length, words, day, answers)
-    SELECT id, ?, ?, ?, ? FROM p),
+d AS (INSERT INTO lexical_docs (point_id, length, words, day, answers, speaker)
+    SELECT id, ?, ?, ?, ?, ? FROM p),
 t AS (INSERT INTO lexical_postings SELECT unnest(?::VARCHAR[]), id, unnest(?::INTEGER[]) FROM p)"""
 _SAVE_POINT_ONLY = _SAVE_POINT.format(words_cte="")
 _SAVE_POINT_WITH_WORDS = _SAVE_POINT.format(words_cte=_WORDS_CTE)

@@ -287,6 +287,10 @@ MIGRATIONS: Sequence[tuple[Statement, ...]] = (
         "ALTER TABLE lexical_docs ADD COLUMN day INTEGER",
         "ALTER TABLE lexical_docs ADD COLUMN answers UTINYINT",
     ),
+    # 8 — who speaks a point, a trait of the learned re-rank beside the others (issue 17,
+    # tenth round; `store.point_traits`): a 16-bit hash of the "Name: " its content starts
+    # with, 0 for none. NULL for the points indexed before: the store's open fills them.
+    ("ALTER TABLE lexical_docs ADD COLUMN speaker USMALLINT",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

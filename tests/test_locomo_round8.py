@@ -35,7 +35,7 @@ def test_the_simulated_re_rank_is_what_recall_does_with_the_model(tmp_path: Path
         simulated = Round({conversation.sample_id: asked})
         for model in (_by("fused"), _by("length"), _by("fused", -1.0)):
             for learned_set, count in ((BLOCK, BLOCK), (TOP, TOP)):  # its best five, or ten
-                tuning = replace(TUNING, learned=model, learned_set=learned_set)
+                tuning = replace(TUNING, learned=model, learned_set=learned_set, speaker=None)
                 for item in asked:
                     top, _block = product_recall(conv, item.index, item.question, tuning)
                     assert top == simulated.ranked(item, model, count), item.question.question

@@ -37,21 +37,29 @@ def open_store(home: Path, *, read_only: bool = False) -> MemoryStore:
     return store
 
 
-def table_traits(store: MemoryStore) -> dict[int, tuple[int | None, int | None, int | None]]:
+TableRow = tuple[int | None, int | None, int | None, int | None]
+
+
+def table_traits(store: MemoryStore) -> dict[int, TableRow]:
+    """(words, day, answers, speaker) of every row of `lexical_docs`."""
     with store.db.cursor() as cur:
-        rows = cur.execute("SELECT point_id, words, day, answers FROM lexical_docs").fetchall()
-    return {int(pid): (words, day, answers) for pid, words, day, answers in rows}
+        rows = cur.execute(
+            "SELECT point_id, words, day, answers, speaker FROM lexical_docs"
+        ).fetchall()
+    return {int(pid): tuple(rest) for pid, *rest in rows}  # type: ignore[misc]
 
 
-def mirror_traits(store: MemoryStore, ids: list[int]) -> list[tuple[int, int, int]] | None:
+def mirror_traits(store: MemoryStore, ids: list[int]) -> list[tuple[int, int, int, int]] | None:
     """The traits the word index's mirror holds, once it applied what was committed."""
     with store.db.cursor() as cur:
         store.lexical.sync(cur)
     found = store.lexical.traits_of(ids)
     if found is None:
         return None
-    words, days, answers = found
-    return list(zip(words.tolist(), days.tolist(), answers.tolist(), strict=True))
+    words, days, answers, speakers = found
+    return list(
+        zip(words.tolist(), days.tolist(), answers.tolist(), speakers.tolist(), strict=True)
+    )
 
 
 @pytest.fixture
@@ -66,7 +74,7 @@ def saved(home: Path) -> Iterator[tuple[MemoryStore, list[int]]]:
     store.close()
 
 
-def expected(text: str) -> tuple[int, int, int]:
+def expected(text: str) -> tuple[int, int, int, int]:
     return point_traits(text, WHEN).as_row()
 
 
@@ -115,7 +123,7 @@ def test_the_traits_survive_a_reopen_from_the_file_and_from_the_tables(home: Pat
 
 def reopened_traits(
     home: Path, ids: list[int], loaded_from: str
-) -> list[tuple[int, int, int]] | None:
+) -> list[tuple[int, int, int, int]] | None:
     """The mirror's traits of `ids` after a reopen whose word index came from `loaded_from`
     ("file" or "tables")."""
     store = open_store(home)
@@ -130,7 +138,9 @@ def forget_traits(home: Path) -> None:
     """Make the store look indexed before schema 7: the traits NULL, no file."""
     store = open_store(home)
     with store.db.transaction() as cur:
-        cur.execute("UPDATE lexical_docs SET words = NULL, day = NULL, answers = NULL")
+        cur.execute(
+            "UPDATE lexical_docs SET words = NULL, day = NULL, answers = NULL, speaker = NULL"
+        )
     store.close()
     (home / LEXICAL_FILENAME).unlink()
 
@@ -142,7 +152,7 @@ def test_an_open_fills_the_traits_of_a_store_indexed_without_them(home: Path, sa
     forget_traits(home)
     read_only = open_store(home, read_only=True)  # cannot fill: recalls without them
     try:
-        assert set(table_traits(read_only).values()) == {(None, None, None)}
+        assert set(table_traits(read_only).values()) == {(None, None, None, None)}
         assert mirror_traits(read_only, ids) is None
         assert [hit.id for hit in read_only.recall("Lisbon castle", k=2).hits] == [ids[0]]
     finally:
@@ -164,7 +174,9 @@ def test_the_fill_goes_page_by_page_and_misses_no_point(home: Path) -> None:
         ids = [store.save("user", t, created_at=WHEN, use_filter=False).point_id for t in texts]
         want = table_traits(store)
         with store.db.cursor() as cur:
-            cur.execute("UPDATE lexical_docs SET words = NULL, day = NULL, answers = NULL")
+            cur.execute(
+                "UPDATE lexical_docs SET words = NULL, day = NULL, answers = NULL, speaker = NULL"
+            )
             assert fill_missing_traits(cur, page_size=3) == len(ids)  # pages of 3, 3 and 1
             assert not lexical_index.traits_missing(cur)
         assert table_traits(store) == want
@@ -182,7 +194,8 @@ def test_a_file_without_the_traits_is_rebuilt_from_the_tables(
     mapped = lexical_file.read_unbound(path)  # the file as written, rewritten in v2's layout
     arrays = {name: np.array(array) for name, array in mapped.arrays.items()}
     arrays["terms"] = lexical_file.encode_terms(mapped.terms)
-    layout = tuple(s for s in lexical_file.SECTIONS if s not in ("words", "days", "answers"))
+    traits = ("words", "days", "answers", "speakers")
+    layout = tuple(s for s in lexical_file.SECTIONS if s not in traits)
     monkeypatch.setattr(lexical_file, "VERSION", 2)  # the layout before the traits
     monkeypatch.setattr(lexical_file, "SECTIONS", layout)
     lexical_file.write_file(path, mapped.state, arrays)
