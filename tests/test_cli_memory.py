@@ -295,6 +295,32 @@ def test_an_embedding_model_not_pulled_is_named_not_an_unreachable_ollama(
     assert backfill.stdout == f"backfill ran: embedded 0 of 2 ({fix})\n"
 
 
+def test_remember_with_memory_off_stores_the_pin_and_says_it_is_not_recalled(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """`remember` is an explicit request, so memory off (README: no recall into prompts, no
+    auto-save) still stores it; one stderr note says it will not reach a prompt until
+    memory is on. `ask` with memory off neither injects it nor saves the turn."""
+    off = {**env, "MEMORY_ENABLED": "false"}
+    text = "The office wifi is called lighthouse-5g and it drops at noon every day."
+    for args in (("remember", text), ("remember", text + " Again.", "--json")):
+        proc = run_cli(off, *args)
+        assert_ok(proc)
+        line = proc.stderr.strip()
+        assert len(proc.stderr.splitlines()) == 1, proc.stderr
+        assert "memory is off (memory_enabled = false)" in line, line
+        assert "not recalled into prompts" in line, line
+    assert json.loads(proc.stdout).keys() == {"id"}
+    assert status(off)["points"]["pinned"] == 2
+    standin.script_reply("A reply long enough to be saved as a point if memory were on, yes.")
+    assert_ok(run_cli(off, "ask", "What is the office wifi called, and when does it drop?"))
+    assert "lighthouse-5g" not in system_prompt(standin)
+    assert status(off)["points"]["total"] == 2
+    # Memory on: the same pin is recalled, and `remember` says nothing extra.
+    on = run_cli(env, "remember", "The printer on floor two jams on thick paper stock.")
+    assert on.returncode == 0 and on.stderr == "", on.stderr
+
+
 def test_forget_removes_a_point_and_an_unknown_id_exits_1(env: Env) -> None:
     keep = remember(env, "The harbour ferry leaves at seven every morning except Sunday.")
     gone = remember(env, "The zanzibar lighthouse keeper works night shifts in the winter.")

@@ -230,3 +230,31 @@ async def test_the_prompt_holds_the_turns_around_a_recalled_hit(
         assert "Van Gogh paintings" in system and "big museum in Paris" in system
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+async def test_slash_remember_with_memory_off_says_the_pin_is_not_recalled(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, enabled: bool
+) -> None:
+    """`/remember` stores the pin either way (an explicit request); with memory off its
+    notice says it will not reach a prompt until memory is on (as `remember` says)."""
+    from tui.memory_commands import run_memory_command
+
+    settings = make_settings(ollama_host=standin.host, memory_enabled=enabled)
+    gateway = OllamaGateway(settings.ollama.host, read_timeout=5)
+    store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
+    notices: list[tuple[str, str]] = []
+
+    async def notice(text: str, kind: str = "info") -> None:
+        notices.append((text, kind))
+
+    try:
+        memory = TurnMemory(store, embedder_for(gateway, settings.memory.embed_model))
+        await run_memory_command(memory, "", "/remember", FACT, notice)
+        assert store.points.counts()["pinned"] == 1
+    finally:
+        store.close()
+    (text, kind), *_ = notices
+    assert text.startswith("Remembered #1 (pinned).")
+    off = "memory is off (memory_enabled = false)"
+    assert (off in text, kind) == ((True, "warning") if not enabled else (False, "info"))

@@ -13,6 +13,7 @@ from memory.context_meta import context_status, load_context_report
 from memory.memory_store import MemoryConfig, RecallResult
 from memory.recall_block import join_recall_block, recall_entries
 from tui.cli_output import for_terminal, print_json
+from tui.memory_commands import memory_off_note
 from tui.memory_session import MemorySession
 
 EXIT_OK = 0
@@ -37,6 +38,8 @@ async def remember(settings: Settings, text: str, *, as_json: bool) -> int:
             else f" (no vector yet: {why}; found by its words until backfill)"
         )
         print(f"remembered #{point_id}{note}")
+    if not settings.memory.enabled:
+        print(f"straylight: note: {memory_off_note(point_id)}", file=sys.stderr)
     return EXIT_OK
 
 
