@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from memory.doc_splitter import split_markdown
+from memory.recall_block import RECALL_PREAMBLE
 from tests.support.cli import (
     NOW,
     REPO_ROOT,
@@ -148,7 +149,17 @@ def test_recall_json_shape_and_pinned_first(corpus: Corpus) -> None:
     hits = result["hits"]
     assert hits, result
     for hit in hits:
-        assert set(hit) == {"id", "role", "score", "pinned", "created_at", "date", "content"}, hit
+        assert set(hit) == {
+            "id",
+            "role",
+            "score",
+            "pinned",
+            "created_at",
+            "date",
+            "content",
+            "in_block",
+        }, hit
+        assert hit["in_block"] is True  # the default budget holds these few short hits
         assert hit["date"] == NOW[:10]  # the local day (TZ=UTC here)
         assert type(hit["id"]) is int
         assert hit["role"] in ("user", "assistant", "doc")
@@ -172,6 +183,29 @@ def test_recall_json_shape_and_pinned_first(corpus: Corpus) -> None:
         assert f"[#{hit['id']} ·" in block
     assert block.index(f"[#{corpus.pin_id} ·") < block.index(f"[#{hits[-1]['id']} ·")
     assert PIN in block
+
+
+def test_recall_says_which_hits_reach_the_prompt(corpus: Corpus) -> None:
+    """`block` is what the prompt would get and each hit's `in_block` says whether it is
+    there: a budget with room for one hit, for none, or memory off (nothing is injected)."""
+    query = "batch embedding timeout"
+    hits = recall(corpus.env, query)["hits"]
+    top = hits[0]
+    first = f"[#{top['id']} · user · {NOW[:10]} · {top['score']:.2f} · pinned]\n> {PIN}"
+    room_for_one = str(len(RECALL_PREAMBLE) + len(first) + 2)
+    one = recall({**corpus.env, "MEMORY_MAX_CHARS": room_for_one}, query)
+    assert [hit["in_block"] for hit in one["hits"]] == [True] + [False] * (len(hits) - 1)
+    assert PIN in one["block"] and f"[#{hits[1]['id']} ·" not in one["block"]
+    for extra in ({"MEMORY_MAX_CHARS": "40"}, {"MEMORY_ENABLED": "false"}):
+        none = recall({**corpus.env, **extra}, query)
+        assert [h["id"] for h in none["hits"]] == [h["id"] for h in hits]  # still searched
+        assert none["block"] == "" and not any(h["in_block"] for h in none["hits"]), none
+        plain = run_cli({**corpus.env, **extra}, "recall", query)
+        assert_ok(plain)
+        assert plain.stdout.startswith("nothing recalled into the prompt"), plain.stdout
+        assert f"{len(hits)} hits" in plain.stdout
+        reason = "memory_max_chars = 40" if "MEMORY_MAX_CHARS" in extra else "memory is off"
+        assert reason in plain.stdout, plain.stdout
 
 
 def test_recall_k_limits_the_unpinned_hits(corpus: Corpus) -> None:
