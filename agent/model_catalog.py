@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agent.context_window import model_context_length, modelfile_num_ctx
-from agent.gateway_errors import GatewayError, ModelError, OllamaUnreachable, classify
+from agent.gateway_errors import GatewayError, ModelError, classify
 
 if TYPE_CHECKING:
     import ollama
@@ -208,9 +208,18 @@ def _read_timeout(client: ollama.AsyncClient) -> float:
     return float(client._client.timeout.read or 0.0)
 
 
+def _connect_timeout(client: ollama.AsyncClient) -> float | None:
+    return float(client._client.timeout.connect or 0.0) or None
+
+
 def _named(client: ollama.AsyncClient, error: BaseException, model: str = "") -> GatewayError:
     return classify(
-        error, host=host_of(client), model=model, timeout=_read_timeout(client), streamed=False
+        error,
+        host=host_of(client),
+        model=model,
+        timeout=_read_timeout(client),
+        streamed=False,
+        connect_timeout=_connect_timeout(client),
     )
 
 
@@ -419,7 +428,7 @@ async def pull_model(client: ollama.AsyncClient, name: str) -> AsyncIterator[Pul
     except ollama.ResponseError as error:
         raise PullFailed(str(error.error or "").strip() or "Ollama refused the pull") from error
     except (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout) as error:
-        raise OllamaUnreachable(host_of(client)) from error
+        raise _named(client, error, name) from error
     except httpx.TransportError as error:
         if isinstance(error, httpx.TimeoutException):
             raise PullFailed(str(_named(client, error, name))) from error

@@ -19,6 +19,7 @@ from agent.gateway_errors import (
     ModelError,
     ModelTimeout,
     OllamaRedirected,
+    OllamaUnreachable,
     StreamCutOff,
     classify,
 )
@@ -139,6 +140,14 @@ def _tool_calls(raw: Sequence[Any]) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
+def timed_out(error: GatewayError) -> bool:
+    """A request that got no answer in time: a read timeout, or a connection not accepted
+    in time (either way the next metadata calls would wait as long again)."""
+    if isinstance(error, OllamaUnreachable):
+        return error.connect_timed_out is not None
+    return isinstance(error, ModelTimeout)
+
+
 class OllamaGateway:
     """Chat and health checks against one Ollama host."""
 
@@ -218,8 +227,15 @@ class OllamaGateway:
         """`classify`, and remember a timeout: until Ollama answers again, metadata calls are
         skipped rather than waited for (a hung server is reported after one timeout, not
         after the timeouts of every call before the chat)."""
-        named = classify(error, host=self.host, model=model, timeout=timeout, streamed=streamed)
-        if isinstance(named, ModelTimeout):
+        named = classify(
+            error,
+            host=self.host,
+            model=model,
+            timeout=timeout,
+            streamed=streamed,
+            connect_timeout=min(self.connect_timeout, timeout),
+        )
+        if timed_out(named):
             self._stalled = True
         return named
 
@@ -392,7 +408,7 @@ class OllamaGateway:
         try:
             return await fetch_show(client, model, timeout=self.metadata_timeout)
         except GatewayError as error:  # unknown, not fatal
-            if isinstance(error, ModelTimeout):
+            if timed_out(error):
                 self._stalled = True
             log.info("could not read /api/show of %s: %s", model, error)
             return None

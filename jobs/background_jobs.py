@@ -166,7 +166,8 @@ async def backfill(ctx: JobContext) -> JobResult:
         return JobResult("skipped", "every point has a vector")
     status = await ctx.gateway.check()
     if not status.reachable:
-        return JobResult("skipped", f"{waiting} waiting; Ollama is not reachable")
+        why = status.error or "Ollama is not reachable"  # refused, or timed out: named
+        return JobResult("skipped", f"{waiting} waiting; {why}")
     dim_before = store.embed_dim
     done = await ctx.memory.backfill()
     if dim_before is not None and store.embed_dim != dim_before:  # a model re-pulled

@@ -10,7 +10,9 @@ processes. Read-only checks share one module-scoped data dir.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -107,6 +109,30 @@ def system_prompt(standin: OllamaStandIn) -> str:
 @pytest.fixture
 def env(cli_env: Callable[..., Env], standin: OllamaStandIn) -> Env:
     return cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
+
+
+@pytest.fixture
+def listening_but_full() -> Iterator[str]:
+    """The address of a socket that listens but whose backlog is full: the kernel drops
+    new connection attempts, so a client's connect times out (as with a firewall that drops
+    packets) instead of being refused."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    fillers = []
+    for _ in range(3):
+        filler = socket.socket()
+        filler.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            filler.connect(("127.0.0.1", port))
+        fillers.append(filler)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        for filler in fillers:
+            filler.close()
+        server.close()
 
 
 # ------------------------------------------------------------ the shared data dir
@@ -353,6 +379,53 @@ def test_remember_with_memory_off_stores_the_pin_and_says_it_is_not_recalled(
     # Memory on: the same pin is recalled, and `remember` says nothing extra.
     on = run_cli(env, "remember", "The printer on floor two jams on thick paper stock.")
     assert on.returncode == 0 and on.stderr == "", on.stderr
+
+
+def test_an_embedding_timeout_says_it_timed_out_naming_the_model_and_host(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """A slow embedding server is not an unreachable one: every note of the embedding path
+    says the request timed out, with the model, the host and the setting to raise."""
+    slow = {**env, "STRAYLIGHT_HTTP_TIMEOUT_SECONDS": "1"}
+    standin.fail_next("delay", seconds=2, path=EMBED, count=None)
+    timed_out = f"embedding with nomic-embed-text at http://{standin.host} timed out after 1 s"
+    saved = run_cli(slow, "remember", "The office wifi is called lighthouse-5g, it drops at noon.")
+    assert_ok(saved)
+    found = run_cli(slow, "recall", "office wifi")
+    doc = tmp_path / "wifi.md"
+    doc.write_text("# Office\n\n## Wifi\n\nThe guest network is lighthouse-guest.\n")
+    imported = run_cli(slow, "import-doc", str(doc))
+    backfill = run_cli(slow, "jobs", "run", "backfill")
+    for proc, said in ((saved, saved.stdout), (found, found.stderr), (imported, imported.stderr)):
+        assert_ok(proc)
+        assert timed_out in said and "STRAYLIGHT_HTTP_TIMEOUT_SECONDS" in said, said
+        assert "reachable" not in said, said
+    assert timed_out in backfill.stdout and "reachable" not in backfill.stdout, backfill.stdout
+
+
+def test_an_embedding_host_that_never_accepts_says_the_connection_timed_out(
+    env: Env, listening_but_full: str
+) -> None:
+    """A host that takes no connection (a firewall dropping packets, a full backlog) is
+    named as a connect timeout, not as a refused connection (`ollama serve` is running)."""
+    dead = {**env, "OLLAMA_HOST": listening_but_full, "STRAYLIGHT_CONNECT_TIMEOUT_SECONDS": "1"}
+    saved = run_cli(dead, "remember", "The office wifi is called lighthouse-5g, it drops at noon.")
+    assert_ok(saved)
+    said = saved.stdout
+    assert f"Ollama at {listening_but_full} did not accept the connection within 1 s" in said
+    assert "timed out" in said and "STRAYLIGHT_CONNECT_TIMEOUT_SECONDS" in said, said
+    asked = run_cli(dead, "ask", "hello there")
+    line = assert_one_line(asked, 3, "did not accept the connection within 1 s", "timed out")
+    assert "ollama serve" not in line, line
+
+
+def test_a_refused_embedding_connection_names_the_host(env: Env, standin: OllamaStandIn) -> None:
+    host = standin.host
+    standin.stop()
+    saved = run_cli(env, "remember", "The office wifi is called lighthouse-5g, it drops at noon.")
+    assert_ok(saved)
+    assert f"no vector yet: Ollama is not reachable at http://{host}" in saved.stdout, saved.stdout
+    assert "timed out" not in saved.stdout
 
 
 def test_forget_removes_a_point_and_an_unknown_id_exits_1(env: Env) -> None:

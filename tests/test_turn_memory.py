@@ -258,3 +258,28 @@ async def test_slash_remember_with_memory_off_says_the_pin_is_not_recalled(
     assert text.startswith("Remembered #1 (pinned).")
     off = "memory is off (memory_enabled = false)"
     assert (off in text, kind) == ((True, "warning") if not enabled else (False, "info"))
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (TimeoutError(), "the embedding request timed out"),
+        (ConnectionRefusedError(), "Ollama was not reachable"),
+        (ValueError("odd"), "the embedding request failed (ValueError; details in"),
+    ],
+)
+async def test_an_embedder_error_it_did_not_name_is_worded_by_what_it_is(
+    settings: Settings, error: Exception, said: str
+) -> None:
+    """A timeout is never reported as an unreachable Ollama, nor an unknown error as one."""
+
+    async def failing(texts: object) -> list[list[float]]:
+        raise error
+
+    store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
+    try:
+        memory = TurnMemory(store, failing)
+        assert await memory.embed_one("the office wifi is lighthouse-5g") is None
+        assert memory.embed_problem is not None and memory.embed_problem.startswith(said)
+    finally:
+        store.close()
