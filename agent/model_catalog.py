@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agent.context_window import model_context_length, modelfile_num_ctx
 from agent.gateway_errors import GatewayError, ModelError, classify
+from agent.ollama_gateway import can_chat, is_embedding
 
 if TYPE_CHECKING:
     import ollama
@@ -96,13 +97,14 @@ class ModelRecord:
 
     @property
     def embedding(self) -> bool | None:
-        """An embedding model (capabilities contain "embedding"); None when unknown."""
-        return None if self.capabilities is None else "embedding" in self.capabilities
+        """An embedding model (capabilities contain "embedding"); None when unknown (none
+        listed)."""
+        return is_embedding(self.capabilities)
 
     @property
     def chat_capable(self) -> bool | None:
-        """Can chat (capabilities contain "completion"); None when unknown."""
-        return None if self.capabilities is None else "completion" in self.capabilities
+        """Can chat (`can_chat`: capabilities contain "completion"); None when unknown."""
+        return can_chat(self.capabilities)
 
     def to_json(self) -> dict[str, Any]:
         """The `straylight models --json` entry: exactly `JSON_FIELDS`."""
@@ -397,7 +399,7 @@ def cannot_chat(name: str, capabilities: tuple[str, ...] | None) -> str | None:
     that lists no capabilities, a model not pulled, Ollama down: the chat request then names
     the problem). The one rule of `/model` and `straylight ask --model`, checked before
     anything is logged."""
-    if not capabilities or "completion" in capabilities:
+    if capabilities is None or can_chat(capabilities) is not False:
         return None
     return f"{name} cannot chat (capabilities: {', '.join(capabilities)})"
 

@@ -64,13 +64,28 @@ class OllamaStatus:
     @property
     def chat_models(self) -> tuple[str, ...]:
         """The pulled models that can chat (capability `completion`), by what Ollama says
-        rather than by name; a model whose capabilities are unknown (an old server) stays."""
+        rather than by name; a model whose capabilities are unknown (an old server, none
+        listed) stays (`can_chat`)."""
         known = self.capabilities or (None,) * len(self.models)
         return tuple(
             name
             for name, caps in zip(self.models, known, strict=True)
-            if caps is None or "completion" in caps
+            if can_chat(caps) is not False
         )
+
+
+def can_chat(capabilities: tuple[str, ...] | None) -> bool | None:
+    """The one rule of "can this model chat": whether Ollama lists `completion`; None
+    (unknown, so allowed) when it lists nothing — no field (an Ollama from before
+    capabilities) or an empty list. Used by the models list and screen
+    (`ModelRecord.chat_capable`), the chat's model choice (`OllamaStatus.chat_models`), and
+    `/model` and `ask --model` (`cannot_chat`)."""
+    return "completion" in capabilities if capabilities else None
+
+
+def is_embedding(capabilities: tuple[str, ...] | None) -> bool | None:
+    """Whether Ollama lists `embedding`; None when it lists nothing (as `can_chat`)."""
+    return "embedding" in capabilities if capabilities else None
 
 
 def normalise_model_name(name: str) -> str:
