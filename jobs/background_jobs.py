@@ -96,9 +96,11 @@ async def decay(ctx: JobContext) -> JobResult:
     drawer = ctx.memory.facts
     if drawer is None:
         return JobResult("skipped", "no fact drawer")
-    statuses = await asyncio.to_thread(drawer.decay)
+    # Confidence first: a retired fact decays no further, so the run that retires one
+    # charges its unverified days up to now before (it shows the value it was retired at).
     now = ctx.settings.clock.now()
     confidence = await asyncio.to_thread(decay_confidence, ctx.memory.store.db, now)
+    statuses = await asyncio.to_thread(drawer.decay)
     summary = (
         f"{len(statuses.stale)} stale, {len(statuses.retired)} retired; "
         f"confidence: {confidence.summary()}"
