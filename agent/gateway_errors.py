@@ -30,15 +30,27 @@ class GatewayError(Exception):
 
 
 class OllamaUnreachable(GatewayError):
+    """No connection: refused (nothing listens there), or not accepted in time
+    (`connect_timed_out`: a host that drops packets or is swamped), named apart."""
+
     kind = "unreachable"
     exit_code = EXIT_UNREACHABLE
 
-    def __init__(self, host: str) -> None:
-        super().__init__(
-            f"Ollama is not reachable at {host}: start it with `ollama serve` "
-            "(or the Ollama app), or point --ollama-host / OLLAMA_HOST at it"
-        )
+    def __init__(self, host: str, *, connect_timed_out: float | None = None) -> None:
+        if connect_timed_out is None:
+            message = (
+                f"Ollama is not reachable at {host}: start it with `ollama serve` "
+                "(or the Ollama app), or point --ollama-host / OLLAMA_HOST at it"
+            )
+        else:
+            message = (
+                f"Ollama at {host} did not accept the connection within "
+                f"{connect_timed_out:g} s (timed out): check the host and the network, or "
+                "raise STRAYLIGHT_CONNECT_TIMEOUT_SECONDS"
+            )
+        super().__init__(message)
         self.host = host
+        self.connect_timed_out = connect_timed_out
 
 
 class OllamaRedirected(GatewayError):
@@ -106,9 +118,16 @@ class ContextOverflow(ModelError):
 
 
 def classify(
-    error: BaseException, *, host: str, model: str, timeout: float, streamed: bool
+    error: BaseException,
+    *,
+    host: str,
+    model: str,
+    timeout: float,
+    streamed: bool,
+    connect_timeout: float | None = None,
 ) -> GatewayError:
-    """Name a raw client error. `streamed` says whether some reply text already arrived."""
+    """Name a raw client error. `streamed` says whether some reply text already arrived;
+    `connect_timeout` is the limit a connect timeout is named with."""
     import httpx
     import ollama
     import pydantic
@@ -130,7 +149,9 @@ def classify(
         if error.status_code == 400 and "does not support tools" in detail:
             return ToolsNotSupported(f"{model} does not support tools")
         return ModelError(f"Ollama answered HTTP {error.status_code}: {_short(detail)}")
-    if isinstance(error, ConnectionError | httpx.ConnectError | httpx.ConnectTimeout):
+    if isinstance(error, httpx.ConnectTimeout):
+        return OllamaUnreachable(host, connect_timed_out=connect_timeout or timeout)
+    if isinstance(error, ConnectionError | httpx.ConnectError):
         return OllamaUnreachable(host)
     if isinstance(error, httpx.TimeoutException):
         return ModelTimeout(timeout)

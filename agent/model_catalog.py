@@ -23,7 +23,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agent.context_window import model_context_length, modelfile_num_ctx
-from agent.gateway_errors import GatewayError, ModelError, OllamaUnreachable, classify
+from agent.gateway_errors import GatewayError, ModelError, classify
+from agent.ollama_gateway import can_chat, is_embedding
 
 if TYPE_CHECKING:
     import ollama
@@ -96,13 +97,14 @@ class ModelRecord:
 
     @property
     def embedding(self) -> bool | None:
-        """An embedding model (capabilities contain "embedding"); None when unknown."""
-        return None if self.capabilities is None else "embedding" in self.capabilities
+        """An embedding model (capabilities contain "embedding"); None when unknown (none
+        listed)."""
+        return is_embedding(self.capabilities)
 
     @property
     def chat_capable(self) -> bool | None:
-        """Can chat (capabilities contain "completion"); None when unknown."""
-        return None if self.capabilities is None else "completion" in self.capabilities
+        """Can chat (`can_chat`: capabilities contain "completion"); None when unknown."""
+        return can_chat(self.capabilities)
 
     def to_json(self) -> dict[str, Any]:
         """The `straylight models --json` entry: exactly `JSON_FIELDS`."""
@@ -208,9 +210,18 @@ def _read_timeout(client: ollama.AsyncClient) -> float:
     return float(client._client.timeout.read or 0.0)
 
 
+def _connect_timeout(client: ollama.AsyncClient) -> float | None:
+    return float(client._client.timeout.connect or 0.0) or None
+
+
 def _named(client: ollama.AsyncClient, error: BaseException, model: str = "") -> GatewayError:
     return classify(
-        error, host=host_of(client), model=model, timeout=_read_timeout(client), streamed=False
+        error,
+        host=host_of(client),
+        model=model,
+        timeout=_read_timeout(client),
+        streamed=False,
+        connect_timeout=_connect_timeout(client),
     )
 
 
@@ -388,7 +399,7 @@ def cannot_chat(name: str, capabilities: tuple[str, ...] | None) -> str | None:
     that lists no capabilities, a model not pulled, Ollama down: the chat request then names
     the problem). The one rule of `/model` and `straylight ask --model`, checked before
     anything is logged."""
-    if not capabilities or "completion" in capabilities:
+    if capabilities is None or can_chat(capabilities) is not False:
         return None
     return f"{name} cannot chat (capabilities: {', '.join(capabilities)})"
 
@@ -419,7 +430,7 @@ async def pull_model(client: ollama.AsyncClient, name: str) -> AsyncIterator[Pul
     except ollama.ResponseError as error:
         raise PullFailed(str(error.error or "").strip() or "Ollama refused the pull") from error
     except (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout) as error:
-        raise OllamaUnreachable(host_of(client)) from error
+        raise _named(client, error, name) from error
     except httpx.TransportError as error:
         if isinstance(error, httpx.TimeoutException):
             raise PullFailed(str(_named(client, error, name))) from error

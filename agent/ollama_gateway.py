@@ -19,6 +19,7 @@ from agent.gateway_errors import (
     ModelError,
     ModelTimeout,
     OllamaRedirected,
+    OllamaUnreachable,
     StreamCutOff,
     classify,
 )
@@ -63,13 +64,28 @@ class OllamaStatus:
     @property
     def chat_models(self) -> tuple[str, ...]:
         """The pulled models that can chat (capability `completion`), by what Ollama says
-        rather than by name; a model whose capabilities are unknown (an old server) stays."""
+        rather than by name; a model whose capabilities are unknown (an old server, none
+        listed) stays (`can_chat`)."""
         known = self.capabilities or (None,) * len(self.models)
         return tuple(
             name
             for name, caps in zip(self.models, known, strict=True)
-            if caps is None or "completion" in caps
+            if can_chat(caps) is not False
         )
+
+
+def can_chat(capabilities: tuple[str, ...] | None) -> bool | None:
+    """The one rule of "can this model chat": whether Ollama lists `completion`; None
+    (unknown, so allowed) when it lists nothing — no field (an Ollama from before
+    capabilities) or an empty list. Used by the models list and screen
+    (`ModelRecord.chat_capable`), the chat's model choice (`OllamaStatus.chat_models`), and
+    `/model` and `ask --model` (`cannot_chat`)."""
+    return "completion" in capabilities if capabilities else None
+
+
+def is_embedding(capabilities: tuple[str, ...] | None) -> bool | None:
+    """Whether Ollama lists `embedding`; None when it lists nothing (as `can_chat`)."""
+    return "embedding" in capabilities if capabilities else None
 
 
 def normalise_model_name(name: str) -> str:
@@ -137,6 +153,14 @@ def _tool_calls(raw: Sequence[Any]) -> tuple[ToolCall, ...]:
         arguments = getattr(function, "arguments", None)
         calls.append(ToolCall(name, dict(arguments) if isinstance(arguments, Mapping) else {}))
     return tuple(calls)
+
+
+def timed_out(error: GatewayError) -> bool:
+    """A request that got no answer in time: a read timeout, or a connection not accepted
+    in time (either way the next metadata calls would wait as long again)."""
+    if isinstance(error, OllamaUnreachable):
+        return error.connect_timed_out is not None
+    return isinstance(error, ModelTimeout)
 
 
 class OllamaGateway:
@@ -218,8 +242,15 @@ class OllamaGateway:
         """`classify`, and remember a timeout: until Ollama answers again, metadata calls are
         skipped rather than waited for (a hung server is reported after one timeout, not
         after the timeouts of every call before the chat)."""
-        named = classify(error, host=self.host, model=model, timeout=timeout, streamed=streamed)
-        if isinstance(named, ModelTimeout):
+        named = classify(
+            error,
+            host=self.host,
+            model=model,
+            timeout=timeout,
+            streamed=streamed,
+            connect_timeout=min(self.connect_timeout, timeout),
+        )
+        if timed_out(named):
             self._stalled = True
         return named
 
@@ -392,7 +423,7 @@ class OllamaGateway:
         try:
             return await fetch_show(client, model, timeout=self.metadata_timeout)
         except GatewayError as error:  # unknown, not fatal
-            if isinstance(error, ModelTimeout):
+            if timed_out(error):
                 self._stalled = True
             log.info("could not read /api/show of %s: %s", model, error)
             return None

@@ -3,7 +3,8 @@
 The workspace is the git root of the current directory (the nearest parent holding a `.git`
 directory or file, so worktrees and submodules count), else the directory itself; the
 `workspace` setting (`--workspace NAME`, `STRAYLIGHT_WORKSPACE`, config key `workspace`)
-overrides it with any name without a control character (`check_workspace_name`). Facts of
+overrides it with any name without a control character (`check_workspace_name`); a derived
+name has its control characters escaped instead (`safe_derived_name`). Facts of
 scope `workspace` are stored under this string; global facts under ''.
 """
 
@@ -39,9 +40,29 @@ def git_root(directory: Path) -> Path | None:
     return None
 
 
+def safe_derived_name(path: str) -> str:
+    """A directory path made a workspace name: the user did not type it, so a control
+    character in it is not refused but written escaped (`\\n`, `\\x1b`, `\\u2028`), and so
+    is a byte that is not UTF-8 (`\\xe9`, which Python holds as a lone surrogate and DuckDB
+    cannot store). The same directory always gives the same name; every output that shows
+    it stays one line."""
+    return "".join(_escaped(char) for char in path)
+
+
+def _escaped(char: str) -> str:
+    category = unicodedata.category(char)
+    if category == "Cs":  # a byte that is not UTF-8 (surrogateescape), or a lone surrogate
+        code = ord(char)
+        return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+    if category in LINE_BREAKING:
+        return char.encode("unicode_escape").decode("ascii")
+    return char
+
+
 def resolve_workspace(override: str | None, cwd: Path | None = None) -> str:
-    """The workspace id: the override if given, else the git root, else the directory."""
+    """The workspace id: the override if given (checked where it was given), else the git
+    root, else the directory (`safe_derived_name`)."""
     if override is not None and override.strip():
         return override.strip()
     directory = (cwd or Path.cwd()).absolute()
-    return str(git_root(directory) or directory)
+    return safe_derived_name(str(git_root(directory) or directory))

@@ -96,9 +96,11 @@ async def decay(ctx: JobContext) -> JobResult:
     drawer = ctx.memory.facts
     if drawer is None:
         return JobResult("skipped", "no fact drawer")
-    statuses = await asyncio.to_thread(drawer.decay)
+    # Confidence first: a retired fact decays no further, so the run that retires one
+    # charges its unverified days up to now before (it shows the value it was retired at).
     now = ctx.settings.clock.now()
     confidence = await asyncio.to_thread(decay_confidence, ctx.memory.store.db, now)
+    statuses = await asyncio.to_thread(drawer.decay)
     summary = (
         f"{len(statuses.stale)} stale, {len(statuses.retired)} retired; "
         f"confidence: {confidence.summary()}"
@@ -166,7 +168,8 @@ async def backfill(ctx: JobContext) -> JobResult:
         return JobResult("skipped", "every point has a vector")
     status = await ctx.gateway.check()
     if not status.reachable:
-        return JobResult("skipped", f"{waiting} waiting; Ollama is not reachable")
+        why = status.error or "Ollama is not reachable"  # refused, or timed out: named
+        return JobResult("skipped", f"{waiting} waiting; {why}")
     dim_before = store.embed_dim
     done = await ctx.memory.backfill()
     if dim_before is not None and store.embed_dim != dim_before:  # a model re-pulled

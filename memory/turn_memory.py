@@ -34,10 +34,20 @@ log = logging.getLogger("straylight.memory")
 EmbedFn = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
 
 
-class EmbeddingRefused(Exception):
-    """The embedding server answered but gave no vectors (the model is not pulled, cannot
-    embed…); `str()` is the one line naming it and the fix. An embedder raises it so the
-    notes say that, not "Ollama was not reachable" (tui/memory_session.embedder_for)."""
+class EmbeddingFailed(Exception):
+    """The embedding gave no vectors for a reason the embedder named (the model is not
+    pulled, Ollama refused the connection, the request timed out…); `str()` is the one line
+    naming it and the fix, which the notes repeat (tui/memory_session.embedder_for)."""
+
+
+def unnamed_embed_problem(error: Exception) -> str:
+    """The note for an embedder's error it did not name: a timeout says so, a refused
+    connection says that; anything else points to the log."""
+    if isinstance(error, TimeoutError):
+        return "the embedding request timed out"
+    if isinstance(error, ConnectionError):
+        return "Ollama was not reachable"
+    return f"the embedding request failed ({type(error).__name__}; details in straylight.log)"
 
 
 ProgressFn = Callable[[int, int], None]
@@ -85,13 +95,13 @@ class TurnMemory:
         await asyncio.to_thread(self.store.count_embed_requests, 1)
         try:
             vectors = await self.embed([mask_secrets(text) for text in texts])
-        except EmbeddingRefused as refused:  # fail-soft too, and named
-            log.warning("embedding refused (%s): points wait for backfill", refused)
-            self.embed_problem = str(refused)
+        except EmbeddingFailed as named:  # fail-soft too, and named
+            log.warning("embedding failed (%s): points wait for backfill", named)
+            self.embed_problem = str(named)
             return None
         except Exception as error:  # noqa: BLE001 - fail-soft: stored without vectors
-            log.warning("embedding failed (%s): points wait for backfill", error)
-            self.embed_problem = "Ollama was not reachable"
+            log.warning("embedding failed (%r): points wait for backfill", error)
+            self.embed_problem = unnamed_embed_problem(error)
             return None
         if len(vectors) != len(texts):
             self.embed_problem = "Ollama returned the wrong number of vectors"

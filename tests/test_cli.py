@@ -454,6 +454,30 @@ def test_straylight_now_names_log_file_and_time(
     assert messages[0]["conversation_id"].startswith(compact)
 
 
+def test_history_of_an_unknown_conversation_is_not_found(env: Env, home: Path) -> None:
+    """A conversation the logs do not hold is named, exit 1 (an unknown id, as `reflect`
+    and `forget` say it); one held on another day is an empty answer naming its last day;
+    a value `ask --conversation` would refuse is a usage error (exit 2, not repeated)."""
+    write_day(home, "2031-02-01", log_block("user", "older", "project-x", "2031-02-01T09:00:00Z"))
+    for args in (("history",), ("history", "--json"), ("history", "--date", DAY)):
+        proc = run_cli(env, *args, "--conversation", "no-such-thing")
+        assert_one_line(proc, 1, "no conversation 'no-such-thing'", "straylight conversations")
+        assert proc.stdout == ""
+    assert history_json(env, "--conversation", "project-x") == []
+    elsewhere = run_cli(env, "history", "--conversation", "project-x")
+    assert_quiet(elsewhere)
+    assert "project-x" in elsewhere.stdout and "2031-02-01" in elsewhere.stdout
+    assert history_json(env, "--conversation", "project-x", "--date", "2031-02-01") != []
+    line = assert_one_line(run_cli(env, "history", "--conversation", "Bad Name"), 2)
+    assert "--conversation wants" in line and "Bad Name" not in line
+
+
+def test_history_of_a_conversation_without_data_dir(env: Env, home: Path) -> None:
+    proc = run_cli(env, "history", "--conversation", "project-x")
+    assert_one_line(proc, 1, "no conversation 'project-x'", f"no data dir at {home}")
+    assert not home.exists()
+
+
 def test_history_of_a_day_without_log(env: Env, home: Path) -> None:
     home.mkdir(parents=True)  # a data dir without that day's log (none at all: a hint, below)
     assert history_json(env, "--date", "2001-01-01") == []

@@ -226,3 +226,31 @@ def test_status_help_names_what_it_shows(tmp_path: Path, standin: OllamaStandIn)
     text = " ".join(proc.stdout.split())
     for part in ("embedding model", "headroom", "facts", "hypotheses", "context window"):
         assert part in text, part
+
+
+def test_a_fact_retired_by_decay_shows_the_confidence_charged_up_to_its_retirement(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """Confidence loses 0.05 for each full 30 unverified days, and a retired fact no longer
+    decays: so the decay run that retires a fact first charges its confidence up to that
+    day (a retired fact never shows the value of its last active day). Once retired it
+    keeps that value; the list and the screen show the same number."""
+    start = {**env_for(tmp_path, standin), "STRAYLIGHT_NOW": "2030-01-01T00:00:00Z"}
+    assert_ok(run_cli(start, "facts", "set", "deploy:blyck", "--type", "fact", "--body", "x y"))
+    # stale at 120 days (4 periods charged), retired at 212 days (7 periods)
+    stale = {**start, "STRAYLIGHT_NOW": "2030-05-01T00:00:00Z"}
+    assert_ok(run_cli(stale, "jobs", "run", "decay"))
+    later = {**start, "STRAYLIGHT_NOW": "2030-08-01T00:00:00Z"}
+    assert_ok(run_cli(later, "jobs", "run", "decay"))
+    listed = {f["key"]: f for f in json_of(later, "facts", "list", "--status", "all")}
+    assert (listed["deploy:blyck"]["status"], listed["deploy:blyck"]["confidence"]) == (
+        "retired",
+        0.65,
+    )
+    plain = run_cli(later, "facts", "list", "--status", "retired")
+    assert "deploy:blyck  fact (workspace, 0.65) [retired]" in plain.stdout, plain.stdout
+    # retired, it decays no further
+    much_later = {**start, "STRAYLIGHT_NOW": "2031-08-01T00:00:00Z"}
+    assert_ok(run_cli(much_later, "jobs", "run", "decay"))
+    again = {f["key"]: f for f in json_of(much_later, "facts", "list", "--status", "all")}
+    assert again["deploy:blyck"]["confidence"] == 0.65

@@ -10,7 +10,9 @@ processes. Read-only checks share one module-scoped data dir.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -22,6 +24,7 @@ from typing import Any
 import pytest
 
 from memory.doc_splitter import split_markdown
+from memory.recall_block import RECALL_PREAMBLE
 from tests.support.cli import (
     NOW,
     REPO_ROOT,
@@ -108,6 +111,30 @@ def env(cli_env: Callable[..., Env], standin: OllamaStandIn) -> Env:
     return cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
 
 
+@pytest.fixture
+def listening_but_full() -> Iterator[str]:
+    """The address of a socket that listens but whose backlog is full: the kernel drops
+    new connection attempts, so a client's connect times out (as with a firewall that drops
+    packets) instead of being refused."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    fillers = []
+    for _ in range(3):
+        filler = socket.socket()
+        filler.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            filler.connect(("127.0.0.1", port))
+        fillers.append(filler)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        for filler in fillers:
+            filler.close()
+        server.close()
+
+
 # ------------------------------------------------------------ the shared data dir
 
 
@@ -148,7 +175,17 @@ def test_recall_json_shape_and_pinned_first(corpus: Corpus) -> None:
     hits = result["hits"]
     assert hits, result
     for hit in hits:
-        assert set(hit) == {"id", "role", "score", "pinned", "created_at", "date", "content"}, hit
+        assert set(hit) == {
+            "id",
+            "role",
+            "score",
+            "pinned",
+            "created_at",
+            "date",
+            "content",
+            "in_block",
+        }, hit
+        assert hit["in_block"] is True  # the default budget holds these few short hits
         assert hit["date"] == NOW[:10]  # the local day (TZ=UTC here)
         assert type(hit["id"]) is int
         assert hit["role"] in ("user", "assistant", "doc")
@@ -172,6 +209,29 @@ def test_recall_json_shape_and_pinned_first(corpus: Corpus) -> None:
         assert f"[#{hit['id']} ·" in block
     assert block.index(f"[#{corpus.pin_id} ·") < block.index(f"[#{hits[-1]['id']} ·")
     assert PIN in block
+
+
+def test_recall_says_which_hits_reach_the_prompt(corpus: Corpus) -> None:
+    """`block` is what the prompt would get and each hit's `in_block` says whether it is
+    there: a budget with room for one hit, for none, or memory off (nothing is injected)."""
+    query = "batch embedding timeout"
+    hits = recall(corpus.env, query)["hits"]
+    top = hits[0]
+    first = f"[#{top['id']} · user · {NOW[:10]} · {top['score']:.2f} · pinned]\n> {PIN}"
+    room_for_one = str(len(RECALL_PREAMBLE) + len(first) + 2)
+    one = recall({**corpus.env, "MEMORY_MAX_CHARS": room_for_one}, query)
+    assert [hit["in_block"] for hit in one["hits"]] == [True] + [False] * (len(hits) - 1)
+    assert PIN in one["block"] and f"[#{hits[1]['id']} ·" not in one["block"]
+    for extra in ({"MEMORY_MAX_CHARS": "40"}, {"MEMORY_ENABLED": "false"}):
+        none = recall({**corpus.env, **extra}, query)
+        assert [h["id"] for h in none["hits"]] == [h["id"] for h in hits]  # still searched
+        assert none["block"] == "" and not any(h["in_block"] for h in none["hits"]), none
+        plain = run_cli({**corpus.env, **extra}, "recall", query)
+        assert_ok(plain)
+        assert plain.stdout.startswith("nothing recalled into the prompt"), plain.stdout
+        assert f"{len(hits)} hits" in plain.stdout
+        reason = "memory_max_chars = 40" if "MEMORY_MAX_CHARS" in extra else "memory is off"
+        assert reason in plain.stdout, plain.stdout
 
 
 def test_recall_k_limits_the_unpinned_hits(corpus: Corpus) -> None:
@@ -293,6 +353,79 @@ def test_an_embedding_model_not_pulled_is_named_not_an_unreachable_ollama(
     backfill = run_cli(missing, "jobs", "run", "backfill")
     assert_ok(backfill)
     assert backfill.stdout == f"backfill ran: embedded 0 of 2 ({fix})\n"
+
+
+def test_remember_with_memory_off_stores_the_pin_and_says_it_is_not_recalled(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """`remember` is an explicit request, so memory off (README: no recall into prompts, no
+    auto-save) still stores it; one stderr note says it will not reach a prompt until
+    memory is on. `ask` with memory off neither injects it nor saves the turn."""
+    off = {**env, "MEMORY_ENABLED": "false"}
+    text = "The office wifi is called lighthouse-5g and it drops at noon every day."
+    for args in (("remember", text), ("remember", text + " Again.", "--json")):
+        proc = run_cli(off, *args)
+        assert_ok(proc)
+        line = proc.stderr.strip()
+        assert len(proc.stderr.splitlines()) == 1, proc.stderr
+        assert "memory is off (memory_enabled = false)" in line, line
+        assert "not recalled into prompts" in line, line
+    assert json.loads(proc.stdout).keys() == {"id"}
+    assert status(off)["points"]["pinned"] == 2
+    standin.script_reply("A reply long enough to be saved as a point if memory were on, yes.")
+    assert_ok(run_cli(off, "ask", "What is the office wifi called, and when does it drop?"))
+    assert "lighthouse-5g" not in system_prompt(standin)
+    assert status(off)["points"]["total"] == 2
+    # Memory on: the same pin is recalled, and `remember` says nothing extra.
+    on = run_cli(env, "remember", "The printer on floor two jams on thick paper stock.")
+    assert on.returncode == 0 and on.stderr == "", on.stderr
+
+
+def test_an_embedding_timeout_says_it_timed_out_naming_the_model_and_host(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """A slow embedding server is not an unreachable one: every note of the embedding path
+    says the request timed out, with the model, the host and the setting to raise."""
+    slow = {**env, "STRAYLIGHT_HTTP_TIMEOUT_SECONDS": "1"}
+    standin.fail_next("delay", seconds=2, path=EMBED, count=None)
+    timed_out = f"embedding with nomic-embed-text at http://{standin.host} timed out after 1 s"
+    saved = run_cli(slow, "remember", "The office wifi is called lighthouse-5g, it drops at noon.")
+    assert_ok(saved)
+    found = run_cli(slow, "recall", "office wifi")
+    doc = tmp_path / "wifi.md"
+    doc.write_text("# Office\n\n## Wifi\n\nThe guest network is lighthouse-guest.\n")
+    imported = run_cli(slow, "import-doc", str(doc))
+    backfill = run_cli(slow, "jobs", "run", "backfill")
+    for proc, said in ((saved, saved.stdout), (found, found.stderr), (imported, imported.stderr)):
+        assert_ok(proc)
+        assert timed_out in said and "STRAYLIGHT_HTTP_TIMEOUT_SECONDS" in said, said
+        assert "reachable" not in said, said
+    assert timed_out in backfill.stdout and "reachable" not in backfill.stdout, backfill.stdout
+
+
+def test_an_embedding_host_that_never_accepts_says_the_connection_timed_out(
+    env: Env, listening_but_full: str
+) -> None:
+    """A host that takes no connection (a firewall dropping packets, a full backlog) is
+    named as a connect timeout, not as a refused connection (`ollama serve` is running)."""
+    dead = {**env, "OLLAMA_HOST": listening_but_full, "STRAYLIGHT_CONNECT_TIMEOUT_SECONDS": "1"}
+    saved = run_cli(dead, "remember", "The office wifi is called lighthouse-5g, it drops at noon.")
+    assert_ok(saved)
+    said = saved.stdout
+    assert f"Ollama at {listening_but_full} did not accept the connection within 1 s" in said
+    assert "timed out" in said and "STRAYLIGHT_CONNECT_TIMEOUT_SECONDS" in said, said
+    asked = run_cli(dead, "ask", "hello there")
+    line = assert_one_line(asked, 3, "did not accept the connection within 1 s", "timed out")
+    assert "ollama serve" not in line, line
+
+
+def test_a_refused_embedding_connection_names_the_host(env: Env, standin: OllamaStandIn) -> None:
+    host = standin.host
+    standin.stop()
+    saved = run_cli(env, "remember", "The office wifi is called lighthouse-5g, it drops at noon.")
+    assert_ok(saved)
+    assert f"no vector yet: Ollama is not reachable at http://{host}" in saved.stdout, saved.stdout
+    assert "timed out" not in saved.stdout
 
 
 def test_forget_removes_a_point_and_an_unknown_id_exits_1(env: Env) -> None:

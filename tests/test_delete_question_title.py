@@ -5,6 +5,9 @@ is asked where the terminal is; the title comes from the owner, which holds the 
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -54,3 +57,30 @@ def test_the_question_names_it_while_another_process_owns_the_data_dir(
         finally:
             server.stop()
     assert printed_json(run_cli(env, "conversations", "--json"), quiet=True) == []
+
+
+def test_an_owner_that_does_not_serve_is_waited_for_then_the_title_is_the_set_one(
+    env: Env, home: Path
+) -> None:
+    """A process holding the data dir without serving it (a short `facts` command) is waited
+    for: once it lets go, the command runs here and asks with the title set by rename."""
+    cid = renamed_conversation(env)
+    lock = DataDirLock(home).acquire()
+    threading.Timer(0.8, lock.release).start()
+    code, said = _on_a_terminal(env, "y\n", "conversations", "delete", cid)
+    assert f"Delete conversation {cid} ('{RENAMED}')" in said, said
+    assert code == 0 and f"deleted {cid}" in said, said
+
+
+def test_an_owner_that_never_serves_is_named_before_anything_is_asked(env: Env, home: Path) -> None:
+    """Held without serving for longer than the wait: exit 6 with the owner's PID, and no
+    question (an answer could not be acted on); nothing is deleted."""
+    cid = renamed_conversation(env)
+    with DataDirLock(home):
+        started = time.monotonic()
+        code, said = _on_a_terminal(env, "y\n", "conversations", "delete", cid)
+        assert time.monotonic() - started < 10
+    assert code == 6 and f"in use by PID {os.getpid()}" in said, said
+    assert "Delete conversation" not in said, said
+    listed = printed_json(run_cli(env, "conversations", "--json"), quiet=True)
+    assert [row["title"] for row in listed] == [RENAMED]

@@ -273,3 +273,26 @@ async def test_another_gateway_asks_again(srv: OllamaStandIn, gateway: OllamaGat
     finally:
         await other.aclose()
     assert show_requests(srv) == 2
+
+
+@pytest.mark.parametrize("listed", ["empty", "absent"])
+async def test_a_server_that_lists_no_capabilities_leaves_chat_allowed_everywhere(
+    srv: OllamaStandIn, gateway: OllamaGateway, listed: str
+) -> None:
+    """One rule: capabilities Ollama does not list (no field, as before Ollama had them, or
+    an empty list) are unknown, and unknown is allowed — by the models list and screen
+    (`chat_capable`), the chat's model choice (`OllamaStatus.chat_models`) and `/model` /
+    `ask --model` (`cannot_chat`); a listed embedding model is still ruled out."""
+    from agent.model_catalog import cannot_chat
+
+    srv.set_models(["llama3.2", "nomic-embed-text"])
+    srv.configure_model("llama3.2", lists_capabilities=listed)
+    records = by_name(await list_models(gateway.client()))
+    chat = records["llama3.2:latest"]
+    assert chat.capabilities == (() if listed == "empty" else None)
+    assert (chat.chat_capable, chat.embedding) == (None, None)
+    assert [r.name for r in chat_models(records.values())] == ["llama3.2:latest"]
+    status = await gateway.check_with_capabilities()
+    assert status.chat_models == ("llama3.2:latest",)
+    assert cannot_chat("llama3.2", status.capabilities_of("llama3.2")) is None
+    assert cannot_chat("nomic-embed-text", status.capabilities_of("nomic-embed-text"))

@@ -240,3 +240,30 @@ async def test_slash_model_refuses_a_model_that_cannot_chat(
         await type_text(pilot, "/model qwen3:8b")
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.chat.model == "qwen3:8b", what="the switch")
+
+
+async def test_models_listed_without_capabilities_can_be_chosen_for_chat(
+    app_settings: Settings, srv: OllamaStandIn
+) -> None:
+    """An Ollama that lists no capabilities (no field, or an empty list): the screen shows
+    "-", c switches to the model (unknown is allowed, as `/model` allows it), the palette
+    offers it, and e says Ollama lists nothing rather than naming empty capabilities."""
+    srv.configure_model("qwen3:8b", lists_capabilities="empty")
+    srv.configure_model("llama3.2", lists_capabilities="absent")
+    app = StraylightApp(app_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = app.chat
+        await wait_until(
+            pilot,
+            lambda: chat.ollama_status is not None and bool(chat.ollama_status.capabilities),
+            what="the models' capabilities",
+        )
+        assert {"qwen3:8b", "llama3.2:latest"} <= set(chat.ollama_status.chat_models)
+        screen = await open_models(pilot, app)
+        assert rows(screen)["qwen3:8b"][1] == "-"
+        highlight(screen, "qwen3:8b")
+        await pilot.press("e")
+        said = str(screen.query_one("#screen-status").render())
+        assert "lists no capabilities for qwen3:8b" in said and "capabilities: )" not in said
+        await pilot.press("c")
+        await wait_until(pilot, lambda: app.chat.model == "qwen3:8b", what="chat model")

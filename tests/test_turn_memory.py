@@ -230,3 +230,56 @@ async def test_the_prompt_holds_the_turns_around_a_recalled_hit(
         assert "Van Gogh paintings" in system and "big museum in Paris" in system
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+async def test_slash_remember_with_memory_off_says_the_pin_is_not_recalled(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, enabled: bool
+) -> None:
+    """`/remember` stores the pin either way (an explicit request); with memory off its
+    notice says it will not reach a prompt until memory is on (as `remember` says)."""
+    from tui.memory_commands import run_memory_command
+
+    settings = make_settings(ollama_host=standin.host, memory_enabled=enabled)
+    gateway = OllamaGateway(settings.ollama.host, read_timeout=5)
+    store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
+    notices: list[tuple[str, str]] = []
+
+    async def notice(text: str, kind: str = "info") -> None:
+        notices.append((text, kind))
+
+    try:
+        memory = TurnMemory(store, embedder_for(gateway, settings.memory.embed_model))
+        await run_memory_command(memory, "", "/remember", FACT, notice)
+        assert store.points.counts()["pinned"] == 1
+    finally:
+        store.close()
+    (text, kind), *_ = notices
+    assert text.startswith("Remembered #1 (pinned).")
+    off = "memory is off (memory_enabled = false)"
+    assert (off in text, kind) == ((True, "warning") if not enabled else (False, "info"))
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (TimeoutError(), "the embedding request timed out"),
+        (ConnectionRefusedError(), "Ollama was not reachable"),
+        (ValueError("odd"), "the embedding request failed (ValueError; details in"),
+    ],
+)
+async def test_an_embedder_error_it_did_not_name_is_worded_by_what_it_is(
+    settings: Settings, error: Exception, said: str
+) -> None:
+    """A timeout is never reported as an unreachable Ollama, nor an unknown error as one."""
+
+    async def failing(texts: object) -> list[list[float]]:
+        raise error
+
+    store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
+    try:
+        memory = TurnMemory(store, failing)
+        assert await memory.embed_one("the office wifi is lighthouse-5g") is None
+        assert memory.embed_problem is not None and memory.embed_problem.startswith(said)
+    finally:
+        store.close()

@@ -48,3 +48,31 @@ def test_names_with_spaces_and_letters_of_any_script_are_kept(env: Env) -> None:
     run_cli(env, "--workspace", name, "facts", "set", "k", "--type", "fact", "--body", "b")
     facts = printed_json(run_cli(env, "facts", "list", "--all-workspaces", "--json"))
     assert [fact["workspace"] for fact in facts] == [name]
+
+
+@pytest.mark.parametrize(
+    ("dirname", "shown"),
+    [
+        ("bad\nname\x1b[31m", "bad\\nname\\x1b[31m"),
+        ("tab\there\u2028", "tab\\there\\u2028"),
+        (b"latin\xe9".decode("utf-8", "surrogateescape"), "latin\\xe9"),  # not UTF-8
+    ],
+)
+def test_a_workspace_derived_from_a_directory_name_is_made_safe(
+    env: Env, tmp_path: Path, dirname: str, shown: str
+) -> None:
+    """The user did not type a derived name, so it is not refused: each control character
+    (and each byte that is not UTF-8) is written escaped, the same way every time, so the
+    directory keeps its facts and every output stays one line."""
+    directory = tmp_path / "work" / dirname
+    directory.mkdir(parents=True)
+    expected = str(tmp_path / "work" / shown)
+    for key in ("k1", "k2"):
+        result = run_cli(env, "facts", "set", key, "--type", "fact", "--body", "b", cwd=directory)
+        assert result.returncode == 0 and result.stderr == "", result
+    facts = printed_json(run_cli(env, "facts", "list", "--json", cwd=directory))
+    assert [(f["key"], f["workspace"]) for f in facts] == [("k1", expected), ("k2", expected)]
+    listed = run_cli(env, "facts", "list", "--all-workspaces", cwd=tmp_path)
+    assert len(listed.stdout.splitlines()) == 2 and "\x1b" not in listed.stdout, listed.stdout
+    status = run_cli(env, "status", cwd=directory)
+    assert f"({expected})" in status.stdout, status.stdout

@@ -12,17 +12,15 @@ import asyncio
 import json
 import logging
 import os
-import re
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import date
 from pathlib import Path
 from typing import Any, NoReturn
 
 from agent.gateway_errors import EXIT_OK, EXIT_USAGE
-from agent.settings import ResolvedSettings, Settings, SettingsError, load_settings
+from agent.settings import ResolvedSettings, SettingsError, load_settings
 from agent.settings_models import THINK_CHOICES
-from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, for_terminal, read_stdin_text
+from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, read_stdin_text
 
 log = logging.getLogger("straylight.cli")
 EXIT_INTERRUPTED = 130
@@ -44,7 +42,6 @@ READ_ONLY_COMMANDS = frozenset(
     }
 )
 EXIT_DATA_DIR_IN_USE = 6
-_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 class UsageError(Exception):
@@ -422,7 +419,12 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
             ask(settings, text, conversation, args.show_thinking, system=args.system)
         )
     if args.command == "history":
-        return _history(settings, args.date, args.conversation, as_json=args.json)
+        from tui.cli_history import HistoryUsageError, history
+
+        try:
+            return history(settings, args.date, args.conversation, as_json=args.json)
+        except HistoryUsageError as error:
+            raise UsageError(str(error)) from None
     if args.command == "status":
         from tui.cli_status import status
 
@@ -497,42 +499,6 @@ def _ask_text(raw: str, command: str = "ask") -> str:
     if not text.strip():
         raise UsageError(f"{command} needs a non-empty TEXT")
     return text
-
-
-def _history(
-    settings: Settings, day_text: str | None, conversation: str | None, *, as_json: bool
-) -> int:
-    from store.daily_log import SUPERSEDED, DailyLog
-
-    if day_text is not None:
-        try:
-            if not _ISO_DAY.fullmatch(day_text):
-                raise ValueError(day_text)
-            day = date.fromisoformat(day_text)
-        except ValueError:
-            raise UsageError(f"--date wants YYYY-MM-DD, got {day_text!r}") from None
-    else:
-        day = settings.clock.now().astimezone().date()
-    messages = DailyLog(settings.home / "conversation").read_day(day)
-    messages = [m for m in messages if m.status != SUPERSEDED]  # replaced by /retry or an edit
-    if conversation:
-        messages = [m for m in messages if m.conversation_id == conversation]
-    if as_json:
-        print(json.dumps([m.to_json() for m in messages], ensure_ascii=False, indent=2))
-        return EXIT_OK
-    if not messages:
-        missing = "" if settings.home.is_dir() else f" (no data dir at {settings.home} yet)"
-        print(f"no messages on {day.isoformat()}{missing}")
-        return EXIT_OK
-    for message in messages:
-        stamp = message.time.astimezone().strftime("%H:%M:%S") if message.time else "--:--:--"
-        marker = "" if message.status == "complete" else f" [{message.status.replace('_', ' ')}]"
-        if message.reason and message.status != "complete":
-            marker += f" {message.reason}"
-        print(for_terminal(f"── {stamp} {message.role} · {message.conversation_id}{marker}"))
-        print(for_terminal(message.content))
-        print()
-    return EXIT_OK
 
 
 def _config(resolved: ResolvedSettings, *, as_json: bool) -> int:

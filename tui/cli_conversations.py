@@ -11,7 +11,8 @@
   one it needs `--yes` (exit 2 otherwise).
 
 Exit codes: 0 done, 1 declined at the question, 2 usage: an unknown id, an empty title, no
-terminal to ask on, a file that cannot be written.
+terminal to ask on, a file that cannot be written; 6 (`delete`) the data dir held by a process
+that does not serve it, for longer than a forwarded command waits.
 """
 
 from __future__ import annotations
@@ -294,7 +295,11 @@ def confirmed_argv(args: Any, resolved: ResolvedSettings, argv: list[str]) -> li
 
     The question names the title the owner's database holds (read by forwarding
     `conversations list --json` first). With no owner, nothing is asked here: the command
-    runs in this process, which asks once it holds the database (`_delete`)."""
+    runs in this process, which asks once it holds the database (`_delete`). A process that
+    holds the data dir without serving it (a short `facts` command, an owner starting) is
+    waited for, as a forwarded command waits: until it serves or lets go; after
+    `RETRY_SECONDS`, exit 6 naming it, before anything is asked (a "yes" could not be
+    acted on, and only the owner's database knows the title)."""
     if args.command != "conversations" or args.action != "delete" or args.yes:
         return argv
     settings = resolved.settings
@@ -303,41 +308,50 @@ def confirmed_argv(args: Any, resolved: ResolvedSettings, argv: list[str]) -> li
         return argv  # the owner names the unknown id
     if not sys.stdin.isatty():
         return _no_terminal(info.conversation_id)
-    title = _owners_title(resolved, info.conversation_id)
-    if title is None and not _owned(settings.home):
+    served = _owners_listing(resolved, settings.home)
+    if isinstance(served, int):
+        return served
+    if served is None:
         return argv  # runs here: `_delete` asks with the database's title
-    declined = ask_before_delete(info, title or info.title)
+    declined = ask_before_delete(info, _title_in(served, info.conversation_id) or info.title)
     if declined is not None:
         return declined
     args.yes = True
     return [*argv, "--yes"]
 
 
-def _owners_title(resolved: ResolvedSettings, cid: str) -> str | None:
-    """The conversation's title as the data dir's owner lists it; None when nobody serves
-    (or the listing does not name it)."""
-    from tui.owner_client import output_of_owner
+def _owners_listing(resolved: ResolvedSettings, home: Path) -> list[Any] | int | None:
+    """The owner's `conversations list --json` rows; None when nobody holds the data dir
+    (now, or once a holder that does not serve let go within `RETRY_SECONDS`); exit 6
+    (its one line printed) when it is still held then and nobody answers."""
+    import time
 
-    listed = output_of_owner(["conversations", "list", "--json"], resolved)
-    if listed is None or listed[0] != EXIT_OK:
+    from store.data_dir_check import check_not_in_use
+    from store.data_dir_lock import DataDirLocked
+    from tui.owner_client import EXIT_DATA_DIR_IN_USE, RETRY_SECONDS, output_of_owner
+
+    deadline = time.monotonic() + RETRY_SECONDS
+    while True:
+        listed = output_of_owner(["conversations", "list", "--json"], resolved)
+        if listed is not None:
+            try:
+                rows = json.loads(listed[1]) if listed[0] == EXIT_OK else []
+            except ValueError:
+                rows = []
+            return rows if isinstance(rows, list) else []
+        try:
+            check_not_in_use(home)
+        except DataDirLocked as held:  # held, not served (yet): wait as a forward would
+            if time.monotonic() >= deadline:
+                return fail(str(held), EXIT_DATA_DIR_IN_USE)
+            time.sleep(0.05)
+            continue
         return None
-    try:
-        rows = json.loads(listed[1])
-    except ValueError:
-        return None
-    for row in rows if isinstance(rows, list) else ():
+
+
+def _title_in(rows: list[Any], cid: str) -> str | None:
+    """The title of conversation `cid` in a `conversations list --json` listing."""
+    for row in rows:
         if isinstance(row, dict) and row.get("id") == cid and isinstance(row.get("title"), str):
             return str(row["title"])
     return None
-
-
-def _owned(home: Path) -> bool:
-    """Another process holds the data dir (it may serve in a moment, or not at all)."""
-    from store.data_dir_check import check_not_in_use
-    from store.data_dir_lock import DataDirLocked
-
-    try:
-        check_not_in_use(home)
-    except DataDirLocked:
-        return True
-    return False

@@ -13,6 +13,7 @@ from memory.context_meta import context_status, load_context_report
 from memory.memory_store import MemoryConfig, RecallResult
 from memory.recall_block import join_recall_block, recall_entries
 from tui.cli_output import for_terminal, print_json
+from tui.memory_commands import memory_off_note
 from tui.memory_session import MemorySession
 
 EXIT_OK = 0
@@ -37,6 +38,8 @@ async def remember(settings: Settings, text: str, *, as_json: bool) -> int:
             else f" (no vector yet: {why}; found by its words until backfill)"
         )
         print(f"remembered #{point_id}{note}")
+    if not settings.memory.enabled:
+        print(f"straylight: note: {memory_off_note(point_id)}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -64,7 +67,9 @@ async def recall(
 
     if not database_path(settings.home).exists():  # nothing stored yet: create nothing
         result, vector = RecallResult([], ""), None
-        return _print_recall(result, as_json=as_json, no_vector_because=None)
+        return _print_recall(
+            result, as_json=as_json, no_vector_because=None, config=settings.memory
+        )
     gateway = OllamaGateway.from_config(settings.ollama)
     try:
         with MemorySession(settings, gateway, read_only=True) as memory:
@@ -76,8 +81,10 @@ async def recall(
                 result = only_role(wide, role, k or settings.memory.top_k, settings.memory)
     finally:
         await gateway.aclose()
+    if not settings.memory.enabled:  # searched all the same; no prompt gets the block
+        result = RecallResult(result.hits, "")
     why = None if vector is not None else memory.embed_problem or "Ollama unreachable"
-    return _print_recall(result, as_json=as_json, no_vector_because=why)
+    return _print_recall(result, as_json=as_json, no_vector_because=why, config=settings.memory)
 
 
 # `recall --role`: the hits of that role among the same fused candidates the chat ranks (50
@@ -96,20 +103,37 @@ def only_role(result: RecallResult, role: str, k: int, config: MemoryConfig) -> 
 
 def recall_json(result: RecallResult) -> dict[str, Any]:
     """`recall --json`: recall's fields plus `date`, the local day of each hit (its daily
-    log's day)."""
+    log's day), and `in_block`, whether the hit's entry is in `block` (what the prompt
+    gets: the budget cuts the lowest-ranked hits whole; memory off gives an empty block)."""
     data = result.to_json()
-    for hit, shown in zip(result.hits, data["hits"], strict=True):
+    in_block = len(result.entries) if result.block else 0  # the hits' entries come first
+    for place, (hit, shown) in enumerate(zip(result.hits, data["hits"], strict=True)):
         shown["date"] = hit.created_at.astimezone().date().isoformat()
+        shown["in_block"] = place < in_block
     return data
 
 
-def _print_recall(result: RecallResult, *, as_json: bool, no_vector_because: str | None) -> int:
-    """Print the hits; `no_vector_because` (why the query has no vector) adds the words-only
-    note, naming the cause (an unreachable Ollama, or a NaN vector from a reachable one)."""
+def _print_recall(
+    result: RecallResult, *, as_json: bool, no_vector_because: str | None, config: MemoryConfig
+) -> int:
+    """Print the block; `no_vector_because` (why the query has no vector) adds the
+    words-only note, naming the cause (an unreachable Ollama, or a NaN vector from a
+    reachable one). Hits that give no block are counted, with the reason."""
     if as_json:
         print_json(recall_json(result))
         return EXIT_OK
-    print(for_terminal(result.block) if result.hits else "nothing recalled")
+    if result.block:
+        print(for_terminal(result.block))
+    elif result.hits:
+        why = (
+            f"none fits memory_max_chars = {config.max_chars}"
+            if config.enabled
+            else "memory is off: memory_enabled = false"
+        )
+        found = f"{len(result.hits)} hit{'s' if len(result.hits) != 1 else ''} found"
+        print(f"nothing recalled into the prompt ({found}, {why})")
+    else:
+        print("nothing recalled")
     if no_vector_because is not None:
         note = f"straylight: note: no query vector ({no_vector_because}): words only"
         print(note, file=sys.stderr)

@@ -41,7 +41,21 @@ async def _remember(memory: TurnMemory, text: str, notice: Notice) -> None:
         await notice("Usage: /remember TEXT", kind="error")
         return
     point_id = await memory.remember(text)
-    await notice(f"Remembered #{point_id} (pinned).")
+    if memory.store.config.enabled:
+        await notice(f"Remembered #{point_id} (pinned).")
+    else:
+        await notice(
+            f"Remembered #{point_id} (pinned). {memory_off_note(point_id)}.", kind="warning"
+        )
+
+
+def memory_off_note(point_id: int) -> str:
+    """What `remember` and `/remember` add while memory is off: the pin is an explicit
+    request, so it is stored, but no prompt gets recalled context until memory is on."""
+    return (
+        f"memory is off (memory_enabled = false): #{point_id} is stored, but not recalled "
+        "into prompts until memory is on"
+    )
 
 
 async def _forget(memory: TurnMemory, argument: str, notice: Notice) -> None:

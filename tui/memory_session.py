@@ -24,7 +24,7 @@ from agent.settings import Settings
 from agent.workspace import resolve_workspace
 from memory.fact_drawer import FactDrawer
 from memory.memory_store import MemoryStore
-from memory.turn_memory import EmbeddingRefused, TurnMemory
+from memory.turn_memory import EmbeddingFailed, TurnMemory
 from store.data_dir_lock import DataDirLock, held_here
 
 
@@ -47,15 +47,22 @@ def open_store(home: Path) -> MemoryStore | None:
 
 
 def embedder_for(gateway: OllamaGateway, model: str):  # noqa: ANN201 - an EmbedFn
+    """The `EmbedFn` of a memory: `gateway.embed` with `model`, every failure named for the
+    notes (`EmbeddingFailed`): a model not pulled, a refused connection, a connect timeout,
+    and a request that timed out (with the model, the host and the setting to raise)."""
+
     async def embed(texts: Sequence[str]) -> list[list[float]]:
-        from agent.gateway_errors import GatewayError, OllamaUnreachable
+        from agent.gateway_errors import GatewayError, ModelTimeout
 
         try:
             return await gateway.embed(model, texts)
-        except OllamaUnreachable:
-            raise
-        except GatewayError as named:  # Ollama answered: name why (a model not pulled…)
-            raise EmbeddingRefused(str(named)) from named
+        except ModelTimeout as slow:
+            raise EmbeddingFailed(
+                f"embedding with {model} at {gateway.host} timed out after {slow.seconds:g} s "
+                "(raise STRAYLIGHT_HTTP_TIMEOUT_SECONDS if it is just slow)"
+            ) from slow
+        except GatewayError as named:  # a model not pulled, Ollama down…: its own line
+            raise EmbeddingFailed(str(named)) from named
 
     return embed
 

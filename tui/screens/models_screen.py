@@ -323,8 +323,13 @@ class ModelsScreen(MemoryScreen[ModelChoice | None]):
         record = self.highlighted()
         if record is None:
             return
+        if record.embedding is None:  # none listed: not known to embed (c still allows it)
+            self.say(
+                f"Ollama lists no capabilities for {record.name}: not known to embed.", error=True
+            )
+            return
         if not record.embedding:
-            caps = "unknown" if record.capabilities is None else ", ".join(record.capabilities)
+            caps = ", ".join(record.capabilities or ())
             self.say(f"{record.name} is not an embedding model (capabilities: {caps}).", error=True)
             return
         if record.name == self.straylight.settings.memory.embed_model:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 from .wire import JsonObject
 
@@ -91,6 +91,9 @@ class ModelSpec:
     """``think: false`` is ignored (gpt-oss); ``None``: by name."""
     context_mode: ContextMode | None = None
     """Overrides the stand-in's context mode for this model (ollama/ollama#17889)."""
+    lists_capabilities: Literal["listed", "empty", "absent"] = "listed"
+    """What /api/show says of the capabilities: the list, ``[]``, or no field at all (an
+    Ollama from before capabilities); the model still does what ``capabilities`` say."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ class ResolvedModel:
     inline_thinking: bool
     always_thinks: bool
     context_mode: ContextMode | None
+    lists_capabilities: str = "listed"
 
     @property
     def digest(self) -> str:
@@ -201,4 +205,5 @@ def resolve_model(name: str, spec: ModelSpec | None = None) -> ResolvedModel:
             else family in ALWAYS_THINKING_FAMILIES
         ),
         context_mode=spec.context_mode,
+        lists_capabilities=spec.lists_capabilities,
     )
