@@ -56,6 +56,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{PROG}: {message} (try '{self.prog} --help')\n")
 
 
+GLOBAL_OPTIONS = frozenset({"--home", "--ollama-host", "--model", "--config", "--workspace"})
+"""The options every command takes (`_common_options`), before or after its name; each takes
+a value."""
+
+
 def _common_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     default = None if top else argparse.SUPPRESS
     parser.add_argument("--home", metavar="DIR", default=default, help="data dir")

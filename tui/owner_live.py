@@ -39,7 +39,9 @@ READ_ACTIONS = frozenset({"list", "get", "history"})
 def may_have_written(argv: Sequence[str], exit_code: int) -> bool:
     """Whether a forwarded command may have changed the memory (a read action did not;
     `facts get` revives a stale fact, but the count change is shown on the next refresh)."""
-    words = [word for word in argv if not word.startswith("-")]
+    from tui.owner_request import command_words
+
+    words = command_words(argv)
     if not words or words[0] not in WRITING_COMMANDS:
         return False
     if words[0] in ("facts", "candidates", "hypotheses", "jobs"):
