@@ -23,7 +23,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agent.context_window import model_context_length, modelfile_num_ctx
-from agent.gateway_errors import GatewayError, ModelError, OllamaUnreachable, classify
+from agent.gateway_errors import (
+    GatewayError,
+    ModelError,
+    OllamaUnreachable,
+    classify,
+    one_line,
+)
 
 if TYPE_CHECKING:
     import ollama
@@ -417,7 +423,8 @@ async def pull_model(client: ollama.AsyncClient, name: str) -> AsyncIterator[Pul
             succeeded = succeeded or progress.status == "success"
             yield progress
     except ollama.ResponseError as error:
-        raise PullFailed(str(error.error or "").strip() or "Ollama refused the pull") from error
+        detail = one_line(str(error.error or ""))  # a proxy's HTML page, too
+        raise PullFailed(detail or "Ollama refused the pull") from error
     except (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout) as error:
         raise OllamaUnreachable(host_of(client)) from error
     except httpx.TransportError as error:
