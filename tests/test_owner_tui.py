@@ -229,3 +229,30 @@ async def test_a_client_cannot_delete_the_conversation_open_in_the_chat(
     log = app.engine.daily_log
     kept = {message.conversation_id for day in log.days() for message in log.read_day(day)}
     assert CURRENT in kept and KEYS not in kept
+
+
+async def test_quitting_the_chat_while_a_client_command_runs_gives_the_client_all_its_output(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
+) -> None:
+    # Textual puts the real stdout back when its message loop ends, before `on_unmount`: a
+    # forwarded command still running then printed the rest of its output on the chat's
+    # terminal, and its client got a cut reply with exit 0 (an MCP tool: "printed no JSON").
+    env = env_for(home, tmp_path, standin)
+    assert_ok(run_cli_process(env, "remember", "The night ferry leaves from pier four."))
+    reply = "A long story about the ferry, told slowly, chunk by chunk."
+    standin.script_reply(reply)
+    standin.token_delay = 0.1
+    settings = owner_settings(make_settings, standin)
+    with DataDirLock(settings.home):
+        app = StraylightApp(settings)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.owner_server is not None, what="serving")
+            server = app.owner_server
+            assert server is not None
+            asking = asyncio.create_task(
+                asyncio.to_thread(run_cli_process, env, "ask", "Tell me about the ferry")
+            )
+            await wait_until(pilot, lambda: bool(server._runs), what="the ask running")
+            await pilot.press("ctrl+q")
+            answer = await asking
+    assert seen(answer) == (0, reply + "\n", "")
