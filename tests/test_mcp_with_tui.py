@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -20,7 +22,7 @@ from mcp.types import CallToolResult, Implementation
 
 from agent.settings import Settings
 from store.data_dir_lock import DataDirLock, DataDirLocked
-from tests.support.cli import cli_env
+from tests.support.cli import REPO_ROOT, cli_command, cli_env
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import wait_until
 from tests.test_owner_tui import SIZE, facts_line, memory_line, notices
@@ -128,6 +130,42 @@ async def test_the_chat_starts_while_an_agents_server_holds_the_data_dir(
                 )
         finally:
             lock.release()
+
+
+async def test_a_chat_starting_during_another_clients_call_waits_for_it_and_is_handed_the_dir(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
+) -> None:
+    """Another client's command running in `straylight mcp` at that moment (a second agent's
+    server forwards its calls to the first) is a moment, not a reason to refuse the chat
+    (exit 6, "in use by PID n"): the starting TUI asks again until it has ended."""
+    workspace, env = agent_side(home, tmp_path, standin)
+    settings = make_settings(ollama_host=standin.host, jobs_enabled=False, workspace="demo")
+    async with mcp_session(env, workspace) as session:
+        result_of(await session.call_tool("memory_save", {"text": "The kiln runs at 1240."}))
+        standin.script_reply("one two three four five six seven eight nine ten")
+        standin.token_delay = 0.1
+        client = subprocess.Popen(
+            cli_command("ask", "How hot does the kiln run?"),
+            env=env,
+            cwd=REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert client.stdout is not None
+            ready, _, _ = await asyncio.to_thread(select.select, [client.stdout], [], [], 30)
+            assert ready, "the forwarded ask never started its reply"
+            lock = await asyncio.to_thread(lock_for_chat, settings.home)  # as `straylight` does
+            lock.release()
+            out, err = await asyncio.to_thread(client.communicate, timeout=30)
+            assert (client.returncode, err) == (0, "") and "ten" in out  # it ended whole
+        finally:
+            standin.token_delay = 0.0
+            if client.poll() is None:
+                client.kill()
+                client.communicate()
 
 
 async def test_a_chat_does_not_hand_its_data_dir_to_a_second_chat(
