@@ -258,6 +258,8 @@ class TurnEngine:
                         context,
                         earlier,
                     )
+                else:  # not open yet: saved when it is (`saves.start_held`)
+                    self.saves.hold(turn, text, reply, conversation_id, answered, context, earlier)
                 yield ReplyFinished(reply, done, turn)
                 if overflow is not None:
                     yield ContextNotice(overflow.message)

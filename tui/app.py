@@ -312,6 +312,7 @@ class StraylightApp(App[int]):
         from memory.deferred_store import DeferredMemory
 
         self.engine.memory = message.memory
+        self.engine.saves.start_held(message.memory)  # turns that ended while it opened
         self.memory_problem = ""
         if message.sidebar is not None:
             self.chat.publish_sidebar(**message.sidebar)
