@@ -256,3 +256,26 @@ async def test_quitting_the_chat_while_a_client_command_runs_gives_the_client_al
             await pilot.press("ctrl+q")
             answer = await asking
     assert seen(answer) == (0, reply + "\n", "")
+
+
+def test_the_commands_that_refresh_the_chat_are_those_that_may_have_written() -> None:
+    """A client's `conversations delete` forgets memory points, `rename` sets a title: the
+    chat refreshes after them as after `forget`; listing and exporting wrote nothing."""
+    from tui.owner_live import may_have_written
+
+    wrote = [
+        ["conversations", "delete", KEYS, "--yes"],
+        ["conversations", "rename", KEYS, "Keys"],
+        ["--home", "/data", "forget", "3"],
+        ["--workspace", "demo", "facts", "set", "k", "--type", "fact", "--body", "b"],
+    ]
+    read = [
+        ["conversations"],
+        ["conversations", "--json"],
+        ["conversations", "list"],
+        ["conversations", "export", KEYS, "--format", "json"],
+        ["--home", "/data", "facts", "list"],
+        ["recall", "ferry"],
+    ]
+    assert [may_have_written(argv, 0) for argv in wrote] == [True] * len(wrote)
+    assert [may_have_written(argv, 0) for argv in read] == [False] * len(read)
