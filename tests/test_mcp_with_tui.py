@@ -11,6 +11,7 @@ import os
 import select
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,38 @@ async def test_a_chat_starting_during_another_clients_call_waits_for_it_and_is_h
             if client.poll() is None:
                 client.kill()
                 client.communicate()
+
+
+async def test_a_chat_waiting_for_the_servers_long_call_says_so_then_gets_the_dir(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
+) -> None:
+    """The server hands the data dir over once its own running call has ended (a long
+    `memory_load_doc`: 15 s for 6,000 sections); the TUI, with nothing on the screen yet,
+    says once that it waits (`on_wait`) instead of sitting blank."""
+    workspace, env = agent_side(home, tmp_path, standin)
+    settings = make_settings(ollama_host=standin.host, jobs_enabled=False, workspace="demo")
+    doc = workspace / "kiln.md"
+    doc.write_text("# Kiln\n\n## Firing\n\nThe kiln fires at 1240 degrees.\n")
+
+    def embeds() -> int:
+        return len([r for r in standin.requests if r.path == "/api/embed"])
+
+    async with mcp_session(env, workspace) as session:
+        result_of(await session.call_tool("memory_save", {"text": "The glaze is celadon."}))
+        before = embeds()
+        standin.fail_next("delay", path="/api/embed", seconds=2.5)
+        loading = asyncio.create_task(session.call_tool("memory_load_doc", {"path": str(doc)}))
+        deadline = time.monotonic() + 10
+        while embeds() == before and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert embeds() > before, "the load never asked for its embedding"
+        waits: list[float] = []
+        lock = await asyncio.to_thread(
+            lock_for_chat, settings.home, lambda: waits.append(time.monotonic())
+        )
+        lock.release()
+        assert len(waits) == 1
+        assert result_of(await loading)["added"] == 1
 
 
 async def test_a_chat_does_not_hand_its_data_dir_to_a_second_chat(

@@ -405,10 +405,18 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     settings = resolved.settings
     if args.command is None:
         from tui.app import run_app
-        from tui.owner_handover import lock_for_chat
+        from tui.owner_handover import HANDOVER_SECONDS, lock_for_chat
+
+        def waiting() -> None:  # the screen stays blank until the lock is the chat's
+            print(
+                f"{PROG}: waiting for the Straylight process that has {settings.home} "
+                f"to finish its running command and hand it over (up to {HANDOVER_SECONDS:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
 
         # a second chat stops here, before painting; `straylight mcp` hands the dir over
-        lock = lock_for_chat(settings.home)
+        lock = lock_for_chat(settings.home, on_wait=waiting)
         try:
             return run_app(settings, resolved.config_path)
         finally:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -32,6 +33,8 @@ that moment end first (a `memory_load_doc` of a long file, a `memory_search` emb
 BUSY_SECONDS = 3.0
 """How long a TUI asks again an owner that is running another client's command (an MCP call
 ends in well under a second; a streaming `ask` may not, and the chat is then refused)."""
+WAIT_NOTICE_SECONDS = 1.0
+"""After this long waiting for the data dir, the starting TUI says so (`on_wait`)."""
 _ANSWER_SECONDS = 3.0
 _RETRY_PAUSE = 0.1
 
@@ -72,16 +75,27 @@ def handover_answer(home: Path) -> Answer:
     return "busy" if answer.get("busy") is True else "refused"
 
 
-def lock_for_chat(home: Path) -> DataDirLock:
+def lock_for_chat(home: Path, on_wait: Callable[[], None] | None = None) -> DataDirLock:
     """The data-dir lock for the TUI: taken, or handed over by an owner that may give it up;
-    `DataDirLocked` when another chat (or a running command) holds it."""
+    `DataDirLocked` when another chat (or a running command) holds it. `on_wait` is called
+    once when that takes longer than `WAIT_NOTICE_SECONDS` (the owner finishes a long call
+    first — a `memory_load_doc` — and nothing is on the screen meanwhile)."""
+    started = time.monotonic()
+
+    def pause() -> None:
+        nonlocal on_wait
+        time.sleep(_RETRY_PAUSE)
+        if on_wait is not None and time.monotonic() - started > WAIT_NOTICE_SECONDS:
+            notice, on_wait = on_wait, None
+            notice()
+
     try:
         return DataDirLock(home).acquire()
     except DataDirLocked:
         answer = handover_answer(home)
         busy_until = time.monotonic() + BUSY_SECONDS
         while answer == "busy" and time.monotonic() < busy_until:
-            time.sleep(_RETRY_PAUSE)
+            pause()
             with contextlib.suppress(DataDirLocked):  # the owner may have quit meanwhile
                 return DataDirLock(home).acquire()
             answer = handover_answer(home)
@@ -95,6 +109,6 @@ def lock_for_chat(home: Path) -> DataDirLock:
         except DataDirLocked:
             if time.monotonic() >= deadline:
                 raise
-        time.sleep(_RETRY_PAUSE)
+        pause()
         # another `straylight mcp` may have taken the dir in the gap: ask it too
         ask_handover(home)
