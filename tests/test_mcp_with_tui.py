@@ -201,6 +201,40 @@ async def test_a_chat_waiting_for_the_servers_long_call_says_so_then_gets_the_di
         assert result_of(await loading)["added"] == 1
 
 
+async def test_a_chat_started_while_the_owner_still_opens_the_memory_waits_for_it(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path
+) -> None:
+    """`straylight mcp`'s first call holds the lock while it opens the memory (an old
+    store's upgrade: 8 s at 100k points) and serves only then: nobody answers the chat's
+    handover yet. The chat waits (saying so) instead of exit 6; here the owner ends."""
+    settings = make_settings(ollama_host=standin.host, jobs_enabled=False)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path;"
+            "from store.data_dir_lock import DataDirLock;"
+            "lock = DataDirLock(Path(sys.argv[1])).acquire(); print('held', flush=True);"
+            "time.sleep(1.5)",
+            str(settings.home),
+        ],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        waits: list[float] = []
+        lock = await asyncio.to_thread(
+            lock_for_chat, settings.home, lambda: waits.append(time.monotonic())
+        )
+        lock.release()
+        assert len(waits) == 1
+    finally:
+        holder.kill()
+        holder.communicate()
+
+
 async def test_a_chat_does_not_hand_its_data_dir_to_a_second_chat(
     make_settings: Callable[..., Settings], standin: OllamaStandIn
 ) -> None:

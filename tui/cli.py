@@ -409,8 +409,8 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
 
         def waiting() -> None:  # the screen stays blank until the lock is the chat's
             print(
-                f"{PROG}: waiting for the Straylight process that has {settings.home} "
-                f"to finish its running command and hand it over (up to {HANDOVER_SECONDS:.0f} s)",
+                f"{PROG}: waiting up to {HANDOVER_SECONDS:.0f} s for the Straylight process "
+                f"that has {settings.home} to hand it over",
                 file=sys.stderr,
                 flush=True,
             )

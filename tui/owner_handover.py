@@ -8,7 +8,9 @@ the lock held, sends `{"handover": true, "home": …}` over the owner's socket. 
 can give the data dir up (`CommandRunner`) says `{"handover": true}`, lets the commands it
 runs end, stops serving and releases the lock, and from then on forwards its tools to the
 TUI; every other owner (another TUI, a running `ask`) says `{"handover": false}` and the TUI
-is refused as before. An owner that would agree but is running another client's command at
+is refused as before. A lock held with no socket answering (`straylight mcp` opening its
+memory at its first call: seconds for an old store's upgrade) is asked again for
+`HANDOVER_SECONDS`. An owner that would agree but is running another client's command at
 that moment (a second agent's server forwards its calls to the first) says
 `{"handover": false, "busy": true}`: the TUI asks again for `BUSY_SECONDS`, as a CLI client
 retries an owner that is starting.
@@ -43,7 +45,7 @@ def handover_frame(home: Path) -> dict[str, object]:
     return {"handover": True, "home": str(home)}
 
 
-Answer = Literal["agreed", "busy", "refused"]
+Answer = Literal["agreed", "busy", "absent", "refused"]
 
 
 def ask_handover(home: Path) -> bool:
@@ -53,13 +55,14 @@ def ask_handover(home: Path) -> bool:
 
 def handover_answer(home: Path) -> Answer:
     """What the owner of `home` says to a handover: agreed, busy (running another client's
-    command; ask again), or refused (also when nobody answers)."""
+    command; ask again), absent (no socket answers: an owner that is still opening its
+    memory, or ending), or refused."""
     from store.owner_socket import FrameReader, OwnerSocketError, connect, send_frame
 
     try:
         sock = connect(home)
     except OSError:
-        return "refused"
+        return "absent"
     try:
         sock.settimeout(_ANSWER_SECONDS)
         send_frame(sock, handover_frame(home))
@@ -94,7 +97,10 @@ def lock_for_chat(home: Path, on_wait: Callable[[], None] | None = None) -> Data
     except DataDirLocked:
         answer = handover_answer(home)
         busy_until = time.monotonic() + BUSY_SECONDS
-        while answer == "busy" and time.monotonic() < busy_until:
+        absent_until = started + HANDOVER_SECONDS
+        while (answer == "busy" and time.monotonic() < busy_until) or (
+            answer == "absent" and time.monotonic() < absent_until
+        ):
             pause()
             with contextlib.suppress(DataDirLocked):  # the owner may have quit meanwhile
                 return DataDirLock(home).acquire()
