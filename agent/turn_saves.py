@@ -76,25 +76,13 @@ class BackgroundSaves:
         self._tasks.add(task)
         task.add_done_callback(self._done)
 
-    def hold(
-        self,
-        turn: int,
-        user_text: str,
-        reply: str,
-        conversation_id: str,
-        answered: str,
-        context: ContextBudgeted | None = None,
-        earlier: str = "",
-    ) -> None:
+    def hold(self, save: Callable[[TurnMemory], None]) -> None:
         """A turn that ended while no memory was open — the TUI's first seconds, while an
-        existing store opens (an old one's upgrade, a big index): its points are saved by
-        `start_held` once one is. Without it they were never saved. At most `HELD_TURNS`
-        (a memory that never opens: disabled, or its open failed)."""
-        self._held.append(
-            lambda memory: self.start(
-                memory, turn, user_text, None, reply, conversation_id, answered, context, earlier
-            )
-        )
+        existing store opens (an old one's upgrade, a big index): its `save` (a `start`
+        without the memory) runs in `start_held` once one is. Without it the points were
+        never saved. At most `HELD_TURNS` (a memory that never opens: disabled, or its open
+        failed)."""
+        self._held.append(save)
         del self._held[:-HELD_TURNS]
 
     def start_held(self, memory: TurnMemory) -> int:

@@ -23,9 +23,10 @@ from mcp.types import CallToolResult, Implementation
 
 from agent.settings import Settings
 from store.data_dir_lock import DataDirLock, DataDirLocked
-from tests.support.cli import REPO_ROOT, cli_command, cli_env
+from tests.support.cli import REPO_ROOT, cli_env
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import wait_until
+from tests.test_owner_socket import client_process
 from tests.test_owner_tui import SIZE, facts_line, memory_line, notices
 from tui.app import StraylightApp
 from tui.owner_handover import ask_handover, lock_for_chat
@@ -145,15 +146,7 @@ async def test_a_chat_starting_during_another_clients_call_waits_for_it_and_is_h
         result_of(await session.call_tool("memory_save", {"text": "The kiln runs at 1240."}))
         standin.script_reply("one two three four five six seven eight nine ten")
         standin.token_delay = 0.1
-        client = subprocess.Popen(
-            cli_command("ask", "How hot does the kiln run?"),
-            env=env,
-            cwd=REPO_ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        client = client_process(env, "ask", "How hot does the kiln run?")
         try:
             assert client.stdout is not None
             ready, _, _ = await asyncio.to_thread(select.select, [client.stdout], [], [], 30)
