@@ -61,7 +61,7 @@ class OllamaRedirected(GatewayError):
     exit_code = EXIT_UNREACHABLE
 
     def __init__(self, host: str, location: str | None) -> None:
-        target = _short(mask_secrets(location), 120) if location else "an unnamed address"
+        target = one_line(mask_secrets(location), 120) if location else "an unnamed address"
         super().__init__(
             f"Ollama at {host} answered with a redirect to {target}; Straylight does not "
             "follow redirects: point --ollama-host / OLLAMA_HOST at the address Ollama serves on"
@@ -135,7 +135,7 @@ def classify(
     if isinstance(error, GatewayError):
         return error
     if isinstance(error, ollama.ResponseError):
-        if error.status_code == 404:
+        if error.status_code == 404 and model:  # without a model (/api/tags): not Ollama's
             return ModelNotPulled(model)
         # The server's own words end up in the daily log's `reason` and in straylight.log:
         # masked like every other text that is kept.
@@ -148,7 +148,7 @@ def classify(
             )
         if error.status_code == 400 and "does not support tools" in detail:
             return ToolsNotSupported(f"{model} does not support tools")
-        return ModelError(f"Ollama answered HTTP {error.status_code}: {_short(detail)}")
+        return ModelError(f"Ollama answered HTTP {error.status_code}: {one_line(detail)}")
     if isinstance(error, httpx.ConnectTimeout):
         return OllamaUnreachable(host, connect_timed_out=connect_timeout or timeout)
     if isinstance(error, ConnectionError | httpx.ConnectError):
@@ -165,11 +165,15 @@ def classify(
         if streamed:
             return StreamCutOff("Ollama sent a malformed line")
         return ModelError("Ollama sent a malformed reply")
+    if isinstance(error, httpx.HTTPStatusError):  # `raise_for_status` (/api/version)
+        path = error.request.url.path
+        return ModelError(f"Ollama answered HTTP {error.response.status_code} to {path}")
     if isinstance(error, httpx.HTTPError):
         return ModelError(f"HTTP error talking to Ollama: {type(error).__name__}")
     return ModelError(f"unexpected error talking to Ollama: {type(error).__name__}")
 
 
-def _short(text: str, limit: int = 160) -> str:
+def one_line(text: str, limit: int = 160) -> str:
+    """`text` on one line (an HTML error page a proxy sent, say), cut at `limit`."""
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"

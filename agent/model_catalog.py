@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agent.context_window import model_context_length, modelfile_num_ctx
-from agent.gateway_errors import GatewayError, ModelError, classify
+from agent.gateway_errors import GatewayError, ModelError, classify, one_line
 from agent.ollama_gateway import can_chat, is_embedding
 
 if TYPE_CHECKING:
@@ -428,7 +428,8 @@ async def pull_model(client: ollama.AsyncClient, name: str) -> AsyncIterator[Pul
             succeeded = succeeded or progress.status == "success"
             yield progress
     except ollama.ResponseError as error:
-        raise PullFailed(str(error.error or "").strip() or "Ollama refused the pull") from error
+        detail = one_line(str(error.error or ""))  # a proxy's HTML page, too
+        raise PullFailed(detail or "Ollama refused the pull") from error
     except (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout) as error:
         raise _named(client, error, name) from error
     except httpx.TransportError as error:

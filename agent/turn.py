@@ -21,6 +21,7 @@ are agent/turn_tools.py's, the background save agent/turn_saves.py's.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 from collections.abc import AsyncGenerator
@@ -246,18 +247,21 @@ class TurnEngine:
                     if rounds == 0
                     else None
                 )
+                save = functools.partial(
+                    self.saves.start,
+                    turn=turn,
+                    user_text=text,
+                    recall=recall,
+                    reply=reply,
+                    conversation_id=conversation_id,
+                    answered=answered,
+                    context=context,
+                    earlier=earlier,
+                )
                 if self.memory is not None:
-                    self.saves.start(
-                        self.memory,
-                        turn,
-                        text,
-                        recall,
-                        reply,
-                        conversation_id,
-                        answered,
-                        context,
-                        earlier,
-                    )
+                    save(self.memory)
+                else:  # not open yet: saved when it is (`saves.start_held`)
+                    self.saves.hold(save)
                 yield ReplyFinished(reply, done, turn)
                 if overflow is not None:
                     yield ContextNotice(overflow.message)

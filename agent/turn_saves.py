@@ -27,6 +27,9 @@ if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before t
 
 log = logging.getLogger("straylight.turn")
 
+HELD_TURNS = 20
+"""Turns kept for their save while no memory is open (`BackgroundSaves.hold`); older go."""
+
 
 class BackgroundSaves:
     """The background saves of one engine's turns."""
@@ -38,6 +41,7 @@ class BackgroundSaves:
         self.counts_memstatus_turns = True  # the TUI counts turns only while its jobs run
         self._tasks: set[asyncio.Task[object]] = set()
         self._failures: list[BaseException] = []  # background saves that failed
+        self._held: list[Callable[[TurnMemory], None]] = []  # turns waiting for a memory
 
     def start(
         self,
@@ -71,6 +75,22 @@ class BackgroundSaves:
         )
         self._tasks.add(task)
         task.add_done_callback(self._done)
+
+    def hold(self, save: Callable[[TurnMemory], None]) -> None:
+        """A turn that ended while no memory was open — the TUI's first seconds, while an
+        existing store opens (an old one's upgrade, a big index): its `save` (a `start`
+        without the memory) runs in `start_held` once one is. Without it the points were
+        never saved. At most `HELD_TURNS` (a memory that never opens: disabled, or its open
+        failed)."""
+        self._held.append(save)
+        del self._held[:-HELD_TURNS]
+
+    def start_held(self, memory: TurnMemory) -> int:
+        """Start the saves of the turns `hold` kept; how many."""
+        held, self._held = self._held, []
+        for save in held:
+            save(memory)
+        return len(held)
 
     async def _save_and_report(
         self,

@@ -187,6 +187,26 @@ def test_a_pull_failing_midway_exits_1_with_the_message(env: Env, standin: Ollam
     assert "mistral:latest" not in standin.models
 
 
+def test_a_pull_refused_with_a_page_of_html_is_one_line(env: Env, standin: OllamaStandIn) -> None:
+    # A proxy or another web server at OLLAMA_HOST answers with its error page.
+    page = "<html>\n<head><title>502 Bad Gateway</title></head>\n<body>nginx</body>\n</html>"
+    standin.fail_next("status", path="/api/pull", status=502, message=page)
+    proc = run_cli(env, "pull", "mistral")
+    line = assert_one_line(proc, 1, "502 Bad Gateway")
+    assert line == "straylight: " + " ".join(page.split())
+
+
+def test_a_server_without_api_tags_is_not_a_model_named_nothing(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    # A web server that is not Ollama (or a proxy in front of it) answers 404 to /api/tags.
+    standin.fail_next("status", path="/api/tags", status=404, message="404 page not found")
+    proc = run_cli(env, "models")
+    line = assert_one_line(proc, 5, "HTTP 404")
+    assert "model ''" not in line and "pull `" not in line
+    assert line == "straylight: Ollama answered HTTP 404: 404 page not found"
+
+
 def test_pull_on_a_terminal_draws_a_progress_bar(env: Env, standin: OllamaStandIn) -> None:
     standin.token_delay = 0.12  # slower than the bar's redraw interval: every step is drawn
     leader, follower = pty.openpty()

@@ -13,6 +13,7 @@ import asyncio
 import inspect
 import json
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -217,6 +218,44 @@ async def test_a_data_dir_with_a_database_opens_it_at_start(
         await wait_until(pilot, lambda: memory_line(app).startswith("0 points"), what="0 points")
         assert isinstance(app.engine.memory, TurnMemory)
         assert app.memory_session is not None
+
+
+class SlowOpeningApp(StraylightApp):
+    """The app, its memory's open held until the test lets it go (an old store's upgrade or
+    a big index takes seconds; a reply can end first)."""
+
+    CSS_PATH = str(Path(inspect.getfile(StraylightApp)).with_name("app.tcss"))
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.open_allowed = threading.Event()
+
+    def _open_session(self) -> TurnMemory:
+        self.open_allowed.wait(30)
+        return super()._open_session()
+
+
+async def test_a_turn_that_ends_before_the_memory_opens_is_saved_once_it_opens(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path
+) -> None:
+    settings = make_settings(ollama_host=standin.host, jobs_enabled=False)
+    open_database(database_path(home), clock=settings.clock).close()
+    standin.script_reply(REPLY)
+    app = SlowOpeningApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, FACT)
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: any(m.role == "assistant" and REPLY in m.text for m in app.query(ChatMessage)),
+            what="the reply",
+        )
+        assert app.engine.memory is None  # still opening
+        app.open_allowed.set()
+        await wait_until(pilot, lambda: memory_line(app).startswith("2 points"), what="2 points")
+    with open_database(database_path(home), clock=settings.clock) as db, db.cursor() as cur:
+        saved = {row[0] for row in cur.execute("SELECT content FROM points").fetchall()}
+    assert saved == {FACT, REPLY}
 
 
 async def test_other_clients_while_deferred_read_empty_and_their_write_opens_the_store(

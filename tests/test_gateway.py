@@ -107,6 +107,19 @@ async def test_faults_mid_stream_are_cut_offs(
     assert needle in str(caught.value)
 
 
+async def test_check_names_the_status_a_server_that_is_not_ollama_answers(
+    standin: OllamaStandIn,
+) -> None:
+    # Another web server (or a proxy) at OLLAMA_HOST: the sidebar and `status` say what it
+    # answered, not an exception's class name.
+    standin.fail_next("status", path="/api/version", status=404, message="404 page not found")
+    gateway = OllamaGateway(standin.url)
+    status = await gateway.check()
+    assert not status.reachable
+    assert status.error == "Ollama answered HTTP 404 to /api/version"
+    await gateway.aclose()
+
+
 async def test_check_reports_version_and_models(standin: OllamaStandIn) -> None:
     gateway = OllamaGateway(standin.url)
     status = await gateway.check()

@@ -8,7 +8,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
+import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -20,9 +23,10 @@ from mcp.types import CallToolResult, Implementation
 
 from agent.settings import Settings
 from store.data_dir_lock import DataDirLock, DataDirLocked
-from tests.support.cli import cli_env
+from tests.support.cli import REPO_ROOT, cli_env
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import wait_until
+from tests.test_owner_socket import client_process
 from tests.test_owner_tui import SIZE, facts_line, memory_line, notices
 from tui.app import StraylightApp
 from tui.owner_handover import ask_handover, lock_for_chat
@@ -128,6 +132,100 @@ async def test_the_chat_starts_while_an_agents_server_holds_the_data_dir(
                 )
         finally:
             lock.release()
+
+
+async def test_a_chat_starting_during_another_clients_call_waits_for_it_and_is_handed_the_dir(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
+) -> None:
+    """Another client's command running in `straylight mcp` at that moment (a second agent's
+    server forwards its calls to the first) is a moment, not a reason to refuse the chat
+    (exit 6, "in use by PID n"): the starting TUI asks again until it has ended."""
+    workspace, env = agent_side(home, tmp_path, standin)
+    settings = make_settings(ollama_host=standin.host, jobs_enabled=False, workspace="demo")
+    async with mcp_session(env, workspace) as session:
+        result_of(await session.call_tool("memory_save", {"text": "The kiln runs at 1240."}))
+        standin.script_reply("one two three four five six seven eight nine ten")
+        standin.token_delay = 0.1
+        client = client_process(env, "ask", "How hot does the kiln run?")
+        try:
+            assert client.stdout is not None
+            ready, _, _ = await asyncio.to_thread(select.select, [client.stdout], [], [], 30)
+            assert ready, "the forwarded ask never started its reply"
+            lock = await asyncio.to_thread(lock_for_chat, settings.home)  # as `straylight` does
+            lock.release()
+            out, err = await asyncio.to_thread(client.communicate, timeout=30)
+            assert (client.returncode, err) == (0, "") and "ten" in out  # it ended whole
+        finally:
+            standin.token_delay = 0.0
+            if client.poll() is None:
+                client.kill()
+                client.communicate()
+
+
+async def test_a_chat_waiting_for_the_servers_long_call_says_so_then_gets_the_dir(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
+) -> None:
+    """The server hands the data dir over once its own running call has ended (a long
+    `memory_load_doc`: 15 s for 6,000 sections); the TUI, with nothing on the screen yet,
+    says once that it waits (`on_wait`) instead of sitting blank."""
+    workspace, env = agent_side(home, tmp_path, standin)
+    settings = make_settings(ollama_host=standin.host, jobs_enabled=False, workspace="demo")
+    doc = workspace / "kiln.md"
+    doc.write_text("# Kiln\n\n## Firing\n\nThe kiln fires at 1240 degrees.\n")
+
+    def embeds() -> int:
+        return len([r for r in standin.requests if r.path == "/api/embed"])
+
+    async with mcp_session(env, workspace) as session:
+        result_of(await session.call_tool("memory_save", {"text": "The glaze is celadon."}))
+        before = embeds()
+        standin.fail_next("delay", path="/api/embed", seconds=2.5)
+        loading = asyncio.create_task(session.call_tool("memory_load_doc", {"path": str(doc)}))
+        deadline = time.monotonic() + 10
+        while embeds() == before and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert embeds() > before, "the load never asked for its embedding"
+        waits: list[float] = []
+        lock = await asyncio.to_thread(
+            lock_for_chat, settings.home, lambda: waits.append(time.monotonic())
+        )
+        lock.release()
+        assert len(waits) == 1
+        assert result_of(await loading)["added"] == 1
+
+
+async def test_a_chat_started_while_the_owner_still_opens_the_memory_waits_for_it(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path
+) -> None:
+    """`straylight mcp`'s first call holds the lock while it opens the memory (an old
+    store's upgrade: 8 s at 100k points) and serves only then: nobody answers the chat's
+    handover yet. The chat waits (saying so) instead of exit 6; here the owner ends."""
+    settings = make_settings(ollama_host=standin.host, jobs_enabled=False)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path;"
+            "from store.data_dir_lock import DataDirLock;"
+            "lock = DataDirLock(Path(sys.argv[1])).acquire(); print('held', flush=True);"
+            "time.sleep(1.5)",
+            str(settings.home),
+        ],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        waits: list[float] = []
+        lock = await asyncio.to_thread(
+            lock_for_chat, settings.home, lambda: waits.append(time.monotonic())
+        )
+        lock.release()
+        assert len(waits) == 1
+    finally:
+        holder.kill()
+        holder.communicate()
 
 
 async def test_a_chat_does_not_hand_its_data_dir_to_a_second_chat(

@@ -182,7 +182,12 @@ def test_a_long_cli_command_serves_the_others_and_they_print_what_they_would_alo
                 (env, ["recall", "night ferry", "--json"], None),
                 (env, ["facts", "list", "--json"], None),
                 (env, ["forget", "999"], None),
-                (env, ["remember", "-"], "The day ferry leaves from pier two.\r\n"),
+                # the data dir named before the command, as the README shows it
+                (
+                    env,
+                    ["--home", str(home), "remember", "-"],
+                    "The day ferry leaves from pier two.\r\n",
+                ),
                 (env, [], None),  # a second TUI is still refused
             ]
         )

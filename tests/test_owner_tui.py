@@ -126,7 +126,8 @@ async def test_cli_commands_while_the_tui_owns_the_dir_print_what_they_print_alo
             [saved] = await clients(env, ["remember", "The day ferry leaves from pier two."])
             assert (saved.returncode, saved.stdout, saved.stderr) == (0, "remembered #2\n", "")
             await wait_until(pilot, lambda: memory_line(app).startswith("2 points"), what="2")
-            [forgot] = await clients(env, ["forget", "1"])
+            # (the data dir named before the command, as the README shows it: still seen)
+            [forgot] = await clients(env, ["--home", str(home), "forget", "1"])
             assert seen(forgot) == (0, "forgot #1\n", "")
             await wait_until(pilot, lambda: memory_line(app).startswith("1 point"), what="1")
             [validated] = await clients(env, ["hypotheses", "validate", str(card)])
@@ -228,3 +229,53 @@ async def test_a_client_cannot_delete_the_conversation_open_in_the_chat(
     log = app.engine.daily_log
     kept = {message.conversation_id for day in log.days() for message in log.read_day(day)}
     assert CURRENT in kept and KEYS not in kept
+
+
+async def test_quitting_the_chat_while_a_client_command_runs_gives_the_client_all_its_output(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
+) -> None:
+    # Textual puts the real stdout back when its message loop ends, before `on_unmount`: a
+    # forwarded command still running then printed the rest of its output on the chat's
+    # terminal, and its client got a cut reply with exit 0 (an MCP tool: "printed no JSON").
+    env = env_for(home, tmp_path, standin)
+    assert_ok(run_cli_process(env, "remember", "The night ferry leaves from pier four."))
+    reply = "A long story about the ferry, told slowly, chunk by chunk."
+    standin.script_reply(reply)
+    standin.token_delay = 0.1
+    settings = owner_settings(make_settings, standin)
+    with DataDirLock(settings.home):
+        app = StraylightApp(settings)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.owner_server is not None, what="serving")
+            server = app.owner_server
+            assert server is not None
+            asking = asyncio.create_task(
+                asyncio.to_thread(run_cli_process, env, "ask", "Tell me about the ferry")
+            )
+            await wait_until(pilot, lambda: bool(server._runs), what="the ask running")
+            await pilot.press("ctrl+q")
+            answer = await asking
+    assert seen(answer) == (0, reply + "\n", "")
+
+
+def test_the_commands_that_refresh_the_chat_are_those_that_may_have_written() -> None:
+    """A client's `conversations delete` forgets memory points, `rename` sets a title: the
+    chat refreshes after them as after `forget`; listing and exporting wrote nothing."""
+    from tui.owner_live import may_have_written
+
+    wrote = [
+        ["conversations", "delete", KEYS, "--yes"],
+        ["conversations", "rename", KEYS, "Keys"],
+        ["--home", "/data", "forget", "3"],
+        ["--workspace", "demo", "facts", "set", "k", "--type", "fact", "--body", "b"],
+    ]
+    read = [
+        ["conversations"],
+        ["conversations", "--json"],
+        ["conversations", "list"],
+        ["conversations", "export", KEYS, "--format", "json"],
+        ["--home", "/data", "facts", "list"],
+        ["recall", "ferry"],
+    ]
+    assert [may_have_written(argv, 0) for argv in wrote] == [True] * len(wrote)
+    assert [may_have_written(argv, 0) for argv in read] == [False] * len(read)

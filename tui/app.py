@@ -35,6 +35,7 @@ from tui.screens.chat_screen import ChatScreen
 from tui.startup_timer import seconds_since_start
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
     from textual.theme import Theme
 
     from agent.model_catalog import MissingModel
@@ -111,6 +112,7 @@ class StraylightApp(App[int]):
         self.crashed = False
         self.memory_session: MemorySession | None = None
         self.owner_server: OwnerServer | None = None  # serving the data dir to other clients
+        self.serving_stops = False  # `exit` stops serving first (see there)
         self.candidate_watch = CandidateWatch()
         self.memory_problem = "still opening"
         self.model_pulls = ModelPulls()  # pulls started on the models screen (F8)
@@ -170,11 +172,38 @@ class StraylightApp(App[int]):
         self.chat.check_status()
         self.open_memory()
 
+    def exit(
+        self,
+        result: int | None = None,
+        return_code: int = 0,
+        message: RenderableType | None = None,
+    ) -> None:
+        """Quit once the owner server has stopped: Textual puts the real stdout back when its
+        message loop ends, before `on_unmount`, so a command still running for another client
+        then printed the rest on this terminal and its client got a cut output. Asked again
+        while the server stops (Ctrl+Q twice), it quits at once."""
+        if self.owner_server is None or self.serving_stops:
+            super().exit(result, return_code, message)
+            return
+        self.serving_stops = True
+        self._stop_serving_then_exit(result, return_code, message)
+
+    @work(exclusive=True, group="stop-serving", exit_on_error=False)
+    async def _stop_serving_then_exit(
+        self, result: int | None, return_code: int, message: RenderableType | None
+    ) -> None:
+        """Stop taking commands, let the running ones end (the server's grace), then exit."""
+        try:
+            if self.owner_server is not None:
+                await asyncio.to_thread(self.owner_server.stop)
+        finally:
+            super().exit(result, return_code, message)
+
     async def on_unmount(self) -> None:
         self.quitting = True  # the jobs, if their start is still queued, do not start now
         if self.scheduler is not None:
             await self.scheduler.stop()
-        if self.owner_server is not None:  # before Textual puts the real stdout back
+        if self.owner_server is not None:  # stopped already when `exit` was the way out
             await asyncio.to_thread(self.owner_server.stop)
             from tui import open_chat
 
@@ -283,6 +312,7 @@ class StraylightApp(App[int]):
         from memory.deferred_store import DeferredMemory
 
         self.engine.memory = message.memory
+        self.engine.saves.start_held(message.memory)  # turns that ended while it opened
         self.memory_problem = ""
         if message.sidebar is not None:
             self.chat.publish_sidebar(**message.sidebar)

@@ -53,6 +53,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{PROG}: {message} (try '{self.prog} --help')\n")
 
 
+GLOBAL_OPTIONS = frozenset({"--home", "--ollama-host", "--model", "--config", "--workspace"})
+"""The options every command takes (`_common_options`), before or after its name; each takes
+a value."""
+
+
 def _common_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     default = None if top else argparse.SUPPRESS
     parser.add_argument("--home", metavar="DIR", default=default, help="data dir")
@@ -397,10 +402,18 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     settings = resolved.settings
     if args.command is None:
         from tui.app import run_app
-        from tui.owner_handover import lock_for_chat
+        from tui.owner_handover import HANDOVER_SECONDS, lock_for_chat
+
+        def waiting() -> None:  # the screen stays blank until the lock is the chat's
+            print(
+                f"{PROG}: waiting up to {HANDOVER_SECONDS:.0f} s for the Straylight process "
+                f"that has {settings.home} to hand it over",
+                file=sys.stderr,
+                flush=True,
+            )
 
         # a second chat stops here, before painting; `straylight mcp` hands the dir over
-        lock = lock_for_chat(settings.home)
+        lock = lock_for_chat(settings.home, on_wait=waiting)
         try:
             return run_app(settings, resolved.config_path)
         finally:

@@ -3,10 +3,10 @@
 The TUI serves its data dir (tui/owner_server.py); after each command it ran for another
 process (a CLI command, `straylight mcp`), the server says so here, in its thread. A command
 that may have written (`remember`, `forget`, `import-doc`, `ask`, facts and candidates
-changes, …) makes the app refresh the sidebar's counts, reload an open facts or candidates
-screen, and name the fact candidates that are new since it last looked, with the keys to
-approve them. The memory browser reads the database whenever it loads (opened again, a
-search, a filter), so it shows new points then.
+changes, a conversation renamed or deleted, …) makes the app refresh the sidebar's counts,
+reload an open facts or candidates screen, and name the fact candidates that are new since
+it last looked, with the keys to approve them. The memory browser reads the database
+whenever it loads (opened again, a search, a filter), so it shows new points then.
 """
 
 from __future__ import annotations
@@ -31,18 +31,21 @@ WRITING_COMMANDS = frozenset(
         "reflect",
         "hypotheses",
         "jobs",
+        "conversations",
     }
 )
-READ_ACTIONS = frozenset({"list", "get", "history"})
+READ_ACTIONS = frozenset({"list", "get", "history", "export"})
 
 
 def may_have_written(argv: Sequence[str], exit_code: int) -> bool:
     """Whether a forwarded command may have changed the memory (a read action did not;
     `facts get` revives a stale fact, but the count change is shown on the next refresh)."""
-    words = [word for word in argv if not word.startswith("-")]
+    from tui.owner_request import command_words
+
+    words = command_words(argv)
     if not words or words[0] not in WRITING_COMMANDS:
         return False
-    if words[0] in ("facts", "candidates", "hypotheses", "jobs"):
+    if words[0] in ("facts", "candidates", "hypotheses", "jobs", "conversations"):
         return len(words) > 1 and words[1] not in READ_ACTIONS
     return exit_code != 2  # a usage error wrote nothing
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,25 @@ def command_parser() -> argparse.ArgumentParser:
     from tui.cli import build_parser
 
     return build_parser()
+
+
+def command_words(argv: Sequence[str]) -> list[str]:
+    """The command line's words without its options and the global options' values:
+    `["--home", "/d", "facts", "set", "k", …]` gives `["facts", "set", "k", …]`, so the
+    command's name comes first wherever the client put `--home DIR` (README: before or
+    after the command name)."""
+    from tui.cli import GLOBAL_OPTIONS
+
+    words: list[str] = []
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word in GLOBAL_OPTIONS:
+            skip = True  # its value is the next word
+        elif not word.startswith("-"):
+            words.append(word)
+    return words
 
 
 def execute(request: CommandRequest, out: Sink, err: Sink) -> int:

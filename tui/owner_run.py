@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tui.owner_request import CommandRequest, execute
+from tui.owner_request import CommandRequest, command_words, execute
 from tui.owner_streams import Sink
 
 log = logging.getLogger("straylight.owner")
@@ -84,7 +84,7 @@ class CommandRun:
     @property
     def command(self) -> str:
         """The command's name, for the log (never its arguments: they may be secrets)."""
-        words = [a for a in self.request.argv if not a.startswith("-")]
+        words = command_words(self.request.argv)
         if not words:
             return "?"
         return " ".join(words[:2]) if words[0] in _GROUPS else words[0]

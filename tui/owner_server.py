@@ -166,7 +166,8 @@ class OwnerServer:
 
     def _answer_handover(self, conn: socket.socket, frame: dict[str, object]) -> None:
         """`{"handover": true}` when this owner gives the data dir up, else false: never while
-        it runs a client's command (a streaming `ask` would be cut at the grace period)."""
+        it runs a client's command (a streaming `ask` would be cut at the grace period) — then
+        with `"busy": true`, so the chat asks again once it has ended (tui/owner_handover.py)."""
         same_dir = isinstance(frame.get("home"), str) and os.path.realpath(
             str(frame["home"])
         ) == os.path.realpath(self.home)
@@ -178,8 +179,11 @@ class OwnerServer:
                 agreed = self.on_handover()
             except Exception:
                 log.exception("the handover hook failed")
+        answer: dict[str, object] = {"handover": agreed}
+        if same_dir and busy and self.on_handover is not None:
+            answer["busy"] = True
         with contextlib.suppress(OSError):
-            send_frame(conn, {"handover": agreed})
+            send_frame(conn, answer)
 
     def _serve(self, conn: socket.socket) -> None:
         try:
