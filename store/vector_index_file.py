@@ -148,7 +148,7 @@ def _footer(whole: memoryview) -> tuple[int, Callable[[memoryview], bool], bytes
         magic, length, digest, identity = _IDENTITY_FOOTER.unpack(whole[size - footer :])
         magic = _FOOTER_MAGIC if magic == _IDENTITY_MAGIC else magic
     if magic != _FOOTER_MAGIC:
-        raise IndexFileError("no checksum footer: truncated, or not written by VectorIndex")
+        raise IndexFileError("no checksum footer: truncated, or not written by Straylight")
     _check_length(length, size - footer)
     return length, lambda payload: hashlib.sha256(payload).digest() == digest, identity
 

@@ -253,7 +253,7 @@ CORRUPT_CASES = {
     "empty": "empty file",
     "zeroed": "footer",
     "random": "footer",
-    "truncated_half": "footer",
+    "truncated_half": "footer: truncated, or not written by Straylight",
     "truncated_tail": "footer",
     "tiny": "truncated",
     "flipped_body": "checksum mismatch",
