@@ -58,6 +58,7 @@ from store.database import (
 from store.lexical_file import LEXICAL_FILENAME
 from store.lexical_index import LexicalCache
 from store.point_store import NewPoint, PointStore
+from store.row_file import ROWS_FILENAME, RowFile
 from store.side_thread import SideThread
 from store.vector_upkeep import INDEX_FILENAME, VectorKeeper
 
@@ -105,6 +106,10 @@ class MemoryStore:
         self.db = db
         self.read_only = read_only  # a reading command: nothing in the data dir is written
         self.points = PointStore(db)
+        # rows.dat: a recall's hit rows without a DuckDB statement (a writer's only)
+        self.rows = None if read_only else RowFile(home / ROWS_FILENAME)
+        self.points.rows = self.rows
+        self._rows_thread: threading.Thread | None = None
         self.filter = SaveFilter(config.save_filter)
         self.lexical = LexicalCache(  # a writer's mirror skips its sync check (sole_writer)
             file=home / LEXICAL_FILENAME,
@@ -180,6 +185,14 @@ class MemoryStore:
             target=self._load_lexical, name="lexical-load", daemon=True
         )
         self._lexical_thread.start()
+        if self.rows is not None:  # checked against the database and caught up meanwhile
+            self._rows_thread = threading.Thread(
+                target=self.rows.load,
+                args=(self.db, lambda: self._closing),
+                name="rows-load",
+                daemon=True,
+            )
+            self._rows_thread.start()
         if self._dim is not None:
             self.vectors.open(self._dim, identity=self.space.identity)
 
@@ -213,6 +226,8 @@ class MemoryStore:
         self.vectors.wait(timeout)
         if self._lexical_thread is not None:
             self._lexical_thread.join(timeout)
+        if self._rows_thread is not None:
+            self._rows_thread.join(timeout)
 
     def close(self) -> None:
         """Save a changed index and close the database. A word-index load still running
@@ -223,6 +238,8 @@ class MemoryStore:
             self.lexical.save_file()  # when enough changed since it was written
         self.lexical_ready = False
         self.lexical.close()  # unmaps lexical.idx
+        if self.rows is not None:
+            self.rows.close()
         self.vectors.close()
         self.db.close()
 

@@ -7,7 +7,7 @@ points to re-index words from, and the sizes the RAM estimate is made of.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,6 +24,7 @@ from store.point_values import (
     matrix_from_bytes,
     vector_from_bytes,
 )
+from store.row_file import RowFile
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,11 +75,27 @@ def _hit_row(r: Sequence[Any]) -> HitRow:
     return HitRow(int(r[0]), r[1], bool(r[2]), as_utc(r[3]), r[4])
 
 
-def hit_rows(db: Database, ids: Sequence[int]) -> dict[int, HitRow]:
-    """The hit rows of many ids in one query."""
+def hit_rows(
+    db: Database,
+    ids: Sequence[int],
+    *,
+    rows: RowFile | None = None,
+    pinned: Container[int] = frozenset(),
+) -> dict[int, HitRow]:
+    """The hit rows of many ids: those `rows` (`rows.dat`) holds from it, with `pinned`
+    (the caller's pins) saying which are pinned; the others in one query (~0.04 instead of
+    ~1 ms for a recall's ~10 ids at 100k: docs/recall-latency.md "Ninth session")."""
     if not ids:
         return {}
-    return {int(r[0]): _hit_row(r) for r in _rows_of(db, _HIT_COLUMNS, ids)}
+    found: dict[int, HitRow] = {}
+    rest = ids
+    if rows is not None and rows.ready:
+        for pid, row in rows.rows(ids).items():
+            found[pid] = HitRow(pid, row.role, pid in pinned, row.created_at, row.content)
+        rest = [pid for pid in ids if pid not in found]
+    if rest:
+        found.update((int(r[0]), _hit_row(r)) for r in _rows_of(db, _HIT_COLUMNS, rest))
+    return found
 
 
 def neighbour_rows(db: Database, ids: Sequence[int], window: int) -> dict[int, list[HitRow]]:

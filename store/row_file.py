@@ -1,0 +1,332 @@
+"""`rows.dat`: the fields of every point's row that never change (role, date, conversation,
+content), appended after each save, so a recall reads its hits' rows with one `os.pread`
+each instead of a DuckDB statement (~0.7 ms fixed cost; docs/recall-latency.md "Ninth
+session").
+
+DuckDB is the truth and the file is derived, like `lexical.idx` and `vectors.usearch`:
+* a record is used only when its id and CRC hold (`row_file_format.decode`); anything the
+  file lacks — a point saved while it loaded, a torn or damaged record, a record too long,
+  the whole file before its load — is read from DuckDB (`point_reads.hit_rows`);
+* it is appended after the save's commit, and before a forget's (or an ingest's replace's)
+  transaction the point's record is zeroed and the file synced: the text is gone from it
+  whether the delete then commits or not (a zeroed record is read from DuckDB);
+* at open, in the background (`load`), the file is checked against the database: its
+  header must carry this database's identity (a foreign file, a planted link or a damaged
+  header is replaced by an empty file: one log line), its records are scanned (a torn tail
+  is cut off), records of points the database no longer has are zeroed and the points it
+  lacks are appended from the database; until then recall reads DuckDB as before.
+In memory: one `uint64` a point id (offset << 24 | record length, 0: not in the file).
+Read-only opens do not use it (`MemoryStore`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from store import meta
+from store.database import Database
+from store.point_values import as_utc
+from store.private_files import (
+    UnsafeDataDir,
+    lstat_unlinked,
+    open_private,
+    replace_atomically,
+    write_all,
+)
+from store.row_file_format import (
+    HEADER,
+    LENGTH_BITS,
+    RECORD,
+    StoredRow,
+    decode,
+    encode,
+    file_identity,
+    header,
+    header_problem,
+    scan,
+    zeroed_tail,
+)
+
+log = logging.getLogger("straylight.memory")
+
+ROWS_FILENAME: Final = "rows.dat"
+DATABASE_ID_KEY: Final = "database.id"
+_CHUNK: Final = 4 << 20  # bytes read at a time by the open's scan
+_PAGE: Final = 5_000  # points read from the database at a time by the catch-up
+_LENGTH_MASK: Final = (1 << LENGTH_BITS) - 1
+_SLACK: Final = 4096  # ids the offsets array has room for beyond the largest
+
+
+class RowFile:
+    """The `rows.dat` of one writable data dir. Thread-safe: reads take no lock (a record
+    is checked, not trusted), writes and the load's end take `_lock`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.ready = False  # loaded and caught up: `rows` answers
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._offsets: npt.NDArray[np.uint64] = np.zeros(0, np.uint64)
+        self._end = 0  # where the next record goes
+        self._loading = False
+        self._queued: dict[int, StoredRow] = {}  # saved while loading
+        self._forgotten: set[int] = set()  # forgotten while loading
+
+    # ---- reads ---------------------------------------------------------------------------
+    def rows(self, ids: Iterable[int]) -> dict[int, StoredRow]:
+        """The rows the file holds whole of `ids` (the others: read them from DuckDB)."""
+        if not self.ready:
+            return {}
+        offsets, fd = self._offsets, self._fd
+        found: dict[int, StoredRow] = {}
+        if fd is None:
+            return found
+        for pid in ids:
+            if not 0 <= pid < len(offsets):
+                continue
+            entry = int(offsets[pid])
+            if not entry:
+                continue
+            try:
+                data = os.pread(fd, entry & _LENGTH_MASK, entry >> LENGTH_BITS)
+            except OSError:
+                continue
+            row = decode(data, pid)
+            if row is not None:
+                found[pid] = row
+        return found
+
+    def covers(self) -> int:
+        """How many points the file holds (status, tests)."""
+        return int(np.count_nonzero(self._offsets)) if self.ready else 0
+
+    # ---- writes (`PointStore` calls them) ------------------------------------------------
+    def append(self, rows: Sequence[StoredRow]) -> None:
+        """Add committed points' rows (queued while the file loads)."""
+        with self._lock:
+            if self._loading:
+                self._queued.update((row.id, row) for row in rows)
+                return
+            if not self.ready or self._fd is None:
+                return
+            try:
+                self._write(self._fd, rows)
+            except OSError as error:
+                self._give_up(f"cannot append ({error.strerror})")
+
+    def forget(self, ids: Sequence[int]) -> None:
+        """Zero the records of points about to be deleted, and sync: before the delete's
+        transaction, so the text is not left in the file whatever happens next."""
+        with self._lock:
+            if self._loading:
+                self._forgotten.update(ids)
+                for pid in ids:
+                    self._queued.pop(pid, None)
+            if self._fd is None:
+                return
+            try:
+                if self._zero(self._fd, ids):
+                    os.fdatasync(self._fd)
+            except OSError as error:
+                self._give_up(f"cannot zero a forgotten point ({error.strerror})")
+
+    def close(self) -> None:
+        with self._lock:
+            self.ready = False
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    # ---- the open's load (a background thread) ------------------------------------------
+    def load(self, db: Database, stop: Callable[[], bool] = lambda: False) -> None:
+        """Open or rebuild the file, check it against the database, catch up; `ready` when
+        done. Any problem leaves the file unused (one log line): recall reads DuckDB."""
+        with self._lock:
+            self._loading = True
+        fd: int | None = None
+        try:
+            with db.cursor() as cur:
+                database_id = meta.get(cur, DATABASE_ID_KEY)
+            if database_id is None:
+                return
+            fd, offsets, end = self._open(file_identity(database_id))
+            with db.cursor() as cur:
+                result = cur.execute("SELECT id FROM points ORDER BY id").fetchnumpy()
+            stored = np.asarray(result["id"], dtype=np.int64)
+            offsets = _sized(offsets, int(stored[-1]) if len(stored) else 0)
+            held = np.flatnonzero(offsets)
+            if self._zero_at(fd, offsets, np.setdiff1d(held, stored).tolist()):
+                os.fdatasync(fd)  # points forgotten while the file did not follow
+            missing = np.setdiff1d(stored, held)
+            for start in range(0, len(missing), _PAGE):
+                if stop():
+                    return
+                page = missing[start : start + _PAGE].tolist()
+                end = self._append_at(fd, offsets, end, _rows_from(db, page))
+            if len(missing) > _PAGE:
+                db.drop_cached_blocks()  # the contents that catch-up read
+            with self._lock:
+                self._fd, self._offsets, self._end = fd, offsets, end
+                fd = None
+                queued = [row for pid, row in self._queued.items() if not self._has(pid)]
+                self._write(self._fd, sorted(queued, key=lambda row: row.id))
+                if self._zero(self._fd, sorted(self._forgotten)):
+                    os.fdatasync(self._fd)
+                self.ready = True
+        except (OSError, UnsafeDataDir) as problem:
+            log.warning("%s: %s; recall reads the rows from the database", self.path, problem)
+        finally:
+            with self._lock:
+                self._loading = False
+                self._queued, self._forgotten = {}, set()
+            if fd is not None:
+                os.close(fd)
+
+    def _open(self, identity: bytes) -> tuple[int, npt.NDArray[np.uint64], int]:
+        """(descriptor, offsets, end) of the file at `path`, made anew (empty) when it is
+        missing, a link, foreign or damaged; a torn tail is cut off."""
+        problem = self._unusable()
+        if problem is None:
+            fd = open_private(self.path, os.O_RDWR | os.O_NONBLOCK)
+            try:
+                problem = self._check(fd, identity)
+                if problem is None:
+                    offsets, end = _scanned(fd)
+                    if end < os.fstat(fd).st_size:
+                        os.ftruncate(fd, end)  # a record cut by a crash, or damage
+                    return fd, offsets, end
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)
+        if problem != "missing":
+            log.warning("%s: %s; made anew from the database", self.path, problem)
+        replace_atomically(self.path, lambda fd: write_all(fd, header(identity)))
+        fd = open_private(self.path, os.O_RDWR | os.O_NONBLOCK)
+        return fd, np.zeros(0, np.uint64), HEADER.size
+
+    def _unusable(self) -> str | None:
+        """Why the file at `path` is not opened (None: it may be): missing, or a link."""
+        try:
+            info = lstat_unlinked(self.path)
+        except UnsafeDataDir as refused:
+            return str(refused)
+        if info is None:
+            return "missing"
+        if not stat.S_ISREG(info.st_mode):
+            return "not a regular file"
+        return None
+
+    def _check(self, fd: int, identity: bytes) -> str | None:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "not a regular file"
+        return header_problem(os.pread(fd, HEADER.size, 0), identity)
+
+    # ---- under the lock, or before the file is published --------------------------------
+    def _has(self, pid: int) -> bool:
+        return 0 <= pid < len(self._offsets) and bool(self._offsets[pid])
+
+    def _write(self, fd: int, rows: Sequence[StoredRow]) -> None:
+        if rows:
+            self._offsets = _sized(self._offsets, max(row.id for row in rows))
+            self._end = self._append_at(fd, self._offsets, self._end, rows)
+
+    def _append_at(
+        self, fd: int, offsets: npt.NDArray[np.uint64], end: int, rows: Sequence[StoredRow]
+    ) -> int:
+        """Write `rows` at `end` in one write, then set their offsets; the new end."""
+        records = [(row.id, encode(row)) for row in rows]
+        blob = b"".join(record for _pid, record in records if record is not None)
+        view = memoryview(blob)
+        at = end
+        while view:
+            written = os.pwrite(fd, view, at)
+            view, at = view[written:], at + written
+        for pid, record in records:
+            if record is not None:
+                offsets[pid] = (end << LENGTH_BITS) | len(record)
+                end += len(record)
+        return end
+
+    def _zero(self, fd: int, ids: Iterable[int]) -> bool:
+        return self._zero_at(fd, self._offsets, ids)
+
+    @staticmethod
+    def _zero_at(fd: int, offsets: npt.NDArray[np.uint64], ids: Iterable[int]) -> bool:
+        """Zero the records of `ids` the file holds; whether there was one."""
+        zeroed = False
+        for pid in ids:
+            if not 0 <= pid < len(offsets) or not offsets[pid]:
+                continue
+            entry = int(offsets[pid])
+            offsets[pid] = 0  # first: a read meanwhile falls back to the database
+            start, zeros = zeroed_tail(entry & _LENGTH_MASK)
+            write_all_at(fd, zeros, (entry >> LENGTH_BITS) + start)
+            zeroed = True
+        return zeroed
+
+    def _give_up(self, why: str) -> None:
+        log.warning("%s: %s; recall reads the rows from the database", self.path, why)
+        self.ready = False
+
+
+def write_all_at(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
+
+
+def _sized(offsets: npt.NDArray[np.uint64], largest: int) -> npt.NDArray[np.uint64]:
+    """`offsets` with room for id `largest` (a copy with 1/16 and `_SLACK` more when it
+    grows: ~8.5 bytes a point id)."""
+    if largest < len(offsets):
+        return offsets
+    grown = np.zeros(largest + 1 + largest // 16 + _SLACK, np.uint64)
+    grown[: len(offsets)] = offsets
+    return grown
+
+
+def _scanned(fd: int) -> tuple[npt.NDArray[np.uint64], int]:
+    """The offsets of the usable records of a file whose header held, and where its whole
+    records end."""
+    ids: list[int] = []
+    entries: list[int] = []
+    pos, want = HEADER.size, _CHUNK
+    while True:
+        data = os.pread(fd, want, pos)
+        if not data:
+            break
+        found = scan(data, pos)
+        for pid, offset, length in found.records:
+            ids.append(pid)
+            entries.append((offset << LENGTH_BITS) | length)
+        pos += found.used
+        if found.broken or len(data) < want:
+            break
+        # a record longer than the chunk: read it whole next time
+        want = max(_CHUNK, RECORD.unpack_from(data, found.used)[0]) if found.used == 0 else _CHUNK
+    offsets = _sized(np.zeros(0, np.uint64), max(ids, default=0))
+    if ids:
+        offsets[np.asarray(ids, np.int64)] = np.asarray(entries, np.uint64)
+    return offsets, pos
+
+
+def _rows_from(db: Database, ids: Sequence[int]) -> list[StoredRow]:
+    """The stored fields of `ids` from the database, in id order."""
+    with db.cursor() as cur:
+        found = cur.execute(
+            "SELECT id, role, created_at, conversation_id, content FROM points "
+            "WHERE id IN (SELECT unnest(?::BIGINT[])) ORDER BY id",
+            [list(ids)],
+        ).fetchall()
+    return [StoredRow(int(pid), r, as_utc(w), c, t) for pid, r, w, c, t in found]
