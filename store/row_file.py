@@ -11,9 +11,10 @@ DuckDB is the truth and the file is derived, like `lexical.idx` and `vectors.use
   transaction the point's record is zeroed and the file synced: the text is gone from it
   whether the delete then commits or not (a zeroed record is read from DuckDB);
 * at open, in the background (`load`), the file is checked against the database: its
-  header must carry this database's identity (a foreign file, a planted link or a damaged
-  header is replaced by an empty file: one log line), its records are scanned (a torn tail
-  is cut off), records of points the database no longer has are zeroed and the points it
+  header must carry this database's identity (a foreign file or a damaged header is
+  replaced by an empty file; a planted link, or a folder in its place, is left alone and
+  not used, as `lexical.idx`: one log line each), its records are scanned (a torn tail is
+  cut off), records of points the database no longer has are zeroed and the points it
   lacks are appended from the database; until then recall reads DuckDB as before.
 In memory: one `uint64` a point id (offset << 24 | record length, 0: not in the file).
 Read-only opens do not use it (`MemoryStore`).
@@ -36,6 +37,7 @@ from store import meta
 from store.database import Database
 from store.point_values import as_utc
 from store.private_files import (
+    NotRegularFile,
     UnsafeDataDir,
     lstat_unlinked,
     open_private,
@@ -182,7 +184,9 @@ class RowFile:
                 if self._zero(self._fd, sorted(self._forgotten)):
                     os.fdatasync(self._fd)
                 self.ready = True
-        except (OSError, UnsafeDataDir) as problem:
+        except UnsafeDataDir as refused:  # a link, or a folder or FIFO in its place
+            log.warning("%s; recall reads the rows from the database", refused)
+        except OSError as problem:
             log.warning("%s: %s; recall reads the rows from the database", self.path, problem)
         finally:
             with self._lock:
@@ -215,15 +219,13 @@ class RowFile:
         return fd, np.zeros(0, np.uint64), HEADER.size
 
     def _unusable(self) -> str | None:
-        """Why the file at `path` is not opened (None: it may be): missing, or a link."""
-        try:
-            info = lstat_unlinked(self.path)
-        except UnsafeDataDir as refused:
-            return str(refused)
+        """ "missing" or None (the file may be opened); a link, or a folder or FIFO in its
+        place, is refused (`UnsafeDataDir`: left as it is, and not used)."""
+        info = lstat_unlinked(self.path)
         if info is None:
             return "missing"
         if not stat.S_ISREG(info.st_mode):
-            return "not a regular file"
+            raise NotRegularFile(self.path)
         return None
 
     def _check(self, fd: int, identity: bytes) -> str | None:

@@ -17,6 +17,8 @@ from memory.ingest import apply_ingest, plan_ingest
 from memory.memory_store import MemoryStore
 from store import point_reads
 from store.clock import Clock
+from store.data_dir_check import check_data_dir
+from store.private_files import SymlinkRefused
 from store.row_file import ROWS_FILENAME, RowFile
 from store.row_file_format import HEADER
 from tests.test_memory_store import LONG, open_store, vec
@@ -25,7 +27,7 @@ TEXTS = [
     "Ünïcode note about the blyck pipeline ✓",
     "The tram to the depot leaves at 7:40",
     "Plain note on the backup keys",
-    "Line one\nline two\ttabbed, and a quote \" here",
+    'Line one\nline two\ttabbed, and a quote " here',
 ]
 
 
@@ -62,7 +64,7 @@ def assert_rows_as_database(store: MemoryStore, *, served: bool = True) -> None:
     assert rows is not None and rows.ready
     rnd = random.Random(7)
     for _ in range(30):
-        pick = rnd.sample(ids, min(len(ids), 12)) + [max(ids, default=0) + 3, -1]
+        pick = [*rnd.sample(ids, min(len(ids), 12)), max(ids, default=0) + 3, -1]
         alone = point_reads.hit_rows(store.db, pick)
         with_file = point_reads.hit_rows(store.db, pick, rows=rows, pinned=store.pins.ids)
         assert with_file == alone
@@ -194,7 +196,7 @@ def test_rows_read_before_the_file_is_loaded_come_from_the_database(home: Path) 
         store.close()
 
 
-def test_a_planted_link_is_replaced_and_its_target_left_alone(
+def test_a_planted_link_is_refused_and_its_target_left_alone(
     home: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = open_store(home)
@@ -204,16 +206,22 @@ def test_a_planted_link_is_replaced_and_its_target_left_alone(
     target.write_text("the user's own file\n")
     (home / ROWS_FILENAME).unlink()
     (home / ROWS_FILENAME).symlink_to(target)
+    with pytest.raises(SymlinkRefused, match=r"rows\.dat"):
+        check_data_dir(home)  # every command names it before opening anything
     with caplog.at_level(logging.WARNING, logger="straylight.memory"):
         store = open_store(home)
     try:
-        assert target.read_text() == "the user's own file\n"
-        assert not (home / ROWS_FILENAME).is_symlink()
         lines = [r.getMessage() for r in caplog.records if ROWS_FILENAME in r.getMessage()]
         assert len(lines) == 1 and "symbolic link" in lines[0]
-        assert_rows_as_database(store)
-        fill(store, 2, seed=5)
+        assert store.rows is not None and not store.rows.ready
+        ids = fill(store, 2, seed=5)
+        assert store.forget(ids[0])
+        pick = all_ids(store)
+        assert point_reads.hit_rows(
+            store.db, pick, rows=store.rows, pinned=store.pins.ids
+        ) == point_reads.hit_rows(store.db, pick)
         assert target.read_text() == "the user's own file\n"
+        assert (home / ROWS_FILENAME).is_symlink()
     finally:
         store.close()
 
