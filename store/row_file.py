@@ -57,6 +57,7 @@ from store.row_file_format import (
     scan,
     zeroed_tail,
 )
+from store.vector_index_file import remove_stale_temp_files
 
 log = logging.getLogger("straylight.memory")
 
@@ -214,6 +215,7 @@ class RowFile:
             os.close(fd)
         if problem != "missing":
             log.warning("%s: %s; made anew from the database", self.path, problem)
+        remove_stale_temp_files(self.path)  # of a process that died making it
         replace_atomically(self.path, lambda fd: write_all(fd, header(identity)))
         fd = open_private(self.path, os.O_RDWR | os.O_NONBLOCK)
         return fd, np.zeros(0, np.uint64), HEADER.size
