@@ -280,7 +280,11 @@ def _neighbour_hits(
     the hits, so the character budget cuts them first; each carries its anchor's score."""
     anchors = [hit for hit in hits if not hit.pinned][: tuning.neighbour_anchors]
     around = point_reads.neighbour_rows(
-        store.db, [hit.id for hit in anchors], tuning.neighbour_window
+        store.db,
+        [hit.id for hit in anchors],
+        tuning.neighbour_window,
+        rows=store.rows,
+        pinned=store.pins.ids,
     )
     seen = {hit.id for hit in hits}
     extra: list[RecallHit] = []

@@ -25,6 +25,7 @@ from store.point_values import (
     vector_from_bytes,
 )
 from store.row_file import RowFile
+from store.row_file_format import StoredRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +76,10 @@ def _hit_row(r: Sequence[Any]) -> HitRow:
     return HitRow(int(r[0]), r[1], bool(r[2]), as_utc(r[3]), r[4])
 
 
+def _stored_hit_row(row: StoredRow, pinned: Container[int]) -> HitRow:
+    return HitRow(row.id, row.role, row.id in pinned, row.created_at, row.content)
+
+
 def hit_rows(
     db: Database,
     ids: Sequence[int],
@@ -88,27 +93,43 @@ def hit_rows(
     if not ids:
         return {}
     found: dict[int, HitRow] = {}
-    rest = ids
+    rest: Sequence[int] = ids
     if rows is not None and rows.ready:
-        for pid, row in rows.rows(ids).items():
-            found[pid] = HitRow(pid, row.role, pid in pinned, row.created_at, row.content)
-        rest = [pid for pid in ids if pid not in found]
+        stored, rest = rows.lookup(ids)
+        found = {pid: _stored_hit_row(row, pinned) for pid, row in stored.items()}
     if rest:
         found.update((int(r[0]), _hit_row(r)) for r in _rows_of(db, _HIT_COLUMNS, rest))
     return found
 
 
-def neighbour_rows(db: Database, ids: Sequence[int], window: int) -> dict[int, list[HitRow]]:
+def neighbour_rows(
+    db: Database,
+    ids: Sequence[int],
+    window: int,
+    *,
+    rows: RowFile | None = None,
+    pinned: Container[int] = frozenset(),
+) -> dict[int, list[HitRow]]:
     """For each of `ids`, the points of the same conversation at most `window` ids away
     (the turns around it), nearest first (the earlier of two as near); points without a
-    conversation have none. One query over the ids in reach (`_rows_of`): a self-join on
-    the conversation read the whole table."""
+    conversation have none. From `rows` (`rows.dat`, with `pinned` as in `hit_rows`) and
+    one query over the ids in reach it cannot answer for (`_rows_of`; ids above the
+    file's largest are points not saved yet, as for a query a moment earlier): a self-join
+    on the conversation read the whole table."""
     if not ids or window <= 0:
         return {}
     reach = sorted({i + step for i in ids for step in range(-window, window + 1)})
-    rows = _rows_of(db, f"{_HIT_COLUMNS}, conversation_id", reach)
-    conversation = {int(r[0]): r[5] for r in rows}
-    by_id = {int(r[0]): _hit_row(r) for r in rows}
+    conversation: dict[int, str] = {}
+    by_id: dict[int, HitRow] = {}
+    if rows is not None and rows.ready:
+        stored, unknown = rows.lookup(reach)
+        reach = [pid for pid in unknown if pid <= rows.largest]
+        for pid, row in stored.items():
+            conversation[pid] = row.conversation_id
+            by_id[pid] = _stored_hit_row(row, pinned)
+    for r in _rows_of(db, f"{_HIT_COLUMNS}, conversation_id", reach):
+        conversation[int(r[0])] = r[5]
+        by_id[int(r[0])] = _hit_row(r)
     found: dict[int, list[HitRow]] = {}
     for anchor in dict.fromkeys(ids):
         own = conversation.get(anchor)

@@ -145,6 +145,11 @@ class PointStore:
         if self.rows is not None and ids:
             self.rows.forget(ids)
 
+    def _forgotten(self, ids: Sequence[int]) -> None:
+        """After a delete's commit: `rows.dat` knows the points are gone."""
+        if self.rows is not None and ids:
+            self.rows.gone(ids)
+
     # --- writes ---------------------------------------------------------------------------
 
     def add(
@@ -212,11 +217,13 @@ class PointStore:
         batch = list(items)
         now = self.db.clock.now()
         removed = sorted(set(remove))
+        deleted: list[int] = []
         self._forgetting(removed)
         with self.db.transaction() as cur:
             for point_id in removed:
                 gone = cur.execute("DELETE FROM points WHERE id = ? RETURNING id", [point_id])
                 if gone.fetchall():
+                    deleted.append(point_id)
                     cur.execute("DELETE FROM lexical_postings WHERE point_id = ?", [point_id])
                     cur.execute("DELETE FROM lexical_docs WHERE point_id = ?", [point_id])
                     self._audit(cur, now, "forget", point_id=point_id, reason=remove_reason)
@@ -226,6 +233,7 @@ class PointStore:
             if event is not None:
                 name, reason, detail = event
                 self._audit(cur, now, name, reason=reason, detail=detail)
+        self._forgotten(deleted)
         self._appended(ids, batch, now)
         return ids
 
@@ -275,6 +283,7 @@ class PointStore:
             self._audit(cur, self.db.clock.now(), event, point_id=point_id, reason=reason)
             if also is not None:
                 also(cur, point_id)
+        self._forgotten([point_id])
         return True
 
     def set_pinned(self, point_id: int, pinned: bool, *, reason: str | None) -> bool:

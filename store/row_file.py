@@ -22,6 +22,7 @@ Read-only opens do not use it (`MemoryStore`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
@@ -67,6 +68,7 @@ _CHUNK: Final = 4 << 20  # bytes read at a time by the open's scan
 _PAGE: Final = 5_000  # points read from the database at a time by the catch-up
 _LENGTH_MASK: Final = (1 << LENGTH_BITS) - 1
 _SLACK: Final = 4096  # ids the offsets array has room for beyond the largest
+GONE: Final = 1  # an offsets entry: no such point (no record starts inside the header)
 
 
 class RowFile:
@@ -76,6 +78,7 @@ class RowFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.ready = False  # loaded and caught up: `rows` answers
+        self.largest = 0  # the largest point id the file answers for (has or knows gone)
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._offsets: npt.NDArray[np.uint64] = np.zeros(0, np.uint64)
@@ -85,32 +88,42 @@ class RowFile:
         self._forgotten: set[int] = set()  # forgotten while loading
 
     # ---- reads ---------------------------------------------------------------------------
-    def rows(self, ids: Iterable[int]) -> dict[int, StoredRow]:
-        """The rows the file holds whole of `ids` (the others: read them from DuckDB)."""
-        if not self.ready:
-            return {}
-        offsets, fd = self._offsets, self._fd
+    def lookup(self, ids: Iterable[int]) -> tuple[dict[int, StoredRow], list[int]]:
+        """The rows the file holds whole of `ids`, and the ids it cannot answer for (read
+        them from DuckDB): not in the file, or its record torn, or above `largest` (saved
+        a moment ago). Ids of points known gone (forgotten, or no point at the load) are in
+        neither."""
         found: dict[int, StoredRow] = {}
-        if fd is None:
-            return found
+        unknown: list[int] = []
+        offsets, fd = self._offsets, self._fd
+        if not self.ready or fd is None:
+            return found, list(ids)
         for pid in ids:
-            if not 0 <= pid < len(offsets):
+            if pid <= 0:
+                continue
+            if pid >= len(offsets):
+                unknown.append(pid)
                 continue
             entry = int(offsets[pid])
-            if not entry:
+            if entry == GONE:
                 continue
-            try:
-                data = os.pread(fd, entry & _LENGTH_MASK, entry >> LENGTH_BITS)
-            except OSError:
-                continue
-            row = decode(data, pid)
-            if row is not None:
+            row = None
+            if entry:
+                with contextlib.suppress(OSError):
+                    row = decode(os.pread(fd, entry & _LENGTH_MASK, entry >> LENGTH_BITS), pid)
+            if row is None:
+                unknown.append(pid)
+            else:
                 found[pid] = row
-        return found
+        return found, unknown
+
+    def rows(self, ids: Iterable[int]) -> dict[int, StoredRow]:
+        """The rows the file holds whole of `ids`."""
+        return self.lookup(ids)[0]
 
     def covers(self) -> int:
         """How many points the file holds (status, tests)."""
-        return int(np.count_nonzero(self._offsets)) if self.ready else 0
+        return int(np.count_nonzero(self._offsets > GONE)) if self.ready else 0
 
     # ---- writes (`PointStore` calls them) ------------------------------------------------
     def append(self, rows: Sequence[StoredRow]) -> None:
@@ -141,6 +154,15 @@ class RowFile:
                     os.fdatasync(self._fd)
             except OSError as error:
                 self._give_up(f"cannot zero a forgotten point ({error.strerror})")
+
+    def gone(self, ids: Sequence[int]) -> None:
+        """Mark points whose delete committed as gone: a read of them needs no query."""
+        with self._lock:
+            if self.ready and not self._loading:
+                offsets = self._offsets
+                for pid in ids:
+                    if 0 < pid < len(offsets) and not offsets[pid]:
+                        offsets[pid] = GONE
 
     def close(self) -> None:
         with self._lock:
@@ -177,8 +199,14 @@ class RowFile:
                 end = self._append_at(fd, offsets, end, _rows_from(db, page))
             if len(missing) > _PAGE:
                 db.drop_cached_blocks()  # the contents that catch-up read
+            largest = int(stored[-1]) if len(stored) else 0
+            unknown = np.ones(largest + 1, dtype=bool)  # ids no point has: gone
+            unknown[stored] = False
+            head = offsets[: largest + 1]
+            head[unknown & (head == 0)] = GONE
             with self._lock:
                 self._fd, self._offsets, self._end = fd, offsets, end
+                self.largest = largest
                 fd = None
                 queued = [row for pid, row in self._queued.items() if not self._has(pid)]
                 self._write(self._fd, sorted(queued, key=lambda row: row.id))
@@ -237,12 +265,14 @@ class RowFile:
 
     # ---- under the lock, or before the file is published --------------------------------
     def _has(self, pid: int) -> bool:
-        return 0 <= pid < len(self._offsets) and bool(self._offsets[pid])
+        return 0 <= pid < len(self._offsets) and int(self._offsets[pid]) > GONE
 
     def _write(self, fd: int, rows: Sequence[StoredRow]) -> None:
         if rows:
-            self._offsets = _sized(self._offsets, max(row.id for row in rows))
+            largest = max(row.id for row in rows)
+            self._offsets = _sized(self._offsets, largest)
             self._end = self._append_at(fd, self._offsets, self._end, rows)
+            self.largest = max(self.largest, largest)
 
     def _append_at(
         self, fd: int, offsets: npt.NDArray[np.uint64], end: int, rows: Sequence[StoredRow]
@@ -269,7 +299,7 @@ class RowFile:
         """Zero the records of `ids` the file holds; whether there was one."""
         zeroed = False
         for pid in ids:
-            if not 0 <= pid < len(offsets) or not offsets[pid]:
+            if not 0 <= pid < len(offsets) or int(offsets[pid]) <= GONE:
                 continue
             entry = int(offsets[pid])
             offsets[pid] = 0  # first: a read meanwhile falls back to the database

@@ -57,19 +57,27 @@ def all_ids(store: MemoryStore) -> list[int]:
 
 
 def assert_rows_as_database(store: MemoryStore, *, served: bool = True) -> None:
-    """For random id lists (and ids no point has), the rows read with the file are the rows
-    read from DuckDB alone; with `served`, the file itself held every point's."""
+    """For random id lists (and ids no point has), the hit rows and the neighbour rows read
+    with the file are those read from DuckDB alone; with `served`, the file itself answered
+    for every id up to its largest (no query needed)."""
     ids = all_ids(store)
     rows = store.rows
     assert rows is not None and rows.ready
     rnd = random.Random(7)
+    pins = store.pins.ids
     for _ in range(30):
         pick = [*rnd.sample(ids, min(len(ids), 12)), max(ids, default=0) + 3, -1]
         alone = point_reads.hit_rows(store.db, pick)
-        with_file = point_reads.hit_rows(store.db, pick, rows=rows, pinned=store.pins.ids)
-        assert with_file == alone
+        assert point_reads.hit_rows(store.db, pick, rows=rows, pinned=pins) == alone
+        if served:
+            anchors = rnd.sample(ids, min(len(ids), 5))
+            alone_near = point_reads.neighbour_rows(store.db, anchors, 3)
+            near = point_reads.neighbour_rows(store.db, anchors, 3, rows=rows, pinned=pins)
+            assert near == alone_near
     if served:
-        assert set(rows.rows(ids)) == set(ids)
+        reach = range(-2, rows.largest + 1)
+        found, unknown = rows.lookup(reach)
+        assert set(found) == set(ids) and unknown == []
         assert rows.covers() == len(ids)
 
 
