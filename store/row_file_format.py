@@ -2,7 +2,8 @@
 fields of its row that never change (role, date, conversation, content).
 
 Header (64 bytes): magic `STRAYRW1`, the 32-byte identity of the database it was made for
-(`file_identity`: meta `database.id`), 24 bytes reserved (zero).
+(`file_identity`: meta `database.id`), a random 16-byte nonce of this file (a snapshot of its
+offsets, `rows.idx`, names it), 8 bytes reserved (zero).
 
 Record: `<I q I B q H` — total length (header included), point id, CRC-32 of everything
 after the CRC field plus the id, role (1 user, 2 assistant, 3 doc; 0: forgotten), `created_at`
@@ -22,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Final
 
 MAGIC: Final = b"STRAYRW1"
-HEADER: Final = struct.Struct("<8s32s24s")
+HEADER: Final = struct.Struct("<8s32s16s8s")
 RECORD: Final = struct.Struct("<IqIBqH")
 LENGTH_BITS: Final = 24  # a record's length in an offsets entry; longer records stay out
 MAX_RECORD: Final = (1 << LENGTH_BITS) - 1
@@ -52,20 +53,21 @@ def file_identity(database_id: str) -> bytes:
     return hashlib.sha256(f"rows\0{database_id}".encode()).digest()
 
 
-def header(identity: bytes) -> bytes:
-    return HEADER.pack(MAGIC, identity, bytes(24))
+def header(identity: bytes, nonce: bytes) -> bytes:
+    return HEADER.pack(MAGIC, identity, nonce, bytes(8))
 
 
-def header_problem(data: bytes, identity: bytes) -> str | None:
-    """Why a file's first bytes are not a header of this database's file (None: they are)."""
+def header_problem(data: bytes, identity: bytes) -> tuple[str | None, bytes]:
+    """Why a file's first bytes are not a header of this database's file (None: they are),
+    and the file's nonce."""
     if len(data) < HEADER.size:
-        return f"truncated ({len(data)} bytes)"
-    magic, theirs, _reserved = HEADER.unpack_from(data)
+        return f"truncated ({len(data)} bytes)", b""
+    magic, theirs, nonce, _reserved = HEADER.unpack_from(data)
     if magic != MAGIC:
-        return "not a row file"
+        return "not a row file", b""
     if theirs != identity:
-        return "made for another database"
-    return None
+        return "made for another database", b""
+    return None, nonce
 
 
 def encode(row: StoredRow) -> bytes | None:
@@ -113,21 +115,25 @@ class Scanned:
     broken: bool  # a length that is no record's: nothing after it can be trusted
 
 
-def scan(data: bytes, base: int) -> Scanned:
-    """The whole, CRC-checked, not-forgotten records in `data`, which starts at file offset
-    `base` (a record with a bad CRC is skipped: torn, or damaged; the catch-up appends it
-    again from the database)."""
+def scan(data: bytes, base: int, check_from: int) -> Scanned:
+    """The whole, not-forgotten records in `data`, which starts at file offset `base`; those
+    at `check_from` or later (the tail a crash may have torn) only when their CRC holds.
+    Every read checks a record's CRC again (`decode`): one damaged elsewhere is read from
+    the database."""
     found: list[tuple[int, int, int]] = []
     at, size = 0, len(data)
     view = memoryview(data)
+    unpack = RECORD.unpack_from
     while at + RECORD.size <= size:
-        length, rid, crc, role, _micros, _conv = RECORD.unpack_from(data, at)
+        length, rid, crc, role, _micros, _conv = unpack(data, at)
         if length < RECORD.size or length > MAX_RECORD:
             return Scanned(found, at, True)
         if at + length > size:
             break
-        body = view[at + _AFTER_CRC : at + length]
-        if role and zlib.crc32(body, zlib.crc32(_ID.pack(rid))) == crc:
+        if role and (
+            base + at < check_from
+            or zlib.crc32(view[at + _AFTER_CRC : at + length], zlib.crc32(_ID.pack(rid))) == crc
+        ):
             found.append((rid, base + at, length))
         at += length
     return Scanned(found, at, False)

@@ -21,6 +21,7 @@ from store.data_dir_check import check_data_dir
 from store.private_files import SymlinkRefused
 from store.row_file import ROWS_FILENAME, RowFile
 from store.row_file_format import HEADER
+from store.row_file_snapshot import SNAPSHOT_FILENAME
 from tests.test_memory_store import LONG, open_store, vec
 
 TEXTS = [
@@ -268,3 +269,59 @@ def test_a_reading_command_neither_makes_nor_writes_the_file(home: Path) -> None
         assert not os.path.exists(home / ROWS_FILENAME)
     finally:
         reader.close()
+
+
+def test_the_next_open_takes_the_offsets_from_the_snapshot_and_scans_only_what_followed(
+    home: Path,
+) -> None:
+    store = open_store(home)
+    assert store.rows is not None and store.rows.opened_from == "new"
+    ids = fill(store, 20)
+    store.close()
+    assert (home / SNAPSHOT_FILENAME).exists()
+    store = open_store(home)
+    try:
+        assert store.rows is not None and store.rows.opened_from == "snapshot"
+        assert_rows_as_database(store)
+        fill(store, 6, seed=6)
+        assert store.forget(ids[3])
+        snapshot = (home / SNAPSHOT_FILENAME).read_bytes()
+    finally:
+        store.close()
+    (home / SNAPSHOT_FILENAME).write_bytes(snapshot)  # older than the file: as after a crash
+    store = open_store(home)
+    try:
+        assert store.rows is not None and store.rows.opened_from == "snapshot"
+        assert_rows_as_database(store)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("damage", ["crc", "other file", "covers more", "link"])
+def test_a_snapshot_that_does_not_fit_is_not_used(home: Path, tmp_path: Path, damage: str) -> None:
+    store = open_store(home)
+    fill(store, 15)
+    store.close()
+    path = home / SNAPSHOT_FILENAME
+    data = bytearray(path.read_bytes())
+    if damage == "crc":
+        data[-3] ^= 0x01
+        path.write_bytes(bytes(data))
+    elif damage == "other file":  # rows.dat made anew: another nonce
+        rows = home / ROWS_FILENAME
+        head = bytearray(rows.read_bytes())
+        head[40] ^= 0xFF
+        rows.write_bytes(bytes(head))
+    elif damage == "covers more":  # rows.dat lost its tail (never synced), the snapshot not
+        rows = home / ROWS_FILENAME
+        rows.write_bytes(rows.read_bytes()[:-40])
+    else:
+        target = tmp_path / "elsewhere.idx"
+        path.rename(target)
+        path.symlink_to(target)
+    store = open_store(home)
+    try:
+        assert store.rows is not None and store.rows.opened_from == "scan"
+        assert_rows_as_database(store)
+    finally:
+        store.close()
