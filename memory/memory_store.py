@@ -185,12 +185,9 @@ class MemoryStore:
             target=self._load_lexical, name="lexical-load", daemon=True
         )
         self._lexical_thread.start()
-        if self.rows is not None:  # checked against the database and caught up meanwhile
+        if self.rows is not None:  # checked and caught up once the words are in
             self._rows_thread = threading.Thread(
-                target=self.rows.load,
-                args=(self.db, lambda: self._closing),
-                name="rows-load",
-                daemon=True,
+                target=self._load_rows, args=(self.rows,), name="rows-load", daemon=True
             )
             self._rows_thread.start()
         if self._dim is not None:
@@ -213,6 +210,15 @@ class MemoryStore:
         finally:
             self._lexical_cursor = None
             drop_open_ahead(self.home, vectors=False)  # (when the load did not take its check)
+
+    def _load_rows(self, rows: RowFile) -> None:
+        """`rows.dat`'s load, after the word index's: it never slows the open (a first
+        build reads every point's content: seconds at a million points); recall reads the
+        hit rows from DuckDB until it is done."""
+        if self._lexical_thread is not None:
+            self._lexical_thread.join()
+        if not self._closing:
+            rows.load(self.db, lambda: self._closing)
 
     def wait_for_words(self, timeout: float | None = None) -> bool:
         """Block until the word index's load ended; whether its mirror is in (recall then
