@@ -211,11 +211,13 @@ class RowFile:
             stored = np.asarray(result["id"], dtype=np.int64)
             largest = int(stored[-1]) if len(stored) else 0
             offsets = _sized(offsets, largest)
-            held = np.flatnonzero(offsets > GONE)
             before = offsets.copy() if from_snapshot else None
-            if self._zero_at(fd, offsets, np.setdiff1d(held, stored).tolist()):
+            present = np.zeros(len(offsets), dtype=bool)  # (masks: setdiff1d took 3 s at 1M)
+            present[stored] = True
+            held = offsets > GONE
+            if self._zero_at(fd, offsets, np.flatnonzero(held & ~present).tolist()):
                 os.fdatasync(fd)  # points forgotten while the file did not follow
-            missing = np.setdiff1d(stored, held)
+            missing = np.flatnonzero(present & ~held)
             for start in range(0, len(missing), _PAGE):
                 if stop():
                     return
@@ -223,10 +225,8 @@ class RowFile:
                 end = self._append_at(fd, offsets, end, _rows_from(db, page))
             if len(missing) > _PAGE:
                 db.drop_cached_blocks()  # the contents that catch-up read
-            unknown = np.ones(largest + 1, dtype=bool)  # ids no point has: gone
-            unknown[stored] = False
-            head = offsets[: largest + 1]
-            head[unknown & (head <= GONE)] = GONE
+            head = offsets[: largest + 1]  # ids no point has: gone
+            head[~present[: largest + 1] & (head <= GONE)] = GONE
             with self._lock:
                 self._snapshot_stale = before is None or not np.array_equal(before, offsets)
                 self._fd, self._offsets, self._end = fd, offsets, end
