@@ -217,7 +217,7 @@ class MemoryStore:
         hit rows from DuckDB until it is done."""
         if self._lexical_thread is not None:
             self._lexical_thread.join()
-        if not self._closing:
+        if not self._closing or rows.forgets_pending:  # a forget's text must not stay there
             rows.load(self.db, lambda: self._closing)
 
     def wait_for_words(self, timeout: float | None = None) -> bool:

@@ -152,11 +152,10 @@ class RowFile:
         """Zero the records of points about to be deleted, and sync: before the delete's
         transaction, so the text is not left in the file whatever happens next."""
         with self._lock:
-            if self._loading:
+            if self._fd is None:  # not loaded (yet): zeroed by the load, even a stopped one
                 self._forgotten.update(ids)
                 for pid in ids:
                     self._queued.pop(pid, None)
-            if self._fd is None:
                 return
             try:
                 if self._zero(self._fd, ids):
@@ -164,6 +163,12 @@ class RowFile:
                     self._snapshot_stale = True
             except OSError as error:
                 self._give_up(f"cannot zero a forgotten point ({error.strerror})")
+
+    @property
+    def forgets_pending(self) -> bool:
+        """Points were forgotten before the file was loaded: the load must run to zero them
+        (`MemoryStore` runs it even when closing)."""
+        return bool(self._forgotten)
 
     def gone(self, ids: Sequence[int]) -> None:
         """Mark points whose delete committed as gone: a read of them needs no query."""
@@ -219,7 +224,10 @@ class RowFile:
                 os.fdatasync(fd)  # points forgotten while the file did not follow
             missing = np.flatnonzero(present & ~held)
             for start in range(0, len(missing), _PAGE):
-                if stop():
+                if stop():  # closing: only the forgets made meanwhile are still done
+                    with self._lock:
+                        if self._zero_at(fd, offsets, sorted(self._forgotten)):
+                            os.fdatasync(fd)
                     return
                 page = missing[start : start + _PAGE]
                 end = self._append_at(fd, offsets, end, _rows_from(db, page))

@@ -325,3 +325,34 @@ def test_a_snapshot_that_does_not_fit_is_not_used(home: Path, tmp_path: Path, da
         assert_rows_as_database(store)
     finally:
         store.close()
+
+
+def test_a_forget_before_the_file_is_loaded_is_zeroed_by_the_load_even_a_stopped_one(
+    home: Path,
+) -> None:
+    store = open_store(home)
+    fill(store, 6)
+    secret = "The safe opens with 5150-tango" + LONG
+    first = store.save("user", secret, vector=vec(secret), use_filter=False).point_id
+    again = "The gate opens with 7788-kilo" + LONG
+    second = store.save("user", again, vector=vec(again), use_filter=False).point_id
+    assert first is not None and second is not None
+    store.close()
+    store = open_store(home)
+    try:
+        assert store.rows is not None
+        store.rows.close()  # as a file whose load has not run yet
+        unloaded = RowFile(home / ROWS_FILENAME)
+        store.points.rows = unloaded
+        assert store.forget(first)
+        assert unloaded.forgets_pending and b"5150-tango" in file_bytes(home)
+        unloaded.load(store.db, stop=lambda: True)  # a store closing at once
+        assert b"5150-tango" not in file_bytes(home)
+    finally:
+        store.close()
+    store = MemoryStore.open(home, store.config, clock=Clock())  # no wait: forget, close
+    try:
+        assert store.forget(second)
+    finally:
+        store.close()
+    assert b"7788-kilo" not in file_bytes(home)
