@@ -48,14 +48,14 @@ from store.private_files import (
 from store.row_file_format import (
     HEADER,
     LENGTH_BITS,
-    RECORD,
     StoredRow,
     decode,
     encode,
     file_identity,
     header,
     header_problem,
-    scan,
+    scan_file,
+    sized,
     zeroed_tail,
 )
 from store.row_file_snapshot import SNAPSHOT_FILENAME, read_snapshot, write_snapshot
@@ -65,14 +65,12 @@ log = logging.getLogger("straylight.memory")
 
 ROWS_FILENAME: Final = "rows.dat"
 DATABASE_ID_KEY: Final = "database.id"
-_CHUNK: Final = 4 << 20  # bytes read at a time by the open's scan
 # The open's scan checks the CRCs of the records in the file's last MiB only (where a crash
 # cuts an append short; 0.2–0.5 s at 100k points for all of them, ~4x less without): a read
 # checks every record it uses again.
 _CHECKED_TAIL: Final = 1 << 20
 _PAGE: Final = 5_000  # points read from the database at a time by the catch-up
 _LENGTH_MASK: Final = (1 << LENGTH_BITS) - 1
-_SLACK: Final = 4096  # ids the offsets array has room for beyond the largest
 GONE: Final = 1  # an offsets entry: no such point (no record starts inside the header)
 
 
@@ -215,7 +213,7 @@ class RowFile:
                 result = cur.execute("SELECT id FROM points ORDER BY id").fetchnumpy()
             stored = np.asarray(result["id"], dtype=np.int64)
             largest = int(stored[-1]) if len(stored) else 0
-            offsets = _sized(offsets, largest)
+            offsets = sized(offsets, largest)
             before = offsets.copy() if from_snapshot else None
             present = np.zeros(len(offsets), dtype=bool)  # (masks: setdiff1d took 3 s at 1M)
             present[stored] = True
@@ -291,10 +289,10 @@ class RowFile:
         snapshot_path = self.path.with_name(SNAPSHOT_FILENAME)
         snapshot = read_snapshot(snapshot_path, identity, self._nonce, size)
         if snapshot is None:
-            offsets, end = _scanned(fd, np.zeros(0, np.uint64), HEADER.size, size - _CHECKED_TAIL)
+            offsets, end = scan_file(fd, np.zeros(0, np.uint64), HEADER.size, size - _CHECKED_TAIL)
             return offsets, end, False
         offsets, covered = snapshot
-        offsets, end = _scanned(fd, offsets, covered, covered)  # every CRC after it
+        offsets, end = scan_file(fd, offsets, covered, covered)  # every CRC after it
         return offsets, end, True
 
     def _unusable(self) -> str | None:
@@ -321,7 +319,7 @@ class RowFile:
     def _write(self, fd: int, rows: Sequence[StoredRow]) -> None:
         if rows:
             largest = max(row.id for row in rows)
-            self._offsets = _sized(self._offsets, largest)
+            self._offsets = sized(self._offsets, largest)
             self._end = self._append_at(fd, self._offsets, self._end, rows)
             self.largest = max(self.largest, largest)
 
@@ -369,43 +367,6 @@ def write_all_at(fd: int, data: bytes, offset: int) -> None:
     while view:
         written = os.pwrite(fd, view, offset)
         view, offset = view[written:], offset + written
-
-
-def _sized(offsets: npt.NDArray[np.uint64], largest: int) -> npt.NDArray[np.uint64]:
-    """`offsets` with room for id `largest` (a copy with 1/16 and `_SLACK` more when it
-    grows: ~8.5 bytes a point id)."""
-    if largest < len(offsets):
-        return offsets
-    grown = np.zeros(largest + 1 + largest // 16 + _SLACK, np.uint64)
-    grown[: len(offsets)] = offsets
-    return grown
-
-
-def _scanned(
-    fd: int, offsets: npt.NDArray[np.uint64], start: int, check_from: int
-) -> tuple[npt.NDArray[np.uint64], int]:
-    """`offsets` with the usable records from `start` on added (their CRCs checked from
-    `check_from` on), and where the whole records end."""
-    ids: list[int] = []
-    entries: list[int] = []
-    pos, want = start, _CHUNK
-    while True:
-        data = os.pread(fd, want, pos)
-        if not data:
-            break
-        found = scan(data, pos, check_from)
-        for pid, offset, length in found.records:
-            ids.append(pid)
-            entries.append((offset << LENGTH_BITS) | length)
-        pos += found.used
-        if found.broken or len(data) < want:
-            break
-        # a record longer than the chunk: read it whole next time
-        want = max(_CHUNK, RECORD.unpack_from(data, found.used)[0]) if found.used == 0 else _CHUNK
-    offsets = _sized(offsets, max(ids, default=0))
-    if ids:
-        offsets[np.asarray(ids, np.int64)] = np.asarray(entries, np.uint64)
-    return offsets, pos
 
 
 def _rows_from(db: Database, ids: npt.NDArray[np.int64]) -> list[StoredRow]:

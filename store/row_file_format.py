@@ -11,16 +11,21 @@ in microseconds since the epoch (UTC), the conversation id's length in bytes; th
 conversation id and the content, UTF-8. A forgotten point's record keeps its length and id
 (so a scan can step over it) and has every byte after the CRC field's start zeroed: its text
 is gone from the file. A record is trusted only when its id and CRC hold (`decode`).
+`scan_file` steps over the records to find where each starts (the open, without `rows.idx`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import struct
 import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
+
+import numpy as np
+import numpy.typing as npt
 
 MAGIC: Final = b"STRAYRW1"
 HEADER: Final = struct.Struct("<8s32s16s8s")
@@ -32,6 +37,8 @@ ROLE_CODES: Final = {name: code for code, name in enumerate(ROLES) if name}
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
 _ID: Final = struct.Struct("<q")
+_CHUNK: Final = 4 << 20  # bytes read at a time by `scan_file`
+_SLACK: Final = 4096  # ids an offsets array has room for beyond the largest
 _CRC_AT: Final = 12  # the CRC field's offset in a record: it and all after it are zeroed
 _AFTER_CRC: Final = 16  # where the CRC's bytes begin (role onward)
 
@@ -137,3 +144,40 @@ def scan(data: bytes, base: int, check_from: int) -> Scanned:
             found.append((rid, base + at, length))
         at += length
     return Scanned(found, at, False)
+
+
+def scan_file(
+    fd: int, offsets: npt.NDArray[np.uint64], start: int, check_from: int
+) -> tuple[npt.NDArray[np.uint64], int]:
+    """`offsets` with the usable records from `start` on added (their CRCs checked from
+    `check_from` on), and where the whole records end."""
+    ids: list[int] = []
+    entries: list[int] = []
+    pos, want = start, _CHUNK
+    while True:
+        data = os.pread(fd, want, pos)
+        if not data:
+            break
+        found = scan(data, pos, check_from)
+        for pid, offset, length in found.records:
+            ids.append(pid)
+            entries.append((offset << LENGTH_BITS) | length)
+        pos += found.used
+        if found.broken or len(data) < want:
+            break
+        # a record longer than the chunk: read it whole next time
+        want = max(_CHUNK, RECORD.unpack_from(data, found.used)[0]) if found.used == 0 else _CHUNK
+    offsets = sized(offsets, max(ids, default=0))
+    if ids:
+        offsets[np.asarray(ids, np.int64)] = np.asarray(entries, np.uint64)
+    return offsets, pos
+
+
+def sized(offsets: npt.NDArray[np.uint64], largest: int) -> npt.NDArray[np.uint64]:
+    """`offsets` (entries by point id) with room for id `largest` (a copy with 1/16 and
+    `_SLACK` more when it grows: ~8.5 bytes a point id)."""
+    if largest < len(offsets):
+        return offsets
+    grown = np.zeros(largest + 1 + largest // 16 + _SLACK, np.uint64)
+    grown[: len(offsets)] = offsets
+    return grown
