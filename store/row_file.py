@@ -42,6 +42,7 @@ from store.private_files import (
     UnsafeDataDir,
     lstat_unlinked,
     open_private,
+    refuse_symlink,
     replace_atomically,
     write_all,
 )
@@ -188,6 +189,7 @@ class RowFile:
                 if self.ready and self._snapshot_stale:
                     os.fdatasync(fd)  # the records before the snapshot that names them
                     snapshot = self.path.with_name(SNAPSHOT_FILENAME)
+                    refuse_symlink(snapshot)  # a link there is left alone, as lexical.idx's
                     write_snapshot(snapshot, self._identity, self._nonce, self._end, self._offsets)
             except OSError as error:
                 log.warning("cannot write %s (%s); the next open scans", SNAPSHOT_FILENAME, error)

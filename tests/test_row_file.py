@@ -325,6 +325,8 @@ def test_a_snapshot_that_does_not_fit_is_not_used(home: Path, tmp_path: Path, da
         assert_rows_as_database(store)
     finally:
         store.close()
+    if damage == "link":  # neither read nor written
+        assert path.is_symlink() and target.read_bytes() == bytes(data)
 
 
 def test_a_forget_before_the_file_is_loaded_is_zeroed_by_the_load_even_a_stopped_one(
