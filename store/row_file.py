@@ -331,11 +331,7 @@ class RowFile:
         """Write `rows` at `end` in one write, then set their offsets; the new end."""
         records = [(row.id, encode(row)) for row in rows]
         blob = b"".join(record for _pid, record in records if record is not None)
-        view = memoryview(blob)
-        at = end
-        while view:
-            written = os.pwrite(fd, view, at)
-            view, at = view[written:], at + written
+        write_all_at(fd, blob, end)
         for pid, record in records:
             if record is not None:
                 offsets[pid] = (end << LENGTH_BITS) | len(record)
