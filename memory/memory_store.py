@@ -58,6 +58,7 @@ from store.database import (
 from store.lexical_file import LEXICAL_FILENAME
 from store.lexical_index import LexicalCache
 from store.point_store import NewPoint, PointStore
+from store.row_file import ROWS_FILENAME, RowFile
 from store.side_thread import SideThread
 from store.vector_upkeep import INDEX_FILENAME, VectorKeeper
 
@@ -105,6 +106,10 @@ class MemoryStore:
         self.db = db
         self.read_only = read_only  # a reading command: nothing in the data dir is written
         self.points = PointStore(db)
+        # rows.dat: a recall's hit rows without a DuckDB statement (a writer's only)
+        self.rows = None if read_only else RowFile(home / ROWS_FILENAME)
+        self.points.rows = self.rows
+        self._rows_thread: threading.Thread | None = None
         self.filter = SaveFilter(config.save_filter)
         self.lexical = LexicalCache(  # a writer's mirror skips its sync check (sole_writer)
             file=home / LEXICAL_FILENAME,
@@ -180,6 +185,11 @@ class MemoryStore:
             target=self._load_lexical, name="lexical-load", daemon=True
         )
         self._lexical_thread.start()
+        if self.rows is not None:  # checked and caught up once the words are in
+            self._rows_thread = threading.Thread(
+                target=self._load_rows, args=(self.rows,), name="rows-load", daemon=True
+            )
+            self._rows_thread.start()
         if self._dim is not None:
             self.vectors.open(self._dim, identity=self.space.identity)
 
@@ -201,6 +211,15 @@ class MemoryStore:
             self._lexical_cursor = None
             drop_open_ahead(self.home, vectors=False)  # (when the load did not take its check)
 
+    def _load_rows(self, rows: RowFile) -> None:
+        """`rows.dat`'s load, after the word index's: it never slows the open (a first
+        build reads every point's content: seconds at a million points); recall reads the
+        hit rows from DuckDB until it is done."""
+        if self._lexical_thread is not None:
+            self._lexical_thread.join()
+        if not self._closing or rows.forgets_pending:  # a forget's text must not stay there
+            rows.load(self.db, lambda: self._closing)
+
     def wait_for_words(self, timeout: float | None = None) -> bool:
         """Block until the word index's load ended; whether its mirror is in (recall then
         ranks words without SQL)."""
@@ -213,6 +232,8 @@ class MemoryStore:
         self.vectors.wait(timeout)
         if self._lexical_thread is not None:
             self._lexical_thread.join(timeout)
+        if self._rows_thread is not None:
+            self._rows_thread.join(timeout)
 
     def close(self) -> None:
         """Save a changed index and close the database. A word-index load still running
@@ -223,6 +244,8 @@ class MemoryStore:
             self.lexical.save_file()  # when enough changed since it was written
         self.lexical_ready = False
         self.lexical.close()  # unmaps lexical.idx
+        if self.rows is not None:
+            self.rows.close()
         self.vectors.close()
         self.db.close()
 

@@ -257,11 +257,13 @@ def recall(
 def _hit_rows(
     store: MemoryStore, pinned: Sequence[int], regular: Sequence[int]
 ) -> dict[int, point_reads.HitRow]:
-    """The rows of the pinned and the regular hits to show, in one query; a pinned point's
+    """The rows of the pinned and the regular hits to show, from `rows.dat` and one query
+    for what it lacks (`point_reads.hit_rows`; `pinned` from the pins); a pinned point's
     row is read once and kept with the pins (`PinnedPoints.kept_rows`): pins are ~a fifth
     of the rows asked (bench.memory_scale's 49 pins at 100k)."""
     kept = store.pins.kept_rows()  # before the query: a pin change meanwhile replaces it
-    rows = point_reads.hit_rows(store.db, [*(p for p in pinned if p not in kept), *regular])
+    asked = [*(p for p in pinned if p not in kept), *regular]
+    rows = point_reads.hit_rows(store.db, asked, rows=store.rows, pinned=store.pins.ids)
     for pid in pinned:
         row = rows.get(pid)
         if row is None and pid in kept:
@@ -278,7 +280,11 @@ def _neighbour_hits(
     the hits, so the character budget cuts them first; each carries its anchor's score."""
     anchors = [hit for hit in hits if not hit.pinned][: tuning.neighbour_anchors]
     around = point_reads.neighbour_rows(
-        store.db, [hit.id for hit in anchors], tuning.neighbour_window
+        store.db,
+        [hit.id for hit in anchors],
+        tuning.neighbour_window,
+        rows=store.rows,
+        pinned=store.pins.ids,
     )
     seen = {hit.id for hit in hits}
     extra: list[RecallHit] = []

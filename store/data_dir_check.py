@@ -46,6 +46,8 @@ OWN_FILES = (
     "straylight.log.2",
     "straylight.log.3",
     "conversation-index.json",  # store/daily_log_index.py
+    "rows.dat",  # store/row_file.py
+    "rows.idx",  # store/row_file_snapshot.py
 )
 CONVERSATION_DIR = "conversation"
 OWNER_SOCKET = "straylight.sock"  # store/owner_socket.py: a socket or nothing

@@ -64,6 +64,8 @@ from store.point_values import as_vector, matrix_from_bytes
 from store.point_values import content_hash as content_hash
 from store.point_values import vector_bytes as vector_bytes
 from store.point_values import vector_from_bytes as vector_from_bytes
+from store.row_file import RowFile
+from store.row_file_format import StoredRow
 
 # A save is one statement (DuckDB runs data-modifying CTEs, also those the final SELECT does
 # not name): the point with its id from the sequence, its 'save' audit row and, with `words`,
@@ -122,6 +124,31 @@ class PointStore:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.rows: RowFile | None = None
+        """`rows.dat`, when this store keeps it (`MemoryStore`): every write below appends
+        the new points after the commit and zeroes the removed ones before it."""
+
+    def _appended(self, ids: Sequence[int], batch: Sequence[NewPoint], now: datetime) -> None:
+        """After a commit: the new points' unchanging fields into `rows.dat`."""
+        if self.rows is not None:
+            self.rows.append(
+                [
+                    StoredRow(
+                        pid, new.role, new.created_at or now, new.conversation_id, new.content
+                    )
+                    for pid, new in zip(ids, batch, strict=True)
+                ]
+            )
+
+    def _forgetting(self, ids: Sequence[int]) -> None:
+        """Before a delete's transaction: the points' records in `rows.dat` zeroed."""
+        if self.rows is not None and ids:
+            self.rows.forget(ids)
+
+    def _forgotten(self, ids: Sequence[int]) -> None:
+        """After a delete's commit: `rows.dat` knows the points are gone."""
+        if self.rows is not None and ids:
+            self.rows.gone(ids)
 
     # --- writes ---------------------------------------------------------------------------
 
@@ -150,6 +177,7 @@ class PointStore:
             point_id = int(rows[0][0])
             if also is not None:
                 also(cur, point_id)
+        self._appended([point_id], [new], now)
         return point_id
 
     def add_many(
@@ -170,6 +198,7 @@ class PointStore:
             ids = self._insert_many(cur, batch, now, audit_reason)
             if also is not None:
                 also(cur, ids)
+        self._appended(ids, batch, now)
         return ids
 
     def replace_many(
@@ -187,10 +216,14 @@ class PointStore:
         (event, reason, detail): a re-import killed midway leaves the old version whole."""
         batch = list(items)
         now = self.db.clock.now()
+        removed = sorted(set(remove))
+        deleted: list[int] = []
+        self._forgetting(removed)
         with self.db.transaction() as cur:
-            for point_id in sorted(set(remove)):
+            for point_id in removed:
                 gone = cur.execute("DELETE FROM points WHERE id = ? RETURNING id", [point_id])
                 if gone.fetchall():
+                    deleted.append(point_id)
                     cur.execute("DELETE FROM lexical_postings WHERE point_id = ?", [point_id])
                     cur.execute("DELETE FROM lexical_docs WHERE point_id = ?", [point_id])
                     self._audit(cur, now, "forget", point_id=point_id, reason=remove_reason)
@@ -200,6 +233,8 @@ class PointStore:
             if event is not None:
                 name, reason, detail = event
                 self._audit(cur, now, name, reason=reason, detail=detail)
+        self._forgotten(deleted)
+        self._appended(ids, batch, now)
         return ids
 
     def _insert_many(
@@ -238,6 +273,7 @@ class PointStore:
         False, and no audit row, for an unknown id. `also(cursor, id)` runs inside the
         same transaction.
         """
+        self._forgetting([point_id])
         with self.db.transaction() as cur:
             gone = cur.execute("DELETE FROM points WHERE id = ? RETURNING id", [point_id])
             if not gone.fetchall():
@@ -247,6 +283,7 @@ class PointStore:
             self._audit(cur, self.db.clock.now(), event, point_id=point_id, reason=reason)
             if also is not None:
                 also(cur, point_id)
+        self._forgotten([point_id])
         return True
 
     def set_pinned(self, point_id: int, pinned: bool, *, reason: str | None) -> bool:
