@@ -147,7 +147,18 @@ class DeferredStore(_StandIn):
     """`MemoryStore`'s reads as a fresh store answers them, until the real one is there."""
 
     VALUES = frozenset(
-        {"db", "points", "filter", "lexical", "lexical_ready", "vectors", "pins", "space", "side"}
+        {
+            "db",
+            "points",
+            "filter",
+            "lexical",
+            "lexical_ready",
+            "vectors",
+            "pins",
+            "space",
+            "side",
+            "rows",
+        }
     )
 
     def __init__(self, opening: MemoryOpening, config: MemoryConfig) -> None:
