@@ -138,7 +138,7 @@ class RecallTuning:
 
 
 TUNING = RecallTuning()
-"""What search runs (`straylight search`, the MCP tool, the browser, `/recall`): k hits."""
+"""What search runs (`straylight recall`, MCP `memory_search`, the browser, `/recall`): k hits."""
 
 TURN_TUNING = replace(TUNING, neighbour_window=3, neighbour_anchors=5, learned=None, speaker=None)
 """What the turn's prompt runs: the same k hits, then the turns at most 3 points from each
