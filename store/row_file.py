@@ -10,7 +10,8 @@ DuckDB is the truth and the file is derived, like `lexical.idx` and `vectors.use
 * it is appended after the save's commit, and before a forget's (or an ingest's replace's)
   transaction the point's record is zeroed and the file synced: the text is gone from it
   whether the delete then commits or not (a zeroed record is read from DuckDB);
-* at open, in the background (`load`), the file is checked against the database: its
+* at open, in the background (`load`), the file is checked against the database (and made
+  anew when most of it is zeroed records, `_mostly_dead`): its
   header must carry this database's identity (a foreign file or a damaged header is
   replaced by an empty file; a planted link, or a folder in its place, is left alone and
   not used, as `lexical.idx`: one log line each), its records are scanned (a torn tail is
@@ -72,6 +73,10 @@ DATABASE_ID_KEY: Final = "database.id"
 _CHECKED_TAIL: Final = 1 << 20
 _PAGE: Final = 5_000  # points read from the database at a time by the catch-up
 _LENGTH_MASK: Final = (1 << LENGTH_BITS) - 1
+# At the open, a file over 4 MiB that is more than half zeroed records is made anew from
+# the database (in the background, as a first build: ~10 s at 1M points), so the space of
+# forgotten points comes back; below that the holes are not worth a rebuild.
+_COMPACT_ABOVE: Final = 4 << 20
 GONE: Final = 1  # an offsets entry: no such point (no record starts inside the header)
 
 
@@ -216,6 +221,11 @@ class RowFile:
             stored = np.asarray(result["id"], dtype=np.int64)
             largest = int(stored[-1]) if len(stored) else 0
             offsets = sized(offsets, largest)
+            if _mostly_dead(offsets, stored, end):  # forgets and re-imports left holes
+                os.close(fd)
+                fd = None
+                fd, offsets, end, from_snapshot = self._open(self._identity, anew=True)
+                offsets = sized(offsets, largest)
             before = offsets.copy() if from_snapshot else None
             present = np.zeros(len(offsets), dtype=bool)  # (masks: setdiff1d took 3 s at 1M)
             present[stored] = True
@@ -256,11 +266,13 @@ class RowFile:
             if fd is not None:
                 os.close(fd)
 
-    def _open(self, identity: bytes) -> tuple[int, npt.NDArray[np.uint64], int, bool]:
+    def _open(
+        self, identity: bytes, *, anew: bool = False
+    ) -> tuple[int, npt.NDArray[np.uint64], int, bool]:
         """(descriptor, offsets, end, whether `rows.idx` gave the offsets) of the file at
-        `path`, made anew (empty) when it is missing, foreign or damaged; a torn tail is cut
-        off."""
-        problem = self._unusable()
+        `path`, made anew (empty) when it is missing, foreign or damaged, or when asked
+        (`anew`: most of it zeroed); a torn tail is cut off."""
+        problem = "most of it zeroed" if anew else self._unusable()
         if problem is None:
             fd = open_private(self.path, os.O_RDWR | os.O_NONBLOCK)
             try:
@@ -276,7 +288,8 @@ class RowFile:
                 raise
             os.close(fd)
         if problem != "missing":
-            log.warning("%s: %s; made anew from the database", self.path, problem)
+            report = log.info if anew else log.warning
+            report("%s: %s; made anew from the database", self.path, problem)
         remove_stale_temp_files(self.path)  # of a process that died making it
         self._nonce = os.urandom(16)
         self.opened_from = "new"
@@ -358,6 +371,17 @@ class RowFile:
     def _give_up(self, why: str) -> None:
         log.warning("%s: %s; recall reads the rows from the database", self.path, why)
         self.ready = False
+
+
+def _mostly_dead(offsets: npt.NDArray[np.uint64], stored: npt.NDArray[np.int64], end: int) -> bool:
+    """Whether the file is worth making anew: over `_COMPACT_ABOVE` bytes, less than half of
+    them records of points the database still has (the rest zeroed by forgets and imports'
+    replaces, or records of points deleted while the file did not follow)."""
+    if end <= _COMPACT_ABOVE:
+        return False
+    entries = offsets[stored[stored < len(offsets)]]
+    live = int((entries[entries > GONE] & np.uint64(_LENGTH_MASK)).sum())
+    return live * 2 < end
 
 
 def write_all_at(fd: int, data: bytes, offset: int) -> None:

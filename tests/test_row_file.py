@@ -125,6 +125,34 @@ def test_forget_zeroes_the_points_bytes_in_the_file(home: Path) -> None:
         store.close()
 
 
+def test_a_file_mostly_of_forgotten_points_is_made_anew_at_the_next_open(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forgets zero records in place; once most of the file is holes, the next open makes it
+    anew from the database, and the space comes back (a small file keeps its holes)."""
+    store = open_store(home)
+    try:
+        ids = fill(store, 40)
+        store.close()
+        store = open_store(home)  # under the threshold: kept as it is
+        assert store.rows is not None and store.rows.opened_from != "new"
+        for pid in ids[:30]:
+            assert store.forget(pid)
+        full = len(file_bytes(home))
+        store.close()
+        monkeypatch.setattr("store.row_file._COMPACT_ABOVE", 1024)
+        store = open_store(home)
+        assert store.rows is not None and store.rows.opened_from == "new"
+        assert len(file_bytes(home)) < full / 2
+        assert_rows_as_database(store)
+        store.close()
+        store = open_store(home)  # now mostly live: kept
+        assert store.rows is not None and store.rows.opened_from != "new"
+        assert_rows_as_database(store)
+    finally:
+        store.close()
+
+
 def test_an_ingest_replace_zeroes_the_old_sections_and_appends_the_new(home: Path) -> None:
     store = open_store(home)
     try:
