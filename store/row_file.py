@@ -72,6 +72,7 @@ DATABASE_ID_KEY: Final = "database.id"
 # checks every record it uses again.
 _CHECKED_TAIL: Final = 1 << 20
 _PAGE: Final = 5_000  # points read from the database at a time by the catch-up
+_DROP_AFTER_BYTES: Final = 1 << 20  # a catch-up that read more evicts DuckDB's cached blocks
 _LENGTH_MASK: Final = (1 << LENGTH_BITS) - 1
 # At the open, a file over 4 MiB that is more than half zeroed records is made anew from
 # the database (in the background, as a first build: ~10 s at 1M points), so the space of
@@ -233,6 +234,7 @@ class RowFile:
             if self._zero_at(fd, offsets, np.flatnonzero(held & ~present).tolist()):
                 os.fdatasync(fd)  # points forgotten while the file did not follow
             missing = np.flatnonzero(present & ~held)
+            caught_up_from = end
             for start in range(0, len(missing), _PAGE):
                 if stop():  # closing: only the forgets made meanwhile are still done
                     with self._lock:
@@ -241,7 +243,7 @@ class RowFile:
                     return
                 page = missing[start : start + _PAGE]
                 end = self._append_at(fd, offsets, end, _rows_from(db, page))
-            if len(missing) > _PAGE:
+            if end - caught_up_from > _DROP_AFTER_BYTES:
                 db.drop_cached_blocks()  # the contents that catch-up read
             head = offsets[: largest + 1]  # ids no point has: gone
             head[~present[: largest + 1] & (head <= GONE)] = GONE
