@@ -9,6 +9,7 @@ import logging
 import os
 import random
 import shutil
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from store.data_dir_check import check_data_dir
 from store.private_files import SymlinkRefused
 from store.row_file import ROWS_FILENAME, RowFile
 from store.row_file_format import HEADER
-from store.row_file_snapshot import SNAPSHOT_FILENAME
+from store.row_file_snapshot import SNAPSHOT_FILENAME, read_snapshot
 from tests.test_memory_store import LONG, open_store, vec
 
 TEXTS = [
@@ -386,3 +387,28 @@ def test_a_forget_before_the_file_is_loaded_is_zeroed_by_the_load_even_a_stopped
     finally:
         store.close()
     assert b"7788-kilo" not in file_bytes(home)
+
+
+def test_a_huge_sparse_snapshot_is_refused_without_reading_it(home: Path) -> None:
+    """A `rows.idx` grown far past what its header says (a sparse file planted or made by a
+    tool) is refused from its size: its bytes are never read into memory."""
+    store = open_store(home)
+    fill(store, 15)
+    store.close()
+    path = home / SNAPSHOT_FILENAME
+    os.truncate(path, 256 << 20)  # a header that fits, then 256 MiB of holes
+    data = (home / ROWS_FILENAME).read_bytes()
+    identity, nonce = data[8:40], data[40:56]
+    tracemalloc.start()
+    try:
+        assert read_snapshot(path, identity, nonce, len(data)) is None
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20, f"read {peak} bytes of a snapshot it could not use"
+    store = open_store(home)
+    try:
+        assert store.rows is not None and store.rows.opened_from == "scan"
+        assert_rows_as_database(store)
+    finally:
+        store.close()
