@@ -130,8 +130,8 @@ def test_a_speaker_is_one_capitalised_word_and_a_colon_and_no_label() -> None:
     ],
 )
 def test_a_common_label_is_no_speaker_and_no_question_favours_it(text: str) -> None:
-    """A note's label ("When: …") is not a speaker: else every question that starts with the
-    same word, capitalised ("When is the dentist?"), would rank the line as the named
+    """A note's label ("Who: …") is not a speaker: else every question that starts with the
+    same word, capitalised ("Who is coming?"), would rank the line as the named
     person's own."""
     assert speaker_name(text) == "", text
     label = text.split(":")[0]

@@ -52,8 +52,8 @@ _LABEL_WORDS: Final = """
     breakfast lunch dinner day week weekend morning afternoon evening night"""
 LABELS: Final = frozenset(_LABEL_WORDS.split())
 """Capitalised words that open a line as a label, not as a speaker ("Note: …"). The question
-words are among them: every question starts with one, capitalised, so a "When: …" line read
-as a speaker would be favoured by every "When …" question."""
+words are among them: every question starts with one, capitalised, so a "Who: …" line read
+as a speaker would be favoured by every "Who …" question."""
 
 
 def speaker_name(content: str) -> str:
