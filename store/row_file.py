@@ -215,6 +215,8 @@ class RowFile:
             if database_id is None:
                 return
             self._identity = file_identity(database_id)
+            for path in (self.path, self.path.with_name(SNAPSHOT_FILENAME)):
+                remove_stale_temp_files(path)  # of a process killed writing it
             fd, offsets, end, from_snapshot = self._open(self._identity)
             with db.cursor() as cur:
                 result = cur.execute("SELECT id FROM points ORDER BY id").fetchnumpy()
@@ -290,7 +292,6 @@ class RowFile:
         if problem != "missing":
             report = log.info if anew else log.warning
             report("%s: %s; made anew from the database", self.path, problem)
-        remove_stale_temp_files(self.path)  # of a process that died making it
         self._nonce = os.urandom(16)
         self.opened_from = "new"
         replace_atomically(self.path, lambda fd: write_all(fd, header(identity, self._nonce)))

@@ -412,3 +412,23 @@ def test_a_huge_sparse_snapshot_is_refused_without_reading_it(home: Path) -> Non
         assert_rows_as_database(store)
     finally:
         store.close()
+
+
+def test_temp_files_of_a_process_killed_writing_them_are_removed(home: Path) -> None:
+    """`rows.dat.tmp-PID` (a file made anew) and `rows.idx.tmp-PID` (the snapshot written at
+    close) of a process killed midway are removed by the next writable open; a live
+    process's are left."""
+    store = open_store(home)
+    fill(store, 5)
+    store.close()
+    dead = home / f"{ROWS_FILENAME}.tmp-999999999", home / f"{SNAPSHOT_FILENAME}.tmp-999999999"
+    live = home / f"{SNAPSHOT_FILENAME}.tmp-1"  # init: alive
+    for path in (*dead, live):
+        path.write_bytes(b"the killed writer's bytes")
+    store = open_store(home)
+    try:
+        fill(store, 2, seed=2)
+    finally:
+        store.close()
+    assert not any(path.exists() for path in dead)
+    assert live.exists()
