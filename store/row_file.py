@@ -47,6 +47,7 @@ from store.private_files import (
     replace_atomically,
     write_all,
 )
+from store.row_file_early_forget import zero_unloaded
 from store.row_file_format import (
     HEADER,
     LENGTH_BITS,
@@ -58,6 +59,7 @@ from store.row_file_format import (
     header_problem,
     scan_file,
     sized,
+    write_all_at,
     zeroed_tail,
 )
 from store.row_file_snapshot import SNAPSHOT_FILENAME, read_snapshot, write_snapshot
@@ -156,10 +158,14 @@ class RowFile:
         """Zero the records of points about to be deleted, and sync: before the delete's
         transaction, so the text is not left in the file whatever happens next."""
         with self._lock:
-            if self._fd is None:  # not loaded (yet): zeroed by the load, even a stopped one
+            if self._fd is None:  # not loaded (yet): zeroed now, and again by the load
                 self._forgotten.update(ids)
                 for pid in ids:
                     self._queued.pop(pid, None)
+                try:
+                    zero_unloaded(self.path, ids)
+                except OSError as error:  # (a link planted meanwhile: `UnsafeDataDir`)
+                    log.warning("%s: cannot zero a forgotten point (%s)", self.path, error)
                 return
             try:
                 if self._zero(self._fd, ids):
@@ -383,13 +389,6 @@ def _mostly_dead(offsets: npt.NDArray[np.uint64], stored: npt.NDArray[np.int64],
     entries = offsets[stored[stored < len(offsets)]]
     live = int((entries[entries > GONE] & np.uint64(_LENGTH_MASK)).sum())
     return live * 2 < end
-
-
-def write_all_at(fd: int, data: bytes, offset: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, offset)
-        view, offset = view[written:], offset + written
 
 
 def _rows_from(db: Database, ids: npt.NDArray[np.int64]) -> list[StoredRow]:

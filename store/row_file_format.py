@@ -181,3 +181,11 @@ def sized(offsets: npt.NDArray[np.uint64], largest: int) -> npt.NDArray[np.uint6
     grown = np.zeros(largest + 1 + largest // 16 + _SLACK, np.uint64)
     grown[: len(offsets)] = offsets
     return grown
+
+
+def write_all_at(fd: int, data: bytes, offset: int) -> None:
+    """`data` written at `offset` whole (`os.pwrite` may write less)."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
