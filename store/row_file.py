@@ -158,21 +158,23 @@ class RowFile:
         """Zero the records of points about to be deleted, and sync: before the delete's
         transaction, so the text is not left in the file whatever happens next."""
         with self._lock:
-            if self._fd is None:  # not loaded (yet): zeroed now, and again by the load
+            loaded = self._fd is not None
+            if not loaded:  # not loaded (yet): zeroed below, and again by the load
                 self._forgotten.update(ids)
                 for pid in ids:
                     self._queued.pop(pid, None)
+            else:
                 try:
-                    zero_unloaded(self.path, ids)
-                except OSError as error:  # (a link planted meanwhile: `UnsafeDataDir`)
-                    log.warning("%s: cannot zero a forgotten point (%s)", self.path, error)
-                return
+                    if self._zero(self._fd, ids):
+                        os.fdatasync(self._fd)
+                        self._snapshot_stale = True
+                except OSError as error:
+                    self._give_up(f"cannot zero a forgotten point ({error.strerror})")
+        if not loaded:  # without the lock: its scan (~2 s at 1M) must not hold up saves
             try:
-                if self._zero(self._fd, ids):
-                    os.fdatasync(self._fd)
-                    self._snapshot_stale = True
-            except OSError as error:
-                self._give_up(f"cannot zero a forgotten point ({error.strerror})")
+                zero_unloaded(self.path, ids)
+            except OSError as error:  # (a link planted meanwhile: `UnsafeDataDir`)
+                log.warning("%s: cannot zero a forgotten point (%s)", self.path, error)
 
     @property
     def forgets_pending(self) -> bool:
