@@ -158,15 +158,16 @@ class RowFile:
         """Zero the records of points about to be deleted, and sync: before the delete's
         transaction, so the text is not left in the file whatever happens next."""
         with self._lock:
-            loaded = self._fd is not None
-            if not loaded:  # not loaded (yet): zeroed below, and again by the load
+            fd = self._fd
+            loaded = fd is not None
+            if fd is None:  # not loaded (yet): zeroed below, and again by the load
                 self._forgotten.update(ids)
                 for pid in ids:
                     self._queued.pop(pid, None)
             else:
                 try:
-                    if self._zero(self._fd, ids):
-                        os.fdatasync(self._fd)
+                    if self._zero(fd, ids):
+                        os.fdatasync(fd)
                         self._snapshot_stale = True
                 except OSError as error:
                     self._give_up(f"cannot zero a forgotten point ({error.strerror})")
