@@ -9,7 +9,9 @@ import logging
 import os
 import random
 import shutil
+import struct
 import tracemalloc
+import zlib
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,7 @@ from store.clock import Clock
 from store.data_dir_check import check_data_dir
 from store.private_files import SymlinkRefused
 from store.row_file import ROWS_FILENAME, RowFile
-from store.row_file_format import HEADER
+from store.row_file_format import HEADER, RECORD
 from store.row_file_snapshot import SNAPSHOT_FILENAME, read_snapshot
 from tests.test_memory_store import LONG, open_store, vec
 
@@ -463,5 +465,46 @@ def test_a_forget_before_the_load_zeroes_the_record_at_once(home: Path, snapshot
         unloaded.load(store.db)
         store.rows = unloaded
         assert_rows_as_database(store)
+    finally:
+        store.close()
+
+
+def _crafted(record: bytes, point_id: int, *, content: bytes | None, micros: int | None) -> bytes:
+    """`record` with its content bytes or its date replaced and its CRC made to hold again
+    (what a hand-made file can carry: a CRC is no signature)."""
+    head = bytearray(record[: RECORD.size])
+    body = bytearray(record[RECORD.size :])
+    if content is not None:
+        conv_len = struct.unpack_from("<H", head, RECORD.size - 2)[0]
+        body[conv_len:] = content.ljust(len(body) - conv_len, b"x")
+    if micros is not None:
+        struct.pack_into("<q", head, 17, micros)
+    after = bytes(head[16:]) + bytes(body)
+    struct.pack_into("<I", head, 12, zlib.crc32(after, zlib.crc32(struct.pack("<q", point_id))))
+    return bytes(head) + bytes(body)
+
+
+@pytest.mark.parametrize("bad", ["utf-8", "date"])
+def test_a_hand_made_record_whose_crc_holds_but_cannot_be_read_is_read_from_the_database(
+    home: Path, bad: str
+) -> None:
+    store = open_store(home)
+    try:
+        ids = fill(store, 8)
+        rows = store.rows
+        assert rows is not None and rows.ready
+        entry = int(rows._offsets[ids[3]])
+        at, length = entry >> 24, entry & 0xFFFFFF
+        path = home / ROWS_FILENAME
+        data = bytearray(path.read_bytes())
+        record = bytes(data[at : at + length])
+        data[at : at + length] = _crafted(
+            record,
+            ids[3],
+            content=b"\xff\xfe not UTF-8" if bad == "utf-8" else None,
+            micros=2**62 if bad == "date" else None,
+        )
+        path.write_bytes(bytes(data))
+        assert_rows_as_database(store, served=False)
     finally:
         store.close()
