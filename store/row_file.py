@@ -47,7 +47,7 @@ from store.private_files import (
     replace_atomically,
     write_all,
 )
-from store.row_file_early_forget import zero_unloaded
+from store.row_file_early_forget import EarlyForget
 from store.row_file_format import (
     HEADER,
     LENGTH_BITS,
@@ -100,6 +100,7 @@ class RowFile:
         self._forgotten: set[int] = set()  # forgotten while loading
         self._identity, self._nonce = b"", b""
         self._snapshot_stale = False  # `rows.idx` is written at close when it is
+        self._early = EarlyForget(path)  # forgets before the load
 
     # ---- reads ---------------------------------------------------------------------------
     def lookup(self, ids: Iterable[int]) -> tuple[dict[int, StoredRow], list[int]]:
@@ -173,7 +174,7 @@ class RowFile:
                     self._give_up(f"cannot zero a forgotten point ({error.strerror})")
         if not loaded:  # without the lock: its scan (~2 s at 1M) must not hold up saves
             try:
-                zero_unloaded(self.path, ids)
+                self._early.zero(ids)
             except OSError as error:  # (a link planted meanwhile: `UnsafeDataDir`)
                 log.warning("%s: cannot zero a forgotten point (%s)", self.path, error)
 
@@ -266,6 +267,7 @@ class RowFile:
                 if self._zero(self._fd, sorted(self._forgotten)):
                     os.fdatasync(self._fd)
                 self.ready = True
+                self._early.clear()
         except UnsafeDataDir as refused:  # a link, or a folder or FIFO in its place
             log.warning("%s; recall reads the rows from the database", refused)
         except OSError as problem:

@@ -462,6 +462,12 @@ def test_a_forget_before_the_load_zeroes_the_record_at_once(home: Path, snapshot
         assert store.forget(first) and store.forget(second)
         data = file_bytes(home)  # what a kill -9 now would leave
         assert b"9931-lima" not in data and b"4420-echo" not in data
+        some = all_ids(store)[:5]  # one by one, as a conversation's delete: offsets kept
+        contents = point_reads.hit_rows(store.db, some)
+        for pid in some:
+            assert store.forget(pid)
+        data = file_bytes(home)
+        assert not any(row.content.encode() in data for row in contents.values())
         unloaded.load(store.db)
         store.rows = unloaded
         assert_rows_as_database(store)
