@@ -85,6 +85,16 @@ def assert_rows_as_database(store: MemoryStore, *, served: bool = True) -> None:
         assert rows.covers() == len(ids)
 
 
+def assert_reopened_from(home: Path, how: str) -> None:
+    """A new open of `home` began its load from `how` and reads the database's rows."""
+    store = open_store(home)
+    try:
+        assert store.rows is not None and store.rows.opened_from == how
+        assert_rows_as_database(store)
+    finally:
+        store.close()
+
+
 def file_bytes(home: Path) -> bytes:
     return (home / ROWS_FILENAME).read_bytes()
 
@@ -320,12 +330,7 @@ def test_the_next_open_takes_the_offsets_from_the_snapshot_and_scans_only_what_f
     finally:
         store.close()
     (home / SNAPSHOT_FILENAME).write_bytes(snapshot)  # older than the file: as after a crash
-    store = open_store(home)
-    try:
-        assert store.rows is not None and store.rows.opened_from == "snapshot"
-        assert_rows_as_database(store)
-    finally:
-        store.close()
+    assert_reopened_from(home, "snapshot")
 
 
 @pytest.mark.parametrize("damage", ["crc", "other file", "covers more", "link"])
@@ -350,12 +355,7 @@ def test_a_snapshot_that_does_not_fit_is_not_used(home: Path, tmp_path: Path, da
         target = tmp_path / "elsewhere.idx"
         path.rename(target)
         path.symlink_to(target)
-    store = open_store(home)
-    try:
-        assert store.rows is not None and store.rows.opened_from == "scan"
-        assert_rows_as_database(store)
-    finally:
-        store.close()
+    assert_reopened_from(home, "scan")
     if damage == "link":  # neither read nor written
         assert path.is_symlink() and target.read_bytes() == bytes(data)
 
@@ -408,12 +408,7 @@ def test_a_huge_sparse_snapshot_is_refused_without_reading_it(home: Path) -> Non
     finally:
         tracemalloc.stop()
     assert peak < 4 << 20, f"read {peak} bytes of a snapshot it could not use"
-    store = open_store(home)
-    try:
-        assert store.rows is not None and store.rows.opened_from == "scan"
-        assert_rows_as_database(store)
-    finally:
-        store.close()
+    assert_reopened_from(home, "scan")
 
 
 def test_temp_files_of_a_process_killed_writing_them_are_removed(home: Path) -> None:
