@@ -28,6 +28,7 @@ from store.daily_log import (
     LogMessage,
     parse_messages,
 )
+from store.daily_log_index import DailyLogIndex
 from store.private_files import fsync_dir, open_private, read_private_bytes, write_all
 
 Edit = Literal["keep", "drop", "supersede"]
@@ -131,7 +132,8 @@ def drop_conversation(
     daily_log: DailyLog, conversation_id: str, days: Iterable[date] | None = None
 ) -> tuple[int, list[date]]:
     """Remove every message of a conversation from the day files `days` (default: all of
-    them): (messages, days changed)."""
+    them): (messages, days changed). The list's summary file (`conversation-index.json`),
+    when there is one, is brought up to date too: it held the conversation's first line."""
     removed = 0
     changed: list[date] = []
     for day in daily_log.days() if days is None else sorted(set(days)):
@@ -143,6 +145,10 @@ def drop_conversation(
         if count:
             removed += count
             changed.append(day)
+    index = DailyLogIndex(daily_log)
+    if changed and os.path.lexists(index.path):  # it holds the conversation's first line
+        for _entry in index.entries():  # reads the changed days again, rewrites the file
+            pass
     return removed, changed
 
 

@@ -47,6 +47,7 @@ from store.private_files import (
     replace_atomically,
     write_all,
 )
+from store.row_file_early_forget import EarlyForget
 from store.row_file_format import (
     HEADER,
     LENGTH_BITS,
@@ -58,6 +59,7 @@ from store.row_file_format import (
     header_problem,
     scan_file,
     sized,
+    write_all_at,
     zeroed_tail,
 )
 from store.row_file_snapshot import SNAPSHOT_FILENAME, read_snapshot, write_snapshot
@@ -99,6 +101,7 @@ class RowFile:
         self._forgotten: set[int] = set()  # forgotten while loading
         self._identity, self._nonce = b"", b""
         self._snapshot_stale = False  # `rows.idx` is written at close when it is
+        self._early = EarlyForget(path)  # forgets before the load
 
     # ---- reads ---------------------------------------------------------------------------
     def lookup(self, ids: Iterable[int]) -> tuple[dict[int, StoredRow], list[int]]:
@@ -157,17 +160,24 @@ class RowFile:
         """Zero the records of points about to be deleted, and sync: before the delete's
         transaction, so the text is not left in the file whatever happens next."""
         with self._lock:
-            if self._fd is None:  # not loaded (yet): zeroed by the load, even a stopped one
+            fd = self._fd
+            loaded = fd is not None
+            if fd is None:  # not loaded (yet): zeroed below, and again by the load
                 self._forgotten.update(ids)
                 for pid in ids:
                     self._queued.pop(pid, None)
-                return
+            else:
+                try:
+                    if self._zero(fd, ids):
+                        os.fdatasync(fd)
+                        self._snapshot_stale = True
+                except OSError as error:
+                    self._give_up(f"cannot zero a forgotten point ({error.strerror})")
+        if not loaded:  # without the lock: its scan (~2 s at 1M) must not hold up saves
             try:
-                if self._zero(self._fd, ids):
-                    os.fdatasync(self._fd)
-                    self._snapshot_stale = True
-            except OSError as error:
-                self._give_up(f"cannot zero a forgotten point ({error.strerror})")
+                self._early.zero(ids)
+            except OSError as error:  # (a link planted meanwhile: `UnsafeDataDir`)
+                log.warning("%s: cannot zero a forgotten point (%s)", self.path, error)
 
     @property
     def forgets_pending(self) -> bool:
@@ -216,6 +226,8 @@ class RowFile:
             if database_id is None:
                 return
             self._identity = file_identity(database_id)
+            for path in (self.path, self.path.with_name(SNAPSHOT_FILENAME)):
+                remove_stale_temp_files(path)  # of a process killed writing it
             fd, offsets, end, from_snapshot = self._open(self._identity)
             with db.cursor() as cur:
                 result = cur.execute("SELECT id FROM points ORDER BY id").fetchnumpy()
@@ -257,6 +269,7 @@ class RowFile:
                 if self._zero(self._fd, sorted(self._forgotten)):
                     os.fdatasync(self._fd)
                 self.ready = True
+                self._early.clear()
         except UnsafeDataDir as refused:  # a link, or a folder or FIFO in its place
             log.warning("%s; recall reads the rows from the database", refused)
         except OSError as problem:
@@ -292,7 +305,6 @@ class RowFile:
         if problem != "missing":
             report = log.info if anew else log.warning
             report("%s: %s; made anew from the database", self.path, problem)
-        remove_stale_temp_files(self.path)  # of a process that died making it
         self._nonce = os.urandom(16)
         self.opened_from = "new"
         replace_atomically(self.path, lambda fd: write_all(fd, header(identity, self._nonce)))
@@ -384,13 +396,6 @@ def _mostly_dead(offsets: npt.NDArray[np.uint64], stored: npt.NDArray[np.int64],
     entries = offsets[stored[stored < len(offsets)]]
     live = int((entries[entries > GONE] & np.uint64(_LENGTH_MASK)).sum())
     return live * 2 < end
-
-
-def write_all_at(fd: int, data: bytes, offset: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, offset)
-        view, offset = view[written:], offset + written
 
 
 def _rows_from(db: Database, ids: npt.NDArray[np.int64]) -> list[StoredRow]:

@@ -93,7 +93,7 @@ def encode(row: StoredRow) -> bytes | None:
 
 def decode(data: bytes, point_id: int) -> StoredRow | None:
     """The row a record holds when it is whole and of `point_id` (None: torn, forgotten,
-    another point's, or not a record)."""
+    another point's, not a record, or a hand-made one whose text or date cannot be read)."""
     if len(data) < RECORD.size:
         return None
     length, rid, crc, role, micros, conv_len = RECORD.unpack_from(data)
@@ -103,9 +103,13 @@ def decode(data: bytes, point_id: int) -> StoredRow | None:
     if zlib.crc32(body, zlib.crc32(_ID.pack(rid))) != crc:
         return None
     start = RECORD.size
-    conversation = data[start : start + conv_len].decode()
-    content = data[start + conv_len :].decode()
-    return StoredRow(rid, ROLES[role], _EPOCH + micros * _MICROSECOND, conversation, content)
+    try:  # a CRC is no signature: a hand-made record can hold and still be unreadable
+        conversation = data[start : start + conv_len].decode()
+        content = data[start + conv_len :].decode()
+        created_at = _EPOCH + micros * _MICROSECOND
+    except (UnicodeDecodeError, OverflowError):
+        return None
+    return StoredRow(rid, ROLES[role], created_at, conversation, content)
 
 
 def zeroed_tail(length: int) -> tuple[int, bytes]:
@@ -181,3 +185,11 @@ def sized(offsets: npt.NDArray[np.uint64], largest: int) -> npt.NDArray[np.uint6
     grown = np.zeros(largest + 1 + largest // 16 + _SLACK, np.uint64)
     grown[: len(offsets)] = offsets
     return grown
+
+
+def write_all_at(fd: int, data: bytes, offset: int) -> None:
+    """`data` written at `offset` whole (`os.pwrite` may write less)."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written

@@ -15,6 +15,8 @@ database.
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import struct
 import zlib
 from pathlib import Path
@@ -23,7 +25,13 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from store.private_files import UnsafeDataDir, read_private_bytes, replace_atomically, write_all
+from store.private_files import (
+    NotRegularFile,
+    UnsafeDataDir,
+    open_private,
+    replace_atomically,
+    write_all,
+)
 
 log = logging.getLogger("straylight.memory")
 
@@ -50,25 +58,48 @@ def read_snapshot(
     path: Path, identity: bytes, nonce: bytes, size: int
 ) -> tuple[npt.NDArray[np.uint64], int] | None:
     """(offsets, bytes covered) of the snapshot of the `rows.dat` with `nonce` and `size`
-    bytes, or None when there is none that fits (a link or a damaged one: one log line)."""
+    bytes, or None when there is none that fits (a link or a damaged one: one log line).
+    The header is checked first, and the file's size against it: the entries of a file that
+    cannot fit (a huge sparse one) are never read."""
     try:
-        data = read_private_bytes(path)
+        fd = open_private(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     except (UnsafeDataDir, OSError) as problem:
         log.warning("%s; the rows file is scanned instead", problem)
         return None
-    if len(data) < HEAD.size:
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            log.warning("%s; the rows file is scanned instead", NotRegularFile(path))
+            return None
+        head = os.pread(fd, HEAD.size, 0)
+        if len(head) < HEAD.size:
+            return None
+        magic, theirs, their_nonce, covered, count, crc = HEAD.unpack(head)
+        if (
+            magic != MAGIC
+            or theirs != identity
+            or their_nonce != nonce
+            or covered > size
+            or os.fstat(fd).st_size != HEAD.size + count * 8
+        ):
+            return None
+        payload = read_at(fd, count * 8, HEAD.size)
+    except OSError as problem:
+        log.warning("%s: %s; the rows file is scanned instead", path, problem)
         return None
-    magic, theirs, their_nonce, covered, count, crc = HEAD.unpack_from(data)
-    payload = memoryview(data)[HEAD.size :]
-    if (
-        magic != MAGIC
-        or theirs != identity
-        or their_nonce != nonce
-        or covered > size
-        or len(payload) != count * 8
-        or zlib.crc32(payload) != crc
-    ):
+    finally:
+        os.close(fd)
+    if len(payload) != count * 8 or zlib.crc32(payload) != crc:
         return None
     return np.frombuffer(payload, dtype="<u8").astype(np.uint64), int(covered)
+
+
+def read_at(fd: int, length: int, offset: int) -> bytes:
+    """`length` bytes from `offset` (fewer at the end of the file)."""
+    chunks: list[bytes] = []
+    while length > 0 and (chunk := os.pread(fd, min(length, 1 << 20), offset)):
+        chunks.append(chunk)
+        length -= len(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)

@@ -156,6 +156,19 @@ def test_delete_and_retry_are_seen(log: DailyLog) -> None:
     assert after.model == "llama3.2"  # the superseded reply's qwen2.5 no longer counts
 
 
+def test_a_deleted_conversations_first_line_leaves_the_summary_file_at_once(
+    log: DailyLog, tmp_path: Path
+) -> None:
+    """`conversations delete` (CLI and screen: `drop_conversation`) rewrites the summary
+    file too: the conversation's first user line does not wait there for the next list."""
+    index_file = tmp_path / INDEX_FILENAME
+    assert b"rotate the backup keys" in index_file.read_bytes()
+    drop_conversation(log, KEYS)
+    assert b"rotate the backup keys" not in index_file.read_bytes()
+    assert KEYS.encode() not in index_file.read_bytes()
+    assert_like_a_rescan(log)
+
+
 def test_a_damaged_or_foreign_summary_file_is_rebuilt(log: DailyLog, tmp_path: Path) -> None:
     index_file = tmp_path / INDEX_FILENAME
     for damage in ("{not json", json.dumps({"version": 99, "days": {}}), '{"version": 1}'):

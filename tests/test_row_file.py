@@ -9,6 +9,9 @@ import logging
 import os
 import random
 import shutil
+import struct
+import tracemalloc
+import zlib
 from pathlib import Path
 
 import pytest
@@ -20,8 +23,8 @@ from store.clock import Clock
 from store.data_dir_check import check_data_dir
 from store.private_files import SymlinkRefused
 from store.row_file import ROWS_FILENAME, RowFile
-from store.row_file_format import HEADER
-from store.row_file_snapshot import SNAPSHOT_FILENAME
+from store.row_file_format import HEADER, RECORD
+from store.row_file_snapshot import SNAPSHOT_FILENAME, read_snapshot
 from tests.test_memory_store import LONG, open_store, vec
 
 TEXTS = [
@@ -80,6 +83,16 @@ def assert_rows_as_database(store: MemoryStore, *, served: bool = True) -> None:
         found, unknown = rows.lookup(reach)
         assert set(found) == set(ids) and unknown == []
         assert rows.covers() == len(ids)
+
+
+def assert_reopened_from(home: Path, how: str) -> None:
+    """A new open of `home` began its load from `how` and reads the database's rows."""
+    store = open_store(home)
+    try:
+        assert store.rows is not None and store.rows.opened_from == how
+        assert_rows_as_database(store)
+    finally:
+        store.close()
 
 
 def file_bytes(home: Path) -> bytes:
@@ -317,12 +330,7 @@ def test_the_next_open_takes_the_offsets_from_the_snapshot_and_scans_only_what_f
     finally:
         store.close()
     (home / SNAPSHOT_FILENAME).write_bytes(snapshot)  # older than the file: as after a crash
-    store = open_store(home)
-    try:
-        assert store.rows is not None and store.rows.opened_from == "snapshot"
-        assert_rows_as_database(store)
-    finally:
-        store.close()
+    assert_reopened_from(home, "snapshot")
 
 
 @pytest.mark.parametrize("damage", ["crc", "other file", "covers more", "link"])
@@ -347,12 +355,7 @@ def test_a_snapshot_that_does_not_fit_is_not_used(home: Path, tmp_path: Path, da
         target = tmp_path / "elsewhere.idx"
         path.rename(target)
         path.symlink_to(target)
-    store = open_store(home)
-    try:
-        assert store.rows is not None and store.rows.opened_from == "scan"
-        assert_rows_as_database(store)
-    finally:
-        store.close()
+    assert_reopened_from(home, "scan")
     if damage == "link":  # neither read nor written
         assert path.is_symlink() and target.read_bytes() == bytes(data)
 
@@ -375,7 +378,7 @@ def test_a_forget_before_the_file_is_loaded_is_zeroed_by_the_load_even_a_stopped
         unloaded = RowFile(home / ROWS_FILENAME)
         store.points.rows = unloaded
         assert store.forget(first)
-        assert unloaded.forgets_pending and b"5150-tango" in file_bytes(home)
+        assert unloaded.forgets_pending and b"5150-tango" not in file_bytes(home)  # at once
         unloaded.load(store.db, stop=lambda: True)  # a store closing at once
         assert b"5150-tango" not in file_bytes(home)
     finally:
@@ -386,3 +389,123 @@ def test_a_forget_before_the_file_is_loaded_is_zeroed_by_the_load_even_a_stopped
     finally:
         store.close()
     assert b"7788-kilo" not in file_bytes(home)
+
+
+def test_a_huge_sparse_snapshot_is_refused_without_reading_it(home: Path) -> None:
+    """A `rows.idx` grown far past what its header says (a sparse file planted or made by a
+    tool) is refused from its size: its bytes are never read into memory."""
+    store = open_store(home)
+    fill(store, 15)
+    store.close()
+    path = home / SNAPSHOT_FILENAME
+    os.truncate(path, 256 << 20)  # a header that fits, then 256 MiB of holes
+    data = (home / ROWS_FILENAME).read_bytes()
+    identity, nonce = data[8:40], data[40:56]
+    tracemalloc.start()
+    try:
+        assert read_snapshot(path, identity, nonce, len(data)) is None
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20, f"read {peak} bytes of a snapshot it could not use"
+    assert_reopened_from(home, "scan")
+
+
+def test_temp_files_of_a_process_killed_writing_them_are_removed(home: Path) -> None:
+    """`rows.dat.tmp-PID` (a file made anew) and `rows.idx.tmp-PID` (the snapshot written at
+    close) of a process killed midway are removed by the next writable open; a live
+    process's are left."""
+    store = open_store(home)
+    fill(store, 5)
+    store.close()
+    dead = home / f"{ROWS_FILENAME}.tmp-999999999", home / f"{SNAPSHOT_FILENAME}.tmp-999999999"
+    live = home / f"{SNAPSHOT_FILENAME}.tmp-1"  # init: alive
+    for path in (*dead, live):
+        path.write_bytes(b"the killed writer's bytes")
+    store = open_store(home)
+    try:
+        fill(store, 2, seed=2)
+    finally:
+        store.close()
+    assert not any(path.exists() for path in dead)
+    assert live.exists()
+
+
+@pytest.mark.parametrize("snapshot", [True, False])
+def test_a_forget_before_the_load_zeroes_the_record_at_once(home: Path, snapshot: bool) -> None:
+    """A forget that runs before the file is loaded (a CLI `forget` on a big store) zeroes
+    the point's record before the delete, found through `rows.idx` or a scan: a kill -9
+    right after it, before any load ran, leaves no text in the file."""
+    store = open_store(home)
+    fill(store, 30)
+    secret = "The vault opens with 9931-lima" + LONG
+    first = store.save("user", secret, vector=vec(secret), use_filter=False).point_id
+    store.close()
+    older = (home / SNAPSHOT_FILENAME).read_bytes()
+    store = open_store(home)
+    later = "The shed opens with 4420-echo" + LONG  # after the snapshot: found by the scan
+    second = store.save("user", later, vector=vec(later), use_filter=False).point_id
+    assert first is not None and second is not None and store.rows is not None
+    store.rows.close()
+    if snapshot:  # the one before `later`, as after a kill -9
+        (home / SNAPSHOT_FILENAME).write_bytes(older)
+    else:
+        (home / SNAPSHOT_FILENAME).unlink()
+    try:
+        unloaded = RowFile(home / ROWS_FILENAME)  # as a file whose load has not run yet
+        store.points.rows = unloaded
+        assert store.forget(first) and store.forget(second)
+        data = file_bytes(home)  # what a kill -9 now would leave
+        assert b"9931-lima" not in data and b"4420-echo" not in data
+        some = all_ids(store)[:5]  # one by one, as a conversation's delete: offsets kept
+        contents = point_reads.hit_rows(store.db, some)
+        for pid in some:
+            assert store.forget(pid)
+        data = file_bytes(home)
+        assert not any(row.content.encode() in data for row in contents.values())
+        unloaded.load(store.db)
+        store.rows = unloaded
+        assert_rows_as_database(store)
+    finally:
+        store.close()
+
+
+def _crafted(record: bytes, point_id: int, *, content: bytes | None, micros: int | None) -> bytes:
+    """`record` with its content bytes or its date replaced and its CRC made to hold again
+    (what a hand-made file can carry: a CRC is no signature)."""
+    head = bytearray(record[: RECORD.size])
+    body = bytearray(record[RECORD.size :])
+    if content is not None:
+        conv_len = struct.unpack_from("<H", head, RECORD.size - 2)[0]
+        body[conv_len:] = content.ljust(len(body) - conv_len, b"x")
+    if micros is not None:
+        struct.pack_into("<q", head, 17, micros)
+    after = bytes(head[16:]) + bytes(body)
+    struct.pack_into("<I", head, 12, zlib.crc32(after, zlib.crc32(struct.pack("<q", point_id))))
+    return bytes(head) + bytes(body)
+
+
+@pytest.mark.parametrize("bad", ["utf-8", "date"])
+def test_a_hand_made_record_whose_crc_holds_but_cannot_be_read_is_read_from_the_database(
+    home: Path, bad: str
+) -> None:
+    store = open_store(home)
+    try:
+        ids = fill(store, 8)
+        rows = store.rows
+        assert rows is not None and rows.ready
+        entry = int(rows._offsets[ids[3]])
+        at, length = entry >> 24, entry & 0xFFFFFF
+        path = home / ROWS_FILENAME
+        data = bytearray(path.read_bytes())
+        record = bytes(data[at : at + length])
+        data[at : at + length] = _crafted(
+            record,
+            ids[3],
+            content=b"\xff\xfe not UTF-8" if bad == "utf-8" else None,
+            micros=2**62 if bad == "date" else None,
+        )
+        path.write_bytes(bytes(data))
+        assert_rows_as_database(store, served=False)
+    finally:
+        store.close()

@@ -106,6 +106,43 @@ def test_a_speaker_is_one_capitalised_word_and_a_colon_and_no_label() -> None:
     assert point_traits(MELANIE, WHEN).speaker == speaker_hash("melanie")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "When: Tuesday 3pm",
+        "Where: room 4",
+        "What: team lunch",
+        "Who: Anna and Bob",
+        "Why: the budget",
+        "How: by train",
+        "Which: the blue one",
+        "Nb: bring a coat",
+        "Fyi: the door code changed",
+        "Btw: the cat is fine",
+        "Tldr: no",
+        "Recap: we agreed",
+        "Attendees: Anna, Bob",
+        "Venue: the old mill",
+        "Lunch: pasta",
+        "Weekend: hiking",
+        "Sept: school starts",
+        "Wed: dentist",
+    ],
+)
+def test_a_common_label_is_no_speaker_and_no_question_favours_it(text: str) -> None:
+    """A note's label ("Who: …") is not a speaker: else every question that starts with the
+    same word, capitalised ("Who is coming?"), would rank the line as the named
+    person's own."""
+    assert speaker_name(text) == "", text
+    label = text.split(":")[0]
+    column = speaker_column(
+        np.array([speaker_of(text), speaker_hash("bob")], np.uint16),
+        named_speakers(f"{label} did Bob say it was?"),
+    )
+    assert column is not None and column.tolist() == [0.0, 1.0]
+    assert speaker_name("Jan: hi") == "jan" and speaker_name("Bob: can you call?") == "bob"
+
+
 def test_a_question_names_its_capitalised_words_a_possessive_without_its_s() -> None:
     named = named_speakers(QUERY)
     assert speaker_hash("melanie") in named and speaker_hash("what") in named

@@ -28,8 +28,9 @@ _WORD: Final = re.compile(_NAME)
 _POSSESSIVE: Final = re.compile(r"['’]s$")
 _CALENDAR_WORDS: Final = (
     "january february march april may june july august september october november december "
-    "monday tuesday wednesday thursday friday saturday sunday"
-)
+    "monday tuesday wednesday thursday friday saturday sunday "
+    "feb mar apr aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun"
+)  # "Jan" and "Jun" are names too: read as speakers
 _CALENDAR: Final = frozenset(_CALENDAR_WORDS.split())
 _LABEL_WORDS: Final = """
     note notes nota update updates error errors warning warnings todo fixme hint hints tip tips
@@ -45,9 +46,14 @@ _LABEL_WORDS: Final = """
     removed deprecated security feature features feat chore docs refactor test tests build
     perf style revert merge release version caveat alert attention also but so well yes no
     ok okay now today tonight tomorrow yesterday here this that log debug trace fatal
-    exception traceback hello hi hey thanks dear ps"""
+    exception traceback hello hi hey thanks dear ps
+    what when where who whom whose why how which
+    nb fyi btw tldr tbd recap aside remember attendees participants bcc sent tel mobile venue
+    breakfast lunch dinner day week weekend morning afternoon evening night"""
 LABELS: Final = frozenset(_LABEL_WORDS.split())
-"""Capitalised words that open a line as a label, not as a speaker ("Note: …")."""
+"""Capitalised words that open a line as a label, not as a speaker ("Note: …"). The question
+words are among them: every question starts with one, capitalised, so a "Who: …" line read
+as a speaker would be favoured by every "Who …" question."""
 
 
 def speaker_name(content: str) -> str:

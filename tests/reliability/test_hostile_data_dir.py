@@ -246,3 +246,28 @@ async def test_the_tui_names_a_link_planted_while_it_runs(
 
         await wait_until(pilot, named, what="a notice naming the link")
     assert target.read_text() == "export PATH=/usr/bin\n"
+
+
+@pytest.mark.parametrize("name", ["rows.dat", "rows.idx"])
+@pytest.mark.parametrize("kind", ["link", "link to /dev/zero", "folder", "fifo"])
+def test_odd_row_files_stop_every_command_with_one_line(
+    world: Workspace, name: str, kind: str
+) -> None:
+    """`rows.dat` / `rows.idx` (store/row_file.py) as a link (its target keeps its bytes),
+    a folder or a FIFO: one line naming it, exit 2, no point lost, nothing sent."""
+    target = victim(world)
+    path = world.home / name
+    path.unlink(missing_ok=True)
+    if kind == "link":
+        path.symlink_to(target)
+    elif kind == "link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    before = points(world.home)
+    for command in (("status",), ("recall", "ferry"), ("remember", "a note"), ("ask", "hi")):
+        assert_one_line(world.run(*command), 2, name)
+    assert world.standin.chat_requests() == []
+    assert target.read_text() == SECRET and points(world.home) == before
