@@ -49,18 +49,21 @@ from store.private_files import (
 )
 from store.row_file_early_forget import EarlyForget
 from store.row_file_format import (
+    GONE,
     HEADER,
     LENGTH_BITS,
+    MAX_RECORD,
     StoredRow,
     decode,
     encode,
     file_identity,
     header,
     header_problem,
+    record_span,
     scan_file,
     sized,
     write_all_at,
-    zeroed_tail,
+    zero_record,
 )
 from store.row_file_snapshot import SNAPSHOT_FILENAME, read_snapshot, write_snapshot
 from store.vector_index_file import remove_stale_temp_files
@@ -75,12 +78,10 @@ DATABASE_ID_KEY: Final = "database.id"
 _CHECKED_TAIL: Final = 1 << 20
 _PAGE: Final = 5_000  # points read from the database at a time by the catch-up
 _DROP_AFTER_BYTES: Final = 1 << 20  # a catch-up that read more evicts DuckDB's cached blocks
-_LENGTH_MASK: Final = (1 << LENGTH_BITS) - 1
 # At the open, a file over 4 MiB that is more than half zeroed records is made anew from
 # the database (in the background, as a first build: ~10 s at 1M points), so the space of
 # forgotten points comes back; below that the holes are not worth a rebuild.
 _COMPACT_ABOVE: Final = 4 << 20
-GONE: Final = 1  # an offsets entry: no such point (no record starts inside the header)
 
 
 class RowFile:
@@ -126,7 +127,8 @@ class RowFile:
             row = None
             if entry:
                 with contextlib.suppress(OSError):
-                    row = decode(os.pread(fd, entry & _LENGTH_MASK, entry >> LENGTH_BITS), pid)
+                    at, length = record_span(entry)
+                    row = decode(os.pread(fd, length, at), pid)
             if row is None:
                 unknown.append(pid)
             else:
@@ -377,8 +379,7 @@ class RowFile:
                 continue
             entry = int(offsets[pid])
             offsets[pid] = 0  # first: a read meanwhile falls back to the database
-            start, zeros = zeroed_tail(entry & _LENGTH_MASK)
-            write_all_at(fd, zeros, (entry >> LENGTH_BITS) + start)
+            zero_record(fd, entry)
             zeroed = True
         return zeroed
 
@@ -394,7 +395,7 @@ def _mostly_dead(offsets: npt.NDArray[np.uint64], stored: npt.NDArray[np.int64],
     if end <= _COMPACT_ABOVE:
         return False
     entries = offsets[stored[stored < len(offsets)]]
-    live = int((entries[entries > GONE] & np.uint64(_LENGTH_MASK)).sum())
+    live = int((entries[entries > GONE] & np.uint64(MAX_RECORD)).sum())
     return live * 2 < end
 
 

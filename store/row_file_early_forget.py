@@ -18,25 +18,21 @@ import stat
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from store.private_files import lstat_unlinked, open_private
 from store.row_file_format import (
+    GONE,
     HEADER,
-    LENGTH_BITS,
     MAGIC,
     decode,
+    record_span,
     scan_file,
-    write_all_at,
-    zeroed_tail,
+    zero_record,
 )
 from store.row_file_snapshot import SNAPSHOT_FILENAME, read_snapshot
-
-_LENGTH_MASK: Final = (1 << LENGTH_BITS) - 1
-_GONE: Final = 1  # `row_file.GONE`: an offsets entry of no record
 
 
 class EarlyForget:
@@ -88,13 +84,12 @@ class EarlyForget:
         zeroed = False
         for pid in ids:
             entry = int(offsets[pid]) if 0 < pid < len(offsets) else 0
-            if entry <= _GONE:
+            if entry <= GONE:
                 continue
-            at, length = entry >> LENGTH_BITS, entry & _LENGTH_MASK
+            at, length = record_span(entry)
             if decode(os.pread(fd, length, at), pid) is None:
                 continue
-            begin, zeros = zeroed_tail(length)
-            write_all_at(fd, zeros, at + begin)
+            zero_record(fd, entry)
             zeroed = True
         if zeroed:
             os.fdatasync(fd)

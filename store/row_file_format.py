@@ -31,7 +31,8 @@ MAGIC: Final = b"STRAYRW1"
 HEADER: Final = struct.Struct("<8s32s16s8s")
 RECORD: Final = struct.Struct("<IqIBqH")
 LENGTH_BITS: Final = 24  # a record's length in an offsets entry; longer records stay out
-MAX_RECORD: Final = (1 << LENGTH_BITS) - 1
+MAX_RECORD: Final = (1 << LENGTH_BITS) - 1  # also the mask of an offsets entry's length
+GONE: Final = 1  # an offsets entry: no such point (no record starts inside the header)
 ROLES: Final = ("", "user", "assistant", "doc")  # index 0: a forgotten record
 ROLE_CODES: Final = {name: code for code, name in enumerate(ROLES) if name}
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
@@ -115,6 +116,18 @@ def decode(data: bytes, point_id: int) -> StoredRow | None:
 def zeroed_tail(length: int) -> tuple[int, bytes]:
     """(offset within the record, zeros) that forget writes over a record of `length`."""
     return _CRC_AT, bytes(length - _CRC_AT)
+
+
+def record_span(entry: int) -> tuple[int, int]:
+    """(file offset, length) of the record an offsets entry (> `GONE`) names."""
+    return entry >> LENGTH_BITS, entry & MAX_RECORD
+
+
+def zero_record(fd: int, entry: int) -> None:
+    """Zero the record an offsets entry names (`zeroed_tail`: its CRC and all after it)."""
+    at, length = record_span(entry)
+    start, zeros = zeroed_tail(length)
+    write_all_at(fd, zeros, at + start)
 
 
 @dataclass
