@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from .wire import JsonObject
 
+CapabilityListing = Literal["listed", "empty", "absent"]
+"""What /api/show says of a model's capabilities (`ModelSpec.lists_capabilities`)."""
+
 if TYPE_CHECKING:
     from .context import ContextMode
 
@@ -91,7 +94,7 @@ class ModelSpec:
     """``think: false`` is ignored (gpt-oss); ``None``: by name."""
     context_mode: ContextMode | None = None
     """Overrides the stand-in's context mode for this model (ollama/ollama#17889)."""
-    lists_capabilities: Literal["listed", "empty", "absent"] = "listed"
+    lists_capabilities: CapabilityListing = "listed"
     """What /api/show says of the capabilities: the list, ``[]``, or no field at all (an
     Ollama from before capabilities); the model still does what ``capabilities`` say."""
 
@@ -113,7 +116,7 @@ class ResolvedModel:
     inline_thinking: bool
     always_thinks: bool
     context_mode: ContextMode | None
-    lists_capabilities: str = "listed"
+    lists_capabilities: CapabilityListing = "listed"
 
     @property
     def digest(self) -> str:
