@@ -396,10 +396,9 @@ class MemoryStore:
         traits = point_traits(text, when)
         word_rows = lexical_index.analyse(words, cache=self.lexical, traits=traits)
 
-        def stage_words(_cur: Cursor, point_id: int) -> None:
+        with self.lexical.write_in_flight():
+            point_id = self.points.add(new, words=word_rows)
             self.lexical.stage_add(point_id, word_rows.length, word_rows.counts, traits)
-
-        point_id = self.points.add(new, words=word_rows, also=stage_words)
         if new.embedding is not None:  # a read-only copy: the caller may reuse `vector`
             self.vectors.submit_add([point_id], new.embedding[None, :])
         if source == "turn" and role in ("user", "assistant"):

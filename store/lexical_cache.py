@@ -136,6 +136,7 @@ class LexicalCache:
         self._index = CompactPostings()
         self._generation: str | None = None
         self._staged: dict[int, _Staged] = {}
+        self._in_flight = 0  # writes committing before they could be staged (`write_in_flight`)
         self._next_full_check = 0.0  # time.monotonic() of the next full fingerprint
         self.stats: Counter[str] = Counter()  # loads, diffs, staged_applied, …
         self._claim: str | None = None
@@ -312,6 +313,19 @@ class LexicalCache:
             staged = _Staged(time.monotonic(), length, Counter(counts), traits)
             self._staged[point_id] = staged
 
+    @contextmanager
+    def write_in_flight(self) -> Iterator[None]:
+        """A write whose point id is known only once it has committed (a save in one
+        autocommitted statement) runs inside this, its `stage_add` before the end: until
+        then a search syncs with the tables (it may see the commit before the staging)."""
+        with self._lock:
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
     def stage_remove(self, point_id: int) -> None:
         """A removal of this point is in flight; apply it once a search can see it."""
         with self._lock:
@@ -329,6 +343,7 @@ class LexicalCache:
         if (
             self._loaded
             and not self._staged
+            and not self._in_flight
             and self._trusted()
             and time.monotonic() < self._next_full_check
         ):

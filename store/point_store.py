@@ -158,25 +158,23 @@ class PointStore:
         *,
         audit_reason: str | None = None,
         words: PointWords | None = None,
-        also: Callable[[duckdb.DuckDBPyConnection, int], None] | None = None,
     ) -> int:
         """Insert a point, its 'save' audit row and (given `words`) its word-index rows in one
-        transaction; return its id.
+        statement, committed by itself (`Database.autocommit`); return its id.
 
-        `also(cursor, id)` runs inside the transaction after them, so both commit or neither
-        does. Work that needs the point committed (the vector index) starts after this returns.
+        Work that needs the point committed (staging its words in the mirror, the vector
+        index) starts after this returns; a caller staging words wraps the call and its
+        staging in `LexicalCache.write_in_flight`.
         """
         now = self.db.clock.now()
         params = [*self._point_params(new, now), now, audit_reason]
-        with self.db.transaction() as cur:
+        with self.db.autocommit() as cur:
             if words is None:
                 rows = cur.execute(_SAVE_POINT_ONLY, params).fetchall()
             else:
                 params += [words.length, *words.trait_row, words.terms, words.tfs]
                 rows = cur.execute(_SAVE_POINT_WITH_WORDS, params).fetchall()
-            point_id = int(rows[0][0])
-            if also is not None:
-                also(cur, point_id)
+        point_id = int(rows[0][0])
         self._appended([point_id], [new], now)
         return point_id
 

@@ -94,6 +94,24 @@ def test_the_sole_writers_mirror_checks_only_when_something_is_staged(con, db_pa
     other.close()
 
 
+def test_a_write_committed_before_its_staging_is_seen_while_in_flight(con, db_path):
+    """A save commits by itself and learns its id only then (`PointStore.add`): between its
+    commit and its staging, a search of the sole writer's mirror must still see it."""
+    cache = li.LexicalCache(sole_writer_of=db_path)
+    add(con, {1: "apples and pears"}, cache=cache)
+    for _ in range(2):
+        assert ids(cache.search(con, "apples", 5)) == [1]
+    with cache.write_in_flight():
+        add(con, {2: "green apples"})  # committed, not staged yet
+        assert sorted(ids(cache.search(con, "apples", 5))) == [1, 2]
+        counts = li.analyse("green apples", cache=cache).counts
+        cache.stage_add(2, sum(counts.values()), counts)
+    assert sorted(ids(cache.search(con, "apples", 5))) == [1, 2]  # applied once more: no harm
+    before = checks(cache)
+    assert sorted(ids(cache.search(con, "apples", 5))) == [1, 2]
+    assert checks(cache) == before  # settled: the skip is back
+
+
 def test_a_write_around_the_sole_writers_mirror_is_seen_at_the_full_check(
     con, db_path, monkeypatch
 ):
