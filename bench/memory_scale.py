@@ -29,10 +29,12 @@ English stopwords with common chat words, a quarter of the words from the point'
 go five turns (user + assistant) per conversation, so the dedup rule compares but rarely fires.
 `--pinned` of the N points are pinned `doc` points (every recall ranks all pins exactly).
 
-Targets (issue 3): recall p95 <= 10 ms and save p95 <= 5 ms at 100k; `ram_estimate_bytes`
-within 20 % of the measured RSS growth. With `--json` alone the results go to stdout as JSON
-(no table); `--json OUT` writes them to OUT and prints the table. `--profile` adds cProfile
-listings of the save and recall loops; `--tmpdir /dev/shm` takes disk latency (fsync) out;
+Targets (issue 18): recall p95 <= 4 ms at 100k and <= 5 ms at 1M, save p95 <= 4 ms, RSS growth
+<= 3 KiB a point from 100k, the store ready <= 2 s at 1M; `ram_estimate_bytes` within 15 % of
+the measured RSS growth (issue 3's were recall <= 10 ms, save <= 5 ms, 20 %). With `--json`
+alone the results go to stdout as JSON (no table); `--json OUT` writes them to OUT and prints
+the table. `--profile` adds cProfile listings of the save and recall loops; `--tmpdir /dev/shm`
+takes disk latency (fsync) out;
 `--keep DIR` leaves the built stores in DIR for experiments. ~3 min on 2 cores (the 100k HNSW
 build is most of it).
 """
@@ -65,10 +67,15 @@ EMBED_MODEL = "nomic-embed-text"  # MemoryConfig's default
 BULK_BATCH = 10_000
 WARM_RECALLS = 5
 TURNS_PER_CONVERSATION = 5
-RECALL_P95_TARGET_MS = 10.0
-SAVE_P95_TARGET_MS = 5.0
-TARGET_AT = 100_000  # the latency targets apply at this size
-RAM_TOLERANCE = 0.20
+# Issue 18's goals (issue 3's were recall ≤ 10 ms, save ≤ 5 ms, the estimate within 20 %)
+RECALL_P95_TARGET_MS = 4.0  # at 100k points
+RECALL_P95_TARGET_MS_1M = 5.0  # at 1M points and above
+SAVE_P95_TARGET_MS = 4.0
+TARGET_AT = 100_000  # the latency and RAM targets apply from this size
+TARGET_1M = 1_000_000
+RAM_TOLERANCE = 0.15
+RAM_BYTES_PER_POINT_TARGET = 3 * 1024  # RSS growth a point (open + warm recalls)
+READY_S_TARGET_1M = 2.0  # the store open and its word index ready, at 1M points
 WORKER_TIMEOUT_SECONDS = 900
 OVERLAP_QUERIES = 50  # the synthetic recall check: queries, and ids read at a time
 OVERLAP_CHUNK = 20_000
@@ -655,6 +662,8 @@ def summarise(n: int, build: JsonDict, attrib: JsonDict, measure: JsonDict) -> J
         "n": n,
         "save": measure["save"],
         "recall": measure["recall"],
+        "open_s": measure["open_s"],
+        "ready_s": measure["ready_s"],
         "index_rebuild_s": build["rebuild"]["total_s"],
         "vector_overlap": measure.get("vector_overlap"),
         "files": {
@@ -699,6 +708,8 @@ def rows_for(result: JsonDict) -> list[tuple[str, str, str, str]]:
     def verdict(ok: bool, applies: bool = True) -> str:
         return ("PASS" if ok else "MISS") if applies else "info"
 
+    recall_target = RECALL_P95_TARGET_MS_1M if n >= TARGET_1M else RECALL_P95_TARGET_MS
+    per_point = ram["rss_growth_bytes"] / n
     rows = [
         (
             f"{n:,}: save (filter + DB + lexical + index)",
@@ -709,8 +720,20 @@ def rows_for(result: JsonDict) -> list[tuple[str, str, str, str]]:
         (
             f"{n:,}: recall (hybrid, embedding excluded)",
             f"p50 {recall['p50_ms']:.2f} ms, p95 {recall['p95_ms']:.2f} ms",
-            f"p95 <= {RECALL_P95_TARGET_MS:.0f} ms" if targeted else "-",
-            verdict(recall["p95_ms"] <= RECALL_P95_TARGET_MS, targeted),
+            f"p95 <= {recall_target:.0f} ms" if targeted else "-",
+            verdict(recall["p95_ms"] <= recall_target, targeted),
+        ),
+        (
+            f"{n:,}: RSS growth a point (open + warm recalls)",
+            f"{per_point:,.0f} B",
+            f"<= {RAM_BYTES_PER_POINT_TARGET:,} B" if targeted else "-",
+            verdict(per_point <= RAM_BYTES_PER_POINT_TARGET, targeted),
+        ),
+        (
+            f"{n:,}: store open, word index ready",
+            f"{result['open_s']:.2f} s / {result['ready_s']:.2f} s",
+            f"ready <= {READY_S_TARGET_1M:.0f} s" if n >= TARGET_1M else "-",
+            verdict(result["ready_s"] <= READY_S_TARGET_1M, n >= TARGET_1M),
         ),
         (
             f"{n:,}: index rebuild (fetch + HNSW + save)",
@@ -874,9 +897,12 @@ def main(argv: list[str] | None = None) -> int:
         "total_s": round(time.perf_counter() - started, 1),
         "targets": {
             "recall_p95_ms": RECALL_P95_TARGET_MS,
+            "recall_p95_ms_1m": RECALL_P95_TARGET_MS_1M,
             "save_p95_ms": SAVE_P95_TARGET_MS,
             "at_points": TARGET_AT,
             "ram_tolerance": RAM_TOLERANCE,
+            "ram_bytes_per_point": RAM_BYTES_PER_POINT_TARGET,
+            "ready_s_1m": READY_S_TARGET_1M,
         },
         "sizes": results,
     }
