@@ -375,6 +375,24 @@ def test_transactions_do_not_nest(db_path: Path) -> None:
         pass
 
 
+def test_an_autocommitted_statement_commits_alone_and_not_inside_a_transaction(
+    db_path: Path,
+) -> None:
+    with open_database(db_path, clock=CLOCK) as db:
+        with db.autocommit() as cur:
+            cur.execute("INSERT INTO meta VALUES ('k', 'v')")
+        with pytest.raises(duckdb.ConstraintException), db.autocommit() as cur:
+            cur.execute("INSERT INTO meta VALUES ('k3', 'v'), ('k', 'again')")  # one fails: none
+        with db.cursor() as cur:
+            assert cur.execute("SELECT key, value FROM meta").fetchall() == [("k", "v")]
+        with (
+            db.transaction(),
+            pytest.raises(RuntimeError, match="inside a transaction"),
+            db.autocommit(),
+        ):
+            pass
+
+
 def test_cursors_work_from_many_threads_at_once(db_path: Path) -> None:
     errors: list[BaseException] = []
     with open_database(db_path, clock=CLOCK) as db:
