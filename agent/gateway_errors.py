@@ -16,6 +16,7 @@ from typing import ClassVar
 from memory.secret_masking import mask_secrets
 
 EXIT_OK = 0
+EXIT_NOT_FOUND = 1  # an unknown id: a point, fact, candidate, hypothesis, conversation
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 EXIT_MODEL_MISSING = 4

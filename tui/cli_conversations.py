@@ -10,8 +10,8 @@
   prompt and records a `conversation_delete` audit row. It asks first on a terminal; without
   one it needs `--yes` (exit 2 otherwise).
 
-Exit codes: 0 done, 1 declined at the question, 2 usage: an unknown id, an empty title, no
-terminal to ask on, a file that cannot be written; 6 (`delete`) the data dir held by a process
+Exit codes: 0 done, 1 an unknown id (as `forget` and `facts get`) or declined at the
+question, 2 usage: an empty title, no terminal to ask on, a file that cannot be written; 6 (`delete`) the data dir held by a process
 that does not serve it, for longer than a forwarded command waits.
 """
 
@@ -25,7 +25,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from agent.gateway_errors import EXIT_OK, EXIT_USAGE
+from agent.gateway_errors import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, Settings
 from store.clock import format_instant
 from store.daily_log import DailyLog, LogMessage
@@ -89,9 +89,9 @@ async def _main(args: Any, settings: Settings) -> int:
     conversation_id = args.id
     found = _find(daily_log, conversation_id)
     if found is None:
-        return fail(
+        return fail(  # an unknown id, as `forget`, `facts get` and `history --conversation`
             f"no conversation {conversation_id!r} (straylight conversations lists them)",
-            EXIT_USAGE,
+            EXIT_NOT_FOUND,
         )
     if action == "rename":
         title = clean_title(args.title)

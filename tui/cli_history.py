@@ -15,14 +15,13 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.gateway_errors import EXIT_OK, EXIT_USAGE
+from agent.gateway_errors import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
 from agent.settings import Settings
 from tui.cli_output import fail, for_terminal
 
 if TYPE_CHECKING:
     from store.daily_log import DailyLog
 
-EXIT_NOT_FOUND = 1  # an unknown id, as `forget`, `facts get` and `reflect` say it
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 

@@ -20,6 +20,7 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agent.gateway_errors import EXIT_NOT_FOUND
 from tui.cli_output import fail, for_terminal, print_json
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ COMMAND = "hypotheses"
 # parser must not import DuckDB, it runs on the way to the TUI's first frame.
 STATUSES = ("open", "validated", "refuted", "deleted")
 EXIT_OK = 0
-EXIT_NOT_FOUND = 1
 EXIT_INVALID = 2
 
 

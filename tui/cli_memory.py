@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agent.gateway_errors import EXIT_NOT_FOUND
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
 from agent.workspace import resolve_workspace
@@ -17,7 +18,6 @@ from tui.memory_commands import memory_off_note
 from tui.memory_session import MemorySession
 
 EXIT_OK = 0
-EXIT_NOT_FOUND = 1
 
 
 async def remember(settings: Settings, text: str, *, as_json: bool) -> int:
