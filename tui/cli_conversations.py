@@ -11,8 +11,9 @@
   one it needs `--yes` (exit 2 otherwise).
 
 Exit codes: 0 done, 1 an unknown id (as `forget` and `facts get`) or declined at the
-question, 2 usage: an empty title, no terminal to ask on, a file that cannot be written; 6 (`delete`) the data dir held by a process
-that does not serve it, for longer than a forwarded command waits.
+question, 2 usage: an empty title, no terminal to ask on, a file that cannot be written;
+6 (`delete`) the data dir held by a process that does not serve it, for longer than a
+forwarded command waits.
 """
 
 from __future__ import annotations
