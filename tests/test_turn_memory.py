@@ -260,6 +260,35 @@ async def test_slash_remember_with_memory_off_says_the_pin_is_not_recalled(
     assert (off in text, kind) == ((True, "warning") if not enabled else (False, "info"))
 
 
+@pytest.mark.parametrize("enabled", [True, False])
+async def test_slash_recall_with_memory_off_says_nothing_reaches_the_prompt(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, enabled: bool
+) -> None:
+    """`/recall` shows what is stored either way; with memory off it says none of it reaches
+    a prompt (as `straylight recall` does), instead of looking like a working memory."""
+    from tui.memory_commands import run_memory_command
+
+    settings = make_settings(ollama_host=standin.host, memory_enabled=enabled)
+    gateway = OllamaGateway(settings.ollama.host, read_timeout=5)
+    store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
+    notices: list[tuple[str, str]] = []
+
+    async def notice(text: str, kind: str = "info") -> None:
+        notices.append((text, kind))
+
+    try:
+        memory = TurnMemory(store, embedder_for(gateway, settings.memory.embed_model))
+        await run_memory_command(memory, "", "/remember", FACT, notice)
+        notices.clear()
+        await run_memory_command(memory, "", "/recall", "staging server blyck", notice)
+    finally:
+        store.close()
+    assert notices and notices[0][0].startswith("Recalled:\n#1 ")
+    off = "memory is off (memory_enabled = false)"
+    said = [(kind, off in text) for text, kind in notices if off in text]
+    assert said == ([] if enabled else [("warning", True)])
+
+
 @pytest.mark.parametrize(
     ("error", "said"),
     [

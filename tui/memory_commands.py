@@ -77,7 +77,8 @@ async def _recall(memory: TurnMemory, query: str, notice: Notice) -> None:
     vector = await memory.embed_one(query)
     result = await asyncio.to_thread(memory.store.recall, query, vector=vector)
     if not result.hits:
-        await notice("Nothing recalled.")
+        off = "" if memory.store.config.enabled else " (memory is off: memory_enabled = false)"
+        await notice(f"Nothing recalled.{off}")
         return
     lines = [
         f"#{hit.id} · {hit.role} · {hit.created_at:%Y-%m-%d} · {hit.score:.2f}"
@@ -85,6 +86,12 @@ async def _recall(memory: TurnMemory, query: str, notice: Notice) -> None:
         for hit in result.hits
     ]
     await notice("Recalled:\n" + "\n".join(lines))
+    if not memory.store.config.enabled:
+        await notice(
+            "memory is off (memory_enabled = false): none of this reaches a prompt until "
+            "memory is on",
+            kind="warning",
+        )
 
 
 async def _memstatus(memory: TurnMemory, notice: Notice) -> None:
