@@ -223,6 +223,29 @@ def fact_classifier_rows(result: JsonDict) -> list[Row]:
             "",
         ),
         Row("fact classifier: per sentence, p95", f"{result['p95_us']:.0f} µs", "", ""),
+        *fact_classifier_speed_rows(result),
+    ]
+
+
+def fact_classifier_speed_rows(result: JsonDict) -> list[Row]:
+    """A typical turn and a long reply through `classify_turn`, against their targets."""
+    targets = result.get("targets")
+    if targets is None:  # a result from before the targets
+        return []
+    turn, long_reply = result["turn_p50_us"], result["long_reply_p50_us"]
+    return [
+        Row(
+            "fact classifier: a typical turn, p50",
+            f"{turn:.0f} µs",
+            f"<= {targets['turn_p50_us']:.0f} µs",
+            _verdict(turn <= targets["turn_p50_us"]),
+        ),
+        Row(
+            "fact classifier: an 11 KB reply, p50",
+            f"{long_reply / 1000:.1f} ms",
+            f"<= {targets['long_reply_p50_us'] / 1000:.0f} ms",
+            _verdict(long_reply <= targets["long_reply_p50_us"]),
+        ),
     ]
 
 
