@@ -1,8 +1,9 @@
 """Run every benchmark, print a table against the issue's targets, save the results.
 
-Benchmarks: start-up, streaming, memory at scale, the fact classifier's precision/recall, and
-the memory browser at scale (first paint, scrolling). Opt-in, never in the default list:
-`--only scaling` (bench/scaling.py, 1k to 1M points with plots; the 1M size takes ~40 min).
+Benchmarks: start-up, streaming, memory at scale, the fact classifier's precision/recall, the
+memory browser at scale (first paint, scrolling), secret masking of a 100 KB paste. Opt-in,
+never in the default list: `--only scaling` (bench/scaling.py, 1k to 1M points with plots; the
+1M size takes ~40 min).
 
     python -m bench.run_all [--startup-runs 7] [--streaming-runs 3]
                             [--memory-sizes 10000,100000] [--browser-points 100000]
@@ -37,6 +38,7 @@ BENCHMARKS = (
     "fact_classifier",
     "memory_browser",
     "prompt_budget",
+    "secret_masking",
 )
 OPT_IN = ("scaling",)  # run only when named in --only
 BENCH_TIMEOUT_SECONDS = 1200
@@ -249,6 +251,19 @@ def fact_classifier_speed_rows(result: JsonDict) -> list[Row]:
     ]
 
 
+def secret_masking_rows(result: JsonDict) -> list[Row]:
+    """`mask_secrets` on 100 KB of chat with secrets."""
+    best, target = result["best_ms"], result["target_best_ms"]
+    return [
+        Row(
+            f"secret masking of {result['chars']:,} characters of chat, best / median",
+            f"{best:.1f} / {result['median_ms']:.1f} ms",
+            f"best <= {target:.0f} ms",
+            _verdict(best <= target),
+        )
+    ]
+
+
 def memory_browser_rows(result: JsonDict) -> list[Row]:
     """The memory browser over a large store (first paint, scrolling, search)."""
     from bench.memory_browser import rows_for
@@ -318,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         "memory_browser": ["--points", str(args.browser_points)],
         "scaling": ["--sizes", args.scaling_sizes],
         "prompt_budget": [],
+        "secret_masking": [],
     }
     results: dict[str, Any] = {}
     failed: list[str] = []
@@ -341,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += memory_browser_rows(results["memory_browser"])
     if "prompt_budget" in results:
         rows += prompt_budget_rows(results["prompt_budget"])
+    if "secret_masking" in results:
+        rows += secret_masking_rows(results["secret_masking"])
     if "scaling" in results:
         rows += scaling_rows(results["scaling"])
     for name in failed:
