@@ -31,6 +31,6 @@ fmt:
     ruff format .
     ruff check --fix .
 
-# Benchmarks: start-up, streaming, memory at 10k/100k points, fact classifier, memory browser at 100k (LoCoMo: `python bench/locomo.py FILE`).
+# Benchmarks: start-up, streaming, memory at 10k/100k points, fact classifier, memory browser at 100k, secret masking (LoCoMo: `python bench/locomo.py FILE`).
 bench:
     python -m bench.run_all

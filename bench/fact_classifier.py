@@ -6,8 +6,9 @@ The table and its scoring live in `tests/data/fact_classifier_labelled.py` (the 
 same rows). Reported: every row with type and key exact, any proposal counting (event detection
 without the key), the held-out batch on its own line, and the misclassified rows. Latency: every
 sentence classified `--repeat` times, the median per sentence, then p50/p95 over the sentences
-(µs); and a typical turn (a user message and a reply with a list, a code block and a quotation)
-through `classify_turn`.
+(µs); a typical turn (a user message and a reply with a list, a code block and a quotation)
+and a long reply (~11 KB, one event sentence 200 times) through `classify_turn`, against
+their targets (they were timed assertions in tests/test_success_classifier.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from memory.success_classifier import classify_turn
 from tests.data.fact_classifier_labelled import (
     HELD_OUT_FROM,
     LABELLED,
+    LONG_REPLY,
     TYPICAL_TURN,
     Prediction,
     Row,
@@ -30,6 +32,9 @@ from tests.data.fact_classifier_labelled import (
     predict,
     score,
 )
+
+TURN_TARGET_US = 1_000.0  # a typical turn, p50: well under a millisecond
+LONG_REPLY_TARGET_US = 200_000.0  # the ~11 KB reply, p50: a long reply does not stall the turn
 
 
 def evaluate(rows: list[Row]) -> tuple[Score, list[tuple[Row, Prediction]]]:
@@ -61,8 +66,7 @@ def sentence_latencies_us(rows: list[Row], repeat: int) -> list[float]:
     return result
 
 
-def turn_latencies_us(repeat: int) -> list[float]:
-    user, reply = TYPICAL_TURN
+def turn_latencies_us(repeat: int, user: str, reply: str) -> list[float]:
     times: list[float] = []
     for _ in range(repeat):
         started = time.perf_counter()
@@ -89,9 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     held_out = score(LABELLED[HELD_OUT_FROM:], predictions[HELD_OUT_FROM:])
     events = score(LABELLED, predictions, exact=False)
     latencies = sentence_latencies_us(LABELLED, repeat)
-    turn = turn_latencies_us(repeat * 4)
+    turn = turn_latencies_us(repeat * 4, *TYPICAL_TURN)
+    long_reply = turn_latencies_us(max(3, repeat // 5), "ok", LONG_REPLY)
     p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
     turn_p50, turn_p95 = percentile(turn, 50), percentile(turn, 95)
+    long_p50 = percentile(long_reply, 50)
 
     positives = sum(1 for row in LABELLED if row[2] is not None)
     print(
@@ -108,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  latency per typical turn ({len(TYPICAL_TURN[0]) + len(TYPICAL_TURN[1])} chars,"
         f" classify_turn): p50 {turn_p50:.1f} µs, p95 {turn_p95:.1f} µs"
+        f" (target p50 <= {TURN_TARGET_US:.0f} µs)"
+    )
+    print(
+        f"  latency of a long reply ({len(LONG_REPLY)} chars, classify_turn):"
+        f" p50 {long_p50 / 1000:.1f} ms (target <= {LONG_REPLY_TARGET_US / 1000:.0f} ms)"
     )
     wrong = [
         (row, got)
@@ -137,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
             "p50_us": round(p50, 1),
             "turn_p50_us": round(turn_p50, 1),
             "turn_p95_us": round(turn_p95, 1),
+            "long_reply_p50_us": round(long_p50, 1),
+            "targets": {"turn_p50_us": TURN_TARGET_US, "long_reply_p50_us": LONG_REPLY_TARGET_US},
             "held_out": {
                 "sentences": len(LABELLED) - HELD_OUT_FROM,
                 "precision": round(held_out.precision, 4),

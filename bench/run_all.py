@@ -1,8 +1,9 @@
 """Run every benchmark, print a table against the issue's targets, save the results.
 
-Benchmarks: start-up, streaming, memory at scale, the fact classifier's precision/recall, and
-the memory browser at scale (first paint, scrolling). Opt-in, never in the default list:
-`--only scaling` (bench/scaling.py, 1k to 1M points with plots; the 1M size takes ~40 min).
+Benchmarks: start-up, streaming, memory at scale, the fact classifier's precision/recall, the
+memory browser at scale (first paint, scrolling), secret masking of a 100 KB paste. Opt-in,
+never in the default list: `--only scaling` (bench/scaling.py, 1k to 1M points with plots; the
+1M size takes ~40 min).
 
     python -m bench.run_all [--startup-runs 7] [--streaming-runs 3]
                             [--memory-sizes 10000,100000] [--browser-points 100000]
@@ -37,6 +38,7 @@ BENCHMARKS = (
     "fact_classifier",
     "memory_browser",
     "prompt_budget",
+    "secret_masking",
 )
 OPT_IN = ("scaling",)  # run only when named in --only
 BENCH_TIMEOUT_SECONDS = 1200
@@ -223,6 +225,42 @@ def fact_classifier_rows(result: JsonDict) -> list[Row]:
             "",
         ),
         Row("fact classifier: per sentence, p95", f"{result['p95_us']:.0f} µs", "", ""),
+        *fact_classifier_speed_rows(result),
+    ]
+
+
+def fact_classifier_speed_rows(result: JsonDict) -> list[Row]:
+    """A typical turn and a long reply through `classify_turn`, against their targets."""
+    targets = result.get("targets")
+    if targets is None:  # a result from before the targets
+        return []
+    turn, long_reply = result["turn_p50_us"], result["long_reply_p50_us"]
+    return [
+        Row(
+            "fact classifier: a typical turn, p50",
+            f"{turn:.0f} µs",
+            f"<= {targets['turn_p50_us']:.0f} µs",
+            _verdict(turn <= targets["turn_p50_us"]),
+        ),
+        Row(
+            "fact classifier: an 11 KB reply, p50",
+            f"{long_reply / 1000:.1f} ms",
+            f"<= {targets['long_reply_p50_us'] / 1000:.0f} ms",
+            _verdict(long_reply <= targets["long_reply_p50_us"]),
+        ),
+    ]
+
+
+def secret_masking_rows(result: JsonDict) -> list[Row]:
+    """`mask_secrets` on 100 KB of chat with secrets."""
+    best, target = result["best_ms"], result["target_best_ms"]
+    return [
+        Row(
+            f"secret masking of {result['chars']:,} characters of chat, best / median",
+            f"{best:.1f} / {result['median_ms']:.1f} ms",
+            f"best <= {target:.0f} ms",
+            _verdict(best <= target),
+        )
     ]
 
 
@@ -295,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         "memory_browser": ["--points", str(args.browser_points)],
         "scaling": ["--sizes", args.scaling_sizes],
         "prompt_budget": [],
+        "secret_masking": [],
     }
     results: dict[str, Any] = {}
     failed: list[str] = []
@@ -318,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += memory_browser_rows(results["memory_browser"])
     if "prompt_budget" in results:
         rows += prompt_budget_rows(results["prompt_budget"])
+    if "secret_masking" in results:
+        rows += secret_masking_rows(results["secret_masking"])
     if "scaling" in results:
         rows += scaling_rows(results["scaling"])
     for name in failed:

@@ -169,7 +169,7 @@ async def test_a_slow_metadata_call_gives_up_at_the_connect_timeout(
             assert not (await gateway.check()).reachable
     finally:
         await gateway.aclose()
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < 3.0  # 0.5 s expected; not the 5 s delay, nor 60 s
 
 
 async def test_after_a_timeout_metadata_is_not_waited_for(standin: OllamaStandIn) -> None:
@@ -180,9 +180,8 @@ async def test_after_a_timeout_metadata_is_not_waited_for(standin: OllamaStandIn
     try:
         with pytest.raises(ModelTimeout):
             await gateway.embed("nomic-embed-text", ["hello"])
-        started = time.monotonic()
         assert await gateway.capabilities("llama3.2") is None
-        assert time.monotonic() - started < 0.2
+        assert show_requests(standin) == 0  # not asked, so not waited for
         standin.clear_faults()
         assert (await gateway.check()).reachable  # an answer ends the stall
         assert await gateway.capabilities("llama3.2") is not None

@@ -105,18 +105,23 @@ from tui.widgets.status_sidebar import StatusSidebar
 
 MEMORY = ("duckdb", "usearch", "numpy")
 
-def memory_line(app):
+def settled(app):
+    # the memory line, the facts line and the Ollama check all shown
     state = app.query_one(StatusSidebar).state
-    return state.memory_line if state is not None else ""
+    return (
+        state is not None
+        and state.memory_line.startswith("0 points")
+        and state.facts_line != "opening…"
+        and state.ollama != "checking"
+    )
 
 async def main() -> dict:
     settings = load_settings(flags={{"home": {home!r}, "ollama_host": "127.0.0.1:9"}}).settings
     app = StraylightApp(settings)
     app.CSS_PATH = {css!r}
     async with app.run_test() as pilot:
-        while not memory_line(app).startswith("0 points") or app.owner_server is None:
+        while not settled(app) or app.owner_server is None:
             await pilot.pause(0.01)
-        await pilot.pause(0.5)  # the facts line's read, the status check
         return {{
             "memory": type(app.engine.memory).__name__,
             "loaded": [name for name in MEMORY if name in sys.modules],

@@ -263,7 +263,11 @@ def test_bm25_prefers_rare_matching_terms_and_ignores_stopwords() -> None:
 def test_rrf_fuses_ranks_with_k_60() -> None:
     fused = rrf_fuse([["a", "b", "c"], ["c", "a"]])
     assert fused == ["a", "c", "b"]
-    assert 1 / 61 + 1 / 62 > 1 / 63 + 1 / 61 > 1 / 62
+    # 30th in both rankings beats 1st in one only when k > 28: 2 / 90 > 1 / 61 at k = 60
+    first = ["a", *(f"f{i}" for i in range(28)), "b"]
+    second = [*(f"g{i}" for i in range(29)), "b"]
+    assert rrf_fuse([first, second])[0] == "b"
+    assert rrf_fuse([first, second], k=10)[0] != "b"
 
 
 def _bag_embedder(texts: list[str]) -> list[list[float]]:

@@ -507,7 +507,10 @@ async def test_client_disconnect_mid_stream_is_quiet(
         break
     await stream.aclose()
     await async_client.close()
-    await asyncio.sleep(0.15)  # let the server write into the closed socket
+    deadline = time.monotonic() + 10
+    while srv.open_connections and time.monotonic() < deadline:  # the server writes into
+        await asyncio.sleep(0.01)  # the closed socket, fails, and ends the request
+    assert srv.open_connections == 0
     srv.stop()
     assert capfd.readouterr().err == ""
 

@@ -148,5 +148,12 @@ def test_an_add_submitted_after_close_is_left_to_the_next_open(home: Path) -> No
     store = open_store(home)
     seed(store)
     store.vectors.close()  # a save that committed just as the store closed
-    store.vectors.submit_add([999], [[0.5] * DIM]).result()  # no error: reconciled later
+    point_id = store.save("user", TEXT, conversation_id="c", vector=vec(TEXT)).point_id
+    assert point_id is not None  # its add found the index thread gone: no error
+    assert store.vectors._index is not None and point_id not in store.vectors._index
     store.db.close()
+    store = open_store(home)
+    assert store.index_state() == ("in_sync", 2)  # the open reconciled the index
+    hits = store.recall("zzz qqq", vector=vec(TEXT), mode="vector").hits
+    assert hits and hits[0].id == point_id
+    store.close()

@@ -160,21 +160,24 @@ async def test_cancelling_keeps_what_arrived_marked_cancelled(
     standin.token_delay = 0.05
     standin.script_reply(" ".join(f"word{i}" for i in range(200)))
     engine = engine_for(settings)
-    got_text = asyncio.Event()
+    shown: list[str] = []
+    three_words = asyncio.Event()
 
     async def consume() -> None:
         async for event in engine.run("long please", conversation_id="c", model="llama3.2"):
             if isinstance(event, ReplyDelta):
-                got_text.set()
+                shown.append(event.text)
+                if len(shown) >= 3:
+                    three_words.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.wait_for(got_text.wait(), 5)
-    await asyncio.sleep(0.2)
+    await asyncio.wait_for(three_words.wait(), 10)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     reply = today(engine)[-1]
-    assert reply.status == "cancelled" and reply.content.startswith("word0 ")
+    assert reply.status == "cancelled" and reply.content.startswith("".join(shown))
+    assert reply.content.startswith("word0 word1 word2 ")
     assert len(reply.content.split()) < 200
 
 

@@ -638,6 +638,10 @@ TYPICAL_TURN = (
     "If the build passes in CI, the deploy job runs on its own.",
 )
 
+# A long reply (~11 KB): one event sentence 200 times, for the one-proposal-per-key test
+# and the bench's long-reply latency.
+LONG_REPLY = "The bucket policy allows public reads. The build passed. " * 200
+
 
 Prediction = tuple[str | None, str | None]
 

@@ -27,7 +27,8 @@ What Ollama does, learnt from its API docs and source (each module says where):
   keep their long prompts) accepts every prompt; "truncate" drops the oldest
   non-system messages silently like Ollama; "error" answers HTTP 400 naming the
   window. `OllamaStandIn.chat_outcomes` (and ``RecordedRequest.chat``) tell what the
-  model kept; ``RecordedRequest.options`` / ``keep_alive`` / ``think`` what was sent;
+  model kept; ``RecordedRequest.options`` / ``keep_alive`` / ``think`` what was sent
+  (``received``: when);
 * thinking (`chat`, `replies`): models with the ``thinking`` capability (qwen3,
   deepseek-r1, gpt-oss, … by name, or configured) stream ``message.thinking`` before
   the answer; ``think`` is validated as Ollama does; inline ``<think>`` thinkers too;

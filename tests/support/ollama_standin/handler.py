@@ -66,6 +66,11 @@ class StandInHTTPServer(ThreadingHTTPServer):
                 self._connections.discard(request)
         super().shutdown_request(request)
 
+    def open_connections(self) -> int:
+        """Client connections whose handler has not finished."""
+        with self._connections_lock:
+            return len(self._connections)
+
     def cut_connections(self) -> None:
         """Shut down every open client connection (wakes blocked handlers)."""
         with self._connections_lock:

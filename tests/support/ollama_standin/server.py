@@ -137,6 +137,13 @@ class OllamaStandIn(Script):
         return self._server is not None
 
     @property
+    def open_connections(self) -> int:
+        """Client connections being served now: 0 once every handler has finished (a test
+        waits for that instead of sleeping while the server writes to a closed socket)."""
+        server = self._server
+        return 0 if server is None else server.open_connections()
+
+    @property
     def port(self) -> int:
         if self._port == 0:
             raise RuntimeError("port is not known until the stand-in has been started")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,6 +48,8 @@ class RecordedRequest:
     headers: dict[str, str]
     chat: ChatOutcome | None = None
     """For /api/chat requests that reached the model: what the model saw and did."""
+    received: float = field(default_factory=time.monotonic)
+    """When it arrived (`time.monotonic()`): a test times from there, not from its own start."""
 
     def _field(self, key: str) -> Any:
         return self.body.get(key) if isinstance(self.body, dict) else None
