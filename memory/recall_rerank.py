@@ -27,6 +27,7 @@ import numpy.typing as npt
 from memory.point_traits import day_number, kinds_mask
 from memory.text.answers import AnswerType, answer_types
 from memory.text.dates import DateSpan
+from memory.text.shape import is_hypothetical
 from memory.text.speakers import named_speakers
 from store.point_traits import MISSING_SPEAKER, NO_SPEAKER
 
@@ -59,6 +60,26 @@ bought nothing)."""
 SPEAKER_FEATURES: Final = (*FEATURES, "speaker")
 """The columns `RecallTuning.speaker`'s model weighs: `FEATURES` and whether the
 candidate's speaker is a name the question holds (`speaker_column`)."""
+
+MOOD_PRODUCTS: Final = (
+    "speaker",
+    "cosine",
+    "in_vector",
+    "vector_rank",
+    "words",
+    "in_words",
+    "words_rank",
+)
+"""The columns the question's mood multiplies (`mood_columns`): the speaker, the vector's
+and the words' — so an inference question can weigh the two rankings and the asked person
+otherwise than a question about what was said."""
+MOOD_FEATURES: Final = (
+    *SPEAKER_FEATURES,
+    "hypothetical",
+    *(f"hypothetical_{name}" for name in MOOD_PRODUCTS),
+)
+"""The columns `MOOD_MODEL` weighs: `SPEAKER_FEATURES`, whether the question asks for an
+inference (`memory.text.shape.is_hypothetical`) and its products with `MOOD_PRODUCTS`."""
 
 LENGTH_C: Final = 8.0
 """The length prior's c in n / (n + c) (`RecallTuning.length_prior`'s value)."""
@@ -182,6 +203,15 @@ def speaker_column(
     return np.isin(speakers, np.fromiter(named, np.int64, len(named))).astype(np.float64)
 
 
+def mood_columns(features: npt.NDArray[np.float64], hypothetical: bool) -> npt.NDArray[np.float64]:
+    """`SPEAKER_FEATURES`' rows widened to `MOOD_FEATURES`: the question's flag and its
+    products with `MOOD_PRODUCTS` (all 0 for a question that asks for no inference)."""
+    flag = float(hypothetical)
+    at = [SPEAKER_FEATURES.index(name) for name in MOOD_PRODUCTS]
+    extra = np.hstack([np.full((len(features), 1), flag), features[:, at] * flag])
+    return np.hstack([features, extra])
+
+
 def asked_speakers(query: str, tuning: RecallTuning) -> frozenset[int]:
     """The speaker hashes the query names (`memory.text.speakers.named_speakers`); none
     when `tuning.speaker` is off or the query asks "when" (the column is 0 for a "when"
@@ -203,14 +233,19 @@ def learned_choice(
     model: LinearModel | None = None,
     speaker: LinearModel | None = None,
     named: frozenset[int] = frozenset(),
+    hypothetical: bool = False,
 ) -> list[int]:
     """Every candidate of `ids` (fused order), the model's best first: `speaker`'s (over
-    `SPEAKER_FEATURES`, the column from `named`) when the candidates carry speakers, else
+    `SPEAKER_FEATURES`, the column from `named`, or over `MOOD_FEATURES` when it weighs
+    them, the mood from `hypothetical`) when the candidates carry speakers, else
     `model`'s."""
     features = candidate_features(ids, fused, vector, lexical, traits, spans, kinds, depth)
     column = None if speaker is None else speaker_column(traits[3], named)
     if speaker is not None and column is not None:
-        order = speaker.order(np.hstack([features, column[:, None]]))
+        rows = np.hstack([features, column[:, None]])
+        if len(speaker.weight) == len(MOOD_FEATURES):
+            rows = mood_columns(rows, hypothetical)
+        order = speaker.order(rows)
     else:
         order = (model or MODEL).order(features)
     return [ids[i] for i in order.tolist()]
@@ -247,6 +282,7 @@ def learned_order(
         tuning.learned,
         tuning.speaker,
         asked_speakers(query, tuning) if bool(np.any(traits[3] != NO_SPEAKER)) else frozenset(),
+        is_hypothetical(query),
     )
     return LearnedOrder(order, dict(zip(regular, traits[0].tolist(), strict=True)))
 
