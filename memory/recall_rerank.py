@@ -392,3 +392,63 @@ SPEAKER_MODEL: Final = LinearModel(
 conversations (balanced logistic loss, L2 10 — the choice of the leave-one-out over all
 five; every fused candidate; MiniLM vectors): `python -m bench.locomo_round10 FILE
 --weights` prints it. Its means and scales of the 16 are `MODEL`'s (the same rows)."""
+
+
+MOOD_MODEL: Final = LinearModel(
+    mean=(
+        *SPEAKER_MODEL.mean,
+        0.0430652,
+        0.0307093,
+        0.0101781,
+        0.0240504,
+        0.146182,
+        0.010299,
+        0.0240504,
+        0.146182,
+    ),
+    scale=(
+        *SPEAKER_MODEL.scale,
+        0.203004,
+        0.172529,
+        0.0660603,
+        0.153206,
+        0.709438,
+        0.0768126,
+        0.153206,
+        0.709438,
+    ),
+    weight=(
+        0.00513975,
+        0.212649,
+        -0.107454,
+        -0.241322,
+        0.556869,
+        -0.430214,
+        1.01304,
+        -0.63313,
+        -0.126425,
+        -0.110181,
+        0.971949,
+        -0.233845,
+        0.118575,
+        0.386787,
+        0.575098,
+        -0.043536,
+        0.857948,
+        -0.118271,
+        0.0980026,
+        -0.077856,
+        0.0107601,
+        0.0583497,
+        -0.13048,
+        0.0770837,
+        0.246373,
+    ),
+)
+"""`MOOD_FEATURES`' model (`RecallTuning.speaker` since the twelfth round), trained on the
+five LoCoMo development conversations (balanced logistic loss, L2 1 — the choice of the
+leave-one-out over all five; every fused candidate; MiniLM vectors): `python -m
+bench.locomo_round12 FILE --recall` prints it. Its means and scales of the 17 are
+`SPEAKER_MODEL`'s (the same rows; they agree to the printed sixth digit). For a question
+that asks for no inference its 8 mood columns are 0, and it ranks by its own weights of the
+17 (refitted with the mood: not `SPEAKER_MODEL`'s)."""
