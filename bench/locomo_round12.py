@@ -1,7 +1,9 @@
 """Issue 17, twelfth round: the question's mood and a non-linear learner over round 10's
 columns, each alone in round 10's nested leave-one-conversation-out.
 
-    python -m bench.locomo_round12 /work/shared/data/locomo/locomo-dev.json [--json] [--only FORM …]
+    python -m bench.locomo_round12 /work/shared/data/locomo/locomo-dev.json [--json]
+        [--only FORM …] [--forced] [--items PICKLE]
+    python -m bench.locomo_round12 /work/shared/data/locomo/locomo-dev.json --recall
 
 The candidates, their 17 columns, the product's own score and the labels are round 10's
 (`bench.locomo_round10.extract`: every conversation replayed once through the save path,
@@ -11,19 +13,28 @@ ties; the config is chosen by a leave-one-out inside the four training conversat
 recall@10, ties by @5, then trained on the four and scored on the fifth: the model's best
 five in the product's order, then the rest of its ten):
 
-- `mood`: a query-side flag, `hypothetical` (the question holds a modal of possibility or
-  an epistemic adverb: "Would Caroline likely …", "What might …", "Is it likely …"), and
-  its products with the speaker column and the vector and word columns (8 more columns);
+- `mood`: a query-side flag (`memory.text.shape.is_hypothetical`: the question holds a
+  modal of possibility or a word of likelihood: "Would Caroline likely …", "What might …",
+  "Is it likely …") and its products with the speaker column and the vector and word
+  columns (`memory.recall_rerank.mood_columns`: 8 more columns);
 - `mood × all`: the flag's products with all 17 columns;
 - `products`: the 17 and the pairwise products of the four columns `SPEAKER_MODEL` weighs
   most (words, speaker, length, neighbour: 6 more);
 - `trees`: gradient-boosted trees over the 17 (`bench.locomo_round12_trees`, balanced
   loss; depth × rounds of `TREES`, shrinkage 0.2, leaf L2 1, a child's hessian ≥ 5);
 - `trees on the logistic`: the same boosted from the 17-column logistic's margin (its L2
-  and the trees' depth from `STACKED`): the trees fit only what the linear model leaves.
+  and the trees' depth from `STACKED`): the trees fit only what the linear model leaves;
+- `both scores`: every candidate's cosine to the question and its BM25 relative to the
+  query's best, also where its ranking's top 50 did not hold it (`both_scores`; the 17 put
+  0 there): 2 more columns.
 
 `moods` counts the questions the flag marks, per category. A flag constant over a
-question's candidates cannot change its order alone: only its products can.
+question's candidates cannot change its order alone: only its products can. `--forced`
+adds each form with its own configs in every fold (round 10's not competing: a
+diagnostic). `--items` keeps the replay in a pickle and reads it on the next run.
+`--recall` replays with the stores open and runs the mood through `recall` itself (each
+held-out conversation with its fold's models), then prints `MOOD_MODEL`: the mood form on
+all five with the L2 their leave-one-out chooses.
 """
 
 from __future__ import annotations
