@@ -229,10 +229,11 @@ def moods(data: dict[str, list[Item]]) -> dict[str, Any]:
 
 
 def replay(
-    path: Path, cache_dir: Path, convs: dict[str, Conv6] | None = None
+    path: Path, cache_dir: Path, keep: dict[str, tuple[Conv6, Path]] | None = None
 ) -> tuple[dict[str, list[Item]], Complete]:
     """Round 10's items of every development conversation and their `both_scores`; the
-    stores are closed after, or kept open in `convs` (the caller closes them)."""
+    stores are closed after, or kept open in `keep` with their homes (the caller closes
+    them)."""
     from bench.minilm_embedder import load_minilm
 
     cache = CachedEmbedder(cache_dir / "minilm.npz", load_minilm)
@@ -241,32 +242,32 @@ def replay(
     complete: Complete = {}
     for conversation in [c for c in load_locomo(path) if c.questions]:
         conv, home, items = extract(conversation, cache)
-        conv.home = home  # type: ignore[attr-defined]  # removed with the store
         try:
             complete[conversation.sample_id] = {a.index: both_scores(conv, a) for a in items}
         finally:
-            if convs is None:
-                close(conv)
+            if keep is None:
+                close(conv, home)
             else:
-                convs[conversation.sample_id] = conv
+                keep[conversation.sample_id] = conv, home
         data[conversation.sample_id] = items
         progress(conversation.sample_id, started)
     cache.save()
     return data, complete
 
 
-def close(conv: Conv6) -> None:
+def close(conv: Conv6, home: Path) -> None:
     conv.memory.close()
-    shutil.rmtree(conv.home, ignore_errors=True)  # type: ignore[attr-defined]
+    shutil.rmtree(home, ignore_errors=True)
 
 
 def check(path: Path, cache_dir: Path) -> dict[str, Any]:
     """The mood through `recall` itself (each held-out conversation with its fold's
     models: `TUNING` with them, the turn as shipped), and `MOOD_MODEL`: the mood form on
     all five with the L2 their leave-one-out chooses."""
-    convs: dict[str, Conv6] = {}
+    keep: dict[str, tuple[Conv6, Path]] = {}
     try:
-        data, complete = replay(path, cache_dir, convs)
+        data, complete = replay(path, cache_dir, keep)
+        convs = {c: conv for c, (conv, _home) in keep.items()}
         round12 = Round12(data, complete)
         chosen = round12.folds(configs("mood"))
         results: dict[str, Any] = {"mood": round12.held_out(chosen)}
@@ -282,8 +283,8 @@ def check(path: Path, cache_dir: Path) -> dict[str, Any]:
         results["on all five"] = found
         return results
     finally:
-        for conv in convs.values():
-            close(conv)
+        for conv, home in keep.values():
+            close(conv, home)
 
 
 def run(
