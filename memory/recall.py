@@ -23,7 +23,8 @@ import numpy as np
 import numpy.typing as npt
 
 from memory.recall_block import RecallHit, RecallResult, join_recall_block, recall_entries
-from memory.recall_rerank import MODEL, MOOD_MODEL, LinearModel, first_picked, learned_order
+from memory.recall_models import MODEL, MOOD_MODEL
+from memory.recall_rerank import LinearModel, first_picked, learned_order
 from memory.text.answers import AnswerType, answer_types, holds_answer, question_names
 from memory.text.dates import DateSpan, date_spans
 from memory.text.shape import content_words, is_list_question

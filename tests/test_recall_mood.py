@@ -14,12 +14,11 @@ import pytest
 
 from memory.memory_store import MemoryConfig, MemoryStore
 from memory.recall import TUNING, RecallTuning
+from memory.recall_models import MOOD_MODEL, SPEAKER_MODEL
 from memory.recall_rerank import (
     MOOD_FEATURES,
-    MOOD_MODEL,
     MOOD_PRODUCTS,
     SPEAKER_FEATURES,
-    SPEAKER_MODEL,
     LinearModel,
     mood_columns,
 )

@@ -19,11 +19,10 @@ import pytest
 from memory.memory_store import MemoryConfig, MemoryStore
 from memory.point_traits import point_traits
 from memory.recall import TUNING, TURN_TUNING, RecallTuning
+from memory.recall_models import MOOD_MODEL, SPEAKER_MODEL
 from memory.recall_rerank import (
     FEATURES,
-    MOOD_MODEL,
     SPEAKER_FEATURES,
-    SPEAKER_MODEL,
     LinearModel,
     speaker_column,
 )
