@@ -27,7 +27,7 @@ top 5 (k = 5), top 10, and the turn's block (`in_block`: `TURN_TUNING` as shippe
 re-rank —, with round 8's model, and with the model and the speaker). `names` counts what
 the query-side rule sees (first words that are a speaker, hash collisions). `--weights`
 prints the 17-column model trained on all five with the L2 their leave-one-out chooses
-(the constants of `memory.recall_rerank.SPEAKER_MODEL`).
+(the constants of `memory.recall_models.SPEAKER_MODEL`).
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ from bench.locomo_round6_rankers import Conv6
 from bench.locomo_round7_learn import Example, fit
 from bench.locomo_round8 import answer_held, model_literal, print_rows, product_score
 from memory.recall import TUNING, TURN_TUNING, RecallTuning, _fuse
+from memory.recall_models import MODEL
 from memory.recall_rerank import (
-    MODEL,
     SPEAKER_FEATURES,
     LinearModel,
     asked_speakers,

@@ -29,7 +29,7 @@ conversation, per category:
 `--turn` adds the same without the neighbour feature (`learned ten, no neighbour`, and
 through recall: what the turn's block would hold). `--weights` prints the model trained on
 all five with the L2 their leave-one-out chooses (the constants of
-`memory.recall_rerank.MODEL`).
+`memory.recall_models.MODEL`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ import numpy as np
 import numpy.typing as npt
 
 from memory.recall_block import RecallHit, RecallResult, join_recall_block, recall_entries
-from memory.recall_rerank import MODEL, SPEAKER_MODEL, LinearModel, first_picked, learned_order
+from memory.recall_models import MODEL, MOOD_MODEL
+from memory.recall_rerank import LinearModel, first_picked, learned_order
 from memory.text.answers import AnswerType, answer_types, holds_answer, question_names
 from memory.text.dates import DateSpan, date_spans
 from memory.text.shape import content_words, is_list_question
@@ -114,7 +115,7 @@ class RecallTuning:
     0.810 (worst conversation 0.727 → 0.752), recall@5 0.710 → 0.729 with the model's own
     five; ~+0.4 ms a recall at 100k (docs/recall-quality.md, "Eighth round"). Off in
     `TURN_TUNING`: the evidence in the turn's block fell (0.808 → 0.800)."""
-    speaker: LinearModel | None = SPEAKER_MODEL
+    speaker: LinearModel | None = MOOD_MODEL
     """The learned re-rank with who said it (`memory.recall_rerank.SPEAKER_FEATURES`: the
     16 and whether a candidate's speaker — the "Name: " its content starts with,
     `memory.text.speakers` — is a name the query holds, 0 for a "when" question): this
@@ -123,8 +124,11 @@ class RecallTuning:
     before schema 8), `learned` as before. None: off. LoCoMo, nested leave-one-conversation-
     out: recall@5 0.729 → 0.748, recall@10 0.810 → 0.816 (worst conversation 0.752 →
     0.759), multi-hop @10 0.472 → 0.493, open-domain 0.438 → 0.462 (docs/recall-quality.md,
-    "Tenth round"). Off in `TURN_TUNING` with `learned`: the turn's block fell (0.808 →
-    0.806)."""
+    "Tenth round"). A model over `MOOD_FEATURES` (the shipped `MOOD_MODEL`) also weighs the
+    question's mood (`memory.text.shape.is_hypothetical`: "Would Caroline likely …?") times
+    the speaker and the two rankings' columns: recall@10 0.816 → 0.817, open-domain @10
+    0.462 → 0.473, multi-hop 0.493 → 0.495, the rest unchanged ("Twelfth round"). Off in
+    `TURN_TUNING` with `learned`: the turn's block fell (0.808 → 0.806)."""
     learned_set: int = 5
     """How many candidates the model picks at least: with 5 its best five for k ≤ 5
     (recall@5 0.729 held out), its best k above (its ten for k = 10); with 10 its best ten

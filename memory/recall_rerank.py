@@ -10,8 +10,9 @@ candidates: no point's row is read for it. A "who" question's answer check leave
 names the question holds (`memory.text.answers`); a point's stored bit cannot, so the
 feature says "holds a name" for "who".
 
-The weights, means and scales are `MODEL`, trained on the five LoCoMo development
-conversations by `python -m bench.locomo_round8 … --weights` (which prints them).
+The weights, means and scales are `memory.recall_models`' (`MODEL`, `SPEAKER_MODEL`,
+`MOOD_MODEL`), trained on the five LoCoMo development conversations by the rounds' benches
+(which print them).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy.typing as npt
 from memory.point_traits import day_number, kinds_mask
 from memory.text.answers import AnswerType, answer_types
 from memory.text.dates import DateSpan
+from memory.text.shape import is_hypothetical
 from memory.text.speakers import named_speakers
 from store.point_traits import MISSING_SPEAKER, NO_SPEAKER
 
@@ -59,6 +61,26 @@ bought nothing)."""
 SPEAKER_FEATURES: Final = (*FEATURES, "speaker")
 """The columns `RecallTuning.speaker`'s model weighs: `FEATURES` and whether the
 candidate's speaker is a name the question holds (`speaker_column`)."""
+
+MOOD_PRODUCTS: Final = (
+    "speaker",
+    "cosine",
+    "in_vector",
+    "vector_rank",
+    "words",
+    "in_words",
+    "words_rank",
+)
+"""The columns the question's mood multiplies (`mood_columns`): the speaker, the vector's
+and the words' — so an inference question can weigh the two rankings and the asked person
+otherwise than a question about what was said."""
+MOOD_FEATURES: Final = (
+    *SPEAKER_FEATURES,
+    "hypothetical",
+    *(f"hypothetical_{name}" for name in MOOD_PRODUCTS),
+)
+"""The columns `MOOD_MODEL` weighs: `SPEAKER_FEATURES`, whether the question asks for an
+inference (`memory.text.shape.is_hypothetical`) and its products with `MOOD_PRODUCTS`."""
 
 LENGTH_C: Final = 8.0
 """The length prior's c in n / (n + c) (`RecallTuning.length_prior`'s value)."""
@@ -182,6 +204,15 @@ def speaker_column(
     return np.isin(speakers, np.fromiter(named, np.int64, len(named))).astype(np.float64)
 
 
+def mood_columns(features: npt.NDArray[np.float64], hypothetical: bool) -> npt.NDArray[np.float64]:
+    """`SPEAKER_FEATURES`' rows widened to `MOOD_FEATURES`: the question's flag and its
+    products with `MOOD_PRODUCTS` (all 0 for a question that asks for no inference)."""
+    flag = float(hypothetical)
+    at = [SPEAKER_FEATURES.index(name) for name in MOOD_PRODUCTS]
+    extra = np.hstack([np.full((len(features), 1), flag), features[:, at] * flag])
+    return np.hstack([features, extra])
+
+
 def asked_speakers(query: str, tuning: RecallTuning) -> frozenset[int]:
     """The speaker hashes the query names (`memory.text.speakers.named_speakers`); none
     when `tuning.speaker` is off or the query asks "when" (the column is 0 for a "when"
@@ -200,19 +231,24 @@ def learned_choice(
     spans: Sequence[DateSpan],
     kinds: Iterable[AnswerType],
     depth: int,
-    model: LinearModel | None = None,
+    model: LinearModel,
     speaker: LinearModel | None = None,
     named: frozenset[int] = frozenset(),
+    hypothetical: bool = False,
 ) -> list[int]:
     """Every candidate of `ids` (fused order), the model's best first: `speaker`'s (over
-    `SPEAKER_FEATURES`, the column from `named`) when the candidates carry speakers, else
+    `SPEAKER_FEATURES`, the column from `named`, or over `MOOD_FEATURES` when it weighs
+    them, the mood from `hypothetical`) when the candidates carry speakers, else
     `model`'s."""
     features = candidate_features(ids, fused, vector, lexical, traits, spans, kinds, depth)
     column = None if speaker is None else speaker_column(traits[3], named)
     if speaker is not None and column is not None:
-        order = speaker.order(np.hstack([features, column[:, None]]))
+        rows = np.hstack([features, column[:, None]])
+        if len(speaker.weight) == len(MOOD_FEATURES):
+            rows = mood_columns(rows, hypothetical)
+        order = speaker.order(rows)
     else:
-        order = (model or MODEL).order(features)
+        order = model.order(features)
     return [ids[i] for i in order.tolist()]
 
 
@@ -247,6 +283,7 @@ def learned_order(
         tuning.learned,
         tuning.speaker,
         asked_speakers(query, tuning) if bool(np.any(traits[3] != NO_SPEAKER)) else frozenset(),
+        is_hypothetical(query),
     )
     return LearnedOrder(order, dict(zip(regular, traits[0].tolist(), strict=True)))
 
@@ -266,93 +303,3 @@ def first_picked(points: list[HitRow], chosen: Sequence[int], count: int, k: int
     rank = {pid: i for i, pid in enumerate(chosen)}
     keep = {p.id for p in sorted(points, key=lambda p: rank[p.id])[: max(count, k)]}
     return [p for p in points if p.id in keep]
-
-
-MODEL: Final = LinearModel(
-    mean=(
-        0.264845,
-        -1.55235,
-        3.51169,
-        0.261314,
-        0.570445,
-        3.3829,
-        0.235681,
-        0.567574,
-        3.38463,
-        0.138019,
-        0.574081,
-        -0.586397,
-        0.0347678,
-        0.0351286,
-        0.295469,
-        1.63918,
-    ),
-    scale=(
-        0.195684,
-        0.654294,
-        0.918793,
-        0.236467,
-        0.495013,
-        0.817846,
-        0.281403,
-        0.495413,
-        0.817877,
-        0.34492,
-        0.132889,
-        0.263872,
-        0.183191,
-        0.184105,
-        0.276871,
-        0.673324,
-    ),
-    weight=(
-        0.117903,
-        0.18143,
-        -0.18413,
-        0.0932921,
-        0.441384,
-        -0.341966,
-        0.964823,
-        -0.588157,
-        0.00293975,
-        -0.211324,
-        1.30613,
-        -0.536842,
-        0.127262,
-        0.232433,
-        0.494984,
-        0.0357962,
-    ),
-)
-"""Trained on the five LoCoMo development conversations (balanced logistic loss, L2 0.1,
-every fused candidate; MiniLM vectors): `python -m bench.locomo_round8 FILE --weights`
-prints it. Weights are per standardised feature, in `FEATURES`' order."""
-
-
-SPEAKER_MODEL: Final = LinearModel(
-    mean=(*MODEL.mean, 0.566853),
-    scale=(*MODEL.scale, 0.495511),
-    weight=(
-        0.0688558,
-        0.129947,
-        -0.0913891,
-        -0.0744259,
-        0.402152,
-        -0.394142,
-        0.853924,
-        -0.480848,
-        -0.17727,
-        -0.113498,
-        0.586175,
-        0.209588,
-        0.121398,
-        0.377648,
-        0.55122,
-        -0.0439911,
-        0.821856,
-    ),
-)
-"""`SPEAKER_FEATURES`' model (`RecallTuning.speaker`), trained on the five LoCoMo development
-conversations (balanced logistic loss, L2 10 — the choice of the leave-one-out over all
-five; every fused candidate; MiniLM vectors): `python -m bench.locomo_round10 FILE
---weights` prints it. Its means and scales of the 16 are `MODEL`'s (the same rows)."""

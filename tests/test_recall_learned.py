@@ -14,7 +14,8 @@ import pytest
 from memory.memory_store import MemoryConfig, MemoryStore
 from memory.point_traits import day_number
 from memory.recall import TUNING, RecallTuning
-from memory.recall_rerank import FEATURES, MODEL, LinearModel, candidate_features, in_spans
+from memory.recall_models import MODEL
+from memory.recall_rerank import FEATURES, LinearModel, candidate_features, in_spans
 from memory.text.dates import DateSpan
 from store.clock import Clock
 from store.lexical_file import LEXICAL_FILENAME

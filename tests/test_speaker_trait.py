@@ -19,10 +19,10 @@ import pytest
 from memory.memory_store import MemoryConfig, MemoryStore
 from memory.point_traits import point_traits
 from memory.recall import TUNING, TURN_TUNING, RecallTuning
+from memory.recall_models import MOOD_MODEL, SPEAKER_MODEL
 from memory.recall_rerank import (
     FEATURES,
     SPEAKER_FEATURES,
-    SPEAKER_MODEL,
     LinearModel,
     speaker_column,
 )
@@ -233,7 +233,7 @@ def test_a_question_naming_melanie_brings_her_own_turn_into_the_five(home: Path)
         melanie = fill(store)
         today = ids(store, OFF)
         assert melanie not in today  # Caroline's turns hold the question's words
-        assert TUNING.speaker is SPEAKER_MODEL and TURN_TUNING.learned is None
+        assert TUNING.speaker is MOOD_MODEL and TURN_TUNING.learned is None
         for k in (5, 10):  # the shipped models, with the speaker and without
             assert melanie in ids(store, TUNING, k=k)
             assert melanie not in ids(store, replace(TUNING, speaker=None), k=k)

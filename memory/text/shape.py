@@ -1,10 +1,12 @@
 """What a text's shape says without a model: how many content words a point carries (a
-turn that states a fact has several; "wow, that's great!" has one or two), and whether a
-message asks for a list ("What books has Melanie read?": its answer is spread over turns).
+turn that states a fact has several; "wow, that's great!" has one or two), whether a
+message asks for a list ("What books has Melanie read?": its answer is spread over turns),
+and whether it asks for an inference ("Would Caroline likely …?": its answer is not said).
 
-Both feed recall's ranking (`memory.recall`: the length prior, the list questions' vector
-weight), chosen leave-one-conversation-out on LoCoMo (docs/recall-quality.md, "Fifth
-round"). English question words; the content words drop English and German stopwords.
+They feed recall's ranking (`memory.recall`: the length prior, the list questions' vector
+weight, the learned re-rank's mood columns), chosen leave-one-conversation-out on LoCoMo
+(docs/recall-quality.md, "Fifth round", "Twelfth round"). English question words; the
+content words drop English and German stopwords.
 """
 
 from __future__ import annotations
@@ -81,3 +83,22 @@ def is_list_question(text: str) -> bool:
     if rest and _plural(rest[0]):
         return True
     return len(rest) > 1 and rest[0].lower() not in _NOT_PLURAL and _plural(rest[1])
+
+
+_MODALS: Final = frozenset(["would", "could", "might", "may", "should"])
+_EPISTEMIC: Final = frozenset(
+    ["likely", "unlikely", "probably", "possibly", "perhaps", "maybe", "potentially", "presumably"]
+)
+_MOOD_WORD: Final = re.compile(r"[A-Za-z']+")
+
+
+def is_hypothetical(text: str) -> bool:
+    """A question asking for an inference rather than for what was said: it holds a modal
+    of possibility ("Would Caroline …", "What might John's degree be in?", negated too:
+    "wouldn't") or a word of likelihood ("Is it likely that …", "probably", "maybe").
+    "May" capitalised inside a sentence is the month, not the modal."""
+    for i, word in enumerate(_MOOD_WORD.findall(text)):
+        low = word.lower().removesuffix("n't")
+        if low in _EPISTEMIC or (low in _MODALS and (low != "may" or word == "may" or i == 0)):
+            return True
+    return False
