@@ -73,6 +73,22 @@ def test_list_json_has_the_contract_fields_and_a_proposed_title(
     assert cid in text.stdout and "2 msg" in text.stdout and "sourdough" in text.stdout
 
 
+def test_json_before_the_list_action_is_kept_and_before_another_action_refused(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """`conversations --json list` prints JSON like `conversations list --json` (the list's own
+    flag used to reset it silently); `--json` before another action is one line, exit 2."""
+    cid = ask(env, standin, FIRST)
+    assert printed_json(run_cli(env, "conversations", "--json", "list")) == listing(env)
+    assert_one_line(
+        run_cli(env, "conversations", "--json", "export", cid), 2, "--json is for the list"
+    )
+    assert_one_line(
+        run_cli(env, "conversations", "--json", "delete", cid, "--yes"), 2, "takes none"
+    )
+    assert listing(env)[0]["id"] == cid  # nothing deleted
+
+
 def test_list_on_an_empty_or_missing_data_dir_creates_nothing(env: Env, home: Path) -> None:
     listed = run_cli(env, "conversations", "--json")
     assert (listed.returncode, json.loads(listed.stdout)) == (0, [])

@@ -17,6 +17,7 @@ that does not serve it, for longer than a forwarded command waits.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import sys
@@ -57,7 +58,10 @@ def register(commands: Any, common: Any, parser_class: type) -> None:
     )
     listing = actions.add_parser("list", allow_abbrev=False, help="list them (the default)")
     common(listing, top=False)
-    listing.add_argument("--json", action="store_true", help="print JSON")
+    # SUPPRESS: `conversations --json list` keeps the group's --json (a default here would reset it)
+    listing.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON"
+    )
     rename = actions.add_parser("rename", allow_abbrev=False, help="set a conversation's title")
     common(rename, top=False)
     rename.add_argument("id", metavar="ID")
@@ -86,6 +90,12 @@ async def _main(args: Any, settings: Settings) -> int:
         async with _notes(settings, create=False) as notes:
             titles = _titles(notes)
         return _print_list(list_conversations(daily_log, titles), as_json=args.json)
+    if args.json:  # given before the action: only the list prints JSON
+        return fail(
+            f"--json is for the list; `conversations {action}` takes none"
+            + (" (export: --format json)" if action == "export" else ""),
+            EXIT_USAGE,
+        )
     conversation_id = args.id
     found = _find(daily_log, conversation_id)
     if found is None:
