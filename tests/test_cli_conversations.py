@@ -118,7 +118,7 @@ def test_rename_sets_the_title_and_bad_input_exits_2(env: Env, standin: OllamaSt
 
     assert_one_line(run_cli(env, "conversations", "rename", cid, "   "), 2, "must not be empty")
     assert_one_line(
-        run_cli(env, "conversations", "rename", "nope-123", "x"), 2, "no conversation 'nope-123'"
+        run_cli(env, "conversations", "rename", "nope-123", "x"), 1, "no conversation 'nope-123'"
     )
     assert_one_line(run_cli(env, "conversations", "rename", cid), 2, "TITLE")
 
@@ -170,9 +170,25 @@ def test_export_markdown_and_json_to_stdout_and_to_a_file(
     assert_one_line(
         run_cli(env, "conversations", "export", cid, "-o", str(tmp_path)), 2, "directory"
     )
-    assert_one_line(run_cli(env, "conversations", "export", "x-1"), 2, "no conversation 'x-1'")
+    assert_one_line(run_cli(env, "conversations", "export", "x-1"), 1, "no conversation 'x-1'")
     proc = run_cli(env, "conversations", "export", cid, "--format", "pdf")
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_an_unknown_id_exits_1_and_a_value_no_id_could_be_exits_2_unrepeated(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """Unknown ids exit 1 as in `history --conversation`, `forget`, `facts get`; a value that
+    could never be an id (a pasted token) is a usage error, exit 2, and is not echoed."""
+    ask(env, standin, FIRST)
+    token = "ghp_ZZZZYYYYXXXXWWWWVVVVUUUUTTTTSSSSRRRR"
+    for action, rest in (("rename", ["x"]), ("export", []), ("delete", ["--yes"])):
+        unknown = run_cli(env, "conversations", action, "nope-123", *rest)
+        assert_one_line(unknown, 1, "no conversation 'nope-123'")
+        refused = run_cli(env, "conversations", action, token, *rest)
+        assert_one_line(refused, 2, "ID wants an id like")
+        assert token not in refused.stderr
+    assert len(listing(env)) == 1
 
 
 def test_delete_without_a_terminal_needs_yes(env: Env, standin: OllamaStandIn, home: Path) -> None:
@@ -181,7 +197,7 @@ def test_delete_without_a_terminal_needs_yes(env: Env, standin: OllamaStandIn, h
     assert_one_line(proc, 2, "--yes", "no terminal")
     assert len(listing(env)) == 1
     assert_one_line(
-        run_cli(env, "conversations", "delete", "gone-1", "--yes"), 2, "no conversation"
+        run_cli(env, "conversations", "delete", "gone-1", "--yes"), 1, "no conversation"
     )
 
 

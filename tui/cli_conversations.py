@@ -41,6 +41,7 @@ from tui.conversation_index import (
 )
 
 EXIT_DECLINED = 1
+EXIT_NOT_FOUND = 1  # an unknown id, as in `history`, `forget`, `facts get`
 FORMATS = ("md", "json")
 
 
@@ -99,10 +100,7 @@ async def _main(args: Any, settings: Settings) -> int:
     conversation_id = args.id
     found = _find(daily_log, conversation_id)
     if found is None:
-        return fail(
-            f"no conversation {conversation_id!r} (straylight conversations lists them)",
-            EXIT_USAGE,
-        )
+        return _unknown(conversation_id)
     if action == "rename":
         title = clean_title(args.title)
         if not title:
@@ -150,6 +148,22 @@ def _titles(notes: Any) -> dict[str, str]:
     if notes is None:
         return {}
     return {cid: record.title for cid, record in notes.all().items() if record.title}
+
+
+def _unknown(conversation_id: str) -> int:
+    """Exit 1 for an unknown id, as `history --conversation`, `forget` and `facts get` say it;
+    exit 2 for a value no conversation id can be, not repeated (a pasted token)."""
+    from store.conversation_id import ID_FORMAT
+    from tui.cli_ask import conversation_option
+
+    try:
+        conversation_option(conversation_id)
+    except ValueError:
+        return fail(f"ID wants {ID_FORMAT} (the value is not repeated here)", EXIT_USAGE)
+    return fail(
+        f"no conversation {conversation_id!r} (straylight conversations lists them)",
+        EXIT_NOT_FOUND,
+    )
 
 
 def _print_list(infos: Sequence[ConversationInfo], *, as_json: bool) -> int:
