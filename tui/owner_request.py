@@ -144,7 +144,8 @@ def run_request(request: CommandRequest) -> int:
         "home": request.home,
         "workspace": request.workspace or args.workspace,
     }
-    config = Path(request.config) if request.config else None
+    # a relative --config / STRAYLIGHT_CONFIG names a file in the client's folder
+    config = Path(request.cwd, os.path.expanduser(request.config)) if request.config else None
     try:
         resolved = load_settings(flags=flags, environ=request.env, config_path=config)
     except SettingsError as error:
