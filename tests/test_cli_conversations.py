@@ -24,6 +24,7 @@ from tests.support.cli import (
     cli_command,
     printed_json,
     run_cli,
+    run_cli_process,
 )
 from tests.support.ollama_standin import OllamaStandIn
 
@@ -189,6 +190,18 @@ def test_an_unknown_id_exits_1_and_a_value_no_id_could_be_exits_2_unrepeated(
         assert_one_line(refused, 2, "ID wants an id like")
         assert token not in refused.stderr
     assert len(listing(env)) == 1
+
+
+def test_export_to_dash_is_standard_output(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """`-o -` means stdout, as `-` means stdin for `ask`, `remember` and `facts set --body`
+    (it used to write a file named `-`)."""
+    cid = ask(env, standin, FIRST)
+    proc = run_cli_process(env, "conversations", "export", cid, "-o", "-", cwd=tmp_path)
+    assert_ok(proc)
+    assert proc.stdout == run_cli(env, "conversations", "export", cid).stdout
+    assert not (tmp_path / "-").exists()
 
 
 def test_delete_without_a_terminal_needs_yes(env: Env, standin: OllamaStandIn, home: Path) -> None:

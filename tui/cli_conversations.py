@@ -71,7 +71,9 @@ def register(commands: Any, common: Any, parser_class: type) -> None:
     common(export, top=False)
     export.add_argument("id", metavar="ID")
     export.add_argument("--format", choices=FORMATS, default="md", help="md (default) or json")
-    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
+    export.add_argument(
+        "-o", "--output", metavar="FILE", help="write to FILE (default, or '-': stdout)"
+    )
     delete = actions.add_parser(
         "delete", allow_abbrev=False, help="delete its messages and unpinned memory points"
     )
@@ -230,7 +232,7 @@ def _export(
 ) -> int:
     render = export_json if fmt == "json" else export_markdown
     text = render(info, title, system, messages)
-    if output is None:
+    if output is None or output == "-":  # `-o -`: standard output, as `-` is stdin elsewhere
         sys.stdout.write(for_terminal(text) if fmt == "md" else text)
         return EXIT_OK
     from store.private_files import write_private_text

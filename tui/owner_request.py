@@ -139,7 +139,7 @@ def run_request(request: CommandRequest) -> int:
         return stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 2
     if isinstance(getattr(args, "path", None), str):
         args.path = os.path.join(request.cwd, os.path.expanduser(args.path))
-    if isinstance(getattr(args, "output", None), str):  # conversations export -o FILE
+    if getattr(args, "output", None) not in (None, "-"):  # conversations export -o FILE
         args.output = os.path.join(request.cwd, os.path.expanduser(args.output))
     flags = {
         **setting_flags(args),
