@@ -72,7 +72,7 @@ def register(commands: Any, common: Any, parser_class: type) -> None:
     export.add_argument("id", metavar="ID")
     export.add_argument("--format", choices=FORMATS, default="md", help="md (default) or json")
     export.add_argument(
-        "-o", "--output", metavar="FILE", help="write to FILE (default, or '-': stdout)"
+        "-o", "--output", metavar="FILE", help="write to FILE (without it, or with '-': stdout)"
     )
     delete = actions.add_parser(
         "delete", allow_abbrev=False, help="delete its messages and unpinned memory points"
