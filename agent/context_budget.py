@@ -150,6 +150,8 @@ class BudgetedPrompt:
     headroom: Headroom = "ok"
     fits: bool = True
     """False when the never-cut parts alone leave no room for a reply: do not send."""
+    fixed_total: int = 0
+    """The never-cut parts with the chat template: what `fits` compared with the window."""
 
     @property
     def usable(self) -> int:
@@ -161,7 +163,9 @@ class BudgetedPrompt:
 
     def refusal(self) -> str:
         """The one-line message when `fits` is False."""
-        needed = sum(self.tokens[name] for name in ("system", "rules", "user", "tools"))
+        # the count `fits` judged (the chat template included), so the window minus it is
+        # what is left for the reply
+        needed = self.fixed_total
         fixed = needed - self.tokens["user"]
         if fixed > self.window - MIN_REPLY_TOKENS:  # no message would fit: the window is too small
             return (
@@ -302,7 +306,6 @@ def budget_prompt(
         fixed += _heading_cost("facts") + sum(_cost(rule) + 1.0 for rule in parts.rules)
     template = PROMPT_OVERHEAD + 2 * MESSAGE_OVERHEAD
     fixed_tokens = template + math.ceil(fixed * factor)
-    fits = fixed_tokens <= window - MIN_REPLY_TOKENS
     room = _Room((usable - template) / (factor * (1.0 + max(0.0, margin))) - fixed)
     per_message = MESSAGE_OVERHEAD / factor
 
@@ -343,7 +346,7 @@ def budget_prompt(
         )
         if count
     }
-    return _result(kept, cut, longterm_total, window, reply_reserve, factor, fits)
+    return _result(kept, cut, longterm_total, window, reply_reserve, factor, fixed_tokens)
 
 
 def _section_units(kept: PromptParts) -> dict[str, float]:
@@ -376,8 +379,9 @@ def _result(
     window: int,
     reply_reserve: int,
     factor: float,
-    fits: bool,
+    fixed_tokens: int,
 ) -> BudgetedPrompt:
+    fits = fixed_tokens <= window - MIN_REPLY_TOKENS
     units = _section_units(kept)
     estimate = PromptEstimate(sum(units.values()), 2 + len(kept.history))
     tokens = {name: math.ceil(value * factor) for name, value in units.items()}
@@ -395,4 +399,5 @@ def _result(
         notes=_notes(cut, longterm_total),
         headroom=_headroom(total, window, usable, cut, fits),
         fits=fits,
+        fixed_total=fixed_tokens,
     )

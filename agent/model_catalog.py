@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agent.context_window import model_context_length, modelfile_num_ctx
-from agent.gateway_errors import GatewayError, ModelError, classify, one_line
+from agent.gateway_errors import GatewayError, ModelError, OllamaRedirected, classify, one_line
 from agent.ollama_gateway import can_chat, is_embedding
 
 if TYPE_CHECKING:
@@ -409,8 +409,8 @@ async def pull_model(client: ollama.AsyncClient, name: str) -> AsyncIterator[Pul
 
     Raises `PullFailed` with Ollama's message ("pull model manifest: file does not exist"
     for an unknown model) or when the stream breaks off, `OllamaUnreachable` when Ollama is
-    down. Closing the iterator (Ctrl+C) closes the HTTP stream; Ollama keeps what it has
-    and a later pull resumes."""
+    down, `OllamaRedirected` when the host answers with a redirect. Closing the iterator
+    (Ctrl+C) closes the HTTP stream; Ollama keeps what it has and a later pull resumes."""
     import httpx
     import ollama
 
@@ -427,6 +427,8 @@ async def pull_model(client: ollama.AsyncClient, name: str) -> AsyncIterator[Pul
             )
             succeeded = succeeded or progress.status == "success"
             yield progress
+    except OllamaRedirected:  # the host answered 3xx: exit 3 as for every command, not 1
+        raise
     except ollama.ResponseError as error:
         detail = one_line(str(error.error or ""))  # a proxy's HTML page, too
         raise PullFailed(detail or "Ollama refused the pull") from error

@@ -47,6 +47,7 @@ from agent.turn_events import (
     AfterTurnListener,
     ContextNotice,
     FactsInjected,
+    LimitNotice,
     LongtermWarning,
     MessageMasked,
     Recalled,
@@ -263,6 +264,9 @@ class TurnEngine:
                 else:  # not open yet: saved when it is (`saves.start_held`)
                     self.saves.hold(save)
                 yield ReplyFinished(reply, done, turn)
+                if done.done_reason == "length":  # num_predict, else the window: named
+                    options = self.gateway.request_options(model) or {}
+                    yield LimitNotice(length_stop(options.get("num_predict"), answered=bool(reply)))
                 if overflow is not None:
                     yield ContextNotice(overflow.message)
                 used = turn_facts.used_memories(injected, recall)
@@ -353,3 +357,20 @@ class TurnEngine:
             reason=reason,
         )
         self._append(message)
+
+
+def length_stop(num_predict: object, *, answered: bool) -> str:
+    """One line for a reply Ollama ended with `done_reason` "length": cut at `num_predict`
+    (config.toml's `[model_options]`), or, without one, at the context window; a thinking
+    model can spend the whole limit thinking and give no answer at all."""
+    limit = (
+        f"num_predict = {num_predict} in [model_options]"
+        if num_predict is not None
+        else "Ollama's length limit (done_reason length)"
+    )
+    if answered:
+        return f"the reply stopped at its length limit ({limit}): it may be cut short"
+    return (
+        f"the model used its whole length limit ({limit}) before any answer (a thinking "
+        "model may spend it thinking): raise num_predict, or set think lower"
+    )

@@ -24,6 +24,7 @@ from tests.support.cli import (
     cli_command,
     printed_json,
     run_cli,
+    run_cli_process,
 )
 from tests.support.ollama_standin import OllamaStandIn
 
@@ -71,6 +72,22 @@ def test_list_json_has_the_contract_fields_and_a_proposed_title(
     text = run_cli(env, "conversations")
     assert_ok(text)
     assert cid in text.stdout and "2 msg" in text.stdout and "sourdough" in text.stdout
+
+
+def test_json_before_the_list_action_is_kept_and_before_another_action_refused(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """`conversations --json list` prints JSON like `conversations list --json` (the list's own
+    flag used to reset it silently); `--json` before another action is one line, exit 2."""
+    cid = ask(env, standin, FIRST)
+    assert printed_json(run_cli(env, "conversations", "--json", "list")) == listing(env)
+    assert_one_line(
+        run_cli(env, "conversations", "--json", "export", cid), 2, "--json is for the list"
+    )
+    assert_one_line(
+        run_cli(env, "conversations", "--json", "delete", cid, "--yes"), 2, "takes none"
+    )
+    assert listing(env)[0]["id"] == cid  # nothing deleted
 
 
 def test_list_on_an_empty_or_missing_data_dir_creates_nothing(env: Env, home: Path) -> None:
@@ -157,6 +174,34 @@ def test_export_markdown_and_json_to_stdout_and_to_a_file(
     assert_one_line(run_cli(env, "conversations", "export", "x-1"), 1, "no conversation 'x-1'")
     proc = run_cli(env, "conversations", "export", cid, "--format", "pdf")
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_an_unknown_id_exits_1_and_a_value_no_id_could_be_exits_2_unrepeated(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """Unknown ids exit 1 as in `history --conversation`, `forget`, `facts get`; a value that
+    could never be an id (a pasted token) is a usage error, exit 2, and is not echoed."""
+    ask(env, standin, FIRST)
+    token = "ghp_ZZZZYYYYXXXXWWWWVVVVUUUUTTTTSSSSRRRR"
+    for action, rest in (("rename", ["x"]), ("export", []), ("delete", ["--yes"])):
+        unknown = run_cli(env, "conversations", action, "nope-123", *rest)
+        assert_one_line(unknown, 1, "no conversation 'nope-123'")
+        refused = run_cli(env, "conversations", action, token, *rest)
+        assert_one_line(refused, 2, "ID wants an id like")
+        assert token not in refused.stderr
+    assert len(listing(env)) == 1
+
+
+def test_export_to_dash_is_standard_output(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """`-o -` means stdout, as `-` means stdin for `ask`, `remember` and `facts set --body`
+    (it used to write a file named `-`)."""
+    cid = ask(env, standin, FIRST)
+    proc = run_cli_process(env, "conversations", "export", cid, "-o", "-", cwd=tmp_path)
+    assert_ok(proc)
+    assert proc.stdout == run_cli(env, "conversations", "export", cid).stdout
+    assert not (tmp_path / "-").exists()
 
 
 def test_delete_without_a_terminal_needs_yes(env: Env, standin: OllamaStandIn, home: Path) -> None:

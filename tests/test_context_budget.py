@@ -262,3 +262,26 @@ async def test_without_the_budget_the_same_conversation_loses_messages_silently(
     assert srv.chat_outcomes()[-1].dropped_messages > 0
     overflow = detect_truncation(unbudgeted.total, response.prompt_eval_count, 4096, 131_072)
     assert overflow is not None and "raise num_ctx" in overflow.message
+
+
+def test_the_refusals_numbers_add_up_to_what_it_says_is_left() -> None:
+    """ "… 763 of the model's 1,024-token window, leaving under 256 for the reply" was seen:
+    1,024 − 763 is 261. The count named must be the one `fits` judged (the chat template's
+    tokens included), so the window minus it is under 256 whenever a message is refused."""
+    import re
+
+    from agent.context_budget import MIN_REPLY_TOKENS
+
+    refused = 0
+    for words in range(600, 900, 3):
+        parts = PromptParts(system=PERSONA, user="word " * words, rules=(RULE,))
+        result = budget_prompt(parts, window=1024, reply_reserve=512)
+        if result.fits:
+            continue
+        refused += 1
+        line = result.refusal()
+        match = re.search(r"persona and rules, ([\d,]+) of the model's ([\d,]+)-token", line)
+        assert match is not None, line
+        needed, window = (int(group.replace(",", "")) for group in match.groups())
+        assert window - needed < MIN_REPLY_TOKENS, line
+    assert refused

@@ -114,3 +114,24 @@ def test_every_chat_key_is_on_the_help_screen() -> None:
         shown = "+".join(part.capitalize() for part in key.key.split("+"))
         shown = shown.replace("Escape", "Esc")
         assert f"**{shown}**" in keys_section, key.id
+
+
+async def test_the_help_screen_names_the_keys_config_toml_remapped(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """F1's Keys section is prose with the default keys (Ctrl+N …): with `new_conversation =
+    "ctrl+t"` in `[keymap]` it must not leave Ctrl+N as the only key it names."""
+    from textual.widgets import Static
+
+    from tui.screens.help_screen import HelpScreen
+
+    settings = make_settings(
+        ollama_host=standin.host, keymap={"new_conversation": "ctrl+t", "open_facts": "f3,f10"}
+    )
+    app = StraylightApp(settings)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
+        note = str(app.screen.query_one("#help-remaps", Static).render())
+        assert "new_conversation — ctrl+t" in note
+        assert "open_facts — f3, f10" in note

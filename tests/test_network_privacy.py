@@ -277,6 +277,20 @@ def test_ask_against_a_redirecting_host_exits_3_and_sends_nothing_on(
     assert other_host.seen == []
 
 
+@pytest.mark.parametrize("command", [["pull", "qwen3:8b"], ["models"], ["models", "--json"]])
+def test_pull_and_models_against_a_redirecting_host_exit_3_like_ask(
+    cli_env: Callable[..., Env], other_host: LocalServer, home: Path, command: list[str]
+) -> None:
+    """The exit-code table: 3 is "Ollama unreachable (or it answered with a redirect)";
+    `pull` said 1, as if Ollama had refused the pull."""
+    with LocalServer(redirecting_to(other_host.url, 307)) as redirector:
+        proc = run_cli(cli_env(OLLAMA_HOST=redirector.url), *command)
+    assert proc.returncode == EXIT_UNREACHABLE, proc.stderr
+    assert "does not follow redirects" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert other_host.seen == []
+
+
 # ------------------------------------------------------------------ server error text
 
 

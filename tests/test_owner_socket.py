@@ -424,3 +424,46 @@ async def test_command_runner_hands_the_data_dir_to_a_chat_but_not_mid_command(
     finally:
         standin.token_delay = 0.0
         await runner.aclose()
+
+
+async def test_a_clients_relative_paths_mean_its_own_folder(
+    home: Path, tmp_path: Path, standin: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--config FILE` and `conversations export -o FILE` given relative by a client whose
+    folder is not the owner's: the served command reads and writes what the same command alone
+    would (the owner used to resolve both in its own working directory: the file was silently
+    not read, the export written into the owner's folder)."""
+    import asyncio
+
+    owner_dir, client_dir = tmp_path / "owner-cwd", tmp_path / "client-cwd"
+    owner_dir.mkdir()
+    client_dir.mkdir()
+    (client_dir / "mine.toml").write_text('model = "qwen3:8b"\n', encoding="utf-8")
+    env = env_for(home, tmp_path, standin)
+    assert_ok(run_cli_process(env, "ask", "--conversation", "pier-talk", "Where is pier four?"))
+    alone = run_cli_process(env, "--config", "mine.toml", "status", "--json", cwd=client_dir)
+    assert json.loads(alone.stdout)["ollama"]["model"] == "qwen3:8b"
+    monkeypatch.chdir(owner_dir)  # the owner's own working directory
+    runner = CommandRunner(env=env, cwd=owner_dir)
+    try:
+        assert (await runner.run(["recall", "pier", "--json"])).exit_code == 0  # owns, serves
+        served = await asyncio.to_thread(
+            run_cli_process, env, "--config", "mine.toml", "status", "--json", cwd=client_dir
+        )
+        assert_ok(served)
+        assert json.loads(served.stdout)["ollama"]["model"] == "qwen3:8b"
+        exported = await asyncio.to_thread(
+            run_cli_process,
+            env,
+            "conversations",
+            "export",
+            "pier-talk",
+            "-o",
+            "pier.md",
+            cwd=client_dir,
+        )
+        assert_ok(exported)
+        assert (client_dir / "pier.md").read_text(encoding="utf-8").startswith("# ")
+        assert not (owner_dir / "pier.md").exists()
+    finally:
+        await runner.aclose()

@@ -231,6 +231,42 @@ async def test_a_client_cannot_delete_the_conversation_open_in_the_chat(
     assert CURRENT in kept and KEYS not in kept
 
 
+async def test_a_client_ask_cannot_write_into_the_conversation_open_in_the_chat(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
+) -> None:
+    """`ask --conversation ID` forwarded into the TUI, ID the chat's open conversation: its
+    exchange went into the log under the chat, unseen there, and the chat's /retry then
+    regenerated that one instead of the reply on screen. Refused like `conversations delete`
+    (nothing logged); another conversation is continued as usual."""
+    env = env_for(home, tmp_path, standin)
+    settings = owner_settings(make_settings, standin)
+    with DataDirLock(settings.home):
+        app = StraylightApp(settings)
+        write_sample_logs(app.engine.daily_log)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.owner_server is not None, what="serving")
+            app.chat.conversation_id = CURRENT
+            refused, other = await clients(
+                env,
+                ["ask", "--conversation", CURRENT, "From another terminal"],
+                ["ask", "--conversation", KEYS, "From another terminal too"],
+            )
+            assert (refused.returncode, refused.stdout) == (2, "")
+            assert refused.stderr == (
+                f"straylight: {CURRENT} is the conversation open in the chat: write to it "
+                "there, or continue another one\n"
+            )
+            assert_ok(other)
+    log = app.engine.daily_log
+    texts = {
+        (message.conversation_id, message.content)
+        for day in log.days()
+        for message in log.read_day(day)
+    }
+    assert (CURRENT, "From another terminal") not in texts
+    assert (KEYS, "From another terminal too") in texts
+
+
 async def test_quitting_the_chat_while_a_client_command_runs_gives_the_client_all_its_output(
     make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
 ) -> None:

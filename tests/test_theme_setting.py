@@ -100,3 +100,24 @@ def test_a_theme_written_under_its_environment_name_is_the_line_replaced(
     assert path.read_text(encoding="utf-8") == 'theme = "gruvbox"  # mine\nmodel = "qwen3"\n'
     resolved = load_settings(environ={}, config_path=path)
     assert resolved.settings.theme == "gruvbox"
+
+
+def test_a_config_toml_that_is_a_link_keeps_its_link_and_the_theme_lands_in_its_target(
+    tmp_path: Path,
+) -> None:
+    """A config.toml kept in a dotfiles repo and linked into ~/.config (stow, home-manager…):
+    the palette's theme is written into the file the link names, and the link stays a link."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    target = dotfiles / "straylight.toml"
+    target.write_text('model = "qwen3"  # mine\n', encoding="utf-8")
+    target.chmod(0o644)
+    link = tmp_path / "conf" / "config.toml"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    save_theme(link, "gruvbox")
+    assert link.is_symlink() and link.resolve() == target
+    assert target.read_text(encoding="utf-8") == 'model = "qwen3"  # mine\ntheme = "gruvbox"\n'
+    assert target.stat().st_mode & 0o777 == 0o644  # the target keeps its mode
+    assert sorted(p.name for p in link.parent.iterdir()) == ["config.toml"]  # no temp left
+    assert load_settings(environ={}, config_path=link).settings.theme == "gruvbox"

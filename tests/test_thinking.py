@@ -216,3 +216,25 @@ def test_an_unknown_model_option_stops_ask_with_one_line(env: Env, tmp_path: Pat
     config.write_text("[model_options]\ntempurature = 0.7\n", encoding="utf-8")
     proc = run_cli(env, "ask", "--config", str(config), "hi")
     assert_one_line(proc, 2, "key 'model_options.tempurature'", "unknown model option")
+
+
+def test_a_reply_stopped_by_num_predict_is_named(env: Env, standin: OllamaStandIn, tmp_path: Path):
+    """Ollama ends a reply at `options.num_predict` with done_reason "length"; a thinking
+    model may spend all of it thinking, so `ask` printed nothing and exited 0 without a word.
+    Now one stderr line names the limit (the answer, if any, still goes to stdout)."""
+    config = tmp_path / "short.toml"
+    config.write_text("[model_options]\nnum_predict = 3\n", encoding="utf-8")
+    standin.script_reply(ANSWER, thinking=THOUGHT)
+    thought_out = run_cli(env, "ask", "--config", str(config), "capital?")
+    assert (thought_out.returncode, thought_out.stdout) == (0, "")
+    assert_one_line(thought_out, 0, "num_predict = 3 in [model_options]", "before any answer")
+    assert standin.chat_requests()[-1]["options"]["num_predict"] == 3
+
+    standin.script_reply(ANSWER)
+    cut = run_cli(env, "ask", "--config", str(config), "--model", PLAIN, "capital?")
+    assert cut.returncode == 0 and cut.stdout.strip() and cut.stdout != ANSWER + "\n"
+    assert_one_line(cut, 0, "stopped at its length limit (num_predict = 3")
+
+    standin.script_reply(ANSWER)
+    whole = run_cli(env, "ask", "--model", PLAIN, "capital?")
+    assert (whole.returncode, whole.stdout, whole.stderr) == (0, ANSWER + "\n", "")

@@ -197,6 +197,38 @@ async def test_retry_supersedes_the_reply_and_replaces_its_point(
         assert FIRST not in sent and sent.count(QUESTION) == 1 and SECOND in sent
 
 
+async def test_retry_with_a_model_that_cannot_chat_takes_nothing_back(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """The session's model is one Ollama says cannot chat (an embedding model given at the
+    start): /retry superseded the good exchange, then failed with Ollama's HTTP 400, so the
+    conversation lost its reply. It is refused first, as a new message is, and the log keeps
+    the exchange as it was."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        standin.script_reply(FIRST)
+        await send(pilot, app, QUESTION, 1)
+        await wait_until(
+            pilot,
+            lambda: (
+                app.chat.ollama_status is not None and bool(app.chat.ollama_status.capabilities)
+            ),
+            what="the models' capabilities",
+        )
+        requests = len(standin.chat_requests())
+        app.chat.model = "nomic-embed-text"  # as `straylight --model nomic-embed-text` starts
+        await send_line(pilot, app, "/retry")
+        await wait_until(
+            pilot, lambda: any("cannot chat" in n for n in notices(app)), what="the refusal"
+        )
+        assert [(m.role, m.content, m.status) for m in logged(app)] == [
+            ("user", QUESTION, "complete"),
+            ("assistant", FIRST, "complete"),
+        ]
+        assert len(standin.chat_requests()) == requests
+
+
 def pinned_points(app: StraylightApp) -> list[tuple[str, str, tuple[str, ...]]]:
     assert app.engine.memory is not None
     store = app.engine.memory.store

@@ -15,6 +15,7 @@ from tests.support.pilot_helpers import type_text, wait_until
 from tui.app import StraylightApp
 from tui.screens.confirm_screen import ConfirmScreen
 from tui.screens.models_screen import ModelsScreen
+from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_message import ChatMessage, ChatNotice
 
 SIZE = (110, 32)
@@ -267,3 +268,30 @@ async def test_models_listed_without_capabilities_can_be_chosen_for_chat(
         assert "lists no capabilities for qwen3:8b" in said and "capabilities: )" not in said
         await pilot.press("c")
         await wait_until(pilot, lambda: app.chat.model == "qwen3:8b", what="chat model")
+
+
+async def test_a_start_model_that_cannot_chat_is_refused_before_anything_is_logged(
+    make_settings, srv: OllamaStandIn
+) -> None:
+    """`straylight --model nomic-embed-text` (or STRAYLIGHT_MODEL, config.toml): the first
+    message was logged and failed with Ollama's bare `HTTP 400: … does not support chat`.
+    Now it is refused as `ask --model` and `/model` refuse it: named with the fix, nothing
+    logged or sent, the text kept in the box."""
+    settings = make_settings(ollama_host=srv.host, jobs_enabled=False, model="nomic-embed-text")
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = app.chat
+        await wait_until(
+            pilot,
+            lambda: chat.ollama_status is not None and bool(chat.ollama_status.capabilities),
+            what="the models' capabilities",
+        )
+        await type_text(pilot, "hello there")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(notices(app)), what="the refusal")
+        assert "nomic-embed-text cannot chat (capabilities: embedding)" in notices(app)[-1]
+        assert "/model" in notices(app)[-1]
+        assert not app.query(ChatMessage)
+        assert app.query_one(ChatInput).text == "hello there"
+    assert srv.chat_requests() == []
+    assert not list((settings.home / "conversation").glob("*.md"))

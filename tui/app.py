@@ -491,7 +491,7 @@ class StraylightApp(App[int]):
         from tui.screens.help_screen import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(split_keymap(self.settings.keymap)[0]))
 
     def action_check_ollama(self) -> None:
         self.chat.check_status()

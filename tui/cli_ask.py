@@ -135,7 +135,16 @@ async def _ask(
     )
     from tui.cli_output import ThinkingEcho
     from tui.memory_session import MemorySession
+    from tui.open_chat import open_conversation
 
+    if conversation is not None and conversation == open_conversation(settings.home):
+        # run inside the TUI for another client: the chat writes this conversation (as
+        # `conversations delete` refuses it; two writers would interleave one exchange)
+        return fail(
+            f"{conversation} is the conversation open in the chat: write to it there, "
+            "or continue another one",
+            EXIT_USAGE,
+        )
     gateway = OllamaGateway.from_config(settings.ollama)
     refusal = await chat_model_refusal(gateway, settings.ollama.model)
     if refusal is not None:

@@ -18,6 +18,7 @@ forwarded command waits.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import sys
@@ -58,7 +59,10 @@ def register(commands: Any, common: Any, parser_class: type) -> None:
     )
     listing = actions.add_parser("list", allow_abbrev=False, help="list them (the default)")
     common(listing, top=False)
-    listing.add_argument("--json", action="store_true", help="print JSON")
+    # SUPPRESS: `conversations --json list` keeps the group's --json (a default here would reset it)
+    listing.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON"
+    )
     rename = actions.add_parser("rename", allow_abbrev=False, help="set a conversation's title")
     common(rename, top=False)
     rename.add_argument("id", metavar="ID")
@@ -67,7 +71,9 @@ def register(commands: Any, common: Any, parser_class: type) -> None:
     common(export, top=False)
     export.add_argument("id", metavar="ID")
     export.add_argument("--format", choices=FORMATS, default="md", help="md (default) or json")
-    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
+    export.add_argument(
+        "-o", "--output", metavar="FILE", help="write to FILE (without it, or with '-': stdout)"
+    )
     delete = actions.add_parser(
         "delete", allow_abbrev=False, help="delete its messages and unpinned memory points"
     )
@@ -87,13 +93,16 @@ async def _main(args: Any, settings: Settings) -> int:
         async with _notes(settings, create=False) as notes:
             titles = _titles(notes)
         return _print_list(list_conversations(daily_log, titles), as_json=args.json)
+    if args.json:  # given before the action: only the list prints JSON
+        return fail(
+            f"--json is for the list; `conversations {action}` takes none"
+            + (" (export: --format json)" if action == "export" else ""),
+            EXIT_USAGE,
+        )
     conversation_id = args.id
     found = _find(daily_log, conversation_id)
     if found is None:
-        return fail(  # an unknown id, as `forget`, `facts get` and `history --conversation`
-            f"no conversation {conversation_id!r} (straylight conversations lists them)",
-            EXIT_NOT_FOUND,
-        )
+        return _unknown(conversation_id)
     if action == "rename":
         title = clean_title(args.title)
         if not title:
@@ -141,6 +150,22 @@ def _titles(notes: Any) -> dict[str, str]:
     if notes is None:
         return {}
     return {cid: record.title for cid, record in notes.all().items() if record.title}
+
+
+def _unknown(conversation_id: str) -> int:
+    """Exit 1 for an unknown id, as `history --conversation`, `forget` and `facts get` say it;
+    exit 2 for a value no conversation id can be, not repeated (a pasted token)."""
+    from store.conversation_id import ID_FORMAT
+    from tui.cli_ask import conversation_option
+
+    try:
+        conversation_option(conversation_id)
+    except ValueError:
+        return fail(f"ID wants {ID_FORMAT} (the value is not repeated here)", EXIT_USAGE)
+    return fail(
+        f"no conversation {conversation_id!r} (straylight conversations lists them)",
+        EXIT_NOT_FOUND,
+    )
 
 
 def _print_list(infos: Sequence[ConversationInfo], *, as_json: bool) -> int:
@@ -207,7 +232,7 @@ def _export(
 ) -> int:
     render = export_json if fmt == "json" else export_markdown
     text = render(info, title, system, messages)
-    if output is None:
+    if output is None or output == "-":  # `-o -`: standard output, as `-` is stdin elsewhere
         sys.stdout.write(for_terminal(text) if fmt == "md" else text)
         return EXIT_OK
     from store.private_files import write_private_text

@@ -115,6 +115,10 @@ async def retry_last(chat: ChatScreen, new_text: str | None = None) -> bool:
     if chat.replying:
         chat.notify("A reply is still streaming: Esc cancels it first.", severity="warning")
         return False
+    refusal = chat.chat_refusal()
+    if refusal is not None:  # a model that cannot answer: nothing is taken back
+        await chat.notice(refusal, kind="error")
+        return False
     chat.replying = True  # no other turn starts while the log is rewritten
     try:
         await chat.engine.drain(timeout=30)  # the last turn's points are saved: then replaced

@@ -139,12 +139,15 @@ def run_request(request: CommandRequest) -> int:
         return stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 2
     if isinstance(getattr(args, "path", None), str):
         args.path = os.path.join(request.cwd, os.path.expanduser(args.path))
+    if getattr(args, "output", None) not in (None, "-"):  # conversations export -o FILE
+        args.output = os.path.join(request.cwd, os.path.expanduser(args.output))
     flags = {
         **setting_flags(args),
         "home": request.home,
         "workspace": request.workspace or args.workspace,
     }
-    config = Path(request.config) if request.config else None
+    # a relative --config / STRAYLIGHT_CONFIG names a file in the client's folder
+    config = Path(request.cwd, os.path.expanduser(request.config)) if request.config else None
     try:
         resolved = load_settings(flags=flags, environ=request.env, config_path=config)
     except SettingsError as error:

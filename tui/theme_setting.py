@@ -6,6 +6,8 @@ needs no new one, so this is a careful line edit: replace the existing top-level
 line (keeping a trailing comment), or add one before the first `[table]` (top-level keys must
 come before any table), or at the end. The result is parsed back with `tomllib` before it
 replaces the file (temp file, then `os.replace`); a file that would not parse is left alone.
+A config.toml that is a symbolic link (a dotfiles repo) is edited where the link points, so the
+link stays a link.
 """
 
 from __future__ import annotations
@@ -52,7 +54,9 @@ def with_theme(text: str, name: str) -> str:
 
 
 def save_theme(config_path: Path, name: str) -> None:
-    """Write `theme = "name"` into `config_path` (created if missing, mode 0600)."""
+    """Write `theme = "name"` into `config_path` (created if missing, mode 0600); through a
+    symbolic link, into the file it names."""
+    config_path = Path(os.path.realpath(config_path))
     try:
         text = config_path.read_text(encoding="utf-8") if config_path.exists() else ""
     except (OSError, UnicodeDecodeError) as error:

@@ -231,6 +231,10 @@ class ChatScreen(ChatNavigation):
         if self.replying:
             self.notify("A reply is still streaming: Esc cancels it.", severity="warning")
             return
+        refusal = self.chat_refusal()
+        if refusal is not None:  # as `/model` and `ask --model`: nothing logged, text kept
+            await self.notice(refusal, kind="error")
+            return
         message.input.clear()
         if self.editing_last:  # the edited last message: the old exchange is superseded
             from tui.conversation_commands import retry_last
@@ -427,6 +431,17 @@ class ChatScreen(ChatNavigation):
             return f"Model: {self.model}. Ollama is offline, so the pulled models are unknown."
         chat = ", ".join(status.chat_models) or "none"
         return f"Model: {self.model}. Pulled chat models: {chat}. `/model NAME` switches."
+
+    def chat_refusal(self) -> str | None:
+        """The line that refuses a message when Ollama says this session's model cannot chat
+        (an embedding model given by --model, STRAYLIGHT_MODEL or config.toml), or None."""
+        from agent.model_catalog import cannot_chat
+
+        caps = self.ollama_status.capabilities_of(self.model) if self.ollama_status else None
+        refusal = cannot_chat(self.model, caps)
+        if refusal is None:
+            return None
+        return f"{refusal}; `/model NAME` switches to one that can (`/model` lists them)."
 
     async def switch_model(self, name: str) -> None:
         from agent.model_catalog import cannot_chat

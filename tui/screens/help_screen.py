@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import ClassVar
 
@@ -88,13 +89,34 @@ class HelpScreen(Screen[None]):
     }
     """
 
+    def __init__(self, remapped: Mapping[str, str] | None = None) -> None:
+        super().__init__()
+        self.remapped = dict(remapped or {})
+        """config.toml's `[keymap]` entries in force (binding id → keys): the Keys section
+        below is prose with the default keys, so the remapped ones are named above it."""
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
+            if self.remapped:
+                yield Static(remap_note(self.remapped), id="help-remaps")
             yield Static(help_text(), id="help-text")
         yield FittingFooter()
 
     def action_dismiss_help(self) -> None:
         self.dismiss(None)
+
+
+def remap_note(remapped: Mapping[str, str]) -> Text:
+    """One line per binding your config.toml's `[keymap]` moved, before the default keys."""
+    text = Text(
+        "Your config.toml [keymap] changes these keys; the list below shows the defaults:\n"
+    )
+    text.stylize("bold")
+    for binding, keys in sorted(remapped.items()):
+        text.append(f"• {binding} — ")
+        text.append(keys.replace(",", ", "), style="bold")
+        text.append("\n")
+    return text
 
 
 _INLINE_RE = re.compile(r"(\*\*[^*]+\*\*|`[^`]+`)")
