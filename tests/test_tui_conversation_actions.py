@@ -229,6 +229,31 @@ async def test_retry_with_a_model_that_cannot_chat_takes_nothing_back(
         assert len(standin.chat_requests()) == requests
 
 
+async def test_retry_while_ollama_is_down_takes_nothing_back(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """Ollama went away after the reply: /retry superseded the good exchange and forgot its
+    points, then failed to reach Ollama, so the conversation was left without its reply. It
+    asks Ollama first; unreachable, nothing is taken back and the notice says why."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        standin.script_reply(FIRST)
+        await send(pilot, app, QUESTION, 1)
+        before = points_of(app)
+        standin.stop()
+        await send_line(pilot, app, "/retry")
+        await wait_until(
+            pilot, lambda: any("Nothing taken back" in n for n in notices(app)), what="refusal"
+        )
+        assert [(m.role, m.content, m.status) for m in logged(app)] == [
+            ("user", QUESTION, "complete"),
+            ("assistant", FIRST, "complete"),
+        ]
+        assert points_of(app) == before == sorted([("user", QUESTION), ("assistant", FIRST)])
+        assert not app.chat.replying  # the next message or /retry can go
+
+
 def pinned_points(app: StraylightApp) -> list[tuple[str, str, tuple[str, ...]]]:
     assert app.engine.memory is not None
     store = app.engine.memory.store

@@ -120,6 +120,12 @@ async def retry_last(chat: ChatScreen, new_text: str | None = None) -> bool:
         await chat.notice(refusal, kind="error")
         return False
     chat.replying = True  # no other turn starts while the log is rewritten
+    ollama = await chat.engine.gateway.check()  # taken back, the exchange needs a new reply
+    if not ollama.reachable:
+        chat.replying = False
+        why = ollama.error or f"Ollama is not reachable at {ollama.host}"
+        await chat.notice(f"⚠ Nothing taken back: {why}. /retry once it answers.", kind="error")
+        return False
     try:
         await chat.engine.drain(timeout=30)  # the last turn's points are saved: then replaced
         taken = await asyncio.to_thread(_take_back, chat, new_text)
