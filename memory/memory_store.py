@@ -432,14 +432,20 @@ class MemoryStore:
                 self.filter.seed(role, conversation_id, texts)
 
     def remember(
-        self, text: str, *, conversation_id: str = "", vector: Sequence[float] | None = None
+        self,
+        text: str,
+        *,
+        conversation_id: str = "",
+        vector: Sequence[float] | None = None,
+        channel: str = "tui",
     ) -> int:
-        """A pinned point that bypasses the filter (`/remember`)."""
+        """A pinned point that bypasses the filter (`/remember`, `straylight remember`)."""
         result = self.save(
             "user",
             text,
             conversation_id=conversation_id,
             vector=vector,
+            channel=channel,
             source="remember",
             pinned=True,
             use_filter=False,

@@ -66,9 +66,15 @@ class TurnMemory:
     """Recall before a turn, save after it, pins, forget, backfill and doc ingest."""
 
     def __init__(
-        self, store: MemoryStore, embed: EmbedFn | None, facts: FactDrawer | None = None
+        self,
+        store: MemoryStore,
+        embed: EmbedFn | None,
+        facts: FactDrawer | None = None,
+        *,
+        channel: str = "tui",
     ) -> None:
         self.store = store
+        self.channel = channel  # where its points come from: "tui" (the chat) or "cli"
         self.embed = embed
         self.facts = facts  # layer 4, in the same database
         self.embed_problem: str | None = None  # why the last embedding gave no vector
@@ -184,6 +190,7 @@ class TurnMemory:
                     "user",
                     user_text,
                     conversation_id=conversation_id,
+                    channel=self.channel,
                     vector=user_vector,
                     context=user_context(earlier, context, reply_text),
                 )
@@ -200,6 +207,7 @@ class TurnMemory:
                     "assistant",
                     reply_text,
                     conversation_id=conversation_id,
+                    channel=self.channel,
                     vector=reply_vector,
                     use_filter=False,
                     context=reply_context(context, user_text),
@@ -225,7 +233,13 @@ class TurnMemory:
     async def remember(self, text: str, *, conversation_id: str = "") -> int:
         vector = await self.embed_one(text)
         return await asyncio.to_thread(
-            self.store.remember, text, conversation_id=conversation_id, vector=vector
+            functools.partial(
+                self.store.remember,
+                text,
+                conversation_id=conversation_id,
+                vector=vector,
+                channel=self.channel,
+            )
         )
 
     async def backfill(self, *, limit: int | None = None) -> int:

@@ -476,6 +476,29 @@ def test_ask_saves_two_points_per_turn_and_skips_short_messages(
     assert report["embed_requests"] == embeds + short_embeds == embed_requests_seen(standin)
 
 
+def test_points_saved_from_the_command_line_say_so(env: Env, standin: OllamaStandIn) -> None:
+    """The memory browser shows each point's channel: `ask` and `remember` are "cli" (they
+    were "tui", the default, as if said in the chat); an imported doc is "doc"."""
+    import duckdb
+
+    ask(
+        env,
+        standin,
+        "How should I size the connection pool for a small Postgres database server?",
+        "Start with twice the CPU cores plus the number of disks, then measure under load.",
+    )
+    remember(env, PIN)
+    with duckdb.connect(
+        str(Path(env["STRAYLIGHT_HOME"]) / "straylight.duckdb"), read_only=True
+    ) as con:
+        rows = con.execute("SELECT role, source, channel FROM points ORDER BY id").fetchall()
+    assert rows == [
+        ("user", "turn", "cli"),
+        ("assistant", "turn", "cli"),
+        ("user", "remember", "cli"),
+    ]
+
+
 def test_ask_turns_make_at_most_two_embedding_requests(corpus: Corpus) -> None:
     # The lesson turn in the shared data dir: recall (query), then the reply's vector.
     assert 1 <= corpus.lesson_embeds <= 2

@@ -150,7 +150,7 @@ async def _ask(
     if refusal is not None:
         await gateway.aclose()
         return fail(refusal, EXIT_USAGE)
-    session = MemorySession(settings, gateway)
+    session = MemorySession(settings, gateway, channel="cli")
     try:
         memory = session.open()
     except BaseException:

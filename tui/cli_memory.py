@@ -23,7 +23,7 @@ EXIT_OK = 0
 async def remember(settings: Settings, text: str, *, as_json: bool) -> int:
     gateway = OllamaGateway.from_config(settings.ollama)
     try:
-        with MemorySession(settings, gateway) as memory:
+        with MemorySession(settings, gateway, channel="cli") as memory:
             point_id = await memory.remember(text)
             point = memory.store.points.get(point_id)
     finally:

@@ -75,6 +75,7 @@ class MemorySession:
     gateway: OllamaGateway
     take_lock: bool = True
     read_only: bool = False  # a reading command: no lock file, nothing written (issue 15 §5)
+    channel: str = "tui"  # the points' channel: "cli" for a command, run here or by an owner
     store: MemoryStore | None = field(default=None, init=False)
 
     def open(self) -> TurnMemory:
@@ -112,7 +113,10 @@ class MemorySession:
             self.settings.facts,
         )
         return TurnMemory(
-            self.store, embedder_for(self.gateway, self.settings.memory.embed_model), facts
+            self.store,
+            embedder_for(self.gateway, self.settings.memory.embed_model),
+            facts,
+            channel=self.channel,
         )
 
     def close(self) -> None:
