@@ -240,6 +240,7 @@ def test_ask_prints_one_memstatus_line_on_escalation_only(
     first = run_cli(env, "ask", "Tell me something worth remembering about the blyck project.")
     assert_ok(first)
     assert "past the warn line" in first.stderr
+    assert "straylight status" in first.stderr  # a command the shell has, not only /memstatus
     standin.script_reply("Another reply that is long enough to be kept as a point too.")
     second = run_cli(env, "ask", "And one more thing worth remembering about the blyck project?")
     assert_ok(second)
