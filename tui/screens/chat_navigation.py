@@ -363,6 +363,8 @@ class ChatNavigation(Screen[None]):
         hits.focus()
         if hits.highlighted is None:
             hits.highlighted = 0
+        # a sidebar just unfolded has no layout yet: bring the list into view after it
+        self.call_after_refresh(hits.scroll_visible, animate=False)
 
     def on_recalled_hits_open_hit(self, message: RecalledHits.OpenHit) -> None:
         self.action_open_memory_browser(message.point_id)
