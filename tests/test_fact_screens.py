@@ -502,3 +502,24 @@ def test_snapshot_hypotheses_screen(
         lambda s: "index:words" in detail_text(s),
     )
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+async def test_validating_an_overdue_card_clears_its_sidebar_alert(settings: Settings) -> None:
+    """The overdue alert (issue 5: cards past due, neither validated nor deleted) goes when
+    the card is validated: it stayed until the hourly job ran, beside '0 overdue'."""
+    from tui.widgets.status_sidebar import StatusSidebar
+
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        drawer = await opened(pilot, app)
+        made = make_card(drawer, "Saves slow down when the word index is large.", -2)
+        app.run_job_now("overdue-hypotheses")
+        bar = app.query_one(StatusSidebar)
+        await wait_until(pilot, lambda: bool(bar.state and bar.state.alerts), what="the alert")
+        screen = HypothesesScreen(drawer)
+        await show(pilot, app, screen)
+        await pilot.press("v")
+        await wait_until(pilot, lambda: card(drawer, made.id).status == "validated")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: bar.state.hypotheses == (0, 0), what="the counts")
+        await wait_until(pilot, lambda: bar.state.alerts == (), what="no alert")

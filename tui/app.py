@@ -449,8 +449,7 @@ class StraylightApp(App[int]):
             self.chat.publish_sidebar(headroom=str(result.data.get("headroom", "ok")))
         elif message.name == "overdue-hypotheses" and result.status == "ok":
             overdue = int(result.data.get("overdue", 0))
-            lines = (f"{overdue} hypothesis card(s) overdue",) if overdue else ()
-            self._set_alerts("hypotheses", lines)
+            self.overdue_counted(overdue)
             self.chat.publish_sidebar(
                 hypotheses=(int(result.data.get("open", 0)), overdue),
             )
@@ -460,6 +459,13 @@ class StraylightApp(App[int]):
             self.chat.refresh_fact_status()
         if message.name in ("backfill", "index-upkeep", "decay"):
             self.chat.refresh_memory_status()
+
+    def overdue_counted(self, overdue: int) -> None:
+        """The sidebar's overdue alert follows every count of the cards (the job's, and a
+        re-read after a card was validated, refuted or deleted)."""
+        self._set_alerts(
+            "hypotheses", (f"{overdue} hypothesis card(s) overdue",) if overdue else ()
+        )
 
     def _set_alerts(self, source: str, lines: tuple[str, ...]) -> None:
         self.job_alerts[source] = lines

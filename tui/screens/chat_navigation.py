@@ -113,6 +113,9 @@ class ChatNavigation(Screen[None]):
 
     def on_sidebar_update(self, message: SidebarUpdate) -> None:
         self.publish_sidebar(**message.changes)
+        counts = message.changes.get("hypotheses")
+        if isinstance(counts, tuple) and self.straylight.job_alerts.get("hypotheses"):
+            self.straylight.overdue_counted(int(counts[1]))  # a card decided: its alert goes
 
     @work(thread=True, exclusive=True, group="memory-status", exit_on_error=False)
     def refresh_memory_status(self) -> None:
