@@ -69,6 +69,13 @@ class JobFinished(Message):
 
 
 @dataclass
+class BindingAlerts(Message):
+    """The procedures' broken bindings, checked again after the facts changed."""
+
+    lines: tuple[str, ...]
+
+
+@dataclass
 class AfterTurn(Message):
     """The engine's background save of a turn reported back (point ids, memstatus due)."""
 
@@ -466,6 +473,30 @@ class StraylightApp(App[int]):
         self._set_alerts(
             "hypotheses", (f"{overdue} hypothesis card(s) overdue",) if overdue else ()
         )
+
+    @work(thread=True, exclusive=True, group="bindings-recheck", exit_on_error=False)
+    def recheck_bindings(self) -> None:
+        """The facts changed while a broken binding is shown: check again now rather than at
+        the next daily run, so a fact just written clears its alert (no notice: the job's run
+        announced the binding)."""
+        from memory.bindings import check_bindings
+
+        facts = self.engine.facts
+        if facts is None:
+            return
+        try:
+            alerts = check_bindings(
+                facts.list_facts(),
+                self.settings.clock.now(),
+                limit_days=self.settings.jobs.binding_limit_days,
+            )
+        except Exception:
+            log.exception("checking the bindings again failed")
+            return
+        self.post_message(BindingAlerts(tuple(alert.detail for alert in alerts)))
+
+    def on_binding_alerts(self, message: BindingAlerts) -> None:
+        self._set_alerts("bindings", message.lines)
 
     def _set_alerts(self, source: str, lines: tuple[str, ...]) -> None:
         self.job_alerts[source] = lines

@@ -116,6 +116,8 @@ class ChatNavigation(Screen[None]):
         counts = message.changes.get("hypotheses")
         if isinstance(counts, tuple) and self.straylight.job_alerts.get("hypotheses"):
             self.straylight.overdue_counted(int(counts[1]))  # a card decided: its alert goes
+        if "facts_line" in message.changes and self.straylight.job_alerts.get("bindings"):
+            self.straylight.recheck_bindings()  # a fact written may mend a binding
 
     @work(thread=True, exclusive=True, group="memory-status", exit_on_error=False)
     def refresh_memory_status(self) -> None:
