@@ -137,7 +137,7 @@ async def overdue_hypotheses(ctx: JobContext) -> JobResult:
         JobNotice(
             "hypothesis",
             f"Hypothesis #{card.id} is overdue: validate, refute or delete it "
-            f"(straylight hypotheses). {card.statement}",
+            f"(/hypotheses, straylight hypotheses). {card.statement}",
             "warning",
         )
         for card in due

@@ -60,7 +60,8 @@ class IngestReport:
         """What `import-doc` and `/import` say: "N added, … (M embedding requests)"."""
         return (
             f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
-            f"{self.removed} removed ({self.embed_requests} embedding requests)"
+            f"{self.removed} removed ({self.embed_requests} embedding "
+            f"request{'' if self.embed_requests == 1 else 's'})"
         )
 
     def vector_note(self, problem: str | None) -> str | None:

@@ -71,7 +71,7 @@ def notice_text(
     if level == "warn":
         return (
             f"Memory is at {ram}, past the warn line ({format_size(warn_bytes)}). "
-            "/memstatus shows where it goes."
+            "/memstatus (straylight status) shows where it goes."
         )
     if level == "critical":
         return (

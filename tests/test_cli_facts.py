@@ -209,7 +209,8 @@ def test_a_missing_data_dir_gives_read_only_commands_a_hint(
 ) -> None:
     env = env_for(tmp_path, standin)
     home = tmp_path / "home"
-    for command in (["status"], ["facts", "list"], ["history"]):
+    every_list = (["candidates", "list"], ["jobs", "list"], ["hypotheses", "list"], ["recall", "x"])
+    for command in (["status"], ["facts", "list"], ["history"], *every_list):
         proc = run_cli(env, *command)
         assert proc.returncode == 0, proc.stderr
         assert f"no data dir at {home} — mistyped STRAYLIGHT_HOME?" in proc.stderr, command

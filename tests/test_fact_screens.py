@@ -502,3 +502,45 @@ def test_snapshot_hypotheses_screen(
         lambda s: "index:words" in detail_text(s),
     )
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+async def test_validating_an_overdue_card_clears_its_sidebar_alert(settings: Settings) -> None:
+    """The overdue alert (issue 5: cards past due, neither validated nor deleted) goes when
+    the card is validated: it stayed until the hourly job ran, beside '0 overdue'."""
+    from tui.widgets.status_sidebar import StatusSidebar
+
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        drawer = await opened(pilot, app)
+        made = make_card(drawer, "Saves slow down when the word index is large.", -2)
+        app.run_job_now("overdue-hypotheses")
+        bar = app.query_one(StatusSidebar)
+        await wait_until(pilot, lambda: bool(bar.state and bar.state.alerts), what="the alert")
+        screen = HypothesesScreen(drawer)
+        await show(pilot, app, screen)
+        await pilot.press("v")
+        await wait_until(pilot, lambda: card(drawer, made.id).status == "validated")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: bar.state.hypotheses == (0, 0), what="the counts")
+        await wait_until(pilot, lambda: bar.state.alerts == (), what="no alert")
+
+
+async def test_setting_a_missing_required_fact_clears_the_bindings_alert(
+    settings: Settings,
+) -> None:
+    """A procedure's broken binding is an alert until the daily job runs again; once the
+    missing fact is written in the chat, the alert goes at once (it stayed up to a day)."""
+    from tui.widgets.status_sidebar import StatusSidebar
+
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        drawer = await opened(pilot, app)
+        drawer.set("deploy:steps", "procedure", "Build, then copy.", requires=["build:cmd"])
+        app.run_job_now("bindings")
+        bar = app.query_one(StatusSidebar)
+        await wait_until(pilot, lambda: bool(bar.state and bar.state.alerts), what="the alert")
+        assert "build:cmd" in bar.state.alerts[0]
+        await type_text(pilot, "/fact set build:cmd fact npm run dist builds it")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: drawer.get("build:cmd") is not None, what="the fact")
+        await wait_until(pilot, lambda: bar.state.alerts == (), what="no alert")

@@ -175,6 +175,10 @@ async def test_overdue_hypotheses_alert_once_a_day(mem: Memory) -> None:
     late = mem.at(T0 + timedelta(days=14))
     first = await late.run("overdue-hypotheses")
     assert len(first.notices) == 1 and first.data == {"open": 1, "overdue": 1}
+    # a toast in the chat, a stderr line in the shell: it names the way to act in both
+    assert (
+        "/hypotheses" in first.notices[0].text and "straylight hypotheses" in first.notices[0].text
+    )
     assert (await late.run("overdue-hypotheses")).notices == []  # once per card per day
     next_day = mem.at(T0 + timedelta(days=15))
     assert len((await next_day.run("overdue-hypotheses")).notices) == 1
@@ -240,6 +244,7 @@ def test_ask_prints_one_memstatus_line_on_escalation_only(
     first = run_cli(env, "ask", "Tell me something worth remembering about the blyck project.")
     assert_ok(first)
     assert "past the warn line" in first.stderr
+    assert "straylight status" in first.stderr  # a command the shell has, not only /memstatus
     standin.script_reply("Another reply that is long enough to be kept as a point too.")
     second = run_cli(env, "ask", "And one more thing worth remembering about the blyck project?")
     assert_ok(second)

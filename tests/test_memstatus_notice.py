@@ -136,7 +136,8 @@ def test_the_documented_walk() -> None:
 def test_notice_texts_are_one_dry_line() -> None:
     warn = notice_text("warn", {"ram_estimate_bytes": 300 * MIB}, warn_bytes=WARN, crit_bytes=CRIT)
     assert warn == (
-        "Memory is at 300 MiB, past the warn line (256 MiB). /memstatus shows where it goes."
+        "Memory is at 300 MiB, past the warn line (256 MiB). "
+        "/memstatus (straylight status) shows where it goes."
     )
     critical = notice_text(
         "critical", {"ram_estimate_bytes": 600 * MIB}, warn_bytes=WARN, crit_bytes=CRIT

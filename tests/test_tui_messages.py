@@ -169,3 +169,31 @@ async def test_pin_and_forget_notices_quote_a_short_message_whole(
         await pilot.press("y")
         await wait_until(pilot, lambda: said()[-1].startswith("Forgot"), what="forgotten")
         assert said()[-1] == "Forgot 1 memory point."
+
+
+async def test_at_80x24_ctrl_r_unfolds_the_sidebar_and_shows_the_recalled_hits(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """At 80 columns the sidebar is folded; Ctrl+R opens it with its recalled hits in view
+    (they sit below the fold, and the list had the focus out of sight)."""
+    from tui.widgets.recalled_hits import RecalledHits
+    from tui.widgets.status_sidebar import StatusSidebar
+
+    app = StraylightApp(settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        memory = app.engine.memory
+        assert memory is not None
+        await memory.remember(REPLY)
+        standin.script_reply("It is nebula-7.")
+        await type_text(pilot, "which server is blyck staging on")
+        await pilot.press("enter")
+        hits = app.query_one(RecalledHits)
+        await wait_until(pilot, lambda: hits.option_count > 0, what="recalled hits listed")
+        await wait_until(pilot, lambda: not app.replying, what="the reply")
+        await pilot.press("ctrl+r")
+        assert app.focused is hits
+        bar = app.query_one(StatusSidebar)
+        await wait_until(
+            pilot, lambda: bar.region.contains_region(hits.region), what="the hits in view"
+        )

@@ -284,3 +284,22 @@ async def test_import_of_a_long_document_shows_progress_and_names_missing_vector
         done = next(i for i, n in enumerate(said) if n.startswith("Imported"))
         assert "80 added" in said[done]
         assert said[done + 1].startswith("16 sections stored without a vector"), said
+
+
+async def test_at_80_columns_the_folded_sidebar_stays_one_line(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path
+) -> None:
+    """The summary of an online chat is one line whatever it holds (a long model name, a
+    damaged database's reason): it is cut, never wrapped over the chat (issue 6)."""
+    from tui.widgets.status_sidebar import SidebarSummary
+
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "straylight.duckdb").write_bytes(b"not a database " * 100)
+    model = "qwen2.5-coder:32b-instruct-q4_K_M-with-a-long-tag"
+    app = StraylightApp(make_settings(ollama_host=standin.host, model=model))
+    async with app.run_test(size=(80, 24)) as pilot:
+        summary = app.query_one(SidebarSummary)
+        await wait_until(pilot, lambda: "unavailable" in str(summary.render()), what="why")
+        await wait_until(pilot, lambda: summary.region.height > 0, what="the layout")
+        await pilot.pause()
+        assert summary.region.height == 1

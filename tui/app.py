@@ -69,6 +69,13 @@ class JobFinished(Message):
 
 
 @dataclass
+class BindingAlerts(Message):
+    """The procedures' broken bindings, checked again after the facts changed."""
+
+    lines: tuple[str, ...]
+
+
+@dataclass
 class AfterTurn(Message):
     """The engine's background save of a turn reported back (point ids, memstatus due)."""
 
@@ -449,8 +456,7 @@ class StraylightApp(App[int]):
             self.chat.publish_sidebar(headroom=str(result.data.get("headroom", "ok")))
         elif message.name == "overdue-hypotheses" and result.status == "ok":
             overdue = int(result.data.get("overdue", 0))
-            lines = (f"{overdue} hypothesis card(s) overdue",) if overdue else ()
-            self._set_alerts("hypotheses", lines)
+            self.overdue_counted(overdue)
             self.chat.publish_sidebar(
                 hypotheses=(int(result.data.get("open", 0)), overdue),
             )
@@ -460,6 +466,37 @@ class StraylightApp(App[int]):
             self.chat.refresh_fact_status()
         if message.name in ("backfill", "index-upkeep", "decay"):
             self.chat.refresh_memory_status()
+
+    def overdue_counted(self, overdue: int) -> None:
+        """The sidebar's overdue alert follows every count of the cards (the job's, and a
+        re-read after a card was validated, refuted or deleted)."""
+        self._set_alerts(
+            "hypotheses", (f"{overdue} hypothesis card(s) overdue",) if overdue else ()
+        )
+
+    @work(thread=True, exclusive=True, group="bindings-recheck", exit_on_error=False)
+    def recheck_bindings(self) -> None:
+        """The facts changed while a broken binding is shown: check again now rather than at
+        the next daily run, so a fact just written clears its alert (no notice: the job's run
+        announced the binding)."""
+        from memory.bindings import check_bindings
+
+        facts = self.engine.facts
+        if facts is None:
+            return
+        try:
+            alerts = check_bindings(
+                facts.list_facts(),
+                self.settings.clock.now(),
+                limit_days=self.settings.jobs.binding_limit_days,
+            )
+        except Exception:
+            log.exception("checking the bindings again failed")
+            return
+        self.post_message(BindingAlerts(tuple(alert.detail for alert in alerts)))
+
+    def on_binding_alerts(self, message: BindingAlerts) -> None:
+        self._set_alerts("bindings", message.lines)
 
     def _set_alerts(self, source: str, lines: tuple[str, ...]) -> None:
         self.job_alerts[source] = lines

@@ -373,7 +373,7 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
 # Commands that read the data dir and print what is there: an empty answer from a data dir
 # that does not exist is most often a mistyped --home, so they say so (exit code unchanged).
 READS_DATA_DIR = frozenset(
-    {"status", "history", "recall", "facts", "candidates", "jobs", "conversations"}
+    {"status", "history", "recall", "facts", "candidates", "jobs", "conversations", "hypotheses"}
 )
 
 
@@ -387,6 +387,8 @@ def _hint_missing_home(args: argparse.Namespace, resolved: ResolvedSettings) -> 
         return
     if args.command == "conversations" and getattr(args, "action", None) not in (None, "list"):
         return  # rename/export/delete already say "no conversation …"
+    if args.command == "hypotheses" and getattr(args, "action", None) != "list":
+        return  # validate/refute/delete already say "no hypothesis #N"
     home = resolved.settings.home
     if home.exists():
         return

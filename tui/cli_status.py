@@ -79,18 +79,18 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     print(f"longterm   {longterm.size_bytes} / {longterm.budget_bytes} bytes")
     if longterm_warning:
         print(f"warning    {longterm_warning}")
-    print(f"today      {len(today_messages)} messages in {today.isoformat()}.md")
+    print(f"today      {counted(len(today_messages), 'message')} in {today.isoformat()}.md")
     points = memory["points"]
     print(
-        f"memory     {points['total']} points ({points['user']} user, {points['assistant']} "
-        f"assistant, {points['doc']} doc; {points['pinned']} pinned, "
+        f"memory     {counted(points['total'], 'point')} ({points['user']} user, "
+        f"{points['assistant']} assistant, {points['doc']} doc; {points['pinned']} pinned, "
         f"{points['without_vector']} without vector)"
     )
     skips = ", ".join(f"{rule} {count}" for rule, count in memory["skips"].items()) or "none"
     print(f"skipped    {skips}")
     index = memory["index"]
     note = f" ({index_note})" if index_note else ""
-    print(f"index      {index['state']}, {index['size']} vectors{note}")
+    print(f"index      {index['state']}, {counted(index['size'], 'vector')}{note}")
     mib = memory["ram_estimate_bytes"] / 2**20
     print(f"ram        ~{mib:.1f} MiB estimated, headroom {memory['headroom']}")
     embed_pulled = report["ollama"]["embed_model_pulled"]
@@ -103,7 +103,7 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     )
     print(
         f"embedding  {settings.memory.embed_model}{embed_note}, "
-        f"{memory['embed_requests']} requests so far"
+        f"{counted(memory['embed_requests'], 'request')} so far"
     )
     if (embedding := memory.get("embedding")) and embedding["changed_from"]:
         print(
@@ -119,6 +119,11 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     )
     print(f"context    {context_line(memory['context'], context_notes)}")
     return EXIT_OK
+
+
+def counted(count: int, noun: str) -> str:
+    """`1 point`, `2 points`, `0 points`: a count and its noun as a reader says them."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _missing_json(settings: Settings, pulled: tuple[str, ...] | None) -> list[Any] | None:

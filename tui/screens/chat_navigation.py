@@ -113,6 +113,11 @@ class ChatNavigation(Screen[None]):
 
     def on_sidebar_update(self, message: SidebarUpdate) -> None:
         self.publish_sidebar(**message.changes)
+        counts = message.changes.get("hypotheses")
+        if isinstance(counts, tuple) and self.straylight.job_alerts.get("hypotheses"):
+            self.straylight.overdue_counted(int(counts[1]))  # a card decided: its alert goes
+        if "facts_line" in message.changes and self.straylight.job_alerts.get("bindings"):
+            self.straylight.recheck_bindings()  # a fact written may mend a binding
 
     @work(thread=True, exclusive=True, group="memory-status", exit_on_error=False)
     def refresh_memory_status(self) -> None:
@@ -363,6 +368,8 @@ class ChatNavigation(Screen[None]):
         hits.focus()
         if hits.highlighted is None:
             hits.highlighted = 0
+        # a sidebar just unfolded has no layout yet: bring the list into view after it
+        self.call_after_refresh(hits.scroll_visible, animate=False)
 
     def on_recalled_hits_open_hit(self, message: RecalledHits.OpenHit) -> None:
         self.action_open_memory_browser(message.point_id)

@@ -193,8 +193,9 @@ class StatusSidebar(VerticalScroll):
 
 
 def summary_text(state: SidebarState) -> Text:
-    """The sidebar in one line, for terminals too narrow for it (about 80 columns). Offline,
-    the line is the reason and the fix instead (it may wrap: "offline" alone said nothing)."""
+    """The sidebar in one line, for terminals too narrow for it (about 80 columns; cut at
+    the edge, never wrapped over the chat). Offline, the line is the reason and the fix
+    instead (it may wrap: "offline" alone said nothing)."""
     colour = {"online": "green", "offline": "red"}.get(state.ollama, "yellow")
     text = Text()
     text.append(f"● {state.ollama}", style=f"bold {colour}")
@@ -203,10 +204,13 @@ def summary_text(state: SidebarState) -> Text:
         text.append(" · ^B sidebar", style="dim")
         return text
     text.append(f" · {state.model}")
-    points = state.memory_line.split(",")[0].split("\n")[0]
-    text.append(f" · {points}")
-    headroom_style = _HEADROOM_STYLES.get(state.headroom, "")
-    text.append(f" · RAM {state.headroom}", style=headroom_style)
+    if state.memory_line.startswith("unavailable"):  # the reason is in the chat and sidebar
+        text.append(" · memory unavailable", style="red")
+    else:
+        points = state.memory_line.split(",")[0].split("\n")[0]
+        text.append(f" · {points}")
+        headroom_style = _HEADROOM_STYLES.get(state.headroom, "")
+        text.append(f" · RAM {state.headroom}", style=headroom_style)
     if state.context and state.context_headroom in _HEADROOM_STYLES:
         text.append(f" · {state.context}", style=_HEADROOM_STYLES[state.context_headroom])
     counts, _, pending = state.facts_line.partition("·")
@@ -227,7 +231,8 @@ class SidebarSummary(Static):
     state: reactive[SidebarState | None] = reactive(None, init=False)
 
     def watch_state(self, state: SidebarState | None) -> None:
-        if state is not None:
+        if state is not None:  # one line, cut at the edge; offline, the fix may wrap
+            self.set_class(state.ollama == "offline", "-offline")
             self.update(summary_text(state))
 
 

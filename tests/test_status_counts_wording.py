@@ -1,0 +1,29 @@
+"""`straylight status` and `import-doc` count in words a reader expects: one point, one
+vector, one message, one embedding request — not "1 points" (a checker's first command on a
+new store)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.support.cli import NOW, Env, assert_ok, run_cli
+from tests.support.ollama_standin import OllamaStandIn
+
+
+def test_one_of_each_is_singular(
+    cli_env: Callable[..., Env], standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    env = cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
+    doc = tmp_path / "doc.md"
+    doc.write_text("# Deploy\nRun npm run dist, then copy the bundle to the bucket.\n")
+    imported = run_cli(env, "import-doc", str(doc))
+    assert_ok(imported)
+    assert "1 added, 0 updated, 0 unchanged, 0 removed (1 embedding request)" in imported.stdout
+    out = run_cli(env, "status")
+    assert_ok(out)
+    lines = {line.split()[0]: line for line in out.stdout.splitlines() if line.strip()}
+    assert lines["memory"].startswith("memory     1 point (0 user, 0 assistant, 1 doc;")
+    assert lines["index"] == "index      in_sync, 1 vector"
+    assert lines["embedding"].endswith(", 1 request so far")
+    assert lines["today"].startswith("today      0 messages in ")
