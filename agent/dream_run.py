@@ -53,6 +53,7 @@ class DreamOutcome:
     card: Hypothesis | None
     reason: str
     sources: tuple[str, ...] = ()
+    model_failed: bool = False  # Ollama down, a timeout, an HTTP error: nothing was judged
 
 
 def _finish(outcome: DreamOutcome) -> DreamOutcome:
@@ -79,7 +80,7 @@ async def run_dream(
     try:
         raw = await gateway.chat_structured(model, dream_messages(sources), dream_schema(ids))
     except GatewayError as error:
-        return _finish(DreamOutcome(None, f"model call failed: {error}", ids))
+        return _finish(DreamOutcome(None, f"model call failed: {error}", ids, model_failed=True))
     checked = check_card(raw, set(ids))
     if isinstance(checked, str):
         return _finish(DreamOutcome(None, checked, ids))

@@ -185,13 +185,17 @@ async def test_overdue_hypotheses_alert_once_a_day(mem: Memory) -> None:
 
 
 async def test_a_failing_job_is_recorded_not_raised(mem: Memory, standin: OllamaStandIn) -> None:
+    """The dream's model call fails (HTTP 500): recorded as `skipped` with the reason, as
+    backfill is without Ollama (it said `ok`, so `jobs list` and a cron job saw no outage)."""
     runner = mem.at(T0)
     mem.drawer.set("a:b", "fact", "One fact about alpha beta.")
     mem.drawer.set("a:c", "fact", "Another fact about alpha gamma.")
-    standin.fail_next("status", status=500)
+    standin.fail_next("status", status=500, path="/api/chat")
     result = await runner.run("dream")
-    assert result.status == "ok" and result.summary.startswith("no card")
-    assert [i.last_status for i in runner.infos() if i.name == "dream"] == ["ok"]
+    assert result.status == "skipped" and result.summary.startswith("no card: model call failed")
+    assert [i.last_status for i in runner.infos() if i.name == "dream"] == ["skipped"]
+    result = await runner.run("dream")  # Ollama answers again: a run judged is `ok`
+    assert result.status == "ok", result
 
 
 # --- the scheduler inside the app ------------------------------------------------------------
