@@ -119,8 +119,9 @@ async def dream(ctx: JobContext) -> JobResult:
         ctx.memory.store.db, drawer, ctx.gateway, ctx.model, workspace=drawer.workspace
     )
     if outcome.card is None:  # a failed model call is `skipped`, as backfill's without Ollama
-        status = "skipped" if outcome.model_failed else "ok"
-        return JobResult(status, f"no card: {outcome.reason}")
+        if outcome.model_failed:
+            return JobResult("skipped", f"no card: {outcome.reason}")
+        return JobResult("ok", f"no card: {outcome.reason}")
     card = outcome.card
     text = (
         f"New hypothesis #{card.id} (confidence {START_CONFIDENCE:.2f}, "
