@@ -289,6 +289,31 @@ async def test_slash_recall_with_memory_off_says_nothing_reaches_the_prompt(
     assert said == ([] if enabled else [("warning", True)])
 
 
+async def test_slash_memstatus_counts_one_point_in_the_singular(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """`/memstatus` on a store of one pin says "1 point" and "1 embedding request", as
+    `straylight status` does (it said "1 points")."""
+    from tui.memory_commands import run_memory_command
+
+    settings = make_settings(ollama_host=standin.host)
+    gateway = OllamaGateway(settings.ollama.host, read_timeout=5)
+    store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
+    notices: list[str] = []
+
+    async def notice(text: str, kind: str = "info") -> None:
+        notices.append(text)
+
+    try:
+        memory = TurnMemory(store, embedder_for(gateway, settings.memory.embed_model))
+        await run_memory_command(memory, "", "/remember", FACT, notice)
+        await run_memory_command(memory, "", "/memstatus", "", notice)
+    finally:
+        store.close()
+    assert notices[-1].startswith("Memory: 1 point (1 pinned, 0 without vector)"), notices[-1]
+    assert "· 1 embedding request" in notices[-1] and "1 embedding requests" not in notices[-1]
+
+
 @pytest.mark.parametrize(
     ("error", "said"),
     [

@@ -98,12 +98,14 @@ async def _memstatus(memory: TurnMemory, notice: Notice) -> None:
     status = await asyncio.to_thread(memory.store.status)
     points, index = status["points"], status["index"]
     skips = ", ".join(f"{rule} {count}" for rule, count in status["skips"].items()) or "none"
+    from tui.cli_status import counted
+
     await notice(
-        f"Memory: {points['total']} points ({points['pinned']} pinned, "
+        f"Memory: {counted(points['total'], 'point')} ({points['pinned']} pinned, "
         f"{points['without_vector']} without vector) · index {index['state']} "
         f"({index['size']}) · RAM ~{status['ram_estimate_bytes'] / 2**20:.1f} MiB, "
         f"headroom {status['headroom']} · skipped: {skips} · "
-        f"{status['embed_requests']} embedding requests",
+        f"{counted(status['embed_requests'], 'embedding request')}",
         kind="warning" if status["headroom"] != "ok" else "info",
     )
 
