@@ -98,7 +98,10 @@ async def test_cli_commands_while_the_tui_owns_the_dir_print_what_they_print_alo
     longterm = home / "longterm.md"  # (the TUI would write its template: status shows it)
     longterm.write_text("# Long-term memory\n\nThe user takes the night ferry.\n")
     longterm.chmod(0o600)
-    alone = await clients(env, *READS)
+    # one after another: side by side, `facts get` (a writer: it counts a use) holds the
+    # lock without serving, and on a loaded machine `forget` waited out its 3 s (exit 6) —
+    # the documented rule for a holder that does not serve, not what this test compares
+    alone = [await asyncio.to_thread(run_cli_process, env, *argv) for argv in READS]
     alone_status = run_cli_process(env, "status", "--json")
     settings = owner_settings(make_settings, standin)
     with DataDirLock(settings.home):  # as `straylight` takes it before the app starts
