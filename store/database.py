@@ -307,33 +307,11 @@ class Database:
                 ).start()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A cursor inside BEGIN … COMMIT; rolled back if the block raises. Not re-entrant."""
+    def _writing(self, refusal: str) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor of this thread's write, under the write lock; `refusal` (a RuntimeError)
+        when this thread is writing already (the lock is not re-entrant)."""
         if self._writer == threading.get_ident():
-            raise RuntimeError("Database.transaction() does not nest")
-        with self._write_lock:
-            self._writer = threading.get_ident()
-            try:
-                with self._cursor(gated=False) as cur:
-                    cur.execute("BEGIN TRANSACTION")
-                    try:
-                        yield cur
-                    except BaseException:
-                        with contextlib.suppress(duckdb.Error):
-                            cur.execute("ROLLBACK")
-                        raise
-                    cur.execute("COMMIT")
-            finally:
-                self._writer = None
-
-    @contextlib.contextmanager
-    def autocommit(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A cursor for one data-modifying statement that commits by itself, under the same
-        write lock as `transaction`: no `BEGIN` / `COMMIT` statements (~0.4 ms less CPU a
-        save at 100k points, docs/save-latency.md). One statement only: two would commit
-        apart."""
-        if self._writer == threading.get_ident():
-            raise RuntimeError("Database.autocommit() inside a transaction")
+            raise RuntimeError(refusal)
         with self._write_lock:
             self._writer = threading.get_ident()
             try:
@@ -341,6 +319,28 @@ class Database:
                     yield cur
             finally:
                 self._writer = None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor inside BEGIN … COMMIT; rolled back if the block raises. Not re-entrant."""
+        with self._writing("Database.transaction() does not nest") as cur:
+            cur.execute("BEGIN TRANSACTION")
+            try:
+                yield cur
+            except BaseException:
+                with contextlib.suppress(duckdb.Error):
+                    cur.execute("ROLLBACK")
+                raise
+            cur.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def autocommit(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor for one data-modifying statement that commits by itself, under the same
+        write lock as `transaction`: no `BEGIN` / `COMMIT` statements (~0.4 ms less CPU a
+        save at 100k points, docs/save-latency.md). One statement only: two would commit
+        apart."""
+        with self._writing("Database.autocommit() inside a transaction") as cur:
+            yield cur
 
     def drop_cached_blocks(self) -> None:
         """Evict DuckDB's cached table blocks after a one-off read (`store.buffer_pool`).

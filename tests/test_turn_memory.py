@@ -232,32 +232,52 @@ async def test_the_prompt_holds_the_turns_around_a_recalled_hit(
         store.close()
 
 
+class Notices:
+    """The chat's `notice` callback, recording (text, kind)."""
+
+    def __init__(self) -> None:
+        self.said: list[tuple[str, str]] = []
+
+    async def __call__(self, text: str, kind: str = "info") -> None:
+        self.said.append((text, kind))
+
+
+async def slash_commands(
+    settings: Settings, commands: list[tuple[str, str]]
+) -> tuple[list[list[tuple[str, str]]], dict[str, int]]:
+    """Run the chat's memory slash commands on a fresh store, as the chat does; each
+    command's (text, kind) notices, and the store's point counts at the end."""
+    from tui.memory_commands import run_memory_command
+
+    gateway = OllamaGateway(settings.ollama.host, read_timeout=5)
+    store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
+    said: list[list[tuple[str, str]]] = []
+    try:
+        memory = TurnMemory(store, embedder_for(gateway, settings.memory.embed_model))
+        for command, argument in commands:
+            record = Notices()
+            await run_memory_command(memory, "", command, argument, record)
+            said.append(record.said)
+        counts = store.points.counts()
+    finally:
+        store.close()
+    return said, counts
+
+
+OFF = "memory is off (memory_enabled = false)"
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 async def test_slash_remember_with_memory_off_says_the_pin_is_not_recalled(
     make_settings: Callable[..., Settings], standin: OllamaStandIn, enabled: bool
 ) -> None:
     """`/remember` stores the pin either way (an explicit request); with memory off its
     notice says it will not reach a prompt until memory is on (as `remember` says)."""
-    from tui.memory_commands import run_memory_command
-
     settings = make_settings(ollama_host=standin.host, memory_enabled=enabled)
-    gateway = OllamaGateway(settings.ollama.host, read_timeout=5)
-    store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
-    notices: list[tuple[str, str]] = []
-
-    async def notice(text: str, kind: str = "info") -> None:
-        notices.append((text, kind))
-
-    try:
-        memory = TurnMemory(store, embedder_for(gateway, settings.memory.embed_model))
-        await run_memory_command(memory, "", "/remember", FACT, notice)
-        assert store.points.counts()["pinned"] == 1
-    finally:
-        store.close()
-    (text, kind), *_ = notices
+    [[(text, kind), *_]], counts = await slash_commands(settings, [("/remember", FACT)])
+    assert counts["pinned"] == 1
     assert text.startswith("Remembered #1 (pinned).")
-    off = "memory is off (memory_enabled = false)"
-    assert (off in text, kind) == ((True, "warning") if not enabled else (False, "info"))
+    assert (OFF in text, kind) == ((True, "warning") if not enabled else (False, "info"))
 
 
 @pytest.mark.parametrize("enabled", [True, False])
@@ -266,26 +286,11 @@ async def test_slash_recall_with_memory_off_says_nothing_reaches_the_prompt(
 ) -> None:
     """`/recall` shows what is stored either way; with memory off it says none of it reaches
     a prompt (as `straylight recall` does), instead of looking like a working memory."""
-    from tui.memory_commands import run_memory_command
-
     settings = make_settings(ollama_host=standin.host, memory_enabled=enabled)
-    gateway = OllamaGateway(settings.ollama.host, read_timeout=5)
-    store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
-    notices: list[tuple[str, str]] = []
-
-    async def notice(text: str, kind: str = "info") -> None:
-        notices.append((text, kind))
-
-    try:
-        memory = TurnMemory(store, embedder_for(gateway, settings.memory.embed_model))
-        await run_memory_command(memory, "", "/remember", FACT, notice)
-        notices.clear()
-        await run_memory_command(memory, "", "/recall", "staging server blyck", notice)
-    finally:
-        store.close()
-    assert notices and notices[0][0].startswith("Recalled:\n#1 ")
-    off = "memory is off (memory_enabled = false)"
-    said = [(kind, off in text) for text, kind in notices if off in text]
+    commands = [("/remember", FACT), ("/recall", "staging server blyck")]
+    [_, recalled], _ = await slash_commands(settings, commands)
+    assert recalled and recalled[0][0].startswith("Recalled:\n#1 ")
+    said = [(kind, OFF in text) for text, kind in recalled if OFF in text]
     assert said == ([] if enabled else [("warning", True)])
 
 
@@ -294,24 +299,12 @@ async def test_slash_memstatus_counts_one_point_in_the_singular(
 ) -> None:
     """`/memstatus` on a store of one pin says "1 point" and "1 embedding request", as
     `straylight status` does (it said "1 points")."""
-    from tui.memory_commands import run_memory_command
-
     settings = make_settings(ollama_host=standin.host)
-    gateway = OllamaGateway(settings.ollama.host, read_timeout=5)
-    store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
-    notices: list[str] = []
-
-    async def notice(text: str, kind: str = "info") -> None:
-        notices.append(text)
-
-    try:
-        memory = TurnMemory(store, embedder_for(gateway, settings.memory.embed_model))
-        await run_memory_command(memory, "", "/remember", FACT, notice)
-        await run_memory_command(memory, "", "/memstatus", "", notice)
-    finally:
-        store.close()
-    assert notices[-1].startswith("Memory: 1 point (1 pinned, 0 without vector)"), notices[-1]
-    assert "· 1 embedding request" in notices[-1] and "1 embedding requests" not in notices[-1]
+    [_, [(line, _kind)]], _ = await slash_commands(
+        settings, [("/remember", FACT), ("/memstatus", "")]
+    )
+    assert line.startswith("Memory: 1 point (1 pinned, 0 without vector)"), line
+    assert "· 1 embedding request" in line and "1 embedding requests" not in line
 
 
 @pytest.mark.parametrize(
