@@ -17,6 +17,7 @@ from pathlib import Path
 from agent.settings import Settings
 from memory.dream import CardDraft
 from memory.hypotheses import Hypotheses
+from store.daily_log import DailyLog
 from store.data_dir_lock import DataDirLock
 from store.database import database_path, open_database
 from store.owner_socket import SOCKET_FILENAME
@@ -204,12 +205,15 @@ async def test_a_bounded_burst_of_clients_and_the_chat_loses_nothing(
     assert ids[0] not in {h["id"] for h in recalled["hits"]}
 
 
-async def test_a_client_cannot_delete_the_conversation_open_in_the_chat(
-    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
-) -> None:
-    """`conversations delete` forwarded into the TUI refuses the conversation the chat has
-    open, as the conversations screen does (its messages would vanish under the chat, which
-    goes on writing to that id); any other conversation is deleted as usual."""
+async def beside_the_chat(
+    make_settings: Callable[..., Settings],
+    standin: OllamaStandIn,
+    home: Path,
+    tmp_path: Path,
+    *commands: list[str],
+) -> tuple[list[CliResult], DailyLog]:
+    """`commands` from other terminals, side by side, while the chat serves its data dir
+    with the sample logs and has `CURRENT` open; their results and the daily log after."""
     env = env_for(home, tmp_path, standin)
     settings = owner_settings(make_settings, standin)
     with DataDirLock(settings.home):
@@ -218,18 +222,30 @@ async def test_a_client_cannot_delete_the_conversation_open_in_the_chat(
         async with app.run_test(size=SIZE) as pilot:
             await wait_until(pilot, lambda: app.owner_server is not None, what="serving")
             app.chat.conversation_id = CURRENT
-            refused, other = await clients(
-                env,
-                ["conversations", "delete", CURRENT, "--yes"],
-                ["conversations", "delete", KEYS, "--yes"],
-            )
-            assert (refused.returncode, refused.stdout) == (2, "")
-            assert refused.stderr == (
-                f"straylight: {CURRENT} is the conversation open in the chat: "
-                "start a new one there (Ctrl+N) first\n"
-            )
-            assert_ok(other)
-    log = app.engine.daily_log
+            results = await clients(env, *commands)
+    return results, app.engine.daily_log
+
+
+async def test_a_client_cannot_delete_the_conversation_open_in_the_chat(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, home: Path, tmp_path: Path
+) -> None:
+    """`conversations delete` forwarded into the TUI refuses the conversation the chat has
+    open, as the conversations screen does (its messages would vanish under the chat, which
+    goes on writing to that id); any other conversation is deleted as usual."""
+    (refused, other), log = await beside_the_chat(
+        make_settings,
+        standin,
+        home,
+        tmp_path,
+        ["conversations", "delete", CURRENT, "--yes"],
+        ["conversations", "delete", KEYS, "--yes"],
+    )
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr == (
+        f"straylight: {CURRENT} is the conversation open in the chat: "
+        "start a new one there (Ctrl+N) first\n"
+    )
+    assert_ok(other)
     kept = {message.conversation_id for day in log.days() for message in log.read_day(day)}
     assert CURRENT in kept and KEYS not in kept
 
@@ -241,26 +257,20 @@ async def test_a_client_ask_cannot_write_into_the_conversation_open_in_the_chat(
     exchange went into the log under the chat, unseen there, and the chat's /retry then
     regenerated that one instead of the reply on screen. Refused like `conversations delete`
     (nothing logged); another conversation is continued as usual."""
-    env = env_for(home, tmp_path, standin)
-    settings = owner_settings(make_settings, standin)
-    with DataDirLock(settings.home):
-        app = StraylightApp(settings)
-        write_sample_logs(app.engine.daily_log)
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.owner_server is not None, what="serving")
-            app.chat.conversation_id = CURRENT
-            refused, other = await clients(
-                env,
-                ["ask", "--conversation", CURRENT, "From another terminal"],
-                ["ask", "--conversation", KEYS, "From another terminal too"],
-            )
-            assert (refused.returncode, refused.stdout) == (2, "")
-            assert refused.stderr == (
-                f"straylight: {CURRENT} is the conversation open in the chat: write to it "
-                "there, or continue another one\n"
-            )
-            assert_ok(other)
-    log = app.engine.daily_log
+    (refused, other), log = await beside_the_chat(
+        make_settings,
+        standin,
+        home,
+        tmp_path,
+        ["ask", "--conversation", CURRENT, "From another terminal"],
+        ["ask", "--conversation", KEYS, "From another terminal too"],
+    )
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr == (
+        f"straylight: {CURRENT} is the conversation open in the chat: write to it "
+        "there, or continue another one\n"
+    )
+    assert_ok(other)
     texts = {
         (message.conversation_id, message.content)
         for day in log.days()
