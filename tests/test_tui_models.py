@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, ProgressBar
 
 from agent.settings import Settings
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import type_text, wait_until
 from tui.app import StraylightApp
+from tui.screens.chat_screen import ChatScreen
 from tui.screens.confirm_screen import ConfirmScreen
 from tui.screens.models_screen import ModelsScreen
 from tui.widgets.chat_input import ChatInput
@@ -220,6 +222,17 @@ async def test_with_ollama_down_the_screen_says_so_in_one_line(
         assert app.screen is screen
 
 
+async def capabilities_known(pilot: Pilot, app: StraylightApp) -> ChatScreen:
+    """The chat, once its Ollama check has learned what each pulled model can do."""
+    chat = app.chat
+    await wait_until(
+        pilot,
+        lambda: chat.ollama_status is not None and bool(chat.ollama_status.capabilities),
+        what="the models' capabilities",
+    )
+    return chat
+
+
 async def test_slash_model_refuses_a_model_that_cannot_chat(
     app_settings: Settings, srv: OllamaStandIn
 ) -> None:
@@ -227,12 +240,7 @@ async def test_slash_model_refuses_a_model_that_cannot_chat(
     switching to it and failing every turn with Ollama's HTTP 400."""
     app = StraylightApp(app_settings)
     async with app.run_test(size=SIZE) as pilot:
-        chat = app.chat
-        await wait_until(
-            pilot,
-            lambda: chat.ollama_status is not None and bool(chat.ollama_status.capabilities),
-            what="the models' capabilities",
-        )
+        await capabilities_known(pilot, app)
         await type_text(pilot, "/model nomic-embed-text")
         await pilot.press("enter")
         await wait_until(pilot, lambda: bool(notices(app)), what="the refusal")
@@ -253,12 +261,7 @@ async def test_models_listed_without_capabilities_can_be_chosen_for_chat(
     srv.configure_model("llama3.2", lists_capabilities="absent")
     app = StraylightApp(app_settings)
     async with app.run_test(size=SIZE) as pilot:
-        chat = app.chat
-        await wait_until(
-            pilot,
-            lambda: chat.ollama_status is not None and bool(chat.ollama_status.capabilities),
-            what="the models' capabilities",
-        )
+        chat = await capabilities_known(pilot, app)
         assert {"qwen3:8b", "llama3.2:latest"} <= set(chat.ollama_status.chat_models)
         screen = await open_models(pilot, app)
         assert rows(screen)["qwen3:8b"][1] == "-"
@@ -280,12 +283,7 @@ async def test_a_start_model_that_cannot_chat_is_refused_before_anything_is_logg
     settings = make_settings(ollama_host=srv.host, jobs_enabled=False, model="nomic-embed-text")
     app = StraylightApp(settings)
     async with app.run_test(size=SIZE) as pilot:
-        chat = app.chat
-        await wait_until(
-            pilot,
-            lambda: chat.ollama_status is not None and bool(chat.ollama_status.capabilities),
-            what="the models' capabilities",
-        )
+        await capabilities_known(pilot, app)
         await type_text(pilot, "hello there")
         await pilot.press("enter")
         await wait_until(pilot, lambda: bool(notices(app)), what="the refusal")
