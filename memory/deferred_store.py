@@ -235,7 +235,7 @@ class _NoCards(_StandIn):
 class DeferredMemory(_StandIn):
     """`TurnMemory` on a data dir with no database yet (see the module's docstring)."""
 
-    VALUES = frozenset({"embed", "job_runs"})
+    VALUES = frozenset({"channel", "embed", "job_runs"})
 
     def __init__(
         self,
