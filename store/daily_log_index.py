@@ -142,6 +142,11 @@ class DailyLogIndex:
                 merged = {k: v for k, v in known.items() if k in wanted} | fresh
                 refresh.saved = self._save(merged)
 
+    def refresh(self) -> None:
+        """Bring the summary file up to date with the day files (`entries`, read through)."""
+        for _entry in self.entries():
+            pass
+
     def _signature(self, day: date) -> Signature | None:
         try:
             info = lstat_unlinked(self.daily_log.path_for(day))

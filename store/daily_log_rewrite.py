@@ -147,8 +147,7 @@ def drop_conversation(
             changed.append(day)
     index = DailyLogIndex(daily_log)
     if changed and os.path.lexists(index.path):  # it holds the conversation's first line
-        for _entry in index.entries():  # reads the changed days again, rewrites the file
-            pass
+        index.refresh()  # reads the changed days again, rewrites the file
     return removed, changed
 
 
