@@ -46,6 +46,10 @@ class CommandRequest:
     tty_stdout: bool = False
     tty_stderr: bool = False
 
+    def client_path(self, path: str) -> str:
+        """`path` as the client meant it: `~` expanded, a relative one in its folder."""
+        return os.path.join(self.cwd, os.path.expanduser(path))
+
     def to_frame(self) -> dict[str, Any]:
         return {
             "argv": self.argv,
@@ -138,16 +142,16 @@ def run_request(request: CommandRequest) -> int:
     except SystemExit as stop:  # usage errors and --help are printed already
         return stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 2
     if isinstance(getattr(args, "path", None), str):
-        args.path = os.path.join(request.cwd, os.path.expanduser(args.path))
+        args.path = request.client_path(args.path)
     if getattr(args, "output", None) not in (None, "-"):  # conversations export -o FILE
-        args.output = os.path.join(request.cwd, os.path.expanduser(args.output))
+        args.output = request.client_path(args.output)
     flags = {
         **setting_flags(args),
         "home": request.home,
         "workspace": request.workspace or args.workspace,
     }
     # a relative --config / STRAYLIGHT_CONFIG names a file in the client's folder
-    config = Path(request.cwd, os.path.expanduser(request.config)) if request.config else None
+    config = Path(request.client_path(request.config)) if request.config else None
     try:
         resolved = load_settings(flags=flags, environ=request.env, config_path=config)
     except SettingsError as error:
