@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from memory.turn_memory import TurnMemory
 
 Notice = Callable[..., Awaitable[None]]
+MEMORY_OFF = "memory is off (memory_enabled = false)"
 PROGRESS_MIN_SECTIONS = 64  # an /import of more sections to embed shows its progress
 
 
@@ -52,10 +53,7 @@ async def _remember(memory: TurnMemory, text: str, notice: Notice) -> None:
 def memory_off_note(point_id: int) -> str:
     """What `remember` and `/remember` add while memory is off: the pin is an explicit
     request, so it is stored, but no prompt gets recalled context until memory is on."""
-    return (
-        f"memory is off (memory_enabled = false): #{point_id} is stored, but not recalled "
-        "into prompts until memory is on"
-    )
+    return f"{MEMORY_OFF}: #{point_id} is stored, but not recalled into prompts until memory is on"
 
 
 async def _forget(memory: TurnMemory, argument: str, notice: Notice) -> None:
@@ -88,8 +86,7 @@ async def _recall(memory: TurnMemory, query: str, notice: Notice) -> None:
     await notice("Recalled:\n" + "\n".join(lines))
     if not memory.store.config.enabled:
         await notice(
-            "memory is off (memory_enabled = false): none of this reaches a prompt until "
-            "memory is on",
+            f"{MEMORY_OFF}: none of this reaches a prompt until memory is on",
             kind="warning",
         )
 
