@@ -303,6 +303,19 @@ def run(
     return results
 
 
+def kept(items: Path | None, make: Callable[[], Any]) -> Any:
+    """`make()`, kept in `items` (a pickle) when given: a later run reads it back instead of
+    replaying the conversations (`--items`)."""
+    if items is not None and items.exists():
+        with items.open("rb") as f:
+            return pickle.load(f)
+    made = make()
+    if items is not None:
+        with items.open("wb") as f:
+            pickle.dump(made, f)
+    return made
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("path", type=Path)
@@ -324,14 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("on all five:", results["on all five"]["config"])
             print(results["on all five"].get("literal", "(round 10's form)"))
         return 0
-    if args.items is not None and args.items.exists():
-        with args.items.open("rb") as f:
-            data, complete = pickle.load(f)
-    else:
-        data, complete = replay(args.path, args.cache_dir)
-        if args.items is not None:
-            with args.items.open("wb") as f:
-                pickle.dump((data, complete), f)
+    data, complete = kept(args.items, lambda: replay(args.path, args.cache_dir))
     results = run(data, complete, args.only, args.forced)
     if args.json:
         print(json.dumps(results, indent=2, default=str))

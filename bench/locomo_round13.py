@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import pickle
 import re
 import time
 from collections.abc import Sequence
@@ -51,7 +50,7 @@ from bench.locomo_round7_learn import Example, fit
 from bench.locomo_round8 import answer_held, print_rows, product_score
 from bench.locomo_round9 import pool_coverage
 from bench.locomo_round10 import ASKING, Item, extract, scored
-from bench.locomo_round12 import L2, WIDTH, Config12, Model12, Round12, close
+from bench.locomo_round12 import L2, WIDTH, Config12, Model12, Round12, close, kept
 from bench.locomo_round12 import configs as configs12
 from memory.recall import TUNING, _fuse
 from memory.recall_rerank import asked_speakers, candidate_features, mood_columns, speaker_column
@@ -279,14 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--items", type=Path, help="keep the replayed items here (a pickle)")
     parser.add_argument("--cache-dir", type=Path, default=default_cache_dir())
     args = parser.parse_args(argv)
-    if args.items is not None and args.items.exists():
-        with args.items.open("rb") as f:
-            data, alt = pickle.load(f)
-    else:
-        data, alt = replay(args.path, args.cache_dir)
-        if args.items is not None:
-            with args.items.open("wb") as f:
-                pickle.dump((data, alt), f)
+    data, alt = kept(args.items, lambda: replay(args.path, args.cache_dir))
     results = run(data, alt, args.only, args.forced)
     if args.json:
         print(json.dumps(results, indent=2, default=str))
