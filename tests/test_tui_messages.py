@@ -13,6 +13,7 @@ from tui.app import StraylightApp
 from tui.screens.confirm_screen import ConfirmScreen
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_message import ChatMessage
+from tui.widgets.recalled_hits import RecalledHits
 
 SIZE = (110, 32)
 QUESTION = "Where does the blyck staging server live and what does it run these days?"
@@ -96,24 +97,32 @@ async def test_the_sidebar_shows_what_the_last_prompt_carried(
         assert state().injected == ("deploy:blyck",)
 
 
+async def a_turn_with_recalled_hits(
+    pilot: Pilot[None], app: StraylightApp, standin: OllamaStandIn
+) -> tuple[int, RecalledHits]:
+    """A pinned point, then a turn that recalls it: its id and the sidebar's hits list, once
+    the reply is in."""
+    await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+    memory = app.engine.memory
+    assert memory is not None
+    point = await memory.remember(REPLY)
+    standin.script_reply("It is nebula-7.")
+    await type_text(pilot, "which server is blyck staging on")
+    await pilot.press("enter")
+    hits = app.query_one(RecalledHits)
+    await wait_until(pilot, lambda: hits.option_count > 0, what="recalled hits listed")
+    await wait_until(pilot, lambda: not app.replying, what="the reply")
+    return point, hits
+
+
 async def test_a_recalled_hit_in_the_sidebar_opens_in_the_browser_and_can_be_forgotten(
     settings: Settings, standin: OllamaStandIn
 ) -> None:
-    from tui.widgets.recalled_hits import RecalledHits
-
     app = StraylightApp(settings)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        point, hits = await a_turn_with_recalled_hits(pilot, app, standin)
         memory = app.engine.memory
         assert memory is not None
-        point = await memory.remember(REPLY)
-        standin.script_reply("It is nebula-7.")
-        await type_text(pilot, "which server is blyck staging on")
-        await pilot.press("enter")
-        hits = app.query_one(RecalledHits)
-        await wait_until(pilot, lambda: hits.option_count > 0, what="recalled hits listed")
-        await wait_until(pilot, lambda: not app.replying, what="the reply")
-
         await pilot.press("ctrl+r")
         assert app.focused is hits
         hits.highlighted = next(
@@ -176,21 +185,11 @@ async def test_at_80x24_ctrl_r_unfolds_the_sidebar_and_shows_the_recalled_hits(
 ) -> None:
     """At 80 columns the sidebar is folded; Ctrl+R opens it with its recalled hits in view
     (they sit below the fold, and the list had the focus out of sight)."""
-    from tui.widgets.recalled_hits import RecalledHits
     from tui.widgets.status_sidebar import StatusSidebar
 
     app = StraylightApp(settings)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
-        memory = app.engine.memory
-        assert memory is not None
-        await memory.remember(REPLY)
-        standin.script_reply("It is nebula-7.")
-        await type_text(pilot, "which server is blyck staging on")
-        await pilot.press("enter")
-        hits = app.query_one(RecalledHits)
-        await wait_until(pilot, lambda: hits.option_count > 0, what="recalled hits listed")
-        await wait_until(pilot, lambda: not app.replying, what="the reply")
+        _point, hits = await a_turn_with_recalled_hits(pilot, app, standin)
         await pilot.press("ctrl+r")
         assert app.focused is hits
         bar = app.query_one(StatusSidebar)
