@@ -432,22 +432,23 @@ class ChatScreen(ChatNavigation):
         chat = ", ".join(status.chat_models) or "none"
         return f"Model: {self.model}. Pulled chat models: {chat}. `/model NAME` switches."
 
+    def _cannot_chat(self, name: str) -> str | None:
+        """Why Ollama says model `name` cannot chat (an embedding model), or None."""
+        from agent.model_catalog import cannot_chat
+
+        caps = self.ollama_status.capabilities_of(name) if self.ollama_status else None
+        return cannot_chat(name, caps)
+
     def chat_refusal(self) -> str | None:
         """The line that refuses a message when Ollama says this session's model cannot chat
         (an embedding model given by --model, STRAYLIGHT_MODEL or config.toml), or None."""
-        from agent.model_catalog import cannot_chat
-
-        caps = self.ollama_status.capabilities_of(self.model) if self.ollama_status else None
-        refusal = cannot_chat(self.model, caps)
+        refusal = self._cannot_chat(self.model)
         if refusal is None:
             return None
         return f"{refusal}; `/model NAME` switches to one that can (`/model` lists them)."
 
     async def switch_model(self, name: str) -> None:
-        from agent.model_catalog import cannot_chat
-
-        caps = self.ollama_status.capabilities_of(name) if self.ollama_status else None
-        refusal = cannot_chat(name, caps)  # like c on the models screen and `ask --model`
+        refusal = self._cannot_chat(name)  # like c on the models screen and `ask --model`
         if refusal is not None:
             await self.notice(
                 f"{refusal}; `/model` lists the pulled models that can.", kind="error"
