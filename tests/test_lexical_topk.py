@@ -49,6 +49,8 @@ def test_pruned_top_k_is_the_dense_ranking_bit_for_bit(con, monkeypatch):
         query, k = zipf_text(rng, rng.randint(1, 10)), rng.choice((1, 5, 10, 50))
         pruned, dense = both(cache, lambda c, q=query, k=k: c.search(con, q, k), monkeypatch)
         assert pruned == dense, query
+        # a query zeroes what it touched (slot by slot, or all at once when it touched many)
+        assert not cache._index.scratch(0).any() and not cache._index.scratch(1).any(), query
         pruned, dense = both(
             cache, lambda c, q=query, k=k: c.search_and_subset(con, q, k, pinned), monkeypatch
         )
