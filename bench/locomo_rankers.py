@@ -22,6 +22,7 @@ from bench.locomo_data import Question
 from bench.locomo_texts import unit_rows
 from memory.memory_store import MemoryStore
 from memory.recall import TUNING, RecallTuning, _fuse
+from store import lexical_dense
 
 TOP = 10
 ROUND3 = replace(
@@ -264,10 +265,10 @@ def weighted_ranker(name_weight: float, common_weight: float, common_share: floa
                 weight = name_weight
             else:
                 weight = 1.0
-            part = mirror.totals([group])
+            part = lexical_dense.totals(mirror, [group])
             if part is not None:
                 total = part * weight if total is None else total + part * weight
-        lexical = [] if total is None else mirror.top(total, TUNING.candidates, None)
+        lexical = [] if total is None else lexical_dense.top(mirror, total, TUNING.candidates, None)
         vector = memory.vectors.search(_query(env, index), TUNING.candidates)
         return _fused_top(store, _fuse(vector, lexical, TUNING))
 

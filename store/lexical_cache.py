@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING
 import duckdb
 import numpy as np
 
-from store import lexical_topk, meta
+from store import lexical_dense, lexical_topk, meta
+from store.bm25 import K1 as K1  # shared with the SQL scoring in store.lexical_index
+from store.bm25 import B as B
 from store.heap import large_blocks_mapped, return_freed_memory
 from store.lexical_persist import IndexFile
-from store.lexical_postings import K1 as K1  # shared with the SQL scoring in store.lexical_index
-from store.lexical_postings import B as B
 from store.lexical_postings import CompactPostings
 from store.point_traits import MISSING_DAY, MISSING_SPEAKER, MISSING_WORDS, PointTraits
 from store.sole_writer import SOLE_WRITERS
@@ -580,16 +580,16 @@ class LexicalCache:
             found = lexical_topk.top(self._index, query, k)
             if found is not None:
                 return found
-        totals = self._index.totals(groups)
-        return [] if totals is None else self._index.top(totals, k, None)
+        totals = lexical_dense.totals(self._index, groups)
+        return [] if totals is None else lexical_dense.top(self._index, totals, k, None)
 
     def _within(self, groups: list[tuple[str, ...]], ids: list[int]) -> list[tuple[int, float]]:
         """The ranking of the points `ids` (those with a score > 0)."""
         if lexical_topk.PRUNING:
             query = lexical_topk.prepare(self._index, groups)
             return [] if query is None else lexical_topk.within(self._index, query, ids)
-        totals = self._index.totals(groups)
-        return [] if totals is None else self._index.top(totals, len(ids), ids)
+        totals = lexical_dense.totals(self._index, groups)
+        return [] if totals is None else lexical_dense.top(self._index, totals, len(ids), ids)
 
 
 def _members(values: NDArray[np.int64], sorted_ids: NDArray[np.int64]) -> NDArray[np.bool_]:

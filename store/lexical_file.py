@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import numpy as np
 
 from store import file_checks_ahead
+from store.bm25 import contributions
 from store.lexical_ahead import LEXICAL_FILENAME as LEXICAL_FILENAME
 from store.private_files import map_private, replace_atomically, write_all
 
@@ -149,8 +150,6 @@ def impact_sections(arrays: dict[str, NDArray[Any]], state: FileState) -> dict[s
     A = 1.05 × the average length (valid while it stays below A, as
     `CompactPostings.impact` computes them one term at a time; the pruned top k's bounds).
     The same float operations as `contributions`, so the same values. O(postings)."""
-    from store.lexical_postings import contributions  # it imports this module
-
     offsets, slots, tfs = arrays["offsets"], arrays["slots"], arrays["tfs"]
     lengths = arrays["lengths"]
     terms = len(offsets) - 1

@@ -18,13 +18,13 @@ else counted through the alive mask. Scores are the same float64 BM25 as the SQL
 
 from __future__ import annotations
 
-import math
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from store.bm25 import max_factor
 from store.lexical_file import encode_terms
 from store.point_traits import MISSING_DAY, MISSING_SPEAKER, MISSING_WORDS, PointTraits
 
@@ -37,10 +37,6 @@ if TYPE_CHECKING:
     Traits = tuple[  # words, days, answers, speakers: by slot or point
         NDArray[np.uint16], NDArray[np.int32], NDArray[np.uint8], NDArray[np.uint16]
     ]
-
-# Okapi BM25's parameters, shared with the SQL scoring in `store.lexical_index`.
-K1 = 1.2
-B = 0.75
 
 MERGE_MIN_POSTINGS = 20_000  # append buffers merged into the CSR beyond this many postings …
 MERGE_FRACTION = 8  # … or beyond this fraction of the merged postings, whichever is more
@@ -363,6 +359,10 @@ class CompactPostings:
         """Every slot's point id (a view: valid until the next add)."""
         return np.frombuffer(self._point_of, dtype=np.int64)
 
+    def alive_mask(self) -> NDArray[np.int8]:
+        """Every slot's 1 (alive) or 0 (removed) (a view: valid until the next add)."""
+        return np.frombuffer(self._alive, dtype=np.int8)
+
     def live(self, slots: NDArray[np.int64]) -> NDArray[np.int64]:
         """`slots` without the removed ones."""
         if not self.dead:
@@ -543,7 +543,9 @@ class CompactPostings:
                 merged = 0.0
                 if tid < len(self._offsets) - 1:
                     lo, hi = int(self._offsets[tid]), int(self._offsets[tid + 1])
-                    merged = _max_factor(self._slots[lo:hi], self._tfs[lo:hi], avgdl * 1.05, self)
+                    merged = max_factor(
+                        self._slots[lo:hi], self._tfs[lo:hi], avgdl * 1.05, self.doc_lengths()
+                    )
                 cached = (avgdl * 1.05, merged)
             self._impacts[tid] = cached
         buffer = self._delta.get(tid)
@@ -551,7 +553,7 @@ class CompactPostings:
             return cached[1]
         slots = np.frombuffer(buffer[0], dtype=np.int32)
         tfs = np.frombuffer(buffer[1], dtype=np.int32)
-        return max(cached[1], _max_factor(slots, tfs, cached[0], self))
+        return max(cached[1], max_factor(slots, tfs, cached[0], self.doc_lengths()))
 
     def _file_impact(self, tid: int) -> float:
         """The file's impact of a term, raised by the postings merged since (slots after the
@@ -560,7 +562,9 @@ class CompactPostings:
         lo, hi = int(self._offsets[tid]), int(self._offsets[tid + 1])
         cut = lo + int(np.searchsorted(self._slots[lo:hi], self._file_slots))
         if cut < hi:
-            later = _max_factor(self._slots[cut:hi], self._tfs[cut:hi], self._file_avgdl, self)
+            later = max_factor(
+                self._slots[cut:hi], self._tfs[cut:hi], self._file_avgdl, self.doc_lengths()
+            )
             impact = max(impact, later)
         return impact
 
@@ -582,106 +586,3 @@ class CompactPostings:
             return len(slots)
         alive = np.frombuffer(self._alive, dtype=np.int8)
         return int(np.count_nonzero(alive[slots]))
-
-    def totals(self, groups: Sequence[tuple[str, ...]]) -> NDArray[np.float64] | None:
-        """BM25 of every slot for the query (groups of alternative terms: a doc scores the
-        best alternative of each group); None when no term matches a live point."""
-        n = self.doc_count
-        if n == 0:
-            return None
-        avgdl = max(self.total_length / n, 1e-9)
-        doc_lengths = np.frombuffer(self._length, dtype=np.int32)
-        totals = np.zeros(len(self._point_of), dtype=np.float64)
-        matched = False
-        for group in groups:
-            present = []
-            for term in group:
-                tid = self._term_id.get(term)
-                if tid is None:
-                    continue
-                postings = self._term_slots(tid)
-                df = self._df(tid, postings)
-                if df:
-                    present.append((postings, df))
-            if not present:
-                continue
-            matched = True
-            if len(present) == 1:  # a term's slots are unique: fancy-index add is exact
-                slots, scores = _scores(present[0], n, avgdl, doc_lengths)
-                totals[slots] += scores
-                continue
-            best = np.zeros_like(totals)
-            for item in present:
-                slots, scores = _scores(item, n, avgdl, doc_lengths)
-                best[slots] = np.maximum(best[slots], scores)
-            totals += best
-        if not matched:
-            return None
-        if self.dead:
-            totals[np.frombuffer(self._alive, dtype=np.int8) == 0] = 0.0
-        return totals
-
-    def top(
-        self, totals: NDArray[np.float64], k: int, wanted: Iterable[int] | None
-    ) -> list[tuple[int, float]]:
-        """The `k` best slots with a score > 0 as (point id, score), ties by lower id;
-        `wanted` restricts them to those point ids."""
-        if wanted is not None:
-            found = (self.slot_of(p) for p in set(wanted))
-            candidates = np.fromiter((s for s in found if s is not None), dtype=np.int64)
-        else:
-            candidates = np.flatnonzero(totals)
-        if candidates.size > k:
-            values = totals[candidates]
-            threshold = np.partition(values, candidates.size - k)[candidates.size - k]
-            candidates = candidates[values >= threshold]
-        values = totals[candidates]
-        keep = values > 0
-        candidates, values = candidates[keep], values[keep]
-        point_ids = np.frombuffer(self._point_of, dtype=np.int64)[candidates]
-        order = np.lexsort((point_ids, -values))[:k]
-        return [(int(point_ids[i]), float(values[i])) for i in order]
-
-
-def _scores(
-    item: tuple[tuple[NDArray[np.int32], NDArray[np.integer]], int],
-    n: int,
-    avgdl: float,
-    doc_lengths: NDArray[np.int32],
-) -> tuple[NDArray[np.int32], NDArray[np.float64]]:
-    """A term's slots and BM25 contributions (the SQL path's formula, in float64)."""
-    (slots, raw_tfs), df = item
-    idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-    return slots, contributions(slots, raw_tfs, idf, avgdl, doc_lengths)
-
-
-def contributions(
-    slots: NDArray[np.integer],
-    raw_tfs: NDArray[np.integer],
-    idf: float,
-    avgdl: float,
-    doc_lengths: NDArray[np.int32],
-) -> NDArray[np.float64]:
-    """BM25 contributions of one term at `slots` (element by element: the same float for a
-    posting whichever other postings are scored with it)."""
-    tfs = raw_tfs.astype(np.float64)
-    # (idf·(k1+1))·tf / (tf + k1·((1 − b) + (b·len) / avgdl)), operation by operation in
-    # place (fewer temporaries; the same operations in the same order, so the same floats)
-    denominator = doc_lengths[slots].astype(np.float64)
-    denominator *= B
-    denominator /= avgdl
-    denominator += 1 - B
-    denominator *= K1
-    denominator += tfs
-    tfs *= idf * (K1 + 1)
-    tfs /= denominator
-    return tfs
-
-
-def _max_factor(
-    slots: NDArray[np.integer], tfs: NDArray[np.integer], avgdl: float, index: CompactPostings
-) -> float:
-    """The largest `tf·(k1+1) / (tf + k1·norm)` of these postings at `avgdl`."""
-    if not len(slots):
-        return 0.0
-    return float(contributions(slots, tfs, 1.0, avgdl, index.doc_lengths()).max())

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from store.lexical_postings import CompactPostings, contributions
+from store.bm25 import contributions
+from store.lexical_postings import CompactPostings
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from store import lexical_cache, lexical_postings
+from store import lexical_cache, lexical_dense, lexical_postings
 from store import lexical_index as li
 from store.lexical_postings import CompactPostings
 from tests.test_lexical_index import add, ids, migrate
@@ -67,7 +67,7 @@ def test_an_empty_index_answers_nothing_and_holds_nothing(con):
     assert cache.doc_count == 0 and cache.postings_bytes() == 0 and cache.term_count == 0
     assert cache.terms_of(1) == () and cache.document_frequency("anything") == 0
     empty = CompactPostings()
-    assert empty.totals([("word",)]) is None and empty.slot_of(3) is None
+    assert lexical_dense.totals(empty, [("word",)]) is None and empty.slot_of(3) is None
 
 
 def test_adds_after_a_load_cross_merges_and_score_like_sql(con, small_merges):

@@ -1,0 +1,51 @@
+"""Okapi BM25's per-posting arithmetic, shared by the word index's scorers
+(`store.lexical_topk`, `store.lexical_dense`, the impact bounds of `store.lexical_postings`
+and `store.lexical_file`) and, for its parameters, the SQL path of `store.lexical_index`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+# Okapi BM25's parameters, shared with the SQL scoring in `store.lexical_index`.
+K1 = 1.2
+B = 0.75
+
+
+def contributions(
+    slots: NDArray[np.integer],
+    raw_tfs: NDArray[np.integer],
+    idf: float,
+    avgdl: float,
+    doc_lengths: NDArray[np.int32],
+) -> NDArray[np.float64]:
+    """BM25 contributions of one term at `slots` (element by element: the same float for a
+    posting whichever other postings are scored with it)."""
+    tfs = raw_tfs.astype(np.float64)
+    # (idf·(k1+1))·tf / (tf + k1·((1 − b) + (b·len) / avgdl)), operation by operation in
+    # place (fewer temporaries; the same operations in the same order, so the same floats)
+    denominator = doc_lengths[slots].astype(np.float64)
+    denominator *= B
+    denominator /= avgdl
+    denominator += 1 - B
+    denominator *= K1
+    denominator += tfs
+    tfs *= idf * (K1 + 1)
+    tfs /= denominator
+    return tfs
+
+
+def max_factor(
+    slots: NDArray[np.integer],
+    tfs: NDArray[np.integer],
+    avgdl: float,
+    doc_lengths: NDArray[np.int32],
+) -> float:
+    """The largest `tf·(k1+1) / (tf + k1·norm)` of these postings at `avgdl`."""
+    if not len(slots):
+        return 0.0
+    return float(contributions(slots, tfs, 1.0, avgdl, doc_lengths).max())
