@@ -63,12 +63,19 @@ def top(
         values = scores[candidates]
         threshold = np.partition(values, candidates.size - k)[candidates.size - k]
         candidates = candidates[values >= threshold]
-    values = scores[candidates]
-    keep = values > 0
-    candidates, values = candidates[keep], values[keep]
-    point_ids = index.point_ids()[candidates]
-    order = np.lexsort((point_ids, -values))[:k]
-    return [(int(point_ids[i]), float(values[i])) for i in order]
+    return ranked(index, candidates, scores[candidates], k)
+
+
+def ranked(
+    index: CompactPostings, slots: NDArray[np.int64], scores: NDArray[np.float64], k: int
+) -> list[tuple[int, float]]:
+    """The `k` best of `slots` with a score > 0 (`scores` theirs), as (point id, score),
+    ties by lower point id."""
+    keep = scores > 0
+    slots, scores = slots[keep], scores[keep]
+    point_ids = index.point_ids()[slots]
+    order = np.lexsort((point_ids, -scores))[:k]
+    return [(int(point_ids[i]), float(scores[i])) for i in order]
 
 
 def _scores(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from store.bm25 import contributions
+from store.lexical_dense import ranked
 from store.lexical_postings import CompactPostings
 
 if TYPE_CHECKING:
@@ -229,17 +230,6 @@ def exact(query: _Query, slots: NDArray[np.int64]) -> NDArray[np.float64]:
                 best[where] = np.maximum(best[where], values)
         totals += best
     return totals
-
-
-def ranked(
-    index: CompactPostings, slots: NDArray[np.int64], scores: NDArray[np.float64], k: int
-) -> list[tuple[int, float]]:
-    """The `k` best of `slots` with a score > 0, ties by lower point id."""
-    keep = scores > 0
-    slots, scores = slots[keep], scores[keep]
-    point_ids = index.point_ids()[slots]
-    order = np.lexsort((point_ids, -scores))[:k]
-    return [(int(point_ids[i]), float(scores[i])) for i in order]
 
 
 def _lookup(
