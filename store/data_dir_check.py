@@ -141,7 +141,7 @@ def shared_hold(home: Path) -> Iterator[None]:
     data dir already, or when there is no lock file yet (it is not created: that would write)."""
     import fcntl
 
-    from store.data_dir_lock import LOCK_FILENAME, DataDirLocked, held_here
+    from store.data_dir_lock import LOCK_FILENAME, DataDirLocked, held_here, read_holder
 
     if held_here(home):
         yield
@@ -155,8 +155,8 @@ def shared_hold(home: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            text = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()
-            raise DataDirLocked(home, int(text) if text.isdigit() else None) from None
+            pid, brief = read_holder(fd)
+            raise DataDirLocked(home, pid, brief=brief) from None
         yield
     finally:
         os.close(fd)  # closing drops the shared lock

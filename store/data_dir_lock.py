@@ -2,8 +2,11 @@
 
 Taken before anything else opens the data dir — cheap (no DuckDB import), so the TUI can
 refuse a second instance before it paints. The file holds the owner's PID so the second
-process can name it. The kernel drops the lock when the owner exits, even on kill -9;
-a stale PID in the file is harmless.
+process can name it, followed by ` brief` when the holder is a short command that does not
+serve the others (a `facts` command): a waiting command then waits longer for it
+(`tui.owner_client.BRIEF_HOLDER_SECONDS`) than for an owner that should be answering. The
+kernel drops the lock when the owner exits, even on kill -9; a stale PID in the file is
+harmless.
 
 Within one process the lock is re-entrant: the owner runs other processes' commands in its
 own threads (tui/owner_server.py), and a command taking the lock there shares the owner's
@@ -21,6 +24,7 @@ from types import TracebackType
 from store.private_files import ensure_private_dir, open_private
 
 LOCK_FILENAME = "straylight.lock"
+BRIEF_MARK = " brief"  # after the PID: a short command that does not serve
 _held: dict[str, list[int]] = {}  # real path of a data dir -> [fd, holders] in this process
 _held_guard = threading.Lock()
 
@@ -36,22 +40,26 @@ def held_here(home: Path) -> bool:
 
 
 class DataDirLocked(Exception):
-    """Another process holds the data dir; `str()` is the one line for the user."""
+    """Another process holds the data dir; `str()` is the one line for the user. `brief`:
+    the holder said it is a short command that serves no one."""
 
-    def __init__(self, home: Path, pid: int | None) -> None:
+    def __init__(self, home: Path, pid: int | None, *, brief: bool = False) -> None:
         holder = f"PID {pid}" if pid else "another process"
         super().__init__(
             f"{home} is in use by {holder} (another Straylight?); close it or use --home"
         )
         self.home = home
         self.pid = pid
+        self.brief = brief
 
 
 class DataDirLock:
-    """`with DataDirLock(home):` — raises `DataDirLocked` if another process has it."""
+    """`with DataDirLock(home):` — raises `DataDirLocked` if another process has it.
+    `brief`: this process will hold it a short while without serving (written in the file)."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, *, brief: bool = False) -> None:
         self.home = home
+        self.brief = brief
         self.path = home / LOCK_FILENAME
         self._fd: int | None = None
 
@@ -71,11 +79,11 @@ class DataDirLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                pid = _read_pid(fd)
+                pid, brief = read_holder(fd)
                 os.close(fd)
-                raise DataDirLocked(self.home, pid) from None
+                raise DataDirLocked(self.home, pid, brief=brief) from None
             os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
+            os.write(fd, f"{os.getpid()}{BRIEF_MARK if self.brief else ''}\n".encode())
             _held[_key(self.home)] = [fd, 1]
             self._fd = fd
             return self
@@ -110,9 +118,12 @@ class DataDirLock:
         self.release()
 
 
-def _read_pid(fd: int) -> int | None:
+def read_holder(fd: int) -> tuple[int | None, bool]:
+    """The holder's PID (None when the file does not say) and whether it is brief."""
     try:
         text = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()
-        return int(text) if text.isdigit() else None
     except OSError:
-        return None
+        return None, False
+    brief = text.endswith(BRIEF_MARK)
+    text = text.removesuffix(BRIEF_MARK) if brief else text
+    return (int(text) if text.isdigit() else None), brief

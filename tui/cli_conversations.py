@@ -348,13 +348,14 @@ def confirmed_argv(args: Any, resolved: ResolvedSettings, argv: list[str]) -> li
 
 def _owners_listing(resolved: ResolvedSettings, home: Path) -> list[Any] | int | None:
     """The owner's `conversations list --json` rows; None when nobody holds the data dir
-    (now, or once a holder that does not serve let go within `RETRY_SECONDS`); exit 6
+    (now, or once a holder that does not serve let go within `RETRY_SECONDS`, or
+    `BRIEF_HOLDER_SECONDS` for a brief one); exit 6
     (its one line printed) when it is still held then and nobody answers."""
     import time
 
     from store.data_dir_check import check_not_in_use
     from store.data_dir_lock import DataDirLocked
-    from tui.owner_client import EXIT_DATA_DIR_IN_USE, RETRY_SECONDS, output_of_owner
+    from tui.owner_client import EXIT_DATA_DIR_IN_USE, RETRY_SECONDS, give_up_at, output_of_owner
 
     deadline = time.monotonic() + RETRY_SECONDS
     while True:
@@ -368,7 +369,7 @@ def _owners_listing(resolved: ResolvedSettings, home: Path) -> list[Any] | int |
         try:
             check_not_in_use(home)
         except DataDirLocked as held:  # held, not served (yet): wait as a forward would
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= give_up_at(deadline, held):
                 return fail(str(held), EXIT_DATA_DIR_IN_USE)
             time.sleep(0.05)
             continue

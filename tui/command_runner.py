@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agent.settings import ResolvedSettings
-    from store.data_dir_lock import DataDirLock
+    from store.data_dir_lock import DataDirLock, DataDirLocked
     from tui.memory_session import MemorySession
     from tui.owner_request import CommandRequest
     from tui.owner_server import OwnerServer
@@ -77,7 +77,7 @@ class CommandRunner:
         if isinstance(parsed, CommandOutcome):
             return parsed
         args, resolved = parsed
-        from tui.owner_client import forwards
+        from tui.owner_client import forwards, give_up_at
 
         request = self._request(argv, resolved, stdin)
         if not forwards(args):
@@ -100,7 +100,8 @@ class CommandRunner:
                 return await _in_process(request)
             if problem is None:
                 continue  # ours now: in-process
-            if asyncio.get_running_loop().time() >= deadline:
+            give_up = deadline if isinstance(problem, str) else give_up_at(deadline, problem)
+            if asyncio.get_running_loop().time() >= give_up:
                 return CommandOutcome(EXIT_DATA_DIR_IN_USE, "", f"straylight: {problem}\n")
             await asyncio.sleep(0.05)
 
@@ -119,8 +120,9 @@ class CommandRunner:
 
         return os.path.realpath(home) in self._owned or held_here(home)
 
-    async def _own(self, resolved: ResolvedSettings) -> str | None:
-        """Take the data dir: the lock, the memory, the socket. None, or why not."""
+    async def _own(self, resolved: ResolvedSettings) -> DataDirLocked | str | None:
+        """Take the data dir: the lock, the memory, the socket. None, or why not (the
+        holder's refusal, or a line)."""
         async with self._take_over:
             if self._owns(resolved.settings.home):
                 return None
@@ -134,7 +136,7 @@ class CommandRunner:
             try:
                 ownership = await asyncio.to_thread(_take, resolved, handover)
             except DataDirLocked as locked:  # someone else is the owner (starting or ending)
-                return str(locked)
+                return locked
             self._owned[key] = ownership
             return None
 

@@ -5,7 +5,8 @@ another Straylight process sends its command line to the owner's socket and prin
 comes back, exiting with the owner's exit code: the output is the command's own. When nobody
 owns the dir, this process takes the lock and runs the command itself (and, while its memory
 is open, serves the others). A lock held with no socket answering (an owner starting, or
-dying) is retried for `RETRY_SECONDS`, then refused with exit 6 as before. Ctrl+C closes the
+dying) is retried for `RETRY_SECONDS` (`BRIEF_HOLDER_SECONDS` for a short command that does
+not serve, such as `facts set`), then refused with exit 6 as before. Ctrl+C closes the
 connection, which cancels the command in the owner.
 """
 
@@ -27,6 +28,7 @@ from tui.owner_request import CommandRequest, settings_environment
 
 if TYPE_CHECKING:
     from agent.settings import ResolvedSettings
+    from store.data_dir_lock import DataDirLocked
 
 log = logging.getLogger("straylight.owner")
 
@@ -55,6 +57,10 @@ The fact drawer's commands open only the database and are short; the others wait
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 RETRY_SECONDS = 3.0
+BRIEF_HOLDER_SECONDS = 15.0
+"""How long a command waits for a holder that said it is brief (`DataDirLocked.brief`: a
+`facts`, `candidates` or `hypotheses` command, done in well under a second on a quiet
+machine, several on a loaded one) before exit 6."""
 READ_WAIT_SECONDS = 8.0  # a reading command takes no lock (issue 15 §5), so serves no one
 _RETRY_PAUSE = 0.05
 EXIT_UNEXPECTED = 1
@@ -224,15 +230,17 @@ def _forward_or_own(
             try:
                 check_not_in_use(home)
             except DataDirLocked as locked:  # it cannot serve: it waits for a gap longer
-                if time.monotonic() >= deadline + READ_WAIT_SECONDS - RETRY_SECONDS:
+                if time.monotonic() >= max(
+                    deadline + READ_WAIT_SECONDS - RETRY_SECONDS, give_up_at(deadline, locked)
+                ):
                     return fail(str(locked), EXIT_DATA_DIR_IN_USE)
                 time.sleep(_RETRY_PAUSE)
                 continue
             return run_here()  # DuckDB's own lock: a writer starting meanwhile waits for it
         try:
-            lock = DataDirLock(home).acquire()
+            lock = DataDirLock(home, brief=command not in SERVING_COMMANDS).acquire()
         except DataDirLocked as locked:  # owned, but not answering (yet): starting or ending
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= give_up_at(deadline, locked):
                 return fail(str(locked), EXIT_DATA_DIR_IN_USE)
             time.sleep(_RETRY_PAUSE)
             continue
@@ -249,6 +257,12 @@ def _forward_or_own(
             if server is not None:
                 server.stop()
             lock.release()
+
+
+def give_up_at(deadline: float, locked: DataDirLocked) -> float:
+    """When to stop waiting for a held data dir: `deadline` (`RETRY_SECONDS` after the
+    start), later for a holder that said it is brief."""
+    return deadline + (BRIEF_HOLDER_SECONDS - RETRY_SECONDS if locked.brief else 0.0)
 
 
 def _request(argv: Sequence[str], resolved: ResolvedSettings, stdin: str | None) -> CommandRequest:

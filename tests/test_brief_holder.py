@@ -1,0 +1,93 @@
+"""A command that holds the data dir briefly without serving (`facts`, `candidates`,
+`hypotheses`) says so in the lock file, and a writer finding it waits for it longer
+(`BRIEF_HOLDER_SECONDS`) than for an owner that should answer on the socket
+(`RETRY_SECONDS`, then exit 6): on a loaded machine a `facts get` can hold the dir for more
+than 3 s, and the command beside it should not fail for that."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from store.data_dir_check import check_not_in_use
+from store.data_dir_lock import DataDirLock, DataDirLocked
+from tests.support.cli import NOW, Env, assert_ok, printed_json, run_cli
+from tests.support.ollama_standin import OllamaStandIn
+from tui.owner_client import BRIEF_HOLDER_SECONDS, RETRY_SECONDS
+
+ROOT = Path(__file__).resolve().parent.parent
+HOLDER = """
+import sys, time
+from pathlib import Path
+from store.data_dir_lock import DataDirLock
+lock = DataDirLock(Path(sys.argv[1]), brief=sys.argv[2] == "brief").acquire()
+print("locked", flush=True)
+time.sleep(float(sys.argv[3]))
+lock.release()
+"""
+HELD_SECONDS = (
+    RETRY_SECONDS + 1.5
+)  # longer than the wait for an owner, shorter than for a brief one
+
+
+@pytest.fixture
+def env(cli_env: Callable[..., Env], standin: OllamaStandIn) -> Env:
+    return cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
+
+
+def hold(home: Path, kind: str, seconds: float) -> subprocess.Popen[str]:
+    home.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(home), kind, str(seconds)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+@pytest.mark.parametrize("kind", ["brief", "owner"])
+def test_the_refusal_says_whether_the_holder_is_brief(tmp_path: Path, kind: str) -> None:
+    holder = hold(tmp_path, kind, 30)
+    try:
+        for refuse in (lambda: DataDirLock(tmp_path).acquire(), lambda: check_not_in_use(tmp_path)):
+            with pytest.raises(DataDirLocked) as caught:
+                refuse()
+            assert caught.value.pid == holder.pid and caught.value.brief == (kind == "brief")
+            assert str(caught.value) == (  # the user's line does not change
+                f"{tmp_path} is in use by PID {holder.pid} (another Straylight?); "
+                "close it or use --home"
+            )
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_writer_waits_out_a_brief_holder_but_not_a_silent_owner(env: Env, home: Path) -> None:
+    assert HELD_SECONDS < BRIEF_HOLDER_SECONDS
+    assert_ok(run_cli(env, "status"))  # the data dir exists
+    holder = hold(home, "brief", HELD_SECONDS)
+    try:
+        started = time.monotonic()
+        saved = run_cli(env, "remember", "the ferry to Lindau leaves at seven")
+        waited = time.monotonic() - started
+    finally:
+        holder.wait()
+    assert_ok(saved)
+    assert waited > RETRY_SECONDS, waited  # it waited past the owner's wait, then ran here
+
+    holder = hold(home, "owner", HELD_SECONDS)
+    try:
+        refused = run_cli(env, "remember", "the ferry back leaves at nine")
+    finally:
+        holder.wait()
+    assert refused.returncode == 6, refused
+    assert f"in use by PID {holder.pid}" in refused.stderr
+    hits = printed_json(run_cli(env, "recall", "ferry", "--json"), quiet=True)["hits"]
+    assert [hit["content"] for hit in hits] == ["the ferry to Lindau leaves at seven"]
