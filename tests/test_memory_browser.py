@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
@@ -400,3 +401,31 @@ def test_snapshot_of_the_browser(
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(110, 30), run_before=run_before)
+
+
+async def test_a_documents_sections_are_listed_by_their_heading_paths(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Each section of an imported document starts with its parents' headings (the context
+    recall needs): the list shows them with the section's own heading, not the document's
+    title on every row."""
+    guide = tmp_path / "guide.md"
+    guide.write_text(
+        "# Deploy guide\n\nWhat a deploy needs.\n\n## Staging\n\nPush with make stage.\n\n"
+        "## Production\n\nTag a release, then make prod.\n"
+    )
+    app = StraylightApp(calm(settings))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_memory(pilot, app)
+        assert app.engine.memory is not None
+        await app.engine.memory.ingest_doc(guide)
+        await open_browser(pilot, app, rows=3)
+        table = browser(app).query_one(PointTable)
+        lines = [str(table.get_row_at(i)[-1]) for i in range(3)]
+        assert sorted(lines) == [
+            "# Deploy guide",
+            "Deploy guide > Production",
+            "Deploy guide > Staging",
+        ]
+        await settled(pilot, app)
+        assert "Deploy guide\n## Production\n" in preview(app)  # the content as it is stored

@@ -36,3 +36,22 @@ def first_line(text: str) -> str:
 def ellipsize(line: str, width: int) -> str:
     """`line` cut to `width` characters, the last one an ellipsis when it is cut."""
     return line if len(line) <= width else line[: max(width - 1, 0)].rstrip() + "…"
+
+
+_HEADING = re.compile(r"#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*")
+
+
+def point_line(text: str, role: str) -> str:
+    """The line a memory point is listed by: its first non-blank line, stripped — for a
+    document section whose first line is the path of its parent headings and whose second
+    is its own heading (`memory.doc_splitter`: `Deploy guide` then `## Staging`), the path
+    and the heading (`Deploy guide > Staging`): every section of a document starts with the
+    same parents, so they alone would list them all alike."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if role == "doc" and len(lines) > 1 and not _HEADING.fullmatch(lines[0]):
+        heading = _HEADING.fullmatch(lines[1])
+        if heading is not None:
+            return f"{lines[0]} > {heading.group(1)}"
+    return lines[0]

@@ -11,7 +11,7 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
-from tui.display_text import first_line, printable
+from tui.display_text import point_line, printable
 
 if TYPE_CHECKING:
     from store.point_store import Point, PointRow
@@ -33,11 +33,6 @@ MIN_LINE_WIDTH = 12
 def local_stamp(when: datetime) -> str:
     """A time as the app shows it: local, to the minute."""
     return f"{when.astimezone():%Y-%m-%d %H:%M}"
-
-
-def shown_line(text: str) -> str:
-    """The first non-blank line of a text, stripped (control characters shown as symbols)."""
-    return first_line(printable(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +90,7 @@ def row_cells(listed: ListedRow) -> list[Text | str]:
         local_stamp(row.created_at),
         Text(PIN_MARK if row.pinned else "", style="bold"),
         ROLE_SHORT.get(row.role, row.role),
-        Text(shown_line(row.head), no_wrap=True, overflow="ellipsis"),
+        Text(point_line(printable(row.head), row.role), no_wrap=True, overflow="ellipsis"),
     ]
 
 
