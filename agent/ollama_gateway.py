@@ -237,11 +237,18 @@ class OllamaGateway:
         return min(self.connect_timeout, self.read_timeout)
 
     def _named(
-        self, error: BaseException, *, model: str, timeout: float, streamed: bool
+        self,
+        error: BaseException,
+        *,
+        model: str,
+        timeout: float,
+        streamed: bool,
+        metadata: bool = False,
     ) -> GatewayError:
         """`classify`, and remember a timeout: until Ollama answers again, metadata calls are
         skipped rather than waited for (a hung server is reported after one timeout, not
-        after the timeouts of every call before the chat)."""
+        after the timeouts of every call before the chat). `metadata`: a call limited by
+        `metadata_timeout`, so a timeout names the setting that limit comes from."""
         named = classify(
             error,
             host=self.host,
@@ -249,6 +256,7 @@ class OllamaGateway:
             timeout=timeout,
             streamed=streamed,
             connect_timeout=min(self.connect_timeout, timeout),
+            metadata=metadata,
         )
         if timed_out(named):
             self._stalled = True
@@ -286,7 +294,8 @@ class OllamaGateway:
             listed = await client._request(ollama.ListResponse, "GET", "/api/tags", timeout=timeout)
             models = tuple(m.model for m in listed.models if m.model)
         except Exception as error:  # noqa: BLE001 - any failure is a status line
-            named = self._named(error, model="", timeout=timeout, streamed=False)
+            metadata = self.connect_timeout <= self.read_timeout  # the limit it came from
+            named = self._named(error, model="", timeout=timeout, streamed=False, metadata=metadata)
             log.info("ollama check failed: %r", error)
             return OllamaStatus(self.host, reachable=False, error=str(named))
         return OllamaStatus(self.host, reachable=True, version=version, models=models)
