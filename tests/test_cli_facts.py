@@ -84,6 +84,16 @@ def test_overwrite_history_and_undo(tmp_path: Path, standin: OllamaStandIn) -> N
     assert undone["restored"]["body"] == "Staging runs Postgres 15."
 
 
+def test_requires_given_twice_keeps_every_key(tmp_path: Path, standin: OllamaStandIn) -> None:
+    """`--requires KEY …` as one list or as the flag repeated: every key is kept (the second
+    flag used to replace the first's keys without a word)."""
+    env = env_for(tmp_path, standin)
+    common = ("facts", "set", "deploy:app", "--type", "procedure", "--body", "Run make deploy.")
+    fact = json_of(env, *common, "--requires", "db:up", "vpn:on", "--requires", "ci:green")
+    assert fact["requires"] == ["db:up", "vpn:on", "ci:green"]
+    assert json_of(env, "facts", "get", "deploy:app")["requires"] == fact["requires"]
+
+
 def test_errors_are_one_line_with_stable_exit_codes(tmp_path: Path, standin: OllamaStandIn) -> None:
     env = env_for(tmp_path, standin)
     assert_one_line(run_cli(env, "facts", "get", "nope"), 1, "no fact")

@@ -206,7 +206,12 @@ def _fact_commands(commands: Any) -> None:
     fact_set = leaf(actions, "set", "write a fact now (overwrites the key)")
     cli_fact_agent.add_fact_arguments(fact_set)
     fact_set.add_argument(
-        "--requires", nargs="*", default=[], metavar="KEY", help="keys a procedure needs"
+        "--requires",
+        action="extend",
+        nargs="*",
+        default=[],
+        metavar="KEY",
+        help="keys a procedure needs",
     )
     leaf(actions, "get", "show a fact (revives a stale one)").add_argument("key", metavar="KEY")
     fact_list = leaf(actions, "list", "list the facts of this workspace and the global ones")
