@@ -132,6 +132,25 @@ def test_a_rejected_candidate_is_not_proposed_again(tmp_path: Path, standin: Oll
     assert json_of(env, "candidates", "list") == []
 
 
+def test_approve_with_an_empty_key_is_refused_like_facts_set(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """`candidates approve ID --key ""` approved the candidate under its old key without a
+    word, as if no edit was asked for; an empty key is refused (exit 2), as `facts set ""`
+    refuses it, and the candidate stays pending."""
+    env = env_for(tmp_path, standin)
+    proposed = json_of(
+        env, "candidates", "propose", "db:staging", "--type", "fact", "--body", "Postgres 16."
+    )
+    for empty in ("", "   "):
+        refused = run_cli(env, "candidates", "approve", str(proposed["id"]), "--key", empty)
+        assert_one_line(refused, 2, "empty fact key")
+    assert [c["status"] for c in json_of(env, "candidates", "list")] == ["pending"]
+    assert json_of(env, "facts", "list") == []
+    renamed = json_of(env, "candidates", "approve", str(proposed["id"]), "--key", "db:stage")
+    assert (renamed["key"], renamed["body"]) == ("db:stage", "Postgres 16.")
+
+
 def test_known_facts_reach_the_prompt_of_ask(tmp_path: Path, standin: OllamaStandIn) -> None:
     env = env_for(tmp_path, standin)
     assert_ok(
