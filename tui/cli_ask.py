@@ -7,6 +7,7 @@ on escalation, candidates waiting for approval) are one line each on stderr.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -213,6 +214,16 @@ async def _ask(
             )
         if code == EXIT_OK and any(isinstance(event, MemstatusDue) for event in after_turn):
             reminders += await run_memstatus(settings, memory, gateway)
+    except BaseException:
+        # Ctrl-C or a signal mid-reply: its error line must not run on from the partial reply
+        # (or thinking) it interrupted; a reader gone (a closed pipe, a served client that
+        # hung up) keeps the error already on its way
+        with contextlib.suppress(OSError, ValueError):
+            thinking.close()
+            if wrote_text:
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+        raise
     finally:
         session.close()
         await gateway.aclose()
