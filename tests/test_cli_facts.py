@@ -181,6 +181,21 @@ def test_reflect_proposes_candidates_from_the_latest_conversation(
     assert [c["origin"] for c in json_of(env, "candidates", "list")] == ["reflection"]
 
 
+def test_reflect_refuses_a_conversation_value_no_id_can_be_without_repeating_it(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """`reflect --conversation` with a pasted token printed it back (`no conversation
+    'ghp_…' in the logs`, exit 1); like `history --conversation` it is exit 2, the value
+    not repeated. An unknown valid id stays exit 1."""
+    env = env_for(tmp_path, standin)
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    for value in (token, "BAD ID"):
+        refused = run_cli(env, "reflect", "--conversation", value)
+        assert_one_line(refused, 2, "--conversation wants")
+        assert value not in refused.stderr
+    assert_one_line(run_cli(env, "reflect", "--conversation", "no-such"), 1, "'no-such'")
+
+
 # ------------------------------------------------------------ CLI and TUI agree (issue 16)
 
 
