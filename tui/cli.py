@@ -489,6 +489,8 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
             cli_memory.recall(settings, args.query, k=args.k, role=args.role, as_json=args.json)
         )
     if args.command == "import-doc":
+        if not args.path.strip():  # Path("") is "." (the folder): named as a missing PATH
+            raise UsageError("import-doc needs a PATH")
         path = Path(args.path).expanduser()
         if path.is_dir():
             raise UsageError(f"{path} is a directory, not a Markdown file")
