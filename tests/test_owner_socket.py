@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -467,3 +468,41 @@ async def test_a_clients_relative_paths_mean_its_own_folder(
         assert not (owner_dir / "pier.md").exists()
     finally:
         await runner.aclose()
+
+
+async def test_a_served_command_reads_with_the_clients_own_memory_settings(
+    home: Path, tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """The owner's memory is open with the owner's settings; `MEMORY_TOP_K=1 straylight
+    recall` and `MEMORY_RAM_CRIT_BYTES=1 straylight status` from a client printed what the
+    owner's settings gave (two hits, headroom ok), not what the same command alone prints.
+    An empty `import-doc ""` read as the client's folder ("… is a directory")."""
+    import asyncio
+
+    env = env_for(home, tmp_path, standin)
+    for text in ("The night ferry leaves from pier four.", "The night ferry docks at pier six."):
+        assert_ok(run_cli_process(env, "remember", text))
+    calls: list[tuple[dict[str, str], list[str]]] = [
+        ({**env, "MEMORY_TOP_K": "1"}, ["recall", "night ferry", "--json"]),
+        ({**env, "MEMORY_MAX_CHARS": "60"}, ["recall", "night ferry", "--json"]),
+        ({**env, "MEMORY_RAM_CRIT_BYTES": "1"}, ["status", "--json"]),
+        (env, ["import-doc", ""]),
+    ]
+
+    def seen(result: Any) -> tuple[int, Any, str]:
+        out = json.loads(result.stdout) if result.stdout.startswith("{") else result.stdout
+        if isinstance(out, dict) and "hits" in out:
+            out = ([h["id"] for h in out["hits"]], out["block"])
+        elif isinstance(out, dict):
+            out = out["headroom"]
+        return result.returncode, out, result.stderr
+
+    alone = [seen(run_cli_process(e, *args)) for e, args in calls]
+    assert [a[1] for a in alone[:3]] == [([1], alone[0][1][1]), alone[1][1], "critical"]
+    runner = CommandRunner(env=env, cwd=tmp_path)
+    try:
+        assert (await runner.run(["recall", "pier", "--json"])).exit_code == 0  # owns, serves
+        served = [seen(await asyncio.to_thread(run_cli_process, e, *args)) for e, args in calls]
+    finally:
+        await runner.aclose()
+    assert served == alone

@@ -47,7 +47,11 @@ class CommandRequest:
     tty_stderr: bool = False
 
     def client_path(self, path: str) -> str:
-        """`path` as the client meant it: `~` expanded, a relative one in its folder."""
+        """`path` as the client meant it: `~` expanded, a relative one in its folder; an empty
+        one stays empty, for the command to refuse as it would alone (joined, it named the
+        client's folder: `import-doc ""` read as a directory)."""
+        if not path.strip():
+            return path
         return os.path.join(self.cwd, os.path.expanduser(path))
 
     def to_frame(self) -> dict[str, Any]:
