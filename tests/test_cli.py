@@ -715,6 +715,20 @@ def test_an_empty_variable_counts_as_unset(env: Env, tmp_path: Path) -> None:
     assert home["value"] == str(tmp_path / "platform-data" / "straylight")
 
 
+def test_config_shows_the_workspace_the_facts_would_use(env: Env, tmp_path: Path) -> None:
+    """`config` is every effective setting: a derived workspace is shown as what it is here
+    (the git root of the current directory), not as null; a given one as given."""
+    sub = tmp_path / "repo" / "src"
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    sub.mkdir()
+    derived = json.loads(run_cli(env, "config", "--json", cwd=sub).stdout)["workspace"]
+    assert derived == {"value": str(tmp_path / "repo"), "source": "default", "origin": None}
+    [line] = [x for x in run_cli(env, "config", cwd=sub).stdout.splitlines() if "workspace" in x]
+    assert line.split(" = ", 1)[1] == f'"{tmp_path / "repo"}"  # default'
+    given = run_cli(env, "--workspace", "blyck", "config", "--json", cwd=sub)
+    assert json.loads(given.stdout)["workspace"]["value"] == "blyck"
+
+
 def test_config_does_not_create_the_data_dir(env: Env, home: Path) -> None:
     proc = run_cli(env, "config")
     assert proc.returncode == 0 and not home.exists()

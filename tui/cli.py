@@ -524,7 +524,12 @@ def _ask_text(raw: str, command: str = "ask") -> str:
 
 
 def _config(resolved: ResolvedSettings, *, as_json: bool) -> int:
+    from agent.workspace import resolve_workspace
+
     described = resolved.describe()
+    workspace = described["workspace"]
+    if workspace["value"] is None:  # derived: the workspace it is here (it said null)
+        workspace["value"] = resolve_workspace(None)
     if as_json:
         print(json.dumps(described, ensure_ascii=False, indent=2))
         return EXIT_OK
