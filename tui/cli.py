@@ -286,6 +286,10 @@ def _resolve(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:  # the workspace, relative paths and a served command's folder all start here
+        os.getcwd()
+    except FileNotFoundError:  # a shell still in a folder that was deleted (`rm -rf build`)
+        return fail("the current directory no longer exists: cd to another one", EXIT_USAGE)
     try:
         resolved = _resolve(args)
     except SettingsError as error:
