@@ -487,6 +487,8 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     if args.command == "forget":
         return asyncio.run(cli_memory.forget(settings, args.id, as_json=args.json))
     if args.command == "recall":
+        if not args.query.strip():  # as `facts search` and memory_search refuse one
+            raise UsageError("recall needs a non-empty QUERY")
         if args.k is not None and args.k < 1:
             raise UsageError("--k must be at least 1")
         return asyncio.run(
