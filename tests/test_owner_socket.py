@@ -506,3 +506,29 @@ async def test_a_served_command_reads_with_the_clients_own_memory_settings(
     finally:
         await runner.aclose()
     assert served == alone
+
+
+async def test_a_served_command_embeds_with_the_model_of_the_open_memory(
+    home: Path, tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """A client whose STRAYLIGHT_EMBED_MODEL differs from the owner's: its `remember` ran in
+    the owner's memory but embedded with the client's model, and the vector was filed as one
+    of the owner's model (another model's space, searched as if it were this one). The open
+    memory's model embeds it."""
+    import asyncio
+
+    env = env_for(home, tmp_path, standin)
+    other = {**env, "STRAYLIGHT_EMBED_MODEL": "llama3.2"}
+    assert_ok(run_cli_process(env, "remember", "The ferry leaves at nine."))
+    runner = CommandRunner(env=env, cwd=tmp_path)
+    try:
+        assert (await runner.run(["recall", "ferry"])).exit_code == 0  # owns, memory open
+        standin.clear_requests()
+        served = await asyncio.to_thread(
+            run_cli_process, other, "remember", "The ferry returns at ten."
+        )
+        assert_ok(served)
+    finally:
+        await runner.aclose()
+    embedded = [r.body["model"] for r in standin.requests if r.path == "/api/embed"]
+    assert embedded == ["nomic-embed-text"]
