@@ -532,3 +532,40 @@ async def test_a_served_command_embeds_with_the_model_of_the_open_memory(
         await runner.aclose()
     embedded = [r.body["model"] for r in standin.requests if r.path == "/api/embed"]
     assert embedded == ["nomic-embed-text"]
+
+
+async def test_a_served_command_keeps_the_clients_clock(
+    home: Path, tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """`STRAYLIGHT_NOW` given to a client only: its `remember` and `facts set` ran in the
+    owner's open memory, whose clock stamped them with the owner's time, not the client's
+    frozen one (as the same commands alone do). The owner's own clock is left as it was."""
+    import asyncio
+
+    env = env_for(home, tmp_path, standin)
+    then = {**env, "STRAYLIGHT_NOW": "2030-01-02T03:04:05Z"}
+    assert_ok(run_cli_process(env, "remember", "The ferry leaves at nine."))
+    runner = CommandRunner(env=env, cwd=tmp_path)
+    try:
+        assert (await runner.run(["recall", "ferry"])).exit_code == 0  # owns, memory open
+        remembered = await asyncio.to_thread(
+            run_cli_process, then, "remember", "The ferry returns at ten.", "--json"
+        )
+        fact = await asyncio.to_thread(
+            run_cli_process, then, "facts", "set", "ferry:x", "--type", "fact", "--body", "Ten."
+        )
+        assert_ok(remembered)
+        assert_ok(fact)
+        recalled = await asyncio.to_thread(
+            run_cli_process, then, "recall", "ferry returns", "--json"
+        )
+        own = await runner.run(["remember", "The ferry is blue.", "--json"])
+    finally:
+        await runner.aclose()
+    created = {h["id"]: h["created_at"] for h in json.loads(recalled.stdout)["hits"]}
+    assert created[json.loads(remembered.stdout)["id"]] == "2030-01-02T03:04:05Z"
+    facts = json.loads(run_cli_process(env, "facts", "get", "ferry:x", "--json").stdout)
+    assert facts["updated_at"].startswith("2030-01-02T03:04:05")
+    hits = json.loads(run_cli_process(env, "recall", "ferry blue", "--json").stdout)["hits"]
+    blue = [h for h in hits if h["id"] == json.loads(own.stdout)["id"]]
+    assert not blue[0]["created_at"].startswith("2030")  # the owner's own: its own clock

@@ -160,4 +160,7 @@ def run_request(request: CommandRequest) -> int:
         resolved = load_settings(flags=flags, environ=request.env, config_path=config)
     except SettingsError as error:
         return fail(str(error), EXIT_USAGE)
-    return _run(args, resolved, forwarded=True)
+    from store.clock import command_clock
+
+    with command_clock(resolved.settings.clock):  # the client's STRAYLIGHT_NOW, or none
+        return _run(args, resolved, forwarded=True)
