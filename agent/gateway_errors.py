@@ -137,8 +137,11 @@ def classify(
     `connect_timeout` is the limit a connect timeout is named with; `metadata` says the
     request was a metadata call, limited by the connect timeout (see `ModelTimeout`)."""
     import httpx
-    import ollama
     import pydantic
+
+    from agent.ollama_import import import_ollama
+
+    ollama = import_ollama()
 
     if isinstance(error, GatewayError):
         return error

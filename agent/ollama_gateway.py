@@ -25,6 +25,7 @@ from agent.gateway_errors import (
 )
 from agent.model_options import options_for
 from agent.ollama_host import is_loopback_host
+from agent.ollama_import import import_ollama
 from agent.think_splitter import ThinkSplitter
 from memory.secret_masking import replace_lone_surrogates
 
@@ -212,8 +213,8 @@ class OllamaGateway:
         them: the environment is how a user configures a proxy for a remote Ollama)."""
         if self._client is None:
             import httpx
-            import ollama
 
+            ollama = import_ollama()
             host = self.host or os.environ.get("OLLAMA_HOST") or ""
             timeout = httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
             self._client = ollama.AsyncClient(
@@ -281,7 +282,7 @@ class OllamaGateway:
 
     async def check(self) -> OllamaStatus:
         """Version and pulled models; never raises."""
-        import ollama
+        ollama = import_ollama()
 
         client = self._get_client()
         timeout = self.metadata_timeout
