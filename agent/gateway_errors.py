@@ -83,13 +83,18 @@ class ModelNotPulled(GatewayError):
 
 
 class ModelTimeout(GatewayError):
+    """No answer within `seconds`. `metadata`: a metadata call (`/api/version`, `/api/tags`,
+    `/api/show`), whose limit is the connect timeout, so the line names that setting."""
+
     kind = "timeout"
 
-    def __init__(self, seconds: float) -> None:
-        super().__init__(
-            f"Ollama did not answer within {seconds:g} s "
-            "(raise STRAYLIGHT_HTTP_TIMEOUT_SECONDS if the model is just slow)"
+    def __init__(self, seconds: float, *, metadata: bool = False) -> None:
+        fix = (
+            "raise STRAYLIGHT_CONNECT_TIMEOUT_SECONDS if Ollama is just slow"
+            if metadata
+            else "raise STRAYLIGHT_HTTP_TIMEOUT_SECONDS if the model is just slow"
         )
+        super().__init__(f"Ollama did not answer within {seconds:g} s ({fix})")
         self.seconds = seconds
 
 
@@ -126,12 +131,17 @@ def classify(
     timeout: float,
     streamed: bool,
     connect_timeout: float | None = None,
+    metadata: bool = False,
 ) -> GatewayError:
     """Name a raw client error. `streamed` says whether some reply text already arrived;
-    `connect_timeout` is the limit a connect timeout is named with."""
+    `connect_timeout` is the limit a connect timeout is named with; `metadata` says the
+    request was a metadata call, limited by the connect timeout (see `ModelTimeout`)."""
     import httpx
-    import ollama
     import pydantic
+
+    from agent.ollama_import import import_ollama
+
+    ollama = import_ollama()
 
     if isinstance(error, GatewayError):
         return error
@@ -155,7 +165,7 @@ def classify(
     if isinstance(error, ConnectionError | httpx.ConnectError):
         return OllamaUnreachable(host)
     if isinstance(error, httpx.TimeoutException):
-        return ModelTimeout(timeout)
+        return ModelTimeout(timeout, metadata=metadata)
     if isinstance(error, httpx.TransportError):
         if streamed:
             return StreamCutOff("the connection to Ollama dropped")

@@ -25,6 +25,7 @@ from agent.gateway_errors import (
 )
 from agent.model_options import options_for
 from agent.ollama_host import is_loopback_host
+from agent.ollama_import import import_ollama
 from agent.think_splitter import ThinkSplitter
 from memory.secret_masking import replace_lone_surrogates
 
@@ -212,8 +213,8 @@ class OllamaGateway:
         them: the environment is how a user configures a proxy for a remote Ollama)."""
         if self._client is None:
             import httpx
-            import ollama
 
+            ollama = import_ollama()
             host = self.host or os.environ.get("OLLAMA_HOST") or ""
             timeout = httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
             self._client = ollama.AsyncClient(
@@ -237,11 +238,18 @@ class OllamaGateway:
         return min(self.connect_timeout, self.read_timeout)
 
     def _named(
-        self, error: BaseException, *, model: str, timeout: float, streamed: bool
+        self,
+        error: BaseException,
+        *,
+        model: str,
+        timeout: float,
+        streamed: bool,
+        metadata: bool = False,
     ) -> GatewayError:
         """`classify`, and remember a timeout: until Ollama answers again, metadata calls are
         skipped rather than waited for (a hung server is reported after one timeout, not
-        after the timeouts of every call before the chat)."""
+        after the timeouts of every call before the chat). `metadata`: a call limited by
+        `metadata_timeout`, so a timeout names the setting that limit comes from."""
         named = classify(
             error,
             host=self.host,
@@ -249,6 +257,7 @@ class OllamaGateway:
             timeout=timeout,
             streamed=streamed,
             connect_timeout=min(self.connect_timeout, timeout),
+            metadata=metadata,
         )
         if timed_out(named):
             self._stalled = True
@@ -273,7 +282,7 @@ class OllamaGateway:
 
     async def check(self) -> OllamaStatus:
         """Version and pulled models; never raises."""
-        import ollama
+        ollama = import_ollama()
 
         client = self._get_client()
         timeout = self.metadata_timeout
@@ -286,7 +295,8 @@ class OllamaGateway:
             listed = await client._request(ollama.ListResponse, "GET", "/api/tags", timeout=timeout)
             models = tuple(m.model for m in listed.models if m.model)
         except Exception as error:  # noqa: BLE001 - any failure is a status line
-            named = self._named(error, model="", timeout=timeout, streamed=False)
+            metadata = self.connect_timeout <= self.read_timeout  # the limit it came from
+            named = self._named(error, model="", timeout=timeout, streamed=False, metadata=metadata)
             log.info("ollama check failed: %r", error)
             return OllamaStatus(self.host, reachable=False, error=str(named))
         return OllamaStatus(self.host, reachable=True, version=version, models=models)

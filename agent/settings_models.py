@@ -115,7 +115,13 @@ class OllamaConfig(SettingsArea):
     @field_validator("host", mode="before")
     @classmethod
     def _parse_host(cls, value: object) -> object:
-        return parse_ollama_host(value) if isinstance(value, str) or value is None else value
+        if not (isinstance(value, str) or value is None):
+            return value
+        parsed = parse_ollama_host(value)
+        if parsed.partition("://")[0].lower() not in ("http", "https"):  # `htp://…`: httpx
+            # cannot speak it, and each request would fail as "closed the connection"
+            raise ValueError("expected an http:// or https:// address")
+        return parsed
 
     @field_validator("think", mode="before")
     @classmethod

@@ -358,7 +358,7 @@ class FactDrawer:
         """Make a pending candidate a fact (optionally edited first)."""
         candidate = self._pending(candidate_id)
         new = self._write_for(
-            key=key or candidate.key,
+            key=candidate.key if key is None else key,  # an explicit "" is refused
             type=type or candidate.type,
             body=body if body is not None else candidate.body,
             scope=scope or candidate.scope,

@@ -6,6 +6,9 @@ reproduce decay, due dates, log file names and schedules exactly.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -38,14 +41,34 @@ def parse_instant(text: str) -> datetime:
 
 @dataclass(frozen=True, slots=True)
 class Clock:
-    """Aware-UTC time source; `fixed` freezes it at one instant."""
+    """Aware-UTC time source; `fixed` freezes it at one instant. Inside `command_clock`,
+    every clock of the process answers with that command's (see there)."""
 
     fixed: datetime | None = None
 
     def now(self) -> datetime:
+        override = _command_clock.get()
+        if override is not None and override is not self:
+            return override.now()
         if self.fixed is not None:
             return self.fixed
         return datetime.now(UTC)
+
+
+_command_clock: ContextVar[Clock | None] = ContextVar("straylight_command_clock", default=None)
+
+
+@contextlib.contextmanager
+def command_clock(clock: Clock) -> Iterator[None]:
+    """Run a command another process forwarded with its own clock (its `STRAYLIGHT_NOW`, or
+    none): the owner's open database and store keep the clock they opened with, so without
+    this a served `remember` or `facts set` was stamped with the owner's time. A context
+    variable: the owner's own work, in other contexts, keeps its clock."""
+    token = _command_clock.set(clock)
+    try:
+        yield
+    finally:
+        _command_clock.reset(token)
 
 
 def format_instant(value: datetime) -> str:

@@ -715,6 +715,38 @@ def test_an_empty_variable_counts_as_unset(env: Env, tmp_path: Path) -> None:
     assert home["value"] == str(tmp_path / "platform-data" / "straylight")
 
 
+def test_config_shows_the_workspace_the_facts_would_use(env: Env, tmp_path: Path) -> None:
+    """`config` is every effective setting: a derived workspace is shown as what it is here
+    (the git root of the current directory), not as null; a given one as given."""
+    sub = tmp_path / "repo" / "src"
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    sub.mkdir()
+    derived = json.loads(run_cli(env, "config", "--json", cwd=sub).stdout)["workspace"]
+    assert derived == {"value": str(tmp_path / "repo"), "source": "default", "origin": None}
+    [line] = [x for x in run_cli(env, "config", cwd=sub).stdout.splitlines() if "workspace" in x]
+    assert line.split(" = ", 1)[1] == f'"{tmp_path / "repo"}"  # default'
+    given = run_cli(env, "--workspace", "blyck", "config", "--json", cwd=sub)
+    assert json.loads(given.stdout)["workspace"]["value"] == "blyck"
+
+
+@pytest.mark.parametrize("args", [["status"], ["remember", "a note"], ["config"]])
+def test_a_deleted_current_directory_is_one_line(env: Env, tmp_path: Path, args: list[str]) -> None:
+    """A shell still sitting in a folder that was deleted: `os.getcwd()` raised, and a
+    traceback reached the screen (`status`, `remember`) or "unexpected error" (`config`)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = 'cd "$1" && rmdir "$1" && shift && exec "$@"'
+    proc = subprocess.run(
+        ["sh", "-c", script, "sh", str(gone), *cli_command(*args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert proc.stderr == "straylight: the current directory no longer exists: cd to another one\n"
+
+
 def test_config_does_not_create_the_data_dir(env: Env, home: Path) -> None:
     proc = run_cli(env, "config")
     assert proc.returncode == 0 and not home.exists()

@@ -84,6 +84,16 @@ def test_overwrite_history_and_undo(tmp_path: Path, standin: OllamaStandIn) -> N
     assert undone["restored"]["body"] == "Staging runs Postgres 15."
 
 
+def test_requires_given_twice_keeps_every_key(tmp_path: Path, standin: OllamaStandIn) -> None:
+    """`--requires KEY …` as one list or as the flag repeated: every key is kept (the second
+    flag used to replace the first's keys without a word)."""
+    env = env_for(tmp_path, standin)
+    common = ("facts", "set", "deploy:app", "--type", "procedure", "--body", "Run make deploy.")
+    fact = json_of(env, *common, "--requires", "db:up", "vpn:on", "--requires", "ci:green")
+    assert fact["requires"] == ["db:up", "vpn:on", "ci:green"]
+    assert json_of(env, "facts", "get", "deploy:app")["requires"] == fact["requires"]
+
+
 def test_errors_are_one_line_with_stable_exit_codes(tmp_path: Path, standin: OllamaStandIn) -> None:
     env = env_for(tmp_path, standin)
     assert_one_line(run_cli(env, "facts", "get", "nope"), 1, "no fact")
@@ -122,6 +132,25 @@ def test_a_rejected_candidate_is_not_proposed_again(tmp_path: Path, standin: Oll
     assert json_of(env, "candidates", "list") == []
 
 
+def test_approve_with_an_empty_key_is_refused_like_facts_set(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """`candidates approve ID --key ""` approved the candidate under its old key without a
+    word, as if no edit was asked for; an empty key is refused (exit 2), as `facts set ""`
+    refuses it, and the candidate stays pending."""
+    env = env_for(tmp_path, standin)
+    proposed = json_of(
+        env, "candidates", "propose", "db:staging", "--type", "fact", "--body", "Postgres 16."
+    )
+    for empty in ("", "   "):
+        refused = run_cli(env, "candidates", "approve", str(proposed["id"]), "--key", empty)
+        assert_one_line(refused, 2, "empty fact key")
+    assert [c["status"] for c in json_of(env, "candidates", "list")] == ["pending"]
+    assert json_of(env, "facts", "list") == []
+    renamed = json_of(env, "candidates", "approve", str(proposed["id"]), "--key", "db:stage")
+    assert (renamed["key"], renamed["body"]) == ("db:stage", "Postgres 16.")
+
+
 def test_known_facts_reach_the_prompt_of_ask(tmp_path: Path, standin: OllamaStandIn) -> None:
     env = env_for(tmp_path, standin)
     assert_ok(
@@ -150,6 +179,21 @@ def test_reflect_proposes_candidates_from_the_latest_conversation(
     result = json_of(env, "reflect")
     assert [c["key"] for c in result["candidates"]] == ["db:blyck"]
     assert [c["origin"] for c in json_of(env, "candidates", "list")] == ["reflection"]
+
+
+def test_reflect_refuses_a_conversation_value_no_id_can_be_without_repeating_it(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """`reflect --conversation` with a pasted token printed it back (`no conversation
+    'ghp_…' in the logs`, exit 1); like `history --conversation` it is exit 2, the value
+    not repeated. An unknown valid id stays exit 1."""
+    env = env_for(tmp_path, standin)
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    for value in (token, "BAD ID"):
+        refused = run_cli(env, "reflect", "--conversation", value)
+        assert_one_line(refused, 2, "--conversation wants")
+        assert value not in refused.stderr
+    assert_one_line(run_cli(env, "reflect", "--conversation", "no-such"), 1, "'no-such'")
 
 
 # ------------------------------------------------------------ CLI and TUI agree (issue 16)

@@ -597,6 +597,10 @@ def test_import_doc_is_idempotent_across_edits(
 
     line = assert_one_line(run_cli(env, "import-doc", str(tmp_path / "missing.md"), "--json"), 2)
     assert "missing.md" in line
+    for empty in ("", "  "):  # said ". is a directory, not a Markdown file"
+        assert_one_line(run_cli(env, "import-doc", empty), 2, "import-doc needs a PATH")
+        # said "nothing recalled", exit 0, where `facts search` and memory_search refuse it
+        assert_one_line(run_cli(env, "recall", empty), 2, "recall needs a non-empty QUERY")
 
 
 def test_import_doc_names_sections_left_without_a_vector_by_an_early_batch(

@@ -156,6 +156,22 @@ def test_a_message_too_long_for_the_window_is_not_sent(env: Env, truncating: Oll
     ]
 
 
+def test_a_message_not_sent_is_one_line_without_the_cut_of_a_prompt_never_sent(
+    env: Env, truncating: OllamaStandIn
+) -> None:
+    """A conversation with history, then a message too long for the window: `ask` also
+    printed `context 888 / 1k: history: 2 oldest messages left out` before its `Not sent`
+    line, about a prompt that was never sent. One line; a prompt sent still names its cut."""
+    env = {**env, "STRAYLIGHT_NUM_CTX": "1024"}
+    for turn in range(2):
+        assert run_cli(env, "ask", "-c", "long-one", f"Turn {turn}: {PARAGRAPH}").returncode == 0
+    proc = run_cli(env, "ask", "-c", "long-one", PARAGRAPH * 12)
+    assert_one_line(proc, 5, "Not sent: the message needs about")
+    sent = run_cli(env, "ask", "-c", "long-one", "And now?")
+    assert sent.returncode == 0
+    assert "history: " in sent.stderr and "left out" in sent.stderr
+
+
 def test_status_reports_a_turn_the_window_refused_as_critical(
     env: Env, truncating: OllamaStandIn
 ) -> None:

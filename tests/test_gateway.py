@@ -172,6 +172,30 @@ async def test_a_slow_metadata_call_gives_up_at_the_connect_timeout(
     assert time.monotonic() - started < 3.0  # 0.5 s expected; not the 5 s delay, nor 60 s
 
 
+@pytest.mark.parametrize(
+    ("read", "connect", "setting"),
+    [
+        (60.0, 0.5, "STRAYLIGHT_CONNECT_TIMEOUT_SECONDS"),  # the TUI's gateway
+        (0.5, 0.5, "STRAYLIGHT_CONNECT_TIMEOUT_SECONDS"),  # `status` reads with the connect one
+        (0.5, 5.0, "STRAYLIGHT_HTTP_TIMEOUT_SECONDS"),  # a read timeout below the connect one
+    ],
+)
+async def test_a_slow_check_names_the_setting_that_limits_it(
+    standin: OllamaStandIn, read: float, connect: float, setting: str
+) -> None:
+    """`status` and the sidebar said "raise STRAYLIGHT_HTTP_TIMEOUT_SECONDS" for a slow
+    /api/version, but metadata calls wait `min(connect, read)`: raising the read timeout
+    changed nothing. The line names the setting the limit came from."""
+    standin.fail_next("delay", seconds=3.0, path="/api/version")
+    gateway = OllamaGateway(standin.url, read_timeout=read, connect_timeout=connect)
+    try:
+        status = await gateway.check()
+    finally:
+        await gateway.aclose()
+    assert not status.reachable
+    assert f"within 0.5 s (raise {setting} " in (status.error or ""), status.error
+
+
 async def test_after_a_timeout_metadata_is_not_waited_for(standin: OllamaStandIn) -> None:
     """A hung Ollama: the stall is not reported after the timeout of every call before the
     chat (the recall embedding, then /api/show, then the chat: 2 s reported at 7 s)."""

@@ -27,7 +27,7 @@ from agent.gateway_errors import (
 )
 from agent.ollama_gateway import ChatDelta, OllamaGateway
 from agent.ollama_host import is_loopback_host
-from tests.support.cli import run_cli
+from tests.support.cli import run_cli, run_cli_process
 from tests.support.ollama_standin import OllamaStandIn
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -240,6 +240,31 @@ def test_ask_with_a_proxy_in_the_environment_talks_to_loopback_directly(
     assert proc.returncode == 0, proc.stderr
     assert proxy.seen == []
     assert standin.chat_requests()
+
+
+@pytest.mark.parametrize(
+    ("name", "url"),
+    [
+        ("ALL_PROXY", "socks5://127.0.0.1:9"),
+        ("all_proxy", "socks5h://127.0.0.1:9"),
+        ("HTTPS_PROXY", "socks4://127.0.0.1:9"),
+        ("HTTPS_PROXY", "ftp://127.0.0.1:9"),
+    ],
+)
+def test_a_proxy_httpx_cannot_use_does_not_stop_a_loopback_ollama(
+    cli_env: Callable[..., Env], standin: OllamaStandIn, name: str, url: str
+) -> None:
+    """`ALL_PROXY=socks5://…` (a common desktop proxy setup) made every command that talks
+    to Ollama fail, a local one included: importing `ollama` builds a default client that
+    reads the proxies, and a SOCKS one needs the optional socksio package (an `ftp://` one
+    is "Unknown scheme for proxy URL"). A process of its own: here `ollama` is imported."""
+    env = cli_env(OLLAMA_HOST=standin.host, **{name: url})
+    status = run_cli_process(env, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["ollama"]["reachable"] is True
+    asked = run_cli_process(env, "ask", "my private question")
+    assert (asked.returncode, asked.stderr) == (0, ""), asked.stderr
+    assert run_cli_process(env, "models").returncode == 0
 
 
 # ---------------------------------------------------------------------------- redirects

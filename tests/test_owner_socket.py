@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -467,3 +468,104 @@ async def test_a_clients_relative_paths_mean_its_own_folder(
         assert not (owner_dir / "pier.md").exists()
     finally:
         await runner.aclose()
+
+
+async def test_a_served_command_reads_with_the_clients_own_memory_settings(
+    home: Path, tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """The owner's memory is open with the owner's settings; `MEMORY_TOP_K=1 straylight
+    recall` and `MEMORY_RAM_CRIT_BYTES=1 straylight status` from a client printed what the
+    owner's settings gave (two hits, headroom ok), not what the same command alone prints.
+    An empty `import-doc ""` read as the client's folder ("… is a directory")."""
+    import asyncio
+
+    env = env_for(home, tmp_path, standin)
+    for text in ("The night ferry leaves from pier four.", "The night ferry docks at pier six."):
+        assert_ok(run_cli_process(env, "remember", text))
+    calls: list[tuple[dict[str, str], list[str]]] = [
+        ({**env, "MEMORY_TOP_K": "1"}, ["recall", "night ferry", "--json"]),
+        ({**env, "MEMORY_MAX_CHARS": "60"}, ["recall", "night ferry", "--json"]),
+        ({**env, "MEMORY_RAM_CRIT_BYTES": "1"}, ["status", "--json"]),
+        (env, ["import-doc", ""]),
+    ]
+
+    def seen(result: Any) -> tuple[int, Any, str]:
+        out = json.loads(result.stdout) if result.stdout.startswith("{") else result.stdout
+        if isinstance(out, dict) and "hits" in out:
+            out = ([h["id"] for h in out["hits"]], out["block"])
+        elif isinstance(out, dict):
+            out = out["headroom"]
+        return result.returncode, out, result.stderr
+
+    alone = [seen(run_cli_process(e, *args)) for e, args in calls]
+    assert [a[1] for a in alone[:3]] == [([1], alone[0][1][1]), alone[1][1], "critical"]
+    runner = CommandRunner(env=env, cwd=tmp_path)
+    try:
+        assert (await runner.run(["recall", "pier", "--json"])).exit_code == 0  # owns, serves
+        served = [seen(await asyncio.to_thread(run_cli_process, e, *args)) for e, args in calls]
+    finally:
+        await runner.aclose()
+    assert served == alone
+
+
+async def test_a_served_command_embeds_with_the_model_of_the_open_memory(
+    home: Path, tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """A client whose STRAYLIGHT_EMBED_MODEL differs from the owner's: its `remember` ran in
+    the owner's memory but embedded with the client's model, and the vector was filed as one
+    of the owner's model (another model's space, searched as if it were this one). The open
+    memory's model embeds it."""
+    import asyncio
+
+    env = env_for(home, tmp_path, standin)
+    other = {**env, "STRAYLIGHT_EMBED_MODEL": "llama3.2"}
+    assert_ok(run_cli_process(env, "remember", "The ferry leaves at nine."))
+    runner = CommandRunner(env=env, cwd=tmp_path)
+    try:
+        assert (await runner.run(["recall", "ferry"])).exit_code == 0  # owns, memory open
+        standin.clear_requests()
+        served = await asyncio.to_thread(
+            run_cli_process, other, "remember", "The ferry returns at ten."
+        )
+        assert_ok(served)
+    finally:
+        await runner.aclose()
+    embedded = [r.body["model"] for r in standin.requests if r.path == "/api/embed"]
+    assert embedded == ["nomic-embed-text"]
+
+
+async def test_a_served_command_keeps_the_clients_clock(
+    home: Path, tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """`STRAYLIGHT_NOW` given to a client only: its `remember` and `facts set` ran in the
+    owner's open memory, whose clock stamped them with the owner's time, not the client's
+    frozen one (as the same commands alone do). The owner's own clock is left as it was."""
+    import asyncio
+
+    env = env_for(home, tmp_path, standin)
+    then = {**env, "STRAYLIGHT_NOW": "2030-01-02T03:04:05Z"}
+    assert_ok(run_cli_process(env, "remember", "The ferry leaves at nine."))
+    runner = CommandRunner(env=env, cwd=tmp_path)
+    try:
+        assert (await runner.run(["recall", "ferry"])).exit_code == 0  # owns, memory open
+        remembered = await asyncio.to_thread(
+            run_cli_process, then, "remember", "The ferry returns at ten.", "--json"
+        )
+        fact = await asyncio.to_thread(
+            run_cli_process, then, "facts", "set", "ferry:x", "--type", "fact", "--body", "Ten."
+        )
+        assert_ok(remembered)
+        assert_ok(fact)
+        recalled = await asyncio.to_thread(
+            run_cli_process, then, "recall", "ferry returns", "--json"
+        )
+        own = await runner.run(["remember", "The ferry is blue.", "--json"])
+    finally:
+        await runner.aclose()
+    created = {h["id"]: h["created_at"] for h in json.loads(recalled.stdout)["hits"]}
+    assert created[json.loads(remembered.stdout)["id"]] == "2030-01-02T03:04:05Z"
+    facts = json.loads(run_cli_process(env, "facts", "get", "ferry:x", "--json").stdout)
+    assert facts["updated_at"].startswith("2030-01-02T03:04:05")
+    hits = json.loads(run_cli_process(env, "recall", "ferry blue", "--json").stdout)["hits"]
+    blue = [h for h in hits if h["id"] == json.loads(own.stdout)["id"]]
+    assert not blue[0]["created_at"].startswith("2030")  # the owner's own: its own clock

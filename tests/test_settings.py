@@ -604,6 +604,8 @@ def test_malformed_toml_is_one_line_naming_the_file(text: str, config_file: Path
         ("http_timeout_seconds = 0\n", "http_timeout_seconds"),
         ("memory_top_k = -1\n", "memory_top_k"),
         ('ollama_host = "host:99999"\n', "ollama_host"),
+        ('ollama_host = "htp://localhost:11434"\n', "ollama_host"),  # said "closed the
+        ('ollama_host = "ftp://ollama.lan"\n', "ollama_host"),  # connection" at every call
     ],
 )
 def test_wrong_value_in_toml_names_file_and_key(toml: str, key: str, config_file: Path) -> None:
@@ -913,11 +915,11 @@ def test_ollama_host_env_is_resolved_like_the_client(text: str, config_file: Pat
         assert resolved.provenance["ollama_host"].source == "default"
         return
     kind, expected = _outcome(ollama_parse_host, text)
-    if kind == "ok":
+    if kind == "ok" and expected.partition("://")[0].lower() in ("http", "https"):
         resolved = load_settings(environ={"OLLAMA_HOST": text}, config_path=config_file)
         assert resolved.settings.ollama.host == expected
         assert resolved.describe()["ollama_host"]["value"] == expected
-    else:
+    else:  # what the client refuses, and a scheme it cannot speak (`htp://`, `ftp://`)
         with pytest.raises(SettingsError) as raised:
             load_settings(environ={"OLLAMA_HOST": text}, config_path=config_file)
         assert_one_line(str(raised.value), "OLLAMA_HOST")

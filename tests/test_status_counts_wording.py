@@ -27,3 +27,8 @@ def test_one_of_each_is_singular(
     assert lines["index"] == "index      in_sync, 1 vector"
     assert lines["embedding"].endswith(", 1 request so far")
     assert lines["today"].startswith("today      0 messages in ")
+    assert "; 0 candidates pending (" in lines["facts"]
+    proposed = ("candidates", "propose", "db:x", "--type", "fact", "--body", "Postgres 16.")
+    assert_ok(run_cli(env, *proposed))
+    facts = [x for x in run_cli(env, "status").stdout.splitlines() if x.startswith("facts")]
+    assert "; 1 candidate pending (" in facts[0]  # not "1 candidates"

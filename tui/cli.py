@@ -206,7 +206,12 @@ def _fact_commands(commands: Any) -> None:
     fact_set = leaf(actions, "set", "write a fact now (overwrites the key)")
     cli_fact_agent.add_fact_arguments(fact_set)
     fact_set.add_argument(
-        "--requires", nargs="*", default=[], metavar="KEY", help="keys a procedure needs"
+        "--requires",
+        action="extend",
+        nargs="*",
+        default=[],
+        metavar="KEY",
+        help="keys a procedure needs",
     )
     leaf(actions, "get", "show a fact (revives a stale one)").add_argument("key", metavar="KEY")
     fact_list = leaf(actions, "list", "list the facts of this workspace and the global ones")
@@ -281,6 +286,10 @@ def _resolve(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:  # the workspace, relative paths and a served command's folder all start here
+        os.getcwd()
+    except FileNotFoundError:  # a shell still in a folder that was deleted (`rm -rf build`)
+        return fail("the current directory no longer exists: cd to another one", EXIT_USAGE)
     try:
         resolved = _resolve(args)
     except SettingsError as error:
@@ -478,12 +487,16 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     if args.command == "forget":
         return asyncio.run(cli_memory.forget(settings, args.id, as_json=args.json))
     if args.command == "recall":
+        if not args.query.strip():  # as `facts search` and memory_search refuse one
+            raise UsageError("recall needs a non-empty QUERY")
         if args.k is not None and args.k < 1:
             raise UsageError("--k must be at least 1")
         return asyncio.run(
             cli_memory.recall(settings, args.query, k=args.k, role=args.role, as_json=args.json)
         )
     if args.command == "import-doc":
+        if not args.path.strip():  # Path("") is "." (the folder): named as a missing PATH
+            raise UsageError("import-doc needs a PATH")
         path = Path(args.path).expanduser()
         if path.is_dir():
             raise UsageError(f"{path} is a directory, not a Markdown file")
@@ -517,7 +530,12 @@ def _ask_text(raw: str, command: str = "ask") -> str:
 
 
 def _config(resolved: ResolvedSettings, *, as_json: bool) -> int:
+    from agent.workspace import resolve_workspace
+
     described = resolved.describe()
+    workspace = described["workspace"]
+    if workspace["value"] is None:  # derived: the workspace it is here (it said null)
+        workspace["value"] = resolve_workspace(None)
     if as_json:
         print(json.dumps(described, ensure_ascii=False, indent=2))
         return EXIT_OK

@@ -7,6 +7,7 @@ on escalation, candidates waiting for approval) are one line each on stderr.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -117,6 +118,7 @@ async def _ask(
     stop: SignalStop,
     system: str | None,
 ) -> int:
+    from agent.gateway_errors import ContextOverflow
     from agent.ollama_gateway import OllamaGateway
     from agent.turn import TurnEngine, new_conversation_id
     from agent.turn_events import (
@@ -168,10 +170,21 @@ async def _ask(
     pending = 0
     reminders: list[str] = []
     thinking = ThinkingEcho()
+    # what the prompt left out, said once the prompt is sent: a message too long for the
+    # window is not sent, and its one line says so (the cut of a prompt never sent is noise)
+    budget_line: str | None = None
     try:
         async for event in engine.run(
             text, conversation_id=conversation_id, model=settings.ollama.model, system=system_prompt
         ):
+            if budget_line is not None and isinstance(
+                event, ThinkingDelta | ReplyDelta | ReplyFinished | ReplyFailed
+            ):
+                if not (
+                    isinstance(event, ReplyFailed) and isinstance(event.error, ContextOverflow)
+                ):
+                    print(budget_line, file=sys.stderr)
+                budget_line = None
             if isinstance(event, ThinkingDelta):
                 if show_thinking:  # stdout carries only the answer
                     thinking.write(event.text)
@@ -195,7 +208,7 @@ async def _ask(
             elif isinstance(event, LongtermWarning | ContextNotice | LimitNotice):
                 print(f"{PROG}: warning: {event.text}", file=sys.stderr)
             elif isinstance(event, ContextBudgeted) and event.notes:
-                print(f"{PROG}: {event.summary()}: {'; '.join(event.notes)}", file=sys.stderr)
+                budget_line = f"{PROG}: {event.summary()}: {'; '.join(event.notes)}"
             elif isinstance(event, CandidatesProposed):
                 pending += len(event.candidates)
             elif isinstance(event, CapabilityReminder):
@@ -213,6 +226,16 @@ async def _ask(
             )
         if code == EXIT_OK and any(isinstance(event, MemstatusDue) for event in after_turn):
             reminders += await run_memstatus(settings, memory, gateway)
+    except BaseException:
+        # Ctrl-C or a signal mid-reply: its error line must not run on from the partial reply
+        # (or thinking) it interrupted; a reader gone (a closed pipe, a served client that
+        # hung up) keeps the error already on its way
+        with contextlib.suppress(OSError, ValueError):
+            thinking.close()
+            if wrote_text:
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+        raise
     finally:
         session.close()
         await gateway.aclose()

@@ -233,8 +233,14 @@ async def _reflect(settings: Settings, conversation: str | None, *, as_json: boo
     from agent.ollama_gateway import OllamaGateway
     from agent.turn import TurnEngine
     from agent.turn_facts import reflect_report
+    from tui.cli_ask import conversation_option
     from tui.memory_session import MemorySession
 
+    if conversation is not None:
+        try:  # a value no id can be (a pasted token): exit 2, not repeated, as `history`
+            conversation_option(conversation)
+        except ValueError as error:
+            return fail(str(error), EXIT_INVALID)
     gateway = OllamaGateway.from_config(settings.ollama)
     session = MemorySession(settings, gateway)
     try:

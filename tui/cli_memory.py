@@ -74,10 +74,14 @@ async def recall(
     try:
         with MemorySession(settings, gateway, read_only=True) as memory:
             vector = await memory.embed_one(query)
+            # k and the block's cap from this command's settings, not the store's: an owner
+            # serving it has its memory open with its own (`MEMORY_TOP_K=1 straylight recall`)
+            cap = settings.memory.max_chars
             if role is None:
-                result = memory.store.recall(query, vector=vector, k=k)
+                k = k or settings.memory.top_k
+                result = memory.store.recall(query, vector=vector, k=k, max_chars=cap)
             else:
-                wide = memory.store.recall(query, vector=vector, k=ROLE_POOL)
+                wide = memory.store.recall(query, vector=vector, k=ROLE_POOL, max_chars=cap)
                 result = only_role(wide, role, k or settings.memory.top_k, settings.memory)
     finally:
         await gateway.aclose()
@@ -167,6 +171,7 @@ async def import_doc(settings: Settings, path: Path, *, as_json: bool) -> int:
 def memory_status(settings: Settings) -> dict[str, Any]:
     """The memory fields of `status`; a data dir without a database reports empty memory
     (and is not created)."""
+    from memory.headroom import headroom
     from store.data_dir_check import check_not_in_use
     from store.database import database_path
 
@@ -178,6 +183,12 @@ def memory_status(settings: Settings) -> dict[str, Any]:
     with MemorySession(settings, gateway, read_only=True) as memory:
         memory.store.wait_until_ready(timeout=60)
         status = memory.store.status()
+        # the levels of this command's settings, not the store's: an owner serving it has
+        # its memory open with its own (`MEMORY_RAM_CRIT_BYTES=1 straylight status`)
+        config = settings.memory
+        status["headroom"] = headroom(
+            status["ram_estimate_bytes"], config.ram_warn_bytes, config.ram_crit_bytes
+        )
         if memory.facts is not None:
             status["facts"] = fact_status(memory.facts.counts(), len(memory.facts.pending()))
             status["workspace"] = memory.facts.workspace

@@ -108,14 +108,17 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     if (embedding := memory.get("embedding")) and embedding["changed_from"]:
         print(
             f"warning    embedding model changed from {embedding['changed_from']}: "
-            f"{embedding['to_embed']} points wait for backfill (recall uses words meanwhile)"
+            f"{counted(embedding['to_embed'], 'point')} "
+            f"wait{'s' if embedding['to_embed'] == 1 else ''} for backfill "
+            "(recall uses words meanwhile)"
         )
     cards = memory["hypotheses"]
     print(f"hypotheses {cards['open']} open, {cards['overdue']} overdue")
     facts = memory["facts"]
     print(
         f"facts      {facts['active']} active, {facts['stale']} stale, {facts['retired']} "
-        f"retired; {facts['pending_candidates']} candidates pending ({memory['workspace']})"
+        f"retired; {counted(facts['pending_candidates'], 'candidate')} pending "
+        f"({memory['workspace']})"
     )
     print(f"context    {context_line(memory['context'], context_notes)}")
     return EXIT_OK

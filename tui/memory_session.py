@@ -114,7 +114,9 @@ class MemorySession:
         )
         return TurnMemory(
             self.store,
-            embedder_for(self.gateway, self.settings.memory.embed_model),
+            # the store's model: a borrowed store keeps the owner's, and a vector of another
+            # model (a client's STRAYLIGHT_EMBED_MODEL) would be filed as one of it
+            embedder_for(self.gateway, self.store.config.embed_model),
             facts,
             channel=self.channel,
         )

@@ -47,7 +47,11 @@ class CommandRequest:
     tty_stderr: bool = False
 
     def client_path(self, path: str) -> str:
-        """`path` as the client meant it: `~` expanded, a relative one in its folder."""
+        """`path` as the client meant it: `~` expanded, a relative one in its folder; an empty
+        one stays empty, for the command to refuse as it would alone (joined, it named the
+        client's folder: `import-doc ""` read as a directory)."""
+        if not path.strip():
+            return path
         return os.path.join(self.cwd, os.path.expanduser(path))
 
     def to_frame(self) -> dict[str, Any]:
@@ -156,4 +160,7 @@ def run_request(request: CommandRequest) -> int:
         resolved = load_settings(flags=flags, environ=request.env, config_path=config)
     except SettingsError as error:
         return fail(str(error), EXIT_USAGE)
-    return _run(args, resolved, forwarded=True)
+    from store.clock import command_clock
+
+    with command_clock(resolved.settings.clock):  # the client's STRAYLIGHT_NOW, or none
+        return _run(args, resolved, forwarded=True)

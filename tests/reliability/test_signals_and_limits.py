@@ -46,9 +46,19 @@ REPLY = "one two three four five six seven"
 WAIT = 30.0  # seconds a step may take on a loaded machine
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+STOPPED = "stopped by {name} (what arrived is kept in the log, marked cancelled)"
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "said", "reason"),
+    [
+        (signal.SIGTERM, 143, STOPPED, "stopped by SIGTERM"),
+        (signal.SIGHUP, 129, STOPPED, "stopped by SIGHUP"),
+        (signal.SIGINT, 130, "interrupted", "cancelled by the user"),  # Ctrl-C
+    ],
+)
 def test_a_signal_during_the_reply_keeps_what_arrived_marked(
-    world: Workspace, signum: signal.Signals, code: int
+    world: Workspace, signum: signal.Signals, code: int, said: str, reason: str
 ) -> None:
     before = log_path(world.home).read_bytes()
     world.standin.script_reply(REPLY)
@@ -72,9 +82,9 @@ def test_a_signal_during_the_reply_keeps_what_arrived_marked(
     proc.send_signal(signum)
     assert proc.wait(WAIT) == code
     lines = proc.stderr.read().decode().strip().splitlines()
-    assert lines == [
-        f"straylight: stopped by {signum.name} (what arrived is kept in the log, marked cancelled)"
-    ]
+    assert lines == [f"straylight: {said.format(name=signum.name)}"]
+    seen += proc.stdout.read() or b""
+    assert seen.endswith(b"three \n"), seen  # the error line does not run on from the reply
     world.standin.clear_faults()
     assert log_path(world.home).read_bytes().startswith(before)
     messages = read_log(world.home)
@@ -86,7 +96,7 @@ def test_a_signal_during_the_reply_keeps_what_arrived_marked(
     assert (user.role, user.content, user.status) == ("user", "count for me", "complete")
     assert reply.role == "assistant" and reply.status == "cancelled"
     assert reply.content.strip() == "one two three"
-    assert reply.reason == f"stopped by {signum.name}"
+    assert reply.reason == reason
     assert len(points(world.home)) == 2  # a cancelled reply never becomes a memory
     world.standin.script_reply("Still here.")
     assert_ok(after := world.run("ask", "are you there?"))
