@@ -125,7 +125,7 @@ def read_config_file(path: Path) -> dict[str, object]:
     except OSError as error:
         raise SettingsError(f"cannot read config file {path}: {error.strerror}") from None
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = tomllib.loads(raw.decode("utf-8-sig"))  # a BOM (Windows editors) is no error
     except UnicodeDecodeError as error:
         raise SettingsError(f"config file {path}: not UTF-8 (byte {error.start})") from None
     except tomllib.TOMLDecodeError as error:

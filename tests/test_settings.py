@@ -933,3 +933,13 @@ def test_a_setting_written_twice_in_the_config_file_is_refused(config_file: Path
         load_settings(environ={}, config_path=config_file)
     message = str(raised.value)
     assert "'model'" in message and "'STRAYLIGHT_MODEL'" in message and "\n" not in message
+
+
+def test_a_config_file_saved_with_a_byte_order_mark_is_read(config_file: Path) -> None:
+    """Notepad and other Windows editors start a UTF-8 file with a BOM; tomllib alone calls
+    it an invalid statement at line 1."""
+    config_file.parent.mkdir(parents=True, exist_ok=True)
+    config_file.write_bytes(b'\xef\xbb\xbfmodel = "qwen3:8b"\r\n')
+    resolved = load_settings(environ={}, config_path=config_file)
+    assert setting_value(resolved.settings, "model") == "qwen3:8b"
+    assert resolved.provenance["model"].source == "file"
