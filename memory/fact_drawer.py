@@ -376,10 +376,10 @@ class FactDrawer:
         self.store.decide(candidate, "approved", reason=f"fact #{fact.id}{edited}")
         return fact
 
-    def reject(self, candidate_id: int) -> Candidate:
+    def reject(self, candidate_id: int, *, reason: str = "rejected by the user") -> Candidate:
         """Reject a pending candidate; its key and body will not be proposed again."""
         candidate = self._pending(candidate_id)
-        return self.store.decide(candidate, "rejected", reason="rejected by the user")
+        return self.store.decide(candidate, "rejected", reason=reason)
 
     def _pending(self, candidate_id: int) -> Candidate:
         candidate = self.store.candidate(candidate_id)

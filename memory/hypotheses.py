@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
 from memory.dream import CardDraft, DreamSource, pick_sources
+from memory.fact_drawer import FactDrawer
 from memory.fact_types import KEY_MAX_CHARS, FactProposal, normalise_key
 from memory.text.words import STOPWORDS, detect_language, raw_tokens
 from store.fact_store import Candidate, Fact, FactStore
@@ -29,7 +30,6 @@ from store.hypothesis_store import Hypothesis, HypothesisStore
 from store.point_store import Point, PointStore
 
 if TYPE_CHECKING:
-    from memory.fact_drawer import FactDrawer
     from store.database import Database
 
 log = logging.getLogger("straylight.dream")
@@ -199,15 +199,39 @@ class Hypotheses:
         return card, outcome.candidate
 
     def refute(self, card_id: int) -> Hypothesis:
-        """Refute an open or validated card: confidence 0, status refuted."""
+        """Refute an open or validated card: confidence 0, status refuted (and the fact
+        candidate its validation proposed, if still pending, rejected)."""
         self._card_for(card_id, "refuted")
         log.info("hypothesis #%d refuted", card_id)
-        return self.store.set_status(
+        card = self.store.set_status(
             card_id, "refuted", REFUTED_CONFIDENCE, reason="refuted by the user"
         )
+        self._withdraw_candidate(card)
+        return card
 
     def delete(self, card_id: int) -> Hypothesis:
-        """Delete a card (status deleted; the row and its audit trail stay)."""
+        """Delete a card (status deleted; the row and its audit trail stay; the fact
+        candidate its validation proposed, if still pending, rejected)."""
         self._card_for(card_id, "deleted")
         log.info("hypothesis #%d deleted", card_id)
-        return self.store.set_status(card_id, "deleted", reason="deleted by the user")
+        card = self.store.set_status(card_id, "deleted", reason="deleted by the user")
+        self._withdraw_candidate(card)
+        return card
+
+    def _withdraw_candidate(self, card: Hypothesis) -> None:
+        """A validated card refuted or deleted afterwards: its claim is no longer one to
+        approve, so its fact candidate, while pending, is rejected (audited with the card's
+        id). A fact already approved from it stays: that was the user's decision."""
+        if self.drawer is not None:
+            gate = self.drawer.in_workspace(card.workspace) if card.workspace else self.drawer
+        elif card.workspace:
+            gate = FactDrawer(self.db, card.workspace)
+        else:
+            return
+        key = validated_fact_key(card)
+        for candidate in gate.pending():
+            if candidate.key == key and candidate.origin == "hypothesis":
+                gate.reject(candidate.id, reason=f"hypothesis #{card.id} {card.status}")
+                log.info(
+                    "hypothesis #%d %s: candidate #%d rejected", card.id, card.status, candidate.id
+                )

@@ -12,6 +12,7 @@ import pytest
 
 from memory.dream import CardDraft
 from memory.fact_drawer import FactDrawer
+from memory.fact_types import FactProposal
 from memory.hypotheses import (
     START_CONFIDENCE,
     VALIDATED_CONFIDENCE,
@@ -20,6 +21,7 @@ from memory.hypotheses import (
 )
 from store.clock import Clock
 from store.database import Database, database_path, open_database
+from store.fact_store import FactStore
 from store.hypothesis_store import Hypothesis, HypothesisStore
 
 T0 = datetime(2026, 11, 29, 21, 4, 38, tzinfo=UTC)
@@ -264,3 +266,25 @@ def test_a_new_card_gets_the_policy_numbers(at: Callable[[datetime], Database]) 
         T0 + timedelta(days=14),
         "generated-hypothesis",
     )
+
+
+@pytest.mark.parametrize("action", ["refute", "delete"])
+def test_refuting_or_deleting_a_validated_card_rejects_its_pending_candidate(
+    at: Callable[[datetime], Database], action: str
+) -> None:
+    """A claim the user refuted (or threw away) after validating it is no longer one to
+    approve: its fact candidate, still pending, is rejected, the card's id in the audit."""
+    db = at(T0)
+    card = new_card(db)
+    drawer = FactDrawer(db, WS)
+    other = drawer.propose(
+        FactProposal(type="rule", key="deploy-window", body="Deploys on weekdays only."),
+        origin="cli",
+    ).candidate
+    _, candidate = Hypotheses(db, drawer).validate(card.id)
+    assert candidate is not None and other is not None
+    getattr(Hypotheses(db), action)(card.id)  # without a drawer: the CLI's and the TUI's have one
+    assert [c.id for c in drawer.pending()] == [other.id]  # the unrelated one stays
+    decided = FactStore(db).candidate(candidate.id)
+    assert decided is not None and decided.status == "rejected"
+    assert drawer.list_facts() == []
