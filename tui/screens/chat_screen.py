@@ -47,7 +47,7 @@ from tui.commands import CHAT_KEYS, CHAT_ONLY_ACTIONS
 from tui.display_text import printable
 from tui.gc_pauses import freeze_long_lived, unfreeze_all
 from tui.screens.chat_navigation import ChatNavigation
-from tui.slash_router import run_slash_command
+from tui.slash_router import run_slash_command, slash_refusal
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_log import ChatLog
 from tui.widgets.chat_message import ChatMessage, EmptyChatHint
@@ -225,6 +225,10 @@ class ChatScreen(ChatNavigation):
     async def on_chat_input_submitted(self, message: ChatInput.Submitted) -> None:
         text = message.text
         if text.lstrip().startswith("/"):
+            refusal = slash_refusal(text)
+            if refusal is not None:  # kept in the box: maybe a message starting with a path
+                await self.notice(refusal, kind="error")
+                return
             message.input.clear()
             await self.run_slash_command(text.strip())
             return
