@@ -381,6 +381,43 @@ async def test_up_in_an_empty_box_edits_the_last_message_and_resends_it(
         assert points_of(app) == sorted([("user", edited), ("assistant", SECOND)])
 
 
+async def test_an_edit_sent_while_ollama_is_down_stays_in_the_box(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """The box was cleared before the retry asked Ollama: unreachable, nothing was taken
+    back, and the edit was gone with it. It stays, still an edit, and goes once Ollama is
+    back (the notice no longer says `/retry`, which would send the old text)."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        standin.script_reply(FIRST)
+        await send(pilot, app, QUESTION, 1)
+        box = app.query_one(ChatInput)
+        box.focus()
+        await pilot.press("up")
+        await wait_until(pilot, lambda: box.text == QUESTION, what="the last message back")
+        edited = QUESTION + " Be brief!"
+        box.load_text(edited)
+        standin.stop()
+        await pilot.press("enter")
+        await wait_until(
+            pilot, lambda: any("Nothing taken back" in n for n in notices(app)), what="refusal"
+        )
+        assert "Enter resends your edit once it answers" in notices(app)[-1]
+        await pilot.pause()
+        assert box.text == edited and app.chat.editing_last
+        standin.start()
+        standin.script_reply(SECOND)
+        await pilot.press("enter")
+        await exchange_shown(pilot, app, edited, SECOND)
+        assert [(m.content, m.status) for m in logged(app)] == [
+            (QUESTION, "superseded"),
+            (FIRST, "superseded"),
+            (edited, "complete"),
+            (SECOND, "complete"),
+        ]
+
+
 async def test_e_on_the_selected_last_user_message_puts_it_in_the_box(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

@@ -124,7 +124,8 @@ async def retry_last(chat: ChatScreen, new_text: str | None = None) -> bool:
     if not ollama.reachable:
         chat.replying = False
         why = ollama.error or f"Ollama is not reachable at {ollama.host}"
-        await chat.notice(f"⚠ Nothing taken back: {why}. /retry once it answers.", kind="error")
+        again = "/retry" if new_text is None else "Enter resends your edit"
+        await chat.notice(f"⚠ Nothing taken back: {why}. {again} once it answers.", kind="error")
         return False
     try:
         await chat.engine.drain(timeout=30)  # the last turn's points are saved: then replaced

@@ -244,7 +244,10 @@ class ChatScreen(ChatNavigation):
             from tui.conversation_commands import retry_last
 
             self.editing_last = False
-            await retry_last(self, new_text=text)
+            if not await retry_last(self, new_text=text) and not message.input.text:
+                message.input.load_text(text)  # not resent (Ollama away): the edit stays
+                message.input.move_cursor(message.input.document.end)
+                self.editing_last = True
             return
         self.replying = True
         self.send_turn(text)
