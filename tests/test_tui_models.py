@@ -180,6 +180,11 @@ async def test_use_as_chat_model_and_embedding_only_for_embedding_models(
         assert app.screen is app.chat
 
         screen = await open_models(pilot, app)
+        highlight(screen, "nomic-embed-text:latest")  # the one in use, set without its tag
+        await pilot.press("e")
+        await pilot.pause()
+        assert app.screen is screen and app.settings.memory.embed_model == "nomic-embed-text"
+        assert "the embedding model already" in str(screen.query_one("#screen-status").render())
         highlight(screen, "all-minilm:latest")
         await pilot.press("e")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="y/n")
