@@ -462,6 +462,9 @@ class ChatScreen(ChatNavigation):
             )
             return
         self.model = name
+        scheduler = self.straylight.scheduler
+        if scheduler is not None:  # the dream (nightly, `/dream`) asks the session's model too
+            scheduler.runner.ctx.model = name
         pulled = self.ollama_status.has_model(name) if self.ollama_status else None
         if self.ollama_status is not None and not self.ollama_status.reachable:
             pulled = None
