@@ -174,3 +174,29 @@ def test_an_unreadable_file_is_named(picture: Path) -> None:
             read_image(str(picture))
     finally:
         picture.chmod(0o600)
+
+
+async def test_a_retry_shows_the_model_the_same_image_again(
+    make_settings: Callable[..., Settings], srv: OllamaStandIn, picture: Path
+) -> None:
+    """/retry (and an edit) sent the message again without its picture: the model was asked
+    about an image it never got. The log's path and hash bring it back; a changed file not."""
+    app = StraylightApp(settings_for(make_settings, srv, "llava"))
+    async with app.run_test(size=SIZE) as pilot:
+        await command(pilot, f"/image {picture}")
+        await wait_until(pilot, lambda: app.chat.pending_image is not None, what="attached")
+        await command(pilot, "what is in this picture")
+        await wait_until(pilot, lambda: len(srv.chat_requests()) == 1 and not app.replying)
+        await app.engine.drain()
+        await command(pilot, "/retry")
+        await wait_until(pilot, lambda: len(srv.chat_requests()) == 2 and not app.replying)
+        sent = srv.chat_requests()[-1]["messages"][-1]
+        assert sent["content"] == "what is in this picture"
+        assert sent["images"] == [base64.b64encode(PNG).decode()]
+        assert app.chat.pending_image is None
+        await app.engine.drain()
+        picture.write_bytes(PNG + b"\0")  # changed on disk since: not sent as if it were
+        await command(pilot, "/retry")
+        await wait_until(pilot, lambda: len(srv.chat_requests()) == 3 and not app.replying)
+        assert "images" not in srv.chat_requests()[-1]["messages"][-1]
+        assert any("changed since it was sent" in n for n in notices(app))
