@@ -13,6 +13,7 @@ from agent.turn import TurnEngine
 from agent.turn_events import AfterTurnEvent, MemstatusDue, PointsSaved, Recalled, ReplyFinished
 from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
+from store.clock import parse_instant
 from tests.support.ollama_standin import OllamaStandIn
 from tui.memory_session import embedder_for
 
@@ -292,6 +293,23 @@ async def test_slash_recall_with_memory_off_says_nothing_reaches_the_prompt(
     assert recalled and recalled[0][0].startswith("Recalled:\n#1 ")
     said = [(kind, OFF in text) for text, kind in recalled if OFF in text]
     assert said == ([] if enabled else [("warning", True)])
+
+
+async def test_slash_recall_dates_a_hit_by_its_local_day(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, monkeypatch
+) -> None:
+    """`/recall` printed the UTC day: at 21:04 UTC a memory made at 11:04 on the 30th in
+    UTC+14 read "2026-11-29", a day the browser and `recall --json` do not give it."""
+    import time
+
+    monkeypatch.setenv("TZ", "Etc/GMT-14")  # (POSIX sign: UTC+14)
+    time.tzset()
+    settings = make_settings(ollama_host=standin.host).model_copy(
+        update={"now": parse_instant("2026-11-29T21:04:38Z")}
+    )
+    commands = [("/remember", FACT), ("/recall", "staging server blyck")]
+    [_, recalled], _ = await slash_commands(settings, commands)
+    assert recalled[0][0].startswith("Recalled:\n#1 · user · 2026-11-30 · ")
 
 
 async def test_slash_memstatus_counts_one_point_in_the_singular(

@@ -79,7 +79,7 @@ async def _recall(memory: TurnMemory, query: str, notice: Notice) -> None:
         await notice(f"Nothing recalled.{off}")
         return
     lines = [
-        f"#{hit.id} · {hit.role} · {hit.created_at:%Y-%m-%d} · {hit.score:.2f}"
+        f"#{hit.id} · {hit.role} · {hit.created_at.astimezone():%Y-%m-%d} · {hit.score:.2f}"
         f"{' · pinned' if hit.pinned else ''} — {_first_line(hit.content)}"
         for hit in result.hits
     ]
