@@ -312,6 +312,22 @@ async def test_slash_recall_dates_a_hit_by_its_local_day(
     assert recalled[0][0].startswith("Recalled:\n#1 · user · 2026-11-30 · ")
 
 
+async def test_slash_import_names_a_folder_and_takes_a_quoted_path(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """`/import DIR` said "No such file: DIR"; a path pasted with quotes (as `/image` takes
+    it) was looked up with its quotes."""
+    settings = make_settings(ollama_host=standin.host)
+    doc = tmp_path / "my notes" / "deploy notes.md"
+    doc.parent.mkdir()
+    doc.write_text("# Deploy\n\nnpm run dist, then aws s3 cp to the bucket.\n")
+    commands = [("/import", str(doc.parent)), ("/import", f"'{doc}'")]
+    [[folder], imported], counts = await slash_commands(settings, commands)
+    assert folder == (f"Cannot import: {doc.parent} is a directory, not a Markdown file", "error")
+    assert imported[-1][0].startswith(f"Imported {doc}: ")
+    assert counts["doc"] == 1
+
+
 async def test_slash_memstatus_counts_one_point_in_the_singular(
     make_settings: Callable[..., Settings], standin: OllamaStandIn
 ) -> None:

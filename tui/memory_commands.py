@@ -111,9 +111,17 @@ async def _import(memory: TurnMemory, argument: str, notice: Notice) -> None:
     if not argument:
         await notice("Usage: /import PATH", kind="error")
         return
+    if len(argument) >= 2 and argument[0] == argument[-1] and argument[0] in "'\"":
+        argument = argument[1:-1]  # a path pasted with quotes, as `/image` takes it
     path = Path(argument).expanduser()
-    if not path.is_file():
-        await notice(f"No such file: {path}", kind="error")
+    if not path.is_file():  # the words of `straylight import-doc`
+        if path.is_dir():
+            why = f"{path} is a directory, not a Markdown file"
+        elif path.exists():  # a FIFO, a device, a socket: never opened (a FIFO would block)
+            why = f"{path} is not a regular file, not a Markdown file"
+        else:
+            why = f"no such file: {path}"
+        await notice(f"Cannot import: {why}", kind="error")
         return
     await notice(f"Importing {path}…")
     shown: list[asyncio.Future[None]] = []
