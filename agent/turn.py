@@ -185,7 +185,7 @@ class TurnEngine:
         outcome: tuple[MessageStatus, str | None] | None = None
         try:
             if not budgeted.fits:  # Ollama would mangle it: not sent, named (it is logged)
-                raise ContextOverflow(budgeted.refusal())
+                raise ContextOverflow(budgeted.refusal(own_system=bool(system)))
             rounds = 0
             first_round = True  # a tool round starts a new deadline for the first event
             while True:

@@ -146,6 +146,21 @@ async def test_system_prompt_is_sent_shown_cleared_and_never_a_point(
         assert system.startswith("You are Straylight")
 
 
+async def test_a_system_prompt_too_long_for_the_window_is_named_as_the_cause(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """The message was refused as if the persona and the tools were too long ("Raise
+    num_ctx"), not the conversation's own `/system` text the user can shorten or clear."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await command(pilot, app, "/system " + "Answer as a pirate would, at length. " * 4000)
+        said = await command(pilot, app, "hi")
+        assert said.startswith("⚠ Not sent: this conversation's system prompt alone takes")
+        assert said.endswith("Shorten or clear it, or raise num_ctx.")
+        assert standin.chat_requests() == []
+
+
 async def test_the_system_prompt_is_carried_when_a_conversation_is_continued(
     settings: Settings, standin: OllamaStandIn
 ) -> None:
