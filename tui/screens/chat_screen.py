@@ -331,6 +331,10 @@ class ChatScreen(ChatNavigation):
             if not finished and reply.status in ("waiting", "streaming"):
                 await reply.finish(status="cancelled")
 
+    def not_saved_yet(self, message: ChatMessage) -> bool:
+        """The message is of the turn that streams: its points are saved when it ends."""
+        return self.replying and message in self.chat_messages()[-2:]
+
     def points_saved(self, event: PointsSaved) -> None:
         """The engine saved a turn's points: its two messages keep their ids."""
         user, reply = self._unsaved.pop(event.turn, (None, None))
