@@ -73,11 +73,12 @@ async def test_select_pin_copy_and_forget_a_message(
         assert isinstance(app.focused, ChatInput)
 
 
-async def test_pinning_a_message_whose_reply_streams_waits_for_its_save(
+async def test_pinning_or_editing_a_message_whose_reply_streams_waits_for_it(
     settings: Settings, standin: OllamaStandIn
 ) -> None:
     """p on your message while its reply streamed made a pinned point of it at once, then
-    the turn's save made a second one of the same text: two points, one pinned."""
+    the turn's save made a second one of the same text: two points, one pinned. Up (or e)
+    to edit it did nothing and said nothing."""
     import asyncio
 
     standin.token_delay = 0.03
@@ -100,6 +101,16 @@ async def test_pinning_a_message_whose_reply_streams_waits_for_its_save(
             what="the notice",
         )
         assert not points_with(app, QUESTION)  # nothing pinned before its save
+        box = app.query_one(ChatInput)
+        app.chat.on_chat_input_edit_last(ChatInput.EditLast(box))  # Up in the empty box
+        await wait_until(
+            pilot,
+            lambda: any(
+                "edit your last message once" in str(n.message) for n in app._notifications
+            ),
+            what="the edit's notice",
+        )
+        assert box.text == "" and not app.chat.editing_last
         await wait_until(pilot, lambda: not app.chat.replying, timeout=15, what="the reply")
         await app.engine.drain()
         await app.chat.action_pin_message()  # saved now: its own point is pinned

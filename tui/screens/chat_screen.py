@@ -588,7 +588,14 @@ class ChatScreen(ChatNavigation):
 
     def _edit_last(self, box: ChatInput) -> None:
         users = [m for m in self.chat_messages() if m.role == "user"]
-        if not users or self.replying:
+        if not users:
+            return
+        if self.replying:  # (it did nothing, and said nothing)
+            self.notify(
+                "A reply is still streaming: edit your last message once it has finished "
+                "(Esc cancels it).",
+                severity="warning",
+            )
             return
         box.load_text(users[-1].text)
         box.move_cursor(box.document.end)
