@@ -166,6 +166,34 @@ def test_read_image_hashes_and_checks_the_bytes(tmp_path: Path, picture: Path) -
     assert image_kind(b"%PDF-1.7") is None
 
 
+def test_a_fifo_or_a_device_is_refused_without_reading_it(tmp_path: Path) -> None:
+    """`/image` of a FIFO blocked its read for good; of /dev/zero it read until memory ran
+    out. Only a regular file is read, and at most the size limit of it."""
+    import threading
+
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)
+    said: list[str] = []
+
+    def attach() -> None:
+        try:
+            read_image(str(fifo))
+        except ImageError as error:
+            said.append(str(error))
+
+    reader = threading.Thread(target=attach, daemon=True)
+    reader.start()
+    reader.join(timeout=3)
+    if reader.is_alive():  # blocked on the FIFO: let it go before failing
+        with fifo.open("wb"):
+            pass
+        reader.join(timeout=3)
+        pytest.fail("read_image blocked on a FIFO")
+    assert said == [f"{fifo} is not a regular file, not an image"]
+    with pytest.raises(ImageError, match="not a regular file"):
+        read_image("/dev/zero")
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
 def test_an_unreadable_file_is_named(picture: Path) -> None:
     picture.chmod(0)
