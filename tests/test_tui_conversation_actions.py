@@ -433,6 +433,34 @@ async def test_an_edit_sent_while_ollama_is_down_stays_in_the_box(
         ]
 
 
+async def test_an_edit_the_log_has_nothing_to_supersede_for_is_sent_as_a_new_message(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """The day file was removed under the chat: the edit found nothing to take back, said
+    "Nothing to retry", and (kept in the box, still an edit) could never be sent."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        standin.script_reply(FIRST)
+        await send(pilot, app, QUESTION, 1)
+        for day in app.engine.daily_log.days():
+            app.engine.daily_log.path_for(day).unlink()
+        box = app.query_one(ChatInput)
+        box.focus()
+        await pilot.press("up")
+        await wait_until(pilot, lambda: box.text == QUESTION, what="the last message back")
+        edited = QUESTION + " Be brief!"
+        box.load_text(edited)
+        standin.script_reply(SECOND)
+        await pilot.press("enter")
+        await exchange_shown(pilot, app, edited, SECOND)
+        assert [(m.content, m.status) for m in logged(app)] == [
+            (edited, "complete"),
+            (SECOND, "complete"),
+        ]
+        assert box.text == "" and not app.chat.editing_last
+
+
 async def test_e_on_the_selected_last_user_message_puts_it_in_the_box(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

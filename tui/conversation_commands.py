@@ -137,6 +137,10 @@ async def retry_last(chat: ChatScreen, new_text: str | None = None) -> bool:
         await chat.notice(f"⚠ Could not take back the last exchange: {error}", kind="error")
         return False
     if not taken:
+        if new_text is not None:  # an edit of a message the log no longer holds: sent as is
+            await chat.remove_last_exchange()  # (refused, it came back to the box for ever)
+            chat.send_turn(new_text)
+            return True
         chat.replying = False
         await chat.notice("Nothing to retry: this conversation has no message yet.", kind="error")
         return False
