@@ -328,6 +328,20 @@ async def test_slash_import_names_a_folder_and_takes_a_quoted_path(
     assert counts["doc"] == 1
 
 
+async def test_slash_recall_without_the_query_vector_says_it_matched_words_only(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """Ollama away: `/recall` listed word matches as if recall were whole; the browser and
+    `straylight recall` say "words only" and why."""
+    settings = make_settings(ollama_host=standin.host)
+    standin.stop()
+    commands = [("/remember", FACT), ("/recall", "staging server blyck"), ("/recall", "zebra")]
+    [_, [(found, _)], [(nothing, _)]], _ = await slash_commands(settings, commands)
+    assert found.startswith("Recalled (words only: Ollama is not reachable at ")
+    assert "\n#1 · user · " in found
+    assert nothing.startswith("Nothing recalled. (words only: Ollama is not reachable at ")
+
+
 async def test_slash_memstatus_counts_one_point_in_the_singular(
     make_settings: Callable[..., Settings], standin: OllamaStandIn
 ) -> None:

@@ -74,16 +74,19 @@ async def _recall(memory: TurnMemory, query: str, notice: Notice) -> None:
         return
     vector = await memory.embed_one(query)
     result = await asyncio.to_thread(memory.store.recall, query, vector=vector)
+    # as `straylight recall` says it: without the query's vector, only words were matched
+    why = memory.embed_problem or "no query vector"
+    words_only = "" if vector is not None else f" (words only: {why})"
     if not result.hits:
         off = "" if memory.store.config.enabled else " (memory is off: memory_enabled = false)"
-        await notice(f"Nothing recalled.{off}")
+        await notice(f"Nothing recalled.{off}{words_only}")
         return
     lines = [
         f"#{hit.id} · {hit.role} · {hit.created_at.astimezone():%Y-%m-%d} · {hit.score:.2f}"
         f"{' · pinned' if hit.pinned else ''} — {_first_line(hit.content)}"
         for hit in result.hits
     ]
-    await notice("Recalled:\n" + "\n".join(lines))
+    await notice(f"Recalled{words_only}:\n" + "\n".join(lines))
     if not memory.store.config.enabled:
         await notice(
             f"{MEMORY_OFF}: none of this reaches a prompt until memory is on",
