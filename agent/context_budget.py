@@ -161,21 +161,31 @@ class BudgetedPrompt:
         """The sidebar's line: "context 3.1k / 8k"."""
         return f"context {format_tokens(self.total)} / {format_tokens(self.window)}"
 
-    def refusal(self) -> str:
-        """The one-line message when `fits` is False."""
+    def refusal(self, *, own_system: bool = False) -> str:
+        """The one-line message when `fits` is False. `own_system`: `system` is the
+        conversation's own system prompt (`/system`, `ask --system`), not the persona; when
+        it is most of what does not fit, the line names it, as the user can shorten it."""
         # the count `fits` judged (the chat template included), so the window minus it is
         # what is left for the reply
         needed = self.fixed_total
         fixed = needed - self.tokens["user"]
         if fixed > self.window - MIN_REPLY_TOKENS:  # no message would fit: the window is too small
+            if own_system and 2 * self.tokens["system"] > fixed:
+                return (
+                    f"Not sent: this conversation's system prompt alone takes about "
+                    f"{self.tokens['system']:,} of the model's {self.window:,}-token window, "
+                    f"leaving under {MIN_REPLY_TOKENS} for the reply. Shorten or clear it, or "
+                    "raise num_ctx."
+                )
             return (
                 f"Not sent: the persona, rules and tool definitions alone take about "
                 f"{fixed:,} of the model's {self.window:,}-token window, leaving under "
                 f"{MIN_REPLY_TOKENS} for the reply. Raise num_ctx."
             )
+        top = "system prompt" if own_system else "persona"
         return (
             f"Not sent: the message needs about {self.tokens['user']:,} tokens and, with the "
-            f"persona and rules, {needed:,} of the model's {self.window:,}-token window, "
+            f"{top} and rules, {needed:,} of the model's {self.window:,}-token window, "
             f"leaving under {MIN_REPLY_TOKENS} for the reply. Shorten it or raise num_ctx."
         )
 

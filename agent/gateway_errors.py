@@ -116,6 +116,13 @@ class ToolsNotSupported(ModelError):
     kind = "tools_not_supported"
 
 
+class ThinkLevelRefused(ModelError):
+    """The model takes `think` true or false but no level: HTTP 400 `think value "high" is
+    not supported for this model` (Ollama answers so for qwen3 and others in some releases)."""
+
+    kind = "think_level_refused"
+
+
 class ContextOverflow(ModelError):
     """The prompt does not fit the model's window: not sent (Straylight's budget), or refused
     by Ollama (HTTP 400 naming the context). The message names the fix."""
@@ -159,6 +166,8 @@ def classify(
             )
         if error.status_code == 400 and "does not support tools" in detail:
             return ToolsNotSupported(f"{model} does not support tools")
+        if error.status_code == 400 and detail.startswith("think value"):
+            return ThinkLevelRefused(f"{model} takes no thinking level ({one_line(detail)})")
         return ModelError(f"Ollama answered HTTP {error.status_code}: {one_line(detail)}")
     if isinstance(error, httpx.ConnectTimeout):
         return OllamaUnreachable(host, connect_timed_out=connect_timeout or timeout)

@@ -73,13 +73,21 @@ def read_image(raw_path: str, *, base: Path | None = None) -> ImageAttachment:
             raise ImageError(f"no such file: {path}")
         if path.is_dir():
             raise ImageError(f"{path} is a folder, not an image")
+        if not path.is_file():  # a FIFO blocked the read, /dev/zero filled the memory
+            raise ImageError(f"{path} is not a regular file, not an image")
         size = path.stat().st_size
         if size > MAX_IMAGE_BYTES:
             raise ImageError(
                 f"{path} is {size / 2**20:.1f} MiB; images up to "
                 f"{MAX_IMAGE_BYTES // 2**20} MiB can be attached"
             )
-        data = path.read_bytes()
+        with path.open("rb") as file:
+            data = file.read(MAX_IMAGE_BYTES + 1)  # (a file that grew since: bounded)
+        if len(data) > MAX_IMAGE_BYTES:
+            raise ImageError(
+                f"{path} is over {MAX_IMAGE_BYTES // 2**20} MiB; images up to "
+                f"{MAX_IMAGE_BYTES // 2**20} MiB can be attached"
+            )
     except PermissionError as error:
         raise ImageError(f"cannot read {path}: permission denied") from error
     except OSError as error:

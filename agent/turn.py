@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 from agent import turn_facts
 from agent.fact_tools import MAX_ROUNDS
-from agent.gateway_errors import ContextOverflow, GatewayError, ModelError, ToolsNotSupported
+from agent.gateway_errors import (
+    ContextOverflow,
+    GatewayError,
+    ModelError,
+    ThinkLevelRefused,
+    ToolsNotSupported,
+)
 from agent.ollama_gateway import (
     ChatDelta,
     ChatDone,
@@ -185,7 +191,7 @@ class TurnEngine:
         outcome: tuple[MessageStatus, str | None] | None = None
         try:
             if not budgeted.fits:  # Ollama would mangle it: not sent, named (it is logged)
-                raise ContextOverflow(budgeted.refusal())
+                raise ContextOverflow(budgeted.refusal(own_system=bool(system)))
             rounds = 0
             first_round = True  # a tool round starts a new deadline for the first event
             while True:
@@ -216,6 +222,16 @@ class TurnEngine:
                     log.info("%s does not support tools: asking again without them", model)
                     self.tools.support[model] = False
                     tools = None
+                    continue
+                except ThinkLevelRefused as refused:
+                    if not isinstance(think, str) or parts:
+                        raise
+                    self.tools.no_levels.add(model)  # asked with true from now on
+                    yield LimitNotice(
+                        f"{refused}: thinking is on (think true) instead; "
+                        "set think to true or false to say so yourself"
+                    )
+                    think = True
                     continue
                 if calls and rounds < MAX_ROUNDS:
                     rounds += 1

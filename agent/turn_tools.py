@@ -49,6 +49,7 @@ class TurnTools:
         self._drawer_now = drawer  # the memory opens after the first frame
         self.carry: list[Fact] = []  # capability facts the next prompt must carry
         self.support: dict[str, bool] = {}  # model → offered tools (asked once per model)
+        self.no_levels: set[str] = set()  # models that refused a thinking level: sent true
 
     async def inject_facts(
         self, text: str, query_vector: list[float] | None
@@ -81,7 +82,9 @@ class TurnTools:
         if think is None:
             return None
         capabilities = await self.gateway.capabilities(model)
-        return think if capabilities is not None and "thinking" in capabilities else None
+        if capabilities is None or "thinking" not in capabilities:
+            return None
+        return True if isinstance(think, str) and model in self.no_levels else think
 
     async def tool_round(
         self,

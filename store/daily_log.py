@@ -130,6 +130,11 @@ def _read_meta(line: str) -> dict[str, object] | None:
     return value if isinstance(value, dict) else {}
 
 
+READ_BACK_EXTRA = ("image", "image_sha256")
+"""The metadata keys besides ours that a read keeps in `LogMessage.extra`: an image's path
+and hash (agent/image_attachment.py writes them), so a retry can send the picture again."""
+
+
 def _message_from(role: Role, body: str, meta: dict[str, object], inherited: str) -> LogMessage:
     time_value: datetime | None = None
     raw_time = meta.get("time")
@@ -158,6 +163,7 @@ def _message_from(role: Role, body: str, meta: dict[str, object], inherited: str
         model=model if isinstance(model, str) else None,
         status=status if isinstance(status, str) and status in known else "complete",  # type: ignore[arg-type]
         reason=reason if isinstance(reason, str) else None,
+        extra={k: v for k in READ_BACK_EXTRA if isinstance(v := meta.get(k), str)},
     )
 
 

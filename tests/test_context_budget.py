@@ -155,6 +155,19 @@ def test_a_window_too_small_for_the_persona_alone_asks_for_num_ctx() -> None:
     assert line.endswith("Raise num_ctx.") and "512-token window" in line
 
 
+def test_a_conversation_system_prompt_too_long_for_the_window_is_named() -> None:
+    """`/system` with a long text: the line blamed "the persona, rules and tool definitions"
+    and asked only for num_ctx, while the text the user can shorten was their own."""
+    parts = PromptParts(system=PARAGRAPH * 200, user="hi", rules=(RULE,))
+    result = budget_prompt(parts, window=4096, reply_reserve=512)
+
+    assert not result.fits
+    line = result.refusal(own_system=True)
+    assert line.startswith("Not sent: this conversation's system prompt alone takes about ")
+    assert line.endswith("Shorten or clear it, or raise num_ctx.") and "persona" not in line
+    assert "the persona, rules and tool definitions alone" in result.refusal()
+
+
 def test_headroom_thresholds() -> None:
     small = PromptParts(system=PERSONA + "\n\n" + PARAGRAPH * 100, user="hi")
     assert budget_prompt(small, window=16384, reply_reserve=1024).headroom == "ok"

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from textual.binding import Binding
 
 from agent.settings import Settings, SettingsError, load_settings
 from tests.support.ollama_standin import OllamaStandIn
@@ -114,6 +115,36 @@ def test_every_chat_key_is_on_the_help_screen() -> None:
         shown = "+".join(part.capitalize() for part in key.key.split("+"))
         shown = shown.replace("Escape", "Esc")
         assert f"**{shown}**" in keys_section, key.id
+
+
+def test_every_memory_screen_key_is_on_the_help_screen() -> None:
+    """ "The help lists every key and screen" (README): the conversations screen's r, d and
+    e (rename, delete, export) were missing from its line."""
+    from tui.screens.candidates_screen import CandidatesScreen
+    from tui.screens.conversations_screen import ConversationsScreen
+    from tui.screens.facts_screen import FactsScreen
+    from tui.screens.help_screen import HELP_TEXT
+    from tui.screens.hypotheses_screen import HypothesesScreen
+    from tui.screens.memory_browser import MemoryBrowserScreen
+    from tui.screens.models_screen import ModelsScreen
+
+    section = HELP_TEXT.split("## On the memory screens")[1].split("\n## ")[0]
+    items = {item.split("**")[1]: item for item in section.split("\n- ")[1:]}
+    screens = {
+        "Memory browser": MemoryBrowserScreen,
+        "Facts": FactsScreen,
+        "Candidates": CandidatesScreen,
+        "Hypotheses": HypothesesScreen,
+        "Conversations": ConversationsScreen,
+        "Models": ModelsScreen,
+    }
+    for title, screen in screens.items():
+        for binding in screen.BINDINGS:
+            assert isinstance(binding, Binding)
+            shown = {"slash": "/", "enter": "Enter", "ctrl+t": "Ctrl+T"}.get(
+                binding.key, binding.key
+            )
+            assert f"**{shown}**" in items[title], (title, binding.key)
 
 
 async def test_the_help_screen_names_the_keys_config_toml_remapped(

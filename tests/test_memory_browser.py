@@ -214,6 +214,22 @@ async def test_a_bad_date_is_named_and_nothing_breaks(settings: Settings) -> Non
         assert (screen.filters.since, screen.filters.until) == (None, None)
 
 
+async def test_the_widest_dates_mean_no_end(settings: Settings) -> None:
+    """ "to 9999-12-31" (no end, as typed by someone who wants one) failed the list with
+    "Cannot read the points: date value out of range"."""
+    app = StraylightApp(calm(settings))
+    async with app.run_test(size=SIZE) as pilot:
+        add_sample(await open_memory(pilot, app))
+        screen = await open_browser(pilot, app, rows=len(SAMPLE))
+        screen.query_one("#date-from", Input).value = "0001-01-01"
+        screen.query_one("#date-to", Input).focus()
+        await type_text(pilot, "9999-12-31")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(listed_ids(app)) == len(SAMPLE), what="every row")
+        assert not screen.query_one("#screen-status").has_class("-error"), status(app)
+        assert screen.filters.until is not None
+
+
 async def test_typing_in_a_box_types_letters_instead_of_running_bindings(
     settings: Settings,
 ) -> None:

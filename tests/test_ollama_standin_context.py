@@ -88,19 +88,25 @@ async def test_prompt_and_eval_counts_follow_the_estimate(
     assert outcome.dropped_messages == 0
 
 
-# ------------------------------------------------------ unlimited (default)
+# ----------------------------------------------------------------- unlimited
 
 
 @pytest.mark.asyncio
-async def test_default_mode_accepts_any_prompt_whole(
+async def test_the_default_mode_cuts_like_ollama_and_unlimited_accepts_any_prompt_whole(
     srv: OllamaStandIn, client: ollama.AsyncClient
 ) -> None:
+    """Like real Ollama, by default: an over-long prompt loses its oldest messages silently
+    (HTTP 200), so a test that forgets to look cannot pass on a prompt Ollama would cut."""
     messages = conversation(20)
     assert prompt_tokens(messages) > 4096
+    assert srv.context_mode == "truncate"
     response = await client.chat(CHAT_MODEL, messages)
-    assert srv.context_mode == "unlimited"
+    assert response.prompt_eval_count < prompt_tokens(messages)
+    assert srv.chat_outcomes()[0].dropped_messages > 0
+    srv.context_mode = "unlimited"
+    response = await client.chat(CHAT_MODEL, messages)
     assert response.prompt_eval_count == prompt_tokens(messages)
-    assert srv.chat_outcomes()[0].kept_messages == len(messages)
+    assert srv.chat_outcomes()[1].kept_messages == len(messages)
 
 
 # ---------------------------------------------------------------- truncate

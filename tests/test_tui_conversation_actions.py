@@ -146,6 +146,21 @@ async def test_system_prompt_is_sent_shown_cleared_and_never_a_point(
         assert system.startswith("You are Straylight")
 
 
+async def test_a_system_prompt_too_long_for_the_window_is_named_as_the_cause(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """The message was refused as if the persona and the tools were too long ("Raise
+    num_ctx"), not the conversation's own `/system` text the user can shorten or clear."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await command(pilot, app, "/system " + "Answer as a pirate would, at length. " * 4000)
+        said = await command(pilot, app, "hi")
+        assert said.startswith("⚠ Not sent: this conversation's system prompt alone takes")
+        assert said.endswith("Shorten or clear it, or raise num_ctx.")
+        assert standin.chat_requests() == []
+
+
 async def test_the_system_prompt_is_carried_when_a_conversation_is_continued(
     settings: Settings, standin: OllamaStandIn
 ) -> None:
@@ -379,6 +394,71 @@ async def test_up_in_an_empty_box_edits_the_last_message_and_resends_it(
             (SECOND, "complete"),
         ]
         assert points_of(app) == sorted([("user", edited), ("assistant", SECOND)])
+
+
+async def test_an_edit_sent_while_ollama_is_down_stays_in_the_box(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """The box was cleared before the retry asked Ollama: unreachable, nothing was taken
+    back, and the edit was gone with it. It stays, still an edit, and goes once Ollama is
+    back (the notice no longer says `/retry`, which would send the old text)."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        standin.script_reply(FIRST)
+        await send(pilot, app, QUESTION, 1)
+        box = app.query_one(ChatInput)
+        box.focus()
+        await pilot.press("up")
+        await wait_until(pilot, lambda: box.text == QUESTION, what="the last message back")
+        edited = QUESTION + " Be brief!"
+        box.load_text(edited)
+        standin.stop()
+        await pilot.press("enter")
+        await wait_until(
+            pilot, lambda: any("Nothing taken back" in n for n in notices(app)), what="refusal"
+        )
+        assert "Enter resends your edit once it answers" in notices(app)[-1]
+        await pilot.pause()
+        assert box.text == edited and app.chat.editing_last
+        standin.start()
+        standin.script_reply(SECOND)
+        await pilot.press("enter")
+        await exchange_shown(pilot, app, edited, SECOND)
+        assert [(m.content, m.status) for m in logged(app)] == [
+            (QUESTION, "superseded"),
+            (FIRST, "superseded"),
+            (edited, "complete"),
+            (SECOND, "complete"),
+        ]
+
+
+async def test_an_edit_the_log_has_nothing_to_supersede_for_is_sent_as_a_new_message(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """The day file was removed under the chat: the edit found nothing to take back, said
+    "Nothing to retry", and (kept in the box, still an edit) could never be sent."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        standin.script_reply(FIRST)
+        await send(pilot, app, QUESTION, 1)
+        for day in app.engine.daily_log.days():
+            app.engine.daily_log.path_for(day).unlink()
+        box = app.query_one(ChatInput)
+        box.focus()
+        await pilot.press("up")
+        await wait_until(pilot, lambda: box.text == QUESTION, what="the last message back")
+        edited = QUESTION + " Be brief!"
+        box.load_text(edited)
+        standin.script_reply(SECOND)
+        await pilot.press("enter")
+        await exchange_shown(pilot, app, edited, SECOND)
+        assert [(m.content, m.status) for m in logged(app)] == [
+            (edited, "complete"),
+            (SECOND, "complete"),
+        ]
+        assert box.text == "" and not app.chat.editing_last
 
 
 async def test_e_on_the_selected_last_user_message_puts_it_in_the_box(

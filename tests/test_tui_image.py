@@ -166,6 +166,34 @@ def test_read_image_hashes_and_checks_the_bytes(tmp_path: Path, picture: Path) -
     assert image_kind(b"%PDF-1.7") is None
 
 
+def test_a_fifo_or_a_device_is_refused_without_reading_it(tmp_path: Path) -> None:
+    """`/image` of a FIFO blocked its read for good; of /dev/zero it read until memory ran
+    out. Only a regular file is read, and at most the size limit of it."""
+    import threading
+
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)
+    said: list[str] = []
+
+    def attach() -> None:
+        try:
+            read_image(str(fifo))
+        except ImageError as error:
+            said.append(str(error))
+
+    reader = threading.Thread(target=attach, daemon=True)
+    reader.start()
+    reader.join(timeout=3)
+    if reader.is_alive():  # blocked on the FIFO: let it go before failing
+        with fifo.open("wb"):
+            pass
+        reader.join(timeout=3)
+        pytest.fail("read_image blocked on a FIFO")
+    assert said == [f"{fifo} is not a regular file, not an image"]
+    with pytest.raises(ImageError, match="not a regular file"):
+        read_image("/dev/zero")
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
 def test_an_unreadable_file_is_named(picture: Path) -> None:
     picture.chmod(0)
@@ -174,3 +202,29 @@ def test_an_unreadable_file_is_named(picture: Path) -> None:
             read_image(str(picture))
     finally:
         picture.chmod(0o600)
+
+
+async def test_a_retry_shows_the_model_the_same_image_again(
+    make_settings: Callable[..., Settings], srv: OllamaStandIn, picture: Path
+) -> None:
+    """/retry (and an edit) sent the message again without its picture: the model was asked
+    about an image it never got. The log's path and hash bring it back; a changed file not."""
+    app = StraylightApp(settings_for(make_settings, srv, "llava"))
+    async with app.run_test(size=SIZE) as pilot:
+        await command(pilot, f"/image {picture}")
+        await wait_until(pilot, lambda: app.chat.pending_image is not None, what="attached")
+        await command(pilot, "what is in this picture")
+        await wait_until(pilot, lambda: len(srv.chat_requests()) == 1 and not app.replying)
+        await app.engine.drain()
+        await command(pilot, "/retry")
+        await wait_until(pilot, lambda: len(srv.chat_requests()) == 2 and not app.replying)
+        sent = srv.chat_requests()[-1]["messages"][-1]
+        assert sent["content"] == "what is in this picture"
+        assert sent["images"] == [base64.b64encode(PNG).decode()]
+        assert app.chat.pending_image is None
+        await app.engine.drain()
+        picture.write_bytes(PNG + b"\0")  # changed on disk since: not sent as if it were
+        await command(pilot, "/retry")
+        await wait_until(pilot, lambda: len(srv.chat_requests()) == 3 and not app.replying)
+        assert "images" not in srv.chat_requests()[-1]["messages"][-1]
+        assert any("changed since it was sent" in n for n in notices(app))

@@ -73,6 +73,51 @@ async def test_select_pin_copy_and_forget_a_message(
         assert isinstance(app.focused, ChatInput)
 
 
+async def test_pinning_or_editing_a_message_whose_reply_streams_waits_for_it(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """p on your message while its reply streamed made a pinned point of it at once, then
+    the turn's save made a second one of the same text: two points, one pinned. Up (or e)
+    to edit it did nothing and said nothing."""
+    import asyncio
+
+    standin.token_delay = 0.03
+    standin.script_reply(" ".join(f"word{i}" for i in range(120)))
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        await type_text(pilot, QUESTION)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.chat.replying, what="the reply streams")
+        # (under the pilot a key press waits for the stream: act directly)
+        question = next(iter(app.query(ChatMessage)))
+        question.focus()
+        await asyncio.sleep(0.1)
+        assert app.chat.replying and app.focused is question
+        await app.chat.action_pin_message()
+        await wait_until(
+            pilot,
+            lambda: any("pin or forget it then" in str(n.message) for n in app._notifications),
+            what="the notice",
+        )
+        assert not points_with(app, QUESTION)  # nothing pinned before its save
+        box = app.query_one(ChatInput)
+        app.chat.on_chat_input_edit_last(ChatInput.EditLast(box))  # Up in the empty box
+        await wait_until(
+            pilot,
+            lambda: any(
+                "edit your last message once" in str(n.message) for n in app._notifications
+            ),
+            what="the edit's notice",
+        )
+        assert box.text == "" and not app.chat.editing_last
+        await wait_until(pilot, lambda: not app.chat.replying, timeout=15, what="the reply")
+        await app.engine.drain()
+        await app.chat.action_pin_message()  # saved now: its own point is pinned
+        await wait_until(pilot, lambda: points_with(app, QUESTION)[0].pinned, what="pinned")
+        assert len(points_with(app, QUESTION)) == 1
+
+
 async def test_the_sidebar_shows_what_the_last_prompt_carried(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

@@ -180,6 +180,11 @@ async def test_use_as_chat_model_and_embedding_only_for_embedding_models(
         assert app.screen is app.chat
 
         screen = await open_models(pilot, app)
+        highlight(screen, "nomic-embed-text:latest")  # the one in use, set without its tag
+        await pilot.press("e")
+        await pilot.pause()
+        assert app.screen is screen and app.settings.memory.embed_model == "nomic-embed-text"
+        assert "the embedding model already" in str(screen.query_one("#screen-status").render())
         highlight(screen, "all-minilm:latest")
         await pilot.press("e")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="y/n")
@@ -293,3 +298,30 @@ async def test_a_start_model_that_cannot_chat_is_refused_before_anything_is_logg
         assert app.query_one(ChatInput).text == "hello there"
     assert srv.chat_requests() == []
     assert not list((settings.home / "conversation").glob("*.md"))
+
+
+async def test_the_dream_asks_the_model_switched_to(make_settings, srv: OllamaStandIn) -> None:
+    """The job scheduler kept the start model: after `/model qwen3:8b`, `/dream` (and the
+    nightly dream) still asked llama3.2 — one that may not even be pulled."""
+    app = StraylightApp(make_settings(ollama_host=srv.host))
+    async with app.run_test(size=SIZE) as pilot:
+        await capabilities_known(pilot, app)
+        for line in (
+            "/remember the deploy of blyck takes four minutes with npm run dist",
+            "/remember the blyck build fails when node is older than twenty",
+            "/fact set deploy:blyck procedure npm run dist then aws s3 cp",
+        ):
+            count = len(notices(app)) + 1
+            await type_text(pilot, line)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda n=count: len(notices(app)) >= n, what=line)
+        await wait_until(pilot, lambda: app.scheduler is not None, what="the jobs")
+        await type_text(pilot, "/model qwen3:8b")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.chat.model == "qwen3:8b", what="the switch")
+        srv.clear_requests()
+        before = len(notices(app))
+        await type_text(pilot, "/dream")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(notices(app)) > before, what="the dream's end")
+        assert [r["model"] for r in srv.chat_requests()] == ["qwen3:8b"]

@@ -193,6 +193,28 @@ async def test_help_and_unknown_commands(settings: Settings, standin: OllamaStan
         assert logged(app) == []  # slash commands are not chat messages
 
 
+async def test_an_unknown_slash_line_stays_in_the_box(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """A message that starts with a path is not a command: it is named, and not lost."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        box = app.query_one(ChatInput)
+        box.focus()
+        typed = "/etc/hosts has a line I do not understand:\n127.0.1.1 box"
+        box.load_text(typed)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(notices(app)), what="the refusal")
+        assert notices(app)[-1].startswith("Unknown command /etc/hosts (your text stays")
+        assert box.text == typed
+        box.load_text("/conversations yesterday")  # opens a screen, takes no argument
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(notices(app)) == 2, what="the second refusal")
+        assert notices(app)[-1].startswith("/conversations takes no argument")
+        assert box.text == "/conversations yesterday"
+        assert logged(app) == [] and standin.chat_requests() == []
+
+
 async def test_a_second_message_while_streaming_is_refused_not_lost(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

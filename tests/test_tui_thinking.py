@@ -101,3 +101,36 @@ async def test_slash_think_sets_the_field_for_the_session(
         await wait_until(pilot, lambda: any(r.path == "/api/chat" for r in standin.requests))
         await wait_until(pilot, lambda: not app.chat.replying, what="reply done")
         assert standin.chat_requests()[-1]["think"] == "low"
+
+
+async def test_a_model_that_takes_no_thinking_level_is_asked_with_true(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """Ollama answers some thinking models' `think: "high"` with HTTP 400 `think value
+    "high" is not supported for this model`: every message failed with that line. The turn
+    asks again with `true`, says so once, and the model is asked with `true` from then on."""
+    from tests.support.ollama_standin import ModelSpec
+
+    standin.set_models(["llama3.2", THINKER, "nomic-embed-text"])
+    standin.catalog.update_specs({THINKER: ModelSpec(takes_levels=False)})
+    settings = make_settings(ollama_host=standin.host, model=THINKER, jobs_enabled=False)
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "/think high")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.engine.think == "high", what="think high")
+        standin.script_reply(ANSWER, thinking=THOUGHT)
+        await type_text(pilot, "capital of France?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: (r := reply_of(app)) is not None and r.status == "complete")
+        assert reply_of(app).text == ANSWER
+        notices = [str(n.render()) for n in app.query(".chat-notice")]
+        said = [n for n in notices if "takes no thinking level" in n]
+        assert len(said) == 1 and "thinking is on (think true) instead" in said[0], notices
+        assert [r["think"] for r in standin.chat_requests()] == ["high", True]
+        await type_text(pilot, "and of Spain?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(standin.chat_requests()) == 3 and not app.replying)
+        assert standin.chat_requests()[-1]["think"] is True
+        notices = [str(n.render()) for n in app.query(".chat-notice")]
+        assert sum("takes no thinking level" in n for n in notices) == 1

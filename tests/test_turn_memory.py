@@ -13,6 +13,7 @@ from agent.turn import TurnEngine
 from agent.turn_events import AfterTurnEvent, MemstatusDue, PointsSaved, Recalled, ReplyFinished
 from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
+from store.clock import parse_instant
 from tests.support.ollama_standin import OllamaStandIn
 from tui.memory_session import embedder_for
 
@@ -292,6 +293,53 @@ async def test_slash_recall_with_memory_off_says_nothing_reaches_the_prompt(
     assert recalled and recalled[0][0].startswith("Recalled:\n#1 ")
     said = [(kind, OFF in text) for text, kind in recalled if OFF in text]
     assert said == ([] if enabled else [("warning", True)])
+
+
+async def test_slash_recall_dates_a_hit_by_its_local_day(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, monkeypatch
+) -> None:
+    """`/recall` printed the UTC day: at 21:04 UTC a memory made at 11:04 on the 30th in
+    UTC+14 read "2026-11-29", a day the browser and `recall --json` do not give it."""
+    import time
+
+    monkeypatch.setenv("TZ", "Etc/GMT-14")  # (POSIX sign: UTC+14)
+    time.tzset()
+    settings = make_settings(ollama_host=standin.host).model_copy(
+        update={"now": parse_instant("2026-11-29T21:04:38Z")}
+    )
+    commands = [("/remember", FACT), ("/recall", "staging server blyck")]
+    [_, recalled], _ = await slash_commands(settings, commands)
+    assert recalled[0][0].startswith("Recalled:\n#1 · user · 2026-11-30 · ")
+
+
+async def test_slash_import_names_a_folder_and_takes_a_quoted_path(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """`/import DIR` said "No such file: DIR"; a path pasted with quotes (as `/image` takes
+    it) was looked up with its quotes."""
+    settings = make_settings(ollama_host=standin.host)
+    doc = tmp_path / "my notes" / "deploy notes.md"
+    doc.parent.mkdir()
+    doc.write_text("# Deploy\n\nnpm run dist, then aws s3 cp to the bucket.\n")
+    commands = [("/import", str(doc.parent)), ("/import", f"'{doc}'")]
+    [[folder], imported], counts = await slash_commands(settings, commands)
+    assert folder == (f"Cannot import: {doc.parent} is a directory, not a Markdown file", "error")
+    assert imported[-1][0].startswith(f"Imported {doc}: ")
+    assert counts["doc"] == 1
+
+
+async def test_slash_recall_without_the_query_vector_says_it_matched_words_only(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """Ollama away: `/recall` listed word matches as if recall were whole; the browser and
+    `straylight recall` say "words only" and why."""
+    settings = make_settings(ollama_host=standin.host)
+    standin.stop()
+    commands = [("/remember", FACT), ("/recall", "staging server blyck"), ("/recall", "zebra")]
+    [_, [(found, _)], [(nothing, _)]], _ = await slash_commands(settings, commands)
+    assert found.startswith("Recalled (words only: Ollama is not reachable at ")
+    assert "\n#1 · user · " in found
+    assert nothing.startswith("Nothing recalled. (words only: Ollama is not reachable at ")
 
 
 async def test_slash_memstatus_counts_one_point_in_the_singular(

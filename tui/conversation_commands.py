@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from tui.conversation_index import clean_title, propose_title
 
 if TYPE_CHECKING:
+    from agent.image_attachment import ImageAttachment
     from memory.conversation_notes import ConversationNotes
     from store.daily_log import LogMessage
     from tui.screens.chat_screen import ChatScreen
@@ -124,7 +125,8 @@ async def retry_last(chat: ChatScreen, new_text: str | None = None) -> bool:
     if not ollama.reachable:
         chat.replying = False
         why = ollama.error or f"Ollama is not reachable at {ollama.host}"
-        await chat.notice(f"⚠ Nothing taken back: {why}. /retry once it answers.", kind="error")
+        again = "/retry" if new_text is None else "Enter resends your edit"
+        await chat.notice(f"⚠ Nothing taken back: {why}. {again} once it answers.", kind="error")
         return False
     try:
         await chat.engine.drain(timeout=30)  # the last turn's points are saved: then replaced
@@ -135,9 +137,39 @@ async def retry_last(chat: ChatScreen, new_text: str | None = None) -> bool:
         await chat.notice(f"⚠ Could not take back the last exchange: {error}", kind="error")
         return False
     if not taken:
+        if new_text is not None:  # an edit of a message the log no longer holds: sent as is
+            await chat.remove_last_exchange()  # (refused, it came back to the box for ever)
+            chat.send_turn(new_text)
+            return True
         chat.replying = False
         await chat.notice("Nothing to retry: this conversation has no message yet.", kind="error")
         return False
     await chat.remove_last_exchange()
+    if chat.pending_image is None:  # (one attached since goes instead)
+        chat.pending_image = await _image_again(chat, taken[0])
     chat.send_turn(taken[0].content if new_text is None else new_text)
     return True
+
+
+async def _image_again(chat: ChatScreen, message: LogMessage) -> ImageAttachment | None:
+    """The image the taken-back message carried (its path and hash are in the log), read
+    again so the retry or the edit shows the model the same picture; None, with a notice
+    saying why, when the file is gone or changed since."""
+    from agent.image_attachment import ImageError, read_image
+
+    path = message.extra.get("image")
+    if not path:
+        return None
+    try:
+        image = await asyncio.to_thread(read_image, path)
+    except ImageError as error:
+        await chat.notice(f"The image is not sent again: {error}", kind="warning")
+        return None
+    if image.sha256 != message.extra.get("image_sha256"):
+        await chat.notice(
+            f"The image is not sent again: {image.path} changed since it was sent "
+            "(`/image PATH` attaches it as it is now).",
+            kind="warning",
+        )
+        return None
+    return image

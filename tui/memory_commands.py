@@ -74,16 +74,19 @@ async def _recall(memory: TurnMemory, query: str, notice: Notice) -> None:
         return
     vector = await memory.embed_one(query)
     result = await asyncio.to_thread(memory.store.recall, query, vector=vector)
+    # as `straylight recall` says it: without the query's vector, only words were matched
+    why = memory.embed_problem or "no query vector"
+    words_only = "" if vector is not None else f" (words only: {why})"
     if not result.hits:
         off = "" if memory.store.config.enabled else " (memory is off: memory_enabled = false)"
-        await notice(f"Nothing recalled.{off}")
+        await notice(f"Nothing recalled.{off}{words_only}")
         return
     lines = [
-        f"#{hit.id} · {hit.role} · {hit.created_at:%Y-%m-%d} · {hit.score:.2f}"
+        f"#{hit.id} · {hit.role} · {hit.created_at.astimezone():%Y-%m-%d} · {hit.score:.2f}"
         f"{' · pinned' if hit.pinned else ''} — {_first_line(hit.content)}"
         for hit in result.hits
     ]
-    await notice("Recalled:\n" + "\n".join(lines))
+    await notice(f"Recalled{words_only}:\n" + "\n".join(lines))
     if not memory.store.config.enabled:
         await notice(
             f"{MEMORY_OFF}: none of this reaches a prompt until memory is on",
@@ -111,9 +114,17 @@ async def _import(memory: TurnMemory, argument: str, notice: Notice) -> None:
     if not argument:
         await notice("Usage: /import PATH", kind="error")
         return
+    if len(argument) >= 2 and argument[0] == argument[-1] and argument[0] in "'\"":
+        argument = argument[1:-1]  # a path pasted with quotes, as `/image` takes it
     path = Path(argument).expanduser()
-    if not path.is_file():
-        await notice(f"No such file: {path}", kind="error")
+    if not path.is_file():  # the words of `straylight import-doc`
+        if path.is_dir():
+            why = f"{path} is a directory, not a Markdown file"
+        elif path.exists():  # a FIFO, a device, a socket: never opened (a FIFO would block)
+            why = f"{path} is not a regular file, not a Markdown file"
+        else:
+            why = f"no such file: {path}"
+        await notice(f"Cannot import: {why}", kind="error")
         return
     await notice(f"Importing {path}…")
     shown: list[asyncio.Future[None]] = []

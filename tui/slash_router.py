@@ -19,16 +19,33 @@ if TYPE_CHECKING:
 log = logging.getLogger("straylight.tui")
 
 
+def slash_refusal(line: str) -> str | None:
+    """Why a typed `/…` line runs nothing (an unknown command, or an argument given to one
+    that takes none), or None when it runs. The chat then keeps the text in the box: it may
+    be a message that starts with a path (`/etc/hosts has…`), not a command."""
+    command, _, argument = line.strip().partition(" ")
+    entry = SLASH_COMMANDS.get(command)
+    if entry is None:
+        known = ", ".join(SLASH_COMMANDS)
+        return f"Unknown command {command} (your text stays in the box). Known: {known}."
+    if entry.runs is None and argument.strip():
+        return f"{command} takes no argument: {entry.usage} (your text stays in the box)."
+    return None
+
+
 async def run_slash_command(chat: ChatScreen, line: str) -> None:
     """Run one typed `/command argument` line on the chat screen."""
+    refusal = slash_refusal(line)
+    if refusal is not None:
+        await chat.notice(refusal, kind="error")
+        return
     command, _, argument = line.partition(" ")
     argument = argument.strip()
-    entry = SLASH_COMMANDS.get(command)
-    if entry is not None and entry.opens and not argument:
+    entry = SLASH_COMMANDS[command]
+    if entry.opens and not argument:
         await chat.run_action(entry.opens)
-    elif entry is None or entry.runs is None:
-        known = ", ".join(SLASH_COMMANDS)
-        await chat.notice(f"Unknown command {command}. Known: {known}.", kind="error")
+    elif entry.runs is None:
+        return  # (an argument: refused above)
     elif entry.runs == "help":
         chat.straylight.action_help()
     elif entry.runs == "new":

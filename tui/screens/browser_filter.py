@@ -34,6 +34,16 @@ def day_start(day: date) -> datetime:
     return datetime.combine(day, time.min).astimezone()
 
 
+def _bound(day: date, *, after: bool = False) -> datetime | None:
+    """Local midnight at the start of `day` (of the day after it, `after`); None, an open
+    end, where that is past what a datetime holds: "to 9999-12-31" means no end (it failed
+    the list with "date value out of range"), "from 0001-01-01" east of UTC no start."""
+    try:
+        return day_start(day + timedelta(days=1) if after else day)
+    except (OverflowError, ValueError):
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class BrowserFilter:
     """The filters as the user set them: role (None: all), pinned only, and a day range
@@ -51,8 +61,8 @@ class BrowserFilter:
         return PointFilter(
             role=self.role,
             pinned_only=self.pinned_only,
-            since=day_start(self.since) if self.since else None,
-            until=day_start(self.until + timedelta(days=1)) if self.until else None,
+            since=_bound(self.since) if self.since else None,
+            until=_bound(self.until, after=True) if self.until else None,
         )
 
     def describe(self) -> str:

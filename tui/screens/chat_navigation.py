@@ -232,10 +232,26 @@ class ChatNavigation(Screen[None]):
             self.app.copy_to_clipboard(message.text)  # OSC 52: works over ssh too
             self.notify("Copied the message.", timeout=3)
 
+    def not_saved_yet(self, message: ChatMessage) -> bool:
+        """Whether `message` belongs to a turn whose points are still to be saved (the chat
+        screen knows its turns)."""
+        return False
+
+    def _wait_for_save(self, message: ChatMessage) -> bool:
+        """Say so and True when `message`'s point is still to be saved: a pin then made a
+        second point of the same text, a forget found none and the save came after."""
+        if not self.not_saved_yet(message):
+            return False
+        self.notify(
+            "Its memory point is saved when the reply has finished: pin or forget it then.",
+            severity="warning",
+        )
+        return True
+
     async def action_pin_message(self) -> None:
         message = self._selected()
         memory = self.engine.memory
-        if message is None:
+        if message is None or self._wait_for_save(message):
             return
         if memory is None:
             problem = self.straylight.memory_problem
@@ -248,7 +264,7 @@ class ChatNavigation(Screen[None]):
 
     def action_forget_message(self) -> None:
         message = self._selected()
-        if message is None:
+        if message is None or self._wait_for_save(message):
             return
         memory = self._memory_or_say()
         if memory is None:

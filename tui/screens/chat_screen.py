@@ -47,7 +47,7 @@ from tui.commands import CHAT_KEYS, CHAT_ONLY_ACTIONS
 from tui.display_text import printable
 from tui.gc_pauses import freeze_long_lived, unfreeze_all
 from tui.screens.chat_navigation import ChatNavigation
-from tui.slash_router import run_slash_command
+from tui.slash_router import run_slash_command, slash_refusal
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_log import ChatLog
 from tui.widgets.chat_message import ChatMessage, EmptyChatHint
@@ -225,6 +225,10 @@ class ChatScreen(ChatNavigation):
     async def on_chat_input_submitted(self, message: ChatInput.Submitted) -> None:
         text = message.text
         if text.lstrip().startswith("/"):
+            refusal = slash_refusal(text)
+            if refusal is not None:  # kept in the box: maybe a message starting with a path
+                await self.notice(refusal, kind="error")
+                return
             message.input.clear()
             await self.run_slash_command(text.strip())
             return
@@ -240,7 +244,10 @@ class ChatScreen(ChatNavigation):
             from tui.conversation_commands import retry_last
 
             self.editing_last = False
-            await retry_last(self, new_text=text)
+            if not await retry_last(self, new_text=text) and not message.input.text:
+                message.input.load_text(text)  # not resent (Ollama away): the edit stays
+                message.input.move_cursor(message.input.document.end)
+                self.editing_last = True
             return
         self.replying = True
         self.send_turn(text)
@@ -323,6 +330,10 @@ class ChatScreen(ChatNavigation):
             self.replying = False
             if not finished and reply.status in ("waiting", "streaming"):
                 await reply.finish(status="cancelled")
+
+    def not_saved_yet(self, message: ChatMessage) -> bool:
+        """The message is of the turn that streams: its points are saved when it ends."""
+        return self.replying and message in self.chat_messages()[-2:]
 
     def points_saved(self, event: PointsSaved) -> None:
         """The engine saved a turn's points: its two messages keep their ids."""
@@ -455,6 +466,9 @@ class ChatScreen(ChatNavigation):
             )
             return
         self.model = name
+        scheduler = self.straylight.scheduler
+        if scheduler is not None:  # the dream (nightly, `/dream`) asks the session's model too
+            scheduler.runner.ctx.model = name
         pulled = self.ollama_status.has_model(name) if self.ollama_status else None
         if self.ollama_status is not None and not self.ollama_status.reachable:
             pulled = None
@@ -574,7 +588,14 @@ class ChatScreen(ChatNavigation):
 
     def _edit_last(self, box: ChatInput) -> None:
         users = [m for m in self.chat_messages() if m.role == "user"]
-        if not users or self.replying:
+        if not users:
+            return
+        if self.replying:  # (it did nothing, and said nothing)
+            self.notify(
+                "A reply is still streaming: edit your last message once it has finished "
+                "(Esc cancels it).",
+                severity="warning",
+            )
             return
         box.load_text(users[-1].text)
         box.move_cursor(box.document.end)

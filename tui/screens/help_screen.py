@@ -44,10 +44,11 @@ HELP_TEMPLATE = """\
 - **Memory browser** (F2): **/** search (hybrid recall) · **r** role filter · **o** pinned only ·
   **d** date range (Enter applies) · **p** pin/unpin · **f** forget (asks first)
 - **Facts** (F3): **t** type · **s** status · **w** workspace filters · **e** edit (Enter saves,
-  Ctrl+T changes the type) · **r** retire (asks first) · **v** revive
+  **Ctrl+T** changes the type) · **r** retire (asks first) · **v** revive
 - **Candidates** (F4): **a** approve · **e** edit, then Enter approves · **r** reject
 - **Hypotheses** (F5): **v** validate · **x** refute · **d** delete (asks first)
-- **Conversations** (Ctrl+O): **Enter** read one full-width · **c** continue it in the chat
+- **Conversations** (Ctrl+O): **Enter** read one full-width · **c** continue it in the chat ·
+  **r** rename · **d** delete (asks first) · **e** export to `exports/ID.md` in the data dir
 - **Models** (F8): **p** pull (type a name, Enter; it goes on while you chat) · **d** delete
   (asks first) · **c** use for chat · **e** use for embeddings (asks first) · **r** refresh
 

@@ -332,7 +332,13 @@ class ModelsScreen(MemoryScreen[ModelChoice | None]):
             caps = ", ".join(record.capabilities or ())
             self.say(f"{record.name} is not an embedding model (capabilities: {caps}).", error=True)
             return
-        if record.name == self.straylight.settings.memory.embed_model:
+        from agent.model_catalog import normalise_name
+
+        if normalise_name(record.name) == normalise_name(
+            self.straylight.settings.memory.embed_model
+        ):
+            # (Ollama lists `nomic-embed-text:latest` for the default `nomic-embed-text`: taken
+            # as another model, every point was marked for re-embedding)
             self.say(f"{record.name} is the embedding model already.")
             return
         name = record.name

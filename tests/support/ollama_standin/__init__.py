@@ -23,11 +23,11 @@ What Ollama does, learnt from its API docs and source (each module says where):
 
 * context window (`context`): a request without ``options.num_ctx`` runs with the
   model's ``num_ctx`` parameter or the server default (4,096), capped at the model's
-  ``context_length``. ``context_mode`` "unlimited" (the default, so existing tests
-  keep their long prompts) accepts every prompt; "truncate" drops the oldest
-  non-system messages silently like Ollama; "error" answers HTTP 400 naming the
-  window. `OllamaStandIn.chat_outcomes` (and ``RecordedRequest.chat``) tell what the
-  model kept; ``RecordedRequest.options`` / ``keep_alive`` / ``think`` what was sent
+  ``context_length``. ``context_mode`` "truncate" (the default, as Ollama does it)
+  drops the oldest non-system messages silently; "error" answers HTTP 400 naming the
+  window; "unlimited" accepts every prompt whole (no Ollama does).
+  `OllamaStandIn.chat_outcomes` (and ``RecordedRequest.chat``) tell what the model kept;
+  ``RecordedRequest.options`` / ``keep_alive`` / ``think`` what was sent
   (``received``: when);
 * thinking (`chat`, `replies`): models with the ``thinking`` capability (qwen3,
   deepseek-r1, gpt-oss, … by name, or configured) stream ``message.thinking`` before

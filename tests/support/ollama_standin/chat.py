@@ -70,6 +70,8 @@ def _thinks(model: ResolvedModel, name: str, think: Any) -> bool:
         if think not in (None, False):
             raise _Refused(400, f'"{name}" does not support thinking')
         return False
+    if isinstance(think, str) and not model.takes_levels:
+        raise _Refused(400, f'think value "{think}" is not supported for this model')
     return think is not False or model.always_thinks
 
 

@@ -33,9 +33,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--context-mode",
         choices=CONTEXT_MODES,
-        default="unlimited",
-        help="what an over-long prompt meets: unlimited (accepted whole, default), "
-        "truncate (oldest messages dropped silently, like Ollama) or error (HTTP 400)",
+        default="truncate",
+        help="what an over-long prompt meets: truncate (oldest messages dropped silently, "
+        "like Ollama; default), error (HTTP 400) or unlimited (accepted whole)",
     )
     parser.add_argument(
         "--num-ctx",

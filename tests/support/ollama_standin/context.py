@@ -16,8 +16,9 @@ Ollama's rules, from its API docs and source (server/prompt.go ``chatPrompt``, l
   (4096 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":8889,
   "n_ctx":4096}}`` (measured on Ollama 0.33 with ``truncate: false``; ollama/ollama#17889 shows
   some models answering so without it).
-* ``"unlimited"``: the stand-in's historical behaviour, every prompt accepted whole. It stays the
-  default until Straylight sends ``num_ctx`` and budgets its prompt.
+* ``"unlimited"``: the stand-in's historical behaviour, every prompt accepted whole. It was the
+  default until Straylight sent ``num_ctx`` and budgeted its prompt; now "truncate" is, so a
+  test meets an over-long prompt as it would meet it on real Ollama.
 """
 
 from __future__ import annotations

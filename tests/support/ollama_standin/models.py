@@ -92,6 +92,10 @@ class ModelSpec:
     """Thinks inside ``<think>…</think>`` in ``content`` instead of ``message.thinking``."""
     always_thinks: bool | None = None
     """``think: false`` is ignored (gpt-oss); ``None``: by name."""
+    takes_levels: bool = True
+    """A level ("low", "high"…) for ``think`` is accepted; False: HTTP 400 ``think value
+    "high" is not supported for this model``, as Ollama answers for qwen3:8b and others in
+    some releases (seen Dec 2025 and Apr 2026) while gpt-oss takes levels."""
     context_mode: ContextMode | None = None
     """Overrides the stand-in's context mode for this model (ollama/ollama#17889)."""
     lists_capabilities: CapabilityListing = "listed"
@@ -117,6 +121,7 @@ class ResolvedModel:
     always_thinks: bool
     context_mode: ContextMode | None
     lists_capabilities: CapabilityListing = "listed"
+    takes_levels: bool = True
 
     @property
     def digest(self) -> str:
@@ -209,4 +214,5 @@ def resolve_model(name: str, spec: ModelSpec | None = None) -> ResolvedModel:
         ),
         context_mode=spec.context_mode,
         lists_capabilities=spec.lists_capabilities,
+        takes_levels=spec.takes_levels,
     )

@@ -55,7 +55,7 @@ class OllamaStandIn(Script):
         capabilities: Mapping[str, Sequence[str]] | None = None,
         embedder: Embedder | None = None,
         specs: Mapping[str, ModelSpec] | None = None,
-        context_mode: ContextMode = "unlimited",
+        context_mode: ContextMode = "truncate",
         default_num_ctx: int = DEFAULT_NUM_CTX,
         registry: Iterable[str] = DEFAULT_REGISTRY,
         pull_steps: int = PULL_STEPS,
@@ -65,9 +65,9 @@ class OllamaStandIn(Script):
         ``embed_dim`` faults still return hashed vectors of the faulty size).
 
         ``capabilities`` and ``specs`` describe models by name (see `ModelSpec`; what they
-        leave out follows from the name). ``context_mode`` is "unlimited" (every prompt
-        accepted whole, the default), "truncate" (Ollama's silent cut of the oldest messages)
-        or "error" (HTTP 400 naming the window); ``default_num_ctx`` is the window of a
+        leave out follows from the name). ``context_mode`` is "truncate" (Ollama's silent cut
+        of the oldest messages, the default), "error" (HTTP 400 naming the window) or
+        "unlimited" (every prompt accepted whole); ``default_num_ctx`` is the window of a
         request without ``options.num_ctx`` (Ollama's 4,096). ``registry`` lists the model
         families /api/pull knows; ``pull_steps`` the progress records of a weights layer.
         """
@@ -209,7 +209,7 @@ class OllamaStandIn(Script):
 
     @property
     def context_mode(self) -> ContextMode:
-        """ "unlimited" (default), "truncate" or "error": what an over-long prompt meets."""
+        """ "truncate" (default), "error" or "unlimited": what an over-long prompt meets."""
         with self._lock:
             return self._context_mode
 
