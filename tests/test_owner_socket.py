@@ -508,6 +508,15 @@ async def test_a_served_command_reads_with_the_clients_own_memory_settings(
     assert served == alone
 
 
+async def owner_of_a_ferry_memory(env: dict[str, str], tmp_path: Path) -> CommandRunner:
+    """A memory with one point, then a `CommandRunner` that owns it with the memory open (its
+    `recall` ran in process); the caller closes it."""
+    assert_ok(run_cli_process(env, "remember", "The ferry leaves at nine."))
+    runner = CommandRunner(env=env, cwd=tmp_path)
+    assert (await runner.run(["recall", "ferry"])).exit_code == 0
+    return runner
+
+
 async def test_a_served_command_embeds_with_the_model_of_the_open_memory(
     home: Path, tmp_path: Path, standin: OllamaStandIn
 ) -> None:
@@ -519,10 +528,8 @@ async def test_a_served_command_embeds_with_the_model_of_the_open_memory(
 
     env = env_for(home, tmp_path, standin)
     other = {**env, "STRAYLIGHT_EMBED_MODEL": "llama3.2"}
-    assert_ok(run_cli_process(env, "remember", "The ferry leaves at nine."))
-    runner = CommandRunner(env=env, cwd=tmp_path)
+    runner = await owner_of_a_ferry_memory(env, tmp_path)
     try:
-        assert (await runner.run(["recall", "ferry"])).exit_code == 0  # owns, memory open
         standin.clear_requests()
         served = await asyncio.to_thread(
             run_cli_process, other, "remember", "The ferry returns at ten."
@@ -544,10 +551,8 @@ async def test_a_served_command_keeps_the_clients_clock(
 
     env = env_for(home, tmp_path, standin)
     then = {**env, "STRAYLIGHT_NOW": "2030-01-02T03:04:05Z"}
-    assert_ok(run_cli_process(env, "remember", "The ferry leaves at nine."))
-    runner = CommandRunner(env=env, cwd=tmp_path)
+    runner = await owner_of_a_ferry_memory(env, tmp_path)
     try:
-        assert (await runner.run(["recall", "ferry"])).exit_code == 0  # owns, memory open
         remembered = await asyncio.to_thread(
             run_cli_process, then, "remember", "The ferry returns at ten.", "--json"
         )

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from agent.settings import Settings
 from memory.conversation_notes import ConversationNotes
@@ -282,6 +283,30 @@ def pin(app: StraylightApp, role: str, text: str) -> None:
     assert store.set_pinned(point.id, True)
 
 
+async def last_message_back(pilot: Pilot, app: StraylightApp) -> ChatInput:
+    """Up in the empty box: the last message (QUESTION) back in it, to edit."""
+    box = app.query_one(ChatInput)
+    box.focus()
+    await pilot.press("up")
+    await wait_until(pilot, lambda: box.text == QUESTION, what="the last message back")
+    return box
+
+
+async def edit_resent(
+    pilot: Pilot, app: StraylightApp, standin: OllamaStandIn, edited: str
+) -> None:
+    """Enter sends the edit: the old exchange superseded, the edit and its reply complete."""
+    standin.script_reply(SECOND)
+    await pilot.press("enter")
+    await exchange_shown(pilot, app, edited, SECOND)
+    assert [(m.content, m.status) for m in logged(app)] == [
+        (QUESTION, "superseded"),
+        (FIRST, "superseded"),
+        (edited, "complete"),
+        (SECOND, "complete"),
+    ]
+
+
 async def test_retry_keeps_a_pinned_reply_pinned_and_tags_it_superseded(
     settings: Settings, standin: OllamaStandIn
 ) -> None:
@@ -325,10 +350,7 @@ async def test_an_edit_tags_the_pinned_question_it_replaces(
         standin.script_reply(FIRST)
         await send(pilot, app, QUESTION, 1)
         pin(app, "user", QUESTION)
-        box = app.query_one(ChatInput)
-        box.focus()
-        await pilot.press("up")
-        await wait_until(pilot, lambda: box.text == QUESTION, what="the last message back")
+        await last_message_back(pilot, app)
         await type_text(pilot, " Short please.")
         edited = QUESTION + " Short please."
         standin.script_reply(SECOND)
@@ -377,22 +399,11 @@ async def test_up_in_an_empty_box_edits_the_last_message_and_resends_it(
         await ready(pilot, app)
         standin.script_reply(FIRST)
         await send(pilot, app, QUESTION, 1)
-        box = app.query_one(ChatInput)
-        box.focus()
-        await pilot.press("up")
-        await wait_until(pilot, lambda: box.text == QUESTION, what="the last message back")
+        await last_message_back(pilot, app)
         await pilot.press("end", "backspace")
         await type_text(pilot, " Be brief!")
         edited = QUESTION[:-1] + " Be brief!"
-        standin.script_reply(SECOND)
-        await pilot.press("enter")
-        await exchange_shown(pilot, app, edited, SECOND)
-        assert [(m.content, m.status) for m in logged(app)] == [
-            (QUESTION, "superseded"),
-            (FIRST, "superseded"),
-            (edited, "complete"),
-            (SECOND, "complete"),
-        ]
+        await edit_resent(pilot, app, standin, edited)
         assert points_of(app) == sorted([("user", edited), ("assistant", SECOND)])
 
 
@@ -407,10 +418,7 @@ async def test_an_edit_sent_while_ollama_is_down_stays_in_the_box(
         await ready(pilot, app)
         standin.script_reply(FIRST)
         await send(pilot, app, QUESTION, 1)
-        box = app.query_one(ChatInput)
-        box.focus()
-        await pilot.press("up")
-        await wait_until(pilot, lambda: box.text == QUESTION, what="the last message back")
+        box = await last_message_back(pilot, app)
         edited = QUESTION + " Be brief!"
         box.load_text(edited)
         standin.stop()
@@ -422,15 +430,7 @@ async def test_an_edit_sent_while_ollama_is_down_stays_in_the_box(
         await pilot.pause()
         assert box.text == edited and app.chat.editing_last
         standin.start()
-        standin.script_reply(SECOND)
-        await pilot.press("enter")
-        await exchange_shown(pilot, app, edited, SECOND)
-        assert [(m.content, m.status) for m in logged(app)] == [
-            (QUESTION, "superseded"),
-            (FIRST, "superseded"),
-            (edited, "complete"),
-            (SECOND, "complete"),
-        ]
+        await edit_resent(pilot, app, standin, edited)
 
 
 async def test_an_edit_the_log_has_nothing_to_supersede_for_is_sent_as_a_new_message(
@@ -445,10 +445,7 @@ async def test_an_edit_the_log_has_nothing_to_supersede_for_is_sent_as_a_new_mes
         await send(pilot, app, QUESTION, 1)
         for day in app.engine.daily_log.days():
             app.engine.daily_log.path_for(day).unlink()
-        box = app.query_one(ChatInput)
-        box.focus()
-        await pilot.press("up")
-        await wait_until(pilot, lambda: box.text == QUESTION, what="the last message back")
+        box = await last_message_back(pilot, app)
         edited = QUESTION + " Be brief!"
         box.load_text(edited)
         standin.script_reply(SECOND)
