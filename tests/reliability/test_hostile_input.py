@@ -380,9 +380,9 @@ async def test_slash_import_names_every_bad_path_in_one_notice(
     async with app.run_test(size=(110, 32)) as pilot:
         await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
         expected = {
-            str(files["folder"]): f"No such file: {files['folder']}",
-            str(files["fifo"]): f"No such file: {files['fifo']}",
-            str(files["loop"]): f"No such file: {files['loop']}",
+            str(files["folder"]): f"Cannot import: {files['folder']} is a directory, not a",
+            str(files["fifo"]): f"Cannot import: {files['fifo']} is not a regular file",
+            str(files["loop"]): f"Cannot import: no such file: {files['loop']}",
             str(files["latin"]): f"Cannot import {files['latin']}: 'utf-8' codec",
             str(files["link"]): f"Imported {files['link']}: 2 added",
             "": "Usage: /import PATH",
