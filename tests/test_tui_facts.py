@@ -4,13 +4,17 @@ reminder under the reply, and the workspace in the sidebar."""
 
 from __future__ import annotations
 
+import pytest
+
 from agent.settings import Settings
 from memory.fact_drawer import FactDrawer
+from memory.fact_types import FactError
 from memory.hypotheses import DUE_AFTER, SOURCE, START_CONFIDENCE
 from store.database import database_path, open_database
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import type_text, wait_until
 from tui.app import StraylightApp
+from tui.fact_commands import parse_fact_set
 from tui.widgets.candidate_prompt import CandidatePrompt
 from tui.widgets.chat_message import ChatMessage, ChatNotice
 from tui.widgets.status_sidebar import StatusSidebar
@@ -247,3 +251,26 @@ async def test_the_sidebar_counts_a_change_made_on_a_memory_screen(
         facts(app).set("db:port", "fact", "The staging database listens on 5433.")
         await pilot.press("escape")
         await wait_until(pilot, lambda: facts_line(app).startswith("1 active"), what="counted")
+
+
+@pytest.mark.parametrize(
+    ("line", "refused"),
+    [
+        ("prod:db rule Never touch it --proof", "--proof needs a TEXT"),
+        ("prod:db rule Never touch it --proof   ", "--proof needs a TEXT"),
+        ("prod:db rule Never touch it --scope", "--scope needs workspace or global"),
+    ],
+)
+def test_a_flag_with_nothing_after_it_is_refused_not_kept_in_the_body(
+    line: str, refused: str
+) -> None:
+    """`/fact set … --proof` with no text stored "--proof" as the body's last word."""
+    with pytest.raises(FactError, match=refused):
+        parse_fact_set(line)
+    assert parse_fact_set("k rule Check the --proofreading rules") == (
+        "k",
+        "rule",
+        "Check the --proofreading rules",
+        "workspace",
+        "",
+    )

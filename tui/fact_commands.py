@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 Notice = Callable[..., Awaitable[None]]
 
 _SET = re.compile(r"^(?P<key>\S+)\s+(?P<type>\S+)\s+(?P<rest>.+)$", re.DOTALL)
-_PROOF = re.compile(r"\s--proof\s+(?P<proof>.*)$", re.DOTALL)
-_SCOPE = re.compile(r"\s--scope\s+(?P<scope>\S+)")
+_PROOF = re.compile(r"\s--proof(?:\s+(?P<proof>.*))?$", re.DOTALL)
+_SCOPE = re.compile(r"\s--scope(?=\s|$)(?:\s+(?P<scope>\S+))?")
 
 
 def parse_fact_set(argument: str) -> tuple[str, str, str, str, str]:
@@ -39,9 +39,13 @@ def parse_fact_set(argument: str) -> tuple[str, str, str, str, str]:
     rest = " " + match["rest"]
     proof = ""
     if found := _PROOF.search(rest):
-        proof, rest = found["proof"].strip(), rest[: found.start()]
+        proof, rest = (found["proof"] or "").strip(), rest[: found.start()]
+        if not proof:  # `--proof` last on the line: it was kept as the body's last word
+            raise FactError("--proof needs a TEXT after it (the rest of the line)")
     scope = "workspace"
     if found := _SCOPE.search(rest):
+        if found["scope"] is None:
+            raise FactError("--scope needs workspace or global after it")
         scope, rest = found["scope"], rest[: found.start()] + rest[found.end() :]
     if match["type"] not in FACT_TYPES:
         raise FactError(f"unknown fact type {match['type']!r}; one of {', '.join(FACT_TYPES)}")
