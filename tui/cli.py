@@ -497,13 +497,11 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     if args.command == "import-doc":
         if not args.path.strip():  # Path("") is "." (the folder): named as a missing PATH
             raise UsageError("import-doc needs a PATH")
+        from tui.memory_commands import import_path_problem
+
         path = Path(args.path).expanduser()
-        if path.is_dir():
-            raise UsageError(f"{path} is a directory, not a Markdown file")
-        if not path.is_file():
-            if path.exists():  # a FIFO, a device, a socket: never opened (a FIFO would block)
-                raise UsageError(f"{path} is not a regular file, not a Markdown file")
-            raise UsageError(f"no such file: {path}")
+        if (problem := import_path_problem(path)) is not None:
+            raise UsageError(problem)
         try:
             return asyncio.run(cli_memory.import_doc(settings, path, as_json=args.json))
         except UnicodeDecodeError as error:

@@ -50,6 +50,19 @@ async def _remember(memory: TurnMemory, text: str, notice: Notice) -> None:
         )
 
 
+def import_path_problem(path: Path) -> str | None:
+    """Why `path` cannot be imported as a document (`import-doc`, `/import`), or None: a
+    folder, something that is not a regular file (a FIFO, a device, a socket: never opened,
+    a FIFO would block) or nothing at all."""
+    if path.is_file():
+        return None
+    if path.is_dir():
+        return f"{path} is a directory, not a Markdown file"
+    if path.exists():
+        return f"{path} is not a regular file, not a Markdown file"
+    return f"no such file: {path}"
+
+
 def memory_off_note(point_id: int) -> str:
     """What `remember` and `/remember` add while memory is off: the pin is an explicit
     request, so it is stored, but no prompt gets recalled context until memory is on."""
@@ -117,13 +130,7 @@ async def _import(memory: TurnMemory, argument: str, notice: Notice) -> None:
     if len(argument) >= 2 and argument[0] == argument[-1] and argument[0] in "'\"":
         argument = argument[1:-1]  # a path pasted with quotes, as `/image` takes it
     path = Path(argument).expanduser()
-    if not path.is_file():  # the words of `straylight import-doc`
-        if path.is_dir():
-            why = f"{path} is a directory, not a Markdown file"
-        elif path.exists():  # a FIFO, a device, a socket: never opened (a FIFO would block)
-            why = f"{path} is not a regular file, not a Markdown file"
-        else:
-            why = f"no such file: {path}"
+    if (why := import_path_problem(path)) is not None:  # the words of `straylight import-doc`
         await notice(f"Cannot import: {why}", kind="error")
         return
     await notice(f"Importing {path}…")
