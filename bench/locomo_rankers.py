@@ -11,7 +11,6 @@ no pins, the floor at 0 and nothing excluded, that is what `recall` does (checke
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -22,7 +21,7 @@ from bench.locomo_data import Question
 from bench.locomo_texts import unit_rows
 from memory.memory_store import MemoryStore
 from memory.recall import TUNING, RecallTuning, _fuse
-from store import lexical_dense
+from store import bm25, lexical_dense
 
 TOP = 10
 ROUND3 = replace(
@@ -182,7 +181,7 @@ def word_strength(memory: MemoryStore, query: str, lexical: Sequence[tuple[int, 
     total = matched = 0.0
     for group in groups:
         df = max(cache.document_frequency(term) for term in group)
-        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        idf = bm25.idf(n, df)
         total += idf
         matched += idf if held.intersection(group) else 0.0
     return matched / total if total > 0 else 0.0

@@ -26,6 +26,7 @@ from memory.memory_store import MemoryStore
 from memory.recall import TUNING, RecallTuning, _fuse
 from memory.text.dates import date_spans
 from memory.text.shape import is_list_question
+from store import bm25
 
 TOP = 10
 BEFORE = replace(
@@ -326,7 +327,7 @@ def agreement(bonus: float) -> Ranker:
 def _idf(memory: MemoryStore, term: str) -> float:
     n = memory.lexical.doc_count
     df = memory.lexical.document_frequency(term)
-    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+    return bm25.idf(n, df)
 
 
 def coverage(gain: float) -> Ranker:

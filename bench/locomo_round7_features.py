@@ -39,6 +39,7 @@ from memory.recall_rerank import LinearModel as LinearModel  # the product's, sh
 from memory.text.answers import AnswerType, holds_answer
 from memory.text.dates import DateSpan
 from memory.text.shape import content_words
+from store import bm25
 
 FEATURES: Final = (*PRODUCT_FEATURES[:14], "coverage", *PRODUCT_FEATURES[14:])
 """The columns of `candidate_features`, in order: the product's (`memory.recall_rerank`) with
@@ -151,6 +152,6 @@ def query_terms(index: _WordIndex | None, groups: Sequence[tuple[str, ...]]) -> 
 
     def idf(term: str) -> float:
         df = index.document_frequency(term)
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return bm25.idf(n, df)
 
     return QueryTerms(groups, [max(idf(t) for t in g) for g in groups], index.terms_of)

@@ -4,6 +4,7 @@ and `store.lexical_file`) and, for its parameters, the SQL path of `store.lexica
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -14,6 +15,12 @@ if TYPE_CHECKING:
 # Okapi BM25's parameters, shared with the SQL scoring in `store.lexical_index`.
 K1 = 1.2
 B = 0.75
+
+
+def idf(n: int, df: int) -> float:
+    """A term's inverse document frequency among `n` points, `df` of which hold it (Okapi
+    BM25's, kept positive: ln(1 + (n − df + 0.5) / (df + 0.5)))."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
 def contributions(

@@ -9,7 +9,6 @@ stays consistent and the measurements: docs/lexical_search.md.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections import Counter
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import numpy as np
 
-from store import lexical_dense, lexical_topk, meta
+from store import bm25, lexical_dense, lexical_topk, meta
 from store.bm25 import K1 as K1  # shared with the SQL scoring in store.lexical_index
 from store.bm25 import B as B
 from store.heap import large_blocks_mapped, return_freed_memory
@@ -558,7 +557,7 @@ class LexicalCache:
                 df = index.document_frequency(term)
                 if df < 2:
                     continue
-                idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+                idf = bm25.idf(n, df)
                 weighted.append((count * idf, term))
             best = sorted(weighted, reverse=True)[:terms]
             chosen: list[tuple[str, ...]] = [(term,) for _, term in best]

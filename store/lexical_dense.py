@@ -4,12 +4,12 @@ when pruning is off (`lexical_topk.PRUNING`, for the benches) or cannot answer."
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from store import bm25
 from store.bm25 import contributions
 
 if TYPE_CHECKING:
@@ -86,5 +86,5 @@ def _scores(
 ) -> tuple[NDArray[np.int32], NDArray[np.float64]]:
     """A term's slots and BM25 contributions (the SQL path's formula, in float64)."""
     slots, raw_tfs, df = postings
-    idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+    idf = bm25.idf(n, df)
     return slots, contributions(slots, raw_tfs, idf, avgdl, doc_lengths)

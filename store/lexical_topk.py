@@ -15,13 +15,13 @@ words only walks them all, like the dense pass. Docs: docs/lexical_search.md.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from store import bm25
 from store.bm25 import contributions
 from store.lexical_dense import ranked
 from store.lexical_postings import CompactPostings
@@ -70,7 +70,7 @@ def prepare(index: CompactPostings, groups: Sequence[tuple[str, ...]]) -> _Query
             postings = index.posting_parts(term)  # not joined: a join copies the list
             if postings is not None:
                 parts, df = postings
-                idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+                idf = bm25.idf(n, df)
                 alternatives.append(_Alternative(tuple(parts), idf))
                 terms.append(term)
         if alternatives:
