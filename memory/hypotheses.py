@@ -190,7 +190,8 @@ class Hypotheses:
         card = self.store.set_status(
             card_id, "validated", VALIDATED_CONFIDENCE, reason="validated by the user"
         )
-        gate = self.drawer.in_workspace(card.workspace) if card.workspace else self.drawer
+        gate = self._gate(card)
+        assert gate is not None  # the drawer is there (checked above)
         outcome = gate.propose(validated_fact_proposal(card), origin="hypothesis")
         if outcome.candidate is None:
             log.info("hypothesis #%d validated; no candidate: %s", card.id, outcome.reason)
@@ -218,15 +219,19 @@ class Hypotheses:
         self._withdraw_candidate(card)
         return card
 
+    def _gate(self, card: Hypothesis) -> FactDrawer | None:
+        """The fact drawer of the card's workspace (the one it was made in), where its fact
+        candidate is proposed; None without a drawer or a workspace to make one for."""
+        if self.drawer is not None:
+            return self.drawer.in_workspace(card.workspace) if card.workspace else self.drawer
+        return FactDrawer(self.db, card.workspace) if card.workspace else None
+
     def _withdraw_candidate(self, card: Hypothesis) -> None:
         """A validated card refuted or deleted afterwards: its claim is no longer one to
         approve, so its fact candidate, while pending, is rejected (audited with the card's
         id). A fact already approved from it stays: that was the user's decision."""
-        if self.drawer is not None:
-            gate = self.drawer.in_workspace(card.workspace) if card.workspace else self.drawer
-        elif card.workspace:
-            gate = FactDrawer(self.db, card.workspace)
-        else:
+        gate = self._gate(card)
+        if gate is None:
             return
         key = validated_fact_key(card)
         for candidate in gate.pending():
