@@ -38,8 +38,9 @@ def test_a_cancel_during_the_loops_shutdown_lets_the_shutdown_finish(
     thread = threading.Thread(target=command_thread)
     thread.start()
     assert shutting_down.wait(5)
-    time.sleep(0.1)  # the shutdown is waiting for the executor's thread
-    loop.call_soon_threadsafe(_cancel_all_tasks, loop)  # what `CommandRun.cancel` sends
+    # what `CommandRun.cancel` sends: run by the loop at the shutdown's first step or while
+    # it waits for the executor's thread (0.5 s), the shutdown task is there either way
+    loop.call_soon_threadsafe(_cancel_all_tasks, loop)
     thread.join(5)
     assert finished == ["shut down"]
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text

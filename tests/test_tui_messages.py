@@ -79,7 +79,6 @@ async def test_pinning_or_editing_a_message_whose_reply_streams_waits_for_it(
     """p on your message while its reply streamed made a pinned point of it at once, then
     the turn's save made a second one of the same text: two points, one pinned. Up (or e)
     to edit it did nothing and said nothing."""
-    import asyncio
 
     standin.token_delay = 0.03
     standin.script_reply(" ".join(f"word{i}" for i in range(120)))
@@ -92,7 +91,7 @@ async def test_pinning_or_editing_a_message_whose_reply_streams_waits_for_it(
         # (under the pilot a key press waits for the stream: act directly)
         question = next(iter(app.query(ChatMessage)))
         question.focus()
-        await asyncio.sleep(0.1)
+        await wait_until(pilot, lambda: app.focused is question, what="the question focused")
         assert app.chat.replying and app.focused is question
         await app.chat.action_pin_message()
         await wait_until(
