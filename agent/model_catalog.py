@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from agent.context_window import model_context_length, modelfile_num_ctx
 from agent.gateway_errors import GatewayError, ModelError, OllamaRedirected, classify, one_line
 from agent.ollama_gateway import can_chat, is_embedding
+from memory.model_names import normalise_name
 
 if TYPE_CHECKING:
     import ollama
@@ -194,11 +195,6 @@ def missing_models(
 _show_caches: weakref.WeakKeyDictionary[Any, dict[str, tuple[str | None, Any]]] = (
     weakref.WeakKeyDictionary()
 )
-
-
-def normalise_name(name: str) -> str:
-    """`llama3.2` and `llama3.2:latest` are the same model (a tag after the last `/`)."""
-    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
 
 
 def host_of(client: ollama.AsyncClient) -> str:

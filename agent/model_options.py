@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from memory.model_names import normalise_name
+
 OPTION_KINDS: dict[str, str] = {
     "temperature": "number",
     "top_p": "number",
@@ -95,15 +97,11 @@ def options_for(table: Mapping[str, Any], model: str) -> dict[str, Any]:
     """Ollama `options` for `model`: the table's values, then the model's own over them
     (`qwen3` and `qwen3:latest` name the same model)."""
     options = {name: value for name, value in table.items() if not isinstance(value, Mapping)}
-    wanted = _with_tag(model)
+    wanted = normalise_name(model)
     for name, own in table.items():
-        if isinstance(own, Mapping) and _with_tag(name) == wanted:
+        if isinstance(own, Mapping) and normalise_name(name) == wanted:
             options.update(own)
     return options
-
-
-def _with_tag(name: str) -> str:
-    return name if ":" in name else f"{name}:latest"
 
 
 def parse_keep_alive(value: object) -> object:

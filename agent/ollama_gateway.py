@@ -27,6 +27,7 @@ from agent.model_options import options_for
 from agent.ollama_host import is_loopback_host
 from agent.ollama_import import import_ollama
 from agent.think_splitter import ThinkSplitter
+from memory.model_names import normalise_name
 from memory.secret_masking import replace_lone_surrogates
 
 if TYPE_CHECKING:
@@ -51,14 +52,14 @@ class OllamaStatus:
     """Per model (same order as `models`), what /api/show says it can; None: not known."""
 
     def has_model(self, name: str) -> bool:
-        return normalise_model_name(name) in {normalise_model_name(m) for m in self.models}
+        return normalise_name(name) in {normalise_name(m) for m in self.models}
 
     def capabilities_of(self, name: str) -> tuple[str, ...] | None:
         """What /api/show said the pulled model `name` can; None: not pulled or not known."""
-        wanted = normalise_model_name(name)
+        wanted = normalise_name(name)
         known = self.capabilities or (None,) * len(self.models)
         for model, caps in zip(self.models, known, strict=True):
-            if normalise_model_name(model) == wanted:
+            if normalise_name(model) == wanted:
                 return caps
         return None
 
@@ -87,11 +88,6 @@ def can_chat(capabilities: tuple[str, ...] | None) -> bool | None:
 def is_embedding(capabilities: tuple[str, ...] | None) -> bool | None:
     """Whether Ollama lists `embedding`; None when it lists nothing (as `can_chat`)."""
     return "embedding" in capabilities if capabilities else None
-
-
-def normalise_model_name(name: str) -> str:
-    """`llama3.2` and `llama3.2:latest` are the same model."""
-    return name if ":" in name else f"{name}:latest"
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,7 +378,7 @@ class OllamaGateway:
         without /api/show's answer (the model not pulled yet, Ollama down) is not kept: the
         next request asks again, so a model pulled later gets its real window."""
         chosen = setting if setting is not None else self.num_ctx
-        key = (normalise_model_name(model), chosen)
+        key = (normalise_name(model), chosen)
         choice = self._windows.get(key)
         if choice is None:
             shown = await self.show(model)

@@ -13,6 +13,10 @@ recall uses words, and the index is rebuilt from the vectors the new model alrea
 vectors and the old index as they were). A reading process (`status`, `recall`) only looks.
 A new dimension under the same model name (a model re-pulled) is taken up by `backfill`
 when the server consistently returns it (`MemoryStore.change_dimension`).
+
+`nomic-embed-text` and `nomic-embed-text:latest` are one model (`memory.model_names`): a
+setting spelled the other way than the data dir recorded is read as the recorded spelling
+(`stored_spelling`), so it changes nothing — no re-embedding, no index rebuild.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 
+from memory.model_names import same_model
 from store import meta, point_reads, point_sizes
 from store.database import Database
 from store.vector_index_file import index_identity
@@ -42,6 +47,14 @@ class EmbeddingSpace:
     dim: int | None
     identity: bytes | None
     changed_from: str | None = None
+
+
+def stored_spelling(db: Database, model: str) -> str:
+    """`model` as this data dir recorded it when the two spellings name one model
+    (`x` / `x:latest`), else `model`: the points' vectors are filed under that spelling."""
+    with db.cursor() as cur:
+        stored = meta.get(cur, META_EMBED_MODEL)
+    return stored if stored is not None and same_model(stored, model) else model
 
 
 def resolve_space(db: Database, model: str, *, read_only: bool) -> EmbeddingSpace:

@@ -40,6 +40,7 @@ from memory.fact_types import (
     check_type,
     normalise_key,
 )
+from memory.model_names import same_model
 from memory.secret_masking import find_secrets, mask_secrets
 from memory.settings_models import FactsConfig
 from memory.text.words import clip
@@ -444,7 +445,7 @@ class FactDrawer:
         return [
             f
             for f in self.store.visible(self.workspace, statuses=["active"])
-            if f.embedding is None or f.embed_model != self.config.embed_model
+            if f.embedding is None or not same_model(f.embed_model, self.config.embed_model)
         ]
 
     def set_vector(self, fact: Fact, vector: Sequence[float]) -> None:

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memory.fact_types import key_parts
+from memory.model_names import same_model
 from memory.settings_models import FactsConfig
 from memory.text.words import clip
 from store.fact_store import Fact
@@ -116,7 +117,7 @@ class FactRanking:
         if (
             query is not None
             and fact.embedding is not None
-            and fact.embed_model == self.config.embed_model
+            and same_model(fact.embed_model, self.config.embed_model)
             and fact.embedding.shape == query.shape
         ):
             norm = float(np.linalg.norm(fact.embedding) * np.linalg.norm(query))

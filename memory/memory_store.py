@@ -31,7 +31,12 @@ import numpy as np
 from memory import ingest
 from memory.conversation_notes import SUPERSEDED_TAG
 from memory.embedding_check import vector_problem
-from memory.embedding_space import EmbeddingSpace, record_space, resolve_space
+from memory.embedding_space import (
+    EmbeddingSpace,
+    record_space,
+    resolve_space,
+    stored_spelling,
+)
 from memory.headroom import Headroom, headroom, ram_estimate_bytes
 from memory.ingest import IngestPlan, IngestReport
 from memory.neighbour_words import reindex_texts
@@ -142,6 +147,13 @@ class MemoryStore:
         start_open_ahead(home)
         try:
             db = open_database(database_path(home), clock=clock, read_only=read_only)
+            try:
+                spelling = stored_spelling(db, config.embed_model)
+            except BaseException:
+                db.close()
+                raise
+            if spelling != config.embed_model:
+                config = config.model_copy(update={"embed_model": spelling})
             store = cls(home, config, db, read_only=db.read_only)
             try:
                 store._start()

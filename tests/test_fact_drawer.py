@@ -273,6 +273,15 @@ def test_vectors_round_trip(drawer: FactDrawer) -> None:
     assert [f.key for f in drawer.needs_vector()] == ["x:y"]
 
 
+def test_a_vector_of_the_same_model_spelled_with_latest_is_kept(db_file: Path) -> None:
+    d = drawer_at(db_file, T0, embed_model="embedder")
+    d.set_vector(d.set("x:y", "fact", "A fact with a vector."), [0.5, 0.25])
+    d.db.close()
+    later = drawer_at(db_file, T0, embed_model="embedder:latest")
+    assert later.needs_vector() == []  # `embedder` is `embedder:latest`: nothing to embed again
+    later.db.close()
+
+
 # --- found by review: undo, workspaces, re-proposal, odd input --------------------------------
 
 

@@ -184,6 +184,25 @@ def test_a_new_embedding_model_marks_points_for_re_embedding(home: Path) -> None
     store.close()
 
 
+@pytest.mark.parametrize(
+    ("recorded", "configured"),
+    [("model-a", "model-a:latest"), ("model-a:latest", "model-a")],
+)
+def test_the_same_model_spelled_with_or_without_latest_re_embeds_nothing(
+    home: Path, recorded: str, configured: str
+) -> None:
+    store = open_store(home, embed_model=recorded)
+    text = "The nightly backup runs at three in the morning" + LONG
+    store.save("user", text, conversation_id="c", vector=vec(text))
+    store.close()
+    store = open_store(home, embed_model=configured)
+    assert store.ids_to_embed() == []
+    assert store.index_state() == ("in_sync", 1)  # the index was not rebuilt empty
+    hits = store.recall("zebra quokka", vector=vec(text)).hits  # no word in common
+    assert [hit.content for hit in hits] == [text]
+    store.close()
+
+
 KILLER = """
 import sys
 from pathlib import Path
