@@ -111,9 +111,13 @@ class FactDrawer:
     ) -> FactWrite:
         raw_key = clean_text(key)
         key = normalise_key(raw_key)
-        # a credential-shaped key (a token, a key id); `password:db` names one, holds none.
+        # a credential-shaped key (a token, a key id), or one assigned (`password=hunter2`,
+        # which normalises to `password-hunter2`); `password:db` names one, holds none.
         # Checked as typed too: lower-casing hides an AWS key id or a JWT from the masker.
-        if any(m.kind not in KEYWORD_KINDS for m in find_secrets(raw_key) + find_secrets(key)):
+        if any(
+            m.kind not in KEYWORD_KINDS or raw_key[: m.start].rstrip().endswith("=")
+            for m in find_secrets(raw_key)
+        ) or any(m.kind not in KEYWORD_KINDS for m in find_secrets(key)):
             raise FactError("a fact key must not hold a secret")
         body = _one_line(mask_secrets(body))
         if not body:

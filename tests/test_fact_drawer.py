@@ -337,6 +337,20 @@ def test_a_key_whose_secret_shows_only_in_upper_case_is_refused(
     assert drawer.list_facts(all_workspaces=True) == []
 
 
+@pytest.mark.parametrize("key", ["password=hunter2", "db:api_key = abc123def456"])
+def test_a_key_that_assigns_a_secret_is_refused(drawer: FactDrawer, key: str) -> None:
+    """Normalised, `password=hunter2` would be stored as the key `password-hunter2`."""
+    with pytest.raises(FactError, match="secret"):
+        drawer.set(key, "fact", "a password as key")
+    assert drawer.list_facts(all_workspaces=True) == []
+
+
+def test_a_key_that_names_a_secret_is_kept(drawer: FactDrawer) -> None:
+    assert drawer.set("password:rotation", "rule", "Rotate it every 90 days.").key == (
+        "password:rotation"
+    )
+
+
 def test_a_cap_that_cuts_everything_still_says_so(db_file: Path) -> None:
     d = drawer_at(db_file, T0, always_max=0)
     d.set("rule:a", "rule", "Always answer briefly.")
