@@ -213,6 +213,10 @@ async def test_an_unknown_slash_line_stays_in_the_box(
         assert notices(app)[-1].startswith("/conversations takes no argument")
         assert box.text == "/conversations yesterday"
         assert logged(app) == [] and standin.chat_requests() == []
+        box.load_text("/" + typed)  # `//`: the escape that sends it as a message
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(logged(app)) == 2, what="the message and its reply")
+        assert logged(app)[0].content == typed and box.text == ""
 
 
 async def test_a_second_message_while_streaming_is_refused_not_lost(

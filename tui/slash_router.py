@@ -22,12 +22,16 @@ log = logging.getLogger("straylight.tui")
 def slash_refusal(line: str) -> str | None:
     """Why a typed `/…` line runs nothing (an unknown command, or an argument given to one
     that takes none), or None when it runs. The chat then keeps the text in the box: it may
-    be a message that starts with a path (`/etc/hosts has…`), not a command."""
+    be a message that starts with a path (`/etc/hosts has…`), not a command; typed as
+    `//etc/hosts has…` it is sent as that message (the chat screen drops one `/`)."""
     command, _, argument = line.strip().partition(" ")
     entry = SLASH_COMMANDS.get(command)
     if entry is None:
         known = ", ".join(SLASH_COMMANDS)
-        return f"Unknown command {command} (your text stays in the box). Known: {known}."
+        return (
+            f"Unknown command {command} (your text stays in the box; // at its start sends it"
+            f" as a message). Known: {known}."
+        )
     if entry.runs is None and argument.strip():
         return f"{command} takes no argument: {entry.usage} (your text stays in the box)."
     return None

@@ -224,7 +224,9 @@ class ChatScreen(ChatNavigation):
     # ---- sending -----------------------------------------------------------------
     async def on_chat_input_submitted(self, message: ChatInput.Submitted) -> None:
         text = message.text
-        if text.lstrip().startswith("/"):
+        if text.lstrip().startswith("//"):  # `//etc/hosts has…`: a message, one `/` less
+            text = text.lstrip()[1:]
+        elif text.lstrip().startswith("/"):
             refusal = slash_refusal(text)
             if refusal is not None:  # kept in the box: maybe a message starting with a path
                 await self.notice(refusal, kind="error")
