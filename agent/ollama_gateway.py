@@ -341,7 +341,8 @@ class OllamaGateway:
                     streamed = True
                     yield ChatThinking(thought)
                 text = part.message.content or ""
-                text = replace_lone_surrogates(text)  # a "\ud800" escape is not writable
+                # a "\ud800" escape is not writable; a NUL would make the log a binary file
+                text = replace_lone_surrogates(text).replace("\0", "")
                 pieces = splitter.feed(text) if text else []
                 if part.done:
                     pieces += splitter.flush()

@@ -133,6 +133,7 @@ class TurnEngine:
         with the message to a vision model; the log keeps its path and hash."""
         turn = next(self._turns)
         limits = self._limits()  # the turn's deadline starts now
+        text = text.replace("\0", "")  # (a piped file's NULs: the log stays text for grep)
         typed, text = text, mask_secrets(text)  # nothing unmasked is persisted, not the log
         user_message = LogMessage(
             "user",

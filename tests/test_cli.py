@@ -156,6 +156,21 @@ def test_ask_dash_reads_standard_input(env: Env, standin: OllamaStandIn) -> None
     assert [m["content"] for m in users] == [text]
 
 
+def test_nul_characters_reach_neither_the_log_nor_the_memory(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    """A file piped in with NUL bytes: the daily log stays a text file grep reads as text."""
+    standin.script_reply("noted\0 the port")
+    typed = "my server port is 8443 and\0 the backup runs nightly at three\n"
+    proc = run_cli(env, "ask", "-", stdin=typed)
+    assert_quiet(proc)
+    assert standin.chat_requests()[-1]["messages"][-1]["content"] == typed.replace("\0", "")
+    [log] = (home / "conversation").glob("*.md")
+    assert b"\0" not in log.read_bytes() and b"noted the port" in log.read_bytes()
+    recalled = json.loads(run_cli(env, "recall", "backup nightly", "--json").stdout)
+    assert recalled["hits"] and not any("\0" in hit["content"] for hit in recalled["hits"])
+
+
 def test_ask_survives_a_pause_shorter_than_the_timeout(env: Env, standin: OllamaStandIn) -> None:
     standin.script_reply(REPLY)
     standin.fail_next("stall", after=1, seconds=0.3)
