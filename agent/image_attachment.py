@@ -8,6 +8,7 @@ the log says what was shown without holding a copy of it.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,17 +76,12 @@ def read_image(raw_path: str, *, base: Path | None = None) -> ImageAttachment:
             raise ImageError(f"{path} is a folder, not an image")
         if not path.is_file():  # a FIFO blocked the read, /dev/zero filled the memory
             raise ImageError(f"{path} is not a regular file, not an image")
-        size = path.stat().st_size
-        if size > MAX_IMAGE_BYTES:
-            raise ImageError(
-                f"{path} is {size / 2**20:.1f} MiB; images up to "
-                f"{MAX_IMAGE_BYTES // 2**20} MiB can be attached"
-            )
         with path.open("rb") as file:
-            data = file.read(MAX_IMAGE_BYTES + 1)  # (a file that grew since: bounded)
+            data = file.read(MAX_IMAGE_BYTES + 1)  # bounded: a huge file is not read whole
+            size = max(len(data), os.fstat(file.fileno()).st_size)
         if len(data) > MAX_IMAGE_BYTES:
             raise ImageError(
-                f"{path} is over {MAX_IMAGE_BYTES // 2**20} MiB; images up to "
+                f"{path} is {size / 2**20:.1f} MiB; images up to "
                 f"{MAX_IMAGE_BYTES // 2**20} MiB can be attached"
             )
     except PermissionError as error:

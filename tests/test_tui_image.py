@@ -228,3 +228,12 @@ async def test_a_retry_shows_the_model_the_same_image_again(
         await wait_until(pilot, lambda: len(srv.chat_requests()) == 3 and not app.replying)
         assert "images" not in srv.chat_requests()[-1]["messages"][-1]
         assert any("changed since it was sent" in n for n in notices(app))
+
+
+def test_an_image_over_the_cap_is_refused_with_its_size(tmp_path: Path) -> None:
+    big = tmp_path / "huge.png"
+    with big.open("wb") as file:
+        file.truncate(25 * 2**20)  # sparse: 25 MiB on paper, nothing on disk
+    with pytest.raises(ImageError) as refused:
+        read_image(str(big))
+    assert str(refused.value) == f"{big} is 25.0 MiB; images up to 20 MiB can be attached"
