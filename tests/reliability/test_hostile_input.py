@@ -127,12 +127,13 @@ def test_control_characters_in_an_argument_round_trip(world: Workspace) -> None:
 
 def test_nul_and_invalid_utf8_on_stdin_are_logged_not_fatal(world: Workspace) -> None:
     """`ask -` with NUL and bytes that are not UTF-8 (decoded with surrogateescape, as
-    Python does under a C/POSIX or C.UTF-8 locale): NUL is kept, the bad bytes become U+FFFD
-    (before the fix: exit 1 with a UnicodeEncodeError, and the message was never logged)."""
+    Python does under a C/POSIX or C.UTF-8 locale): NUL is dropped (the daily log stays a file
+    grep reads as text), the bad bytes become U+FFFD (before the fix: exit 1 with a
+    UnicodeEncodeError, and the message was never logged)."""
     before_log, before_points = log_path(world.home).read_bytes(), points(world.home)
     raw = b"nul \x00 here, invalid \xff\xfe bytes, a lone \xed\xa0\x80 surrogate, and more"
     expected = (
-        "nul \x00 here, invalid \ufffd\ufffd bytes, a lone \ufffd\ufffd\ufffd surrogate, and more"
+        "nul  here, invalid \ufffd\ufffd bytes, a lone \ufffd\ufffd\ufffd surrogate, and more"
     )
     env = dict(world.env, PYTHONIOENCODING="utf-8:surrogateescape")
     proc = world.run_process("ask", "-", stdin=raw, env=env)  # the interpreter's decoding
@@ -165,11 +166,12 @@ def test_invalid_utf8_in_an_argument_is_replaced_not_fatal(world: Workspace) -> 
 
 def test_a_reply_with_control_characters_and_a_lone_surrogate_is_kept(world: Workspace) -> None:
     """The model's text is data too: a JSON `\\ud800` escape (which no real Ollama sends)
-    becomes U+FFFD instead of crashing the output (before the fix: exit 1)."""
+    becomes U+FFFD instead of crashing the output (before the fix: exit 1); a NUL is dropped,
+    like one in the user's message; the terminal escapes are kept as sent."""
     world.standin.script_reply("nul \x00, esc \x1b[31mred\x1b[0m, lone \ud800 surrogate")
     proc = world.run_process("ask", "Say something odd")  # the interpreter's stdout
     assert_ok(proc)
-    reply = "nul \x00, esc \x1b[31mred\x1b[0m, lone \ufffd surrogate"
+    reply = "nul , esc \x1b[31mred\x1b[0m, lone \ufffd surrogate"
     assert proc.stdout == reply + "\n"
     assert new_messages(world)[1] == ("assistant", reply, "complete")
 
