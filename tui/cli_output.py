@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -22,10 +23,30 @@ def fail(message: str, code: int) -> int:
 
 
 def read_stdin_text() -> str:
-    """All of standard input as text. Bytes that are not UTF-8 become U+FFFD instead of
-    stopping the command (whatever the locale says), and CRLF becomes LF, as a text-mode
-    read did."""
-    return sys.stdin.buffer.read().decode("utf-8", "replace").replace("\r\n", "\n")
+    """All of standard input as text (see `decode_piped`), CRLF as LF, as a text-mode read
+    did; whatever the locale says."""
+    return decode_piped(sys.stdin.buffer.read()).replace("\r\n", "\n")
+
+
+# A lead byte and its continuation bytes: the shape of a UTF-8 sequence beyond ASCII.
+_UTF8_SHAPED = re.compile(rb"[\xc2-\xf4][\x80-\xbf]+")
+
+
+def decode_piped(raw: bytes) -> str:
+    """Piped bytes as text. UTF-8 when they are UTF-8. Bytes with no UTF-8 sequence in them at
+    all are a file in an 8-bit code page (a Latin-1 or Windows-1252 export: `caf\\xe9`), read as
+    Windows-1252 so `café` stays `café`; otherwise (UTF-8 with a few broken bytes) each byte
+    that is not UTF-8 becomes U+FFFD. Never an error."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    if not _UTF8_SHAPED.search(raw):
+        try:
+            return raw.decode("cp1252")
+        except UnicodeDecodeError:  # 0x81 0x8d 0x8f 0x90 0x9d: undefined there, Latin-1 has them
+            return raw.decode("latin-1")
+    return raw.decode("utf-8", "replace")
 
 
 def for_terminal(text: str) -> str:

@@ -144,11 +144,16 @@ def test_nul_and_invalid_utf8_on_stdin_are_logged_not_fatal(world: Workspace) ->
     assert_seed_kept(world, before_log, before_points)
 
 
-def test_invalid_utf8_on_stdin_under_a_strict_utf8_locale_is_replaced(world: Workspace) -> None:
+def test_a_latin1_file_on_stdin_is_read_as_latin1(world: Workspace) -> None:
+    """A piped file with no UTF-8 in it (a Windows-1252 export) keeps its accents and quotes,
+    under a strict UTF-8 locale too (before: `caf\ufffd`, the letter lost)."""
     env = dict(world.env, PYTHONIOENCODING="utf-8:strict")  # what en_US.UTF-8 gives
-    proc = world.run_process("ask", "-", stdin=b"caf\xe9 au lait from a Latin-1 file", env=env)
+    raw = b"caf\xe9 au lait from a \x93Latin-1\x94 file"
+    proc = world.run_process("ask", "-", stdin=raw, env=env)
     assert_ok(proc)
-    assert new_messages(world)[0] == ("user", "caf\ufffd au lait from a Latin-1 file", "complete")
+    text = "café au lait from a \u201cLatin-1\u201d file"
+    assert new_messages(world)[0] == ("user", text, "complete")
+    assert sent_user_messages(world.standin) == [text]
 
 
 def test_invalid_utf8_in_an_argument_is_replaced_not_fatal(world: Workspace) -> None:
