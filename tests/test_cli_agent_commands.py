@@ -69,6 +69,14 @@ def test_candidates_propose_waits_for_approval_and_names_its_origin(env: Env) ->
     other = ("candidates", "propose", "ferry:pier", "--type", "fact", "--body", "Pier four.")
     leaked = printed_json(run_cli(env, *other, "--origin", f"mcp:{token}", "--json"))
     assert leaked["origin"] == "mcp:[REDACTED:aws_key]"
+    # masked before the `=` is cleaned away (it was: `bot token sk-…` kept the key); only the
+    # marker keeps its brackets, and a marker the 60-character cut would halve is dropped
+    other = ("candidates", "propose", "ferry:dock", "--type", "fact", "--body", "Dock two.")
+    keyed = printed_json(run_cli(env, *other, "--origin", "bot<1> password=hunter22", "--json"))
+    assert keyed["origin"] == "bot 1 password [REDACTED:password]"
+    other = ("candidates", "propose", "ferry:quay", "--type", "fact", "--body", "Quay one.")
+    cut = printed_json(run_cli(env, *other, "--origin", f"{'a' * 50} {token}", "--json"))
+    assert cut["origin"] == "a" * 50
 
 
 def test_facts_search_puts_the_exact_key_first(env: Env, tmp_path: Path) -> None:

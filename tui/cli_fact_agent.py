@@ -28,6 +28,8 @@ EXIT_REFUSED = 1
 EXIT_INVALID = 2
 ORIGIN_MAX_CHARS = 60
 _NOT_IN_ORIGIN = re.compile(r"[^\w.:@/+\- ]+")
+_REDACTION = re.compile(r"(\[REDACTED:\w+\])")
+_CUT_MARKER = re.compile(r"\[[^\]]*$")  # brackets are left only in markers
 PROPOSED_CONFIDENCE = 0.7  # as the chat model's memory_write: a claim to be approved
 QUERY_EMBED_TIMEOUT_SECONDS = 15.0
 # `FactDrawer.propose`'s reasons for turning a valid proposal away
@@ -58,15 +60,24 @@ def register(facts_actions: Any, candidate_actions: Any, leaf: Any) -> None:
     )
 
 
-def clean_origin(text: str) -> str:
-    """An origin is a short label on one line: letters, digits and `. : @ / + -`, anything
-    else (control characters, markup brackets) a space, spaces joined, then secrets masked
-    (a client name is stored text like any other); Straylight's own origins (`tool`,
-    `promotion`, …) cannot be claimed from outside."""
+def origin_label(text: str, max_chars: int = ORIGIN_MAX_CHARS) -> str:
+    """A proposer's name as a short label on one line: secrets masked first, on the text as
+    given (a client name is stored text like any other; `token=…` is found only before its
+    `=` goes), then letters, digits and `. : @ / + -` kept around each `[REDACTED:kind]`,
+    anything else (control characters, markup brackets) a space, spaces joined; a marker the
+    length cut would halve is dropped."""
     from memory.secret_masking import mask_secrets
 
-    cleaned = " ".join(_NOT_IN_ORIGIN.sub(" ", text).split())
-    origin = mask_secrets(cleaned)[:ORIGIN_MAX_CHARS].strip()
+    pieces = _REDACTION.split(str(mask_secrets(text)))  # text, marker, text, marker, …
+    kept = [piece if n % 2 else _NOT_IN_ORIGIN.sub(" ", piece) for n, piece in enumerate(pieces)]
+    label = " ".join("".join(kept).split())[:max_chars]
+    return _CUT_MARKER.sub("", label).strip()
+
+
+def clean_origin(text: str) -> str:
+    """`--origin` as stored (`origin_label`); Straylight's own origins (`tool`, `promotion`,
+    …) cannot be claimed from outside."""
+    origin = origin_label(text)
     if origin in get_args(Origin):
         raise FactError(f"origin {origin!r} is Straylight's own; name the proposer instead")
     return origin or "cli"
