@@ -341,11 +341,13 @@ class FactDrawer:
         ]
         return [o.candidate for o in outcomes if o.candidate is not None]
 
-    def pending(self) -> list[Candidate]:
+    def pending(self, *, all_workspaces: bool = False) -> list[Candidate]:
+        """The candidates waiting for approval: this workspace's and the global ones, or with
+        `all_workspaces` every workspace's."""
         return [
             c
             for c in self.store.candidates(status="pending")
-            if c.scope == "global" or c.workspace == self.workspace
+            if all_workspaces or c.scope == "global" or c.workspace == self.workspace
         ]
 
     def candidate(self, candidate_id: int) -> Candidate | None:

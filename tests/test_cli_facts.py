@@ -225,6 +225,23 @@ def test_all_workspaces_names_each_facts_workspace(tmp_path: Path, standin: Olla
     assert "(workspace blyck," in lines[0] and "(workspace harbour," in lines[1], lines
 
 
+def test_candidates_list_all_workspaces_names_each_candidates_workspace(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """A candidate proposed in another workspace can be approved by its id from here; it can
+    be found too (before: `candidates list` showed only this workspace's)."""
+    env = env_for(tmp_path, standin)
+    other = dict(env, STRAYLIGHT_WORKSPACE="harbour")
+    propose = ("candidates", "propose", "db:y", "--type", "fact", "--body", "In harbour.")
+    assert_ok(run_cli(other, *propose))
+    assert json_of(env, "candidates", "list") == []
+    [listed] = json_of(env, "candidates", "list", "--all-workspaces")
+    assert (listed["key"], listed["workspace"]) == ("db:y", "harbour")
+    plain = run_cli(env, "candidates", "list", "--all-workspaces")
+    assert_ok(plain)
+    assert "db:y  fact (workspace harbour, from cli): In harbour." in plain.stdout
+
+
 def test_reflect_says_what_was_dropped_and_why(tmp_path: Path, standin: OllamaStandIn) -> None:
     env = env_for(tmp_path, standin)
     standin.script_reply("Noted.")

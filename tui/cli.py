@@ -236,7 +236,9 @@ def _fact_commands(commands: Any) -> None:
     verbs = candidates.add_subparsers(
         dest="action", metavar="ACTION", parser_class=_Parser, required=True
     )
-    leaf(verbs, "list", "the pending candidates")
+    leaf(verbs, "list", "the pending candidates").add_argument(
+        "--all-workspaces", action="store_true", help="candidates of every workspace, each named"
+    )
     approve = leaf(verbs, "approve", "make a candidate a fact")
     approve.add_argument("id", metavar="ID", type=int)
     approve.add_argument("--body", help="edit the body first")

@@ -197,12 +197,15 @@ def _candidates(args: argparse.Namespace, settings: Settings) -> int:
             pending: list[Candidate] = []
         else:
             with open_drawer(settings, read_only=True) as drawer:
-                pending = drawer.pending()
+                pending = drawer.pending(all_workspaces=args.all_workspaces)
         if args.json:
             print_json([candidate_json(c) for c in pending])
         else:
             for c in pending:
-                print(f"#{c.id} {c.key}  {c.type} ({c.scope}, from {c.origin}): {c.body}")
+                where = c.scope
+                if args.all_workspaces and c.scope == "workspace":
+                    where = f"workspace {c.workspace}"
+                print(f"#{c.id} {c.key}  {c.type} ({where}, from {c.origin}): {c.body}")
                 if c.proof:
                     print(f"    proof: {c.proof}")
             if not pending:
