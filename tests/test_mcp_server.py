@@ -274,6 +274,22 @@ async def test_the_servers_options_reach_every_command_and_longterm_is_the_promp
     assert (status["home"], status["workspace"]) == (str(home), "blyck")
 
 
+async def test_reading_a_mistyped_home_creates_nothing(
+    env: Env, workspace: Path, tmp_path: Path
+) -> None:
+    """`straylight mcp --home TYPO`: the reading tools answer empty and leave no folder (before:
+    the first call made the folder and its lock file, as the CLI's reads never do)."""
+    typo = tmp_path / "hoem"
+    async with mcp_session(env, workspace, options=("--home", str(typo))) as session:
+        found = result_of(await session.call_tool("memory_search", {"query": "deploy"}))
+        assert found["hits"] == []
+        read = result_of(await session.call_tool("memory_read", {"key": "deploy"}))
+        assert read["facts"] == []
+        status = result_of(await session.call_tool("memory_status", {}))
+        assert status["points"]["total"] == 0
+    assert not typo.exists()
+
+
 async def test_a_resource_that_cannot_be_read_is_one_line_naming_why(
     env: Env, workspace: Path, tmp_path: Path
 ) -> None:

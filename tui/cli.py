@@ -44,6 +44,11 @@ READ_ONLY_COMMANDS = frozenset(
 EXIT_DATA_DIR_IN_USE = 6
 
 
+def may_create_data_dir(args: argparse.Namespace) -> bool:
+    """Whether the command may create the data dir: one that writes, not a reading action."""
+    return args.command in COMMANDS_THAT_WRITE and getattr(args, "action", None) not in READ_ACTIONS
+
+
 class UsageError(Exception):
     """Bad command-line use; exit 2 with the message."""
 
@@ -306,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_data_dir(settings.home)
         except UnsafeDataDir as error:
             return fail(str(error), EXIT_USAGE)
-    if args.command in COMMANDS_THAT_WRITE and getattr(args, "action", None) not in READ_ACTIONS:
+    if may_create_data_dir(args):
         try:
             setup_file_logging(settings.log_file)
         except OSError as error:

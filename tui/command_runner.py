@@ -77,11 +77,14 @@ class CommandRunner:
         if isinstance(parsed, CommandOutcome):
             return parsed
         args, resolved = parsed
+        from tui.cli import may_create_data_dir
         from tui.owner_client import forwards, give_up_at
 
         request = self._request(argv, resolved, stdin)
         if not forwards(args):
             return await _in_process(request)
+        if not resolved.settings.home.is_dir() and not may_create_data_dir(args):
+            return await _in_process(request)  # nobody to ask, nothing to own: nothing created
         loop = asyncio.get_running_loop()
         home = resolved.settings.home
         deadline = loop.time() + RETRY_SECONDS
