@@ -27,7 +27,9 @@ from store.bm25 import B as B
 from store.heap import large_blocks_mapped, return_freed_memory
 from store.lexical_persist import IndexFile
 from store.lexical_postings import CompactPostings
-from store.point_traits import MISSING_DAY, MISSING_SPEAKER, MISSING_WORDS, PointTraits
+from store.lexical_tables import LoadStopped as LoadStopped  # store.lexical_index re-exports it
+from store.lexical_tables import read_tables
+from store.point_traits import MISSING_SPEAKER, PointTraits
 from store.sole_writer import SOLE_WRITERS
 from store.text_terms import Analyzer, default_analyzer
 
@@ -77,31 +79,6 @@ class _Staged:
     length: int | None  # None: a removal
     counts: Counter[str] | None
     traits: PointTraits | None = None
-
-
-# Loading reads three plain scans and one DISTINCT (DuckDB keeps much of what a join, window
-# or sort allocates: measured in docs/memory-scale.md); numpy matches postings to terms by
-# DuckDB's 64-bit `hash(term)` and to slots by point id. Should two terms share a hash, the
-# postings are read with the join below instead.
-_LOAD_DOCS_SQL = (  # the traits of a point indexed without them: MISSING_* (store.point_traits)
-    f"SELECT point_id, length, coalesce(words, {MISSING_WORDS}) AS words, "
-    f"coalesce(day, {MISSING_DAY}) AS day, coalesce(answers, 0) AS answers, "
-    f"coalesce(speaker, {MISSING_SPEAKER}) AS speaker "
-    "FROM lexical_docs ORDER BY point_id"
-)
-_LOAD_TERMS_SQL = "SELECT term, hash(term) AS h FROM (SELECT DISTINCT term FROM lexical_postings)"
-_LOAD_POSTINGS_SQL = "SELECT point_id, hash(term) AS h, tf FROM lexical_postings"
-_LOAD_POSTINGS_BY_TERM_SQL = """
-SELECT p.point_id, t.tid, p.tf
-FROM lexical_postings p JOIN (
-    SELECT term, (row_number() OVER (ORDER BY term) - 1)::INTEGER AS tid
-    FROM (SELECT DISTINCT term FROM lexical_postings)
-) t ON t.term = p.term
-"""
-
-
-class LoadStopped(Exception):
-    """`LexicalCache.load` was asked to stop (the store is closing)."""
 
 
 class LexicalCache:
@@ -266,20 +243,7 @@ class LexicalCache:
             self._staged.clear()
         generation = meta.get(con, GENERATION_KEY)
         with large_blocks_mapped(self._temporary_bytes):
-            docs = con.execute(_LOAD_DOCS_SQL).fetchnumpy()
-            _check_stop(stop)
-            self._index = _read_postings(
-                con,
-                np.asarray(docs["point_id"], dtype=np.int64),
-                np.asarray(docs["length"], dtype=np.int32),
-                stop,
-                (
-                    np.asarray(docs["words"], dtype=np.uint16),
-                    np.asarray(docs["day"], dtype=np.int32),
-                    np.asarray(docs["answers"], dtype=np.uint8),
-                    np.asarray(docs["speaker"], dtype=np.uint16),
-                ),
-            )
+            self._index = read_tables(con, stop)
         self._generation = generation
         self._loaded = True
         self._next_full_check = time.monotonic() + FULL_CHECK_SECONDS
@@ -597,52 +561,3 @@ def _members(values: NDArray[np.int64], sorted_ids: NDArray[np.int64]) -> NDArra
     found = where < len(sorted_ids)
     found[found] = sorted_ids[where[found]] == values[found]
     return found
-
-
-def _check_stop(stop: Callable[[], bool] | None) -> None:
-    if stop is not None and stop():
-        raise LoadStopped("the word-index load was stopped")
-
-
-def _read_postings(
-    con: duckdb.DuckDBPyConnection,
-    point_ids: NDArray[np.int64],
-    lengths: NDArray[np.int32],
-    stop: Callable[[], bool] | None,
-    traits: Traits,
-) -> CompactPostings:
-    """The postings of the docs `point_ids` (ascending) as a `CompactPostings`; postings of
-    points without a `lexical_docs` row are left out (check_consistency reports those)."""
-    rows = con.execute(_LOAD_TERMS_SQL).fetchall()
-    _check_stop(stop)
-    terms = [str(term) for term, _ in rows]
-    term_hashes = np.fromiter((h for _, h in rows), dtype=np.uint64, count=len(rows))
-    del rows
-    by_hash = np.argsort(term_hashes)
-    sorted_hashes = term_hashes[by_hash]
-    unique = not np.any(sorted_hashes[1:] == sorted_hashes[:-1])
-    columns = con.execute(_LOAD_POSTINGS_SQL if unique else _LOAD_POSTINGS_BY_TERM_SQL).fetchnumpy()
-    _check_stop(stop)
-    post_ids = np.asarray(columns["point_id"], dtype=np.int64)
-    if unique:
-        post_terms = by_hash[np.searchsorted(sorted_hashes, columns["h"])].astype(np.int32)
-    else:
-        terms.sort()  # the query's term ids are ranks by term
-        post_terms = np.asarray(columns["tid"], dtype=np.int32)
-    post_tfs = np.asarray(columns["tf"], dtype=np.int32)
-    del columns
-    slots = np.searchsorted(point_ids, post_ids)
-    known = slots < len(point_ids)
-    known[known] = point_ids[slots[known]] == post_ids[known]
-    del post_ids
-    order = np.argsort(slots, kind="stable")
-    order = order[known[order]]
-    return CompactPostings.from_arrays(
-        terms,
-        point_ids,
-        lengths,
-        slots[order].astype(np.int32),
-        post_terms[order],
-        post_tfs[order],
-        traits,
-    )

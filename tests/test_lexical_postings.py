@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from store import lexical_cache, lexical_dense, lexical_postings
+from store import lexical_dense, lexical_postings, lexical_tables
 from store import lexical_index as li
 from store.lexical_postings import CompactPostings
 from tests.test_lexical_index import add, ids, migrate
@@ -165,7 +165,7 @@ def test_the_load_falls_back_to_the_join_when_two_terms_share_a_hash(con, monkey
     add(con, {1: "zulu alpha", 2: "alpha mike", 3: "mike zulu zulu"})
     want = {q: li.search(con, q, 5) for q in ("zulu", "alpha mike", "mike")}
     colliding = "SELECT term, 0::UBIGINT AS h FROM (SELECT DISTINCT term FROM lexical_postings)"
-    monkeypatch.setattr(lexical_cache, "_LOAD_TERMS_SQL", colliding)
+    monkeypatch.setattr(lexical_tables, "_LOAD_TERMS_SQL", colliding)
     cache = li.LexicalCache()
     cache.load(con)
     for query, hits in want.items():
