@@ -87,6 +87,10 @@ def test_json_before_the_list_action_is_kept_and_before_another_action_refused(
     assert_one_line(
         run_cli(env, "conversations", "--json", "delete", cid, "--yes"), 2, "takes none"
     )
+    # without --yes too: refused for the --json, not sent off to ask (or to find a terminal)
+    assert_one_line(
+        run_cli(env, "conversations", "--json", "delete", cid), 2, "--json is for the list"
+    )
     assert listing(env)[0]["id"] == cid  # nothing deleted
 
 

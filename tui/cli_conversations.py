@@ -326,8 +326,8 @@ def confirmed_argv(args: Any, resolved: ResolvedSettings, argv: list[str]) -> li
     waited for, as a forwarded command waits: until it serves or lets go; after
     `RETRY_SECONDS`, exit 6 naming it, before anything is asked (a "yes" could not be
     acted on, and only the owner's database knows the title)."""
-    if args.command != "conversations" or args.action != "delete" or args.yes:
-        return argv
+    if args.command != "conversations" or args.action != "delete" or args.yes or args.json:
+        return argv  # (`--json delete`: refused where it runs, before anything is asked)
     settings = resolved.settings
     info = _find(DailyLog(settings.home / "conversation"), args.id)
     if info is None:
