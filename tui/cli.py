@@ -282,6 +282,10 @@ def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
 def _resolve(
     args: argparse.Namespace, environ: Mapping[str, str] | None = None
 ) -> ResolvedSettings:
+    if args.config is not None and not args.config.strip():  # `Path("")` is the folder
+        raise SettingsError(
+            f"option --config: the config file must not be empty (got {args.config!r})"
+        )
     config = Path(args.config) if args.config else None
     return load_settings(
         flags=setting_flags(args),
