@@ -69,6 +69,8 @@ def test_set_get_list_retire_with_the_documented_json(
     assert other == []  # workspace facts stay in their workspace
     assert json_of(env, "facts", "retire", "deploy:blyck")["status"] == "retired"
     assert json_of(env, "facts", "list", "--status", "retired")[0]["key"] == "deploy:blyck"
+    # retiring it again says so (it used to say `no fact 'deploy:blyck'`, as for a typo)
+    assert_one_line(run_cli(env, "facts", "retire", "deploy:blyck"), 1, "is already retired")
 
 
 def test_overwrite_history_and_undo(tmp_path: Path, standin: OllamaStandIn) -> None:

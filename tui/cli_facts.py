@@ -163,6 +163,8 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
             exists = bool(found)
         elif action == "retire":
             found = drawer.retire(key)
+            if not found and drawer.store.by_key(key, drawer.workspace):  # all retired
+                return fail(f"fact {args.key!r} is already retired", EXIT_NOT_FOUND)
             data = fact_json(found[0]) if found else None
             text = f"retired {_line(found[0])}" if found else ""
             exists = bool(found)
