@@ -179,6 +179,12 @@ def test_export_markdown_and_json_to_stdout_and_to_a_file(
     proc = run_cli(env, "conversations", "export", cid, "--format", "pdf")
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
 
+    standin.fail_next("status", path="/api/chat", status=500, message="model exploded")
+    assert run_cli(env, "ask", "Still there?", "--conversation", cid).returncode == 5
+    md = run_cli(env, "conversations", "export", cid)  # why it failed, as `history` says it
+    assert f"## assistant · {NOW} · llama3.2 · failed: " in md.stdout
+    assert "model exploded" in md.stdout.rsplit("## assistant", 1)[1].splitlines()[0]
+
 
 def test_an_unknown_id_exits_1_and_a_value_no_id_could_be_exits_2_unrepeated(
     env: Env, standin: OllamaStandIn

@@ -187,7 +187,7 @@ def export_markdown(
     info: ConversationInfo, title: str, system: str | None, messages: Sequence[LogMessage]
 ) -> str:
     """The conversation as a Markdown transcript: a title, its facts, then each message
-    under `## role · time`."""
+    under `## role · time` (a reply that failed: `· failed: REASON`)."""
     lines = [f"# {title or info.conversation_id}", "", f"- id: `{info.conversation_id}`"]
     if info.started:
         lines.append(f"- started: {format_instant(info.started)}")
@@ -205,6 +205,8 @@ def export_markdown(
             head += f" · {message.model}"
         if message.status != "complete":
             head += f" · {message.status.replace('_', ' ')}"
+        if message.reason:  # why it failed (`history` shows it too): one line in the heading
+            head += f": {' '.join(message.reason.split())}"
         lines += ["", head, "", message.content]
     return "\n".join(lines) + "\n"
 
