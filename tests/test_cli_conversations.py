@@ -175,6 +175,10 @@ def test_export_markdown_and_json_to_stdout_and_to_a_file(
     assert_one_line(
         run_cli(env, "conversations", "export", cid, "-o", str(tmp_path)), 2, "directory"
     )
+    for empty in ("", " "):  # not "`.` is a directory": the user gave no FILE at all
+        assert_one_line(
+            run_cli(env, "conversations", "export", cid, "-o", empty), 2, "-o needs a FILE"
+        )
     assert_one_line(run_cli(env, "conversations", "export", "x-1"), 1, "no conversation 'x-1'")
     proc = run_cli(env, "conversations", "export", cid, "--format", "pdf")
     assert proc.returncode == 2 and "invalid choice" in proc.stderr

@@ -239,6 +239,8 @@ def _export(
         return EXIT_OK
     from store.private_files import write_private_text
 
+    if not output.strip():  # `Path("")` is the current folder: "-o wants a file" about `.`
+        return fail("-o needs a FILE (or - for standard output)", EXIT_USAGE)
     path = Path(output).expanduser()
     if path.is_dir():
         return fail(f"{path} is a directory; -o wants a file", EXIT_USAGE)
