@@ -98,6 +98,8 @@ def test_requires_given_twice_keeps_every_key(tmp_path: Path, standin: OllamaSta
 
 def test_errors_are_one_line_with_stable_exit_codes(tmp_path: Path, standin: OllamaStandIn) -> None:
     env = env_for(tmp_path, standin)
+    for action in ("get", "retire", "history", "undo"):  # before any database: still exit 2
+        assert_one_line(run_cli(env, "facts", action, ":"), 2, "empty fact key")
     assert_one_line(run_cli(env, "facts", "get", "nope"), 1, "no fact")
     assert_one_line(run_cli(env, "facts", "set", "k", "--type", "wish", "--body", "x"), 2)
     assert_one_line(run_cli(env, "facts", "set", ":", "--type", "fact", "--body", "x"), 2, "key")
