@@ -72,6 +72,14 @@ FLAG_NAMES: dict[str, str] = {
 
 CONFIG_ENV = "STRAYLIGHT_CONFIG"
 
+_NAMED_BY_FLAG: dict[str, str] = {
+    "ollama_host": "the Ollama address",
+    "workspace": "the workspace name",
+}
+"""Flags whose empty value would silently mean the default (Ollama on this machine, the git
+root) instead of what the user meant to name: refused, as an empty `--home` or `--model` is.
+(An empty environment variable counts as unset, as the ollama client reads OLLAMA_HOST.)"""
+
 Source = Literal["default", "file", "env", "flag"]
 
 
@@ -233,6 +241,12 @@ def load_settings(
     """
     environ = os.environ if environ is None else environ
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    for name, what in _NAMED_BY_FLAG.items():
+        value = flags.get(name)
+        if isinstance(value, str) and not value.strip():  # `--ollama-host "$UNSET"`
+            raise SettingsError(
+                f"option {FLAG_NAMES[name]}: {what} must not be empty (got {value!r})"
+            )
     named = config_path is not None and require_config
     if config_path is None and environ.get(CONFIG_ENV, "").strip():
         config_path, named = Path(environ[CONFIG_ENV]), True

@@ -341,6 +341,30 @@ def test_bad_command_line_is_one_line(env: Env) -> None:
         assert_one_line(proc, 2, label=label)
 
 
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["ask", "hello", "world"], "straylight ask --help"),
+        (["remember", "my", "note"], "straylight remember --help"),
+        (
+            ["facts", "set", "k", "--type", "fact", "--body", "two", "words"],
+            "straylight facts set --help",
+        ),
+        (["conversations", "delete", "x", "--json"], "straylight conversations delete --help"),
+    ],
+)
+def test_leftover_words_name_their_command_and_the_quotes(
+    env: Env, standin: OllamaStandIn, args: list[str], named: str
+) -> None:
+    """`straylight ask hello world` (no quotes) used to send the user to `straylight --help`,
+    which does not list ask's arguments; the line names the command, and for a stray word
+    (not an option) the missing quotes."""
+    line = assert_one_line(run_cli(env, *args), 2, "unrecognized arguments:")
+    assert f"(try '{named}')" in line
+    assert ("needs quotes" in line) is (not args[-1].startswith("-"))
+    assert standin.chat_requests() == []
+
+
 def test_history_bad_date_exits_2(env: Env) -> None:
     days = ["2031-13-01", "2031-02-30", "yesterday", "03/02/2031", "2031-02-03T04:05"]
     calls = [(env, ["history", "--date", day], None) for day in days]

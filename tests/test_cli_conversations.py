@@ -87,6 +87,10 @@ def test_json_before_the_list_action_is_kept_and_before_another_action_refused(
     assert_one_line(
         run_cli(env, "conversations", "--json", "delete", cid, "--yes"), 2, "takes none"
     )
+    # without --yes too: refused for the --json, not sent off to ask (or to find a terminal)
+    assert_one_line(
+        run_cli(env, "conversations", "--json", "delete", cid), 2, "--json is for the list"
+    )
     assert listing(env)[0]["id"] == cid  # nothing deleted
 
 
@@ -171,9 +175,19 @@ def test_export_markdown_and_json_to_stdout_and_to_a_file(
     assert_one_line(
         run_cli(env, "conversations", "export", cid, "-o", str(tmp_path)), 2, "directory"
     )
+    for empty in ("", " "):  # not "`.` is a directory": the user gave no FILE at all
+        assert_one_line(
+            run_cli(env, "conversations", "export", cid, "-o", empty), 2, "-o needs a FILE"
+        )
     assert_one_line(run_cli(env, "conversations", "export", "x-1"), 1, "no conversation 'x-1'")
     proc = run_cli(env, "conversations", "export", cid, "--format", "pdf")
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+    standin.fail_next("status", path="/api/chat", status=500, message="model exploded")
+    assert run_cli(env, "ask", "Still there?", "--conversation", cid).returncode == 5
+    md = run_cli(env, "conversations", "export", cid)  # why it failed, as `history` says it
+    assert f"## assistant · {NOW} · llama3.2 · failed: " in md.stdout
+    assert "model exploded" in md.stdout.rsplit("## assistant", 1)[1].splitlines()[0]
 
 
 def test_an_unknown_id_exits_1_and_a_value_no_id_could_be_exits_2_unrepeated(

@@ -69,6 +69,8 @@ def test_set_get_list_retire_with_the_documented_json(
     assert other == []  # workspace facts stay in their workspace
     assert json_of(env, "facts", "retire", "deploy:blyck")["status"] == "retired"
     assert json_of(env, "facts", "list", "--status", "retired")[0]["key"] == "deploy:blyck"
+    # retiring it again says so (it used to say `no fact 'deploy:blyck'`, as for a typo)
+    assert_one_line(run_cli(env, "facts", "retire", "deploy:blyck"), 1, "is already retired")
 
 
 def test_overwrite_history_and_undo(tmp_path: Path, standin: OllamaStandIn) -> None:
@@ -96,6 +98,8 @@ def test_requires_given_twice_keeps_every_key(tmp_path: Path, standin: OllamaSta
 
 def test_errors_are_one_line_with_stable_exit_codes(tmp_path: Path, standin: OllamaStandIn) -> None:
     env = env_for(tmp_path, standin)
+    for action in ("get", "retire", "history", "undo"):  # before any database: still exit 2
+        assert_one_line(run_cli(env, "facts", action, ":"), 2, "empty fact key")
     assert_one_line(run_cli(env, "facts", "get", "nope"), 1, "no fact")
     assert_one_line(run_cli(env, "facts", "set", "k", "--type", "wish", "--body", "x"), 2)
     assert_one_line(run_cli(env, "facts", "set", ":", "--type", "fact", "--body", "x"), 2, "key")

@@ -32,6 +32,7 @@ CARD_FIELDS = {
     "created_at",
     "due_at",
     "overdue",
+    "workspace",
 }
 
 
@@ -103,7 +104,11 @@ def test_list_json_shape_and_overdue_flag(cli: Cli, capsys: pytest.CaptureFixtur
     assert listed["source_ids"] == ["fact:1", "point:2"]
     assert (listed["confidence"], listed["status"], listed["overdue"]) == (0.3, "open", False)
     assert listed["due_at"] == "2026-12-13T21:04:38+00:00"
-    assert len(cli.json(capsys, "list", "--all-workspaces")) == 2
+    assert listed["workspace"] == "demo"
+    every = cli.json(capsys, "list", "--all-workspaces")
+    assert sorted(c["workspace"] for c in every) == ["demo", "other"]  # which is whose
+    code, out, _ = cli.run(capsys, "list", "--all-workspaces")
+    assert code == 0 and "due 2026-12-13 (workspace other): A card of another" in out
 
     cli.now = "2026-12-13T21:04:38Z"  # exactly 14 days later
     [listed] = cli.json(capsys, "list")

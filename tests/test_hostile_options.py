@@ -73,6 +73,21 @@ def test_an_empty_model_name_is_refused(env: Env, standin: OllamaStandIn) -> Non
     assert standin.chat_requests() == []
 
 
+@pytest.mark.parametrize("flag", ["--ollama-host", "--workspace", "--config"])
+def test_an_empty_global_option_is_refused_not_the_default(
+    env: Env, tmp_path: Path, flag: str
+) -> None:
+    """`--ollama-host "$UNSET"` used to mean Ollama on this machine (overriding OLLAMA_HOST),
+    an empty --workspace the git root and an empty --config the default file, silently."""
+    home = tmp_path / "data"
+    for value in ("", "  "):
+        write = ["facts", "set", "a:b", "--type", "fact", "--body", "x"]
+        proc = run_cli(env, "--home", str(home), flag, value, *write)
+        one_line_exit_2(proc, flag, "must not be empty")
+        one_line_exit_2(run_cli(env, "status", flag, value), flag, "must not be empty")
+    assert not home.exists()
+
+
 @pytest.mark.parametrize("text", ["", "   "])
 def test_remember_names_itself_when_the_text_is_empty(env: Env, text: str) -> None:
     one_line_exit_2(run_cli(env, "remember", text), "remember needs a non-empty TEXT")

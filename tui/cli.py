@@ -57,6 +57,24 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{PROG}: {message} (try '{self.prog} --help')\n")
 
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: None = None
+    ) -> argparse.Namespace:
+        """As argparse parses, but words left over are named with the command they were given
+        to (argparse's own line sends every one to `straylight --help`), and a stray word
+        (`straylight ask hello world`) most likely wanted quotes: the line says so."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            words = (getattr(parsed, name, None) for name in ("command", "action"))
+            prog = " ".join([self.prog, *(w for w in words if isinstance(w, str))])
+            quote = "" if extras[0].startswith("-") else "; a value with spaces needs quotes"
+            self.exit(
+                EXIT_USAGE,
+                f"{PROG}: unrecognized arguments: {' '.join(extras)}{quote} "
+                f"(try '{prog} --help')\n",
+            )
+        return parsed
+
 
 GLOBAL_OPTIONS = frozenset({"--home", "--ollama-host", "--model", "--config", "--workspace"})
 """The options every command takes (`_common_options`), before or after its name; each takes
@@ -282,6 +300,10 @@ def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
 def _resolve(
     args: argparse.Namespace, environ: Mapping[str, str] | None = None
 ) -> ResolvedSettings:
+    if args.config is not None and not args.config.strip():  # `Path("")` is the folder
+        raise SettingsError(
+            f"option --config: the config file must not be empty (got {args.config!r})"
+        )
     config = Path(args.config) if args.config else None
     return load_settings(
         flags=setting_flags(args),

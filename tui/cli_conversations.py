@@ -187,7 +187,7 @@ def export_markdown(
     info: ConversationInfo, title: str, system: str | None, messages: Sequence[LogMessage]
 ) -> str:
     """The conversation as a Markdown transcript: a title, its facts, then each message
-    under `## role · time`."""
+    under `## role · time` (a reply that failed: `· failed: REASON`)."""
     lines = [f"# {title or info.conversation_id}", "", f"- id: `{info.conversation_id}`"]
     if info.started:
         lines.append(f"- started: {format_instant(info.started)}")
@@ -205,6 +205,8 @@ def export_markdown(
             head += f" · {message.model}"
         if message.status != "complete":
             head += f" · {message.status.replace('_', ' ')}"
+        if message.reason:  # why it failed (`history` shows it too): one line in the heading
+            head += f": {' '.join(message.reason.split())}"
         lines += ["", head, "", message.content]
     return "\n".join(lines) + "\n"
 
@@ -237,6 +239,8 @@ def _export(
         return EXIT_OK
     from store.private_files import write_private_text
 
+    if not output.strip():  # `Path("")` is the current folder: "-o wants a file" about `.`
+        return fail("-o needs a FILE (or - for standard output)", EXIT_USAGE)
     path = Path(output).expanduser()
     if path.is_dir():
         return fail(f"{path} is a directory; -o wants a file", EXIT_USAGE)
@@ -326,8 +330,8 @@ def confirmed_argv(args: Any, resolved: ResolvedSettings, argv: list[str]) -> li
     waited for, as a forwarded command waits: until it serves or lets go; after
     `RETRY_SECONDS`, exit 6 naming it, before anything is asked (a "yes" could not be
     acted on, and only the owner's database knows the title)."""
-    if args.command != "conversations" or args.action != "delete" or args.yes:
-        return argv
+    if args.command != "conversations" or args.action != "delete" or args.yes or args.json:
+        return argv  # (`--json delete`: refused where it runs, before anything is asked)
     settings = resolved.settings
     info = _find(DailyLog(settings.home / "conversation"), args.id)
     if info is None:

@@ -152,10 +152,10 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
             if not facts:
                 print("no facts", file=sys.stderr)
         return EXIT_OK
+    key = normalise_key(args.key)  # an empty key is a usage error, database or none
     if not database_path(settings.home).exists():
         return fail(f"no fact {args.key!r}", EXIT_NOT_FOUND)
     with open_drawer(settings) as drawer:  # `get` counts a use: it writes
-        key = normalise_key(args.key)
         if action == "get":
             found = drawer.get(key)
             data: Any = fact_json(found[0]) if found else None
@@ -163,6 +163,8 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
             exists = bool(found)
         elif action == "retire":
             found = drawer.retire(key)
+            if not found and drawer.store.by_key(key, drawer.workspace):  # all retired
+                return fail(f"fact {args.key!r} is already retired", EXIT_NOT_FOUND)
             data = fact_json(found[0]) if found else None
             text = f"retired {_line(found[0])}" if found else ""
             exists = bool(found)

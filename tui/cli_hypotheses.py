@@ -6,7 +6,8 @@ print the changed card; `validate` also proposes a fact candidate (see `straylig
 list`). `--json` prints the data: a list of cards, or one card (`validate` adds
 ``"candidate": {…}`` or ``null``). A card is
 ``{"id", "statement", "source_ids", "prediction", "measurement", "confidence", "status",
-"created_at", "due_at", "overdue"}`` (times ISO 8601 UTC).
+"created_at", "due_at", "overdue", "workspace"}`` (times ISO 8601 UTC); with
+`--all-workspaces` each plain card names its workspace, as `facts list` does.
 
 Exit codes: 0 ok, 1 no such card, 2 a change the card's status does not allow.
 These commands open only the database and hold the data-dir lock while they run. Importing
@@ -85,13 +86,16 @@ def card_json(card: Hypothesis, now: datetime) -> dict[str, Any]:
         "created_at": card.created_at.isoformat(),
         "due_at": card.due_at.isoformat(),
         "overdue": card.is_overdue(now),
+        "workspace": card.workspace,
     }
 
 
-def _lines(card: Hypothesis, now: datetime) -> list[str]:
+def _lines(card: Hypothesis, now: datetime, *, workspace: bool = False) -> list[str]:
     state = "overdue" if card.is_overdue(now) else card.status
+    where = f" (workspace {card.workspace})" if workspace else ""
     return [
-        f"#{card.id} [{state}] {card.confidence:.2f}, due {card.due_at:%Y-%m-%d}: {card.statement}",
+        f"#{card.id} [{state}] {card.confidence:.2f}, due {card.due_at:%Y-%m-%d}{where}: "
+        f"{card.statement}",
         f"    sources: {', '.join(card.source_ids)}",
         f"    prediction: {card.prediction}",
         f"    measurement: {card.measurement}",
@@ -161,7 +165,7 @@ def _list(args: argparse.Namespace, settings: Settings, now: datetime) -> int:
         print_json([card_json(card, now) for card in cards])
         return EXIT_OK
     for card in cards:
-        print(for_terminal("\n".join(_lines(card, now))))
+        print(for_terminal("\n".join(_lines(card, now, workspace=args.all_workspaces))))
     if not cards:
         print("no hypothesis cards", file=sys.stderr)
     return EXIT_OK
