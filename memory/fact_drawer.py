@@ -51,6 +51,7 @@ from store.fact_store import Candidate, Fact, FactStore, FactVersion, FactWrite
 KEYWORD_KINDS = frozenset({"password", "secret", "token", "api_key", "connection_string"})
 STALE_AFTER = timedelta(days=90)
 RETIRE_AFTER = timedelta(days=180)
+USER_RETIRE_REASON = "retired by the user"  # `retire` by hand: the one status change `undo` undoes
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +215,7 @@ class FactDrawer:
         return [f for f in found if wanted is None or f.scope == wanted]
 
     def retire(
-        self, key: str, *, reason: str = "retired by the user", scope: str | None = None
+        self, key: str, *, reason: str = USER_RETIRE_REASON, scope: str | None = None
     ) -> list[Fact]:
         """Retire the fact with this key (the workspace one, else the global one; `scope`
         picks one)."""
@@ -256,20 +257,33 @@ class FactDrawer:
     def undo(self, key: str) -> Fact | None:
         """Undo the last write of this key (the workspace one, else the global one): the
         version written before it comes back (undo again to go further back); a first write
-        is removed. Status and confidence changes (decay, revive, boost) are not writes.
+        is removed. Status and confidence changes (decay, revive, boost) are not writes, but
+        the user's retirement is undone when it was the last thing done to the fact: it is
+        active again (a retire by mistake does not cost the fact).
         None if the fact was removed or there is nothing to undo."""
         found = self._with_key(key, None)
         if not found:
             return None
         fact = found[0]
+        versions = [
+            version
+            for version in self.store.history(fact.key)
+            if (version.fact.get("scope"), version.fact.get("workspace"))
+            == (fact.scope, fact.workspace)
+        ]
+        last = versions[-1] if versions else None
+        retired_by_user = (
+            fact.status == "retired"
+            and last is not None
+            and last.event == "fact_status"
+            and last.reason == USER_RETIRE_REASON
+        )
+        if retired_by_user:
+            revived = self.store.set_status(fact, "active", reason="undo of the retirement")
+            self.store.touch_seen([revived.id])
+            return self._fresh(revived)
         written: list[dict[str, Any]] = []  # the stack of content versions, newest last
-        for version in self.store.history(fact.key):
-            same = (version.fact.get("scope"), version.fact.get("workspace")) == (
-                fact.scope,
-                fact.workspace,
-            )
-            if not same:
-                continue
+        for version in versions:
             if version.event == "fact_set":
                 written.append(version.fact)
             elif version.event == "fact_undo" and written:

@@ -68,6 +68,20 @@ def test_revive_is_not_a_write_so_undo_skips_it(drawer: FactDrawer) -> None:
     assert restored is not None and restored.body == "Staging runs Postgres 15."
 
 
+def test_undo_right_after_a_retire_brings_the_fact_back(drawer: FactDrawer) -> None:
+    """A retire by mistake, then undo: the fact is active again with its body (before: the
+    undo took back the last *write*, and a fact written once was deleted)."""
+    drawer.set("db:staging", "fact", "Staging runs Postgres 16.")
+    drawer.retire("db:staging")
+    restored = drawer.undo("db:staging")
+    assert restored is not None
+    assert (restored.status, restored.body) == ("active", "Staging runs Postgres 16.")
+    assert [f.status for f in drawer.get("db:staging")] == ["active"]
+    assert drawer.history("db:staging")[-1].reason == "undo of the retirement"
+    # the next undo is the write before, as always: a first write is removed
+    assert drawer.undo("db:staging") is None and drawer.get("db:staging") == []
+
+
 def test_scope_picks_the_global_fact_behind_a_workspace_one(drawer: FactDrawer) -> None:
     drawer.set("editor", "rule", "Use vim here.")
     drawer.set("editor", "rule", "Use any editor.", scope="global")
