@@ -128,6 +128,29 @@ async def test_fact_set_and_candidates_approve_by_slash_command(
         assert state is not None and state.workspace == "demo"
 
 
+async def test_a_second_retire_says_already_retired_and_undo_brings_the_fact_back(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """`/fact retire` twice named the fact unknown ("No fact"), as for a typo; and `/fact
+    undo` after a retire by mistake deleted a fact written once."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot, app)
+        await send(pilot, "/fact set deploy:box fact build-1 is the box")
+        await wait_until(pilot, lambda: any("Fact set" in n for n in notices(app)), what="set")
+        await send(pilot, "/fact retire deploy:box")
+        await wait_until(pilot, lambda: any("Retired:" in n for n in notices(app)), what="retire")
+        await send(pilot, "/fact retire Deploy:Box")
+        already = "Fact 'Deploy:Box' is already retired."
+        await wait_until(pilot, lambda: already in notices(app), what="already retired")
+        await send(pilot, "/fact retire nothing:here")
+        await wait_until(pilot, lambda: "No fact 'nothing:here'." in notices(app), what="no fact")
+        await send(pilot, "/fact undo deploy:box")
+        await wait_until(pilot, lambda: any("Restored:" in n for n in notices(app)), what="undo")
+        [fact] = facts(app).list_facts()
+        assert (fact.status, fact.body) == ("active", "build-1 is the box")
+
+
 async def test_a_cant_claim_shows_the_capability_under_the_reply(
     settings: Settings, standin: OllamaStandIn
 ) -> None:
