@@ -212,6 +212,11 @@ async def test_an_unknown_slash_line_stays_in_the_box(
         await wait_until(pilot, lambda: len(notices(app)) == 2, what="the second refusal")
         assert notices(app)[-1].startswith("/conversations takes no argument")
         assert box.text == "/conversations yesterday"
+        box.load_text("/new chat about the deploy")  # runs, takes no argument: not dropped
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(notices(app)) == 3, what="the third refusal")
+        assert notices(app)[-1].startswith("/new takes no argument")
+        assert box.text == "/new chat about the deploy"
         assert logged(app) == [] and standin.chat_requests() == []
         box.load_text("/" + typed)  # `//`: the escape that sends it as a message
         await pilot.press("enter")

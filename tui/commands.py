@@ -51,7 +51,8 @@ class SlashCommand:
     """A slash command: `usage` is its one line (usage errors quote it); `opens` is the chat
     action it runs without an argument; `runs` what runs it otherwise (None: with an argument
     it is unknown); `palette` its (title, help) in Ctrl+P; `help` its lines on the help
-    screen (empty where another command's lines cover it, in the help's order)."""
+    screen (empty where another command's lines cover it, in the help's order); `bare` a
+    command that takes no argument (one given is refused, the text kept in the box)."""
 
     name: str
     usage: str
@@ -59,6 +60,7 @@ class SlashCommand:
     opens: str | None = None
     palette: tuple[str, str] | None = None
     help: str = ""
+    bare: bool = False
 
 
 CHAT_KEYS: tuple[ChatKey, ...] = (
@@ -112,12 +114,15 @@ CHAT_KEYS: tuple[ChatKey, ...] = (
 )
 
 _COMMANDS: tuple[SlashCommand, ...] = (
-    SlashCommand("/help", "show keys and commands", "help", help="- `/help` — this help"),
+    SlashCommand(
+        "/help", "show keys and commands", "help", help="- `/help` — this help", bare=True
+    ),
     SlashCommand(
         "/new",
         "start a new conversation",
         "new",
         help="- `/new` — start a new conversation (the log keeps the old one)",
+        bare=True,
     ),
     SlashCommand(
         "/model",
@@ -159,6 +164,7 @@ _COMMANDS: tuple[SlashCommand, ...] = (
         "memory counts, index and RAM headroom",
         "memory",
         palette=("Memory status", "Points, index, RAM estimate and headroom"),
+        bare=True,
     ),
     SlashCommand(
         "/import", "/import PATH ingests a Markdown file as pinned doc memories", "memory"
@@ -203,6 +209,7 @@ _COMMANDS: tuple[SlashCommand, ...] = (
         "run the dream now: at most one hypothesis card from related memories",
         "dream",
         palette=("Dream now", "At most one hypothesis card from related memories"),
+        bare=True,
     ),
     SlashCommand(
         "/conversations",
@@ -231,6 +238,7 @@ _COMMANDS: tuple[SlashCommand, ...] = (
         "regenerate the last reply (the old one stays in the log, marked superseded)",
         "conversation",
         palette=("Retry", "Regenerate the last reply"),
+        bare=True,
     ),
     SlashCommand(
         "/longterm",

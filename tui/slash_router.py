@@ -32,7 +32,7 @@ def slash_refusal(line: str) -> str | None:
             f"Unknown command {command} (your text stays in the box; // at its start sends it"
             f" as a message). Known: {known}."
         )
-    if entry.runs is None and argument.strip():
+    if (entry.runs is None or entry.bare) and argument.strip():
         return f"{command} takes no argument: {entry.usage} (your text stays in the box)."
     return None
 
