@@ -71,7 +71,8 @@ class IngestReport:
             return None
         why = problem or "Ollama was not reachable"
         return (
-            f"{self.without_vector} sections stored without a vector ({why}); "
+            f"{self.without_vector} section{'' if self.without_vector == 1 else 's'} stored "
+            f"without a vector ({why}); "
             "found by their words until backfill"
         )
 

@@ -32,3 +32,16 @@ def test_one_of_each_is_singular(
     assert_ok(run_cli(env, *proposed))
     facts = [x for x in run_cli(env, "status").stdout.splitlines() if x.startswith("facts")]
     assert "; 1 candidate pending (" in facts[0]  # not "1 candidates"
+
+
+def test_one_section_left_without_a_vector_is_singular(
+    cli_env: Callable[..., Env], tmp_path: Path
+) -> None:
+    """Ollama down: `import-doc` of a one-section file said "1 sections stored without a
+    vector"."""
+    env = cli_env(OLLAMA_HOST="http://127.0.0.1:9", STRAYLIGHT_NOW=NOW)
+    doc = tmp_path / "doc.md"
+    doc.write_text("# Deploy\nRun npm run dist, then copy the bundle to the bucket.\n")
+    imported = run_cli(env, "import-doc", str(doc))
+    assert_ok(imported)
+    assert "note: 1 section stored without a vector (" in imported.stderr, imported.stderr
