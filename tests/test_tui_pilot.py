@@ -224,6 +224,36 @@ async def test_an_unknown_slash_line_stays_in_the_box(
         assert logged(app)[0].content == typed and box.text == ""
 
 
+async def test_a_screen_command_with_an_unknown_word_stays_in_the_box(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """`/facts bogus` (or `/hypotheses list x`) is refused in one line, the text kept: it ran
+    as `/facts list` (and `/candidates bogus` printed a usage line and dropped the text)."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.facts is not None, what="memory open")
+        box = app.query_one(ChatInput)
+        box.focus()
+        refusals = {
+            "/facts bogus": "/facts takes no 'bogus'",
+            "/facts list extra": "/facts takes nothing after list",
+            "/candidates aprove 3": "/candidates takes no 'aprove'",
+            "/hypotheses list x": "/hypotheses takes nothing after list",
+            "/hypotheses valdate 2": "/hypotheses takes no 'valdate'",
+        }
+        for count, (typed, refusal) in enumerate(refusals.items(), start=1):
+            box.load_text(typed)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda n=count: len(notices(app)) == n, what=typed)
+            assert notices(app)[-1].startswith(refusal) and "stays in the box" in notices(app)[-1]
+            assert box.text == typed
+        box.load_text("/facts list")  # the right words still run
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(notices(app)) == len(refusals) + 1, what="the list")
+        assert notices(app)[-1].startswith("No facts yet") and box.text == ""
+        assert logged(app) == [] and standin.chat_requests() == []
+
+
 async def test_a_second_message_while_streaming_is_refused_not_lost(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

@@ -52,7 +52,9 @@ class SlashCommand:
     action it runs without an argument; `runs` what runs it otherwise (None: with an argument
     it is unknown); `palette` its (title, help) in Ctrl+P; `help` its lines on the help
     screen (empty where another command's lines cover it, in the help's order); `bare` a
-    command that takes no argument (one given is refused, the text kept in the box)."""
+    command that takes no argument (one given is refused, the text kept in the box); `verbs`
+    the words an argument must start with (another is refused, the text kept in the box;
+    `list` takes nothing after it)."""
 
     name: str
     usage: str
@@ -61,6 +63,7 @@ class SlashCommand:
     palette: tuple[str, str] | None = None
     help: str = ""
     bare: bool = False
+    verbs: tuple[str, ...] = ()
 
 
 CHAT_KEYS: tuple[ChatKey, ...] = (
@@ -182,6 +185,7 @@ _COMMANDS: tuple[SlashCommand, ...] = (
         "opens the facts screen; /facts list prints this workspace's and the global ones",
         "fact",
         opens="open_facts",
+        verbs=("list",),
         palette=("Facts", "Facts by type, status and workspace: edit, retire, revive (F3)"),
     ),
     SlashCommand(
@@ -189,6 +193,7 @@ _COMMANDS: tuple[SlashCommand, ...] = (
         "opens the candidates screen; /candidates list | approve ID [BODY] | reject ID",
         "fact",
         opens="open_candidates",
+        verbs=("list", "approve", "reject"),
         palette=("Fact candidates", "Approve, edit or reject what waits for approval (F4)"),
         help="- `/candidates` — the candidates screen; `/candidates list`, `approve ID [BODY]`, "
         "`reject ID`",
@@ -198,6 +203,7 @@ _COMMANDS: tuple[SlashCommand, ...] = (
         "opens the hypotheses screen; /hypotheses list | validate|refute|delete ID",
         "hypothesis",
         opens="open_hypotheses",
+        verbs=("list", "validate", "refute", "delete"),
         palette=("Hypotheses", "The dream's cards, overdue first: validate, refute (F5)"),
         # the help names /dream first: the cards come from it
         help="- `/dream` — run the dream now: at most one hypothesis card\n"

@@ -34,6 +34,10 @@ def slash_refusal(line: str) -> str | None:
         )
     if (entry.runs is None or entry.bare) and argument.strip():
         return f"{command} takes no argument: {entry.usage} (your text stays in the box)."
+    verb, _, rest = argument.strip().partition(" ")
+    if entry.verbs and verb and (verb not in entry.verbs or (verb == "list" and rest.strip())):
+        wrong = "nothing after list" if verb == "list" else f"no {verb!r}"
+        return f"{command} takes {wrong}: {entry.usage} (your text stays in the box)."
     return None
 
 
