@@ -89,6 +89,8 @@ def test_facts_search_puts_the_exact_key_first(env: Env, tmp_path: Path) -> None
         printed_json(run_cli(env, "facts", "set", key, "--type", "fact", "--body", body, "--json"))
     found = printed_json(run_cli(env, "facts", "search", "deploy", "--json"))
     assert [f["key"] for f in found] == ["deploy", "deploy:blyck"]
+    listed = run_cli(env, "facts", "search", "deploy").stdout.splitlines()
+    assert listed[0] == "deploy  fact (workspace, 1.00): Deploys happen on fridays", listed
     assert_one_line(run_cli(env, "facts", "search", " "), 2, "non-empty")
 
 

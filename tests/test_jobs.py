@@ -232,6 +232,11 @@ def test_jobs_from_the_shell(tmp_path: Path, standin: OllamaStandIn) -> None:
     assert set(listed) == set(JOBS)
     assert set(listed["decay"]) >= {"name", "last_run", "next_run", "last_result"}
     assert listed["decay"]["last_run"] is not None and listed["memstatus"]["last_run"] is None
+    table = run_cli(env, "jobs", "list")
+    assert_ok(table)
+    lines = table.stdout.splitlines()
+    assert len(lines) == len(JOBS) and all(line == line.rstrip() for line in lines), lines
+    assert any(line.startswith("memstatus") and "last never" in line for line in lines)
 
 
 def test_ask_prints_one_memstatus_line_on_escalation_only(

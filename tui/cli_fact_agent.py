@@ -127,6 +127,7 @@ def _propose(args: argparse.Namespace, settings: Settings) -> int:
 def _search(settings: Settings, query: str, *, as_json: bool) -> int:
     from memory.fact_drawer import fact_json
     from store.database import database_path
+    from tui.cli_facts import fact_line
 
     if not query.strip():
         return fail("facts search needs a non-empty QUERY", EXIT_INVALID)
@@ -137,7 +138,7 @@ def _search(settings: Settings, query: str, *, as_json: bool) -> int:
         print_json([fact_json(f) for f in facts])
     else:
         for fact in facts:
-            print(f"{fact.key}  {fact.type} ({fact.scope}): {fact.body}")
+            print(fact_line(fact))  # as `facts list`: where it lives and its confidence
         if not facts:
             print("no facts found", file=sys.stderr)
     return EXIT_OK

@@ -88,7 +88,7 @@ def _embed(settings: Settings, drawer: FactDrawer, fact: Fact) -> None:
         drawer.set_vector(fact, vectors[0])
 
 
-def _line(fact: Fact, *, workspace: bool = False) -> str:
+def fact_line(fact: Fact, *, workspace: bool = False) -> str:
     """One fact on a line; with `workspace`, the workspace it belongs to (`--all-workspaces`)."""
     if fact.scope == "global":
         where = "global"
@@ -132,7 +132,7 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
         if args.json:
             print_json(fact_json(fact))
         else:
-            print(f"set {_line(fact)}")
+            print(f"set {fact_line(fact)}")
         return EXIT_OK
     if action == "list":
         if not database_path(settings.home).exists():
@@ -148,7 +148,7 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
             print_json([fact_json(f) for f in facts])
         else:
             for fact in facts:
-                print(_line(fact, workspace=args.all_workspaces))
+                print(fact_line(fact, workspace=args.all_workspaces))
             if not facts:
                 print("no facts", file=sys.stderr)
         return EXIT_OK
@@ -159,14 +159,14 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
         if action == "get":
             found = drawer.get(key)
             data: Any = fact_json(found[0]) if found else None
-            text = "\n".join(_line(f) for f in found)
+            text = "\n".join(fact_line(f) for f in found)
             exists = bool(found)
         elif action == "retire":
             found = drawer.retire(key)
             if not found and drawer.store.by_key(key, drawer.workspace):  # all retired
                 return fail(f"fact {args.key!r} is already retired", EXIT_NOT_FOUND)
             data = fact_json(found[0]) if found else None
-            text = f"retired {_line(found[0])}" if found else ""
+            text = f"retired {fact_line(found[0])}" if found else ""
             exists = bool(found)
         elif action == "history":
             versions = drawer.history(key)
@@ -183,7 +183,7 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
             exists = bool(drawer.store.by_key(key, drawer.workspace))
             restored = drawer.undo(key) if exists else None
             data = {"key": key, "restored": fact_json(restored) if restored else None}
-            text = f"restored {_line(restored)}" if restored else f"removed {key}"
+            text = f"restored {fact_line(restored)}" if restored else f"removed {key}"
     if not exists:
         return fail(f"no fact {args.key!r}", EXIT_NOT_FOUND)
     if args.json:
@@ -222,7 +222,7 @@ def _candidates(args: argparse.Namespace, settings: Settings) -> int:
             if args.json:
                 print_json(fact_json(fact))
             else:
-                print(f"approved #{args.id}: {_line(fact)}")
+                print(f"approved #{args.id}: {fact_line(fact)}")
             return EXIT_OK
         rejected = drawer.reject(args.id)
     if args.json:

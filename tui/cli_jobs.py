@@ -55,7 +55,8 @@ def _print_infos(infos: list[Any], *, as_json: bool) -> None:
     for info in infos:
         last = f"{info.last_run.astimezone():%Y-%m-%d %H:%M}" if info.last_run else "never"
         upcoming = f"{info.next_run.astimezone():%Y-%m-%d %H:%M}"
-        print(f"{info.name:<19} last {last:<16} next {upcoming}  {info.last_result or ''}")
+        line = f"{info.name:<19} last {last:<16} next {upcoming}  {info.last_result or ''}"
+        print(line.rstrip())  # a job that never ran has no result: no trailing spaces
 
 
 async def _main(args: Any, settings: Settings) -> int:
