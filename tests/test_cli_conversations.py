@@ -99,7 +99,8 @@ def test_list_on_an_empty_or_missing_data_dir_creates_nothing(env: Env, home: Pa
     assert (listed.returncode, json.loads(listed.stdout)) == (0, [])
     assert "no data dir at" in listed.stderr  # the README's hint of every list action
     proc = run_cli(env, "conversations")
-    assert (proc.returncode, proc.stdout) == (0, "no conversations yet\n")
+    assert (proc.returncode, proc.stdout) == (0, "")  # stdout stays the list
+    assert proc.stderr.startswith("no conversations yet\n")
     assert not (home / "straylight.duckdb").exists()
 
 

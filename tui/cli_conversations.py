@@ -173,7 +173,7 @@ def _print_list(infos: Sequence[ConversationInfo], *, as_json: bool) -> int:
         print_json([info.to_json() for info in infos])
         return EXIT_OK
     if not infos:
-        print("no conversations yet")
+        print("no conversations yet", file=sys.stderr)  # stdout stays the list: empty
         return EXIT_OK
     for info in infos:
         last = f"{info.last.astimezone():%Y-%m-%d %H:%M}" if info.last else "----------------"

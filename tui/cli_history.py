@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,11 +55,12 @@ def history(
                 for_terminal(
                     f"no messages of {conversation} on {day.isoformat()} (its last day: "
                     f"{last_day.isoformat()}, --date {last_day.isoformat()})"
-                )
+                ),
+                file=sys.stderr,
             )
             return EXIT_OK
         missing = "" if settings.home.is_dir() else f" (no data dir at {settings.home} yet)"
-        print(f"no messages on {day.isoformat()}{missing}")
+        print(f"no messages on {day.isoformat()}{missing}", file=sys.stderr)
         return EXIT_OK
     for message in messages:
         stamp = message.time.astimezone().strftime("%H:%M:%S") if message.time else "--:--:--"

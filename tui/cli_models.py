@@ -92,7 +92,7 @@ def model_row(record: ModelRecord) -> list[str]:
 
 def print_table(records: list[ModelRecord]) -> None:
     if not records:
-        print(f"no models pulled yet (try `{PROG} pull llama3.2`)")
+        print(f"no models pulled yet (try `{PROG} pull llama3.2`)", file=sys.stderr)
         return
     header = ["NAME", "SIZE", "PARAMS", "QUANT", "CAPABILITIES", "CONTEXT", "LOADED"]
     rows = [header] + [model_row(record) for record in records]
