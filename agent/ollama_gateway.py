@@ -48,8 +48,18 @@ class OllamaStatus:
     version: str | None = None
     models: tuple[str, ...] = ()
     error: str | None = None
+    error_kind: str | None = None
+    """The failure's `GatewayError.kind`: `unreachable` (offline) or how a server failed."""
     capabilities: tuple[tuple[str, ...] | None, ...] = ()
     """Per model (same order as `models`), what /api/show says it can; None: not known."""
+
+    @property
+    def state(self) -> str:
+        """`online`; `offline` when nothing answered (or not in time); `error` when a server
+        answered with a failure (an HTTP 500 from /api/tags is up and broken, not offline)."""
+        if self.reachable:
+            return "online"
+        return "offline" if self.error_kind in (None, "unreachable", "timeout") else "error"
 
     def has_model(self, name: str) -> bool:
         return normalise_name(name) in {normalise_name(m) for m in self.models}
@@ -294,7 +304,7 @@ class OllamaGateway:
             metadata = self.connect_timeout <= self.read_timeout  # the limit it came from
             named = self._named(error, model="", timeout=timeout, streamed=False, metadata=metadata)
             log.info("ollama check failed: %r", error)
-            return OllamaStatus(self.host, reachable=False, error=str(named))
+            return OllamaStatus(self.host, reachable=False, error=str(named), error_kind=named.kind)
         return OllamaStatus(self.host, reachable=True, version=version, models=models)
 
     async def check_with_capabilities(self) -> OllamaStatus:

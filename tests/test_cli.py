@@ -668,6 +668,19 @@ def test_status_reports_unreachable_ollama(env: Env, standin: OllamaStandIn) -> 
     assert "offline" in text.stdout
 
 
+def test_status_names_a_failing_ollama_apart_from_an_offline_one(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """An HTTP 500 on /api/tags is a server that is up and broken: "error", with its
+    message; it read "offline", which sent the user to start a server that runs."""
+    standin.fail_next("status", count=None, path="/api/tags", message="runner terminated")
+    report = status_json(env)
+    assert report["ollama"]["reachable"] is False
+    assert "runner terminated" in report["ollama"]["error"]
+    line = next(x for x in run_cli(env, "status").stdout.splitlines() if x.startswith("ollama"))
+    assert "(error: Ollama answered HTTP 500: runner terminated)" in line, line
+
+
 @pytest.mark.parametrize(("size", "over"), [(8192, False), (8193, True)])
 def test_status_longterm_budget(env: Env, home: Path, size: int, over: bool) -> None:
     home.mkdir(parents=True)

@@ -98,6 +98,20 @@ async def test_escape_cancels_a_running_reply_and_keeps_what_arrived(
         await wait_until(pilot, lambda: len(logged(app)) == 4, what="the next turn")
 
 
+async def test_a_failing_ollama_reads_error_not_offline_and_recovers(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """A server that answers /api/tags with HTTP 500 is up and broken: the sidebar says
+    "error" with its message (it said "offline", sending the user to start it)."""
+    standin.fail_next("status", count=None, path="/api/tags", message="runner terminated")
+    app = StraylightApp(settings, poll_offline_seconds=0.2)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: sidebar(app).ollama == "error", what="error")
+        assert "HTTP 500: runner terminated" in (sidebar(app).ollama_detail or "")
+        standin.clear_faults()
+        await wait_until(pilot, lambda: sidebar(app).ollama == "online", what="recovery")
+
+
 async def test_ollama_down_at_start_then_up_recovers_without_restart(
     make_settings: Callable[..., Settings],
 ) -> None:

@@ -188,7 +188,10 @@ class ChatScreen(ChatNavigation):
                 self.notify(f"Ollama is back at {status.host}", timeout=4)
         else:
             self.publish_sidebar(
-                ollama="offline", ollama_detail=status.error, model_pulled=None, embed_pulled=None
+                ollama=status.state,
+                ollama_detail=status.error,
+                model_pulled=None,
+                embed_pulled=None,
             )
 
     def offer_missing_models(self, status: OllamaStatus) -> None:

@@ -22,7 +22,7 @@ class SidebarState:
 
     host: str
     model: str
-    ollama: str = "checking"  # checking | online | offline
+    ollama: str = "checking"  # checking | online | offline | error (answered, but failed)
     ollama_detail: str | None = None
     model_pulled: bool | None = None
     conversation_started: datetime | None = None
@@ -49,6 +49,7 @@ class SidebarState:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
+DOWN = ("offline", "error")  # Ollama not usable: the reason and the fix are shown, in red
 _HEADROOM_STYLES = {"warn": "bold yellow", "critical": "bold red"}
 
 
@@ -99,17 +100,17 @@ class StatusSidebar(VerticalScroll):
         self.query_one("#sidebar-facts", Static).update(self._facts_block(state))
         self._show_why(state)
         self.query_one("#sidebar-longterm", Static).update(self._longterm_block(state))
-        self.set_class(state.ollama == "offline", "-offline")
+        self.set_class(state.ollama in DOWN, "-offline")
 
     def on_mount(self) -> None:
         self.watch_state(self.state)
 
     @staticmethod
     def _ollama_block(state: SidebarState) -> Text:
-        colour = {"online": "green", "offline": "red"}.get(state.ollama, "yellow")
+        colour = {"online": "green", "offline": "red", "error": "red"}.get(state.ollama, "yellow")
         lines = [(state.host, ""), (f"● {state.ollama}", f"bold {colour}")]
         if state.ollama_detail:
-            lines.append((state.ollama_detail, "red" if state.ollama == "offline" else "dim"))
+            lines.append((state.ollama_detail, "red" if state.ollama in DOWN else "dim"))
         model_line = f"model {state.model}"
         style = ""
         if state.model_pulled:
@@ -196,10 +197,10 @@ def summary_text(state: SidebarState) -> Text:
     """The sidebar in one line, for terminals too narrow for it (about 80 columns; cut at
     the edge, never wrapped over the chat). Offline, the line is the reason and the fix
     instead (it may wrap: "offline" alone said nothing)."""
-    colour = {"online": "green", "offline": "red"}.get(state.ollama, "yellow")
+    colour = {"online": "green", "offline": "red", "error": "red"}.get(state.ollama, "yellow")
     text = Text()
     text.append(f"● {state.ollama}", style=f"bold {colour}")
-    if state.ollama == "offline" and state.ollama_detail:
+    if state.ollama in DOWN and state.ollama_detail:
         text.append(f": {state.ollama_detail}", style="red")
         text.append(" · ^B sidebar", style="dim")
         return text
@@ -232,7 +233,7 @@ class SidebarSummary(Static):
 
     def watch_state(self, state: SidebarState | None) -> None:
         if state is not None:  # one line, cut at the edge; offline, the fix may wrap
-            self.set_class(state.ollama == "offline", "-offline")
+            self.set_class(state.ollama in DOWN, "-offline")
             self.update(summary_text(state))
 
 
