@@ -567,6 +567,11 @@ class MemoryStore:
     def status(self) -> dict[str, Any]:
         """The memory part of `straylight status --json` (see the README for every field)."""
         counts = self.points.counts()
+        embedding = self.embedding_status()
+        # what waits for backfill: no vector, or one of another embedding model (a model
+        # change left the old vectors in place; "0 without vector" beside "1 point waits
+        # for backfill" contradicted itself)
+        counts["without_vector"] = embedding["to_embed"]
         state, size = self.index_state()
         sizes = point_reads.stored_sizes(self.db)
         ram = ram_estimate_bytes(
@@ -581,7 +586,7 @@ class MemoryStore:
             "embed_requests": int(self._meta(META_EMBED_REQUESTS) or 0),
             "recall_failures": int(self._meta(META_RECALL_FAILURES) or 0),
             "index": {"state": state, "size": size},
-            "embedding": self.embedding_status(),
+            "embedding": embedding,
             "ram_estimate_bytes": ram,
             "headroom": headroom(ram, self.config.ram_warn_bytes, self.config.ram_crit_bytes),
         }

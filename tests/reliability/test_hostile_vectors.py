@@ -213,6 +213,7 @@ def test_a_real_embedding_model_change_re_embeds_and_rebuilds(world: Workspace) 
     memory = status_json(world, new)
     assert memory["embedding"]["changed_from"] == "nomic-embed-text"
     assert memory["embedding"]["to_embed"] == 2
+    assert memory["points"]["without_vector"] == 2  # the old model's vectors do not count
     hits = json.loads(world.run("recall", "blue service staging", "--json", env=new).stdout)
     assert hits["hits"], "recall falls back to words"
     proc = world.run("jobs", "run", "backfill", env=new)
@@ -225,6 +226,7 @@ def test_a_real_embedding_model_change_re_embeds_and_rebuilds(world: Workspace) 
         "changed_from": None,
         "to_embed": 0,
     }
+    assert memory["points"]["without_vector"] == 0
     world.standin.embed_dim = 768  # and back: one vector a point, so re-embedded again
     assert status_json(world)["embedding"]["to_embed"] == 2
     assert "embedded 2 of 2" in world.run("jobs", "run", "backfill").stdout
