@@ -603,6 +603,20 @@ def test_import_doc_is_idempotent_across_edits(
         assert_one_line(run_cli(env, "recall", empty), 2, "recall needs a non-empty QUERY")
 
 
+def test_a_path_with_a_line_break_or_an_escape_is_named_on_one_printable_line(
+    env: Env, tmp_path: Path
+) -> None:
+    """A file name may hold a line break or an ESC sequence: the error that names it stays
+    one stderr line (it was split in two) and never writes the sequence to the terminal."""
+    for name in ("notes\nold.md", "notes\x1b[2J\x1b]0;PWNED\x07.md"):
+        line = assert_one_line(run_cli(env, "import-doc", str(tmp_path / name)), 2, "no such")
+        assert "\x1b" not in line and "\x07" not in line, line
+        assert "notes␊old.md" in line or "notes␛[2J␛]0;PWNED␇.md" in line, line
+    folder = tmp_path / "a\nfolder"
+    folder.mkdir()
+    assert_one_line(run_cli(env, "import-doc", str(folder)), 2, "a␊folder is a directory")
+
+
 def test_import_doc_names_sections_left_without_a_vector_by_an_early_batch(
     env: Env, standin: OllamaStandIn, tmp_path: Path
 ) -> None:

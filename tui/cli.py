@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from agent.gateway_errors import EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, SettingsError, load_settings
 from agent.settings_models import THINK_CHOICES
-from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, read_stdin_text
+from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, one_line, read_stdin_text
 
 log = logging.getLogger("straylight.cli")
 EXIT_INTERRUPTED = 130
@@ -433,9 +433,12 @@ def _hint_missing_home(args: argparse.Namespace, resolved: ResolvedSettings) -> 
     where = resolved.provenance.get("home")
     if where is not None and where.source != "default":
         named = where.origin if where.source != "file" else f"home in {where.origin}"
-        print(f"{PROG}: no data dir at {home} — mistyped {named}?", file=sys.stderr)
+        print(f"{PROG}: no data dir at {one_line(str(home))} — mistyped {named}?", file=sys.stderr)
     else:
-        print(f"{PROG}: no data dir at {home} yet (nothing stored so far)", file=sys.stderr)
+        print(
+            f"{PROG}: no data dir at {one_line(str(home))} yet (nothing stored so far)",
+            file=sys.stderr,
+        )
 
 
 def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:

@@ -250,7 +250,7 @@ def _export(
         write_private_text(path, text)
     except OSError as error:
         return fail(f"cannot write {path}: {error.strerror or error}", EXIT_USAGE)
-    print(f"exported {info.conversation_id} to {path} ({len(messages)} messages)")
+    print(for_terminal(f"exported {info.conversation_id} to {path} ({len(messages)} messages)"))
     return EXIT_OK
 
 
