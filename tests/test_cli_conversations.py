@@ -10,6 +10,7 @@ import json
 import os
 import pty
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from tests.support.cli import (
     printed_json,
     run_cli,
     run_cli_process,
+    run_process,
 )
 from tests.support.ollama_standin import OllamaStandIn
 
@@ -217,6 +219,40 @@ def test_export_to_dash_is_standard_output(
     assert_ok(proc)
     assert proc.stdout == run_cli(env, "conversations", "export", cid).stdout
     assert not (tmp_path / "-").exists()
+
+
+# `python -m tui.cli` whose files cannot grow past a size (RLIMIT_FSIZE, SIGXFSZ ignored): a
+# full disk for that process, unprivileged, with the real write path (as in tests/reliability)
+_FILE_SIZE_LIMITED = (
+    "import resource, runpy, signal, sys\n"
+    "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+    "limit = int(sys.argv[1])\n"
+    "resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))\n"
+    "sys.argv = ['straylight', *sys.argv[2:]]\n"
+    "runpy.run_module('tui.cli', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def test_an_export_the_disk_cannot_hold_fails_and_keeps_the_file_it_would_replace(
+    env: Env, standin: OllamaStandIn, tmp_path: Path, home: Path
+) -> None:
+    """A full disk took part of the export in one short write and reported no error: the
+    FILE was replaced by the cut transcript, exit 0 and `exported …`. It is exit 1 now (a
+    full disk), one line, and FILE keeps what it held; no temp file is left beside it."""
+    cid = ask(env, standin, FIRST, reply="Feed it well. " * 2000)  # a ~28 KB transcript
+    target = tmp_path / "out" / "starter.md"
+    target.parent.mkdir()
+    target.write_text("my own notes\n", "utf-8")
+    limit = 16 * 1024
+    assert max(f.stat().st_size for f in home.glob("straylight.log*")) < limit
+    command = [sys.executable, "-c", _FILE_SIZE_LIMITED, str(limit)]
+    proc = run_process([*command, "conversations", "export", cid, "-o", str(target)], env)
+    assert_one_line(proc, 1, f"cannot write {target}: File too large")
+    assert proc.stdout == ""
+    assert target.read_text("utf-8") == "my own notes\n"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["starter.md"]
+    assert_ok(run_cli(env, "conversations", "export", cid, "-o", str(target)))  # room: written
+    assert target.read_text("utf-8") == run_cli(env, "conversations", "export", cid).stdout
 
 
 def test_delete_without_a_terminal_needs_yes(env: Env, standin: OllamaStandIn, home: Path) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -31,7 +32,7 @@ from agent.gateway_errors import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, Settings
 from store.clock import format_instant
 from store.daily_log import DailyLog, LogMessage
-from tui.cli_output import fail, for_terminal, print_json
+from tui.cli_output import EXIT_UNEXPECTED, fail, for_terminal, print_json
 from tui.conversation_index import (
     ConversationInfo,
     clean_title,
@@ -248,8 +249,12 @@ def _export(
         return fail(f"cannot write {path}: no folder {path.parent}", EXIT_USAGE)
     try:
         write_private_text(path, text)
-    except OSError as error:
-        return fail(f"cannot write {path}: {error.strerror or error}", EXIT_USAGE)
+    except OSError as error:  # a full disk is exit 1 (README), an unwritable FILE usage
+        full = error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+        return fail(
+            f"cannot write {path}: {error.strerror or error}",
+            EXIT_UNEXPECTED if full else EXIT_USAGE,
+        )
     print(for_terminal(f"exported {info.conversation_id} to {path} ({len(messages)} messages)"))
     return EXIT_OK
 
