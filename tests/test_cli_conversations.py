@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -253,6 +254,22 @@ def test_an_export_the_disk_cannot_hold_fails_and_keeps_the_file_it_would_replac
     assert sorted(p.name for p in target.parent.iterdir()) == ["starter.md"]
     assert_ok(run_cli(env, "conversations", "export", cid, "-o", str(target)))  # room: written
     assert target.read_text("utf-8") == run_cli(env, "conversations", "export", cid).stdout
+
+
+def test_an_export_onto_a_fifo_is_refused_and_the_fifo_stays(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """`-o` naming a FIFO (or a device: `-o /dev/null` as root) wrote a temp file beside it
+    and renamed it over it, exit 0: the FIFO was gone, replaced by a regular file. It is
+    refused in one line, exit 2, like a directory, and left as it was."""
+    cid = ask(env, standin, FIRST)
+    fifo = tmp_path / "out" / "pipe.md"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    proc = run_cli(env, "conversations", "export", cid, "-o", str(fifo))
+    assert_one_line(proc, 2, f"{fifo} is not a regular file; -o wants a file")
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert sorted(p.name for p in fifo.parent.iterdir()) == ["pipe.md"]
 
 
 def test_delete_without_a_terminal_needs_yes(env: Env, standin: OllamaStandIn, home: Path) -> None:

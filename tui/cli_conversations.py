@@ -245,6 +245,8 @@ def _export(
     path = Path(output).expanduser()
     if path.is_dir():
         return fail(f"{path} is a directory; -o wants a file", EXIT_USAGE)
+    if path.exists() and not path.is_file():  # a FIFO or a device: the rename would replace it
+        return fail(f"{path} is not a regular file; -o wants a file", EXIT_USAGE)
     if not path.parent.is_dir():
         return fail(f"cannot write {path}: no folder {path.parent}", EXIT_USAGE)
     try:
