@@ -617,6 +617,24 @@ def test_a_path_with_a_line_break_or_an_escape_is_named_on_one_printable_line(
     assert_one_line(run_cli(env, "import-doc", str(folder)), 2, "a␊folder is a directory")
 
 
+def test_import_doc_of_a_file_saved_with_a_byte_order_mark_keeps_its_first_heading(
+    env: Env, tmp_path: Path
+) -> None:
+    """A Markdown file a Windows editor saved (a UTF-8 byte-order mark, CRLF line ends): the
+    mark was read as text before `# Ferry`, so the first section lost its heading (stored as
+    the preamble, the mark in its content). It is read like the same file without one."""
+    doc = tmp_path / "ferry.md"
+    body = "# Ferry\r\n\r\nThe last ferry leaves the northern harbour at ten past ten.\r\n"
+    doc.write_bytes(b"\xef\xbb\xbf" + body.encode("utf-8"))
+    assert cli_json(env, "import-doc", str(doc))["added"] == 1
+    hits = recall(env, "last ferry northern harbour")["hits"]
+    assert [hit["content"] for hit in hits] == [
+        "# Ferry\n\nThe last ferry leaves the northern harbour at ten past ten."
+    ]
+    doc.write_text(body.replace("\r\n", "\n"), "utf-8")  # the same text without the mark
+    assert cli_json(env, "import-doc", str(doc))["unchanged"] == 1
+
+
 def test_import_doc_names_sections_left_without_a_vector_by_an_early_batch(
     env: Env, standin: OllamaStandIn, tmp_path: Path
 ) -> None:
