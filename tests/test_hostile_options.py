@@ -68,6 +68,22 @@ def test_a_home_path_that_is_not_utf8_is_named(env: Env, tmp_path: Path) -> None
     assert files_under(tmp_path / "home") == []
 
 
+@pytest.mark.parametrize("below", ["", "/data"])
+@pytest.mark.parametrize("command", [["status"], ["remember", "a note"]])
+def test_a_home_behind_a_link_that_loops_is_named(
+    env: Env, tmp_path: Path, below: str, command: list[str]
+) -> None:
+    """`--home` naming a link that loops (or a path below one) was a traceback (OSError:
+    Too many levels of symbolic links, from the data dir check): one line, exit 2 now."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    given = f"{loop}{below}"
+    line = one_line_exit_2(run_cli(env, "--home", given, *command), "--home")
+    assert f"{given} cannot be used: Too many levels of symbolic links" in line
+    line = one_line_exit_2(run_cli(dict(env, STRAYLIGHT_HOME=given), *command))
+    assert "STRAYLIGHT_HOME" in line and "Too many levels of symbolic links" in line
+
+
 def test_an_empty_model_name_is_refused(env: Env, standin: OllamaStandIn) -> None:
     one_line_exit_2(run_cli(env, "--model", "", "ask", "hi"), "--model", "must not be empty")
     assert standin.chat_requests() == []
