@@ -315,6 +315,38 @@ def test_ask_with_no_text_is_usage_error(env: Env, standin: OllamaStandIn, home:
     assert not (home / "conversation").exists()
 
 
+def test_a_closed_standard_input_reads_as_empty_not_a_traceback(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    """Started with stdin closed (`straylight ask - <&-`, a service with no stdin), Python
+    gives `sys.stdin = None`: `ask -`, `remember -`, `facts set --body -` and the question
+    of `conversations delete` were AttributeError tracebacks (exit 1). A closed stdin reads
+    as /dev/null does: nothing (exit 2, one line), and no terminal to ask on."""
+
+    def closed_stdin(*args: str) -> CliResult:
+        proc = subprocess.run(
+            cli_command(*args),
+            env=env,
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            preexec_fn=lambda: os.close(0),  # the child starts with fd 0 closed
+            check=False,
+        )
+        return CliResult(list(args), proc.returncode, proc.stdout, proc.stderr)
+
+    assert_one_line(closed_stdin("ask", "-"), 2, "ask needs a non-empty TEXT")  # no data dir
+    assert run_cli(env, "ask", "Keep this conversation around, please.").returncode == 0
+    cid = history_json(env)[0]["conversation_id"]
+    assert_one_line(closed_stdin("ask", "-"), 2, "ask needs a non-empty TEXT")
+    assert_one_line(closed_stdin("remember", "-"), 2, "remember needs a non-empty TEXT")
+    fact = closed_stdin("facts", "set", "k", "--type", "fact", "--body", "-")
+    assert_one_line(fact, 2, "a fact needs a body")
+    assert_one_line(closed_stdin("conversations", "delete", cid), 2, "no terminal", "--yes")
+    assert len(history_json(env)) == 2
+
+
 BAD_COMMAND_LINES = {
     "unknown-ask-flag": ["ask", "--bogus", "hi"],
     "unknown-top-flag": ["--frobnicate", "status"],

@@ -580,6 +580,8 @@ def _config(resolved: ResolvedSettings, *, as_json: bool) -> int:
 
 
 def entry() -> None:
+    if sys.stdin is None:  # started with stdin closed (`<&-`): it reads as empty, as /dev/null
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the process's stdin
     sys.exit(main())
 
 
