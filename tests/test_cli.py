@@ -33,6 +33,7 @@ from tests.support.cli import (
     cli_command,
     printed_json,
     run_cli,
+    run_cli_process,
     spawn_many,
 )
 from tests.support.ollama_standin import OllamaStandIn
@@ -460,6 +461,24 @@ def test_config_option_and_env_select_the_file(env: Env, tmp_path: Path) -> None
     assert json.loads(proc.stdout)["memory_top_k"]["value"] == 12
     described = json.loads(run_cli(dict(with_env, MEMORY_TOP_K="13"), "config", "--json").stdout)
     assert described["memory_top_k"] == {"value": 13, "source": "env", "origin": "MEMORY_TOP_K"}
+
+
+def test_a_config_file_that_never_ends_or_a_fifo_without_a_writer_never_hangs_the_start(
+    env: Env, tmp_path: Path
+) -> None:
+    """`--config` (or STRAYLIGHT_CONFIG, or the platform path) naming a FIFO nobody writes
+    to blocked every command at start for good, and `/dev/zero` was read until memory ran
+    out. A FIFO without a writer reads as empty now, and more than 1 MiB (no config.toml
+    is that big) is refused in one line, exit 2. `/dev/null` stays an empty config."""
+    fifo = tmp_path / "config.fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    proc = run_cli_process(env, "--config", str(fifo), "config", "--json")
+    assert json.loads(proc.stdout)["memory_top_k"]["source"] == "default", proc.stderr
+    assert time.monotonic() - started < TIMEOUT / 2
+    proc = run_cli_process(dict(env, STRAYLIGHT_CONFIG="/dev/zero"), "status")
+    assert_one_line(proc, 2, "config file /dev/zero is over 1 MiB")
+    assert_quiet(run_cli(env, "--config", os.devnull, "config"))
 
 
 # --------------------------------------------------------------------------- history
