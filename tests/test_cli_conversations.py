@@ -272,6 +272,27 @@ def test_an_export_onto_a_fifo_is_refused_and_the_fifo_stays(
     assert sorted(p.name for p in fifo.parent.iterdir()) == ["pipe.md"]
 
 
+def test_an_export_onto_a_file_straylight_keeps_is_refused_and_the_file_stays(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    """`-o` naming the database, longterm.md or a daily log replaced it with the transcript,
+    exit 0: the whole memory (the next command said the database is damaged), the curated
+    long-term memory or a day of messages was gone. Refused in one line, exit 2, now; a file
+    of the user's in the data dir (the screen's `exports/`) is written as before."""
+    cid = ask(env, standin, FIRST)
+    [day] = (home / "conversation").glob("*.md")
+    kept = [home / "straylight.duckdb", home / "longterm.md", day]
+    before = {path: path.read_bytes() for path in kept}
+    for path in (*kept, home / "conversation" / "notes.md"):
+        proc = run_cli(env, "conversations", "export", cid, "-o", str(path))
+        assert_one_line(proc, 2, f"{path} belongs to Straylight's data dir")
+    assert {path: path.read_bytes() for path in kept} == before
+    assert not (home / "conversation" / "notes.md").exists()
+    assert len(listing(env)) == 1
+    (home / "exports").mkdir(exist_ok=True)
+    assert_ok(run_cli(env, "conversations", "export", cid, "-o", str(home / "exports" / "a.md")))
+
+
 def test_delete_without_a_terminal_needs_yes(env: Env, standin: OllamaStandIn, home: Path) -> None:
     cid = ask(env, standin, FIRST)
     proc = run_cli(env, "conversations", "delete", cid)
