@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -35,6 +37,7 @@ from tests.support.cli import (
     cli_env,
     printed_json,
     run_cli,
+    run_process,
     spawn_many,
 )
 from tests.support.ollama_standin import OllamaStandIn
@@ -615,6 +618,26 @@ def test_a_path_with_a_line_break_or_an_escape_is_named_on_one_printable_line(
     folder = tmp_path / "a\nfolder"
     folder.mkdir()
     assert_one_line(run_cli(env, "import-doc", str(folder)), 2, "a␊folder is a directory")
+
+
+def test_import_doc_of_a_file_this_user_may_not_read_is_named_exit_2(
+    env: Env, tmp_path: Path
+) -> None:
+    """An unreadable file was "unexpected error: PermissionError … (details in the log)",
+    exit 1, where every other bad PATH is one line, exit 2. As root (who reads anything) the
+    command runs with the capabilities that bypass file modes dropped (setpriv)."""
+    command = [sys.executable, "-m", "tui.cli"]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("root reads any file, and setpriv is not there to drop that")
+        command = [setpriv, "--bounding-set=-dac_override,-dac_read_search", *command]
+    doc = tmp_path / "private.md"
+    doc.write_text("# Private\n\nThe safe's code is written on the back of the map.\n", "utf-8")
+    doc.chmod(0)
+    proc = run_process([*command, "import-doc", str(doc)], env)
+    assert_one_line(proc, 2, f"cannot read {doc}: permission denied")
+    assert status(env)["points"]["total"] == 0
 
 
 def test_import_doc_of_a_file_saved_with_a_byte_order_mark_keeps_its_first_heading(
