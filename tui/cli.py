@@ -333,6 +333,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_data_dir(settings.home)
         except UnsafeDataDir as error:
             return fail(str(error), EXIT_USAGE)
+        except OSError as error:  # a data dir (or its conversation/) this user may not enter
+            where = f" ({error.filename})" if error.filename else ""
+            return fail(f"cannot use data dir {settings.home}: {error.strerror}{where}", 2)
     if may_create_data_dir(args):
         try:
             setup_file_logging(settings.log_file)
