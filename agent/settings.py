@@ -124,14 +124,39 @@ def _config_key(raw_key: str) -> str | None:
     return None
 
 
+# More than any config.toml holds: `--config /dev/zero` is refused, not read until memory ends.
+CONFIG_MAX_BYTES = 1 << 20
+
+
+def _read_config_bytes(path: Path) -> bytes:
+    """Up to CONFIG_MAX_BYTES + 1 bytes of `path`. Opened without waiting for a writer, so a
+    FIFO nobody writes to reads as empty instead of blocking the start for good (a pipe
+    that has one, `--config <(…)`, is read to its end)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        left = CONFIG_MAX_BYTES + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 16))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_config_file(path: Path) -> dict[str, object]:
     """The settings in config.toml; a missing file is empty. Errors are one line."""
     try:
-        raw = path.read_bytes()
+        raw = _read_config_bytes(path)
     except FileNotFoundError:
         return {}
     except OSError as error:
         raise SettingsError(f"cannot read config file {path}: {error.strerror}") from None
+    if len(raw) > CONFIG_MAX_BYTES:
+        raise SettingsError(
+            f"config file {path} is over {CONFIG_MAX_BYTES >> 20} MiB: not a config.toml"
+        )
     try:
         data = tomllib.loads(raw.decode("utf-8-sig"))  # a BOM (Windows editors) is no error
     except UnicodeDecodeError as error:

@@ -10,6 +10,7 @@ modules that take them. The user-facing names stay flat (`memory_top_k`, `MEMORY
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import reduce
@@ -51,7 +52,8 @@ def check_home(path: Path, given: str) -> Path:
     """A data dir path Straylight can use, or a ValueError saying why not: an empty one
     (`--home ""` would silently be the current directory), one that is not valid UTF-8
     (DuckDB and usearch cannot open it) or one that names something other than a directory,
-    or lies below one (`STRAYLIGHT_HOME=/dev/null`, `/dev/null/x`)."""
+    or lies below one (`STRAYLIGHT_HOME=/dev/null`, `/dev/null/x`), or that cannot be looked
+    at (a link that loops, a folder on the way this user may not enter)."""
     if not given.strip():
         raise ValueError("the data dir must not be empty")
     try:
@@ -59,10 +61,15 @@ def check_home(path: Path, given: str) -> Path:
     except UnicodeEncodeError:
         raise ValueError("the data dir path is not valid UTF-8") from None
     for part in (path, *path.parents):  # the nearest one that exists must be a directory
-        if part.exists():
-            if not part.is_dir():
-                raise ValueError(f"{part} exists and is not a directory")
-            break
+        try:
+            is_dir = stat.S_ISDIR(part.stat().st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as error:  # (`exists()` said False to a loop, the check then failed)
+            raise ValueError(f"{part} cannot be used: {error.strerror or error}") from None
+        if not is_dir:
+            raise ValueError(f"{part} exists and is not a directory")
+        break
     return path
 
 

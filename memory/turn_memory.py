@@ -279,7 +279,8 @@ class TurnMemory:
         Unchanged entries cost no embedding request; new and changed ones are embedded in
         batches (each request well within the HTTP timeout), with `progress(done, total)`."""
         resolved = path.expanduser().resolve()
-        text = await asyncio.to_thread(resolved.read_text, encoding="utf-8")
+        # a byte-order mark (Windows editors save one) is no text: it hid the first heading
+        text = await asyncio.to_thread(resolved.read_text, encoding="utf-8-sig")
         entries = masked_keys([(entry.key, entry.content) for entry in split_markdown(text)])
         prefix = mask_secrets(f"doc:{resolved}#")
         plan = await asyncio.to_thread(self.store.plan_ingest, prefix, entries)

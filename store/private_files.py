@@ -165,16 +165,22 @@ def fsync_dir(folder: Path) -> None:
 
 def write_private_text(path: Path, text: str) -> None:
     """Write a whole file atomically (temp file, fsync, rename) with mode 0600. Neither the
-    temp file nor the file is followed if it is a link (`SymlinkRefused`)."""
+    temp file nor the file is followed if it is a link (`SymlinkRefused`). A write that fails
+    (a full disk) raises OSError and leaves the file as it was."""
     ensure_private_dir(path.parent)
     refuse_symlink(path)
     tmp = path.with_name(f".{path.name}.tmp")
     fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
-        os.write(fd, text.encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        try:  # all of it: on a full disk one `write` takes a part and reports no error
+            write_all(fd, text.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:  # (ENOSPC, EFBIG): `path` keeps what it held, no temp file stays
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     os.replace(tmp, path)
 
 

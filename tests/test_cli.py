@@ -33,6 +33,7 @@ from tests.support.cli import (
     cli_command,
     printed_json,
     run_cli,
+    run_cli_process,
     spawn_many,
 )
 from tests.support.ollama_standin import OllamaStandIn
@@ -315,6 +316,38 @@ def test_ask_with_no_text_is_usage_error(env: Env, standin: OllamaStandIn, home:
     assert not (home / "conversation").exists()
 
 
+def test_a_closed_standard_input_reads_as_empty_not_a_traceback(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    """Started with stdin closed (`straylight ask - <&-`, a service with no stdin), Python
+    gives `sys.stdin = None`: `ask -`, `remember -`, `facts set --body -` and the question
+    of `conversations delete` were AttributeError tracebacks (exit 1). A closed stdin reads
+    as /dev/null does: nothing (exit 2, one line), and no terminal to ask on."""
+
+    def closed_stdin(*args: str) -> CliResult:
+        proc = subprocess.run(
+            cli_command(*args),
+            env=env,
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            preexec_fn=lambda: os.close(0),  # the child starts with fd 0 closed
+            check=False,
+        )
+        return CliResult(list(args), proc.returncode, proc.stdout, proc.stderr)
+
+    assert_one_line(closed_stdin("ask", "-"), 2, "ask needs a non-empty TEXT")  # no data dir
+    assert run_cli(env, "ask", "Keep this conversation around, please.").returncode == 0
+    cid = history_json(env)[0]["conversation_id"]
+    assert_one_line(closed_stdin("ask", "-"), 2, "ask needs a non-empty TEXT")
+    assert_one_line(closed_stdin("remember", "-"), 2, "remember needs a non-empty TEXT")
+    fact = closed_stdin("facts", "set", "k", "--type", "fact", "--body", "-")
+    assert_one_line(fact, 2, "a fact needs a body")
+    assert_one_line(closed_stdin("conversations", "delete", cid), 2, "no terminal", "--yes")
+    assert len(history_json(env)) == 2
+
+
 BAD_COMMAND_LINES = {
     "unknown-ask-flag": ["ask", "--bogus", "hi"],
     "unknown-top-flag": ["--frobnicate", "status"],
@@ -428,6 +461,24 @@ def test_config_option_and_env_select_the_file(env: Env, tmp_path: Path) -> None
     assert json.loads(proc.stdout)["memory_top_k"]["value"] == 12
     described = json.loads(run_cli(dict(with_env, MEMORY_TOP_K="13"), "config", "--json").stdout)
     assert described["memory_top_k"] == {"value": 13, "source": "env", "origin": "MEMORY_TOP_K"}
+
+
+def test_a_config_file_that_never_ends_or_a_fifo_without_a_writer_never_hangs_the_start(
+    env: Env, tmp_path: Path
+) -> None:
+    """`--config` (or STRAYLIGHT_CONFIG, or the platform path) naming a FIFO nobody writes
+    to blocked every command at start for good, and `/dev/zero` was read until memory ran
+    out. A FIFO without a writer reads as empty now, and more than 1 MiB (no config.toml
+    is that big) is refused in one line, exit 2. `/dev/null` stays an empty config."""
+    fifo = tmp_path / "config.fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    proc = run_cli_process(env, "--config", str(fifo), "config", "--json")
+    assert json.loads(proc.stdout)["memory_top_k"]["source"] == "default", proc.stderr
+    assert time.monotonic() - started < TIMEOUT / 2
+    proc = run_cli_process(dict(env, STRAYLIGHT_CONFIG="/dev/zero"), "status")
+    assert_one_line(proc, 2, "config file /dev/zero is over 1 MiB")
+    assert_quiet(run_cli(env, "--config", os.devnull, "config"))
 
 
 # --------------------------------------------------------------------------- history

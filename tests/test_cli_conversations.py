@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import os
 import pty
+import stat
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from tests.support.cli import (
     printed_json,
     run_cli,
     run_cli_process,
+    run_process,
 )
 from tests.support.ollama_standin import OllamaStandIn
 
@@ -217,6 +220,77 @@ def test_export_to_dash_is_standard_output(
     assert_ok(proc)
     assert proc.stdout == run_cli(env, "conversations", "export", cid).stdout
     assert not (tmp_path / "-").exists()
+
+
+# `python -m tui.cli` whose files cannot grow past a size (RLIMIT_FSIZE, SIGXFSZ ignored): a
+# full disk for that process, unprivileged, with the real write path (as in tests/reliability)
+_FILE_SIZE_LIMITED = (
+    "import resource, runpy, signal, sys\n"
+    "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+    "limit = int(sys.argv[1])\n"
+    "resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))\n"
+    "sys.argv = ['straylight', *sys.argv[2:]]\n"
+    "runpy.run_module('tui.cli', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def test_an_export_the_disk_cannot_hold_fails_and_keeps_the_file_it_would_replace(
+    env: Env, standin: OllamaStandIn, tmp_path: Path, home: Path
+) -> None:
+    """A full disk took part of the export in one short write and reported no error: the
+    FILE was replaced by the cut transcript, exit 0 and `exported …`. It is exit 1 now (a
+    full disk), one line, and FILE keeps what it held; no temp file is left beside it."""
+    cid = ask(env, standin, FIRST, reply="Feed it well. " * 2000)  # a ~28 KB transcript
+    target = tmp_path / "out" / "starter.md"
+    target.parent.mkdir()
+    target.write_text("my own notes\n", "utf-8")
+    limit = 16 * 1024
+    assert max(f.stat().st_size for f in home.glob("straylight.log*")) < limit
+    command = [sys.executable, "-c", _FILE_SIZE_LIMITED, str(limit)]
+    proc = run_process([*command, "conversations", "export", cid, "-o", str(target)], env)
+    assert_one_line(proc, 1, f"cannot write {target}: File too large")
+    assert proc.stdout == ""
+    assert target.read_text("utf-8") == "my own notes\n"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["starter.md"]
+    assert_ok(run_cli(env, "conversations", "export", cid, "-o", str(target)))  # room: written
+    assert target.read_text("utf-8") == run_cli(env, "conversations", "export", cid).stdout
+
+
+def test_an_export_onto_a_fifo_is_refused_and_the_fifo_stays(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """`-o` naming a FIFO (or a device: `-o /dev/null` as root) wrote a temp file beside it
+    and renamed it over it, exit 0: the FIFO was gone, replaced by a regular file. It is
+    refused in one line, exit 2, like a directory, and left as it was."""
+    cid = ask(env, standin, FIRST)
+    fifo = tmp_path / "out" / "pipe.md"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    proc = run_cli(env, "conversations", "export", cid, "-o", str(fifo))
+    assert_one_line(proc, 2, f"{fifo} is not a regular file; -o wants a file")
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert sorted(p.name for p in fifo.parent.iterdir()) == ["pipe.md"]
+
+
+def test_an_export_onto_a_file_straylight_keeps_is_refused_and_the_file_stays(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    """`-o` naming the database, longterm.md or a daily log replaced it with the transcript,
+    exit 0: the whole memory (the next command said the database is damaged), the curated
+    long-term memory or a day of messages was gone. Refused in one line, exit 2, now; a file
+    of the user's in the data dir (the screen's `exports/`) is written as before."""
+    cid = ask(env, standin, FIRST)
+    [day] = (home / "conversation").glob("*.md")
+    kept = [home / "straylight.duckdb", home / "longterm.md", day]
+    before = {path: path.read_bytes() for path in kept}
+    for path in (*kept, home / "conversation" / "notes.md"):
+        proc = run_cli(env, "conversations", "export", cid, "-o", str(path))
+        assert_one_line(proc, 2, f"{path} belongs to Straylight's data dir")
+    assert {path: path.read_bytes() for path in kept} == before
+    assert not (home / "conversation" / "notes.md").exists()
+    assert len(listing(env)) == 1
+    (home / "exports").mkdir(exist_ok=True)
+    assert_ok(run_cli(env, "conversations", "export", cid, "-o", str(home / "exports" / "a.md")))
 
 
 def test_delete_without_a_terminal_needs_yes(env: Env, standin: OllamaStandIn, home: Path) -> None:

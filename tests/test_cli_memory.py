@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -35,6 +37,7 @@ from tests.support.cli import (
     cli_env,
     printed_json,
     run_cli,
+    run_process,
     spawn_many,
 )
 from tests.support.ollama_standin import OllamaStandIn
@@ -601,6 +604,58 @@ def test_import_doc_is_idempotent_across_edits(
         assert_one_line(run_cli(env, "import-doc", empty), 2, "import-doc needs a PATH")
         # said "nothing recalled", exit 0, where `facts search` and memory_search refuse it
         assert_one_line(run_cli(env, "recall", empty), 2, "recall needs a non-empty QUERY")
+
+
+def test_a_path_with_a_line_break_or_an_escape_is_named_on_one_printable_line(
+    env: Env, tmp_path: Path
+) -> None:
+    """A file name may hold a line break or an ESC sequence: the error that names it stays
+    one stderr line (it was split in two) and never writes the sequence to the terminal."""
+    for name in ("notes\nold.md", "notes\x1b[2J\x1b]0;PWNED\x07.md"):
+        line = assert_one_line(run_cli(env, "import-doc", str(tmp_path / name)), 2, "no such")
+        assert "\x1b" not in line and "\x07" not in line, line
+        assert "notes␊old.md" in line or "notes␛[2J␛]0;PWNED␇.md" in line, line
+    folder = tmp_path / "a\nfolder"
+    folder.mkdir()
+    assert_one_line(run_cli(env, "import-doc", str(folder)), 2, "a␊folder is a directory")
+
+
+def test_import_doc_of_a_file_this_user_may_not_read_is_named_exit_2(
+    env: Env, tmp_path: Path
+) -> None:
+    """An unreadable file was "unexpected error: PermissionError … (details in the log)",
+    exit 1, where every other bad PATH is one line, exit 2. As root (who reads anything) the
+    command runs with the capabilities that bypass file modes dropped (setpriv)."""
+    command = [sys.executable, "-m", "tui.cli"]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("root reads any file, and setpriv is not there to drop that")
+        command = [setpriv, "--bounding-set=-dac_override,-dac_read_search", *command]
+    doc = tmp_path / "private.md"
+    doc.write_text("# Private\n\nThe safe's code is written on the back of the map.\n", "utf-8")
+    doc.chmod(0)
+    proc = run_process([*command, "import-doc", str(doc)], env)
+    assert_one_line(proc, 2, f"cannot read {doc}: permission denied")
+    assert status(env)["points"]["total"] == 0
+
+
+def test_import_doc_of_a_file_saved_with_a_byte_order_mark_keeps_its_first_heading(
+    env: Env, tmp_path: Path
+) -> None:
+    """A Markdown file a Windows editor saved (a UTF-8 byte-order mark, CRLF line ends): the
+    mark was read as text before `# Ferry`, so the first section lost its heading (stored as
+    the preamble, the mark in its content). It is read like the same file without one."""
+    doc = tmp_path / "ferry.md"
+    body = "# Ferry\r\n\r\nThe last ferry leaves the northern harbour at ten past ten.\r\n"
+    doc.write_bytes(b"\xef\xbb\xbf" + body.encode("utf-8"))
+    assert cli_json(env, "import-doc", str(doc))["added"] == 1
+    hits = recall(env, "last ferry northern harbour")["hits"]
+    assert [hit["content"] for hit in hits] == [
+        "# Ferry\n\nThe last ferry leaves the northern harbour at ten past ten."
+    ]
+    doc.write_text(body.replace("\r\n", "\n"), "utf-8")  # the same text without the mark
+    assert cli_json(env, "import-doc", str(doc))["unchanged"] == 1
 
 
 def test_import_doc_names_sections_left_without_a_vector_by_an_early_batch(

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import subprocess
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from store.daily_log import DailyLog, LogMessage
 from tests.support.cli import cli_command, run_cli
@@ -64,3 +66,21 @@ def test_history_ask_and_recall_show_escape_sequences_as_symbols_on_a_terminal(
 
     piped = run_cli(env, "history")  # stdout is a pipe (not a terminal) in-process too
     assert HOSTILE in piped.stdout  # a pipe gets the text as stored
+
+
+def test_a_file_name_with_an_escape_sequence_is_printed_back_as_symbols_on_a_terminal(
+    cli_env: Callable[..., dict[str, str]], standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """`import-doc` and `conversations export -o` name the file they read or wrote; a name
+    holding an ESC sequence is shown as symbols on a terminal, like the text they print."""
+    env = cli_env(OLLAMA_HOST=standin.host)
+    doc = tmp_path / "notes \x1b[2J\x1b]0;PWNED\x07.md"
+    doc.write_text("# Ferry\n\nThe last ferry leaves the northern harbour at ten.\n", "utf-8")
+    shown = on_a_terminal(env, "import-doc", str(doc))
+    assert "\x1b" not in shown and "notes ␛[2J␛]0;PWNED␇.md: 1 added" in shown, shown
+
+    assert run_cli(env, "ask", "When does the last ferry leave?").returncode == 0
+    listed = run_cli(env, "conversations", "--json")
+    cid = json.loads(listed.stdout)[0]["id"]
+    shown = on_a_terminal(env, "conversations", "export", cid, "-o", str(doc))
+    assert "\x1b" not in shown and "notes ␛[2J␛]0;PWNED␇.md (2 messages)" in shown, shown

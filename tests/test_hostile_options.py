@@ -9,6 +9,8 @@ whatever it was given (a token too) or hit an OverflowError after logging the me
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
@@ -17,7 +19,7 @@ import pytest
 
 from store.conversation_id import check_conversation_id
 from store.daily_log import DailyLog, LogMessage
-from tests.support.cli import CliResult, run_cli
+from tests.support.cli import CliResult, cli_command, run_cli, run_process
 from tests.support.ollama_standin import OllamaStandIn
 
 Env = dict[str, str]
@@ -66,6 +68,47 @@ def test_a_home_path_that_is_not_utf8_is_named(env: Env, tmp_path: Path) -> None
     one_line_exit_2(run_cli(dict(env, STRAYLIGHT_HOME=odd), "ask", "hi"), "not valid UTF-8")
     one_line_exit_2(run_cli(env, "--home", odd, "remember", "x"), "not valid UTF-8")
     assert files_under(tmp_path / "home") == []
+
+
+@pytest.mark.parametrize("below", ["", "/data"])
+@pytest.mark.parametrize("command", [["status"], ["remember", "a note"]])
+def test_a_home_behind_a_link_that_loops_is_named(
+    env: Env, tmp_path: Path, below: str, command: list[str]
+) -> None:
+    """`--home` naming a link that loops (or a path below one) was a traceback (OSError:
+    Too many levels of symbolic links, from the data dir check): one line, exit 2 now."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    given = f"{loop}{below}"
+    line = one_line_exit_2(run_cli(env, "--home", given, *command), "--home")
+    assert f"{given} cannot be used: Too many levels of symbolic links" in line
+    line = one_line_exit_2(run_cli(dict(env, STRAYLIGHT_HOME=given), *command))
+    assert "STRAYLIGHT_HOME" in line and "Too many levels of symbolic links" in line
+
+
+@pytest.mark.parametrize("locked", ["", "conversation"])
+@pytest.mark.parametrize("command", [["status"], ["history"], ["remember", "a note"]])
+def test_a_data_dir_this_user_may_not_enter_is_one_line_exit_2(
+    env: Env, home: Path, locked: str, command: list[str]
+) -> None:
+    """A data dir (or its conversation/ folder) with mode 000 was a PermissionError
+    traceback from the data dir check, for every command. As root (who enters any folder)
+    the command runs with the capabilities that bypass modes dropped (setpriv)."""
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("root enters any folder, and setpriv is not there to drop that")
+        prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+    (home / "conversation").mkdir(parents=True)
+    folder = home / locked
+    folder.chmod(0)
+    try:
+        proc = run_process([*prefix, *cli_command(*command)], env)
+    finally:
+        folder.chmod(0o700)
+    line = one_line_exit_2(proc, f"cannot use data dir {home}: Permission denied")
+    assert str(folder) in line
 
 
 def test_an_empty_model_name_is_refused(env: Env, standin: OllamaStandIn) -> None:

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from agent.gateway_errors import EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, SettingsError, load_settings
 from agent.settings_models import THINK_CHOICES
-from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, read_stdin_text
+from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, one_line, read_stdin_text
 
 log = logging.getLogger("straylight.cli")
 EXIT_INTERRUPTED = 130
@@ -333,6 +333,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_data_dir(settings.home)
         except UnsafeDataDir as error:
             return fail(str(error), EXIT_USAGE)
+        except OSError as error:  # a data dir (or its conversation/) this user may not enter
+            where = f" ({error.filename})" if error.filename else ""
+            return fail(f"cannot use data dir {settings.home}: {error.strerror}{where}", 2)
     if may_create_data_dir(args):
         try:
             setup_file_logging(settings.log_file)
@@ -433,9 +436,12 @@ def _hint_missing_home(args: argparse.Namespace, resolved: ResolvedSettings) -> 
     where = resolved.provenance.get("home")
     if where is not None and where.source != "default":
         named = where.origin if where.source != "file" else f"home in {where.origin}"
-        print(f"{PROG}: no data dir at {home} — mistyped {named}?", file=sys.stderr)
+        print(f"{PROG}: no data dir at {one_line(str(home))} — mistyped {named}?", file=sys.stderr)
     else:
-        print(f"{PROG}: no data dir at {home} yet (nothing stored so far)", file=sys.stderr)
+        print(
+            f"{PROG}: no data dir at {one_line(str(home))} yet (nothing stored so far)",
+            file=sys.stderr,
+        )
 
 
 def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
@@ -577,6 +583,8 @@ def _config(resolved: ResolvedSettings, *, as_json: bool) -> int:
 
 
 def entry() -> None:
+    if sys.stdin is None:  # started with stdin closed (`<&-`): it reads as empty, as /dev/null
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the process's stdin
     sys.exit(main())
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -31,7 +32,7 @@ from agent.gateway_errors import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, Settings
 from store.clock import format_instant
 from store.daily_log import DailyLog, LogMessage
-from tui.cli_output import fail, for_terminal, print_json
+from tui.cli_output import EXIT_UNEXPECTED, fail, for_terminal, print_json
 from tui.conversation_index import (
     ConversationInfo,
     clean_title,
@@ -117,7 +118,7 @@ async def _main(args: Any, settings: Settings) -> int:
         title = (record.title if record else None) or found.title
         system = record.system_prompt if record else None
         messages = load_conversation(daily_log, conversation_id, found.days)
-        return _export(found, title, system, messages, args.format, args.output)
+        return _export(found, title, system, messages, args.format, args.output, settings.home)
     return await _delete(settings, daily_log, found, assume_yes=args.yes)
 
 
@@ -231,6 +232,7 @@ def _export(
     messages: Sequence[LogMessage],
     fmt: str,
     output: str | None,
+    home: Path,
 ) -> int:
     render = export_json if fmt == "json" else export_markdown
     text = render(info, title, system, messages)
@@ -244,14 +246,35 @@ def _export(
     path = Path(output).expanduser()
     if path.is_dir():
         return fail(f"{path} is a directory; -o wants a file", EXIT_USAGE)
+    if path.exists() and not path.is_file():  # a FIFO or a device: the rename would replace it
+        return fail(f"{path} is not a regular file; -o wants a file", EXIT_USAGE)
+    if _kept_by_straylight(path, home):  # the database, longterm.md, a daily log: never
+        return fail(
+            f"{path} belongs to Straylight's data dir; -o wants a file of yours", EXIT_USAGE
+        )
     if not path.parent.is_dir():
         return fail(f"cannot write {path}: no folder {path.parent}", EXIT_USAGE)
     try:
         write_private_text(path, text)
-    except OSError as error:
-        return fail(f"cannot write {path}: {error.strerror or error}", EXIT_USAGE)
-    print(f"exported {info.conversation_id} to {path} ({len(messages)} messages)")
+    except OSError as error:  # a full disk is exit 1 (README), an unwritable FILE usage
+        full = error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+        return fail(
+            f"cannot write {path}: {error.strerror or error}",
+            EXIT_UNEXPECTED if full else EXIT_USAGE,
+        )
+    print(for_terminal(f"exported {info.conversation_id} to {path} ({len(messages)} messages)"))
     return EXIT_OK
+
+
+def _kept_by_straylight(path: Path, home: Path) -> bool:
+    """Whether `path` is one of the files Straylight keeps in `home` (an export written there
+    would replace the database, longterm.md or a daily log)."""
+    from store.data_dir_check import CONVERSATION_DIR, OWN_FILES, OWNER_SOCKET
+
+    target, root = path.resolve(), home.resolve()
+    if target.parent == root / CONVERSATION_DIR:
+        return True
+    return target.parent == root and target.name in (*OWN_FILES, OWNER_SOCKET)
 
 
 # ---- delete -----------------------------------------------------------------------------

@@ -161,7 +161,7 @@ async def import_doc(settings: Settings, path: Path, *, as_json: bool) -> int:
     if as_json:
         print_json(report.to_json())
     else:
-        print(f"{path}: {report.summary()}")
+        print(for_terminal(f"{path}: {report.summary()}"))
     note = report.vector_note(memory.embed_problem)
     if note is not None:
         print(f"straylight: note: {note}", file=sys.stderr)

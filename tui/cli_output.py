@@ -17,9 +17,19 @@ def print_json(data: Any) -> None:
 
 
 def fail(message: str, code: int) -> int:
-    """`straylight: MESSAGE` on stderr; returns the exit code to use."""
-    print(f"{PROG}: {message}", file=sys.stderr)
+    """`straylight: MESSAGE` on stderr, as one line (see `one_line`); returns the exit code
+    to use."""
+    print(f"{PROG}: {one_line(message)}", file=sys.stderr)
     return code
+
+
+def one_line(text: str) -> str:
+    """`text` as one line of printable characters: a path or name the user gave may hold a
+    line break or an ESC sequence (`import-doc $'notes\\n.md'`), which would split the
+    error line or act on the terminal; each control character is shown as a symbol (␊, ␛)."""
+    from tui.display_text import printable
+
+    return printable(text).replace("\n", "\u240a")
 
 
 def read_stdin_text() -> str:

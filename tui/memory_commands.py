@@ -6,6 +6,7 @@ Each runs the store call in a thread and answers with a notice in the chat log.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,8 +54,10 @@ async def _remember(memory: TurnMemory, text: str, notice: Notice) -> None:
 def import_path_problem(path: Path) -> str | None:
     """Why `path` cannot be imported as a document (`import-doc`, `/import`), or None: a
     folder, something that is not a regular file (a FIFO, a device, a socket: never opened,
-    a FIFO would block) or nothing at all."""
+    a FIFO would block), one this user may not read, or nothing at all."""
     if path.is_file():
+        if not os.access(path, os.R_OK):  # said "unexpected error: PermissionError", exit 1
+            return f"cannot read {path}: permission denied"
         return None
     if path.is_dir():
         return f"{path} is a directory, not a Markdown file"
