@@ -393,3 +393,18 @@ async def test_search_cuts_a_huge_pinned_paste_at_memory_max_chars(
     content = by_id[big]["content"]
     assert content.startswith(paste[:cap] + "\n[") and len(content) < cap + 300
     assert f"memory #{big}" in content and f"{len(paste.strip())} characters" in content
+
+
+async def test_a_boolean_is_no_memory_id_or_hit_count(env: Env, workspace: Path) -> None:
+    """JSON's `true` is not an integer (the schema says integer): pydantic's lax mode took it
+    as 1, so `memory_forget {"id": true}` deleted memory #1 and `k: true` asked for one hit."""
+    async with mcp_session(env, workspace) as session:
+        first = result_of(await session.call_tool("memory_save", {"text": "the first note"}))
+        assert first["id"] == 1
+        for flag in (True, False):
+            refused = error_of(await session.call_tool("memory_forget", {"id": flag}))
+            assert "id: Input should be a valid integer, not a boolean" in refused, refused
+        refused = error_of(await session.call_tool("memory_search", {"query": "note", "k": True}))
+        assert "k: Input should be a valid integer, not a boolean" in refused, refused
+        hits = result_of(await session.call_tool("memory_search", {"query": "first note"}))
+    assert [hit["id"] for hit in hits["hits"]] == [1]  # still there
