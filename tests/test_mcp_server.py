@@ -408,3 +408,21 @@ async def test_a_boolean_is_no_memory_id_or_hit_count(env: Env, workspace: Path)
         assert "k: Input should be a valid integer, not a boolean" in refused, refused
         hits = result_of(await session.call_tool("memory_search", {"query": "first note"}))
     assert [hit["id"] for hit in hits["hits"]] == [1]  # still there
+
+
+async def test_load_doc_names_a_path_with_nul_or_a_newline_on_one_line(
+    env: Env, workspace: Path, tmp_path: Path
+) -> None:
+    """A path the agent made up with a NUL got Python's `embedded null byte`, and one with a
+    newline (missing, or outside the roots) gave a two-line error; now the path is named
+    escaped, on one line."""
+    (tmp_path / "out\nside.md").write_text("# T\n\nprivate\n")
+    async with mcp_session(env, workspace) as session:
+        nul = error_of(await session.call_tool("memory_load_doc", {"path": "notes\x00.md"}))
+        missing = error_of(await session.call_tool("memory_load_doc", {"path": "a\nb.md"}))
+        outside = error_of(
+            await session.call_tool("memory_load_doc", {"path": str(tmp_path / "out\nside.md")})
+        )
+    assert nul.endswith("no such file: notes\\x00.md"), nul
+    assert missing.endswith("no such file: a\\nb.md"), missing
+    assert "out\\nside.md is outside the folders" in outside, outside
