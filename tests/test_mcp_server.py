@@ -426,3 +426,21 @@ async def test_load_doc_names_a_path_with_nul_or_a_newline_on_one_line(
     assert nul.endswith("no such file: notes\\x00.md"), nul
     assert missing.endswith("no such file: a\\nb.md"), missing
     assert "out\\nside.md is outside the folders" in outside, outside
+
+
+async def test_load_doc_calls_only_a_real_link_a_link(
+    env: Env, workspace: Path, tmp_path: Path
+) -> None:
+    """`../private/secret.md` is a plain path out of the workspace: its refusal called it
+    "a link to …" (the `..` was compared unresolved); a symlink out is still named one."""
+    outside = tmp_path / "private"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Keys\n\nmy private notes\n")
+    (workspace / "escape.md").symlink_to(outside / "secret.md")
+    async with mcp_session(env, workspace) as session:
+        dotted = error_of(
+            await session.call_tool("memory_load_doc", {"path": "../private/secret.md"})
+        )
+        linked = error_of(await session.call_tool("memory_load_doc", {"path": "escape.md"}))
+    assert "../private/secret.md is outside the folders" in dotted, dotted
+    assert f"escape.md (a link to {outside / 'secret.md'}) is outside" in linked, linked

@@ -51,7 +51,8 @@ def allowed_doc(raw: str, roots: Iterable[Path]) -> Path:
     allowed = list(roots)
     if not any(real.is_relative_to(root) for root in allowed):
         shown = ", ".join(safe_derived_name(str(root)) for root in allowed) or "none"
-        link = f" (a link to {safe_derived_name(str(real))})" if real != given.absolute() else ""
+        plain = Path(os.path.abspath(given))  # `..` folded: only a symlink makes it differ
+        link = f" (a link to {safe_derived_name(str(real))})" if real != plain else ""
         raise ValueError(
             f"{named}{link} is outside the folders memory_load_doc may read ({shown}); "
             "add its folder to the mcp_doc_roots setting to allow it"
