@@ -444,3 +444,19 @@ async def test_load_doc_calls_only_a_real_link_a_link(
         linked = error_of(await session.call_tool("memory_load_doc", {"path": "escape.md"}))
     assert "../private/secret.md is outside the folders" in dotted, dotted
     assert f"escape.md (a link to {outside / 'secret.md'}) is outside" in linked, linked
+
+
+async def test_a_workspace_holding_the_home_directory_is_no_doc_root(
+    env: Env, tmp_path: Path
+) -> None:
+    """Started in the home directory, under a git root above it (a repo at /home, say), the
+    workspace held the whole home directory and memory_load_doc read ~/.ssh; like `/` and
+    the home directory itself it is no fence now, so only `mcp_doc_roots` count."""
+    root = tmp_path / "machine"
+    (root / ".git").mkdir(parents=True)
+    home_dir = root / "me"
+    (home_dir / ".ssh").mkdir(parents=True)
+    (home_dir / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nx\n")
+    async with mcp_session({**env, "HOME": str(home_dir)}, home_dir) as session:
+        refused = error_of(await session.call_tool("memory_load_doc", {"path": ".ssh/id_ed25519"}))
+    assert "outside the folders memory_load_doc may read (none)" in refused, refused

@@ -23,12 +23,14 @@ def doc_roots(
 ) -> list[Path]:
     """The allowed roots, resolved: the workspace directory first, then the configured ones.
 
-    A workspace that is the filesystem root or the home directory itself is no fence at all
-    (desktop clients start their servers in `/` or `~`): then only the configured folders."""
+    A workspace that is the filesystem root, the home directory or a folder holding it (a git
+    root above `~`) is no fence at all (desktop clients start their servers in `/` or `~`):
+    then only the configured folders."""
     directory = (cwd or Path.cwd()).absolute()
     workspace = Path(os.path.realpath(git_root(directory) or directory))
-    too_wide = {Path(workspace.anchor), Path(os.path.realpath(home or Path.home()))}
-    roots = [*([] if workspace in too_wide else [workspace]), *configured]
+    home_dir = Path(os.path.realpath(home or Path.home()))
+    too_wide = workspace == Path(workspace.anchor) or home_dir.is_relative_to(workspace)
+    roots = [*([] if too_wide else [workspace]), *configured]
     resolved: list[Path] = []
     for root in roots:
         real = Path(os.path.realpath(root))
