@@ -7,6 +7,7 @@ DuckDB file and the HTTP Ollama stand-in.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -460,3 +461,34 @@ async def test_a_workspace_holding_the_home_directory_is_no_doc_root(
     async with mcp_session({**env, "HOME": str(home_dir)}, home_dir) as session:
         refused = error_of(await session.call_tool("memory_load_doc", {"path": ".ssh/id_ed25519"}))
     assert "outside the folders memory_load_doc may read (none)" in refused, refused
+
+
+async def test_clients_loading_one_doc_at_once_store_it_once(
+    env: Env, workspace: Path, standin: OllamaStandIn
+) -> None:
+    """Three agents load the same file at the same moment: each planned "add every section"
+    before any wrote (the embedding in between), so the memory held it three times. Now one
+    adds it and the others find it unchanged."""
+    sections = 12
+    (workspace / "notes.md").write_text(
+        "".join(f"# Part {n}\n\nharbour crane step {n}.\n\n" for n in range(sections))
+    )
+    async with (
+        mcp_session(env, workspace, client="a") as first,
+        mcp_session(env, workspace, client="b") as second,
+        mcp_session(env, workspace, client="c") as third,
+    ):
+        result_of(await first.call_tool("memory_status", {}))  # one owner serves the others
+        standin.fail_next("delay", path="/api/embed", seconds=1.0)
+        loads = [
+            session.call_tool("memory_load_doc", {"path": "notes.md"})
+            for session in (first, second, third)
+        ]
+        reports = [result_of(outcome) for outcome in await asyncio.gather(*loads)]
+        status = result_of(await first.call_tool("memory_status", {}))
+    assert sorted((r["added"], r["unchanged"]) for r in reports) == [
+        (0, sections),
+        (0, sections),
+        (sections, 0),
+    ]
+    assert status["points"]["doc"] == sections
