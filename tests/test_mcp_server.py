@@ -492,3 +492,25 @@ async def test_clients_loading_one_doc_at_once_store_it_once(
         (sections, 0),
     ]
     assert status["points"]["doc"] == sections
+
+
+async def test_clients_proposing_one_fact_at_once_leave_one_candidate(
+    env: Env, workspace: Path
+) -> None:
+    """The gate turns away a proposal that is already pending; three agents proposing the
+    same fact at the same moment each passed its check before any candidate was written, so
+    three identical candidates waited for approval."""
+    proposal = {"key": "deploy:blyck", "type": "procedure", "body": "Deploy with just."}
+    async with (
+        mcp_session(env, workspace, client="a") as first,
+        mcp_session(env, workspace, client="b") as second,
+        mcp_session(env, workspace, client="c") as third,
+    ):
+        result_of(await first.call_tool("memory_status", {}))  # one owner serves the others
+        writes = [s.call_tool("memory_write", proposal) for s in (first, second, third)]
+        outcomes = await asyncio.gather(*writes)
+    made = [outcome for outcome in outcomes if not outcome.is_error]
+    assert len(made) == 1, [outcome.content for outcome in outcomes]
+    refused = [error_of(outcome) for outcome in outcomes if outcome.is_error]
+    assert all(text.endswith("not proposed: already pending") for text in refused), refused
+    assert len(await cli_json(env, "candidates", "list")) == 1
