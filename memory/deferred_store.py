@@ -158,6 +158,7 @@ class DeferredStore(_StandIn):
             "space",
             "side",
             "rows",
+            "ingesting",
         }
     )
 

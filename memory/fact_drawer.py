@@ -18,7 +18,9 @@ capabilities, rules and procedures never decay. Secrets are masked in every body
 
 from __future__ import annotations
 
+import threading
 import unicodedata
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -78,6 +80,17 @@ def clean_text(text: str) -> str:
 def _one_line(text: str) -> str:
     """Facts are data in the prompt: one line each, no heading can start inside them."""
     return " ".join(clean_text(text).split())
+
+
+_GATES: weakref.WeakKeyDictionary[Database, threading.Lock] = weakref.WeakKeyDictionary()
+_GATES_LOCK = threading.Lock()
+
+
+def _gate(db: Database) -> threading.Lock:
+    """The one lock of a database's approval gate, shared by every drawer on it (the owner
+    runs its clients' commands at once, each with a drawer of its own)."""
+    with _GATES_LOCK:
+        return _GATES.setdefault(db, threading.Lock())
 
 
 class FactDrawer:
@@ -334,6 +347,10 @@ class FactDrawer:
             )
         except FactError as error:
             return GateOutcome(None, str(error))
+        with _gate(self.db):  # checked and written as one: two at once made two candidates
+            return self._through_gate(new, origin, conversation_id)
+
+    def _through_gate(self, new: FactWrite, origin: str, conversation_id: str) -> GateOutcome:
         if self.store.has_candidate(self.workspace, new.key, new.body, "rejected"):
             return GateOutcome(None, "rejected before")
         if self.store.has_candidate(self.workspace, new.key, new.body, "pending"):

@@ -124,6 +124,9 @@ class MemoryStore:
         self.lexical_ready = False  # the word index's in-memory mirror is loaded
         self.vectors = VectorKeeper(home, db, config.embed_model, read_only=read_only)
         self.pins = PinnedPoints()
+        # One document ingest at a time (`TurnMemory.ingest_doc`, from plan to write): two
+        # clients importing one file at once each planned "add it all" and stored it twice.
+        self.ingesting = threading.Lock()
         self.side = SideThread("recall-words")  # a recall ranks the words there (recall.py)
         self._lexical_thread: threading.Thread | None = None
         self._lexical_cursor: Cursor | None = None  # while it loads

@@ -283,6 +283,17 @@ class TurnMemory:
         text = await asyncio.to_thread(resolved.read_text, encoding="utf-8-sig")
         entries = masked_keys([(entry.key, entry.content) for entry in split_markdown(text)])
         prefix = mask_secrets(f"doc:{resolved}#")
+        while not self.store.ingesting.acquire(blocking=False):  # cancellable, unlike a
+            await asyncio.sleep(0.05)  # blocking acquire in a thread
+        try:
+            return await self._ingest_planned(prefix, entries, progress)
+        finally:
+            self.store.ingesting.release()
+
+    async def _ingest_planned(
+        self, prefix: str, entries: list[tuple[str, str]], progress: ProgressFn | None
+    ) -> IngestReport:
+        """Plan against the stored points, embed what the plan needs, write it."""
         plan = await asyncio.to_thread(self.store.plan_ingest, prefix, entries)
         todo = plan.texts_to_embed()
         vectors: dict[str, Sequence[float] | None] = {}

@@ -7,6 +7,7 @@ DuckDB file and the HTTP Ollama stand-in.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -393,3 +394,123 @@ async def test_search_cuts_a_huge_pinned_paste_at_memory_max_chars(
     content = by_id[big]["content"]
     assert content.startswith(paste[:cap] + "\n[") and len(content) < cap + 300
     assert f"memory #{big}" in content and f"{len(paste.strip())} characters" in content
+
+
+async def test_a_boolean_is_no_memory_id_or_hit_count(env: Env, workspace: Path) -> None:
+    """JSON's `true` is not an integer (the schema says integer): pydantic's lax mode took it
+    as 1, so `memory_forget {"id": true}` deleted memory #1 and `k: true` asked for one hit."""
+    async with mcp_session(env, workspace) as session:
+        first = result_of(await session.call_tool("memory_save", {"text": "the first note"}))
+        assert first["id"] == 1
+        for flag in (True, False):
+            refused = error_of(await session.call_tool("memory_forget", {"id": flag}))
+            assert "id: Input should be a valid integer, not a boolean" in refused, refused
+        refused = error_of(await session.call_tool("memory_search", {"query": "note", "k": True}))
+        assert "k: Input should be a valid integer, not a boolean" in refused, refused
+        hits = result_of(await session.call_tool("memory_search", {"query": "first note"}))
+    assert [hit["id"] for hit in hits["hits"]] == [1]  # still there
+
+
+async def test_load_doc_names_a_path_with_nul_or_a_newline_on_one_line(
+    env: Env, workspace: Path, tmp_path: Path
+) -> None:
+    """A path the agent made up with a NUL got Python's `embedded null byte`, and one with a
+    newline (missing, or outside the roots) gave a two-line error; now the path is named
+    escaped, on one line."""
+    (tmp_path / "out\nside.md").write_text("# T\n\nprivate\n")
+    async with mcp_session(env, workspace) as session:
+        nul = error_of(await session.call_tool("memory_load_doc", {"path": "notes\x00.md"}))
+        missing = error_of(await session.call_tool("memory_load_doc", {"path": "a\nb.md"}))
+        outside = error_of(
+            await session.call_tool("memory_load_doc", {"path": str(tmp_path / "out\nside.md")})
+        )
+    assert nul.endswith("no such file: notes\\x00.md"), nul
+    assert missing.endswith("no such file: a\\nb.md"), missing
+    assert "out\\nside.md is outside the folders" in outside, outside
+
+
+async def test_load_doc_calls_only_a_real_link_a_link(
+    env: Env, workspace: Path, tmp_path: Path
+) -> None:
+    """`../private/secret.md` is a plain path out of the workspace: its refusal called it
+    "a link to …" (the `..` was compared unresolved); a symlink out is still named one."""
+    outside = tmp_path / "private"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Keys\n\nmy private notes\n")
+    (workspace / "escape.md").symlink_to(outside / "secret.md")
+    async with mcp_session(env, workspace) as session:
+        dotted = error_of(
+            await session.call_tool("memory_load_doc", {"path": "../private/secret.md"})
+        )
+        linked = error_of(await session.call_tool("memory_load_doc", {"path": "escape.md"}))
+    assert "../private/secret.md is outside the folders" in dotted, dotted
+    assert f"escape.md (a link to {outside / 'secret.md'}) is outside" in linked, linked
+
+
+async def test_a_workspace_holding_the_home_directory_is_no_doc_root(
+    env: Env, tmp_path: Path
+) -> None:
+    """Started in the home directory, under a git root above it (a repo at /home, say), the
+    workspace held the whole home directory and memory_load_doc read ~/.ssh; like `/` and
+    the home directory itself it is no fence now, so only `mcp_doc_roots` count."""
+    root = tmp_path / "machine"
+    (root / ".git").mkdir(parents=True)
+    home_dir = root / "me"
+    (home_dir / ".ssh").mkdir(parents=True)
+    (home_dir / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nx\n")
+    async with mcp_session({**env, "HOME": str(home_dir)}, home_dir) as session:
+        refused = error_of(await session.call_tool("memory_load_doc", {"path": ".ssh/id_ed25519"}))
+    assert "outside the folders memory_load_doc may read (none)" in refused, refused
+
+
+async def test_clients_loading_one_doc_at_once_store_it_once(
+    env: Env, workspace: Path, standin: OllamaStandIn
+) -> None:
+    """Three agents load the same file at the same moment: each planned "add every section"
+    before any wrote (the embedding in between), so the memory held it three times. Now one
+    adds it and the others find it unchanged."""
+    sections = 12
+    (workspace / "notes.md").write_text(
+        "".join(f"# Part {n}\n\nharbour crane step {n}.\n\n" for n in range(sections))
+    )
+    async with (
+        mcp_session(env, workspace, client="a") as first,
+        mcp_session(env, workspace, client="b") as second,
+        mcp_session(env, workspace, client="c") as third,
+    ):
+        result_of(await first.call_tool("memory_status", {}))  # one owner serves the others
+        standin.fail_next("delay", path="/api/embed", seconds=1.0)
+        loads = [
+            session.call_tool("memory_load_doc", {"path": "notes.md"})
+            for session in (first, second, third)
+        ]
+        reports = [result_of(outcome) for outcome in await asyncio.gather(*loads)]
+        status = result_of(await first.call_tool("memory_status", {}))
+    assert sorted((r["added"], r["unchanged"]) for r in reports) == [
+        (0, sections),
+        (0, sections),
+        (sections, 0),
+    ]
+    assert status["points"]["doc"] == sections
+
+
+async def test_clients_proposing_one_fact_at_once_leave_one_candidate(
+    env: Env, workspace: Path
+) -> None:
+    """The gate turns away a proposal that is already pending; three agents proposing the
+    same fact at the same moment each passed its check before any candidate was written, so
+    three identical candidates waited for approval."""
+    proposal = {"key": "deploy:blyck", "type": "procedure", "body": "Deploy with just."}
+    async with (
+        mcp_session(env, workspace, client="a") as first,
+        mcp_session(env, workspace, client="b") as second,
+        mcp_session(env, workspace, client="c") as third,
+    ):
+        result_of(await first.call_tool("memory_status", {}))  # one owner serves the others
+        writes = [s.call_tool("memory_write", proposal) for s in (first, second, third)]
+        outcomes = await asyncio.gather(*writes)
+    made = [outcome for outcome in outcomes if not outcome.is_error]
+    assert len(made) == 1, [outcome.content for outcome in outcomes]
+    refused = [error_of(outcome) for outcome in outcomes if outcome.is_error]
+    assert all(text.endswith("not proposed: already pending") for text in refused), refused
+    assert len(await cli_json(env, "candidates", "list")) == 1

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from agent.workspace import git_root
+from agent.workspace import git_root, safe_derived_name
 
 
 def doc_roots(
@@ -23,12 +23,14 @@ def doc_roots(
 ) -> list[Path]:
     """The allowed roots, resolved: the workspace directory first, then the configured ones.
 
-    A workspace that is the filesystem root or the home directory itself is no fence at all
-    (desktop clients start their servers in `/` or `~`): then only the configured folders."""
+    A workspace that is the filesystem root, the home directory or a folder holding it (a git
+    root above `~`) is no fence at all (desktop clients start their servers in `/` or `~`):
+    then only the configured folders."""
     directory = (cwd or Path.cwd()).absolute()
     workspace = Path(os.path.realpath(git_root(directory) or directory))
-    too_wide = {Path(workspace.anchor), Path(os.path.realpath(home or Path.home()))}
-    roots = [*([] if workspace in too_wide else [workspace]), *configured]
+    home_dir = Path(os.path.realpath(home or Path.home()))
+    too_wide = workspace == Path(workspace.anchor) or home_dir.is_relative_to(workspace)
+    roots = [*([] if too_wide else [workspace]), *configured]
     resolved: list[Path] = []
     for root in roots:
         real = Path(os.path.realpath(root))
@@ -42,19 +44,21 @@ def allowed_doc(raw: str, roots: Iterable[Path]) -> Path:
     why (one line)."""
     if not raw.strip():
         raise ValueError("memory_load_doc needs a path")
+    named = safe_derived_name(raw)  # a NUL or a newline in it: the line stays one line
     given = Path(os.path.expanduser(raw))
     try:
         real = given.resolve(strict=True)
-    except (OSError, RuntimeError):  # missing, a symlink loop, no permission
-        raise ValueError(f"no such file: {raw}") from None
+    except (OSError, RuntimeError, ValueError):  # missing, a loop, no permission, a NUL
+        raise ValueError(f"no such file: {named}") from None
     allowed = list(roots)
     if not any(real.is_relative_to(root) for root in allowed):
-        shown = ", ".join(str(root) for root in allowed) or "none"
-        link = f" (a link to {real})" if real != given.absolute() else ""
+        shown = ", ".join(safe_derived_name(str(root)) for root in allowed) or "none"
+        plain = Path(os.path.abspath(given))  # `..` folded: only a symlink makes it differ
+        link = f" (a link to {safe_derived_name(str(real))})" if real != plain else ""
         raise ValueError(
-            f"{raw}{link} is outside the folders memory_load_doc may read ({shown}); "
+            f"{named}{link} is outside the folders memory_load_doc may read ({shown}); "
             "add its folder to the mcp_doc_roots setting to allow it"
         )
     if not real.is_file():
-        raise ValueError(f"{raw} is not a file")
+        raise ValueError(f"{named} is not a file")
     return real
