@@ -61,7 +61,8 @@ async def test_approving_a_memory_write_inline_stores_the_fact_and_the_turn_goes
         await wait_until(pilot, lambda: len(app.query(CandidatePrompt)) == 1, what="prompt")
         assert facts(app).list_facts() == []  # nothing before the user says so
         await pilot.press("a")
-        await wait_until(pilot, lambda: last_reply_done(app), what="the turn to finish")
+        # the fact's write and embedding, then a second model call: slow on a loaded machine
+        await wait_until(pilot, lambda: last_reply_done(app), timeout=20, what="the turn to finish")
         assert [(f.key, f.body) for f in facts(app).list_facts()] == [
             ("build:npm", "npm run dist builds blyck.")
         ]
