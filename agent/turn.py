@@ -273,7 +273,8 @@ class TurnEngine:
                     reply=reply,
                     conversation_id=conversation_id,
                     answered=answered,
-                    context=context,
+                    # Ollama cut it anyway: `status` reports it like a prompt it refused
+                    context=context if overflow is None else replace(context, headroom="critical"),
                     earlier=earlier,
                 )
                 if self.memory is not None:

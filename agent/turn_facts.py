@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from agent.fact_tools import MEMORY_READ, MEMORY_WRITE, parse_write, run_read, unknown_tool
@@ -158,6 +159,40 @@ async def reflect(
     return proposed
 
 
+def fitted_reflection(
+    transcript: Sequence[tuple[str, str]], known: Sequence[str], window: int
+) -> list[dict[str, str]] | None:
+    """The reflection's messages with as much of the transcript as fits `window` (the
+    `num_ctx` the call sends) less the reply's reserve and the estimate's margin; None when
+    not even its instructions fit. Sent whole, a long session overflowed a small window and
+    Ollama cut the prompt's front — the instructions — without a word."""
+    from agent.context_window import reply_reserve
+    from agent.token_estimate import (
+        MESSAGE_OVERHEAD,
+        PROMPT_OVERHEAD,
+        UNCALIBRATED_MARGIN,
+        estimate_text_tokens,
+    )
+    from memory.reflection import TRANSCRIPT_BUDGET_CHARS, reflection_messages
+
+    room = (window - reply_reserve(window)) / (1 + UNCALIBRATED_MARGIN)
+    budget = TRANSCRIPT_BUDGET_CHARS
+    while True:
+        prompt = reflection_messages(transcript, known_keys=known, budget_chars=budget)
+        tokens = PROMPT_OVERHEAD + sum(
+            MESSAGE_OVERHEAD + estimate_text_tokens(m["content"]) for m in prompt
+        )
+        if tokens <= room:
+            return prompt
+        if budget <= _REFLECT_MIN_CHARS:
+            return None
+        budget = max(_REFLECT_MIN_CHARS, min(budget - 1, int(budget * room / tokens * 0.9)))
+
+
+_REFLECT_MIN_CHARS = 200
+"""The least transcript worth a reflection call (a message's tail, a line or two)."""
+
+
 async def reflect_report(
     drawer: FactDrawer,
     gateway: OllamaGateway,
@@ -168,14 +203,17 @@ async def reflect_report(
     """`reflect`, and what it dropped as (item, reason): items the checks refused (not JSON,
     hostile, proof not in the session …) and proposals the approval gate refused (rejected
     before, already pending, already a fact) — so `straylight reflect` can say why."""
-    from memory.reflection import REFLECTION_SCHEMA, parse_reflection, reflection_messages
+    from memory.reflection import REFLECTION_SCHEMA, parse_reflection
 
     messages = await asyncio.to_thread(daily_log.recent, conversation_id, REFLECT_MESSAGES)
     transcript = [(m.role, m.content) for m in messages if m.content]
     if not any(role == "user" for role, _ in transcript):
         return [], [("(the conversation)", "no user message to reflect on")]
     known = await asyncio.to_thread(lambda: [f.key for f in drawer.list_facts(status="active")])
-    prompt = reflection_messages(transcript, known_keys=known)
+    window = (await gateway.context_window(model)).window
+    prompt = fitted_reflection(transcript, known, window)
+    if prompt is None:
+        return [], [("(the conversation)", f"the model's {window:,}-token window is too small")]
     raw = await gateway.chat_structured(model, prompt, REFLECTION_SCHEMA)
     result = parse_reflection(raw, transcript_text="\n".join(t for _, t in transcript))
     dropped = list(result.dropped)

@@ -193,3 +193,18 @@ async def test_in_one_session_the_window_ollama_reveals_is_used_from_the_next_tu
     assert "cut" in outcomes and set(outcomes[1:]) <= {"ok", "cut"}, outcomes
     later = server.chat_outcomes()[1:]
     assert later and all(o.dropped_messages == 0 and not o.runner_truncated for o in later)
+
+
+def test_a_prompt_ollama_cut_anyway_is_critical_in_status(env: Env, server: OllamaStandIn) -> None:
+    """/api/show fails, so the budget fits the prompt into the 4,096 fallback; the model holds
+    2,048 and Ollama cuts it. The turn named the cut, but `status` still called the last
+    prompt `ok` (or `warn`), as if it had fitted; it is `critical` now, as a refused one is."""
+    server.configure_model("small:1b", context_length=2048)
+    server.set_models(["small:1b", "nomic-embed-text"])
+    server.fail_next("status", status=500, message="boom", path="/api/show", count=None)
+    env = {**env, "STRAYLIGHT_MODEL": "small:1b"}
+    (turn,) = converse(env, server, turns=1, size=70)
+    assert turn.returncode == 0 and "Ollama cut the prompt" in turn.stderr, turn
+    assert server.chat_outcomes()[-1].runner_truncated  # the scenario happened
+    context = printed_json(run_cli(env, "status", "--json"))["context"]
+    assert (context["window"], context["headroom"]) == (4096, "critical"), context

@@ -16,6 +16,7 @@ from tests.support.cli import NOW, Env, assert_one_line, printed_json, run_cli
 from tests.support.ollama_standin import OllamaStandIn, context_error
 from tests.support.pilot_helpers import type_text, wait_until
 from tui.app import StraylightApp
+from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_message import ChatMessage, ChatNotice
 from tui.widgets.status_sidebar import SidebarSummary, StatusSidebar, summary_text
 
@@ -240,6 +241,35 @@ async def test_the_sidebar_turns_critical_when_ollama_refuses_the_prompt(
         )
         block = str(app.query_one("#sidebar-conversation").render())
         assert " · critical" in block
+
+
+async def test_the_sidebar_turns_critical_when_ollama_cuts_the_prompt_anyway(
+    make_settings: Callable[..., Settings], truncating: OllamaStandIn
+) -> None:
+    """/api/show fails, so the 4,096 fallback is budgeted; the model holds 2,048 and Ollama
+    cuts the prompt. The chat named the cut, but the sidebar kept the estimate's `ok`, as if
+    the prompt had fitted; it turns `critical`, as for a prompt Ollama refuses."""
+    truncating.configure_model("small:1b", context_length=2048)
+    truncating.set_models(["small:1b", "nomic-embed-text"])
+    truncating.fail_next("status", status=500, message="boom", path="/api/show", count=None)
+    settings = make_settings(ollama_host=truncating.host, model="small:1b", jobs_enabled=False)
+    app = StraylightApp(settings)
+    async with app.run_test(size=(110, 32)) as pilot:
+        sidebar = app.query_one(StatusSidebar)
+        await wait_until(pilot, lambda: sidebar.state and sidebar.state.ollama == "online")
+        app.query_one(ChatInput).text = "We compared the deploy scripts line by line. " * 280
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: any("Ollama cut the prompt" in str(n.render()) for n in app.query(ChatNotice)),
+            what="the cut named",
+        )
+        assert truncating.chat_outcomes()[-1].runner_truncated  # the scenario happened
+        await wait_until(
+            pilot,
+            lambda: sidebar.state is not None and sidebar.state.context_headroom == "critical",
+            what="the context line turning critical",
+        )
 
 
 async def test_a_window_guessed_while_the_model_was_missing_is_chosen_again_once_it_is_there(

@@ -367,8 +367,11 @@ def test_ctrl_c_in_a_client_cancels_its_command_in_the_owner(
         first = client.stdout.read(4)  # the forwarded reply streams: the command runs
         assert first
         client.send_signal(signum)
-        _out, err = client.communicate(timeout=WAIT)
+        out, err = client.communicate(timeout=WAIT)
         assert (client.returncode, err) == (code, line)
+        # the partial reply's line is ended, as `ask` run alone ends it: on a terminal the
+        # error line ran on from the reply's last word
+        assert (first + out).endswith("\n") and (first + out).count("\n") == 1, first + out
         log = home / "straylight.log"
         deadline = time.monotonic() + WAIT
         while "exit 130" not in log.read_text() and time.monotonic() < deadline:

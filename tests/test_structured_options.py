@@ -70,3 +70,27 @@ def test_ask_then_reflect_send_the_same_window(
     chat, reflection = (r for r in srv.requests if r.path == "/api/chat")
     assert reflection.body["format"] and reflection.body["stream"] is False
     assert chat.options == reflection.options == {"temperature": 0.3, "num_ctx": 6144}
+
+
+def test_a_long_session_is_reflected_on_in_the_window_it_sends(
+    cli_env: Callable[..., Env], srv: OllamaStandIn
+) -> None:
+    """num_ctx 2,048 (a small machine's setting): the chat's prompts are budgeted, but the
+    reflection sent up to 12,000 characters of transcript whole, over the window, and Ollama
+    cut the front of its prompt — its instructions — without a word. The transcript now
+    keeps its newest messages that fit; the request fits the window it sends."""
+    srv.context_mode = "truncate"  # Ollama's silent cut
+    env = cli_env(OLLAMA_HOST=srv.host, STRAYLIGHT_NUM_CTX="2048")
+    words = "we compared the deploy scripts: staging pins the node version and restarts it. "
+    for number in range(8):
+        srv.script_reply(f"Answer {number}: {words * 4}")
+        asked = run_cli(env, "ask", "-c", "long-one", f"Question {number}: {words * 4}")
+        assert asked.returncode == 0, asked.stderr  # (the chat's history is cut and named)
+    srv.script_reply(json.dumps({"facts": []}))
+    printed_json(run_cli(env, "reflect", "--conversation", "long-one", "--json"))
+    reflection = srv.chat_outcomes()[-1]
+    assert srv.chat_requests()[-1]["format"] and reflection.window == 2048
+    assert not reflection.runner_truncated and reflection.dropped_messages == 0, reflection
+    user = srv.chat_requests()[-1]["messages"][-1]["content"]
+    assert "Question 7" in user and "Question 0" not in user  # the newest messages stay
+    assert "left out for length" in user

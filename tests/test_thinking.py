@@ -6,6 +6,7 @@ inline `<think>` split across chunks, `options` and `keep_alive` on every chat r
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,8 +17,8 @@ from agent.settings import Settings
 from agent.turn import TurnEngine
 from agent.turn_events import ReplyDelta, ReplyFinished, ThinkingDelta
 from memory.memory_store import MemoryStore
-from tests.support.cli import Env, assert_one_line, run_cli
-from tests.support.ollama_standin import ModelSpec, OllamaStandIn
+from tests.support.cli import REPO_ROOT, TIMEOUT, Env, assert_one_line, cli_command, run_cli
+from tests.support.ollama_standin import ModelSpec, OllamaStandIn, split_tokens
 
 PLAIN = "llama3.2"
 THINKER = "qwen3:8b"
@@ -238,3 +239,31 @@ def test_a_reply_stopped_by_num_predict_is_named(env: Env, standin: OllamaStandI
     standin.script_reply(ANSWER)
     whole = run_cli(env, "ask", "--model", PLAIN, "capital?")
     assert (whole.returncode, whole.stdout, whole.stderr) == (0, ANSWER + "\n", "")
+
+
+def test_a_warning_after_the_answer_starts_its_own_line(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """On a terminal stdout and stderr share one screen: the warning after a reply (its
+    length limit, a prompt Ollama cut) ran on from the answer's last word
+    (`…the capitalstraylight: warning: …`) and a blank line followed. The answer's line
+    now ends before the warning; stdout still holds the answer and one newline."""
+    config = tmp_path / "short.toml"
+    config.write_text("[model_options]\nnum_predict = 3\n", encoding="utf-8")
+    standin.script_reply(ANSWER)
+    command = cli_command("ask", "--config", str(config), "--model", PLAIN, "capital?")
+    merged = subprocess.run(
+        command,
+        env=env,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # one screen, as on a terminal
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    cut = "".join(split_tokens(ANSWER)[:3])
+    assert merged.returncode == 0
+    assert merged.stdout.startswith(cut + "\nstraylight: warning: the reply stopped"), merged.stdout
+    assert merged.stdout.count("\n") == 2, merged.stdout

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+import threading
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,6 +141,35 @@ class StraylightApp(App[int]):
         if unknown:
             self.call_after_refresh(self.chat.report_unknown_bindings, unknown)
         self.call_after_refresh(self._after_first_frame)
+        self._catch_stop_signals()
+
+    STOP_SIGNALS: ClassVar = (signal.SIGTERM, signal.SIGHUP)
+
+    def _catch_stop_signals(self) -> None:
+        """SIGTERM (`kill`) and SIGHUP (the terminal closed, an ssh session gone) quit the
+        way Ctrl+Q does, with 128 + the signal: a streaming reply is kept, marked cancelled
+        with the signal as its reason, and the terminal is restored. By default they killed
+        the TUI at once: what had arrived was lost, the terminal left in the app's mode."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        loop = asyncio.get_running_loop()
+        for signum in self.STOP_SIGNALS:
+            loop.add_signal_handler(signum, self._stop_by_signal, signum)
+        self._signals_caught = True
+
+    def _release_stop_signals(self) -> None:
+        if getattr(self, "_signals_caught", False):
+            self._signals_caught = False
+            loop = asyncio.get_running_loop()
+            for signum in self.STOP_SIGNALS:
+                loop.remove_signal_handler(signum)
+
+    def _stop_by_signal(self, signum: signal.Signals) -> None:
+        log.warning("stopped by %s", signum.name)
+        self.engine.stop_reason = f"stopped by {signum.name}"
+        self.quitting = True  # no reflection pass first: the user may be gone
+        self.chat.cancel_reply()
+        self.exit(return_code=128 + signum)
 
     def _apply_theme_setting(self) -> None:
         """The `theme` setting, then every later choice (the palette's "Change theme") is
@@ -208,6 +239,7 @@ class StraylightApp(App[int]):
 
     async def on_unmount(self) -> None:
         self.quitting = True  # the jobs, if their start is still queued, do not start now
+        self._release_stop_signals()
         if self.scheduler is not None:
             await self.scheduler.stop()
         if self.owner_server is not None:  # stopped already when `exit` was the way out

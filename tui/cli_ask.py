@@ -197,6 +197,10 @@ async def _ask(
             elif isinstance(event, ReplyFinished):
                 code = EXIT_OK
                 stop.finishing = True  # logged: a signal no longer cuts the save short
+                if wrote_text:  # the answer is whole: a warning after it starts its own line
+                    sys.stdout.write("\n")
+                    sys.stdout.flush()
+                    wrote_text = False
             elif isinstance(event, ReplyFailed):
                 code = event.error.exit_code
                 stop.finishing = True

@@ -119,6 +119,7 @@ def forward(home: Path, request: CommandRequest, out: TextIO, err: TextIO) -> in
     except OSError as error:  # no socket, refused, timed out: not served
         raise NotServed(str(error)) from None
     owner: object = None
+    open_line = False  # what `out` got last did not end its line (a reply streaming)
     try:
         try:
             send_frame(sock, request.to_frame())
@@ -137,7 +138,10 @@ def forward(home: Path, request: CommandRequest, out: TextIO, err: TextIO) -> in
             if frame is None:
                 raise OwnerGone(f"the owner of {home} (PID {owner}) ended during the command")
             if "out" in frame:
-                out.write(str(frame["out"]))
+                text = str(frame["out"])
+                # set first: a signal may come as soon as the text is out
+                open_line = not text.endswith("\n") if text else open_line
+                out.write(text)
                 out.flush()
             elif "err" in frame:
                 err.write(str(frame["err"]))
@@ -145,6 +149,14 @@ def forward(home: Path, request: CommandRequest, out: TextIO, err: TextIO) -> in
             elif "exit" in frame:
                 code = frame["exit"]
                 return code if isinstance(code, int) else EXIT_UNEXPECTED
+    except BaseException:
+        # Ctrl+C, a signal or the owner gone mid-reply: the error line that follows must not
+        # run on from the partial reply (as `ask` run here ends it); a reader gone keeps its error
+        if open_line:
+            with contextlib.suppress(OSError, ValueError):
+                out.write("\n")
+                out.flush()
+        raise
     finally:
         sock.close()  # before the command ended (Ctrl+C, a closed pipe): the owner cancels it
 

@@ -317,6 +317,8 @@ class ChatScreen(ChatNavigation):
                         )
                     elif isinstance(event, ContextNotice | LimitNotice):
                         await self.notice(f"⚠ {event.text}")
+                        if isinstance(event, ContextNotice):  # Ollama cut the prompt anyway
+                            self.publish_sidebar(context_headroom="critical")
                     elif isinstance(event, LongtermWarning) and not event.over_budget:
                         self.publish_sidebar(longterm_warning=event.text)  # (over budget: shown)
         except asyncio.CancelledError:

@@ -1,0 +1,95 @@
+"""SIGTERM (`kill`) and SIGHUP (the terminal window closed, an ssh session dropped) while the
+TUI streams a reply: it quits as Ctrl+Q does, the reply that arrived is kept in the log,
+marked cancelled with the signal as its reason, and the terminal is restored (exit 143 / 129).
+By default both killed the process at once: the reply was lost and the terminal left in the
+app's alternate screen with mouse reporting on."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import REPO_ROOT, cli_command, cli_env, run_cli_process
+from tests.support.ollama_standin import OllamaStandIn
+
+WAIT = 30.0
+LEAVE_ALTERNATE_SCREEN = b"\x1b[?1049l"
+
+
+def _read(fd: int, seconds: float) -> bytes:
+    """What the TUI wrote to its terminal within `seconds` (less if it closed it)."""
+    out = b""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the TUI ended: its side of the terminal is closed
+                break
+            if not chunk:
+                break
+            out += chunk
+    return out
+
+
+def _wait_for(condition: object, what: str, fd: int) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        _read(fd, 0.1)  # keep the terminal drained: a full pty would block the TUI
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_mid_reply_keeps_what_arrived(
+    tmp_path: Path, standin: OllamaStandIn, signum: signal.Signals
+) -> None:
+    home = tmp_path / "home"
+    env = cli_env(
+        home, tmp_path, OLLAMA_HOST=standin.host, STRAYLIGHT_JOBS_ENABLED="false", TERM="xterm"
+    )
+    standin.script_reply(" ".join(f"word{i}" for i in range(300)))
+    standin.token_delay = 0.05
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        cli_command(),
+        cwd=REPO_ROOT,
+        env=env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        start_new_session=True,
+    )
+    os.close(follower)
+    try:
+        # the first frame is painted, then Ollama is checked: the message box takes text
+        _wait_for(lambda: any(r.path == "/api/tags" for r in standin.requests), "start", leader)
+        os.write(leader, b"tell me a long story\r")
+        _wait_for(lambda: standin.chat_requests(), "the reply", leader)
+        _read(leader, 1.0)  # some words arrive
+        process.send_signal(signum)
+        screen = _read(leader, WAIT)
+        assert process.wait(timeout=WAIT) == 128 + signum
+        assert LEAVE_ALTERNATE_SCREEN in screen  # the terminal is given back
+    finally:
+        standin.token_delay = 0.0
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=WAIT)
+        os.close(leader)
+    history = json.loads(run_cli_process(env, "history", "--json").stdout)
+    assert [(m["role"], m["status"]) for m in history] == [
+        ("user", "complete"),
+        ("assistant", "cancelled"),
+    ]
+    assert history[0]["content"] == "tell me a long story"
+    assert history[1]["content"].startswith("word0 word1")
+    assert history[1]["reason"] == f"stopped by {signum.name}"
