@@ -348,6 +348,26 @@ def test_a_closed_standard_input_reads_as_empty_not_a_traceback(
     assert len(history_json(env)) == 2
 
 
+def test_a_closed_standard_output_is_no_error_after_the_work(env: Env, home: Path) -> None:
+    """Started with stdout closed (`straylight remember TEXT >&-`, a service), Python gives
+    `sys.stdout = None`: the point was stored, then printing "remembered" failed with
+    "unexpected error" (exit 1), so a retry stored it twice. Now it exits 0."""
+    proc = subprocess.run(
+        cli_command("remember", "The spare key hangs behind the kitchen calendar."),
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=False,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=TIMEOUT,
+        preexec_fn=lambda: os.close(1),  # the child starts with fd 1 closed
+        check=False,
+    )
+    assert (proc.returncode, proc.stderr) == (0, "")
+    recalled = run_cli(env, "recall", "spare key", "--json")
+    assert len(json.loads(recalled.stdout)["hits"]) == 1
+
+
 BAD_COMMAND_LINES = {
     "unknown-ask-flag": ["ask", "--bogus", "hi"],
     "unknown-top-flag": ["--frobnicate", "status"],

@@ -585,6 +585,13 @@ def _config(resolved: ResolvedSettings, *, as_json: bool) -> int:
 def entry() -> None:
     if sys.stdin is None:  # started with stdin closed (`<&-`): it reads as empty, as /dev/null
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the process's stdin
+    # started with stdout or stderr closed (`>&-`, a service): what they would print goes
+    # nowhere, as into /dev/null; it was "unexpected error" (exit 1) after the work was done,
+    # so a retried `remember` stored its point twice
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's
     sys.exit(main())
 
 
