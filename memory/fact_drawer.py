@@ -227,6 +227,11 @@ class FactDrawer:
         found = self.store.by_key(normalise_key(key), self.workspace)
         return [f for f in found if wanted is None or f.scope == wanted]
 
+    def has_key(self, key: str) -> bool:
+        """Whether a fact with this key is visible here, whatever its status (a `retire`
+        that found nothing to retire: already retired, or no such fact)."""
+        return bool(self._with_key(key, None))
+
     def retire(
         self, key: str, *, reason: str = USER_RETIRE_REASON, scope: str | None = None
     ) -> list[Fact]:

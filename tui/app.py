@@ -119,6 +119,7 @@ class StraylightApp(App[int]):
         self.job_alerts: dict[str, tuple[str, ...]] = {}  # job name → its current alert lines
         self.quitting = False
         self.crashed = False
+        self._signals_caught = False  # SIGTERM / SIGHUP quit as Ctrl+Q does (on the main thread)
         self.memory_session: MemorySession | None = None
         self.owner_server: OwnerServer | None = None  # serving the data dir to other clients
         self.serving_stops = False  # `exit` stops serving first (see there)
@@ -158,7 +159,7 @@ class StraylightApp(App[int]):
         self._signals_caught = True
 
     def _release_stop_signals(self) -> None:
-        if getattr(self, "_signals_caught", False):
+        if self._signals_caught:
             self._signals_caught = False
             loop = asyncio.get_running_loop()
             for signum in self.STOP_SIGNALS:

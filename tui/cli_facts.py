@@ -163,7 +163,7 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
             exists = bool(found)
         elif action == "retire":
             found = drawer.retire(key)
-            if not found and drawer.store.by_key(key, drawer.workspace):  # all retired
+            if not found and drawer.has_key(key):  # all retired
                 return fail(f"fact {args.key!r} is already retired", EXIT_NOT_FOUND)
             data = fact_json(found[0]) if found else None
             text = f"retired {fact_line(found[0])}" if found else ""
@@ -180,7 +180,7 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
             )
             exists = bool(versions)
         else:  # undo
-            exists = bool(drawer.store.by_key(key, drawer.workspace))
+            exists = drawer.has_key(key)
             restored = drawer.undo(key) if exists else None
             data = {"key": key, "restored": fact_json(restored) if restored else None}
             text = f"restored {fact_line(restored)}" if restored else f"removed {key}"

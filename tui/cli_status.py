@@ -68,9 +68,8 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     if as_json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
         return EXIT_OK
-    state = f"{ollama.state}: {ollama.error}"  # offline, or error: answered but failed
-    if ollama.reachable:
-        state = f"online, Ollama {ollama.version}"
+    down = f"{ollama.state}: {ollama.error}"  # offline, or error: answered but failed
+    state = f"online, Ollama {ollama.version}" if ollama.reachable else down
     print(f"data dir   {settings.home}")
     print(f"ollama     {ollama.host} ({state})")
     pulled = report["ollama"]["model_pulled"]

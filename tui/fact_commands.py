@@ -17,7 +17,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from memory.fact_types import FACT_TYPES, FactError, normalise_key
+from memory.fact_types import FACT_TYPES, FactError
 from tui.commands import usage
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ async def _fact(drawer: FactDrawer, argument: str, notice: Notice) -> None:
         action = drawer.get if verb == "get" else drawer.retire
         facts = await asyncio.to_thread(action, rest)
         if not facts:
-            retired = verb == "retire" and await asyncio.to_thread(_all_retired, drawer, rest)
+            retired = verb == "retire" and await asyncio.to_thread(drawer.has_key, rest)
             text = f"Fact {rest!r} is already retired." if retired else f"No fact {rest!r}."
             await notice(text, kind="error")
             return
@@ -110,11 +110,6 @@ async def _list(drawer: FactDrawer, notice: Notice) -> None:
         await notice(f"No facts yet for {drawer.workspace}. /fact set KEY TYPE BODY adds one.")
         return
     await notice(f"Facts ({drawer.workspace}):\n" + "\n".join(fact_line(f) for f in shown))
-
-
-def _all_retired(drawer: FactDrawer, key: str) -> bool:
-    """Whether facts with this key exist here, every one retired (a second `/fact retire`)."""
-    return bool(drawer.store.by_key(normalise_key(key), drawer.workspace))
 
 
 async def _candidates(drawer: FactDrawer, argument: str, notice: Notice) -> None:

@@ -50,6 +50,7 @@ class SidebarState:
 
 
 DOWN = ("offline", "error")  # Ollama not usable: the reason and the fix are shown, in red
+_OLLAMA_COLOURS = {"online": "green", "offline": "red", "error": "red"}  # else yellow
 _HEADROOM_STYLES = {"warn": "bold yellow", "critical": "bold red"}
 
 
@@ -107,7 +108,7 @@ class StatusSidebar(VerticalScroll):
 
     @staticmethod
     def _ollama_block(state: SidebarState) -> Text:
-        colour = {"online": "green", "offline": "red", "error": "red"}.get(state.ollama, "yellow")
+        colour = _OLLAMA_COLOURS.get(state.ollama, "yellow")
         lines = [(state.host, ""), (f"● {state.ollama}", f"bold {colour}")]
         if state.ollama_detail:
             lines.append((state.ollama_detail, "red" if state.ollama in DOWN else "dim"))
@@ -197,7 +198,7 @@ def summary_text(state: SidebarState) -> Text:
     """The sidebar in one line, for terminals too narrow for it (about 80 columns; cut at
     the edge, never wrapped over the chat). Offline, the line is the reason and the fix
     instead (it may wrap: "offline" alone said nothing)."""
-    colour = {"online": "green", "offline": "red", "error": "red"}.get(state.ollama, "yellow")
+    colour = _OLLAMA_COLOURS.get(state.ollama, "yellow")
     text = Text()
     text.append(f"● {state.ollama}", style=f"bold {colour}")
     if state.ollama in DOWN and state.ollama_detail:
