@@ -316,6 +316,26 @@ def test_ask_with_no_text_is_usage_error(env: Env, standin: OllamaStandIn, home:
     assert not (home / "conversation").exists()
 
 
+def run_with_closed(fd: int, env: Env, *args: str) -> CliResult:
+    """The CLI as a real process started with `fd` closed (`<&-`, `>&-`: a service); the
+    other two streams captured."""
+    keep = {0: None, 1: subprocess.PIPE, 2: subprocess.PIPE}
+    keep[fd] = None  # inherited, then closed in the child before the command starts
+    proc = subprocess.run(
+        cli_command(*args),
+        env=env,
+        cwd=REPO_ROOT,
+        stdin=keep[0],
+        stdout=keep[1],
+        stderr=keep[2],
+        text=True,
+        timeout=TIMEOUT,
+        preexec_fn=lambda: os.close(fd),
+        check=False,
+    )
+    return CliResult(list(args), proc.returncode, proc.stdout or "", proc.stderr or "")
+
+
 def test_a_closed_standard_input_reads_as_empty_not_a_traceback(
     env: Env, standin: OllamaStandIn, home: Path
 ) -> None:
@@ -325,17 +345,7 @@ def test_a_closed_standard_input_reads_as_empty_not_a_traceback(
     as /dev/null does: nothing (exit 2, one line), and no terminal to ask on."""
 
     def closed_stdin(*args: str) -> CliResult:
-        proc = subprocess.run(
-            cli_command(*args),
-            env=env,
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-            preexec_fn=lambda: os.close(0),  # the child starts with fd 0 closed
-            check=False,
-        )
-        return CliResult(list(args), proc.returncode, proc.stdout, proc.stderr)
+        return run_with_closed(0, env, *args)
 
     assert_one_line(closed_stdin("ask", "-"), 2, "ask needs a non-empty TEXT")  # no data dir
     assert run_cli(env, "ask", "Keep this conversation around, please.").returncode == 0
@@ -352,17 +362,7 @@ def test_a_closed_standard_output_is_no_error_after_the_work(env: Env, home: Pat
     """Started with stdout closed (`straylight remember TEXT >&-`, a service), Python gives
     `sys.stdout = None`: the point was stored, then printing "remembered" failed with
     "unexpected error" (exit 1), so a retry stored it twice. Now it exits 0."""
-    proc = subprocess.run(
-        cli_command("remember", "The spare key hangs behind the kitchen calendar."),
-        env=env,
-        cwd=REPO_ROOT,
-        capture_output=False,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=TIMEOUT,
-        preexec_fn=lambda: os.close(1),  # the child starts with fd 1 closed
-        check=False,
-    )
+    proc = run_with_closed(1, env, "remember", "The spare key hangs behind the kitchen calendar.")
     assert (proc.returncode, proc.stderr) == (0, "")
     recalled = run_cli(env, "recall", "spare key", "--json")
     assert len(json.loads(recalled.stdout)["hits"]) == 1
