@@ -117,7 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument(
         "--think",
         choices=THINK_CHOICES,
-        help="whether a thinking model thinks, or how hard (default: THINK, else the model's)",
+        help=(
+            "whether a thinking model thinks, or how hard"
+            " (default: STRAYLIGHT_THINK or config.toml's think, else the model's)"
+        ),
     )
     ask.add_argument(
         "--show-thinking", action="store_true", help="write the model's thinking to stderr"
