@@ -137,6 +137,14 @@ class Overflow:
     window: int | None = None
 
 
+# Ollama keeps the end of an over-long prompt and drops its front: old messages, but when the
+# history is short also the system instructions and the recalled memory that open the prompt.
+_WHAT_WAS_CUT: Final = (
+    "part of the prompt's front was dropped (old messages, or the instructions and recalled "
+    "memory at its start)"
+)
+
+
 def _fix(window: int | None, model_max: int | None) -> str:
     if model_max and window and model_max > window:
         return f"raise num_ctx (the model holds up to {model_max:,}) or shorten longterm.md"
@@ -157,7 +165,7 @@ def detect_truncation(
     return Overflow(
         "truncated",
         f"Ollama cut the prompt: it read {prompt_eval_count:,} of about {estimate:,} tokens "
-        f"(window {window:,}), dropping the oldest messages; {_fix(window, model_max)}",
+        f"(window {window:,}): {_WHAT_WAS_CUT}; {_fix(window, model_max)}",
         prompt_tokens=estimate,
         window=window,
     )
@@ -166,14 +174,14 @@ def detect_truncation(
 def detect_smaller_window(estimate: int, asked: int, loaded: int | None) -> Overflow | None:
     """Ollama ran the model with a smaller window than the `asked` one (`/api/ps` says
     `loaded`; it caps num_ctx at the model's maximum, which /api/show did not tell): a prompt
-    estimated above that window lost its oldest messages, whatever `prompt_eval_count` says."""
+    estimated above that window lost the front of the prompt, whatever `prompt_eval_count` says."""
     if not loaded or loaded >= asked or estimate <= loaded:
         return None
     return Overflow(
         "truncated",
         f"Ollama cut the prompt: the model runs with a {loaded:,}-token window (not the "
         f"{asked:,} sent: /api/show did not tell its maximum) and the prompt needed about "
-        f"{estimate:,}, so its oldest messages were dropped; set num_ctx to {loaded:,} and "
+        f"{estimate:,}: {_WHAT_WAS_CUT}; set num_ctx to {loaded:,} and "
         "Straylight cuts whole messages itself and says which",
         prompt_tokens=estimate,
         window=loaded,

@@ -95,6 +95,10 @@ def test_truncation_is_told_apart_from_a_cache_hit() -> None:
     cut = detect_truncation(6000, 4000, 4096, model_max=131_072)
     assert cut is not None and cut.kind == "truncated"
     assert "raise num_ctx (the model holds up to 131,072)" in cut.message
+    # Ollama drops the prompt's front: with a short history that is the instructions and the
+    # recalled memory, so the line must not promise that only old messages went.
+    assert "oldest messages" not in cut.message
+    assert "instructions and recalled memory" in cut.message
     # The runner's last resort leaves about half the window.
     assert detect_truncation(9000, 2051, 4096) is not None
     # A KV-cache reuse: only the new suffix was evaluated, the window had room.
