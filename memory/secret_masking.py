@@ -67,7 +67,9 @@ class _Detector:
 
 # Token boundaries. ``]`` and ``[`` count as token characters so that a token glued to a masked
 # span (``[REDACTED:k]sk-…``) is judged as it was before masking: masking stays idempotent.
-_TOKEN_BEFORE = r"(?<![A-Za-z0-9_\]-])"
+# A ``_`` before a token is a boundary: names glue a token to a word that way (``key_sk-…``,
+# ``TOKEN_ghp_…``), and a key is as secret with a prefix as without one.
+_TOKEN_BEFORE = r"(?<![A-Za-z0-9\]-])"
 _TOKEN_AFTER = r"(?![A-Za-z0-9_\[-])"
 
 _DETECTORS: tuple[_Detector, ...] = (
@@ -89,7 +91,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         "github_token",
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
         re.compile(
-            r"(?<![A-Za-z0-9_\]])(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255})"
+            r"(?<![A-Za-z0-9\]])(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255})"
             r"(?![A-Za-z0-9_\[])"
         ),
     ),
@@ -143,7 +145,7 @@ _DETECTORS: tuple[_Detector, ...] = (
     _Detector(
         "stripe_key",
         ("sk_live_", "rk_live_", "sk_test_", "rk_test_"),
-        re.compile(r"(?<![A-Za-z0-9_\]])[sr]k_(?:live|test)_[0-9A-Za-z]{16,}(?![0-9A-Za-z\[])"),
+        re.compile(r"(?<![A-Za-z0-9\]])[sr]k_(?:live|test)_[0-9A-Za-z]{16,}(?![0-9A-Za-z\[])"),
     ),
     _Detector(
         "bearer_token",

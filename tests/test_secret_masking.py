@@ -58,6 +58,13 @@ MASKED = [
     # GitHub / GitLab
     (f"git push with {GHP} please", "git push with [REDACTED:github_token] please"),
     (f"GITHUB_TOKEN={GITHUB_PAT}", "GITHUB_TOKEN=[REDACTED:github_token]"),
+    # glued to a name by `_`: as secret as alone
+    (f"set TOKEN_{GHP} in CI", "set TOKEN_[REDACTED:github_token] in CI"),
+    (
+        "use key_sk-proj-aB3dE5gH7jK9mN1pQ3sT5vX7z in the call",
+        "use key_[REDACTED:openai_key] in the call",
+    ),
+    ("STRIPE_sk_live_4eC39HqLyjWDarjtT1zdp7dc", "STRIPE_[REDACTED:stripe_key]"),
     (
         f"git clone https://x-access-token:{GHP.replace('ghp', 'ghs')}@github.com/o/r.git",
         "git clone https://x-access-token:[REDACTED:github_token]@github.com/o/r.git",
@@ -185,6 +192,7 @@ MASKED = [
 ]
 
 MUST_NOT_MASK = [
+    "snake_case_names and ask-me-anything-2024 stay as they are",
     "the password is in the vault",
     "I forgot my password again, can you help me reset it?",
     "Password: use the one from the vault",
