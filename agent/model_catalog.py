@@ -23,7 +23,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agent.context_window import model_context_length, modelfile_num_ctx
-from agent.gateway_errors import GatewayError, ModelError, OllamaRedirected, classify, one_line
+from agent.gateway_errors import (
+    EXIT_USAGE,
+    GatewayError,
+    ModelError,
+    OllamaRedirected,
+    classify,
+    one_line,
+)
 from agent.ollama_gateway import can_chat, is_embedding
 from memory.model_names import normalise_name
 
@@ -144,6 +151,16 @@ class PullFailed(GatewayError):
 
     kind = "pull_failed"
     exit_code = EXIT_PULL_FAILED
+
+
+class PullNameInvalid(PullFailed):
+    """Ollama cannot parse the name (HTTP 400 `invalid model name`): a usage error."""
+
+    kind = "pull_name_invalid"
+    exit_code = EXIT_USAGE
+
+
+INVALID_NAME_ERROR = "invalid model name"
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,6 +444,11 @@ async def pull_model(client: ollama.AsyncClient, name: str) -> AsyncIterator[Pul
         raise
     except ollama.ResponseError as error:
         detail = one_line(str(error.error or ""))  # a proxy's HTML page, too
+        if error.status_code == 400 and detail == INVALID_NAME_ERROR:
+            raise PullNameInvalid(
+                f"Ollama says {name!r} is an invalid model name: a name looks like llama3.2, "
+                "qwen3:8b or hf.co/USER/REPO:TAG (letters, digits, _ - ., no spaces)"
+            ) from error
         raise PullFailed(detail or "Ollama refused the pull") from error
     except (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout) as error:
         raise _named(client, error, name) from error

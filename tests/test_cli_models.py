@@ -181,6 +181,14 @@ def test_pulling_an_unknown_model_exits_1_with_ollamas_message(env: Env) -> None
     assert proc.stdout == "pulling manifest\n"
 
 
+def test_pulling_a_name_ollama_cannot_parse_exits_2_saying_what_a_name_looks_like(
+    env: Env,
+) -> None:
+    proc = run_cli(env, "pull", "llama 3.2")
+    assert_one_line(proc, 2, "'llama 3.2' is an invalid model name", "qwen3:8b")
+    assert proc.stdout == ""
+
+
 def test_a_pull_failing_midway_exits_1_with_the_message(env: Env, standin: OllamaStandIn) -> None:
     standin.fail_next("error_line", path="/api/pull", after=3, message="connection reset by peer")
     proc = run_cli(env, "pull", "mistral")

@@ -172,6 +172,27 @@ async def test_pulling_an_unknown_model_is_ollamas_manifest_error(
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("name", ["bad name", "-x", "a/b/c/d", "model:" + "t" * 81, "ns.x/m"])
+async def test_a_name_ollama_cannot_parse_is_http_400_before_anything_streams(
+    srv: OllamaStandIn, client: ollama.AsyncClient, name: str
+) -> None:
+    srv.set_registry([name])  # even a registry that knew it: the name is checked first
+    with pytest.raises(ollama.ResponseError) as info:
+        async for _record in await client.pull(name, stream=True):
+            pytest.fail("a record streamed for an invalid name")
+    assert (info.value.status_code, info.value.error) == (400, "invalid model name")
+
+
+@pytest.mark.parametrize(
+    "name", ["llama3.2", "qwen3:0.6b", "registry.local:5000/team/model:v1", "hf.co/u/r:Q4_K_M"]
+)
+def test_names_ollama_takes_are_valid(name: str) -> None:
+    from tests.support.ollama_standin.model_name import is_valid_name
+
+    assert is_valid_name(name)
+
+
+@pytest.mark.asyncio
 async def test_a_pull_failing_midway_installs_nothing(
     srv: OllamaStandIn, client: ollama.AsyncClient
 ) -> None:

@@ -5,10 +5,11 @@ with ``digest``, ``total`` and a ``completed`` that grows over several records (
 arrives whole (small layers; Go omits a zero ``completed``); ``verifying sha256 digest``;
 ``writing manifest``; ``success``. The model then appears in ``/api/tags``. A name the registry
 does not know streams ``pulling manifest`` then ``{"error": "pull model manifest: file does not
-exist"}`` (with ``stream: false``: HTTP 500 with that error). Stream faults scoped with
-``path="/api/pull"`` (``drop``, ``error_line``, ``stall``, ``malformed``) break a pull midway;
-the model is then not installed. Delete answers 200 with an empty body, or 404
-``model '<name>' not found``.
+exist"}`` (with ``stream: false``: HTTP 500 with that error). A name Ollama cannot parse
+(``bad name``, ``-x``, an empty one) is HTTP 400 ``invalid model name`` before anything
+streams. Stream faults scoped with ``path="/api/pull"`` (``drop``, ``error_line``, ``stall``,
+``malformed``) break a pull midway; the model is then not installed. Delete answers 200 with
+an empty body, or 404 ``model '<name>' not found``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Final
 
 from .faults import STREAM_FAULTS
 from .handler import Handler
+from .model_name import INVALID_NAME, is_valid_name
 from .models import ResolvedModel
 from .wire import JsonObject
 
@@ -63,7 +65,10 @@ def pull_records(model: ResolvedModel, steps: int = PULL_STEPS) -> list[JsonObje
 def pull(h: Handler, body: JsonObject) -> None:
     """Serve one ``/api/pull`` request."""
     name = str(body.get("model") or body.get("name") or "")
-    model = h.standin.catalog.pullable(name) if name else None
+    if not is_valid_name(name):  # checked before anything streams, as Ollama does
+        h.send_error_json(400, INVALID_NAME)
+        return
+    model = h.standin.catalog.pullable(name)
     streamed = body.get("stream", True) is not False
     if not streamed:
         if model is None:
