@@ -793,3 +793,41 @@ def test_dedup_remembers_a_conversation_across_ask_runs(env: Env, standin: Ollam
         "other",
     )
     assert status(env)["points"]["total"] == 4
+
+
+# ------------------------------------------------------------------ size limits
+
+
+def test_import_doc_over_4_mib_is_refused_unread_and_stores_nothing(
+    env: Env, tmp_path: Path
+) -> None:
+    """A file over 4 MiB is refused by its size, before it is read: one line naming the
+    file and the limit, exit 2, nothing stored."""
+    doc = tmp_path / "huge.md"
+    section = "## Part\nThe lighthouse beacon runs a self test every night at three.\n\n"
+    doc.write_text(section * (4 * 1024 * 1024 // len(section) + 1), encoding="utf-8")
+    proc = run_cli(env, "import-doc", str(doc))
+    assert_one_line(proc, 2, str(doc), "4,194,304 bytes")
+    assert status(env)["points"]["total"] == 0
+
+
+def test_import_doc_with_one_section_over_the_limit_stores_none_of_it(
+    env: Env, tmp_path: Path
+) -> None:
+    """One section over 65,536 characters: the line names it and the limit, and the
+    sections before it, within the limit, are not stored either."""
+    doc = tmp_path / "runbook.md"
+    fine = "## Alpha\nRestart the ingest worker when the queue depth exceeds ten thousand.\n\n"
+    doc.write_text(fine + "## Huge log\n" + "x" * 70_000 + "\n", encoding="utf-8")
+    proc = run_cli(env, "import-doc", str(doc))
+    assert_one_line(proc, 2, str(doc), "'Huge log'", "65,536")
+    assert status(env)["points"]["total"] == 0
+
+
+def test_remember_over_65536_characters_is_refused_and_stores_nothing(env: Env) -> None:
+    long_text = "The ferry timetable changes. " * 2_300  # about 66,700 characters
+    assert len(long_text) > 65_536
+    proc = run_cli(env, "remember", "-", stdin=long_text)
+    assert_one_line(proc, 2, "65,536")
+    assert status(env)["points"]["total"] == 0
+    assert remember(env, long_text[:65_536]) >= 1  # at the limit: stored
