@@ -32,6 +32,7 @@ from memory.point_limits import (
 )
 from memory.recall import TURN_TUNING
 from memory.secret_masking import mask_secrets
+from memory.stored_text import stored_text
 from store.job_runs import JobRuns
 from store.point_store import Point, content_hash
 
@@ -106,7 +107,7 @@ class TurnMemory:
             return None
         await asyncio.to_thread(self.store.count_embed_requests, 1)
         try:
-            vectors = await self.embed([mask_secrets(text) for text in texts])
+            vectors = await self.embed([stored_text(text) for text in texts])
         except EmbeddingFailed as named:  # fail-soft too, and named
             log.warning("embedding failed (%s): points wait for backfill", named)
             self.embed_problem = str(named)
@@ -227,7 +228,7 @@ class TurnMemory:
     async def saved_points(self, text: str) -> list[Point]:
         """The points holding exactly this message, as the save path stored it (masked and
         stripped): for a message whose point id nobody kept (a continued conversation)."""
-        digest = content_hash(mask_secrets(text).strip())
+        digest = content_hash(stored_text(text))
         return await asyncio.to_thread(self.store.points.find_by_hash, digest)
 
     async def count_turn(self) -> int:
@@ -335,7 +336,7 @@ def masked_keys(entries: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     used: set[str] = set()
     masked: list[tuple[str, str]] = []
     for key, content in entries:
-        base: str = mask_secrets(key)
+        base: str = stored_text(key)
         unique = base
         count = 1
         while unique in used:

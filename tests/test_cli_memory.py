@@ -831,3 +831,26 @@ def test_remember_over_65536_characters_is_refused_and_stores_nothing(env: Env) 
     assert_one_line(proc, 2, "65,536")
     assert status(env)["points"]["total"] == 0
     assert remember(env, long_text[:65_536]) >= 1  # at the limit: stored
+
+
+def test_a_nul_in_a_remembered_text_is_dropped_and_a_token_it_split_is_masked(
+    env: Env,
+) -> None:
+    """A NUL (a pasted binary, a hostile client) is no stored character: `recall` returns the
+    text without it, the database holds none, and a token a NUL split is masked whole."""
+    import duckdb
+
+    text = f"  The harbour\x00 crane key is gh\x00{GITHUB_TOKEN[2:]} for the night shift.\n"
+    proc = run_cli(env, "remember", "-", "--json", stdin=text)
+    point_id = printed_json(proc)["id"]
+    hits = recall(env, "harbour crane night shift")["hits"]
+    assert [hit["content"] for hit in hits if hit["id"] == point_id] == [
+        "The harbour crane key is [REDACTED:github_token] for the night shift."
+    ]
+    with duckdb.connect(
+        str(Path(env["STRAYLIGHT_HOME"]) / "straylight.duckdb"), read_only=True
+    ) as con:
+        (nul_rows,) = con.execute(
+            "SELECT count(*) FROM points WHERE contains(content, chr(0))"
+        ).fetchone() or (None,)
+    assert nul_rows == 0
