@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memory.secret_masking import mask_secrets
+from memory.stored_text import stored_text
 from store.conversation_store import ConversationRecord, ConversationStore
 from store.point_values import content_hash
 
@@ -94,8 +95,8 @@ class ConversationNotes:
         `point_superseded` audit row. `sent_again`: the user message the turn sends next; a
         pinned user point holding exactly it is left as it is, and the save filter is told
         it is saved, so the new turn does not save the same text a second time."""
-        stored = mask_secrets(text).strip()
-        again = sent_again is not None and mask_secrets(sent_again).strip() == stored
+        stored = stored_text(text)
+        again = sent_again is not None and stored_text(sent_again) == stored
         mine = [
             point
             for point in self.store.points.find_by_hash(content_hash(stored))

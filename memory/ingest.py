@@ -17,7 +17,7 @@ import numpy as np
 
 from memory.point_traits import point_traits
 from memory.recall import lexical_text
-from memory.secret_masking import mask_secrets
+from memory.stored_text import stored_text
 from store import lexical_index
 from store.database import Cursor
 from store.point_store import NewPoint, content_hash
@@ -87,7 +87,7 @@ def plan_ingest(
     for key, content in entries:
         source = f"{source_prefix}{key}"
         wanted.add(source)
-        text = mask_secrets(content).strip()
+        text = stored_text(content)
         old = stored.get(source)
         if old is None:
             plan.add.append((source, text))

@@ -51,6 +51,7 @@ from memory.recall_block import RecallHit, RecallResult, format_recall_block
 from memory.save_filter import SaveFilter
 from memory.secret_masking import mask_secrets
 from memory.settings_models import MemoryConfig
+from memory.stored_text import stored_text
 from store import lexical_index, meta, point_reads
 from store.clock import Clock
 from store.database import (
@@ -387,7 +388,7 @@ class MemoryStore:
         A skip is audited with its rule. `vector` may be None (embedded later by backfill).
         Returns once the point is committed; its vector goes into the index in the index
         thread, and the next search waits for that (`VectorKeeper.flush`)."""
-        text = mask_secrets(content).strip()
+        text = stored_text(content)
         if use_filter:
             rule = self.skip_rule(role, text, conversation_id, recalled_texts)
             if rule is not None:
@@ -428,7 +429,7 @@ class MemoryStore:
         """The save filter's verdict for an auto-saved message; a skip is audited."""
         if not self.config.filter_enabled or role == "doc":
             return None
-        text = mask_secrets(content).strip()
+        text = stored_text(content)
         rule = self.filter.skip_reason(role, text, conversation_id, recalled_texts)
         if rule is not None:
             self.points.record_skip(role, rule, conversation_id, text[:200])

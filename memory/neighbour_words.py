@@ -21,7 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from memory.recall import lexical_text
-from memory.secret_masking import MaskedText, mask_secrets
+from memory.secret_masking import MaskedText
+from memory.stored_text import stored_text
 from store.point_reads import IndexedPoint
 
 TURN_SOURCE = "turn"  # `points.source` of an auto-saved message (the only ones with neighbours)
@@ -30,7 +31,7 @@ TURN_SOURCE = "turn"  # `points.source` of an auto-saved message (the only ones 
 def neighbour_text(*texts: str) -> MaskedText:
     """Neighbours for the word index, each masked on its own and joined: a text already
     masked (a `MaskedText`: the user's message, a stored point) is not scanned again."""
-    masked = (mask_secrets(text).strip() for text in texts)
+    masked = (stored_text(text) for text in texts)
     return MaskedText("\n".join(text for text in masked if text))
 
 

@@ -168,7 +168,8 @@ def recall(
     `TURN_TUNING` for the turn's prompt, other values for the benchmark that chooses them."""
     config = store.config
     k = config.top_k if k is None else k
-    if not query.strip() or k <= 0:
+    query = query.strip()
+    if not query or k <= 0:
         return RecallResult([], "")
     excluded = {content_hash(text.strip()) for text in exclude_contents}
     query_vec = None if mode == "lexical" or vector is None else np.asarray(vector, np.float32)

@@ -24,8 +24,15 @@ from memory.fact_drawer import FactDrawer
 from memory.hypotheses import Hypotheses
 from memory.memory_store import IngestReport, MemoryStore, RecallResult, SaveResult
 from memory.neighbour_words import reply_context, user_context
+from memory.point_limits import (
+    PointTooLarge,
+    doc_size_problem,
+    section_size_problem,
+    text_size_problem,
+)
 from memory.recall import TURN_TUNING
 from memory.secret_masking import mask_secrets
+from memory.stored_text import stored_text
 from store.job_runs import JobRuns
 from store.point_store import Point, content_hash
 
@@ -100,7 +107,7 @@ class TurnMemory:
             return None
         await asyncio.to_thread(self.store.count_embed_requests, 1)
         try:
-            vectors = await self.embed([mask_secrets(text) for text in texts])
+            vectors = await self.embed([stored_text(text) for text in texts])
         except EmbeddingFailed as named:  # fail-soft too, and named
             log.warning("embedding failed (%s): points wait for backfill", named)
             self.embed_problem = str(named)
@@ -221,7 +228,7 @@ class TurnMemory:
     async def saved_points(self, text: str) -> list[Point]:
         """The points holding exactly this message, as the save path stored it (masked and
         stripped): for a message whose point id nobody kept (a continued conversation)."""
-        digest = content_hash(mask_secrets(text).strip())
+        digest = content_hash(stored_text(text))
         return await asyncio.to_thread(self.store.points.find_by_hash, digest)
 
     async def count_turn(self) -> int:
@@ -231,6 +238,9 @@ class TurnMemory:
         return await asyncio.to_thread(count_turn, self.store.db)
 
     async def remember(self, text: str, *, conversation_id: str = "") -> int:
+        """Pin `text`; `PointTooLarge` (nothing stored) over `TEXT_MAX_CHARS`."""
+        if (too_long := text_size_problem(text)) is not None:
+            raise PointTooLarge(too_long)
         vector = await self.embed_one(text)
         return await asyncio.to_thread(
             functools.partial(
@@ -279,9 +289,15 @@ class TurnMemory:
         Unchanged entries cost no embedding request; new and changed ones are embedded in
         batches (each request well within the HTTP timeout), with `progress(done, total)`."""
         resolved = path.expanduser().resolve()
+        if (too_large := doc_size_problem(resolved)) is not None:  # before reading it
+            raise PointTooLarge(too_large)
         # a byte-order mark (Windows editors save one) is no text: it hid the first heading
         text = await asyncio.to_thread(resolved.read_text, encoding="utf-8-sig")
-        entries = masked_keys([(entry.key, entry.content) for entry in split_markdown(text)])
+        sections = split_markdown(text)
+        for entry in sections:  # every section checked before any is stored
+            if (too_long := section_size_problem(path, entry.key, entry.content)) is not None:
+                raise PointTooLarge(too_long)
+        entries = masked_keys([(entry.key, entry.content) for entry in sections])
         prefix = mask_secrets(f"doc:{resolved}#")
         while not self.store.ingesting.acquire(blocking=False):  # cancellable, unlike a
             await asyncio.sleep(0.05)  # blocking acquire in a thread
@@ -320,7 +336,7 @@ def masked_keys(entries: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     used: set[str] = set()
     masked: list[tuple[str, str]] = []
     for key, content in entries:
-        base: str = mask_secrets(key)
+        base: str = stored_text(key)
         unique = base
         count = 1
         while unique in used:

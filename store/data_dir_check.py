@@ -36,7 +36,6 @@ from store.private_files import (
 OWN_FILES = (
     "straylight.lock",
     "longterm.md",
-    ".longterm.md.tmp",
     "straylight.duckdb",
     "straylight.duckdb.wal",
     "vectors.usearch",

@@ -15,6 +15,7 @@ import errno
 import mmap
 import os
 import stat
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -164,24 +165,27 @@ def fsync_dir(folder: Path) -> None:
 
 
 def write_private_text(path: Path, text: str) -> None:
-    """Write a whole file atomically (temp file, fsync, rename) with mode 0600. Neither the
-    temp file nor the file is followed if it is a link (`SymlinkRefused`). A write that fails
-    (a full disk) raises OSError and leaves the file as it was."""
+    """Write a whole file atomically with mode 0600: into a temp file of a unique name
+    (`mkstemp` in the same folder, `.NAME.XXXXXXXX.tmp`, created exclusively, so a link
+    planted at any fixed name is never written through), fsync, rename over `path`. The file
+    is not followed if it is a link (`SymlinkRefused`). A write that fails (a full disk)
+    raises OSError, leaves the file as it was and removes the temp file."""
     ensure_private_dir(path.parent)
     refuse_symlink(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = Path(tmp_name)
     try:
         try:  # all of it: on a full disk one `write` takes a part and reports no error
+            os.fchmod(fd, FILE_MODE)  # (mkstemp makes it 0600; said here, not assumed)
             write_all(fd, text.encode("utf-8"))
             os.fsync(fd)
         finally:
             os.close(fd)
-    except OSError:  # (ENOSPC, EFBIG): `path` keeps what it held, no temp file stays
+        os.replace(tmp, path)
+    except BaseException:  # (ENOSPC, EFBIG, a signal): `path` keeps what it held
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    os.replace(tmp, path)
 
 
 def append_private_bytes(path: Path, data: bytes) -> None:

@@ -793,3 +793,64 @@ def test_dedup_remembers_a_conversation_across_ask_runs(env: Env, standin: Ollam
         "other",
     )
     assert status(env)["points"]["total"] == 4
+
+
+# ------------------------------------------------------------------ size limits
+
+
+def test_import_doc_over_4_mib_is_refused_unread_and_stores_nothing(
+    env: Env, tmp_path: Path
+) -> None:
+    """A file over 4 MiB is refused by its size, before it is read: one line naming the
+    file and the limit, exit 2, nothing stored."""
+    doc = tmp_path / "huge.md"
+    section = "## Part\nThe lighthouse beacon runs a self test every night at three.\n\n"
+    doc.write_text(section * (4 * 1024 * 1024 // len(section) + 1), encoding="utf-8")
+    proc = run_cli(env, "import-doc", str(doc))
+    assert_one_line(proc, 2, str(doc), "4,194,304 bytes")
+    assert status(env)["points"]["total"] == 0
+
+
+def test_import_doc_with_one_section_over_the_limit_stores_none_of_it(
+    env: Env, tmp_path: Path
+) -> None:
+    """One section over 65,536 characters: the line names it and the limit, and the
+    sections before it, within the limit, are not stored either."""
+    doc = tmp_path / "runbook.md"
+    fine = "## Alpha\nRestart the ingest worker when the queue depth exceeds ten thousand.\n\n"
+    doc.write_text(fine + "## Huge log\n" + "x" * 70_000 + "\n", encoding="utf-8")
+    proc = run_cli(env, "import-doc", str(doc))
+    assert_one_line(proc, 2, str(doc), "'Huge log'", "65,536")
+    assert status(env)["points"]["total"] == 0
+
+
+def test_remember_over_65536_characters_is_refused_and_stores_nothing(env: Env) -> None:
+    long_text = "The ferry timetable changes. " * 2_300  # about 66,700 characters
+    assert len(long_text) > 65_536
+    proc = run_cli(env, "remember", "-", stdin=long_text)
+    assert_one_line(proc, 2, "65,536")
+    assert status(env)["points"]["total"] == 0
+    assert remember(env, long_text[:65_536]) >= 1  # at the limit: stored
+
+
+def test_a_nul_in_a_remembered_text_is_dropped_and_a_token_it_split_is_masked(
+    env: Env,
+) -> None:
+    """A NUL (a pasted binary, a hostile client) is no stored character: `recall` returns the
+    text without it, the database holds none, and a token a NUL split is masked whole."""
+    import duckdb
+
+    text = f"  The harbour\x00 crane key is gh\x00{GITHUB_TOKEN[2:]} for the night shift.\n"
+    proc = run_cli(env, "remember", "-", "--json", stdin=text)
+    point_id = printed_json(proc)["id"]
+    hits = recall(env, "harbour crane night shift")["hits"]
+    assert [hit["content"] for hit in hits if hit["id"] == point_id] == [
+        "The harbour crane key is [REDACTED:github_token] for the night shift."
+    ]
+    with duckdb.connect(
+        str(Path(env["STRAYLIGHT_HOME"]) / "straylight.duckdb"), read_only=True
+    ) as con:
+        (nul_rows,) = con.execute(
+            "SELECT count(*) FROM points WHERE contains(content, chr(0))"
+        ).fetchone() or (None,)
+    assert nul_rows == 0

@@ -514,3 +514,21 @@ async def test_clients_proposing_one_fact_at_once_leave_one_candidate(
     refused = [error_of(outcome) for outcome in outcomes if outcome.is_error]
     assert all(text.endswith("not proposed: already pending") for text in refused), refused
     assert len(await cli_json(env, "candidates", "list")) == 1
+
+
+async def test_save_and_load_doc_over_the_size_limits_are_tool_errors_storing_nothing(
+    env: Env, workspace: Path
+) -> None:
+    """memory_save over 65,536 characters and memory_load_doc of a file over 4 MiB or with a
+    section over 65,536 characters: the CLI's one line as the tool error, nothing stored."""
+    (workspace / "huge.md").write_text("# Log\n\n" + "crane log line\n" * 300_000)
+    (workspace / "long.md").write_text("# Fine\n\nShort.\n\n# Dump\n\n" + "y" * 70_000 + "\n")
+    async with mcp_session(env, workspace) as session:
+        too_long = error_of(await session.call_tool("memory_save", {"text": "z" * 65_537}))
+        assert "65,537 characters" in too_long and "65,536" in too_long, too_long
+        huge = error_of(await session.call_tool("memory_load_doc", {"path": "huge.md"}))
+        assert "huge.md" in huge and "4 MiB" in huge, huge
+        section = error_of(await session.call_tool("memory_load_doc", {"path": "long.md"}))
+        assert "long.md" in section and "'Dump'" in section and "65,536" in section, section
+        status = result_of(await session.call_tool("memory_status", {}))
+    assert status["points"]["total"] == 0

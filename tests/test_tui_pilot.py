@@ -238,6 +238,25 @@ async def test_an_unknown_slash_line_stays_in_the_box(
         assert logged(app)[0].content == typed and box.text == ""
 
 
+async def test_a_remember_over_the_limit_is_refused_and_stays_in_the_box(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """`/remember` of a paste over 65,536 characters: one notice naming the limit, the text
+    kept in the box, nothing stored."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        box = app.query_one(ChatInput)
+        box.focus()
+        typed = "/remember " + "crane log line " * 4_400  # 65,999 once stripped
+        box.load_text(typed)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(notices(app)), what="the refusal")
+        assert notices(app)[-1].startswith("Not remembered: /remember: the text is 65,999")
+        assert "65,536" in notices(app)[-1]
+        assert box.text == typed
+        assert app.chat.engine.memory.store.status()["points"]["total"] == 0
+
+
 async def test_a_screen_command_with_an_unknown_word_stays_in_the_box(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

@@ -520,7 +520,11 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     from tui import cli_memory
 
     if args.command == "remember":
+        from memory.point_limits import text_size_problem
+
         text = _ask_text(args.text, "remember")
+        if (too_long := text_size_problem(text)) is not None:  # before the store is opened
+            raise UsageError(too_long)
         return asyncio.run(cli_memory.remember(settings, text, as_json=args.json))
     if args.command == "forget":
         return asyncio.run(cli_memory.forget(settings, args.id, as_json=args.json))
@@ -535,13 +539,16 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     if args.command == "import-doc":
         if not args.path.strip():  # Path("") is "." (the folder): named as a missing PATH
             raise UsageError("import-doc needs a PATH")
+        from memory.point_limits import PointTooLarge, doc_size_problem
         from tui.memory_commands import import_path_problem
 
         path = Path(args.path).expanduser()
-        if (problem := import_path_problem(path)) is not None:
+        if (problem := import_path_problem(path) or doc_size_problem(path)) is not None:
             raise UsageError(problem)
         try:
             return asyncio.run(cli_memory.import_doc(settings, path, as_json=args.json))
+        except PointTooLarge as error:  # a section over the limit: nothing was stored
+            raise UsageError(str(error)) from None
         except UnicodeDecodeError as error:
             raise UsageError(f"{path} is not UTF-8 text (byte {error.start})") from None
     raise UsageError(f"unknown command {args.command!r}")

@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memory.point_limits import PointTooLarge
+
 if TYPE_CHECKING:
     from memory.turn_memory import TurnMemory
 
@@ -150,6 +152,9 @@ async def _import(memory: TurnMemory, argument: str, notice: Notice) -> None:
 
     try:
         report = await memory.ingest_doc(path, progress=progress)
+    except PointTooLarge as error:  # nothing was stored
+        await notice(f"Cannot import: {error}", kind="error")
+        return
     except (OSError, UnicodeDecodeError) as error:
         await notice(f"Cannot import {path}: {error}", kind="error")
         return

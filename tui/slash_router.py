@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from memory.point_limits import text_size_problem
 from tui.commands import SLASH_COMMANDS
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ def slash_refusal(line: str) -> str | None:
     if entry.verbs and verb and (verb not in entry.verbs or (verb == "list" and rest.strip())):
         wrong = "nothing after list" if verb == "list" else f"no {verb!r}"
         return f"{command} takes {wrong}: {entry.usage} (your text stays in the box)."
+    if command == "/remember" and (too_long := text_size_problem(argument.strip(), command)):
+        return f"Not remembered: {too_long} (your text stays in the box)."
     return None
 
 

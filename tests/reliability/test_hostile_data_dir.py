@@ -85,12 +85,20 @@ def test_any_link_in_the_conversation_folder_is_refused(world: Workspace) -> Non
     assert target.read_text() == SECRET
 
 
-def test_a_linked_template_temp_file_is_not_overwritten(world: Workspace) -> None:
+def test_a_link_at_the_old_template_temp_name_is_left_unused(world: Workspace) -> None:
+    """The template is written through a temp file of a unique name (`mkstemp`): a link
+    planted at the name it once had (`.longterm.md.tmp`) is never opened, the ask runs,
+    and the link's target keeps its bytes."""
     target = victim(world)
     (world.home / "longterm.md").unlink()
-    (world.home / ".longterm.md.tmp").symlink_to(target)
-    assert_one_line(world.run("ask", "hi"), 2, ".longterm.md.tmp")
+    planted = world.home / ".longterm.md.tmp"
+    planted.symlink_to(target)
+    assert_ok(world.run("ask", "hi"))
     assert target.read_text() == SECRET
+    assert planted.is_symlink() and planted.readlink() == target
+    written = world.home / "longterm.md"
+    assert not written.is_symlink() and stat.S_IMODE(written.stat().st_mode) == 0o600
+    assert sorted(p.name for p in world.home.glob(".longterm.md.*")) == [planted.name]
 
 
 def test_a_linked_conversation_folder_is_neither_chmodded_nor_filled(world: Workspace) -> None:
@@ -165,9 +173,15 @@ def test_open_calls_refuse_links_planted_after_the_check(tmp_path: Path) -> None
     assert state.warning is not None and "symbolic link" in state.warning
     assert not LongtermFile(home / "longterm.md", 8192).ensure_template()
 
-    (home / ".notes.md.tmp").symlink_to(target)
+    (home / ".notes.md.tmp").symlink_to(target)  # the old fixed temp name: unused now
+    write_private_text(home / "notes.md", "x")
+    assert (home / "notes.md").read_text() == "x" and not (home / "notes.md").is_symlink()
+    assert (home / ".notes.md.tmp").readlink() == target
+    (home / "notes.md").unlink()
+    (home / "notes.md").symlink_to(target)
     with pytest.raises(SymlinkRefused):
-        write_private_text(home / "notes.md", "x")
+        write_private_text(home / "notes.md", "y")
+    assert sorted(p.name for p in home.glob(".notes.md.*")) == [".notes.md.tmp"]
 
     day_log = DailyLog(home / "conversation")
     day = date(2031, 2, 3)
@@ -271,3 +285,37 @@ def test_odd_row_files_stop_every_command_with_one_line(
         assert_one_line(world.run(*command), 2, name)
     assert world.standin.chat_requests() == []
     assert target.read_text() == SECRET and points(world.home) == before
+
+
+def test_a_write_that_fails_keeps_the_file_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    """A full disk (RLIMIT_FSIZE in a child process: EFBIG, as ENOSPC) midway through
+    `write_private_text`: the file keeps its old text and no `.NAME.*.tmp` stays behind."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "notes.md"
+    path.write_text("the old notes\n")
+    script = (
+        "import resource, signal, sys\n"
+        "from pathlib import Path\n"
+        "from store.private_files import write_private_text\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
+        "try:\n"
+        "    write_private_text(Path(sys.argv[1]), 'x' * 100_000)\n"
+        "except OSError as error:\n"
+        "    print(error.errno)\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout.strip() == "27", done  # EFBIG, raised to the caller
+    assert path.read_text() == "the old notes\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.md"]
