@@ -330,6 +330,28 @@ def test_remember_with_ollama_down_still_stores_the_point(env: Env, standin: Oll
     assert [hit["id"] for hit in result["hits"]] == [point_id]
 
 
+def test_recall_with_a_stalled_ollama_answers_by_words_without_waiting_for_it(
+    env: Env, standin: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An Ollama that takes the query embedding and never answers held `recall` (and MCP
+    `memory_search`, which runs it) for the whole HTTP timeout: it gives up on the vector
+    after `QUERY_EMBED_SECONDS`, answers by words and says why."""
+    from tui import cli_memory
+
+    point_id = remember(env, "The office wifi is called lighthouse-5g and it drops at noon.")
+    monkeypatch.setattr(cli_memory, "QUERY_EMBED_SECONDS", 0.5)
+    standin.fail_next("delay", seconds=30, path=EMBED)
+    found = run_cli(env, "recall", "office wifi")
+    assert_ok(found)
+    assert "lighthouse-5g" in found.stdout
+    assert "no query vector (Ollama did not answer the query embedding within 0.5 s)" in (
+        found.stderr
+    )
+    assert "words only" in found.stderr
+    as_json = run_cli(env, "recall", "office wifi", "--json")  # the stand-in answers again
+    assert [hit["id"] for hit in printed_json(as_json)["hits"]] == [point_id]
+
+
 def test_an_embedding_model_not_pulled_is_named_not_an_unreachable_ollama(
     env: Env, standin: OllamaStandIn, tmp_path: Path
 ) -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.gateway_errors import EXIT_NOT_FOUND
 from agent.ollama_gateway import OllamaGateway
@@ -16,6 +17,9 @@ from memory.recall_block import join_recall_block, recall_entries
 from tui.cli_output import for_terminal, print_json
 from tui.memory_commands import memory_off_note
 from tui.memory_session import MemorySession
+
+if TYPE_CHECKING:
+    from memory.turn_memory import TurnMemory
 
 EXIT_OK = 0
 
@@ -73,7 +77,7 @@ async def recall(
     gateway = OllamaGateway.from_config(settings.ollama)
     try:
         with MemorySession(settings, gateway, read_only=True) as memory:
-            vector = await memory.embed_one(query)
+            vector = await _query_vector(memory, query)
             # k and the block's cap from this command's settings, not the store's: an owner
             # serving it has its memory open with its own (`MEMORY_TOP_K=1 straylight recall`)
             cap = settings.memory.max_chars
@@ -89,6 +93,24 @@ async def recall(
         result = RecallResult(result.hits, "")
     why = None if vector is not None else memory.embed_problem or "Ollama unreachable"
     return _print_recall(result, as_json=as_json, no_vector_because=why, config=settings.memory)
+
+
+QUERY_EMBED_SECONDS = 20.0
+"""How long `recall` (and MCP `memory_search`, which runs it) waits for the query's vector
+before it searches by words alone. A stalled Ollama held a search for the whole HTTP timeout
+(`ollama_http_timeout_seconds`, 300 s by default); an embedding model loaded from disk answers
+within a few seconds, so 20 s only gives up on a server that is not coming back."""
+
+
+async def _query_vector(memory: TurnMemory, query: str) -> list[float] | None:
+    """The query's vector, or None (words only) when Ollama fails or takes too long."""
+    try:
+        return await asyncio.wait_for(memory.embed_one(query), QUERY_EMBED_SECONDS)
+    except TimeoutError:
+        memory.embed_problem = (
+            f"Ollama did not answer the query embedding within {QUERY_EMBED_SECONDS:g} s"
+        )
+        return None
 
 
 # `recall --role`: the hits of that role among the same fused candidates the chat ranks (50
