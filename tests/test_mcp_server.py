@@ -411,6 +411,28 @@ async def test_a_boolean_is_no_memory_id_or_hit_count(env: Env, workspace: Path)
     assert [hit["id"] for hit in hits["hits"]] == [1]  # still there
 
 
+async def test_the_string_null_is_text_not_a_missing_argument(env: Env, workspace: Path) -> None:
+    """The SDK parsed string arguments as JSON for fields that are not plain `str`, so the
+    text "null" became "not given": `memory_read {"key": "null"}` said it needed a key,
+    `role: "null"` searched every role and `k: "null"` took the default. JSON null still
+    means "not given"."""
+    async with mcp_session(env, workspace) as session:
+        saved = result_of(await session.call_tool("memory_save", {"text": "harbour crane at six"}))
+        read = result_of(await session.call_tool("memory_read", {"key": "null"}))
+        assert read == {"facts": []}  # looked up the key "null": there is none
+        role = error_of(
+            await session.call_tool("memory_search", {"query": "harbour", "role": "null"})
+        )
+        assert "role: Input should be 'user', 'assistant' or 'doc'" in role, role
+        k = error_of(await session.call_tool("memory_search", {"query": "harbour", "k": "null"}))
+        assert "k: Input should be a valid integer" in k, k
+        for given in ({"k": None, "role": None}, {"k": "3", "role": "user"}):
+            found = await session.call_tool("memory_search", {"query": "harbour", **given})
+            assert [hit["id"] for hit in result_of(found)["hits"]] == [saved["id"]]
+        no_key = error_of(await session.call_tool("memory_read", {"key": None}))
+        assert "memory_read needs a key or a query" in no_key
+
+
 async def test_load_doc_names_a_path_with_nul_or_a_newline_on_one_line(
     env: Env, workspace: Path, tmp_path: Path
 ) -> None:

@@ -29,6 +29,7 @@ from pydantic_core import PydanticCustomError
 from agent.settings import Settings
 from memory.fact_types import FactType, Scope
 from tui.command_runner import CommandRunner
+from tui.mcp_arguments import keep_text_arguments
 from tui.mcp_doc_roots import doc_roots
 from tui.mcp_tools import MemoryTools
 
@@ -258,6 +259,7 @@ def build_server(settings: Settings, tools: MemoryTools) -> MCPServer:
         ]
         return "\n".join(lines) if lines else "(no active facts)"
 
+    keep_text_arguments(server)  # "null" and other text reach the tools as written
     return server
 
 
