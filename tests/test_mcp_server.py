@@ -554,3 +554,50 @@ async def test_save_and_load_doc_over_the_size_limits_are_tool_errors_storing_no
         assert "long.md" in section and "'Dump'" in section and "65,536" in section, section
         status = result_of(await session.call_tool("memory_status", {}))
     assert status["points"]["total"] == 0
+
+
+def test_a_request_with_a_lone_surrogate_is_answered_and_the_server_goes_on(
+    env: Env, workspace: Path
+) -> None:
+    """JSON allows `"\\ud800"`; pydantic's parser refuses it, so the SDK dropped the request
+    and the client waited forever. It is answered (the character stored as U+FFFD)."""
+    import selectors
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tui", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=workspace,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    watch = selectors.DefaultSelector()
+    watch.register(server.stdout, selectors.EVENT_READ)
+
+    def send(line: str) -> None:
+        server.stdin.write(line.encode() + b"\n")  # type: ignore[union-attr]
+        server.stdin.flush()  # type: ignore[union-attr]
+
+    def answer() -> dict[str, Any]:
+        assert watch.select(timeout=60), "no answer within 60 s"
+        return json.loads(server.stdout.readline())  # type: ignore[union-attr]
+
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    hello["clientInfo"] = {"name": "raw", "version": "1"}
+    try:
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
+        assert answer()["id"] == 1
+        send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        call = '"method": "tools/call", "params": {"name": "memory_save", "arguments": '
+        send('{"jsonrpc": "2.0", "id": 2, ' + call + '{"text": "gate code 4711 \\ud800 east"}}}')
+        saved = answer()
+        assert saved["id"] == 2 and not saved["result"].get("isError"), saved
+        search = '{"name": "memory_search", "arguments": {"query": "gate code east"}}'
+        send('{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": ' + search + "}")
+        found = answer()
+        hits = found["result"]["structuredContent"]["hits"]
+        assert [hit["content"] for hit in hits] == ["gate code 4711 \ufffd east"]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

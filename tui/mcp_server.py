@@ -31,6 +31,7 @@ from memory.fact_types import FactType, Scope
 from tui.command_runner import CommandRunner
 from tui.mcp_arguments import keep_text_arguments
 from tui.mcp_doc_roots import doc_roots
+from tui.mcp_lone_surrogates import install as install_lone_surrogate_repair
 from tui.mcp_tools import MemoryTools
 
 INSTRUCTIONS = """\
@@ -288,6 +289,7 @@ def serve(settings: Settings, options: dict[str, str | None]) -> int:
         hit_max_chars=settings.memory.max_chars,
     )
     server = build_server(settings, tools)
+    install_lone_surrogate_repair()  # a request with "\ud800" is answered, not dropped
 
     async def run() -> None:
         stopped = _stop_signals()
