@@ -46,6 +46,7 @@ OPENING_COROUTINES = frozenset(
     {
         "embed_texts",
         "embed_one",
+        "embed_query",
         "recall_for_turn",
         "save_turn",
         "saved_points",

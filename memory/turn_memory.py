@@ -40,6 +40,13 @@ log = logging.getLogger("straylight.memory")
 
 EmbedFn = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
 
+QUERY_EMBED_SECONDS = 20.0
+"""How long a search waits for its query's vector before it ranks by words alone: the chat
+turn's recall, `/recall`, `straylight recall` and MCP `memory_search`. A stalled Ollama held
+them for the whole HTTP timeout (`ollama_http_timeout_seconds`, 300 s by default); an
+embedding model loaded from disk answers within a few seconds, so 20 s only gives up on a
+server that is not coming back."""
+
 
 class EmbeddingFailed(Exception):
     """The embedding gave no vectors for a reason the embedder named (the model is not
@@ -139,6 +146,17 @@ class TurnMemory:
         vectors = await self.embed_texts([text])
         return vectors[0] if vectors else None  # None also for an unusable vector
 
+    async def embed_query(self, query: str) -> list[float] | None:
+        """A search's query vector, or None (words only; `embed_problem` says why) when
+        Ollama fails or gives no answer within `QUERY_EMBED_SECONDS`."""
+        try:
+            return await asyncio.wait_for(self.embed_one(query), QUERY_EMBED_SECONDS)
+        except TimeoutError:
+            self.embed_problem = (
+                f"Ollama did not answer the query embedding within {QUERY_EMBED_SECONDS:g} s"
+            )
+            return None
+
     async def recall_for_turn(
         self, query: str, *, exclude_contents: Sequence[str], context: str = ""
     ) -> TurnRecall:
@@ -150,7 +168,7 @@ class TurnMemory:
         holds the turns next to the hits (`TURN_TUNING`), cut first by the budget."""
         if not self.store.config.enabled or not query.strip():
             return TurnRecall(None, None)
-        vector = await self.embed_one(query)
+        vector = await self.embed_query(query)
         try:
             result = await asyncio.to_thread(
                 functools.partial(

@@ -336,10 +336,10 @@ def test_recall_with_a_stalled_ollama_answers_by_words_without_waiting_for_it(
     """An Ollama that takes the query embedding and never answers held `recall` (and MCP
     `memory_search`, which runs it) for the whole HTTP timeout: it gives up on the vector
     after `QUERY_EMBED_SECONDS`, answers by words and says why."""
-    from tui import cli_memory
+    from memory import turn_memory
 
     point_id = remember(env, "The office wifi is called lighthouse-5g and it drops at noon.")
-    monkeypatch.setattr(cli_memory, "QUERY_EMBED_SECONDS", 0.5)
+    monkeypatch.setattr(turn_memory, "QUERY_EMBED_SECONDS", 0.5)
     standin.fail_next("delay", seconds=30, path=EMBED)
     found = run_cli(env, "recall", "office wifi")
     assert_ok(found)
@@ -350,6 +350,26 @@ def test_recall_with_a_stalled_ollama_answers_by_words_without_waiting_for_it(
     assert "words only" in found.stderr
     as_json = run_cli(env, "recall", "office wifi", "--json")  # the stand-in answers again
     assert [hit["id"] for hit in printed_json(as_json)["hits"]] == [point_id]
+
+
+def test_a_chat_turn_with_a_stalled_embedding_recalls_by_words_and_answers(
+    env: Env, standin: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The turn's own recall waited the whole HTTP timeout (300 s by default) for a query
+    vector a stalled Ollama never sent; it gives up after `QUERY_EMBED_SECONDS` like
+    `recall`, the recalled block comes from the words, and the model answers. The user's
+    message is saved without the vector it never got (backfill embeds it later); waiting
+    for the late answer would have given it one."""
+    from memory import turn_memory
+
+    remember(env, "The zanzibar lighthouse keeper works three night shifts each winter week.")
+    monkeypatch.setattr(turn_memory, "QUERY_EMBED_SECONDS", 0.5)
+    standin.fail_next("delay", seconds=20, path=EMBED)
+    ask(env, standin, "How often does the zanzibar lighthouse keeper work?", "Three nights.")
+    prompt = system_prompt(standin)
+    assert "## Recalled context" in prompt
+    assert "three night shifts each winter week" in prompt
+    assert status(env)["points"]["without_vector"] == 1  # the user's message
 
 
 def test_an_embedding_model_not_pulled_is_named_not_an_unreachable_ollama(

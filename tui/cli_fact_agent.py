@@ -31,7 +31,6 @@ _NOT_IN_ORIGIN = re.compile(r"[^\w.:@/+\- ]+")
 _REDACTION = re.compile(r"(\[REDACTED:\w+\])")
 _CUT_MARKER = re.compile(r"\[[^\]]*$")  # brackets are left only in markers
 PROPOSED_CONFIDENCE = 0.7  # as the chat model's memory_write: a claim to be approved
-QUERY_EMBED_TIMEOUT_SECONDS = 15.0
 # `FactDrawer.propose`'s reasons for turning a valid proposal away
 GATE_REFUSALS = frozenset(
     {"rejected before", "already pending", "already a fact", "approved before"}
@@ -164,11 +163,12 @@ def _found(settings: Settings, query: str) -> list[Fact]:
 async def _query_vector(settings: Settings, query: str) -> list[float] | None:
     """The query's embedding for the semantic half (fail-soft: words only without it)."""
     from agent.ollama_gateway import OllamaGateway
+    from memory.turn_memory import QUERY_EMBED_SECONDS
 
     gateway = OllamaGateway.from_config(settings.ollama)
     try:
         vectors = await asyncio.wait_for(
-            gateway.embed(settings.memory.embed_model, [query]), QUERY_EMBED_TIMEOUT_SECONDS
+            gateway.embed(settings.memory.embed_model, [query]), QUERY_EMBED_SECONDS
         )
         return vectors[0] if vectors else None
     except Exception:  # noqa: BLE001 - fail-soft, logged by the gateway

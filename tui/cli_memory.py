@@ -77,7 +77,7 @@ async def recall(
     gateway = OllamaGateway.from_config(settings.ollama)
     try:
         with MemorySession(settings, gateway, read_only=True) as memory:
-            vector = await _query_vector(memory, query)
+            vector = await memory.embed_query(query)
             # k and the block's cap from this command's settings, not the store's: an owner
             # serving it has its memory open with its own (`MEMORY_TOP_K=1 straylight recall`)
             cap = settings.memory.max_chars
@@ -93,24 +93,6 @@ async def recall(
         result = RecallResult(result.hits, "")
     why = None if vector is not None else memory.embed_problem or "Ollama unreachable"
     return _print_recall(result, as_json=as_json, no_vector_because=why, config=settings.memory)
-
-
-QUERY_EMBED_SECONDS = 20.0
-"""How long `recall` (and MCP `memory_search`, which runs it) waits for the query's vector
-before it searches by words alone. A stalled Ollama held a search for the whole HTTP timeout
-(`ollama_http_timeout_seconds`, 300 s by default); an embedding model loaded from disk answers
-within a few seconds, so 20 s only gives up on a server that is not coming back."""
-
-
-async def _query_vector(memory: TurnMemory, query: str) -> list[float] | None:
-    """The query's vector, or None (words only) when Ollama fails or takes too long."""
-    try:
-        return await asyncio.wait_for(memory.embed_one(query), QUERY_EMBED_SECONDS)
-    except TimeoutError:
-        memory.embed_problem = (
-            f"Ollama did not answer the query embedding within {QUERY_EMBED_SECONDS:g} s"
-        )
-        return None
 
 
 # `recall --role`: the hits of that role among the same fused candidates the chat ranks (50

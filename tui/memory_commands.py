@@ -90,7 +90,7 @@ async def _recall(memory: TurnMemory, query: str, notice: Notice) -> None:
     if not query:
         await notice("Usage: /recall QUERY", kind="error")
         return
-    vector = await memory.embed_one(query)
+    vector = await memory.embed_query(query)
     result = await asyncio.to_thread(memory.store.recall, query, vector=vector)
     # as `straylight recall` says it: without the query's vector, only words were matched
     why = memory.embed_problem or "no query vector"
