@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent.gateway_errors import EXIT_NOT_FOUND
 from agent.ollama_gateway import OllamaGateway
@@ -17,9 +16,6 @@ from memory.recall_block import join_recall_block, recall_entries
 from tui.cli_output import for_terminal, print_json
 from tui.memory_commands import memory_off_note
 from tui.memory_session import MemorySession
-
-if TYPE_CHECKING:
-    from memory.turn_memory import TurnMemory
 
 EXIT_OK = 0
 
