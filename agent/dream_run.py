@@ -4,7 +4,9 @@
 over the workspace's active facts and the newest pinned points,
 `memory.hypotheses.Hypotheses.dream_sources`), asks the model once with structured output,
 checks the reply (`memory.dream.check_card`) and creates at most one card
-(`Hypotheses.create`: start confidence and due date). Every outcome, card or not, has a
+(`Hypotheses.create`: start confidence and due date). The memories shown are as many as fit
+the model's window (`fitted_sources`): a prompt longer than `num_ctx` would lose its
+instructions to Ollama's cut. Every outcome, card or not, has a
 reason, logged on `straylight.dream`. With fewer than 2 related memories no request is sent.
 A failed model call is an outcome too ("model call failed: …"): `run_dream` does not raise
 for it (database errors do propagate). A card whose statement matches an existing card's
@@ -23,13 +25,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agent.context_window import WindowChoice, reply_reserve
 from agent.gateway_errors import GatewayError
+from agent.token_estimate import (
+    MESSAGE_OVERHEAD,
+    PROMPT_OVERHEAD,
+    UNCALIBRATED_MARGIN,
+    estimate_text_tokens,
+)
 from memory.dream import (
     check_card,
     dream_messages,
     dream_schema,
     duplicate_of,
 )
+from memory.dream_sources import DreamSource
 from memory.fact_drawer import FactDrawer
 from memory.hypotheses import Hypotheses
 from store.database import Database
@@ -41,9 +51,28 @@ log = logging.getLogger("straylight.dream")
 class StructuredChat(Protocol):
     """What the dream run needs of the gateway (`agent.ollama_gateway.OllamaGateway`)."""
 
+    async def context_window(self, model: str) -> WindowChoice: ...
+
     async def chat_structured(
         self, model: str, messages: Sequence[dict[str, Any]], schema: dict[str, Any]
     ) -> str: ...
+
+
+def fitted_sources(sources: Sequence[DreamSource], window: int) -> list[DreamSource]:
+    """The first sources (the seed, then its closest memories) whose request fits `window`
+    (the `num_ctx` the call sends) less the reply's reserve and the estimate's margin; empty
+    when not even two fit. Ollama keeps a prompt's end and drops its front when it is longer
+    than the window: sent whole, a small window lost the instructions (the card's
+    constraints) without a word."""
+    room = (window - reply_reserve(window)) / (1 + UNCALIBRATED_MARGIN)
+    for count in range(len(sources), 1, -1):
+        messages = dream_messages(sources[:count])
+        tokens = PROMPT_OVERHEAD + sum(
+            MESSAGE_OVERHEAD + estimate_text_tokens(m["content"]) for m in messages
+        )
+        if tokens <= room:
+            return list(sources[:count])
+    return []
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +105,16 @@ async def run_dream(
         else:
             reason = f"no two related memories among {usable} active facts and pinned points"
         return _finish(DreamOutcome(None, reason))
+    window = (await gateway.context_window(model)).window  # never raises: a default then
+    fitted = fitted_sources(sources, window)
+    if not fitted:
+        reason = f"the model's {window:,}-token window is too small for two memories"
+        return _finish(DreamOutcome(None, reason, tuple(s.id for s in sources)))
+    if len(fitted) < len(sources):
+        log.info(
+            "dream: %d of %d memories fit the %d-token window", len(fitted), len(sources), window
+        )
+    sources = fitted
     ids = tuple(source.id for source in sources)
     try:
         raw = await gateway.chat_structured(model, dream_messages(sources), dream_schema(ids))

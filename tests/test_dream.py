@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
+import random
+import string
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -368,4 +370,78 @@ async def test_unrelated_memories_send_no_request(
     outcome = await run_dream(drawer.db, drawer, gateway, "llama3.2", workspace=WS)
     assert outcome.card is None
     assert outcome.reason.startswith("no two related memories")
+    assert standin.chat_requests() == []
+
+
+# --- the dream's prompt and the model's window ----------------------------------------------
+
+
+def add_twelve_related_points(points: PointStore) -> list[str]:
+    """A seed point and eleven others, each sharing two rare words with the seed only, every
+    text about 400 characters (the longest a source is shown): the seed's memories fill the
+    dream's twelve places."""
+    rng = random.Random(7)
+
+    def filler(count: int) -> str:
+        return " ".join(
+            "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(4, 9)))
+            for _ in range(count)
+        )
+
+    pairs = [(f"zorbel{chr(97 + i)}", f"quintar{chr(97 + i)}") for i in range(11)]
+    seed = " ".join(f"{a} {b}" for a, b in pairs)
+    ids = [f"point:{points.add(NewPoint('user', seed, 'remember', pinned=True))}"]
+    for a, b in pairs:
+        text = f"{a} {b} {filler(60)}"[:400]
+        ids.append(f"point:{points.add(NewPoint('user', text, 'remember', pinned=True))}")
+    return ids
+
+
+@pytest.fixture
+async def small_window(standin: OllamaStandIn) -> Any:
+    async def make(num_ctx: int) -> OllamaGateway:
+        gw = OllamaGateway(standin.host, read_timeout=5, num_ctx=num_ctx)
+        made.append(gw)
+        return gw
+
+    made: list[OllamaGateway] = []
+    yield make
+    for gw in made:
+        await gw.aclose()
+
+
+async def test_the_dream_shows_only_the_memories_its_window_holds(
+    drawer: FactDrawer, small_window: Any, standin: OllamaStandIn
+) -> None:
+    """Twelve memories do not fit a 1,536-token window with room for the reply: Ollama would
+    have cut the prompt's front (the card's constraints). The request holds the seed and as
+    many of its closest memories as fit, and the model sees all of it."""
+    ids = add_twelve_related_points(PointStore(drawer.db))
+    gateway = await small_window(1536)
+    standin.script_reply(card(source_ids=ids[:2]))
+    outcome = await run_dream(drawer.db, drawer, gateway, "llama3.2", workspace=WS)
+    assert outcome.card is not None, outcome.reason
+    assert 2 <= len(outcome.sources) < 12 and outcome.sources[0] == ids[0]
+    [request] = standin.chat_requests()
+    shown = [
+        json.loads(line)["id"]
+        for line in request["messages"][1]["content"].splitlines()
+        if line.startswith("{")
+    ]
+    assert shown == list(outcome.sources)
+    assert request["options"]["num_ctx"] == 1536
+    [seen] = standin.chat_outcomes()
+    assert seen.prompt_tokens == seen.full_prompt_tokens and not seen.runner_truncated
+    assert "at most ONE hypothesis" in request["messages"][0]["content"]
+
+
+async def test_a_window_too_small_for_two_memories_sends_no_dream(
+    drawer: FactDrawer, small_window: Any, standin: OllamaStandIn
+) -> None:
+    ids = add_twelve_related_points(PointStore(drawer.db))
+    gateway = await small_window(1024)
+    outcome = await run_dream(drawer.db, drawer, gateway, "llama3.2", workspace=WS)
+    assert outcome.card is None and not outcome.model_failed
+    assert outcome.reason == "the model's 1,024-token window is too small for two memories"
+    assert outcome.sources[0] == ids[0]
     assert standin.chat_requests() == []
