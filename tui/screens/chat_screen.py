@@ -1,9 +1,12 @@
 """The chat screen: the chat log, the message box, the status sidebar and the chat's keys.
 
 It consumes the turn's events (agent/turn_events.py), routes slash commands through the one
-registry (tui/commands.py) and keeps the conversation (its id, model, reflection); moving
-around (messages, sidebar, memory screens) is its base, tui/screens/chat_navigation.py.
-Workers do the I/O and report back with messages; the handlers update widgets.
+registry (tui/commands.py) and keeps the conversation (its id, the turn, new and continued
+conversations). Its bases, each a layer on the one before: moving around (messages,
+sidebar, memory screens) in tui/screens/chat_navigation.py, the session's model and
+thinking in chat_models.py, the last message's edit in chat_editing.py, approval,
+candidates and reflection in chat_facts.py. Workers do the I/O and report back with
+messages; the handlers update widgets.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from textual.message import Message
 
 from agent.turn import new_conversation_id
 from agent.turn_events import (
-    Approval,
     ApprovalRequested,
     CandidatesProposed,
     CapabilityReminder,
@@ -46,7 +48,7 @@ from agent.turn_events import (
 from tui.commands import CHAT_KEYS, CHAT_ONLY_ACTIONS
 from tui.display_text import printable
 from tui.gc_pauses import freeze_long_lived, unfreeze_all
-from tui.screens.chat_navigation import ChatNavigation
+from tui.screens.chat_facts import ChatFacts
 from tui.slash_router import run_slash_command, slash_refusal
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_log import ChatLog
@@ -59,7 +61,6 @@ if TYPE_CHECKING:
     from agent.image_attachment import ImageAttachment
     from agent.model_catalog import MissingModel
     from agent.ollama_gateway import OllamaStatus
-    from store.fact_store import Candidate
     from store.longterm_file import LongtermState
     from tui.app import StraylightApp
     from tui.screens.conversation_views import ContinueConversation
@@ -76,7 +77,7 @@ class StatusChecked(Message):
     longterm: LongtermState
 
 
-class ChatScreen(ChatNavigation):
+class ChatScreen(ChatFacts):
     """The conversation: one turn at a time, streamed into the chat log."""
 
     BINDINGS: ClassVar[list[BindingType]] = [key.binding() for key in CHAT_KEYS]
@@ -364,76 +365,6 @@ class ChatScreen(ChatNavigation):
         elif event.error.kind == "context_overflow":  # the estimate said it fits; it did not
             self.publish_sidebar(context_headroom="critical")
 
-    # ---- layer 4 in the chat: approval, candidates, the "can't" check -------------------
-    async def _approval_or_later(self, candidate: Candidate) -> Approval:
-        try:
-            return await self.ask_approval(candidate)
-        except Exception:
-            log.exception("asking for approval failed; the candidate stays pending")
-            return Approval("later")
-
-    async def ask_approval(self, candidate: Candidate) -> Approval:
-        """An inline prompt in the chat log; the turn waits for the answer."""
-        from tui.widgets.candidate_prompt import CandidatePrompt
-
-        prompt = CandidatePrompt(candidate)
-        await self.chat_log.add(prompt)
-        prompt.focus()
-        self.refresh_fact_status()  # one more pending, at once
-        try:
-            return await prompt.result
-        except asyncio.CancelledError:
-            prompt.leave_for_later()  # the reply was cancelled: the candidate stays pending
-            raise
-        finally:
-            for box in self.query(ChatInput):  # none while the app shuts down
-                box.focus()
-
-    async def announce_candidates(self, candidates: list[Candidate]) -> None:
-        candidates = [c for c in candidates if c.origin != "tool"]  # its line is shown
-        if not candidates:
-            self.refresh_fact_status()
-            return
-        lines = [f"#{c.id} {c.type} `{c.key}`: {c.body}" for c in candidates]
-        count = len(candidates)
-        await self.notice(
-            f"🗂 {count} fact candidate{'' if count == 1 else 's'} "
-            "(/candidates approve ID or reject ID):\n" + "\n".join(lines)
-        )
-        self.refresh_fact_status()
-
-    async def _remind_capabilities(self, event: CapabilityReminder) -> None:
-        lines = [f"{f.type} `{f.key}`: {f.body}" for f in event.facts]
-        await self.notice(
-            "↳ Known fact — this was done from here before; the next turn carries it:\n"
-            + "\n".join(lines),
-            kind="warning",
-        )
-
-    # ---- reflection at the end of a session ---------------------------------------------
-    def _restart_idle_timer(self) -> None:
-        timer = getattr(self, "_idle_timer", None)
-        if timer is not None:
-            timer.stop()
-        minutes = self.settings.facts.reflection_idle_minutes
-        self._idle_timer = self.set_timer(minutes * 60, self.reflect_in_background)
-
-    def reflect_in_background(self) -> None:
-        """Session end (/new, idle): reflect on the conversation without blocking anyone."""
-        if self.unreflected_turns and self.engine.facts is not None:
-            self.unreflected_turns = 0
-            self.run_reflection(self.conversation_id)
-
-    @work(exclusive=False, group="reflection", exit_on_error=False)
-    async def run_reflection(self, conversation_id: str) -> None:
-        try:
-            proposed = await self.engine.reflect(conversation_id, self.model)
-        except Exception as error:  # noqa: BLE001 - logged, never on the way
-            log.warning("reflection on %s failed: %s", conversation_id, error)
-            return
-        if proposed and not self.straylight.quitting:
-            await self.announce_candidates(proposed)
-
     def cancel_reply(self) -> None:
         """Stop the streaming reply, if one streams (what arrived is kept)."""
         if self.replying:
@@ -442,65 +373,6 @@ class ChatScreen(ChatNavigation):
     # ---- slash commands ----------------------------------------------------------------
     async def run_slash_command(self, line: str) -> None:
         await run_slash_command(self, line)
-
-    def models_text(self) -> str:
-        status = self.ollama_status
-        if status is None or not status.reachable:
-            return f"Model: {self.model}. Ollama is offline, so the pulled models are unknown."
-        chat = ", ".join(status.chat_models) or "none"
-        return f"Model: {self.model}. Pulled chat models: {chat}. `/model NAME` switches."
-
-    def _cannot_chat(self, name: str) -> str | None:
-        """Why Ollama says model `name` cannot chat (an embedding model), or None."""
-        from agent.model_catalog import cannot_chat
-
-        caps = self.ollama_status.capabilities_of(name) if self.ollama_status else None
-        return cannot_chat(name, caps)
-
-    def chat_refusal(self) -> str | None:
-        """The line that refuses a message when Ollama says this session's model cannot chat
-        (an embedding model given by --model, STRAYLIGHT_MODEL or config.toml), or None."""
-        refusal = self._cannot_chat(self.model)
-        if refusal is None:
-            return None
-        return f"{refusal}; `/model NAME` switches to one that can (`/model` lists them)."
-
-    async def switch_model(self, name: str) -> None:
-        refusal = self._cannot_chat(name)  # like c on the models screen and `ask --model`
-        if refusal is not None:
-            await self.notice(
-                f"{refusal}; `/model` lists the pulled models that can.", kind="error"
-            )
-            return
-        self.model = name
-        scheduler = self.straylight.scheduler
-        if scheduler is not None:  # the dream (nightly, `/dream`) asks the session's model too
-            scheduler.runner.ctx.model = name
-        pulled = self.ollama_status.has_model(name) if self.ollama_status else None
-        if self.ollama_status is not None and not self.ollama_status.reachable:
-            pulled = None
-        self.publish_sidebar(model=name, model_pulled=pulled)
-        note = f"Model for this session: {name}."
-        if pulled is False:
-            note += (
-                f" It is not pulled: run `ollama pull {name}` or `straylight pull {name}`"
-                " (F8 pulls it here)."
-            )
-        await self.notice(note, kind="warning" if pulled is False else "info")
-
-    async def set_think(self, argument: str) -> None:
-        """`/think VALUE` sets the `think` field for this session; `/think` shows it."""
-        from agent.settings_models import parse_think
-        from tui.commands import usage
-
-        if argument:
-            try:
-                value = parse_think(argument)
-            except ValueError:
-                await self.notice(f"Usage: {usage('/think')}", kind="error")
-                return
-            self.engine.think = value if isinstance(value, bool | str) else None
-        await self.notice(_think_text(self.engine.think))
 
     async def report_unknown_bindings(self, unknown: list[str]) -> None:
         await self.notice(
@@ -569,51 +441,6 @@ class ChatScreen(ChatNavigation):
         )
         self.query_one(ChatInput).focus()
 
-    # ---- retry and edit (tui/conversation_commands.py does the work) ---------------------
-    def chat_messages(self) -> list[ChatMessage]:
-        """The messages on screen, oldest first."""
-        return list(self.chat_log.query_children(ChatMessage))
-
-    async def remove_last_exchange(self) -> None:
-        """Remove the last user message and everything after it from the chat log."""
-        children = list(self.chat_log.children)
-        users = [
-            i for i, w in enumerate(children) if isinstance(w, ChatMessage) and w.role == "user"
-        ]
-        if users:
-            await self.chat_log.remove_children(children[users[-1] :])
-
-    def on_chat_input_edit_last(self, message: ChatInput.EditLast) -> None:
-        """Up in an empty box: the last user message goes back in it, to edit and resend."""
-        self._edit_last(message.input)
-
-    def on_text_area_changed(self, message: ChatInput.Changed) -> None:
-        if isinstance(message.text_area, ChatInput) and not message.text_area.text:
-            self.editing_last = False  # emptied: the next message is a new one
-        elif isinstance(message.text_area, ChatInput):
-            self.straylight.memory_wanted()  # a new data dir's memory opens as typing starts
-
-    def _edit_last(self, box: ChatInput) -> None:
-        users = [m for m in self.chat_messages() if m.role == "user"]
-        if not users:
-            return
-        if self.replying:  # (it did nothing, and said nothing)
-            self.notify(
-                "A reply is still streaming: edit your last message once it has finished "
-                "(Esc cancels it).",
-                severity="warning",
-            )
-            return
-        box.load_text(users[-1].text)
-        box.move_cursor(box.document.end)
-        box.focus()
-        self.editing_last = True
-        self.notify(
-            "Editing your last message: Enter resends it (the old exchange is kept, "
-            "marked superseded).",
-            timeout=4,
-        )
-
     async def action_retry_message(self) -> None:
         """r on the selected message: regenerate it, when it is the last reply."""
         from tui.conversation_commands import retry_last
@@ -625,15 +452,6 @@ class ChatScreen(ChatNavigation):
             return
         self.query_one(ChatInput).focus()
         await retry_last(self)
-
-    def action_edit_message(self) -> None:
-        """e on the selected message: edit and resend it, when it is the last user message."""
-        selected = self._selected()
-        users = [m for m in self.chat_messages() if m.role == "user"]
-        if selected is None or not users or selected is not users[-1]:
-            self.notify("Only your last message can be edited.", severity="warning")
-            return
-        self._edit_last(self.query_one(ChatInput))
 
     def action_edit_longterm(self) -> None:
         """Suspend the TUI, edit longterm.md in $VISUAL / $EDITOR, re-read it after."""
@@ -658,13 +476,6 @@ class ChatScreen(ChatNavigation):
             return
         self.check_status()  # re-reads longterm.md and updates the sidebar
         self.notify(f"longterm.md saved; the next turn reads it ({path})", timeout=4)
-
-
-def _think_text(think: bool | str | None) -> str:
-    if think is None:
-        return "Thinking: unset, the model decides (`/think true|false|low|medium|high`)."
-    shown = str(think).lower() if isinstance(think, bool) else think
-    return f"Thinking: {shown}, sent to models that can think."
 
 
 def _recalled_lines(event: Recalled) -> tuple[RecalledLine, ...]:
