@@ -2,7 +2,8 @@
 
 Heavy libraries (ollama, httpx, duckdb, usearch, Markdown) are not imported here: the
 first frame comes first. Model calls and file I/O run in workers that report back with
-messages; nothing blocks typing. The chat itself is tui/screens/chat_screen.py.
+messages; nothing blocks typing. The chat itself is tui/screens/chat_screen.py; the jobs'
+side is the base class in tui/app_jobs.py, the palette's entries tui/app_palette.py.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ import asyncio
 import logging
 import signal
 import threading
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
@@ -27,7 +28,8 @@ from agent.settings import Settings
 from agent.turn import TurnEngine
 from agent.turn_events import AfterTurnEvent, MemstatusDue, PointsSaved
 from agent.workspace import resolve_workspace
-from tui.commands import CHAT_KEYS, palette_commands
+from tui.app_jobs import JobsApp
+from tui.app_palette import straylight_commands
 from tui.gc_pauses import freeze_long_lived, unfreeze_all
 from tui.keymap import split_keymap
 from tui.model_pulls import ModelPulls
@@ -41,7 +43,6 @@ if TYPE_CHECKING:
     from textual.theme import Theme
 
     from agent.model_catalog import MissingModel
-    from jobs.background_jobs import JobResult
     from jobs.scheduler import JobScheduler
     from memory.deferred_store import DeferredMemory
     from memory.turn_memory import TurnMemory
@@ -63,28 +64,13 @@ class MemoryOpened(Message):
 
 
 @dataclass
-class JobFinished(Message):
-    """A background job ran (scheduled, caught up, or run by a command)."""
-
-    name: str
-    result: JobResult
-
-
-@dataclass
-class BindingAlerts(Message):
-    """The procedures' broken bindings, checked again after the facts changed."""
-
-    lines: tuple[str, ...]
-
-
-@dataclass
 class AfterTurn(Message):
     """The engine's background save of a turn reported back (point ids, memstatus due)."""
 
     event: AfterTurnEvent
 
 
-class StraylightApp(App[int]):
+class StraylightApp(JobsApp):
     """Straylight: the chat screen, and the memory and jobs behind it."""
 
     CSS_PATH = "app.tcss"
@@ -459,103 +445,6 @@ class StraylightApp(App[int]):
 
         await self.chat.notice(candidates_notice(message.candidates))
 
-    # ---- background jobs -------------------------------------------------------------
-    def _start_jobs(self, memory: TurnMemory) -> None:
-        from jobs.background_jobs import JobContext
-        from jobs.runner import JobRunner
-        from jobs.scheduler import JobScheduler
-
-        runner = JobRunner(JobContext(self.settings, memory, self.gateway, self.chat.model))
-        self.scheduler = JobScheduler(runner, self._post_job_finished)
-        try:
-            self.scheduler.start()
-        except Exception:
-            log.exception("the job scheduler did not start; jobs run only from the shell")
-            self.scheduler = None
-        else:
-            self.engine.counts_memstatus_turns = True  # every N turns, memstatus runs too
-
-    def _post_job_finished(self, name: str, result: JobResult) -> None:
-        self.post_message(JobFinished(name, result))
-
-    def on_job_finished(self, message: JobFinished) -> None:
-        if not self.is_running or not self.screen_stack:
-            return  # a job that ended while the app shut down: its run is recorded anyway
-        result = message.result
-        for notice in result.notices:
-            severity = {"warning": "warning", "error": "error"}.get(notice.level, "information")
-            self.notify(notice.text, severity=severity, timeout=10)  # type: ignore[arg-type]
-        if message.name == "memstatus" and result.status == "ok":
-            self.chat.publish_sidebar(headroom=str(result.data.get("headroom", "ok")))
-        elif message.name == "overdue-hypotheses" and result.status == "ok":
-            overdue = int(result.data.get("overdue", 0))
-            self.overdue_counted(overdue)
-            self.chat.publish_sidebar(
-                hypotheses=(int(result.data.get("open", 0)), overdue),
-            )
-        elif message.name == "bindings" and result.status == "ok":
-            self._set_alerts("bindings", tuple(result.data.get("alerts", ())))
-        elif message.name in ("decay", "dream"):
-            self.chat.refresh_fact_status()
-        if message.name in ("backfill", "index-upkeep", "decay"):
-            self.chat.refresh_memory_status()
-
-    def overdue_counted(self, overdue: int) -> None:
-        """The sidebar's overdue alert follows every count of the cards (the job's, and a
-        re-read after a card was validated, refuted or deleted)."""
-        self._set_alerts(
-            "hypotheses", (f"{overdue} hypothesis card(s) overdue",) if overdue else ()
-        )
-
-    @work(thread=True, exclusive=True, group="bindings-recheck", exit_on_error=False)
-    def recheck_bindings(self) -> None:
-        """The facts changed while a broken binding is shown: check again now rather than at
-        the next daily run, so a fact just written clears its alert (no notice: the job's run
-        announced the binding)."""
-        from memory.bindings import check_bindings
-
-        facts = self.engine.facts
-        if facts is None:
-            return
-        try:
-            alerts = check_bindings(
-                facts.list_facts(),
-                self.settings.clock.now(),
-                limit_days=self.settings.jobs.binding_limit_days,
-            )
-        except Exception:
-            log.exception("checking the bindings again failed")
-            return
-        self.post_message(BindingAlerts(tuple(alert.detail for alert in alerts)))
-
-    def on_binding_alerts(self, message: BindingAlerts) -> None:
-        self._set_alerts("bindings", message.lines)
-
-    def _set_alerts(self, source: str, lines: tuple[str, ...]) -> None:
-        self.job_alerts[source] = lines
-        merged = tuple(line for group in self.job_alerts.values() for line in group)
-        self.chat.publish_sidebar(alerts=merged)
-
-    @work(exclusive=False, group="jobs-now", exit_on_error=False)
-    async def run_job_now(self, name: str, announce: bool = False) -> None:
-        if self.scheduler is None:
-            memory = self.engine.memory
-            if memory is None:
-                await self.chat.notice(f"Memory is not available: {self.memory_problem}")
-                return
-            from jobs.background_jobs import JobContext
-            from jobs.runner import JobRunner
-            from memory.deferred_store import opened_memory
-
-            memory = await opened_memory(memory)  # a job by hand creates the database
-            runner = JobRunner(JobContext(self.settings, memory, self.gateway, self.chat.model))
-            result = await runner.run(name)  # jobs are off: run this one by hand anyway
-            self.post_message(JobFinished(name, result))
-        else:
-            result = await self.scheduler.run_now(name)  # the scheduler posts JobFinished
-        if announce and not result.notices:  # a notice is shown as a toast already
-            await self.chat.notice(f"{name}: {result.summary}")
-
     # ---- help, quitting (after the session's reflection) ---------------------------------
     def action_help(self) -> None:
         from tui.screens.help_screen import HelpScreen
@@ -591,36 +480,9 @@ class StraylightApp(App[int]):
 
     # ---- command palette ---------------------------------------------------------------
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        """Ctrl+P: every action. The chat's own (and opening a memory screen) are offered on
-        the chat screen only, as their keys are; a memory screen lists its own keys."""
+        """Ctrl+P: Textual's own, then Straylight's (tui/app_palette.py)."""
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Help: keys and commands", "Show the help screen", self.action_help)
-        yield SystemCommand(
-            "Check Ollama now", "Re-check the Ollama server", self.action_check_ollama
-        )
-        if screen is not self.screen_stack[0]:
-            return
-        chat = self.chat
-        for key in CHAT_KEYS:
-            if key.palette is not None:
-                title, help_text = key.palette
-                yield SystemCommand(title, help_text, _runs(chat.run_action, key.action))
-        for command, title, help_text in palette_commands():
-            yield SystemCommand(title, help_text, _runs(chat.run_slash_command, command))
-        for missing in self.missing_models:
-            yield SystemCommand(
-                f"Pull missing {missing.role} model: {missing.name}",
-                "Open the models screen ready to pull it",
-                _opens_pull(chat.action_open_models, missing.name),
-            )
-        if chat.ollama_status is not None and chat.ollama_status.reachable:
-            for name in chat.ollama_status.chat_models:  # by capabilities, not by name
-                yield SystemCommand(
-                    f"Switch model: {name}",
-                    "Chat with this model for the rest of the session",
-                    _runs(chat.switch_model, name),
-                    discover=False,
-                )
+        yield from straylight_commands(self, screen)
 
     # ---- errors never print a traceback on the user's screen ---------------------
     def _handle_exception(self, error: Exception) -> None:
@@ -639,26 +501,6 @@ class StraylightApp(App[int]):
                 highlight=False,
             )
             self._exit_renderables.clear()
-
-
-def _runs(
-    call: Callable[[str], Coroutine[Any, Any, object]], argument: str
-) -> Callable[[], Coroutine[Any, Any, None]]:
-    """A palette callback: `call(argument)`, awaited."""
-
-    async def run() -> None:
-        await call(argument)
-
-    return run
-
-
-def _opens_pull(open_models: Callable[..., None], name: str) -> Callable[[], None]:
-    """A palette callback: the models screen with `name` in its pull box."""
-
-    def run() -> None:
-        open_models(pull=name)
-
-    return run
 
 
 def run_app(settings: Settings, config_path: Path | None = None) -> int:
