@@ -100,7 +100,7 @@ class CommandRequest:
 def command_parser() -> argparse.ArgumentParser:
     """`straylight`'s parser, built once for the commands run here (~20 ms a build; parsing
     does not change it, so threads share it)."""
-    from tui.cli import build_parser
+    from tui.cli_parser import build_parser
 
     return build_parser()
 
@@ -110,7 +110,7 @@ def command_words(argv: Sequence[str]) -> list[str]:
     `["--home", "/d", "facts", "set", "k", …]` gives `["facts", "set", "k", …]`, so the
     command's name comes first wherever the client put `--home DIR` (README: before or
     after the command name)."""
-    from tui.cli import GLOBAL_OPTIONS
+    from tui.cli_parser import GLOBAL_OPTIONS
 
     words: list[str] = []
     skip = False
