@@ -101,7 +101,12 @@ async def run_dream(
     sources, usable = await asyncio.to_thread(book.dream_sources, workspace)
     if len(sources) < 2:
         if usable < 2:
-            reason = f"fewer than 2 usable memories ({usable} active facts and pinned points)"
+            held = (
+                "1 active fact or pinned point"
+                if usable == 1
+                else f"{usable} active facts and pinned points"
+            )
+            reason = f"fewer than 2 usable memories ({held})"
         else:
             reason = f"no two related memories among {usable} active facts and pinned points"
         return _finish(DreamOutcome(None, reason))

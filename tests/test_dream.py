@@ -358,7 +358,7 @@ async def test_fewer_than_two_memories_send_no_request(
     drawer.set("deploy:blyck", "capability", "Blyck deploys with npm run dist.")
     outcome = await run_dream(drawer.db, drawer, gateway, "llama3.2", workspace=WS)
     assert outcome.card is None
-    assert outcome.reason.startswith("fewer than 2 usable memories (1 ")
+    assert outcome.reason == "fewer than 2 usable memories (1 active fact or pinned point)"
     assert standin.chat_requests() == []
 
 
