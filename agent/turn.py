@@ -162,6 +162,8 @@ class TurnEngine:
             recall = await self.memory.recall_for_turn(
                 text, exclude_contents=[m.content for m in history], context=answered
             )
+            if recall.late_vector is not None:  # a stalled Ollama: said, not waited for
+                yield LimitNotice(recall.late_vector)
             if recall.result is not None:
                 yield Recalled(recall.result)
         query_vector = recall.query_vector if recall else None

@@ -129,7 +129,8 @@ class ContextNotice:
 @dataclass(frozen=True, slots=True)
 class LimitNotice:
     """A limit of the turn stopped something that goes on without it (tool calls over their
-    cap were not run): one line naming the limit and its setting."""
+    cap were not run; the query's embedding ran out of time and recall used words only):
+    one line naming the limit and its setting."""
 
     text: str
 

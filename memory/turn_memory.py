@@ -46,6 +46,7 @@ turn's recall, `/recall`, `straylight recall` and MCP `memory_search`. A stalled
 them for the whole HTTP timeout (`ollama_http_timeout_seconds`, 300 s by default); an
 embedding model loaded from disk answers within a few seconds, so 20 s only gives up on a
 server that is not coming back."""
+_LATE_EMBEDDING = "Ollama did not answer the query embedding"
 
 
 class EmbeddingFailed(Exception):
@@ -74,6 +75,7 @@ class TurnRecall:
 
     result: RecallResult | None
     query_vector: list[float] | None
+    late_vector: str | None = None  # the line when the query's embedding ran out of time
 
 
 class TurnMemory:
@@ -152,9 +154,7 @@ class TurnMemory:
         try:
             return await asyncio.wait_for(self.embed_one(query), QUERY_EMBED_SECONDS)
         except TimeoutError:
-            self.embed_problem = (
-                f"Ollama did not answer the query embedding within {QUERY_EMBED_SECONDS:g} s"
-            )
+            self.embed_problem = f"{_LATE_EMBEDDING} within {QUERY_EMBED_SECONDS:g} s"
             return None
 
     async def recall_for_turn(
@@ -169,6 +169,9 @@ class TurnMemory:
         if not self.store.config.enabled or not query.strip():
             return TurnRecall(None, None)
         vector = await self.embed_query(query)
+        late = None
+        if vector is None and (self.embed_problem or "").startswith(_LATE_EMBEDDING):
+            late = f"{self.embed_problem}: this turn recalled by words only"
         try:
             result = await asyncio.to_thread(
                 functools.partial(
@@ -182,8 +185,8 @@ class TurnMemory:
         except Exception:
             log.exception("recall failed; the turn goes on without recalled context")
             await asyncio.to_thread(self.store.count_recall_failure)
-            return TurnRecall(None, vector)
-        return TurnRecall(result, vector)
+            return TurnRecall(None, vector, late)
+        return TurnRecall(result, vector, late)
 
     async def save_turn(
         self,

@@ -365,7 +365,14 @@ def test_a_chat_turn_with_a_stalled_embedding_recalls_by_words_and_answers(
     remember(env, "The zanzibar lighthouse keeper works three night shifts each winter week.")
     monkeypatch.setattr(turn_memory, "QUERY_EMBED_SECONDS", 0.5)
     standin.fail_next("delay", seconds=20, path=EMBED)
-    ask(env, standin, "How often does the zanzibar lighthouse keeper work?", "Three nights.")
+    standin.script_reply("Three nights.")
+    asked = run_cli(env, "ask", "How often does the zanzibar lighthouse keeper work?")
+    assert_ok(asked)
+    assert asked.stdout == "Three nights.\n"
+    assert asked.stderr == (
+        "straylight: warning: Ollama did not answer the query embedding within 0.5 s: "
+        "this turn recalled by words only\n"
+    )
     prompt = system_prompt(standin)
     assert "## Recalled context" in prompt
     assert "three night shifts each winter week" in prompt

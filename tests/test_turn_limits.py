@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from agent.settings import Settings
 from store.daily_log import DailyLog
@@ -151,3 +152,30 @@ async def test_the_tui_names_the_reply_limit_and_keeps_the_partial_reply(
         assert any("the reply reached its limit of 60 characters" in line for line in shown)
         logged = app.engine.daily_log.read_day(app.settings.clock.now().astimezone().date())
         assert (logged[-1].status, logged[-1].content) == ("cut_off", reply.text)
+
+
+async def test_the_tui_says_when_a_stalled_embedding_left_recall_to_words(
+    make_settings: Callable[..., Settings],
+    standin: OllamaStandIn,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The query's embedding has `QUERY_EMBED_SECONDS`; a stalled Ollama then costs the turn
+    that long, and the chat says why the recalled context came from words only."""
+    from memory import turn_memory
+
+    monkeypatch.setattr(turn_memory, "QUERY_EMBED_SECONDS", 0.5)
+    standin.script_reply("Noted.")
+    app = StraylightApp(make_settings(ollama_host=standin.host))
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        standin.fail_next("delay", seconds=20, path="/api/embed")
+        await type_text(pilot, "the harbour crane is red")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.replying, what="the reply")
+        assert list(app.query(ChatMessage))[-1].text == "Noted."
+        shown = [str(n.render()) for n in app.query(ChatNotice)]
+        assert any(
+            "Ollama did not answer the query embedding within 0.5 s: this turn recalled by "
+            "words only" in line
+            for line in shown
+        ), shown
