@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from agent.token_estimate import UNCALIBRATED_MARGIN
+
 __all__ = [
     "DEFAULT_WINDOW_CAP",
     "FALLBACK_WINDOW",
@@ -125,6 +127,13 @@ def reply_reserve(window: int, num_predict: int | None = None) -> int:
     if num_predict and num_predict > 0:
         return min(num_predict, window // 2)
     return max(min(512, window // 2), min(window // 8, 4096))
+
+
+def structured_room(window: int) -> float:
+    """The tokens a structured call's prompt (the reflection, the dream) may take in
+    `window` (the `num_ctx` it sends), estimated uncalibrated: the reply's reserve kept
+    free and the uncalibrated estimate's margin taken off."""
+    return (window - reply_reserve(window)) / (1 + UNCALIBRATED_MARGIN)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,14 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent.context_window import WindowChoice, reply_reserve
+from agent.context_window import WindowChoice, structured_room
 from agent.gateway_errors import GatewayError
-from agent.token_estimate import (
-    MESSAGE_OVERHEAD,
-    PROMPT_OVERHEAD,
-    UNCALIBRATED_MARGIN,
-    estimate_text_tokens,
-)
+from agent.token_estimate import PromptEstimate
 from memory.dream import (
     check_card,
     dream_messages,
@@ -64,13 +59,10 @@ def fitted_sources(sources: Sequence[DreamSource], window: int) -> list[DreamSou
     when not even two fit. Ollama keeps a prompt's end and drops its front when it is longer
     than the window: sent whole, a small window lost the instructions (the card's
     constraints) without a word."""
-    room = (window - reply_reserve(window)) / (1 + UNCALIBRATED_MARGIN)
+    room = structured_room(window)
     for count in range(len(sources), 1, -1):
         messages = dream_messages(sources[:count])
-        tokens = PROMPT_OVERHEAD + sum(
-            MESSAGE_OVERHEAD + estimate_text_tokens(m["content"]) for m in messages
-        )
-        if tokens <= room:
+        if PromptEstimate.of_messages(messages).uncalibrated <= room:
             return list(sources[:count])
     return []
 

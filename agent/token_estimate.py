@@ -152,6 +152,11 @@ class PromptEstimate:
         """The whole prompt's tokens with ``factor`` applied to the content."""
         return self.overhead + math.ceil(self.content * factor)
 
+    @property
+    def uncalibrated(self) -> float:
+        """The whole prompt's tokens without a model's factor, not rounded."""
+        return self.overhead + self.content
+
     @classmethod
     def of_messages(cls, messages: Iterable[Mapping[str, Any]]) -> PromptEstimate:
         """Estimate a chat request's ``messages`` (their ``content``)."""

@@ -166,22 +166,15 @@ def fitted_reflection(
     `num_ctx` the call sends) less the reply's reserve and the estimate's margin; None when
     not even its instructions fit. Sent whole, a long session overflowed a small window and
     Ollama cut the prompt's front — the instructions — without a word."""
-    from agent.context_window import reply_reserve
-    from agent.token_estimate import (
-        MESSAGE_OVERHEAD,
-        PROMPT_OVERHEAD,
-        UNCALIBRATED_MARGIN,
-        estimate_text_tokens,
-    )
+    from agent.context_window import structured_room
+    from agent.token_estimate import PromptEstimate
     from memory.reflection import TRANSCRIPT_BUDGET_CHARS, reflection_messages
 
-    room = (window - reply_reserve(window)) / (1 + UNCALIBRATED_MARGIN)
+    room = structured_room(window)
     budget = TRANSCRIPT_BUDGET_CHARS
     while True:
         prompt = reflection_messages(transcript, known_keys=known, budget_chars=budget)
-        tokens = PROMPT_OVERHEAD + sum(
-            MESSAGE_OVERHEAD + estimate_text_tokens(m["content"]) for m in prompt
-        )
+        tokens = PromptEstimate.of_messages(prompt).uncalibrated
         if tokens <= room:
             return prompt
         if budget <= _REFLECT_MIN_CHARS:
