@@ -46,7 +46,6 @@ turn's recall, `/recall`, `straylight recall` and MCP `memory_search`. A stalled
 them for the whole HTTP timeout (`ollama_http_timeout_seconds`, 300 s by default); an
 embedding model loaded from disk answers within a few seconds, so 20 s only gives up on a
 server that is not coming back."""
-_LATE_EMBEDDING = "Ollama did not answer the query embedding"
 
 
 class EmbeddingFailed(Exception):
@@ -151,11 +150,18 @@ class TurnMemory:
     async def embed_query(self, query: str) -> list[float] | None:
         """A search's query vector, or None (words only; `embed_problem` says why) when
         Ollama fails or gives no answer within `QUERY_EMBED_SECONDS`."""
+        vector, _late = await self._timed_query_vector(query)
+        return vector
+
+    async def _timed_query_vector(self, query: str) -> tuple[list[float] | None, bool]:
+        """`embed_query`'s vector, and whether it was given up for lateness."""
         try:
-            return await asyncio.wait_for(self.embed_one(query), QUERY_EMBED_SECONDS)
+            return await asyncio.wait_for(self.embed_one(query), QUERY_EMBED_SECONDS), False
         except TimeoutError:
-            self.embed_problem = f"{_LATE_EMBEDDING} within {QUERY_EMBED_SECONDS:g} s"
-            return None
+            self.embed_problem = (
+                f"Ollama did not answer the query embedding within {QUERY_EMBED_SECONDS:g} s"
+            )
+            return None, True
 
     async def recall_for_turn(
         self, query: str, *, exclude_contents: Sequence[str], context: str = ""
@@ -168,10 +174,8 @@ class TurnMemory:
         holds the turns next to the hits (`TURN_TUNING`), cut first by the budget."""
         if not self.store.config.enabled or not query.strip():
             return TurnRecall(None, None)
-        vector = await self.embed_query(query)
-        late = None
-        if vector is None and (self.embed_problem or "").startswith(_LATE_EMBEDDING):
-            late = f"{self.embed_problem}: this turn recalled by words only"
+        vector, timed_out = await self._timed_query_vector(query)
+        late = f"{self.embed_problem}: this turn recalled by words only" if timed_out else None
         try:
             result = await asyncio.to_thread(
                 functools.partial(
