@@ -313,6 +313,18 @@ async def test_a_resource_that_cannot_be_read_is_one_line_naming_why(
     assert "is damaged" in message and "\n" not in message, message
 
 
+def raw_server(env: Env, workspace: Path, *, stderr: int) -> subprocess.Popen[bytes]:
+    """`straylight mcp` in a child process, spoken to by hand over its stdin and stdout."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tui", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        env=env,
+        cwd=workspace,
+    )
+
+
 @pytest.mark.parametrize(
     ("signum", "code", "line"),
     [
@@ -326,14 +338,7 @@ def test_ctrl_c_or_sigterm_ends_the_server_and_frees_the_data_dir(
     """Started by hand (the README's command table), Ctrl+C must end it: it waited for a
     line on stdin (the SDK's reader thread) until Ctrl+D. SIGTERM (a client stopping it)
     releases the data dir too, like `ask`'s 143."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tui", "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=workspace,
-    )
+    server = raw_server(env, workspace, stderr=subprocess.PIPE)
     assert server.stdin is not None and server.stdout is not None
     try:
         for message in (
@@ -563,14 +568,7 @@ def test_a_request_with_a_lone_surrogate_is_answered_and_the_server_goes_on(
     and the client waited forever. It is answered (the character stored as U+FFFD)."""
     import selectors
 
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tui", "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        cwd=workspace,
-    )
+    server = raw_server(env, workspace, stderr=subprocess.DEVNULL)
     assert server.stdin is not None and server.stdout is not None
     watch = selectors.DefaultSelector()
     watch.register(server.stdout, selectors.EVENT_READ)
@@ -583,10 +581,8 @@ def test_a_request_with_a_lone_surrogate_is_answered_and_the_server_goes_on(
         assert watch.select(timeout=60), "no answer within 60 s"
         return json.loads(server.stdout.readline())  # type: ignore[union-attr]
 
-    hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
-    hello["clientInfo"] = {"name": "raw", "version": "1"}
     try:
-        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE}))
         assert answer()["id"] == 1
         send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         call = '"method": "tools/call", "params": {"name": "memory_save", "arguments": '
