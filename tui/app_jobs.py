@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from agent.settings import Settings
     from agent.turn import TurnEngine
     from jobs.background_jobs import JobResult
+    from jobs.runner import JobRunner
     from jobs.scheduler import JobScheduler
     from memory.turn_memory import TurnMemory
     from tui.screens.chat_screen import ChatScreen
@@ -54,12 +55,9 @@ class JobsApp(App[int]):
     memory_problem: str  # why the memory is not available ("still opening" at first)
 
     def _start_jobs(self, memory: TurnMemory) -> None:
-        from jobs.background_jobs import JobContext
-        from jobs.runner import JobRunner
         from jobs.scheduler import JobScheduler
 
-        runner = JobRunner(JobContext(self.settings, memory, self.gateway, self.chat.model))
-        self.scheduler = JobScheduler(runner, self._post_job_finished)
+        self.scheduler = JobScheduler(self._job_runner(memory), self._post_job_finished)
         try:
             self.scheduler.start()
         except Exception:
@@ -67,6 +65,13 @@ class JobsApp(App[int]):
             self.scheduler = None
         else:
             self.engine.counts_memstatus_turns = True  # every N turns, memstatus runs too
+
+    def _job_runner(self, memory: TurnMemory) -> JobRunner:
+        """The jobs over `memory`, asking the chat's current model (the dream)."""
+        from jobs.background_jobs import JobContext
+        from jobs.runner import JobRunner
+
+        return JobRunner(JobContext(self.settings, memory, self.gateway, self.chat.model))
 
     def _post_job_finished(self, name: str, result: JobResult) -> None:
         self.post_message(JobFinished(name, result))
@@ -136,13 +141,12 @@ class JobsApp(App[int]):
             if memory is None:
                 await self.chat.notice(f"Memory is not available: {self.memory_problem}")
                 return
-            from jobs.background_jobs import JobContext
-            from jobs.runner import JobRunner
             from memory.deferred_store import opened_memory
 
             memory = await opened_memory(memory)  # a job by hand creates the database
-            runner = JobRunner(JobContext(self.settings, memory, self.gateway, self.chat.model))
-            result = await runner.run(name)  # jobs are off: run this one by hand anyway
+            result = await self._job_runner(memory).run(
+                name
+            )  # jobs are off: run this one by hand anyway
             self.post_message(JobFinished(name, result))
         else:
             result = await self.scheduler.run_now(name)  # the scheduler posts JobFinished
