@@ -144,9 +144,8 @@ class JobsApp(App[int]):
             from memory.deferred_store import opened_memory
 
             memory = await opened_memory(memory)  # a job by hand creates the database
-            result = await self._job_runner(memory).run(
-                name
-            )  # jobs are off: run this one by hand anyway
+            # jobs are off: run this one by hand anyway
+            result = await self._job_runner(memory).run(name)
             self.post_message(JobFinished(name, result))
         else:
             result = await self.scheduler.run_now(name)  # the scheduler posts JobFinished
