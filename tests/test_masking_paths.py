@@ -82,6 +82,21 @@ def test_remember_and_recall_embed_the_masked_text(
     assert sent_anywhere(standin, GITHUB) == []
 
 
+def test_facts_search_embeds_the_masked_query(
+    cli_env: Callable[..., Env], standin: OllamaStandIn
+) -> None:
+    """`facts search` asked /api/embed itself, with the query as typed: a pasted token
+    reached the embedding server that remember, recall and MCP only ever send masked."""
+    env = cli_env(OLLAMA_HOST=standin.url)
+    set_fact = run_cli(env, "facts", "set", "deploy:blue", "--type", "fact", "--body", "Blue.")
+    assert set_fact.returncode == 0, set_fact.stderr
+    assert run_cli(env, "facts", "search", f"deploy token {GITHUB}").returncode == 0
+    embeds = [r for r in standin.requests if r.path == "/api/embed"]
+    assert embeds, "facts search asked for no query vector"
+    assert "[REDACTED" in json.dumps(embeds[-1].body)
+    assert sent_anywhere(standin, GITHUB) == []
+
+
 async def test_the_users_bubble_shows_the_stored_masked_text(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

@@ -161,16 +161,23 @@ def _found(settings: Settings, query: str) -> list[Fact]:
 
 
 async def _query_vector(settings: Settings, query: str) -> list[float] | None:
-    """The query's embedding for the semantic half (fail-soft: words only without it)."""
+    """The query's embedding for the semantic half (fail-soft: words only without it).
+    Sent as every text goes to /api/embed (`stored_text`: secrets masked, no NUL), and an
+    unusable vector (`embedding_check`) counts as none."""
     from agent.ollama_gateway import OllamaGateway
+    from memory.embedding_check import vector_problem
+    from memory.stored_text import stored_text
     from memory.turn_memory import QUERY_EMBED_SECONDS
 
     gateway = OllamaGateway.from_config(settings.ollama)
     try:
         vectors = await asyncio.wait_for(
-            gateway.embed(settings.memory.embed_model, [query]), QUERY_EMBED_SECONDS
+            gateway.embed(settings.memory.embed_model, [stored_text(query)]),
+            QUERY_EMBED_SECONDS,
         )
-        return vectors[0] if vectors else None
+        if len(vectors) != 1 or vector_problem(vectors[0]) is not None:
+            return None
+        return vectors[0]
     except Exception:  # noqa: BLE001 - fail-soft, logged by the gateway
         return None
     finally:
