@@ -46,6 +46,33 @@ def contributions(
     return tfs
 
 
+def rough_contributions(
+    slots: NDArray[np.intp],
+    raw_tfs: NDArray[np.integer],
+    idf: float,
+    avgdl: float,
+    doc_lengths: NDArray[np.int32],
+) -> NDArray[np.float32]:
+    """`contributions` in float32, each within a relative `ROUGH_ERROR` of it: for the
+    MaxScore walk (`store.lexical_topk`), which only bounds scores; every score it returns
+    comes from `contributions`. Half the bytes of float64: the walk at 1M points ~15 %
+    faster (docs/lexical_search.md)."""
+    tfs = raw_tfs.astype(np.float32)
+    denominator = doc_lengths[slots].astype(np.float32)
+    denominator *= np.float32(K1 * B / avgdl)
+    denominator += np.float32(K1 * (1 - B))
+    denominator += tfs
+    tfs *= np.float32(idf * (K1 + 1))
+    tfs /= denominator
+    return tfs
+
+
+# Above the relative error of one `rough_contributions` value: three constants rounded to
+# float32 and five operations on positive numbers, each at most half a float32 ulp (2**-24)
+# off, with room to spare. A sum of n of them in float32 adds at most n · 2**-24 more.
+ROUGH_ERROR = 16 * 2.0**-24
+
+
 def max_factor(
     slots: NDArray[np.integer],
     tfs: NDArray[np.integer],

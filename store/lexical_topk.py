@@ -10,7 +10,9 @@ best partial score beats `rest`, the common words' posting lists are never walke
 candidates, only those whose partial score plus `rest` can still reach that k-th best are
 scored exactly: every group looked up by binary search in its sorted posting list and summed
 in query order, as the dense pass sums, so every score is the same float. A query of common
-words only walks them all, like the dense pass. Docs: docs/lexical_search.md.
+words only walks them all, like the dense pass. The walk's partial scores are float32
+(`bm25.rough_contributions`): they only bound, so each comparison allows their rounding
+(`_Query.rough`). Docs: docs/lexical_search.md.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from store import bm25
-from store.bm25 import contributions
+from store.bm25 import ROUGH_ERROR, contributions, rough_contributions
 from store.lexical_dense import ranked
 from store.lexical_postings import CompactPostings
 
@@ -55,6 +57,12 @@ class _Query:
     groups: list[_Group]  # in query order
     avgdl: float
     doc_lengths: NDArray[np.int32]
+
+    @property
+    def rough(self) -> float:
+        """Above a float32 partial score's relative error: each value's and one rounding
+        per group summed, doubled (1 + this bounds both ways)."""
+        return 2 * (ROUGH_ERROR + len(self.groups) * 2.0**-24)
 
 
 def prepare(index: CompactPostings, groups: Sequence[tuple[str, ...]]) -> _Query | None:
@@ -116,6 +124,8 @@ def _hopeful(index: CompactPostings, query: _Query, k: int) -> NDArray[np.int64]
     partial = index.scratch()  # zeros; every slot touched below is zeroed again at the end
     touched: list[NDArray[np.int64]] = []
     live: list[NDArray[np.int64]] = []  # the candidates: touched and not removed
+    high = 1 + query.rough  # a float32 partial times this is above its exact value …
+    low = 1 / high  # … and times this below it
     try:
         essential, theta, walked, walked_at_theta = 0, 0.0, 0.0, 0.0
         while essential < len(groups):
@@ -133,17 +143,18 @@ def _hopeful(index: CompactPostings, query: _Query, k: int) -> NDArray[np.int64]
             bound = rest[essential] * _SAFETY  # above the score of any point not touched yet
             candidates = np.concatenate(live)
             live = [candidates]
-            scores = partial.take(candidates)
-            theta, walked_at_theta = max(theta, _kth(scores, k)), walked
+            scores = partial.take(candidates)  # float32: the count below only weighs costs
+            theta, walked_at_theta = max(theta, _kth(scores, k) * low), walked
             if bound < theta:  # no other point reaches the k-th best
-                can_reach = np.count_nonzero(scores + bound >= theta)
+                can_reach = np.count_nonzero(scores * high + bound >= theta)
                 walk = groups[by_bound[essential]].size  # the next group's postings
                 if walk > LOOKUP_COST * can_reach * len(groups):
                     break  # cheaper to look its postings up for the hopeful ones
         candidates = np.concatenate(live)
-        scores = partial.take(candidates)
+        scores = partial.take(candidates).astype(np.float64)
         if essential == len(groups):
-            theta = _kth(scores, k)
+            theta = _kth(scores, k) * low
+        scores *= high
         scores += rest[essential] * _SAFETY  # above any full score
         hopeful = np.sort(candidates[scores >= theta / _SAFETY])
         _zero(partial, touched)
@@ -153,9 +164,9 @@ def _hopeful(index: CompactPostings, query: _Query, k: int) -> NDArray[np.int64]
     return hopeful
 
 
-def _zero(scratch: NDArray[np.float64], touched: list[NDArray[np.int64]]) -> None:
+def _zero(scratch: NDArray[np.float32], touched: list[NDArray[np.int64]]) -> None:
     """Zero the slots of `scratch` a query touched: one by one while they are few, else the
-    whole array (a memset of 8 MB at 1M points, ~0.15 ms, beats putting zeros at more than
+    whole array (a memset of 4 MB at 1M points, < 0.15 ms, beats putting zeros at more than
     ~1 slot in 20: 0.66 ms for 300k slots; docs/recall-latency.md, "Eleventh session")."""
     if sum(map(len, touched)) * ZERO_ALL_RATIO > len(scratch):
         scratch.fill(0.0)
@@ -165,12 +176,12 @@ def _zero(scratch: NDArray[np.float64], touched: list[NDArray[np.int64]]) -> Non
 
 
 def _accumulate(
-    index: CompactPostings, partial: NDArray[np.float64], group: _Group, query: _Query
+    index: CompactPostings, partial: NDArray[np.float32], group: _Group, query: _Query
 ) -> NDArray[np.int64]:
-    """Add the group's contributions (best alternative) to `partial` in any order (only for
-    pruning); returns the slots it touched first (each slot once over all groups)."""
+    """Add the group's rough contributions (best alternative) to `partial` in any order (only
+    for pruning); returns the slots it touched first (each slot once over all groups)."""
     alternatives = group.alternatives
-    scored: list[tuple[NDArray[np.intp], NDArray[np.float64]]] = []
+    scored: list[tuple[NDArray[np.intp], NDArray[np.float32]]] = []
     if len(alternatives) == 1:  # its parts hold a slot once between them
         for part in alternatives[0].parts:
             slots = part[0].astype(np.intp)  # once: numpy converts at every index
@@ -200,10 +211,10 @@ def _accumulate(
 def _values(
     alternative: _Alternative,
     tfs: NDArray[np.integer],
-    slots: NDArray[np.integer],
+    slots: NDArray[np.intp],
     query: _Query,
-) -> NDArray[np.float64]:
-    return contributions(slots, tfs, alternative.idf, query.avgdl, query.doc_lengths)
+) -> NDArray[np.float32]:
+    return rough_contributions(slots, tfs, alternative.idf, query.avgdl, query.doc_lengths)
 
 
 def within(
@@ -257,7 +268,7 @@ def _lookup(
     return np.concatenate([w for w, _ in found]), np.concatenate([v for _, v in found])
 
 
-def _kth(scores: NDArray[np.float64], k: int) -> float:
+def _kth(scores: NDArray[np.floating], k: int) -> float:
     """The k-th best of `scores` (0 when there are fewer than k)."""
     if len(scores) < k:
         return 0.0

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
+from store import bm25, lexical_persist, lexical_postings, lexical_topk, meta
 from store import lexical_index as li
-from store import lexical_persist, lexical_postings, lexical_topk, meta
 from store.lexical_file import LEXICAL_FILENAME
 from tests.test_lexical_index import add
 from tests.test_lexical_postings import con as con  # the fixture
@@ -121,6 +122,42 @@ def test_pruning_keeps_ties_at_the_cut_by_lower_id(con):
     hits = cache.search(con, "tie common", 10)
     assert [pid for pid, _ in hits] == list(range(1, 11))  # all tied: lowest ids
     same(con, cache, "tie filler3", k=30)
+
+
+def test_the_walks_float32_values_stay_within_their_stated_error() -> None:
+    """The walk's partial scores are float32 (`bm25.rough_contributions`); the margins of
+    its comparisons assume each value is within `ROUGH_ERROR` of the exact float64 one."""
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(1, 5_000, size=50_000).astype(np.int32)
+    slots = np.arange(len(lengths), dtype=np.intp)
+    tfs = rng.integers(1, 300, size=len(lengths)).astype(np.uint16)
+    for avgdl, idf in ((1.0, 1e-6), (37.3, 2.5), (812.9, 13.8), (4_999.0, 0.04)):
+        exact = bm25.contributions(slots, tfs, idf, avgdl, lengths)
+        rough = bm25.rough_contributions(slots, tfs, idf, avgdl, lengths)
+        assert rough.dtype == np.float32
+        assert float(np.max(np.abs(rough / exact - 1))) < bm25.ROUGH_ERROR
+
+
+def test_the_walks_rounding_never_prunes_a_tie_at_the_cut(con, monkeypatch):
+    """300 points tie; the ten best are the ten lowest ids. The walk's values may be off by
+    up to `ROUGH_ERROR` either way: here the even slots' a little high and the odd ones' a
+    little low, so the odd ids' partial scores fall below a threshold set by the even ones.
+    Without the comparisons' allowance for that, the odd ids were pruned (2, 4, 6, …)."""
+    add(con, {i: f"common filler{i % 7} tie" for i in range(1, 301)})
+    cache = li.LexicalCache()
+    cache.load(con)
+    real = bm25.rough_contributions
+
+    def off_by_parity(slots, tfs, idf, avgdl, lengths):
+        values = real(slots, tfs, idf, avgdl, lengths).astype(np.float64)
+        values *= np.where(slots % 2 == 0, 1 + bm25.ROUGH_ERROR / 2, 1 - bm25.ROUGH_ERROR / 2)
+        return values.astype(np.float32)
+
+    monkeypatch.setattr(lexical_topk, "rough_contributions", off_by_parity)
+    hits = cache.search(con, "tie common", 10)
+    assert [pid for pid, _ in hits] == list(range(1, 11))
+    monkeypatch.setattr(lexical_topk, "PRUNING", False)
+    assert cache.search(con, "tie common", 10) == hits
 
 
 def test_a_words_appended_postings_are_scored_without_joining_its_list(con, monkeypatch):
