@@ -75,6 +75,7 @@ class DreamOutcome:
     reason: str
     sources: tuple[str, ...] = ()
     model_failed: bool = False  # Ollama down, a timeout, an HTTP error: nothing was judged
+    window_too_small: bool = False  # the model's window holds fewer than two: nothing was sent
 
 
 def _finish(outcome: DreamOutcome) -> DreamOutcome:
@@ -106,7 +107,8 @@ async def run_dream(
     fitted = fitted_sources(sources, window)
     if not fitted:
         reason = f"the model's {window:,}-token window is too small for two memories"
-        return _finish(DreamOutcome(None, reason, tuple(s.id for s in sources)))
+        ids = tuple(s.id for s in sources)
+        return _finish(DreamOutcome(None, reason, ids, window_too_small=True))
     if len(fitted) < len(sources):
         log.info(
             "dream: %d of %d memories fit the %d-token window", len(fitted), len(sources), window

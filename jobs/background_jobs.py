@@ -118,8 +118,10 @@ async def dream(ctx: JobContext) -> JobResult:
     outcome = await run_dream(
         ctx.memory.store.db, drawer, ctx.gateway, ctx.model, workspace=drawer.workspace
     )
-    if outcome.card is None:  # a failed model call is `skipped`, as backfill's without Ollama
-        if outcome.model_failed:
+    if outcome.card is None:  # a failed model call is `skipped`, as backfill's without Ollama,
+        # and so is a model whose window cannot hold two memories (the dream cannot run until
+        # the setting or the model changes); nothing to dream about is `ok`
+        if outcome.model_failed or outcome.window_too_small:
             return JobResult("skipped", f"no card: {outcome.reason}")
         return JobResult("ok", f"no card: {outcome.reason}")
     card = outcome.card

@@ -21,9 +21,11 @@ from memory.hypotheses import Hypotheses
 from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
 from store.database import database_path, open_database
+from store.point_store import PointStore
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import wait_until
 from tests.test_cli_memory import assert_ok, make_env, run_cli
+from tests.test_dream import add_twelve_related_points
 from tui.app import StraylightApp
 from tui.memory_session import embedder_for
 
@@ -43,7 +45,9 @@ class Memory:
         self.close()
         settings = self.make_settings(ollama_host=self.host, now=when.isoformat(), **overrides)
         self.settings = settings
-        gateway = OllamaGateway(settings.ollama.host, read_timeout=5)
+        gateway = OllamaGateway(
+            settings.ollama.host, read_timeout=5, num_ctx=settings.ollama.num_ctx
+        )
         self.store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
         self.drawer = FactDrawer(self.store.db, "demo", settings.facts)
         memory = TurnMemory(
@@ -196,6 +200,27 @@ async def test_a_failing_job_is_recorded_not_raised(mem: Memory, standin: Ollama
     assert [i.last_status for i in runner.infos() if i.name == "dream"] == ["skipped"]
     result = await runner.run("dream")  # Ollama answers again: a run judged is `ok`
     assert result.status == "ok", result
+
+
+async def test_a_dream_whose_window_holds_no_two_memories_is_skipped(
+    mem: Memory, standin: OllamaStandIn
+) -> None:
+    """`num_ctx` 1,024 and memories of ~400 characters: no request is sent, and the run is
+    `skipped` with the reason (it said `ok` every night, so `jobs list` never showed that
+    the dream cannot run with this window); with room, the same memories are judged."""
+    runner = mem.at(T0, num_ctx=1024)
+    assert mem.store is not None
+    add_twelve_related_points(PointStore(mem.store.db))
+    result = await runner.run("dream")
+    assert result.status == "skipped", result
+    assert result.summary == (
+        "no card: the model's 1,024-token window is too small for two memories"
+    )
+    assert [i.last_status for i in runner.infos() if i.name == "dream"] == ["skipped"]
+    assert standin.chat_requests() == []
+    roomy = mem.at(T0, num_ctx=4096)
+    assert (await roomy.run("dream")).status == "ok"
+    assert len(standin.chat_requests()) == 1
 
 
 # --- the scheduler inside the app ------------------------------------------------------------
