@@ -246,6 +246,7 @@ def run_size(n: int, args: argparse.Namespace, tmp: Path, thresholds: dict[str, 
     )
     attrib = memory_scale.run_worker("attrib", home, n, worker_args, timeout)
     print(f"[{n:,} points] measure ({args.recalls} recalls, {args.saves} saves) …", flush=True)
+    git = machine_info()["git"]  # what the measure worker imports (the tree may have moved)
     measure = memory_scale.run_worker("measure", home, n, worker_args, timeout)
     base = memory_scale.summarise(n, build, attrib, measure)
     startup: JsonDict | None = None
@@ -253,6 +254,7 @@ def run_size(n: int, args: argparse.Namespace, tmp: Path, thresholds: dict[str, 
         print(f"[{n:,} points] start-up of the TUI on this store …", flush=True)
         startup = measure_startup(home, n, args.startup_runs, tmp)
     result = summarise(n, base, build, attrib, measure, startup, thresholds)
+    result["git"] = git
     result["wall_s"] = round(time.perf_counter() - started, 1)
     result["loadavg"] = {"before": load_before, "after": machine_info()["loadavg"]}
     print(f"[{n:,} points] done in {result['wall_s']} s", flush=True)
