@@ -66,6 +66,9 @@ def top(
     return ranked(index, candidates, scores[candidates], k)
 
 
+PARTITION_FROM = 8  # `ranked` partitions first when it keeps under 1 in this many
+
+
 def ranked(
     index: CompactPostings, slots: NDArray[np.int64], scores: NDArray[np.float64], k: int
 ) -> list[tuple[int, float]]:
@@ -73,6 +76,10 @@ def ranked(
     ties by lower point id."""
     keep = scores > 0
     slots, scores = slots[keep], scores[keep]
+    if 0 < k < len(scores) // PARTITION_FROM:  # only those scoring at least the k-th best
+        cut = np.partition(scores, len(scores) - k)[len(scores) - k]  # (all of its ties)
+        near = scores >= cut
+        slots, scores = slots[near], scores[near]
     point_ids = index.point_ids()[slots]
     order = np.lexsort((point_ids, -scores))[:k]
     return [(int(point_ids[i]), float(scores[i])) for i in order]

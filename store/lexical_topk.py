@@ -27,6 +27,7 @@ from store import bm25
 from store.bm25 import ROUGH_ERROR, contributions, rough_contributions
 from store.lexical_dense import ranked
 from store.lexical_postings import CompactPostings
+from store.sorted_keys import sorted_unique
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -108,7 +109,8 @@ def top_and_within(
     same floats as the two calls."""
     hopeful = _hopeful(index, query, k)
     pins = index.live_slots_of(point_ids) if point_ids else np.empty(0, np.int64)
-    slots = np.union1d(hopeful, pins)  # ascending, as `exact` wants
+    # ascending, as `exact` wants (np.union1d sorted from scratch: 0.67 ms for 10k + 50)
+    slots = sorted_unique(np.concatenate([hopeful, pins]))
     scores = exact(query, slots)
     overall = ranked(index, hopeful, scores[np.searchsorted(slots, hopeful)], k)
     if not overall or not len(pins):
@@ -247,10 +249,20 @@ def _lookup(
     alternative: _Alternative, slots: NDArray[np.int64], query: _Query
 ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
     """Where in `slots` the term occurs, and its contributions there (a slot is in one
-    part of the term's postings at most)."""
+    part of the term's postings at most). The shorter of the two is looked up in the
+    longer (both ascending): a binary search per element of the shorter."""
     found: list[tuple[NDArray[np.intp], NDArray[np.float64]]] = []
     for postings, tfs in alternative.parts:
         if not len(postings):
+            continue
+        if len(postings) < len(slots):  # a rare word among many candidates: its postings
+            at = np.searchsorted(slots, postings)  # looked up in the slots, not the reverse
+            at = np.minimum(at, len(slots) - 1)
+            hit = slots[at] == postings
+            values = contributions(
+                postings[hit], tfs[hit], alternative.idf, query.avgdl, query.doc_lengths
+            )
+            found.append((at[hit], values))
             continue
         # the keys in the postings' dtype: else numpy converts the whole list at every call
         at = np.searchsorted(postings, slots.astype(postings.dtype, copy=False))

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # usearch is imported by the first index made (an empty store
     from usearch.index import Index
 
 # The `X as X` imports: other modules import these names from here, as before.
+from store.sorted_keys import sorted_unique as sorted_unique
 from store.vector_index_file import INDEX_FILENAME as INDEX_FILENAME
 from store.vector_index_file import IndexDType as IndexDType
 from store.vector_index_file import IndexFileError as IndexFileError
@@ -168,20 +169,6 @@ def _as_query(vector: npt.ArrayLike, ndim: int) -> FloatMatrix | None:
         raise ValueError(f"expected one query vector, got {q.shape[0]}")
     norm = float(np.linalg.norm(q[0]))
     return None if norm == 0.0 else q[0] / norm
-
-
-def sorted_unique(keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    """The distinct keys, ascending. `np.unique` hashes (numpy 2): 21–51 ms for 100k keys;
-    a sort of ids that come nearly in order and a neighbour compare take ~1 ms. Keys that
-    are ascending already (the database's ids) are returned as they are (1M: 0.5 ms, not
-    the sort's 47)."""
-    if len(keys) < 2 or bool(np.all(keys[1:] > keys[:-1])):
-        return keys
-    ordered = np.sort(keys)
-    keep = np.empty(len(ordered), dtype=bool)
-    keep[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
-    return ordered[keep]
 
 
 def _last_occurrences(keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.intp]:

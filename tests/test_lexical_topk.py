@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pytest
 
-from store import bm25, lexical_persist, lexical_postings, lexical_topk, meta
+from store import bm25, lexical_dense, lexical_persist, lexical_postings, lexical_topk, meta
 from store import lexical_index as li
 from store.lexical_file import LEXICAL_FILENAME
 from tests.test_lexical_index import add
@@ -158,6 +158,24 @@ def test_the_walks_rounding_never_prunes_a_tie_at_the_cut(con, monkeypatch):
     assert [pid for pid, _ in hits] == list(range(1, 11))
     monkeypatch.setattr(lexical_topk, "PRUNING", False)
     assert cache.search(con, "tie common", 10) == hits
+
+
+def test_ranked_takes_the_k_best_with_every_tie_at_the_cut_by_lower_id(con):
+    """`lexical_dense.ranked` partitions before it sorts when it keeps few: the k best are
+    still those of a full sort by (score descending, point id), ties at the cut included."""
+    add(con, {i: f"word{i % 5}" for i in range(1, 801)})
+    cache = li.LexicalCache()
+    cache.load(con)
+    index = cache._index
+    ids = index.point_ids()
+    rng = np.random.default_rng(3)
+    for k in (1, 5, 40, 99, 100, 101, 400):
+        slots = np.sort(rng.choice(len(ids), size=800, replace=False)).astype(np.int64)
+        scores = rng.integers(0, 12, size=len(slots)).astype(np.float64) / 4  # many ties, zeros
+        positive = scores > 0
+        want = sorted(zip(ids[slots][positive].tolist(), scores[positive].tolist(), strict=True),
+                      key=lambda hit: (-hit[1], hit[0]))[:k]  # fmt: skip
+        assert lexical_dense.ranked(index, slots, scores, k) == want, k
 
 
 def test_a_words_appended_postings_are_scored_without_joining_its_list(con, monkeypatch):
