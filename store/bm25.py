@@ -5,12 +5,14 @@ and `store.lexical_file`) and, for its parameters, the SQL path of `store.lexica
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
+
+FloatT = TypeVar("FloatT", bound=np.floating)
 
 # Okapi BM25's parameters, shared with the SQL scoring in `store.lexical_index`.
 K1 = 1.2
@@ -32,10 +34,35 @@ def contributions(
 ) -> NDArray[np.float64]:
     """BM25 contributions of one term at `slots` (element by element: the same float for a
     posting whichever other postings are scored with it)."""
-    tfs = raw_tfs.astype(np.float64)
+    return _contributions(slots, raw_tfs, idf, avgdl, doc_lengths, np.float64)
+
+
+def rough_contributions(
+    slots: NDArray[np.intp],
+    raw_tfs: NDArray[np.integer],
+    idf: float,
+    avgdl: float,
+    doc_lengths: NDArray[np.int32],
+) -> NDArray[np.float32]:
+    """`contributions` in float32, each within a relative `ROUGH_ERROR` of the float64 one:
+    for the MaxScore walk (`store.lexical_topk`), which only bounds scores; every score it
+    returns comes from `contributions`. Half the bytes of float64: the walk at 1M points
+    ~15 % faster (docs/lexical_search.md)."""
+    return _contributions(slots, raw_tfs, idf, avgdl, doc_lengths, np.float32)
+
+
+def _contributions(
+    slots: NDArray[np.integer],
+    raw_tfs: NDArray[np.integer],
+    idf: float,
+    avgdl: float,
+    doc_lengths: NDArray[np.int32],
+    dtype: type[FloatT],
+) -> NDArray[FloatT]:
+    tfs = raw_tfs.astype(dtype)
     # (idf·(k1+1))·tf / (tf + k1·((1 − b) + (b·len) / avgdl)), operation by operation in
     # place (fewer temporaries; the same operations in the same order, so the same floats)
-    denominator = doc_lengths[slots].astype(np.float64)
+    denominator = doc_lengths[slots].astype(dtype)
     denominator *= B
     denominator /= avgdl
     denominator += 1 - B
@@ -46,30 +73,10 @@ def contributions(
     return tfs
 
 
-def rough_contributions(
-    slots: NDArray[np.intp],
-    raw_tfs: NDArray[np.integer],
-    idf: float,
-    avgdl: float,
-    doc_lengths: NDArray[np.int32],
-) -> NDArray[np.float32]:
-    """`contributions` in float32, each within a relative `ROUGH_ERROR` of it: for the
-    MaxScore walk (`store.lexical_topk`), which only bounds scores; every score it returns
-    comes from `contributions`. Half the bytes of float64: the walk at 1M points ~15 %
-    faster (docs/lexical_search.md)."""
-    tfs = raw_tfs.astype(np.float32)
-    denominator = doc_lengths[slots].astype(np.float32)
-    denominator *= np.float32(K1 * B / avgdl)
-    denominator += np.float32(K1 * (1 - B))
-    denominator += tfs
-    tfs *= np.float32(idf * (K1 + 1))
-    tfs /= denominator
-    return tfs
-
-
-# Above the relative error of one `rough_contributions` value: three constants rounded to
-# float32 and five operations on positive numbers, each at most half a float32 ulp (2**-24)
-# off, with room to spare. A sum of n of them in float32 adds at most n · 2**-24 more.
+# Above the relative error of one `rough_contributions` value: the constants rounded to
+# float32 (avgdl, 1.2, idf·2.2) and seven operations on positive numbers, each at most half
+# a float32 ulp (2**-24) off: ~10 · 2**-24, with room to spare. A sum of n of them in
+# float32 adds at most n · 2**-24 more.
 ROUGH_ERROR = 16 * 2.0**-24
 
 
