@@ -80,6 +80,35 @@ def _contributions(
 ROUGH_ERROR = 16 * 2.0**-24
 
 
+# A posting's factor (its contribution over idf) stored in float16 (`factors`), for the
+# MaxScore walk: half a float16 ulp (2**-11) off, then times idf in float32 (two more
+# roundings of 2**-24): below 2**-10 relative. float16's relative error grows below its
+# smallest normal number, so a list holding a smaller factor stores none.
+FACTOR_ERROR = 2.0**-10
+FACTOR_MIN = 2.0**-14
+
+
+def factors(
+    slots: NDArray[np.integer],
+    raw_tfs: NDArray[np.integer],
+    avgdl: float,
+    doc_lengths: NDArray[np.int32],
+) -> NDArray[np.float16] | None:
+    """Each posting's `tf·(k1+1) / (tf + k1·norm)` at `avgdl` in float16, within
+    `FACTOR_ERROR` of `contributions(…, 1.0, …)` (None when one is below `FACTOR_MIN`)."""
+    values = contributions(slots, raw_tfs, 1.0, avgdl, doc_lengths)
+    if len(values) and float(values.min()) < FACTOR_MIN:
+        return None
+    return values.astype(np.float16)
+
+
+def factor_drift(avgdl: float, basis: float) -> float:
+    """How far (relative, either way) a factor computed at the average length `basis` can be
+    from the one at `avgdl`: only `b·len/avgdl` in the denominator moves, by the ratio of the
+    two, so the factor moves by at most that ratio."""
+    return max(avgdl / basis, basis / avgdl) - 1.0
+
+
 def max_factor(
     slots: NDArray[np.integer],
     tfs: NDArray[np.integer],

@@ -26,21 +26,22 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import numpy as np
 
 from store import file_checks_ahead
-from store.bm25 import contributions
+from store.bm25 import contributions, factors
 from store.lexical_ahead import LEXICAL_FILENAME as LEXICAL_FILENAME
 from store.private_files import map_private, replace_atomically, write_all
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-VERSION: Final = 4  # 2: the terms' impact bounds; 3: the points' traits (`store.point_traits`);
-# 4: their speaker
+VERSION: Final = 5  # 2: the terms' impact bounds; 3: the points' traits (`store.point_traits`);
+# 4: their speaker; 5: the postings' factors
+READABLE: Final = (4, 5)  # a version-4 file is mapped without the factors (the walk computes them)
 _MAGIC: Final = b"STRAYLX1"
 _FOOTER: Final = struct.Struct("<8sQI")
 _FOOTER_MAGIC: Final = b"STRAYLXE"
 _MIN_SIZE: Final = len(_MAGIC) + 4 + _FOOTER.size
 _ALIGN: Final = 64
-_DTYPES: Final = {"int8", "int32", "int64", "uint16", "uint8", "float64"}
+_DTYPES: Final = {"int8", "int32", "int64", "uint16", "uint8", "float16", "float64"}
 IMPACT_CHUNK: Final = 1 << 22  # postings scored at a time for the impacts (32 MiB of floats)
 
 # The arrays a file holds, with their dtype (tfs may be uint16 or int32).
@@ -60,7 +61,15 @@ SECTIONS: Final = (
     "terms",  # uint8: the terms in term-id order, UTF-8, each followed by a NUL
     "impacts",  # float64 by term: the largest BM25 factor of its postings at …
     "impact_avgdl",  # float64, one: … this average length (written by `write_file`)
+    "factors",  # float16 by posting (none when one is too small): `bm25.factors` at …
+    "factor_avgdl",  # float64, one: … this average length, the true one (`write_file`)
 )
+_SINCE: Final = {"factors": 5, "factor_avgdl": 5}  # the version that added a section
+
+
+def sections_of(version: int) -> tuple[str, ...]:
+    """The sections a file of `version` holds."""
+    return tuple(name for name in SECTIONS if _SINCE.get(name, 0) <= version)
 
 
 class LexicalFileError(Exception):
@@ -103,11 +112,11 @@ def write_file(path: Path, state: FileState, arrays: dict[str, NDArray[Any]]) ->
     """Write the arrays (every name in SECTIONS but the impacts, which it computes here,
     outside the cache's lock; `terms` as `encode_terms` bytes); atomically. Returns the
     file's size."""
-    arrays = {**arrays, **impact_sections(arrays, state)}
+    arrays = {**arrays, **impact_sections(arrays, state), **factor_sections(arrays, state)}
     sections: dict[str, list[Any]] = {}
     blobs: list[tuple[int, NDArray[Any]]] = []
     offset = 0
-    for name in SECTIONS:
+    for name in sections_of(VERSION):
         data = np.ascontiguousarray(arrays[name])
         if str(data.dtype) not in _DTYPES:
             raise ValueError(f"{name}: dtype {data.dtype} cannot be written")
@@ -167,6 +176,26 @@ def impact_sections(arrays: dict[str, NDArray[Any]], state: FileState) -> dict[s
             impacts[start + held] = np.maximum.reduceat(values, offsets[start:end][held] - lo)
         start = end
     return {"impacts": impacts, "impact_avgdl": np.array([avgdl], dtype=np.float64)}
+
+
+def factor_sections(arrays: dict[str, NDArray[Any]], state: FileState) -> dict[str, NDArray[Any]]:
+    """Every posting's factor at the average length (`bm25.factors`, float16: 2 B a posting),
+    which the MaxScore walk reads in place of computing it from the slot's length (a random
+    read of the lengths a posting: the walk at 1M points ~35 % faster; docs/lexical_search.md,
+    "Fourth round"). None (an empty section, average 0) when one is below float16's range.
+    O(postings), in chunks."""
+    slots, tfs, lengths = arrays["slots"], arrays["tfs"], arrays["lengths"]
+    avgdl = max(state.total_length / state.doc_count, 1e-9) if state.doc_count else 0.0
+    out = np.empty(len(slots), dtype=np.float16)
+    for lo in range(0, len(slots) if avgdl else 0, IMPACT_CHUNK):
+        chunk = factors(slots[lo : lo + IMPACT_CHUNK], tfs[lo : lo + IMPACT_CHUNK], avgdl, lengths)
+        if chunk is None:
+            out, avgdl = out[:0], 0.0
+            break
+        out[lo : lo + len(chunk)] = chunk
+    if not avgdl:
+        out = out[:0]
+    return {"factors": out, "factor_avgdl": np.array([avgdl], dtype=np.float64)}
 
 
 def encode_terms(terms: list[str]) -> NDArray[np.uint8]:
@@ -233,8 +262,9 @@ def _parse(
         raise LexicalFileError("the header is corrupt")
     try:
         header = json.loads(mapped[len(_MAGIC) + 4 : prefix_len])
-        if header["version"] != VERSION:  # an older layout: rebuilt from the tables
-            raise StaleFile(f"version {header['version']}, expected {VERSION}")
+        version = header["version"]
+        if version not in READABLE:  # an older layout: rebuilt from the tables
+            raise StaleFile(f"version {version}, expected {VERSION}")
         state = FileState(
             str(header["identity"]),
             None if header["generation"] is None else str(header["generation"]),
@@ -242,7 +272,7 @@ def _parse(
             int(header["total_length"]),
             int(header["id_sum"]),
         )
-        table = {name: header["sections"][name] for name in SECTIONS}
+        table = {name: header["sections"][name] for name in sections_of(version)}
     except (ValueError, KeyError, TypeError) as exc:
         raise LexicalFileError(f"the header is unreadable ({exc})") from None
     if identity is not None:
@@ -290,9 +320,20 @@ def _check_shapes(arrays: dict[str, NDArray[Any]], term_count: int) -> None:
         and len(arrays["impact_avgdl"]) == 1
         and bool(np.all(np.isfinite(arrays["impacts"])))
         and bool(np.isfinite(arrays["impact_avgdl"][0]))
+        and _factors_fit(arrays, postings)
     )
     if not ok:
         raise LexicalFileError("the arrays do not fit together")
+
+
+def _factors_fit(arrays: dict[str, NDArray[Any]], postings: int) -> bool:
+    """A version-5 file's factors: none (average 0), or one a posting at a positive average."""
+    if "factors" not in arrays:
+        return True
+    avgdl = arrays["factor_avgdl"]
+    if len(avgdl) != 1 or not np.isfinite(avgdl[0]):
+        return False
+    return len(arrays["factors"]) == (postings if avgdl[0] > 0 else 0)
 
 
 def _aligned(offset: int) -> int:

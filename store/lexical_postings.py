@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from store.bm25 import max_factor
+from store.bm25 import factors, max_factor
 from store.lexical_file import encode_terms
 from store.point_traits import MISSING_DAY, MISSING_SPEAKER, MISSING_WORDS, PointTraits
 
@@ -88,6 +88,10 @@ class CompactPostings:
         self._file_impacts: NDArray[np.float64] = np.empty(0, dtype=np.float64)
         self._file_avgdl = 0.0
         self._file_slots = 0
+        # the merged postings' factors (`bm25.factors`) at `factor_avgdl`, posting by posting
+        # (from the file; carried through merges); None: the walk computes them
+        self._factors: NDArray[np.float16] | None = None
+        self.factor_avgdl = 0.0
 
     # -- building
 
@@ -152,6 +156,9 @@ class CompactPostings:
         self._file_impacts = arrays["impacts"]
         self._file_avgdl = float(arrays["impact_avgdl"][0])
         self._file_slots = len(arrays["point_ids"])
+        stored = arrays.get("factors")
+        if stored is not None and len(stored) and len(stored) == len(self._slots):
+            self._factors, self.factor_avgdl = stored, float(arrays["factor_avgdl"][0])
         alive = arrays["alive"].astype(bool)
         self.doc_count = int(np.count_nonzero(alive))
         self.dead = len(alive) - self.doc_count
@@ -251,7 +258,15 @@ class CompactPostings:
         """Bytes held by the arrays (not the term strings and their dict)."""
         if not self._point_of and not self._terms:
             return 0
-        arrays = (self._offsets, self._slots, self._tfs, self._fwd_offsets, self._fwd_terms)
+        arrays: tuple[NDArray[Any], ...] = (
+            self._offsets,
+            self._slots,
+            self._tfs,
+            self._fwd_offsets,
+            self._fwd_terms,
+        )
+        if self._factors is not None:
+            arrays = (*arrays, self._factors)
         per_slot = sum(
             a.itemsize for a in (self._point_of, self._length, self._alive, self._words, self._day)
         )
@@ -504,12 +519,28 @@ class CompactPostings:
         where = np.arange(len(self._slots), dtype=np.int64) + shift
         new_slots[where] = self._slots
         new_tfs[where] = self._tfs
+        new_factors = None
+        if self._factors is not None:  # the merged ones move; the appended get theirs
+            new_factors = np.empty(total, dtype=np.float16)
+            new_factors[where] = self._factors
         del where, shift
         for tid, (slots, tfs) in self._delta.items():
             start = int(offsets[tid] + base_counts[tid])
             new_slots[start : start + len(slots)] = np.frombuffer(slots, dtype=np.int32)
             new_tfs[start : start + len(tfs)] = np.frombuffer(tfs, dtype=np.int32)
+            if new_factors is not None:
+                computed = factors(
+                    new_slots[start : start + len(slots)],
+                    new_tfs[start : start + len(tfs)],
+                    self.factor_avgdl,
+                    self.doc_lengths(),
+                )
+                if computed is None:  # below float16's range: the walk computes them all
+                    new_factors = None
+                else:
+                    new_factors[start : start + len(computed)] = computed
         self._offsets, self._slots, self._tfs = offsets, new_slots, new_tfs
+        self._factors = new_factors
         fwd_counts = np.fromiter((len(t) for t in self._delta_fwd), dtype=np.int64)
         fwd_offsets = np.empty(len(self._fwd_offsets) + len(fwd_counts), dtype=np.int64)
         fwd_offsets[: len(self._fwd_offsets)] = self._fwd_offsets
@@ -555,6 +586,15 @@ class CompactPostings:
         slots = np.frombuffer(buffer[0], dtype=np.int32)
         tfs = np.frombuffer(buffer[1], dtype=np.int32)
         return max(cached[1], max_factor(slots, tfs, cached[0], self.doc_lengths()))
+
+    def merged_factors(self, term: str) -> NDArray[np.float16] | None:
+        """The factors of the term's merged postings (`posting_parts`' first part, when it has
+        one), at `factor_avgdl`; None when there are none (`bm25.factors`)."""
+        tid = self._term_id.get(term)
+        if self._factors is None or tid is None or tid >= len(self._offsets) - 1:
+            return None
+        lo, hi = int(self._offsets[tid]), int(self._offsets[tid + 1])
+        return self._factors[lo:hi] if hi > lo else None
 
     def _file_impact(self, tid: int) -> float:
         """The file's impact of a term, raised by the postings merged since (slots after the

@@ -12,7 +12,10 @@ scored exactly: every group looked up by binary search in its sorted posting lis
 in query order, as the dense pass sums, so every score is the same float. A query of common
 words only walks them all, like the dense pass. The walk's partial scores are float32
 (`bm25.rough_contributions`): they only bound, so each comparison allows their rounding
-(`_Query.rough`). Docs: docs/lexical_search.md.
+(`_Query.rough`). A file's merged postings carry their factors (`bm25.factors`, float16, at
+the file's average length): the walk multiplies them by idf instead of computing each value
+from its slot's length, and widens its margins by their error (`FACTOR_ERROR`, and how far
+the average length moved since). Docs: docs/lexical_search.md.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from store import bm25
-from store.bm25 import ROUGH_ERROR, contributions, rough_contributions
+from store.bm25 import FACTOR_ERROR, ROUGH_ERROR, contributions, factor_drift, rough_contributions
 from store.lexical_dense import ranked
 from store.lexical_postings import CompactPostings
 from store.sorted_keys import sorted_unique
@@ -38,12 +41,16 @@ PRUNING = True  # False: always the dense pass (bench.lexical_open compares the 
 LOOKUP_COST = 2  # a look-up for a candidate costs about as much as walking this many postings
 _SAFETY = 1 + 1e-9  # rounding margin on the bound: a tie at the cut is never pruned
 ZERO_ALL_RATIO = 20  # zero the whole scratch array once a query touched 1 slot in this many
+# The stored factors are used while the average length is within this of theirs: their error
+# widens every margin of the walk by it (the file is written again long before).
+MAX_FACTOR_DRIFT = 0.05
 
 
 @dataclass(frozen=True, slots=True)
 class _Alternative:
     parts: tuple[PostingPart, ...]  # the merged postings, then the appended ones (ascending)
     idf: float
+    factors: NDArray[np.float16] | None  # the first part's stored factors, if it has them
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +65,13 @@ class _Query:
     groups: list[_Group]  # in query order
     avgdl: float
     doc_lengths: NDArray[np.int32]
+    value_error: float  # above a walked value's relative error (computed or stored factors)
 
     @property
     def rough(self) -> float:
         """Above a float32 partial score's relative error: each value's and one rounding
         per group summed, doubled (1 + this bounds both ways)."""
-        return 2 * (ROUGH_ERROR + len(self.groups) * 2.0**-24)
+        return 2 * (self.value_error + len(self.groups) * 2.0**-24)
 
 
 def prepare(index: CompactPostings, groups: Sequence[tuple[str, ...]]) -> _Query | None:
@@ -72,6 +80,8 @@ def prepare(index: CompactPostings, groups: Sequence[tuple[str, ...]]) -> _Query
     if n == 0:
         return None
     avgdl = max(index.total_length / n, 1e-9)
+    drift = factor_drift(avgdl, index.factor_avgdl) if index.factor_avgdl else 1.0
+    stored = drift <= MAX_FACTOR_DRIFT  # else the walk computes every value
     found: list[_Group] = []
     for group in groups:
         alternatives, terms = [], []
@@ -80,7 +90,8 @@ def prepare(index: CompactPostings, groups: Sequence[tuple[str, ...]]) -> _Query
             if postings is not None:
                 parts, df = postings
                 idf = bm25.idf(n, df)
-                alternatives.append(_Alternative(tuple(parts), idf))
+                held = index.merged_factors(term) if stored else None
+                alternatives.append(_Alternative(tuple(parts), idf, held))
                 terms.append(term)
         if alternatives:
             pairs = zip(alternatives, terms, strict=True)
@@ -89,7 +100,10 @@ def prepare(index: CompactPostings, groups: Sequence[tuple[str, ...]]) -> _Query
             found.append(_Group(tuple(alternatives), bound, size))
     if not found:
         return None
-    return _Query(found, avgdl, index.doc_lengths())
+    error = ROUGH_ERROR
+    if stored and any(a.factors is not None for g in found for a in g.alternatives):
+        error = max(error, (1 + drift) * (1 + FACTOR_ERROR) - 1)
+    return _Query(found, avgdl, index.doc_lengths(), error)
 
 
 def top(index: CompactPostings, query: _Query, k: int) -> list[tuple[int, float]]:
@@ -174,7 +188,7 @@ def _zero(scratch: NDArray[np.float32], touched: list[NDArray[np.int64]]) -> Non
         scratch.fill(0.0)
         return
     for slots in touched:
-        scratch.put(slots, 0.0)
+        scratch[slots] = 0.0
 
 
 def _accumulate(
@@ -185,19 +199,19 @@ def _accumulate(
     alternatives = group.alternatives
     scored: list[tuple[NDArray[np.intp], NDArray[np.float32]]] = []
     if len(alternatives) == 1:  # its parts hold a slot once between them
-        for part in alternatives[0].parts:
+        for i, part in enumerate(alternatives[0].parts):
             slots = part[0].astype(np.intp)  # once: numpy converts at every index
-            scored.append((slots, _values(alternatives[0], part[1], slots, query)))
+            scored.append((slots, _values(alternatives[0], i, part[1], slots, query)))
     else:  # the best alternative per slot, in a second scratch array (no sort)
         best = index.scratch(1)
         fresh = []
         for alternative in alternatives:
-            for part in alternative.parts:
+            for i, part in enumerate(alternative.parts):
                 at = part[0].astype(np.intp)
-                found = _values(alternative, part[1], at, query)
+                found = _values(alternative, i, part[1], at, query)
                 had = best.take(at)
                 fresh.append(at[had == 0.0])
-                best.put(at, np.maximum(had, found))
+                best[at] = np.maximum(had, found)
         slots = np.concatenate(fresh)
         scored.append((slots, best.take(slots)))
         _zero(best, [slots])
@@ -206,16 +220,23 @@ def _accumulate(
         before = partial.take(slots)
         new.append(slots[before == 0.0].astype(np.int64, copy=False))  # > 0: 0 is untouched
         before += values
-        partial.put(slots, before)
+        partial[slots] = before
     return new[0] if len(new) == 1 else np.concatenate(new)
 
 
 def _values(
     alternative: _Alternative,
+    part: int,
     tfs: NDArray[np.integer],
     slots: NDArray[np.intp],
     query: _Query,
 ) -> NDArray[np.float32]:
+    """The walk's values of the alternative's `part`-th part: its stored factors times idf
+    (no read of the slots' lengths), or computed (`bm25.rough_contributions`)."""
+    if part == 0 and alternative.factors is not None:
+        values = alternative.factors.astype(np.float32)
+        values *= np.float32(alternative.idf)
+        return values
     return rough_contributions(slots, tfs, alternative.idf, query.avgdl, query.doc_lengths)
 
 

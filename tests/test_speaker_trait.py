@@ -302,7 +302,7 @@ def test_a_file_of_format_3_is_rebuilt_with_the_speakers(
     lexical_file.write_file(path, mapped.state, arrays)
     monkeypatch.undo()
     assert reopened_traits(home, [melanie], "tables") == want  # refused as stale
-    assert reopened_traits(home, [melanie], "file") == want  # written again as format 4
+    assert reopened_traits(home, [melanie], "file") == want  # written again in the current format
 
 
 def test_the_shipped_speaker_model_has_a_weight_for_every_column() -> None:

@@ -1,0 +1,171 @@
+"""The postings' stored factors (`lexical.idx` version 5, `bm25.factors`): the MaxScore walk
+reads them instead of computing each value from its slot's length, and ranks exactly as the
+dense pass still — as mapped, after adds and removes, after a merge, from an older file."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from store import bm25, lexical_file, lexical_persist, lexical_postings, lexical_topk, meta
+from store import lexical_index as li
+from store.lexical_file import LEXICAL_FILENAME, FileState, factor_sections
+from tests.test_lexical_index import add
+from tests.test_lexical_postings import con as con  # the fixture
+from tests.test_lexical_postings import remove
+from tests.test_lexical_topk import both, zipf_text
+
+
+def mapped_cache(con, tmp_path, docs: dict[int, str]) -> li.LexicalCache:
+    """A cache mapped from the file written for `docs`."""
+    meta.put(con, lexical_persist.DATABASE_ID_KEY, "factors")
+    add(con, docs)
+    path = tmp_path / LEXICAL_FILENAME
+    first = li.LexicalCache(file=path)
+    first.load(con)
+    assert first.save_file()
+    cache = li.LexicalCache(file=path)
+    cache.load(con)
+    assert cache.loaded_from == "file"
+    return cache
+
+
+def walks_stored_factors(cache: li.LexicalCache, query: str) -> bool:
+    prepared = lexical_topk.prepare(cache._index, cache.analyzer.query_terms(query))
+    assert prepared is not None
+    return any(a.factors is not None for g in prepared.groups for a in g.alternatives)
+
+
+def same_as_dense(con, cache: li.LexicalCache, rng: random.Random, monkeypatch, n: int) -> None:
+    pinned = rng.sample(sorted(cache._index.point_ids().tolist()), 25)
+    for _ in range(n):
+        query, k = zipf_text(rng, rng.randint(1, 12)), rng.choice((1, 10, 40))
+        pruned, dense = both(
+            cache, lambda c, q=query, k=k: c.search_and_subset(con, q, k, pinned), monkeypatch
+        )
+        assert pruned == dense, query
+
+
+def test_stored_factors_times_idf_stay_within_their_stated_error() -> None:
+    """The walk's margins assume a stored factor times idf is within `FACTOR_ERROR` of the
+    exact contribution, widened by how far the average length moved since it was stored."""
+    rng = np.random.default_rng(11)
+    lengths = rng.integers(1, 3_000, size=50_000).astype(np.int32)
+    slots = np.arange(len(lengths), dtype=np.intp)
+    tfs = rng.integers(1, 200, size=len(lengths)).astype(np.uint16)
+    for basis, idf in ((37.3, 2.5), (812.9, 13.8), (2_999.0, 0.04)):
+        stored = bm25.factors(slots, tfs, basis, lengths)
+        assert stored is not None and stored.dtype == np.float16
+        for now in (basis, basis * 1.04, basis / 1.04):
+            values = stored.astype(np.float32) * np.float32(idf)
+            exact = bm25.contributions(slots, tfs, idf, now, lengths)
+            allowed = (1 + bm25.factor_drift(now, basis)) * (1 + bm25.FACTOR_ERROR) - 1
+            assert float(np.max(np.abs(values / exact - 1))) <= allowed
+            assert float(np.max(np.abs(values / exact - 1))) > bm25.ROUGH_ERROR  # not float32's
+    huge = np.array([1, 200_000], dtype=np.int32)  # a factor below float16's normal numbers
+    assert bm25.factors(np.arange(2), np.ones(2, np.uint16), 1.0, huge) is None
+
+
+def test_a_file_holds_every_postings_factor_and_the_walk_ranks_as_the_dense_pass(
+    con, tmp_path, monkeypatch
+):
+    rng = random.Random(5)
+    cache = mapped_cache(
+        con, tmp_path, {i: zipf_text(rng, rng.randint(2, 40)) for i in range(1, 1201)}
+    )
+    index = cache._index
+    assert index._factors is not None and len(index._factors) == len(index._slots)
+    want = bm25.factors(index._slots, index._tfs, index.factor_avgdl, index.doc_lengths())
+    assert want is not None and np.array_equal(index._factors, want)
+    assert index.factor_avgdl == pytest.approx(index.total_length / index.doc_count)
+    assert walks_stored_factors(cache, "w1 w7 paintings")
+    same_as_dense(con, cache, rng, monkeypatch, 150)
+
+
+def test_factors_are_carried_through_adds_removes_and_a_merge(con, tmp_path, monkeypatch):
+    rng = random.Random(9)
+    cache = mapped_cache(
+        con, tmp_path, {i: zipf_text(rng, rng.randint(5, 30)) for i in range(1, 1201)}
+    )
+    index = cache._index
+    remove(con, cache, *rng.sample(range(1, 1201), 60))
+    add(con, {i: zipf_text(rng, rng.randint(5, 30)) for i in range(1201, 1241)}, cache=cache)
+    assert walks_stored_factors(cache, "w0 w3 w11")  # the merged lists', beside the appended
+    same_as_dense(con, cache, rng, monkeypatch, 100)
+    monkeypatch.setattr(lexical_postings, "MERGE_MIN_POSTINGS", 1)
+    monkeypatch.setattr(lexical_postings, "MERGE_FRACTION", 10**9)
+    add(con, {1241: "w2 w5 lindau ferry"}, cache=cache)
+    cache.search(con, "w0", 1)  # applies the staged add: the buffers are merged
+    monkeypatch.undo()
+    assert cache._index is index and index.merges >= 1 and index._factors is not None
+    want = bm25.factors(index._slots, index._tfs, index.factor_avgdl, index.doc_lengths())
+    assert want is not None and np.array_equal(index._factors, want)
+    assert walks_stored_factors(cache, "lindau w2")
+    same_as_dense(con, cache, rng, monkeypatch, 100)
+
+
+def test_factors_stored_for_another_average_length_are_left_unread(con, tmp_path, monkeypatch):
+    """Once the average length moved more than `MAX_FACTOR_DRIFT` from the factors', the walk
+    computes every value again (and ranks as before)."""
+    rng = random.Random(12)
+    cache = mapped_cache(
+        con, tmp_path, {i: zipf_text(rng, rng.randint(2, 12)) for i in range(1, 601)}
+    )
+    long_ones = {i: zipf_text(rng, rng.randint(60, 90)) for i in range(601, 701)}
+    add(con, long_ones, cache=cache)
+    index = cache._index
+    cache.search(con, "w0", 1)
+    drift = bm25.factor_drift(index.total_length / index.doc_count, index.factor_avgdl)
+    assert drift > lexical_topk.MAX_FACTOR_DRIFT
+    assert not walks_stored_factors(cache, "w0 w3 w11")
+    same_as_dense(con, cache, rng, monkeypatch, 80)
+
+
+def test_the_stored_factors_rounding_never_prunes_a_tie_at_the_cut(con, tmp_path, monkeypatch):
+    """300 points tie; the ten best are the ten lowest ids. Stored factors may be off by up to
+    `FACTOR_ERROR` either way: here the even slots' (odd ids') a little high and the odd
+    slots' a little low. With the walk's allowance for them left out (float32's only), the
+    even ids were pruned (1, 3, 5, …)."""
+    cache = mapped_cache(con, tmp_path, {i: f"common filler{i % 7} tie" for i in range(1, 301)})
+    real = lexical_topk._values
+
+    def off_by_parity(alternative, part, tfs, slots, query):
+        values = real(alternative, part, tfs, slots, query).astype(np.float64)
+        values *= np.where(slots % 2 == 0, 1 + bm25.FACTOR_ERROR / 2, 1 - bm25.FACTOR_ERROR / 2)
+        return values.astype(np.float32)
+
+    monkeypatch.setattr(lexical_topk, "_values", off_by_parity)
+    assert walks_stored_factors(cache, "tie common")
+    hits = cache.search(con, "tie common", 10)
+    assert [pid for pid, _ in hits] == list(range(1, 11))
+    monkeypatch.setattr(lexical_topk, "PRUNING", False)
+    assert cache.search(con, "tie common", 10) == hits
+
+
+def test_a_version_4_file_is_mapped_and_walked_without_factors(con, tmp_path, monkeypatch):
+    rng = random.Random(4)
+    monkeypatch.setattr(lexical_file, "VERSION", 4)  # the layout before the factors
+    cache = mapped_cache(
+        con, tmp_path, {i: zipf_text(rng, rng.randint(2, 30)) for i in range(1, 801)}
+    )
+    monkeypatch.undo()
+    mapped = lexical_file.read_unbound(tmp_path / LEXICAL_FILENAME)
+    assert "factors" not in mapped.arrays  # not rebuilt: a version-4 file is read as it is
+    assert cache._index._factors is None and not walks_stored_factors(cache, "w0 w1")
+    same_as_dense(con, cache, rng, monkeypatch, 80)
+
+
+def test_a_factor_below_float16s_range_leaves_the_file_without_factors() -> None:
+    arrays = {
+        "slots": np.array([0, 1], dtype=np.int32),
+        "tfs": np.array([1, 1], dtype=np.uint16),
+        "lengths": np.array([1, 200_000], dtype=np.int32),
+    }
+    state = FileState("x", None, doc_count=2, total_length=2, id_sum=3)  # average length 1
+    found = factor_sections(arrays, state)
+    assert len(found["factors"]) == 0 and float(found["factor_avgdl"][0]) == 0.0
+    state = FileState("x", None, doc_count=2, total_length=200_001, id_sum=3)
+    found = factor_sections(arrays, state)
+    assert len(found["factors"]) == 2 and float(found["factor_avgdl"][0]) == 100_000.5
