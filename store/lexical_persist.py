@@ -88,10 +88,11 @@ class IndexFile:
         return index
 
     def wanted(self, index: CompactPostings, points: int, force: bool) -> bool:
-        """Whether `index` should be written: the file lags it, or enough changed."""
+        """Whether `index` should be written: the file lags it, is of format 4 (written once
+        again, with the postings' factors), or enough changed."""
         if not self.writable or self.identity is None:
             return False
-        if force or self._mark is None or self._mark[0] is not index:
+        if force or self._mark is None or self._mark[0] is not index or index.older_file:
             return True
         return index.changes - self._mark[1] >= max(REWRITE_MIN_CHANGES, points // REWRITE_FRACTION)
 

@@ -92,6 +92,7 @@ class CompactPostings:
         # (from the file; carried through merges); None: the walk computes them
         self._factors: NDArray[np.float16] | None = None
         self.factor_avgdl = 0.0
+        self.older_file = False  # mapped from a file of format 4, which holds no factors
 
     # -- building
 
@@ -157,6 +158,7 @@ class CompactPostings:
         self._file_avgdl = float(arrays["impact_avgdl"][0])
         self._file_slots = len(arrays["point_ids"])
         stored = arrays.get("factors")
+        self.older_file = stored is None
         if stored is not None and len(stored) and len(stored) == len(self._slots):
             self._factors, self.factor_avgdl = stored, float(arrays["factor_avgdl"][0])
         alive = arrays["alive"].astype(bool)

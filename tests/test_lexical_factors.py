@@ -144,7 +144,9 @@ def test_the_stored_factors_rounding_never_prunes_a_tie_at_the_cut(con, tmp_path
     assert cache.search(con, "tie common", 10) == hits
 
 
-def test_a_version_4_file_is_mapped_and_walked_without_factors(con, tmp_path, monkeypatch):
+def test_a_version_4_file_is_walked_without_factors_then_written_with_them(
+    con, tmp_path, monkeypatch
+):
     rng = random.Random(4)
     monkeypatch.setattr(lexical_file, "VERSION", 4)  # the layout before the factors
     cache = mapped_cache(
@@ -155,6 +157,10 @@ def test_a_version_4_file_is_mapped_and_walked_without_factors(con, tmp_path, mo
     assert "factors" not in mapped.arrays  # not rebuilt: a version-4 file is read as it is
     assert cache._index._factors is None and not walks_stored_factors(cache, "w0 w1")
     same_as_dense(con, cache, rng, monkeypatch, 80)
+    assert cache.save_file()  # unchanged, but written once more: in format 5, with factors
+    assert "factors" in lexical_file.read_unbound(tmp_path / LEXICAL_FILENAME).arrays
+    assert cache._index._factors is not None and walks_stored_factors(cache, "w0 w1")
+    assert not cache.save_file()  # and then only when enough changed, as before
 
 
 def test_a_factor_below_float16s_range_leaves_the_file_without_factors() -> None:
