@@ -175,3 +175,53 @@ def test_a_factor_below_float16s_range_leaves_the_file_without_factors() -> None
     state = FileState("x", None, doc_count=2, total_length=200_001, id_sum=3)
     found = factor_sections(arrays, state)
     assert len(found["factors"]) == 2 and float(found["factor_avgdl"][0]) == 100_000.5
+
+
+def test_a_store_upgraded_from_format_4_maps_its_file_then_writes_it_with_factors(
+    tmp_path, monkeypatch
+):
+    """What a user upgrading sees: the store opens on its format-4 `lexical.idx` (mapped, not
+    loaded from the tables), recall finds the same points, and the open writes the file once
+    more in format 5, in the background; the next open walks the factors."""
+    from memory.memory_store import MemoryConfig, MemoryStore
+    from store.clock import Clock
+
+    home = tmp_path / "home"
+
+    def opened() -> MemoryStore:
+        store = MemoryStore.open(home, MemoryConfig(), clock=Clock())
+        store.wait_until_ready(timeout=30)
+        return store
+
+    rng = random.Random(21)
+    store = opened()
+    for _ in range(60):
+        store.save("user", zipf_text(rng, rng.randint(4, 20)), use_filter=False)
+    want = store.recall("w3 w17 paintings", k=5, mode="lexical").hits
+    store.close()
+    path = home / LEXICAL_FILENAME
+    mapped = lexical_file.read_unbound(path)  # the file as written, rewritten in format 4
+    arrays = {name: np.array(array) for name, array in mapped.arrays.items()}
+    arrays["terms"] = lexical_file.encode_terms(mapped.terms)
+    monkeypatch.setattr(lexical_file, "VERSION", 4)
+    lexical_file.write_file(path, mapped.state, arrays)
+    monkeypatch.undo()
+    assert "factors" not in lexical_file.read_unbound(path).arrays
+
+    store = opened()
+    try:
+        assert store.lexical.loaded_from == "file"  # mapped as it was, no load from the tables
+        assert [h.id for h in store.recall("w3 w17 paintings", k=5, mode="lexical").hits] == [
+            h.id for h in want
+        ]
+        assert "factors" in lexical_file.read_unbound(path).arrays  # the open wrote format 5
+    finally:
+        store.close()
+    store = opened()
+    try:
+        assert store.lexical.loaded_from == "file" and store.lexical._index._factors is not None
+        assert [h.id for h in store.recall("w3 w17 paintings", k=5, mode="lexical").hits] == [
+            h.id for h in want
+        ]
+    finally:
+        store.close()
