@@ -83,7 +83,7 @@ ROUGH_ERROR = 16 * 2.0**-24
 # A posting's factor (its contribution over idf) stored in float16 (`factors`), for the
 # MaxScore walk: half a float16 ulp (2**-11) off, then times idf in float32 (two more
 # roundings of 2**-24): below 2**-10 relative. float16's relative error grows below its
-# smallest normal number, so a list holding a smaller factor stores none.
+# smallest normal number, so a file that would hold a smaller factor stores none at all.
 FACTOR_ERROR = 2.0**-10
 FACTOR_MIN = 2.0**-14
 
