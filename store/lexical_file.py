@@ -326,14 +326,26 @@ def _check_shapes(arrays: dict[str, NDArray[Any]], term_count: int) -> None:
         raise LexicalFileError("the arrays do not fit together")
 
 
+# The float16 bit patterns of a factor: a normal number from 2**-14 (`bm25.FACTOR_MIN`) to 2.5
+# (a factor is below k1 + 1 = 2.2): no zero, subnormal, negative, infinite or NaN one.
+_FACTOR_BITS: Final = (0x0400, 0x4100)
+
+
 def _factors_fit(arrays: dict[str, NDArray[Any]], postings: int) -> bool:
-    """A version-5 file's factors: none (average 0), or one a posting at a positive average."""
+    """A version-5 file's factors: none (average 0), or one a posting at a positive average,
+    each a positive normal float16 below 2.5 (checked on the bits: ~6 ms at 1M points)."""
     if "factors" not in arrays:
         return True
     avgdl = arrays["factor_avgdl"]
     if len(avgdl) != 1 or not np.isfinite(avgdl[0]):
         return False
-    return len(arrays["factors"]) == (postings if avgdl[0] > 0 else 0)
+    factors = arrays["factors"]
+    if len(factors) != (postings if avgdl[0] > 0 else 0):
+        return False
+    if not len(factors):
+        return True
+    bits = factors.view(np.uint16)
+    return _FACTOR_BITS[0] <= int(bits.min()) and int(bits.max()) <= _FACTOR_BITS[1]
 
 
 def _aligned(offset: int) -> int:

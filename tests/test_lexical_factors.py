@@ -225,3 +225,34 @@ def test_a_store_upgraded_from_format_4_maps_its_file_then_writes_it_with_factor
         ]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, 0.0, -1.0, 3.0])
+def test_a_file_whose_factors_are_garbage_is_refused_and_loaded_from_the_tables(
+    con, tmp_path, monkeypatch, bad
+):
+    """Garbage factors under right CRCs (a buggy writer) would prune silently: the file is
+    refused like a corrupt one and the index loads from the tables."""
+    rng = random.Random(30)
+    real = lexical_file.factor_sections
+
+    def garbage(arrays, state):
+        found = real(arrays, state)
+        found["factors"] = found["factors"].copy()
+        found["factors"][len(found["factors"]) // 2] = bad
+        return found
+
+    monkeypatch.setattr(lexical_file, "factor_sections", garbage)
+    meta.put(con, lexical_persist.DATABASE_ID_KEY, "garbage")
+    add(con, {i: zipf_text(rng, rng.randint(2, 20)) for i in range(1, 301)})
+    path = tmp_path / LEXICAL_FILENAME
+    first = li.LexicalCache(file=path)
+    first.load(con)
+    assert first.save_file()
+    monkeypatch.undo()
+    with pytest.raises(lexical_file.LexicalFileError, match="do not fit together"):
+        lexical_file.read_unbound(path)
+    cache = li.LexicalCache(file=path)
+    cache.load(con)
+    assert cache.loaded_from == "tables"
+    same_as_dense(con, cache, rng, monkeypatch, 20)
