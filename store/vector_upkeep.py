@@ -120,13 +120,12 @@ class VectorKeeper:
                 state = "stale"
             elif (report.added or report.removed) and not self.read_only:
                 log.info("index reconciled: +%d −%d", report.added, report.removed)
-                with self.lock:
-                    self._unsaved += report.added + report.removed
-                    lazy = self._lazy(index)
-                if not lazy:
-                    self._save(index)
-                elif self._unsaved >= SAVE_EVERY:  # in the background: the open goes on
-                    self._save_in_background(index)
+                if not self._lazy_after(index, report.added + report.removed):
+                    if len(index) < LAZY_SAVE_FROM:
+                        self._save(index)
+                    else:  # a large file: rewritten in the background, the open goes on
+                        with self.lock:
+                            self._save_in_background(index)
         if state == "in_sync":
             return
         if self.read_only:
@@ -232,6 +231,12 @@ class VectorKeeper:
             )
             self._saving.start()
 
+    def _lazy_after(self, index: VectorIndex, reconciled: int) -> bool:
+        """Count the changes a reconcile made; whether the file may still lag (`_lazy`)."""
+        with self.lock:
+            self._unsaved += reconciled
+            return self._lazy(index)
+
     def _lazy(self, index: VectorIndex) -> bool:
         """Whether the file may lag the index by the unsaved changes (`LAZY_SAVE_FROM`)."""
         return (
@@ -311,9 +316,7 @@ class VectorKeeper:
         ids = point_reads.vector_ids(self.db, self.embed_model, dim)
         report = index.reconcile(ids, lambda missing: self._vectors(missing, dim))
         saved = False
-        with self.lock:
-            self._unsaved += report.added + report.removed
-            lazy = self._lazy(index)
+        lazy = self._lazy_after(index, report.added + report.removed)
         if index.dirty and not lazy:
             saved = self._save(index)
             with self.lock:

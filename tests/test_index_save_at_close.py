@@ -123,3 +123,23 @@ def test_the_upkeep_job_saves_a_large_index_only_once_enough_changed(
         assert large.read_bytes() != before
     finally:
         store.close()
+
+
+def test_an_open_that_adds_many_back_rewrites_a_large_file_in_the_background(
+    home: Path, large: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = large.read_bytes()
+    monkeypatch.setattr(vector_upkeep, "SAVE_EVERY", 1_000)  # this session's close stays lazy
+    store = open_store(home)
+    ids = [save(store, f"the {i}th entry in the logbook") for i in range(12)]
+    store.close()
+    assert large.read_bytes() == before
+    monkeypatch.setattr(vector_upkeep, "SAVE_EVERY", 10)
+    store = open_store(home)  # reconciles +12: enough to rewrite the file, not in the open
+    try:
+        assert store.vectors._saving is not None  # the index-save thread took it
+        store.vectors.wait()
+        assert large.read_bytes() != before
+        assert found_by_vector(store, "the 3th entry in the logbook")[0] == ids[3]
+    finally:
+        store.close()
