@@ -190,7 +190,7 @@ def factor_sections(arrays: dict[str, NDArray[Any]], state: FileState) -> dict[s
     for lo in range(0, len(slots) if avgdl else 0, IMPACT_CHUNK):
         chunk = factors(slots[lo : lo + IMPACT_CHUNK], tfs[lo : lo + IMPACT_CHUNK], avgdl, lengths)
         if chunk is None:
-            out, avgdl = out[:0], 0.0
+            avgdl = 0.0
             break
         out[lo : lo + len(chunk)] = chunk
     if not avgdl:

@@ -159,7 +159,7 @@ class CompactPostings:
         self._file_slots = len(arrays["point_ids"])
         stored = arrays.get("factors")
         self.older_file = stored is None
-        if stored is not None and len(stored) and len(stored) == len(self._slots):
+        if stored is not None and len(stored):  # one a posting (`lexical_file` checked it)
             self._factors, self.factor_avgdl = stored, float(arrays["factor_avgdl"][0])
         alive = arrays["alive"].astype(bool)
         self.doc_count = int(np.count_nonzero(alive))

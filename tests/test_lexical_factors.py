@@ -15,7 +15,7 @@ from store.lexical_file import LEXICAL_FILENAME, FileState, factor_sections
 from tests.test_lexical_index import add
 from tests.test_lexical_postings import con as con  # the fixture
 from tests.test_lexical_postings import remove
-from tests.test_lexical_topk import both, zipf_text
+from tests.test_lexical_topk import both, off_by_parity, ties_hold_at_the_cut, zipf_text
 
 
 def mapped_cache(con, tmp_path, docs: dict[int, str]) -> li.LexicalCache:
@@ -131,17 +131,13 @@ def test_the_stored_factors_rounding_never_prunes_a_tie_at_the_cut(con, tmp_path
     cache = mapped_cache(con, tmp_path, {i: f"common filler{i % 7} tie" for i in range(1, 301)})
     real = lexical_topk._values
 
-    def off_by_parity(alternative, part, tfs, slots, query):
-        values = real(alternative, part, tfs, slots, query).astype(np.float64)
-        values *= np.where(slots % 2 == 0, 1 + bm25.FACTOR_ERROR / 2, 1 - bm25.FACTOR_ERROR / 2)
-        return values.astype(np.float32)
+    def factors_off(alternative, part, tfs, slots, query):
+        values = real(alternative, part, tfs, slots, query)
+        return off_by_parity(values, slots, bm25.FACTOR_ERROR)
 
-    monkeypatch.setattr(lexical_topk, "_values", off_by_parity)
+    monkeypatch.setattr(lexical_topk, "_values", factors_off)
     assert walks_stored_factors(cache, "tie common")
-    hits = cache.search(con, "tie common", 10)
-    assert [pid for pid, _ in hits] == list(range(1, 11))
-    monkeypatch.setattr(lexical_topk, "PRUNING", False)
-    assert cache.search(con, "tie common", 10) == hits
+    ties_hold_at_the_cut(con, cache, monkeypatch)
 
 
 def test_a_version_4_file_is_walked_without_factors_then_written_with_them(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 
+import duckdb
 import numpy as np
 import pytest
 
@@ -148,12 +149,24 @@ def test_the_walks_rounding_never_prunes_a_tie_at_the_cut(con, monkeypatch):
     cache.load(con)
     real = bm25.rough_contributions
 
-    def off_by_parity(slots, tfs, idf, avgdl, lengths):
-        values = real(slots, tfs, idf, avgdl, lengths).astype(np.float64)
-        values *= np.where(slots % 2 == 0, 1 + bm25.ROUGH_ERROR / 2, 1 - bm25.ROUGH_ERROR / 2)
-        return values.astype(np.float32)
+    def rough_off(slots, tfs, idf, avgdl, lengths):
+        return off_by_parity(real(slots, tfs, idf, avgdl, lengths), slots, bm25.ROUGH_ERROR)
 
-    monkeypatch.setattr(lexical_topk, "rough_contributions", off_by_parity)
+    monkeypatch.setattr(lexical_topk, "rough_contributions", rough_off)
+    ties_hold_at_the_cut(con, cache, monkeypatch)
+
+
+def off_by_parity(values: np.ndarray, slots: np.ndarray, error: float) -> np.ndarray:
+    """The walk's `values` half `error` high at even slots and half `error` low at odd ones."""
+    pushed = values.astype(np.float64)
+    pushed *= np.where(slots % 2 == 0, 1 + error / 2, 1 - error / 2)
+    return pushed.astype(np.float32)
+
+
+def ties_hold_at_the_cut(
+    con: duckdb.DuckDBPyConnection, cache: li.LexicalCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 300-way tie's ten best are the ten lowest ids, as the dense pass ranks them."""
     hits = cache.search(con, "tie common", 10)
     assert [pid for pid, _ in hits] == list(range(1, 11))
     monkeypatch.setattr(lexical_topk, "PRUNING", False)
