@@ -494,6 +494,8 @@ def worker_measure(home: Path, n: int, saves: int, recalls: int, profile: bool) 
         hits.append(len(found.hits))
     result["recall"] = ms_stats(recall_ms)
     result["recall"]["hits_mean"] = round(sum(hits) / len(hits), 2)
+    # how many recalls (the warm ones too) ranked their words beside the vector search
+    result["recall"]["side_thread"] = dict(store.side.stats)
     rss_steps["after_recalls"] = rss()
     recall_profile = _profile_text(profiler)
 
@@ -786,6 +788,7 @@ def print_details(result: JsonDict) -> None:
         f"open {measure['open_s']} s, ready (lexical cache loaded) {measure['ready_s']} s, "
         f"status() {measure['status_ms']} ms, close {measure['close_s']} s; "
         f"recall hits/query {result['recall']['hits_mean']}, "
+        f"words beside the vectors {result['recall'].get('side_thread', {}).get('beside', '?')}, "
         f"save skips {result['save']['skipped'] or 'none'}"
     )
     overlap = result.get("vector_overlap")

@@ -143,11 +143,13 @@ def measure(home: Path, recalls: int, side: str = "on") -> dict[str, Any]:
             rows.append(row)
     finally:
         gc.callbacks.remove(on_gc)
+        side_thread = dict(store.side.stats)
         store.close()
     return {
         "home": str(home),
         "open_s": round(opened - started, 3),
         "ready_s": round(ready - started, 3),
+        "side_thread": side_thread,  # the warm recalls' too
         "recalls": rows,
     }
 
@@ -177,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     result = measure(args.home, args.recalls, args.side)
-    print(f"open {result['open_s']} s, ready {result['ready_s']} s")
+    opened = f"open {result['open_s']} s, ready {result['ready_s']} s"
+    print(f"{opened}, side thread {result['side_thread']}")
     print("\n".join(summary(result["recalls"])))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1), encoding="utf-8")

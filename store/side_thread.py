@@ -13,12 +13,12 @@ before it ranks: on a loaded machine that wait was longer than the search.)
 
 One job at a time: `hand` returns None while a job is handed and not finished (another
 caller's recall), when stopped, when `enabled` is off, or while the machine has no core to
-spare (`CoreCheck`: the load average within half a core of the cores this process may use),
-and the caller runs the work itself. Without a spare core the two threads only take turns
-on one core and the hand-over costs (+0.1–0.4 ms a recall at 100k under load); with one, a
-recall took 0.3–0.8 ms less at 100k and 1.3–2.8 ms less at 1M (p50, paired).
-`stop` lets a started job finish and ends the thread; a job not started by then is left to
-its caller.
+spare (`CoreCheck`: the threads runnable at this moment within half a core of the cores
+this process may use), and the caller runs the work itself. Without a spare core the two
+threads only take turns on one core and the hand-over costs (+0.1–0.4 ms a recall at 100k
+under load); with one, a recall took 0.3–0.8 ms less at 100k and 1.3–2.8 ms less at 1M
+(p50, paired). `stop` lets a started job finish and ends the thread; a job not started by
+then is left to its caller.
 """
 
 from __future__ import annotations
@@ -64,13 +64,27 @@ class Handed(Generic[T]):
 
 
 class CoreCheck:
-    """Whether this machine has a core to spare: the 1-minute load average below the cores
-    this process may use minus `margin`; read at most every `every` seconds (~1.5 µs a
-    read). True where there is no load average to read."""
+    """Whether this machine has a core to spare now: the threads runnable at this moment, the
+    caller's included (`runnable_now`), below the cores this process may use minus `margin`;
+    read at most every `every` seconds (~1.5 µs a read). Where there is no such count, the
+    1-minute load average; True where there is neither.
 
-    def __init__(self, margin: float = 0.5, every: float = 1.0) -> None:
+    Not the load average where the count exists: it trails by a minute. After a minute of
+    work on every core (a model's reply on a CPU-only machine, a bulk import) it read "no
+    core" while the cores stood idle, and back-to-back recalls held it up themselves: at 1M
+    points every recall then ranked its words after its vector search, p50 / p95 5.2 / 9.2 ms
+    instead of ~3 / ~5 (docs/recall-latency.md, "Twentieth session")."""
+
+    def __init__(
+        self,
+        margin: float = 0.5,
+        every: float = 0.0,
+        reading: Callable[[], float] | None = None,
+    ) -> None:
         self.margin = margin
         self.every = every
+        self._reading = reading or _busy
+        self._cores = _cores()
         self._checked = -every
         self._free = True
 
@@ -78,7 +92,7 @@ class CoreCheck:
         now = time.monotonic()
         if now - self._checked >= self.every:
             self._checked = now
-            self._free = _load() < _cores() - self.margin
+            self._free = self._reading() < self._cores - self.margin
         return self._free
 
 
@@ -89,7 +103,30 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _load() -> float:
+_LOADAVG = "/proc/loadavg"
+_loadavg_fd: list[int] = []  # opened once: a pread of it is ~1.5 µs, an open and read ~8 µs
+_loadavg_lock = threading.Lock()
+
+
+def runnable_now() -> int | None:
+    """The threads runnable on this machine at this moment, the calling one included (the
+    "running" of the fourth field of Linux's /proc/loadavg, "running/total"); None where
+    there is no such file."""
+    try:
+        with _loadavg_lock:
+            if not _loadavg_fd:
+                _loadavg_fd.append(os.open(_LOADAVG, os.O_RDONLY))
+            fd = _loadavg_fd[0]
+        return int(os.pread(fd, 128, 0).split()[3].split(b"/")[0])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _busy() -> float:
+    """The threads runnable now, else the 1-minute load average, else 0."""
+    now = runnable_now()
+    if now is not None:
+        return float(now)
     try:
         return os.getloadavg()[0]
     except (AttributeError, OSError):  # no load average here

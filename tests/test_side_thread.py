@@ -6,6 +6,9 @@ word ranking in flight and leaves later ones to their callers."""
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
 import threading
 import time
 from functools import partial
@@ -15,7 +18,7 @@ import pytest
 
 from memory.memory_store import MemoryConfig, MemoryStore
 from store.clock import Clock
-from store.side_thread import CoreCheck, SideThread
+from store.side_thread import CoreCheck, SideThread, runnable_now
 from tests.support.ollama_standin import embed_text
 
 DIM = 64
@@ -133,6 +136,36 @@ def test_without_a_spare_core_the_work_stays_with_the_caller() -> None:
     assert side.stats["no_core"] == 1 and side._thread is None
     assert CoreCheck(margin=float("-inf")).free()
     side.stop()
+
+
+@pytest.mark.skipif(runnable_now() is None, reason="no /proc/loadavg: the load average decides")
+def test_a_spare_core_is_judged_by_what_runs_now_not_by_the_last_minute() -> None:
+    """Busy processes take the side thread's core while they spin — seconds, which move the
+    1-minute load average by ~0.05 a process — and give it back as soon as they end, when
+    the load average still holds them for a minute."""
+    cores = len(os.sched_getaffinity(0))
+    spin = "import sys; print('spinning', flush=True)\nwhile True: pass"
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE)
+        for _ in range(cores + 1)
+    ]
+    try:
+        for spinner in spinners:
+            assert spinner.stdout is not None and spinner.stdout.readline() == b"spinning\n"
+        during = runnable_now()
+        assert during is not None and during >= len(spinners) + 1  # they and this thread
+        assert not CoreCheck().free()
+        side = SideThread("test-side")
+        assert side.hand(lambda: 1) is None and side.stats["no_core"] == 1
+        side.stop()
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    check, deadline = CoreCheck(), time.monotonic() + 30  # one idle moment is enough
+    while not check.free() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert check.free(), f"runnable now: {runnable_now()}"
 
 
 def test_stop_lets_the_work_in_flight_finish_and_leaves_unstarted_work_to_its_caller() -> None:
