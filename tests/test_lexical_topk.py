@@ -156,6 +156,50 @@ def test_the_walks_rounding_never_prunes_a_tie_at_the_cut(con, monkeypatch):
     ties_hold_at_the_cut(con, cache, monkeypatch)
 
 
+def test_the_look_ups_narrow_the_hopeful_slots_and_keep_a_tie_at_the_cut(con, monkeypatch):
+    """300 points hold "alpha beta", 300 "alpha gamma" (as long: alpha scores the same in
+    all 600), 3,400 "beta" and a filler. The walk takes alpha's 600
+    postings and stops, as walking beta's 3,700 costs more than looking beta up for 600
+    slots. By beta's bound all 600 could still be among the ten best; looked up, the 300
+    without beta fall short and are dropped, so `exact` scores 300 slots, not 600. The 300
+    with both words tie, and their ten lowest ids are the hits — with the walk's values off
+    by their stated error by slot parity, which the look-ups' lower bound must allow for
+    (without it the odd ids among them were dropped)."""
+    docs = {i: "alpha beta" for i in range(1, 301)}
+    docs |= {i: "alpha gamma" for i in range(301, 601)}
+    docs |= {i: f"beta filler{i % 13}" for i in range(601, 4001)}
+    add(con, docs)
+    cache = li.LexicalCache()
+    cache.load(con)
+    walked: list[int] = []
+    scored: list[int] = []
+    real_walk, real_exact, real_rough = (
+        lexical_topk._accumulate,
+        lexical_topk.exact,
+        bm25.rough_contributions,
+    )
+
+    def walking(index: object, partial: object, group: lexical_topk._Group, q: object) -> object:
+        walked.append(group.size)
+        return real_walk(index, partial, group, q)  # type: ignore[arg-type]
+
+    def scoring(query: lexical_topk._Query, slots: np.ndarray) -> np.ndarray:
+        scored.append(len(slots))
+        return real_exact(query, slots)
+
+    def rough_off(slots, tfs, idf, avgdl, lengths):
+        return off_by_parity(real_rough(slots, tfs, idf, avgdl, lengths), slots, bm25.ROUGH_ERROR)
+
+    monkeypatch.setattr(lexical_topk, "_accumulate", walking)
+    monkeypatch.setattr(lexical_topk, "exact", scoring)
+    monkeypatch.setattr(lexical_topk, "rough_contributions", rough_off)
+    hits = cache.search(con, "alpha beta", 10)
+    assert [pid for pid, _ in hits] == list(range(1, 11))
+    assert walked == [600] and scored == [300]  # without the look-ups' narrowing: 600
+    monkeypatch.setattr(lexical_topk, "PRUNING", False)
+    assert cache.search(con, "alpha beta", 10) == hits
+
+
 def off_by_parity(values: np.ndarray, slots: np.ndarray, error: float) -> np.ndarray:
     """The walk's `values` half `error` high at even slots and half `error` low at odd ones."""
     pushed = values.astype(np.float64)
