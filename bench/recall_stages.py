@@ -7,14 +7,14 @@ measure worker does (open, wait until ready, 5 warm-up recalls), then runs `--re
 recalls of `bench.memory_scale`'s queries and vectors and times, per recall, the stages
 `memory.recall` calls — the vector search, the wait for the words the store's side thread
 ranked meanwhile (`words_wait`, which runs them itself when the side thread had not started
-them; `--side` as in `bench.recall_paired`), the word search (and in it `prepare`,
-then `top_and_within`: the MaxScore `walk` and one exact scoring of its candidates and the
-pins), the pinned ranking, the hit rows — by wrapping those functions for this process only:
-wall time, this thread's CPU time, the process's CPU time (DuckDB's own threads), minor and
-major page faults (`lexical.idx`'s pages come back by faults after the open handed them
-back) and the time the garbage collector ran. Prints p50 / p95 / max per stage and the
-slowest recalls; the JSON holds every recall's row. Measurement only: nothing here changes
-what a recall does.
+them; `--side` as in `bench.recall_paired`), the word search (and in it `prepare`, then
+`top_and_within`: the MaxScore `walk` with the look-ups that narrow its candidates, and one
+exact scoring of them and the pins), the pinned ranking, the hit rows — by wrapping those
+functions for this process only: wall time, this thread's CPU time, the process's CPU time
+(DuckDB's own threads), minor and major page faults (`lexical.idx`'s pages come back by
+faults after the open handed them back) and the time the garbage collector ran. Prints p50 /
+p95 / max per stage and the slowest recalls; the JSON holds every recall's row. Measurement
+only: nothing here changes what a recall does.
 """
 
 from __future__ import annotations
