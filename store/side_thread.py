@@ -72,18 +72,13 @@ class CoreCheck:
     Not the load average where the count exists: it trails by a minute. After a minute of
     work on every core (a model's reply on a CPU-only machine, a bulk import) it read "no
     core" while the cores stood idle, and back-to-back recalls held it up themselves: at 1M
-    points every recall then ranked its words after its vector search, p50 / p95 5.2 / 9.2 ms
-    instead of ~3 / ~5 (docs/recall-latency.md, "Twentieth session")."""
+    points every recall then ranked its words after its vector search (paired right after two
+    busy minutes: p50 / p95 4.9 / 7.9 ms, against 3.5 / 5.7 with this check;
+    docs/recall-latency.md, "Twentieth session")."""
 
-    def __init__(
-        self,
-        margin: float = 0.5,
-        every: float = 0.0,
-        reading: Callable[[], float] | None = None,
-    ) -> None:
+    def __init__(self, margin: float = 0.5, every: float = 0.0) -> None:
         self.margin = margin
         self.every = every
-        self._reading = reading or _busy
         self._cores = _cores()
         self._checked = -every
         self._free = True
@@ -92,7 +87,7 @@ class CoreCheck:
         now = time.monotonic()
         if now - self._checked >= self.every:
             self._checked = now
-            self._free = self._reading() < self._cores - self.margin
+            self._free = _busy() < self._cores - self.margin
         return self._free
 
 
