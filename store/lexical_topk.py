@@ -172,7 +172,7 @@ def _hopeful(index: CompactPostings, query: _Query, k: int) -> NDArray[np.int64]
         scores = partial.take(candidates).astype(np.float64)
         if essential == len(groups):
             theta = _kth(scores, k) * low
-        kept = scores * high + rest[essential] * _SAFETY >= theta / _SAFETY  # above any score
+        kept = _reaches(scores * high, rest[essential], theta)
         hopeful, scores = candidates[kept], scores[kept]
         _zero(partial, touched)
     except BaseException:
@@ -186,7 +186,7 @@ def _hopeful(index: CompactPostings, query: _Query, k: int) -> NDArray[np.int64]
 def _narrowed(
     query: _Query,
     slots: NDArray[np.int64],
-    walked: NDArray[np.float64],
+    walked: NDArray[np.floating],
     unwalked: list[_Group],
     rest: list[float],
     theta: float,
@@ -210,9 +210,16 @@ def _narrowed(
         below += values
         above += values
         theta = max(theta, _kth(below, k))
-        kept = above + rest[i + 1] * _SAFETY >= theta / _SAFETY
+        kept = _reaches(above, rest[i + 1], theta)
         slots, below, above = slots[kept], below[kept], above[kept]
     return slots
+
+
+def _reaches(above: NDArray[np.floating], rest: float, theta: float) -> NDArray[np.bool_]:
+    """Which slots can still reach the k-th best score `theta`: their score so far (`above`,
+    at least its exact value) plus the bounds of the groups still left (`rest`), with the
+    rounding margin that keeps a tie at the cut."""
+    return above + rest * _SAFETY >= theta / _SAFETY
 
 
 def _zero(scratch: NDArray[np.float32], touched: list[NDArray[np.int64]]) -> None:
