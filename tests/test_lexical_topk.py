@@ -272,3 +272,38 @@ def test_top_and_within_in_one_pass_are_the_two_calls_bit_for_bit(con):
         overall = lexical_topk.top(index, prepared, k)
         within = lexical_topk.within(index, prepared, pins) if pins and overall else []
         assert lexical_topk.top_and_within(index, prepared, k, pins) == (overall, within)
+
+
+def test_the_walk_keeps_the_kth_best_partial_score_of_every_live_candidate(con):
+    """After each group the walk knows the k-th best partial score over all live candidates
+    from the old best and the slots the group raised (`_Best`), without ranking them all: the
+    same value as ranking every candidate, through slots raised by several groups (counted
+    once: counted twice, a slot pushed the k-th best above the truth) and removed points."""
+    rng = random.Random(2212)
+    add(con, {i: zipf_text(rng, rng.randint(2, 30)) for i in range(1, 1201)})
+    cache = li.LexicalCache()
+    cache.load(con)
+    add(con, {i: zipf_text(rng, rng.randint(2, 30)) for i in range(1201, 1301)}, cache=cache)
+    remove(con, cache, *rng.sample(range(1, 1301), 150))
+    cache.search(con, "w0", 1)  # takes in the changes
+    index = cache._index
+    assert index.dead
+    checked = 0
+    for _ in range(60):
+        query = lexical_topk.prepare(
+            index, cache.analyzer.query_terms(zipf_text(rng, rng.randint(2, 12)))
+        )
+        if query is None:
+            continue
+        k = rng.choice((1, 5, 20))
+        partial = np.zeros(len(index.doc_lengths()) + 1, np.float32)
+        best, live = lexical_topk._Best(k), []
+        for group in query.groups:
+            new, changed = lexical_topk._accumulate(index, partial, group, query)
+            live.append(index.live(new))
+            best.add(index, partial, changed)
+            values = np.sort(partial.take(np.concatenate(live)))
+            assert best.kth == (float(values[-k]) if len(values) >= k else 0.0)
+            assert sorted(best.slots) == sorted(set(best.slots.tolist()))  # each slot once
+            checked += 1
+    assert checked > 200
