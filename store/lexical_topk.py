@@ -6,7 +6,8 @@ the largest idf · max over the term's postings of tf·(k1+1) / (tf + k1·norm) 
 `CompactPostings.impact`; at most idf · (k1 + 1)). Take the groups by bound, highest (rarest) first,
 adding each one's contributions into a per-slot scratch array: a point holding none of the
 first `e` groups scores below the sum of the other groups' bounds (`rest`), so once the k-th
-best partial score beats `rest`, the common words' posting lists are never walked. Of the
+best partial score (kept as the walk goes: `_Best`) beats `rest`, the common words' posting
+lists are never walked. Of the
 candidates, only those whose partial score plus `rest` can still reach that k-th best are
 kept; the groups not walked are then looked up for them one at a time, best bound first,
 dropping those that can no longer reach it (`_narrowed`); the few left are scored exactly:
