@@ -7,15 +7,14 @@ the largest idf · max over the term's postings of tf·(k1+1) / (tf + k1·norm) 
 adding each one's contributions into a per-slot scratch array: a point holding none of the
 first `e` groups scores below the sum of the other groups' bounds (`rest`), so once the k-th
 best partial score (kept as the walk goes: `_Best`) beats `rest`, the common words' posting
-lists are never walked. Of the
-candidates, only those whose partial score plus `rest` can still reach that k-th best are
-kept; the groups not walked are then looked up for them one at a time, best bound first,
-dropping those that can no longer reach it (`_narrowed`); the few left are scored exactly:
-every group looked up by binary search in its sorted posting list and summed in query order,
-as the dense pass sums, so every score is the same float. A query of common
-words only walks them all, like the dense pass. The walk's partial scores are float32
-(`bm25.rough_contributions`): they only bound, so each comparison allows their rounding
-(`_Query.rough`). A file's merged postings carry their factors (`bm25.factors`, float16, at
+lists are never walked. Of the candidates, only those whose partial score plus `rest` can
+still reach that k-th best are kept; the groups not walked are then looked up for them one
+at a time, best bound first, dropping those that can no longer reach it (`_narrowed`); the
+few left are scored exactly: every group looked up by binary search in its sorted posting
+list and summed in query order, as the dense pass sums, so every score is the same float. A
+query of common words only walks them all, like the dense pass. The walk's partial scores
+are float32 (`bm25.rough_contributions`): they only bound, so each comparison allows their
+rounding (`_Query.rough`). A file's merged postings carry their factors (`bm25.factors`, float16, at
 the file's average length): the walk multiplies them by idf instead of computing each value
 from its slot's length, and widens its margins by their error (`FACTOR_ERROR`, and how far
 the average length moved since). Docs: docs/lexical_search.md.
@@ -152,7 +151,7 @@ def _hopeful(index: CompactPostings, query: _Query, k: int) -> NDArray[np.int64]
     high = 1 + query.rough  # a float32 partial times this is above its exact value …
     low = 1 / high  # … and times this below it
     try:
-        essential, theta = 0, 0.0
+        essential = 0
         while essential < len(groups):
             group = groups[by_bound[essential]]
             new, changed = _accumulate(index, partial, group, query)
