@@ -165,10 +165,11 @@ def _hopeful(index: CompactPostings, query: _Query, k: int) -> NDArray[np.int64]
             bound = rest[essential] * _SAFETY  # above the score of any point not touched yet
             if bound < theta:  # no other point reaches the k-th best
                 walk = groups[by_bound[essential]].size  # the next group's postings
-                if walk > LOOKUP_COST * _can_reach(partial, live, theta, bound, high) * len(groups):
+                reach = _can_reach(partial, live, theta, rest[essential], high)
+                if walk > LOOKUP_COST * reach * len(groups):
                     break  # cheaper to look its postings up for the hopeful ones
         theta = best.kth * low
-        hopeful, scores = _can_still_reach(partial, live, high, rest[essential], theta)
+        hopeful, scores = _can_still_reach(partial, live, theta, rest[essential], high)
         _zero(partial, touched)
     except BaseException:
         index.drop_scratch()  # maybe not all zero again
@@ -217,15 +218,15 @@ class _Best:
 def _can_still_reach(
     partial: NDArray[np.float32],
     live: list[NDArray[np.int64]],
-    high: float,
-    rest: float,
     theta: float,
+    rest: float,
+    high: float,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """The candidates that can still reach `theta` with `rest` more (`_reaches`), and their
     partial scores: first in float32 against a cut a little below the exact one, then the
     few that pass exactly (float64 for all ~250k candidates of the slowest queries at 1M
     cost ~0.3 ms more)."""
-    cut = np.nextafter(np.float32((theta / _SAFETY - rest * _SAFETY) / high), np.float32(0))
+    cut = np.nextafter(np.float32(_reach_cut(theta, rest, high)), np.float32(0))
     cut = np.nextafter(cut, np.float32(-np.inf)) if cut > 0 else np.float32(-np.inf)
     slots, scores = [], []
     for candidates in live:
@@ -242,12 +243,12 @@ def _can_reach(
     partial: NDArray[np.float32],
     live: list[NDArray[np.int64]],
     theta: float,
-    bound: float,
+    rest: float,
     high: float,
 ) -> int:
-    """About how many candidates can still reach `theta` with `bound` more: counted in every
+    """About how many candidates can still reach `theta` with `rest` more: counted in every
     `CAN_REACH_SAMPLE`-th (it only weighs walking against looking up)."""
-    cut = (theta - bound) / high
+    cut = _reach_cut(theta, rest, high)
     return CAN_REACH_SAMPLE * sum(
         int(np.count_nonzero(partial.take(slots[::CAN_REACH_SAMPLE]) >= cut)) for slots in live
     )
@@ -283,6 +284,12 @@ def _narrowed(
         kept = _reaches(above, rest[i + 1], theta)
         slots, below, above = slots[kept], below[kept], above[kept]
     return slots
+
+
+def _reach_cut(theta: float, rest: float, high: float) -> float:
+    """The partial score (float32, its rounding `high`) from which a candidate passes
+    `_reaches` with `rest` more: `_reaches`' rule solved for it."""
+    return (theta / _SAFETY - rest * _SAFETY) / high
 
 
 def _reaches(above: NDArray[np.floating], rest: float, theta: float) -> NDArray[np.bool_]:
