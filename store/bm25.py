@@ -37,6 +37,18 @@ def contributions(
     return _contributions(slots, raw_tfs, idf, avgdl, doc_lengths, np.float64)
 
 
+def contributions_each(
+    slots: NDArray[np.integer],
+    raw_tfs: NDArray[np.integer],
+    idfs: NDArray[np.float64],
+    avgdl: float,
+    doc_lengths: NDArray[np.int32],
+) -> NDArray[np.float64]:
+    """`contributions` of many terms' postings in one call, each posting with its term's idf
+    (`idfs`, one a posting): element by element the same operations, so the same floats."""
+    return _contributions(slots, raw_tfs, idfs, avgdl, doc_lengths, np.float64)
+
+
 def rough_contributions(
     slots: NDArray[np.intp],
     raw_tfs: NDArray[np.integer],
@@ -54,7 +66,7 @@ def rough_contributions(
 def _contributions(
     slots: NDArray[np.integer],
     raw_tfs: NDArray[np.integer],
-    idf: float,
+    idf: float | NDArray[np.float64],
     avgdl: float,
     doc_lengths: NDArray[np.int32],
     dtype: type[FloatT],
