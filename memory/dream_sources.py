@@ -15,7 +15,7 @@ from memory.fact_types import key_parts
 from memory.secret_masking import mask_secrets
 from memory.text.words import clip, one_line, terms
 from store.fact_store import Fact
-from store.point_store import Point
+from store.point_records import Point
 
 SOURCE_LIMIT = 12
 SOURCE_TEXT_CHARS = 400

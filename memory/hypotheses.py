@@ -27,7 +27,8 @@ from memory.fact_types import KEY_MAX_CHARS, FactProposal, normalise_key
 from memory.text.words import STOPWORDS, detect_language, raw_tokens
 from store.fact_store import Candidate, Fact, FactStore
 from store.hypothesis_store import Hypothesis, HypothesisStore
-from store.point_store import Point, PointStore
+from store.point_records import Point
+from store.point_store import PointStore
 
 if TYPE_CHECKING:
     from store.database import Database

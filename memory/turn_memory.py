@@ -34,7 +34,8 @@ from memory.recall import TURN_TUNING
 from memory.secret_masking import mask_secrets
 from memory.stored_text import stored_text
 from store.job_runs import JobRuns
-from store.point_store import Point, content_hash
+from store.point_records import Point
+from store.point_store import content_hash
 
 log = logging.getLogger("straylight.memory")
 

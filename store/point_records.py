@@ -1,6 +1,7 @@
 """The records of layer 3 and how a table row becomes one: `NewPoint` in; `Point`,
 `PointRow`, `AuditEvent` out; `PointFilter` for the lists. The column lists and the row
-readers sit together so their order cannot drift apart. `store.point_store` writes the SQL.
+readers sit together so their order cannot drift apart. `store.point_store` (writes) and
+`store.point_queries` (reads) write the SQL.
 """
 
 from __future__ import annotations

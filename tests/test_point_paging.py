@@ -11,7 +11,8 @@ import pytest
 
 from store.clock import Clock
 from store.database import Database, database_path, open_database
-from store.point_store import ROW_HEAD_CHARS, NewPoint, PointFilter, PointStore
+from store.point_records import PointFilter
+from store.point_store import ROW_HEAD_CHARS, NewPoint, PointStore
 
 NOW = datetime(2026, 11, 29, 21, 4, 38, tzinfo=UTC)
 ROLES = ("user", "assistant", "doc")

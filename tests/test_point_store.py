@@ -21,7 +21,8 @@ import pytest
 from store.clock import Clock
 from store.database import Database, database_path, open_database
 from store.lexical_index import PointWords, analyse
-from store.point_store import NewPoint, Point, PointStore, content_hash
+from store.point_records import Point
+from store.point_store import NewPoint, PointStore, content_hash
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 11, 29, 21, 4, 38, 123456, tzinfo=UTC)

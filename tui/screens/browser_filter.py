@@ -9,7 +9,7 @@ from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from store.point_store import PointFilter, PointRow
+    from store.point_records import PointFilter, PointRow
 
 ROLE_CYCLE: tuple[str | None, ...] = (None, "user", "assistant", "doc")
 
@@ -56,7 +56,7 @@ class BrowserFilter:
 
     def for_store(self) -> PointFilter:
         """The same filter as the point store reads it (a half-open range of instants)."""
-        from store.point_store import PointFilter
+        from store.point_records import PointFilter
 
         return PointFilter(
             role=self.role,

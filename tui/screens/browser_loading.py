@@ -16,7 +16,7 @@ from tui.screens.point_views import ListedRow
 
 if TYPE_CHECKING:
     from memory.memory_store import MemoryStore
-    from store.point_store import Point, PointRow
+    from store.point_records import Point, PointRow
 
 PAGE_SIZE = 200  # rows fetched per page
 NEWER_LIMIT = 500  # opened on a point: at most this many newer rows are shown above it

@@ -14,7 +14,7 @@ from textual.widgets import DataTable
 from tui.display_text import point_line, printable
 
 if TYPE_CHECKING:
-    from store.point_store import Point, PointRow
+    from store.point_records import Point, PointRow
 
 ROLE_SHORT = {"user": "user", "assistant": "asst", "doc": "doc"}
 PIN_MARK = "●"
