@@ -15,15 +15,8 @@ from usearch.index import Index
 
 from store import vector_index as vi
 from store import vector_index_file
-from store.vector_index import (
-    EXACT_BELOW,
-    MAX_KEY,
-    ReconcileReport,
-    VectorIndex,
-    estimate_index_bytes,
-    exact_search,
-    normalize_rows,
-)
+from store.vector_arrays import MAX_KEY, exact_search, normalize_rows
+from store.vector_index import EXACT_BELOW, ReconcileReport, VectorIndex, estimate_index_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 NDIM = 32
