@@ -57,13 +57,8 @@ import numpy as np
 import numpy.typing as npt
 
 from bench._common import format_machine, machine_info, write_json
-from store.vector_index import (
-    IndexDType,
-    VectorIndex,
-    estimate_index_bytes,
-    exact_search,
-    normalize_rows,
-)
+from store.vector_arrays import exact_search, normalize_rows
+from store.vector_index import IndexDType, VectorIndex, estimate_index_bytes
 
 NDIM = 768
 SUBTOPICS = 6

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from store import point_reads
-from store.vector_index import normalize_rows
+from store.vector_arrays import normalize_rows
 
 
 class PinnedPoints:

@@ -30,7 +30,7 @@ from memory.text.dates import DateSpan, date_spans
 from memory.text.shape import content_words, is_list_question
 from store import lexical_index, point_reads
 from store.point_store import content_hash
-from store.vector_index import exact_search
+from store.vector_arrays import exact_search
 
 if TYPE_CHECKING:
     from memory.memory_store import MemoryStore

@@ -3,15 +3,15 @@
 DuckDB holds every point's vector; this file is a cache that can always be rebuilt from it.
 `VectorIndex` loads it (never `view()`s it), keeps it in step with the database (`add`,
 `remove`, `reconcile`), rebuilds it in a background thread (`rebuild`), and saves it atomically
-(`save`). `exact_search` is the brute-force fallback while `state` is not "in_sync". States,
-file format, parameters and their measurements: docs/vector_index.md.
+(`save`). The brute-force fallback while `state` is not "in_sync" is
+`store.vector_arrays.exact_search`. States, file format, parameters and their measurements:
+docs/vector_index.md.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
+from store.read_write_lock import ReadWriteLock
+from store.vector_arrays import MAX_KEY, FloatMatrix, Hits, KeysLike, as_keys, as_matrix, as_query
 from store.vector_index_file import (
     NO_IDENTITY,
     SCALAR_KINDS,
@@ -39,11 +41,7 @@ from store.vector_index_file import IndexDType as IndexDType
 from store.vector_index_file import IndexFileError as IndexFileError
 
 IndexState = Literal["in_sync", "missing", "rebuilding", "stale"]
-KeysLike = npt.NDArray[np.integer] | Sequence[int]
-FloatMatrix = npt.NDArray[np.float32]
-Hits = list[tuple[int, float]]
 
-MAX_KEY: Final = 2**63 - 1
 DEFAULT_DTYPE: Final[IndexDType] = "f16"
 DEFAULT_CONNECTIVITY: Final = 16
 DEFAULT_EXPANSION_ADD: Final = 128
@@ -65,110 +63,7 @@ class ReconcileReport:
     removed: int
 
 
-class _ReadWriteLock:
-    """Many readers or one writer, taking turns. Not re-entrant.
-
-    A waiting writer holds back new readers, and the readers that waited through a write go
-    before the next writer: back-to-back writes (a chunked add) cannot starve a search.
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._readers = 0
-        self._readers_waiting = 0
-        self._admitted = 0  # waiting readers let in ahead of the next writer
-        self._writing = False
-        self._writers_waiting = 0
-
-    @contextlib.contextmanager
-    def read(self) -> Iterator[None]:
-        with self._cond:
-            self._readers_waiting += 1
-            try:
-                while self._writing or (self._writers_waiting and not self._admitted):
-                    self._cond.wait()
-            except BaseException:
-                self._admitted = min(self._admitted, self._readers_waiting - 1)
-                self._cond.notify_all()
-                raise
-            finally:
-                self._readers_waiting -= 1
-            self._admitted = max(0, self._admitted - 1)
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                if not self._readers:
-                    self._cond.notify_all()
-
-    @contextlib.contextmanager
-    def write(self) -> Iterator[None]:
-        with self._cond:
-            self._writers_waiting += 1
-            try:
-                while self._writing or self._readers or self._admitted:
-                    self._cond.wait()
-            finally:
-                self._writers_waiting -= 1
-            self._writing = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._writing = False
-                self._admitted = self._readers_waiting
-                self._cond.notify_all()
-
-
-# ---------------------------------------------------------------- validation helpers
-
-
-def as_keys(keys: KeysLike) -> npt.NDArray[np.uint64]:
-    """Keys as a 1-d uint64 array; each must be an integer in 0 … 2**63 − 1."""
-    arr = np.asarray(keys)
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    if arr.ndim != 1:
-        raise ValueError(f"keys must be 1-d, got shape {arr.shape}")
-    if arr.size == 0:
-        return np.empty(0, dtype=np.uint64)
-    if arr.dtype.kind == "O":
-        arr = _object_keys(arr)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"keys must be integers, got {arr.dtype}")
-    if (arr.dtype.kind == "i" and int(arr.min()) < 0) or int(arr.max()) > MAX_KEY:
-        raise ValueError("keys must lie in 0 … 2**63 - 1")
-    return arr.astype(np.uint64)
-
-
-def _object_keys(arr: npt.NDArray[np.object_]) -> npt.NDArray[np.uint64]:
-    values = [int(k) for k in arr]
-    if any(not 0 <= k <= MAX_KEY for k in values):
-        raise ValueError("keys must lie in 0 … 2**63 - 1")
-    return np.array(values, dtype=np.uint64)
-
-
-def as_matrix(vectors: npt.ArrayLike, ndim: int) -> FloatMatrix:
-    """Vectors as a C-contiguous (n, ndim) float32 matrix of finite numbers."""
-    arr = np.ascontiguousarray(vectors, dtype=np.float32)
-    if arr.ndim == 1:
-        arr = arr.reshape(1, -1)
-    if arr.ndim != 2 or arr.shape[1] != ndim:
-        raise ValueError(f"vectors must have shape (n, {ndim}), got {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError("vectors contain NaN or infinity")
-    return arr
-
-
-def _as_query(vector: npt.ArrayLike, ndim: int) -> FloatMatrix | None:
-    """The query as a unit-length float32 vector, or None if it has no direction."""
-    q = as_matrix(vector, ndim)
-    if q.shape[0] != 1:
-        raise ValueError(f"expected one query vector, got {q.shape[0]}")
-    norm = float(np.linalg.norm(q[0]))
-    return None if norm == 0.0 else q[0] / norm
+# ---------------------------------------------------------------- duplicate keys
 
 
 def _last_occurrences(keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.intp]:
@@ -189,44 +84,7 @@ def _dedupe(
     return keys[keep], matrix[keep]
 
 
-# ---------------------------------------------------------------- exact search, memory
-
-
-def normalize_rows(matrix: npt.ArrayLike) -> FloatMatrix:
-    """Rows scaled to unit length (zero rows stay zero), float32. Do it once, then reuse."""
-    arr = np.asarray(matrix, dtype=np.float32)
-    norms = np.linalg.norm(arr, axis=1, keepdims=True)
-    norms[norms == 0.0] = 1.0
-    return np.ascontiguousarray(arr / norms, dtype=np.float32)
-
-
-def exact_search(
-    query: npt.ArrayLike,
-    ids: npt.ArrayLike,
-    matrix: npt.ArrayLike,
-    k: int,
-    *,
-    normalized: bool = False,
-) -> Hits:
-    """Brute-force top-k by cosine similarity: [(id, similarity)], best first.
-
-    Pass `normalized=True` with rows from `normalize_rows` to skip normalising the matrix on
-    every call (100k × 768 f32: ~14 ms per query; normalising costs as much again).
-    A zero query has no direction and returns [].
-    """
-    mat = np.asarray(matrix, dtype=np.float32)
-    id_arr = np.asarray(ids)
-    if mat.ndim != 2 or len(id_arr) != len(mat):
-        raise ValueError(f"{len(id_arr)} ids for a matrix of shape {mat.shape}")
-    q = _as_query(query, mat.shape[1])
-    k = min(k, len(mat))
-    if q is None or k <= 0:
-        return []
-    rows = mat if normalized else normalize_rows(mat)
-    sims = rows @ q
-    top = np.argpartition(-sims, k - 1)[:k]
-    top = top[np.argsort(-sims[top], kind="stable")]
-    return [(int(id_arr[i]), float(sims[i])) for i in top]
+# ---------------------------------------------------------------- memory
 
 
 def estimate_index_bytes(
@@ -275,7 +133,7 @@ class VectorIndex:
         self.churn = 0
         self.dirty = False
         self._index = self._new_index()
-        self._rw = _ReadWriteLock()
+        self._rw = ReadWriteLock()
         self._mutate = threading.RLock()
         self._journal: list[tuple[npt.NDArray[np.uint64], FloatMatrix | None]] | None = None
 
@@ -350,7 +208,7 @@ class VectorIndex:
 
     def search(self, vector: npt.ArrayLike, k: int) -> Hits:
         """Top-k [(key, cosine similarity)], best first. Exact below EXACT_BELOW vectors."""
-        q = _as_query(vector, self.ndim)
+        q = as_query(vector, self.ndim)
         if q is None or k <= 0:
             return []
         with self._rw.read():

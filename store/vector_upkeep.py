@@ -37,7 +37,8 @@ import numpy.typing as npt
 from store import point_reads
 from store.database import Database
 from store.point_store import PointStore
-from store.vector_index import VectorIndex, exact_search
+from store.vector_arrays import exact_search
+from store.vector_index import VectorIndex
 from store.vector_index_file import INDEX_FILENAME
 
 log = logging.getLogger("straylight.memory")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from memory.pinned_points import PinnedPoints
-from store.vector_index import normalize_rows
+from store.vector_arrays import normalize_rows
 
 
 def test_the_kept_matrix_follows_every_change_of_the_pins() -> None:

@@ -13,17 +13,10 @@ import numpy as np
 import pytest
 from usearch.index import Index
 
-from store import vector_index as vi
 from store import vector_index_file
-from store.vector_index import (
-    EXACT_BELOW,
-    MAX_KEY,
-    ReconcileReport,
-    VectorIndex,
-    estimate_index_bytes,
-    exact_search,
-    normalize_rows,
-)
+from store.read_write_lock import ReadWriteLock
+from store.vector_arrays import MAX_KEY, exact_search, normalize_rows
+from store.vector_index import EXACT_BELOW, ReconcileReport, VectorIndex, estimate_index_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 NDIM = 32
@@ -478,7 +471,7 @@ def test_searches_run_while_another_thread_adds(tmp_path: Path) -> None:
 
 
 def test_readers_that_waited_through_a_write_go_before_the_next_writer() -> None:
-    lock = vi._ReadWriteLock()
+    lock = ReadWriteLock()
     order: list[str] = []
 
     def reader() -> None:
