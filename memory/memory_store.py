@@ -4,8 +4,9 @@
 are synchronous and thread-safe (callers run them in worker threads); embedding is not its
 business — callers pass vectors in, or an async `embed` function to the async helpers in
 `memory/turn_memory.py`. It opens and closes the memory and writes points; the other jobs
-live in their own modules: recall (`memory.recall`), ingest (`memory.ingest`), the RAM
-estimate (`memory.headroom`) and the upkeep of `vectors.usearch` (`store.vector_upkeep`).
+live in their own modules: status and its counters (`memory.store_status`), recall
+(`memory.recall`), ingest (`memory.ingest`), the RAM estimate (`memory.headroom`) and the
+upkeep of `vectors.usearch` (`store.vector_upkeep`).
 
 * DuckDB is the source of truth, vectors included. `vectors.usearch` is rebuilt from it
   whenever it is missing, damaged, of another dimension, or made for another embedding
@@ -28,7 +29,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from memory import ingest
+from memory import ingest, store_status
 from memory.conversation_notes import SUPERSEDED_TAG
 from memory.embedding_check import vector_problem
 from memory.embedding_space import (
@@ -86,9 +87,6 @@ __all__ = [  # what callers import from here, besides MemoryStore and its config
 ]
 
 log = logging.getLogger("straylight.memory")
-
-META_EMBED_REQUESTS = "embed.requests"
-META_RECALL_FAILURES = "recall.failures"
 
 Role = Literal["user", "assistant", "doc"]
 
@@ -281,10 +279,6 @@ class MemoryStore:
         self.close()
 
     # ---- meta -------------------------------------------------------------------------
-    def _meta(self, key: str) -> str | None:
-        with self.db.cursor() as cur:
-            return meta.get(cur, key)
-
     def _set_meta(self, key: str, value: str) -> None:
         with self.db.transaction() as cur:
             meta.put(cur, key, value)
@@ -292,18 +286,6 @@ class MemoryStore:
     def _delete_meta(self, key: str) -> None:
         with self.db.transaction() as cur:
             meta.delete(cur, key)
-
-    def _bump_meta(self, key: str, by: int) -> None:
-        with self.db.transaction() as cur:
-            meta.bump(cur, key, by)
-
-    def count_embed_requests(self, n: int = 1) -> None:
-        if not self.read_only:  # a reading command leaves the counters as they were
-            self._bump_meta(META_EMBED_REQUESTS, n)
-
-    def count_recall_failure(self) -> None:
-        if not self.read_only:
-            self._bump_meta(META_RECALL_FAILURES, 1)
 
     @property
     def embed_dim(self) -> int | None:
@@ -512,6 +494,14 @@ class MemoryStore:
                 self.pins.add(pid, vec)
         return stored
 
+    # ---- status and its counters (memory.store_status) --------------------------------
+    count_embed_requests = store_status.count_embed_requests
+    count_recall_failure = store_status.count_recall_failure
+    status = store_status.status  # the memory part of `straylight status --json`
+    embedding_status = store_status.embedding_status
+    index_state = store_status.index_state
+    index_note = store_status.index_note  # the plain `status` line of a stale index
+
     # ---- the other jobs, in their own modules ----------------------------------------
     plan_ingest = ingest.plan_ingest  # compare a document with its stored doc points
     apply_ingest = ingest.apply_ingest  # write a planned ingest
@@ -526,75 +516,3 @@ class MemoryStore:
         report = self.vectors.upkeep()
         report["checkpointed"] = self.db.checkpoint(BACKGROUND_CHECKPOINT_MIN_BYTES)
         return report
-
-    def index_state(self) -> tuple[str, int]:
-        """(state, size): a reading command reports a file it may not rebuild (another data
-        dir's, another model's, damaged) as `stale`; a writing one is rebuilding it."""
-        found = self.vectors.state()
-        if found is None:
-            return ("in_sync" if self.embed_dim is None else "missing"), 0
-        state, size = found
-        if state == "stale" and not self.read_only:
-            return "missing", size
-        return state, size
-
-    def index_note(self) -> str | None:
-        """For the plain `status` line of a stale index (a reading command): what the file
-        is, what it holds and what the next writing command rebuilds it from; None when
-        the index is not stale. Not part of `status --json` (its `index` fields stay)."""
-        detail = self.vectors.stale_detail()
-        if detail is None:
-            return None
-        reason, held = detail
-        dim = self.embed_dim
-        stored = len(point_reads.vector_ids(self.db, self.config.embed_model, dim)) if dim else 0
-        what = (
-            f"{INDEX_FILENAME} is not usable ({reason})"
-            if held is None
-            else f"{INDEX_FILENAME} holds {_vectors(held)}: {reason}"
-        )
-        return (
-            f"not used: {what}; recall searches the stored vectors exactly, and the next "
-            f"writing command rebuilds it from the database's {_vectors(stored)}"
-        )
-
-    def embedding_status(self) -> dict[str, Any]:
-        """`status`'s `embedding`: the model, its dimension here, the model the index was
-        made for when that was another, and how many points wait for (re-)embedding."""
-        return {
-            "model": self.config.embed_model,
-            "dim": self.embed_dim,
-            "changed_from": self.space.changed_from,
-            "to_embed": len(self.ids_to_embed()),
-        }
-
-    def status(self) -> dict[str, Any]:
-        """The memory part of `straylight status --json` (see the README for every field)."""
-        counts = self.points.counts()
-        embedding = self.embedding_status()
-        # what waits for backfill: no vector, or one of another embedding model (a model
-        # change left the old vectors in place; "0 without vector" beside "1 point waits
-        # for backfill" contradicted itself)
-        counts["without_vector"] = embedding["to_embed"]
-        state, size = self.index_state()
-        sizes = point_reads.stored_sizes(self.db)
-        ram = ram_estimate_bytes(
-            vectors=size,
-            dim=self.embed_dim or 0,
-            lexical_docs=sizes.lexical_docs,
-            lexical_postings=sizes.lexical_postings,
-        )
-        return {
-            "points": counts,
-            "skips": self.points.skip_counts(),
-            "embed_requests": int(self._meta(META_EMBED_REQUESTS) or 0),
-            "recall_failures": int(self._meta(META_RECALL_FAILURES) or 0),
-            "index": {"state": state, "size": size},
-            "embedding": embedding,
-            "ram_estimate_bytes": ram,
-            "headroom": headroom(ram, self.config.ram_warn_bytes, self.config.ram_crit_bytes),
-        }
-
-
-def _vectors(count: int) -> str:
-    return f"{count} vector" if count == 1 else f"{count} vectors"
