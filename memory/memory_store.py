@@ -3,9 +3,11 @@
 `MemoryStore` is the one object the turn engine, the CLI and the TUI talk to. Its methods
 are synchronous and thread-safe (callers run them in worker threads); embedding is not its
 business — callers pass vectors in, or an async `embed` function to the async helpers in
-`memory/turn_memory.py`. It opens and closes the memory and writes points; the other jobs
-live in their own modules: recall (`memory.recall`), ingest (`memory.ingest`), the RAM
-estimate (`memory.headroom`) and the upkeep of `vectors.usearch` (`store.vector_upkeep`).
+`memory/turn_memory.py`. It opens and closes the memory and keeps its embedding dimension;
+the other jobs live in their own modules: writing points (`memory.point_writes`), status
+and its counters (`memory.store_status`), recall (`memory.recall`), ingest
+(`memory.ingest`), the RAM estimate (`memory.headroom`) and the upkeep of
+`vectors.usearch` (`store.vector_upkeep`).
 
 * DuckDB is the source of truth, vectors included. `vectors.usearch` is rebuilt from it
   whenever it is missing, damaged, of another dimension, or made for another embedding
@@ -21,15 +23,10 @@ import contextlib
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import numpy as np
-
-from memory import ingest
-from memory.conversation_notes import SUPERSEDED_TAG
+from memory import ingest, point_writes, store_status
 from memory.embedding_check import vector_problem
 from memory.embedding_space import (
     EmbeddingSpace,
@@ -49,9 +46,7 @@ from memory.recall import (
 )
 from memory.recall_block import RecallHit, RecallResult, format_recall_block
 from memory.save_filter import SaveFilter
-from memory.secret_masking import mask_secrets
 from memory.settings_models import MemoryConfig
-from memory.stored_text import stored_text
 from store import lexical_index, meta, point_reads
 from store.clock import Clock
 from store.database import (
@@ -63,7 +58,7 @@ from store.database import (
 )
 from store.lexical_file import LEXICAL_FILENAME
 from store.lexical_index import LexicalCache
-from store.point_store import NewPoint, PointStore
+from store.point_store import PointStore
 from store.row_file import ROWS_FILENAME, RowFile
 from store.side_thread import SideThread
 from store.vector_upkeep import INDEX_FILENAME, VectorKeeper
@@ -78,7 +73,6 @@ __all__ = [  # what callers import from here, besides MemoryStore and its config
     "RecallHit",
     "RecallMode",
     "RecallResult",
-    "SaveResult",
     "format_recall_block",
     "headroom",
     "lexical_text",
@@ -86,19 +80,6 @@ __all__ = [  # what callers import from here, besides MemoryStore and its config
 ]
 
 log = logging.getLogger("straylight.memory")
-
-META_EMBED_REQUESTS = "embed.requests"
-META_RECALL_FAILURES = "recall.failures"
-
-Role = Literal["user", "assistant", "doc"]
-
-
-@dataclass(frozen=True, slots=True)
-class SaveResult:
-    """A saved point's id, or the rule that skipped it."""
-
-    point_id: int | None
-    skipped: str | None = None
 
 
 class MemoryStore:
@@ -281,10 +262,6 @@ class MemoryStore:
         self.close()
 
     # ---- meta -------------------------------------------------------------------------
-    def _meta(self, key: str) -> str | None:
-        with self.db.cursor() as cur:
-            return meta.get(cur, key)
-
     def _set_meta(self, key: str, value: str) -> None:
         with self.db.transaction() as cur:
             meta.put(cur, key, value)
@@ -293,18 +270,7 @@ class MemoryStore:
         with self.db.transaction() as cur:
             meta.delete(cur, key)
 
-    def _bump_meta(self, key: str, by: int) -> None:
-        with self.db.transaction() as cur:
-            meta.bump(cur, key, by)
-
-    def count_embed_requests(self, n: int = 1) -> None:
-        if not self.read_only:  # a reading command leaves the counters as they were
-            self._bump_meta(META_EMBED_REQUESTS, n)
-
-    def count_recall_failure(self) -> None:
-        if not self.read_only:
-            self._bump_meta(META_RECALL_FAILURES, 1)
-
+    # ---- the embedding dimension ------------------------------------------------------
     @property
     def embed_dim(self) -> int | None:
         """The dimension of this store's vectors (None until the first one), kept in memory."""
@@ -325,7 +291,6 @@ class MemoryStore:
             self._dim = dim
             self.vectors.open(dim, identity=self.space.identity)
 
-    # ---- writing ----------------------------------------------------------------------
     def _accept_dimension(self, dim: int) -> bool:
         """The first vector decides the dimension; a different one is refused (logged)."""
         current = self.embed_dim
@@ -346,19 +311,6 @@ class MemoryStore:
         first one decides it), else None: the point is stored without one."""
         return self._usable_vector(vector)
 
-    def after_replace(
-        self, removed: Sequence[int], added: Sequence[tuple[int, Sequence[float] | None]]
-    ) -> None:
-        """The vector index and the pins follow a committed `PointStore.replace_many`."""
-        for point_id in removed:
-            self.pins.discard(point_id)
-        self.vectors.remove(list(removed))
-        with_vectors = [(pid, vec) for pid, vec in added if vec is not None]
-        if with_vectors:
-            self.vectors.add([pid for pid, _ in with_vectors], [vec for _, vec in with_vectors])
-        for point_id, vector in added:
-            self.pins.add(point_id, vector)
-
     def _usable_vector(self, vector: Sequence[float] | None) -> Sequence[float] | None:
         if vector is None or len(vector) == 0:
             return None
@@ -368,149 +320,27 @@ class MemoryStore:
             return None
         return vector if self._accept_dimension(len(vector)) else None
 
-    def save(
-        self,
-        role: Role,
-        content: str,
-        *,
-        conversation_id: str = "",
-        vector: Sequence[float] | None = None,
-        recalled_texts: Sequence[str] = (),
-        created_at: datetime | None = None,
-        channel: str = "tui",
-        source: str = "turn",
-        pinned: bool = False,
-        use_filter: bool = True,
-        context: str = "",
-    ) -> SaveResult:
-        """Save one message as a point, through the save filter unless `use_filter` is off.
-
-        A skip is audited with its rule. `vector` may be None (embedded later by backfill).
-        Returns once the point is committed; its vector goes into the index in the index
-        thread, and the next search waits for that (`VectorKeeper.flush`)."""
-        text = stored_text(content)
-        if use_filter:
-            rule = self.skip_rule(role, text, conversation_id, recalled_texts)
-            if rule is not None:
-                return SaveResult(None, rule)
-        if not text:
-            return SaveResult(None, "empty")
-        usable = self._usable_vector(vector)
-        new = NewPoint(
-            role=role,
-            content=text,
-            source=source,
-            conversation_id=conversation_id,
-            channel=channel,
-            pinned=pinned,
-            created_at=created_at,
-            embedding=np.asarray(usable, dtype=np.float32) if usable is not None else None,
-            embed_model=self.config.embed_model if usable is not None else None,
-        )
-        when = new.created_at or self.db.clock.now()
-        words = lexical_text(text, context=mask_secrets(context), when=when)
-        traits = point_traits(text, when)
-        word_rows = lexical_index.analyse(words, cache=self.lexical, traits=traits)
-
-        with self.lexical.write_in_flight():
-            point_id = self.points.add(new, words=word_rows)
-            self.lexical.stage_add(point_id, word_rows.length, word_rows.counts, traits)
-        if new.embedding is not None:  # a read-only copy: the caller may reuse `vector`
-            self.vectors.submit_add([point_id], new.embedding[None, :])
-        if source == "turn" and role in ("user", "assistant"):
-            self.filter.record_saved(role, text, conversation_id)
-        if pinned:
-            self.pins.add(point_id, usable)
-        return SaveResult(point_id)
-
-    def skip_rule(
-        self, role: Role, content: str, conversation_id: str, recalled_texts: Sequence[str] = ()
-    ) -> str | None:
-        """The save filter's verdict for an auto-saved message; a skip is audited."""
-        if not self.config.filter_enabled or role == "doc":
-            return None
-        text = stored_text(content)
-        rule = self.filter.skip_reason(role, text, conversation_id, recalled_texts)
-        if rule is not None:
-            self.points.record_skip(role, rule, conversation_id, text[:200])
-        return rule
-
-    def load_dedup_memory(self, conversation_id: str) -> None:
-        """Give the save filter the conversation's last saves when this process has not
-        seen it (`ask --conversation ID`, a chat continued after a restart), so dedup
-        compares with them as it would in the process that saved them."""
-        lookback = self.filter.config.dedup_lookback
-        for role in ("user", "assistant"):
-            if not self.filter.knows(role, conversation_id):
-                texts = self.points.recent_turn_texts(
-                    conversation_id, role, lookback, without_tag=SUPERSEDED_TAG
-                )
-                self.filter.seed(role, conversation_id, texts)
-
-    def remember(
-        self,
-        text: str,
-        *,
-        conversation_id: str = "",
-        vector: Sequence[float] | None = None,
-        channel: str = "tui",
-    ) -> int:
-        """A pinned point that bypasses the filter (`/remember`, `straylight remember`)."""
-        result = self.save(
-            "user",
-            text,
-            conversation_id=conversation_id,
-            vector=vector,
-            channel=channel,
-            source="remember",
-            pinned=True,
-            use_filter=False,
-        )
-        if result.point_id is None:
-            raise ValueError("nothing to remember: the text is empty")
-        return result.point_id
-
-    def forget(self, point_id: int, *, reason: str = "forgotten by the user") -> bool:
-        """Delete a point from DuckDB, the lexical index and the vector index; audited."""
-
-        def unindex(cur: Cursor, pid: int) -> None:
-            lexical_index.remove_point(cur, pid, cache=self.lexical)
-
-        if not self.points.delete(point_id, reason=reason, also=unindex):
-            return False
-        self.pins.discard(point_id)
-        self.vectors.remove([point_id])
-        return True
-
-    def set_pinned(self, point_id: int, pinned: bool) -> bool:
-        done = self.points.set_pinned(point_id, pinned, reason="by the user")
-        if done and pinned:
-            self.pins.add(point_id)
-            self.pins.set_vectors(
-                point_reads.vectors_of(self.db, [point_id], self.config.embed_model)
-            )
-        elif done:
-            self.pins.discard(point_id)
-        return done
-
     def ids_to_embed(self) -> list[int]:
         """Points without a vector of this model and dimension (backfill's work)."""
         return self.points.ids_without_vector(self.config.embed_model, self.embed_dim)
 
-    def store_vectors(self, items: Sequence[tuple[int, Sequence[float] | None]]) -> int:
-        """Backfill: store vectors for existing points (and index them); unusable ones are
-        left out (those points wait for the next backfill)."""
-        usable = [(pid, vec) for pid, vec in items if vec is not None and self._usable_vector(vec)]
-        if not usable:
-            return 0
-        stored = self.points.set_embeddings(
-            (pid, np.asarray(vec, dtype=np.float32), self.config.embed_model) for pid, vec in usable
-        )
-        self.vectors.add([pid for pid, _ in usable], [vec for _, vec in usable])
-        for pid, vec in usable:
-            if pid in self.pins:
-                self.pins.add(pid, vec)
-        return stored
+    # ---- writing points (memory.point_writes) -----------------------------------------
+    save = point_writes.save  # one message as a point, through the save filter
+    skip_rule = point_writes.skip_rule  # the save filter's verdict, audited
+    load_dedup_memory = point_writes.load_dedup_memory  # a conversation's last saves
+    remember = point_writes.remember  # a pinned point that bypasses the filter
+    forget = point_writes.forget  # a point out of DuckDB, the word and vector indexes
+    set_pinned = point_writes.set_pinned
+    store_vectors = point_writes.store_vectors  # backfill's vectors
+    after_replace = point_writes.after_replace  # the index and pins after an ingest
+
+    # ---- status and its counters (memory.store_status) --------------------------------
+    count_embed_requests = store_status.count_embed_requests
+    count_recall_failure = store_status.count_recall_failure
+    status = store_status.status  # the memory part of `straylight status --json`
+    embedding_status = store_status.embedding_status
+    index_state = store_status.index_state
+    index_note = store_status.index_note  # the plain `status` line of a stale index
 
     # ---- the other jobs, in their own modules ----------------------------------------
     plan_ingest = ingest.plan_ingest  # compare a document with its stored doc points
@@ -526,75 +356,3 @@ class MemoryStore:
         report = self.vectors.upkeep()
         report["checkpointed"] = self.db.checkpoint(BACKGROUND_CHECKPOINT_MIN_BYTES)
         return report
-
-    def index_state(self) -> tuple[str, int]:
-        """(state, size): a reading command reports a file it may not rebuild (another data
-        dir's, another model's, damaged) as `stale`; a writing one is rebuilding it."""
-        found = self.vectors.state()
-        if found is None:
-            return ("in_sync" if self.embed_dim is None else "missing"), 0
-        state, size = found
-        if state == "stale" and not self.read_only:
-            return "missing", size
-        return state, size
-
-    def index_note(self) -> str | None:
-        """For the plain `status` line of a stale index (a reading command): what the file
-        is, what it holds and what the next writing command rebuilds it from; None when
-        the index is not stale. Not part of `status --json` (its `index` fields stay)."""
-        detail = self.vectors.stale_detail()
-        if detail is None:
-            return None
-        reason, held = detail
-        dim = self.embed_dim
-        stored = len(point_reads.vector_ids(self.db, self.config.embed_model, dim)) if dim else 0
-        what = (
-            f"{INDEX_FILENAME} is not usable ({reason})"
-            if held is None
-            else f"{INDEX_FILENAME} holds {_vectors(held)}: {reason}"
-        )
-        return (
-            f"not used: {what}; recall searches the stored vectors exactly, and the next "
-            f"writing command rebuilds it from the database's {_vectors(stored)}"
-        )
-
-    def embedding_status(self) -> dict[str, Any]:
-        """`status`'s `embedding`: the model, its dimension here, the model the index was
-        made for when that was another, and how many points wait for (re-)embedding."""
-        return {
-            "model": self.config.embed_model,
-            "dim": self.embed_dim,
-            "changed_from": self.space.changed_from,
-            "to_embed": len(self.ids_to_embed()),
-        }
-
-    def status(self) -> dict[str, Any]:
-        """The memory part of `straylight status --json` (see the README for every field)."""
-        counts = self.points.counts()
-        embedding = self.embedding_status()
-        # what waits for backfill: no vector, or one of another embedding model (a model
-        # change left the old vectors in place; "0 without vector" beside "1 point waits
-        # for backfill" contradicted itself)
-        counts["without_vector"] = embedding["to_embed"]
-        state, size = self.index_state()
-        sizes = point_reads.stored_sizes(self.db)
-        ram = ram_estimate_bytes(
-            vectors=size,
-            dim=self.embed_dim or 0,
-            lexical_docs=sizes.lexical_docs,
-            lexical_postings=sizes.lexical_postings,
-        )
-        return {
-            "points": counts,
-            "skips": self.points.skip_counts(),
-            "embed_requests": int(self._meta(META_EMBED_REQUESTS) or 0),
-            "recall_failures": int(self._meta(META_RECALL_FAILURES) or 0),
-            "index": {"state": state, "size": size},
-            "embedding": embedding,
-            "ram_estimate_bytes": ram,
-            "headroom": headroom(ram, self.config.ram_warn_bytes, self.config.ram_crit_bytes),
-        }
-
-
-def _vectors(count: int) -> str:
-    return f"{count} vector" if count == 1 else f"{count} vectors"

@@ -22,7 +22,7 @@ from memory.doc_splitter import split_markdown
 from memory.embedding_check import vector_problem
 from memory.fact_drawer import FactDrawer
 from memory.hypotheses import Hypotheses
-from memory.memory_store import IngestReport, MemoryStore, RecallResult, SaveResult
+from memory.memory_store import IngestReport, MemoryStore, RecallResult
 from memory.neighbour_words import reply_context, user_context
 from memory.point_limits import (
     PointTooLarge,
@@ -30,6 +30,7 @@ from memory.point_limits import (
     section_size_problem,
     text_size_problem,
 )
+from memory.point_writes import SaveResult
 from memory.recall import TURN_TUNING
 from memory.secret_masking import mask_secrets
 from memory.stored_text import stored_text

@@ -24,7 +24,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, Implementation
 
-from memory.memory_store import Role
+from memory.point_writes import Role
 from store.data_dir_lock import DataDirLock, DataDirLocked
 from tests.support.cli import DAY, NOW, Env, cli_env
 from tests.support.ollama_standin import OllamaStandIn
