@@ -47,7 +47,7 @@ from memory.recall import (
 from memory.recall_block import RecallHit, RecallResult, format_recall_block
 from memory.save_filter import SaveFilter
 from memory.settings_models import MemoryConfig
-from store import lexical_index, meta, point_reads
+from store import lexical_index, point_reads
 from store.clock import Clock
 from store.database import (
     BACKGROUND_CHECKPOINT_MIN_BYTES,
@@ -260,15 +260,6 @@ class MemoryStore:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
-
-    # ---- meta -------------------------------------------------------------------------
-    def _set_meta(self, key: str, value: str) -> None:
-        with self.db.transaction() as cur:
-            meta.put(cur, key, value)
-
-    def _delete_meta(self, key: str) -> None:
-        with self.db.transaction() as cur:
-            meta.delete(cur, key)
 
     # ---- the embedding dimension ------------------------------------------------------
     @property

@@ -22,7 +22,7 @@ from memory.secret_masking import mask_secrets
 from memory.stored_text import stored_text
 from store import lexical_index, point_reads
 from store.database import Cursor
-from store.point_store import NewPoint
+from store.point_records import NewPoint
 
 if TYPE_CHECKING:
     from memory.memory_store import MemoryStore
