@@ -3,8 +3,9 @@
 
 The tables stay the source of truth (`store.lexical_index` writes them). The mirror loads them
 once, applies staged writes once they commit, and checks a fingerprint of the tables before each
-search — unless it is the sole writer's mirror (`store.sole_writer`) with nothing staged. How it
-stays consistent and the measurements: docs/lexical_search.md.
+search — unless it is the sole writer's mirror (`store.sole_writer`) with nothing staged. The
+rankings it answers with: `store.lexical_ranking`. How it stays consistent and the
+measurements: docs/lexical_search.md.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import numpy as np
 
-from store import bm25, lexical_dense, lexical_topk, meta
+from store import lexical_ranking, meta
 from store.bm25 import K1 as K1  # shared with the SQL scoring in store.lexical_index
 from store.bm25 import B as B
 from store.heap import large_blocks_mapped, return_freed_memory
@@ -473,7 +474,7 @@ class LexicalCache:
                 return []
         with self._lock:
             self._catch_up(con)
-            return self._score(groups, k, wanted)
+            return lexical_ranking.score(self._index, groups, k, wanted)
 
     def search_and_subset(
         self,
@@ -489,14 +490,7 @@ class LexicalCache:
             return [], []
         with self._lock:
             self._catch_up(con)
-            if not lexical_topk.PRUNING:
-                overall = self._ranked(groups, k)
-                within = self._within(groups, list(subset)) if subset and overall else []
-                return overall, within
-            prepared = lexical_topk.prepare(self._index, groups)  # once for both rankings
-            if prepared is None:
-                return [], []
-            return lexical_topk.top_and_within(self._index, prepared, k, list(subset))
+            return lexical_ranking.ranked_and_within(self._index, groups, k, list(subset))
 
     def feedback_search(
         self, query: str, seeds: Sequence[int], terms: int, k: int
@@ -509,50 +503,8 @@ class LexicalCache:
             return []
         asked = {term for group in self.analyzer.query_terms(query) for term in group}
         with self._lock:
-            index = self._index
-            n = index.doc_count
-            shared: Counter[str] = Counter()
-            for point_id in seeds:
-                shared.update(index.terms_of(point_id))
-            weighted: list[tuple[float, str]] = []
-            for term, count in shared.items():
-                if count < 2 or term in asked:
-                    continue
-                df = index.document_frequency(term)
-                if df < 2:
-                    continue
-                idf = bm25.idf(n, df)
-                weighted.append((count * idf, term))
-            best = sorted(weighted, reverse=True)[:terms]
-            chosen: list[tuple[str, ...]] = [(term,) for _, term in best]
-            return self._ranked(chosen, k) if chosen else []
-
-    def _score(
-        self, groups: list[tuple[str, ...]], k: int, wanted: list[int] | None
-    ) -> list[tuple[int, float]]:
-        if wanted is not None:
-            return self._within(groups, wanted)[:k]
-        return self._ranked(groups, k)
-
-    def _ranked(self, groups: list[tuple[str, ...]], k: int) -> list[tuple[int, float]]:
-        """The top `k` (`store.lexical_topk`: pruned, exact; the dense pass when it must)."""
-        if lexical_topk.PRUNING:
-            query = lexical_topk.prepare(self._index, groups)
-            if query is None:
-                return []
-            found = lexical_topk.top(self._index, query, k)
-            if found is not None:
-                return found
-        totals = lexical_dense.totals(self._index, groups)
-        return [] if totals is None else lexical_dense.top(self._index, totals, k, None)
-
-    def _within(self, groups: list[tuple[str, ...]], ids: list[int]) -> list[tuple[int, float]]:
-        """The ranking of the points `ids` (those with a score > 0)."""
-        if lexical_topk.PRUNING:
-            query = lexical_topk.prepare(self._index, groups)
-            return [] if query is None else lexical_topk.within(self._index, query, ids)
-        totals = lexical_dense.totals(self._index, groups)
-        return [] if totals is None else lexical_dense.top(self._index, totals, len(ids), ids)
+            chosen = lexical_ranking.feedback_terms(self._index, seeds, terms, asked)
+            return lexical_ranking.ranked(self._index, chosen, k) if chosen else []
 
 
 def _members(values: NDArray[np.int64], sorted_ids: NDArray[np.int64]) -> NDArray[np.bool_]:
