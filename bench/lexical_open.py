@@ -170,7 +170,7 @@ def latency(home: Path, queries: int, k: int) -> dict[str, Any]:
 
 def compare(home: Path, ref: str, queries: int, k: int, lazy_impacts: bool) -> dict[str, Any]:
     """This checkout's pruned search against REF's `lexical_topk`, alternating query by query."""
-    import store.lexical_cache as lexical_cache
+    import store.lexical_ranking as lexical_ranking
     from store import lexical_topk
     from store.clock import Clock
     from store.database import database_path, open_database
@@ -206,20 +206,20 @@ def compare(home: Path, ref: str, queries: int, k: int, lazy_impacts: bool) -> d
             size = caches["this"].doc_count
             pinned = list(range(1000, size + 1, max(1, size // 50)))[:50]
             for name, cache in caches.items():  # warm up both
-                lexical_cache.lexical_topk = modules[name]
+                lexical_ranking.lexical_topk = modules[name]
                 for text in texts[:5]:
                     cache.search_and_subset(cur, text, k, pinned)
             for i, text in enumerate(texts[5:]):
                 got = {}
                 for name in ("ref", "this") if i % 2 == 0 else ("this", "ref"):
-                    lexical_cache.lexical_topk = modules[name]
+                    lexical_ranking.lexical_topk = modules[name]
                     started, used = time.perf_counter(), time.thread_time()
                     got[name] = caches[name].search_and_subset(cur, text, k, pinned)
                     wall[name].append((time.perf_counter() - started) * 1000)
                     cpu[name].append((time.thread_time() - used) * 1000)
                 differ += got["ref"] != got["this"]
     finally:
-        lexical_cache.lexical_topk = lexical_topk
+        lexical_ranking.lexical_topk = lexical_topk
         db.close()
     result: dict[str, Any] = {"ref": ref, "lazy_impacts": lazy_impacts}
     for name in modules:

@@ -3,8 +3,9 @@
 
 The tables stay the source of truth (`store.lexical_index` writes them). The mirror loads them
 once, applies staged writes once they commit, and checks a fingerprint of the tables before each
-search — unless it is the sole writer's mirror (`store.sole_writer`) with nothing staged. How it
-stays consistent and the measurements: docs/lexical_search.md.
+search — unless it is the sole writer's mirror (`store.sole_writer`) with nothing staged. What
+it changes then to match the tables: `store.lexical_reconcile`; the rankings it answers with:
+`store.lexical_ranking`. How it stays consistent and the measurements: docs/lexical_search.md.
 """
 
 from __future__ import annotations
@@ -14,35 +15,29 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
-import numpy as np
 
-from store import bm25, lexical_dense, lexical_topk, meta
+from store import lexical_ranking, lexical_reconcile, meta
 from store.bm25 import K1 as K1  # shared with the SQL scoring in store.lexical_index
 from store.bm25 import B as B
 from store.heap import large_blocks_mapped, return_freed_memory
 from store.lexical_persist import IndexFile
 from store.lexical_postings import CompactPostings
+from store.lexical_reconcile import Staged
 from store.lexical_tables import LoadStopped as LoadStopped  # store.lexical_index re-exports it
 from store.lexical_tables import read_tables
-from store.point_traits import MISSING_SPEAKER, PointTraits
+from store.point_traits import PointTraits
 from store.sole_writer import SOLE_WRITERS
 from store.text_terms import Analyzer, default_analyzer
 
 if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
     from store.lexical_postings import Traits
 
 GENERATION_KEY = "lexical.generation"  # bumped by every rebuild: every cache reloads
-
-# Staged changes that never became visible (rolled back) are forgotten after this long;
-# should such a transaction commit later, the fingerprint check still finds it.
-STAGED_TTL_SECONDS = 600.0
 
 _FINGERPRINT_SQL = (
     "SELECT count(*), coalesce(sum(length), 0), coalesce(sum(point_id), 0), "
@@ -71,14 +66,6 @@ def _read_snapshot(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyCo
             cursor.rollback()
         finally:
             cursor.close()
-
-
-@dataclass
-class _Staged:
-    at: float
-    length: int | None  # None: a removal
-    counts: Counter[str] | None
-    traits: PointTraits | None = None
 
 
 class LexicalCache:
@@ -111,7 +98,7 @@ class LexicalCache:
         self._loaded = False
         self._index = CompactPostings()
         self._generation: str | None = None
-        self._staged: dict[int, _Staged] = {}
+        self._staged: dict[int, Staged] = {}
         self._in_flight = 0  # writes committing before they could be staged (`write_in_flight`)
         self._next_full_check = 0.0  # time.monotonic() of the next full fingerprint
         self.stats: Counter[str] = Counter()  # loads, diffs, staged_applied, …
@@ -157,14 +144,6 @@ class LexicalCache:
 
     def _clear(self) -> None:
         self._index = CompactPostings()
-
-    def _add_doc(
-        self, point_id: int, length: int, counts: dict[str, int], traits: PointTraits | None
-    ) -> None:
-        self._index.add(point_id, length, counts, traits)
-
-    def _remove_doc(self, point_id: int) -> None:
-        self._index.remove(point_id)
 
     # -- loading and syncing
 
@@ -273,7 +252,7 @@ class LexicalCache:
     ) -> None:
         """A write of this point is in flight; apply it once a search can see it."""
         with self._lock:
-            staged = _Staged(time.monotonic(), length, Counter(counts), traits)
+            staged = Staged(time.monotonic(), length, Counter(counts), traits)
             self._staged[point_id] = staged
 
     @contextmanager
@@ -292,7 +271,7 @@ class LexicalCache:
     def stage_remove(self, point_id: int) -> None:
         """A removal of this point is in flight; apply it once a search can see it."""
         with self._lock:
-            self._staged[point_id] = _Staged(time.monotonic(), None, None)
+            self._staged[point_id] = Staged(time.monotonic(), None, None)
 
     def sync(self, con: duckdb.DuckDBPyConnection) -> None:
         """Bring the cache to what is committed (one aggregate when nothing changed)."""
@@ -335,7 +314,7 @@ class LexicalCache:
             return
         staged = bool(self._staged)
         if staged:
-            self._apply_staged(con)
+            lexical_reconcile.apply_staged(con, self._index, self._staged, self.stats)
         quick = (int(count), None if max_id is None else int(max_id))
         unchanged = quick == (self._index.doc_count, self._index.max_id())
         # the sole writer's staged writes, all applied, leave nothing for the full check
@@ -344,113 +323,10 @@ class LexicalCache:
             return
         count, total, id_sum, generation = con.execute(_FINGERPRINT_SQL).fetchall()[0]
         self._next_full_check = time.monotonic() + FULL_CHECK_SECONDS
-        if self._fingerprint() != (int(count), int(total), int(id_sum), generation):
-            self._diff(con)
-
-    def _apply_staged(self, con: duckdb.DuckDBPyConnection) -> None:
-        ids = list(self._staged)
-        visible = {
-            int(pid): int(length)
-            for pid, length in con.execute(
-                "SELECT point_id, length FROM lexical_docs "
-                "WHERE point_id IN (SELECT unnest(?::BIGINT[]))",
-                [ids],
-            ).fetchall()
-        }
-        now = time.monotonic()
-        for pid in ids:
-            staged = self._staged[pid]
-            if staged.length is None:  # a removal
-                if pid not in visible:
-                    self._remove_doc(pid)
-                    del self._staged[pid]
-                elif self._index.slot_of(pid) is None or now - staged.at > STAGED_TTL_SECONDS:
-                    del self._staged[pid]
-            elif visible.get(pid) == staged.length and staged.counts is not None:
-                self._add_doc(pid, staged.length, staged.counts, staged.traits)
-                del self._staged[pid]
-                self.stats["staged_applied"] += 1
-            elif now - staged.at > STAGED_TTL_SECONDS:
-                del self._staged[pid]
-
-    def _diff(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Reconcile with the tables by doc list (numpy, O(n)); load postings of docs the
-        cache lacks or holds with another length."""
-        self.stats["diffs"] += 1
-        if self._only_added(con):
+        if self._fingerprint() == (int(count), int(total), int(id_sum), generation):
             return
-        docs = con.execute(
-            "SELECT point_id, length FROM lexical_docs ORDER BY point_id"
-        ).fetchnumpy()
-        ids = np.asarray(docs["point_id"], dtype=np.int64)
-        lengths = np.asarray(docs["length"], dtype=np.int32)
-        cached_ids, cached_lengths = self._index.live_docs()  # by point id
-        gone = cached_ids[~_members(cached_ids, ids)]
-        for pid in gone.tolist():
-            self._remove_doc(pid)
-        where = np.searchsorted(cached_ids, ids)
-        same = _members(ids, cached_ids)
-        same[same] = cached_lengths[where[same]] == lengths[same]
-        changed = ids[~same].tolist()
-        if len(changed) > max(1000, len(ids) // 5):
-            self._load(con)
-            return
-        if changed:
-            self._load_docs(con, dict(zip(changed, lengths[~same].tolist(), strict=True)))
-
-    def _only_added(self, con: duckdb.DuckDBPyConnection) -> bool:
-        """When the docs up to the cache's highest id are the tables' (count, length sum and
-        id sum agree on that range: the fingerprint's test), what changed is points added
-        after it (the usual open of `lexical.idx` after a session's saves): load those and
-        skip reading the whole doc list (1M rows and a sort: ~0.2–0.3 s at 1M points).
-        False when the full diff must run."""
-        index = self._index
-        top = index.max_id()
-        if top is None:
-            return False
-        held = con.execute(
-            "SELECT count(*), coalesce(sum(length), 0), coalesce(sum(point_id), 0) "
-            "FROM lexical_docs WHERE point_id <= ?",
-            [top],
-        ).fetchall()[0]
-        if tuple(map(int, held)) != (index.doc_count, index.total_length, index.id_sum):
-            return False
-        docs = con.execute(
-            "SELECT point_id, length FROM lexical_docs WHERE point_id > ? ORDER BY point_id",
-            [top],
-        ).fetchnumpy()
-        added = np.asarray(docs["point_id"], dtype=np.int64).tolist()
-        self.stats["diffs_of_added_only"] += 1
-        if len(added) > max(1000, (index.doc_count + len(added)) // 5):
-            self._load(con)
-        elif added:
-            lengths = np.asarray(docs["length"], dtype=np.int32).tolist()
-            self._load_docs(con, dict(zip(added, lengths, strict=True)))
-        return True
-
-    def _load_docs(self, con: duckdb.DuckDBPyConnection, length_of: dict[int, int]) -> None:
-        """Read the postings of these docs from the tables and put them in the cache."""
-        changed = list(length_of)
-        counts: dict[int, dict[str, int]] = {pid: {} for pid in changed}
-        for term, pid, tf in con.execute(
-            "SELECT term, point_id, tf FROM lexical_postings "
-            "WHERE point_id IN (SELECT unnest(?::BIGINT[]))",
-            [changed],
-        ).fetchall():
-            counts[int(pid)][str(term)] = int(tf)
-        traits: dict[int, PointTraits] = {
-            int(pid): PointTraits(
-                int(words), int(day), int(answers), MISSING_SPEAKER if who is None else int(who)
-            )
-            for pid, words, day, answers, who in con.execute(
-                "SELECT point_id, words, day, answers, speaker FROM lexical_docs "
-                "WHERE point_id IN (SELECT unnest(?::BIGINT[])) AND words IS NOT NULL "
-                "AND day IS NOT NULL AND answers IS NOT NULL",
-                [changed],
-            ).fetchall()
-        }
-        for pid in changed:
-            self._add_doc(pid, length_of[pid], counts[pid], traits.get(pid))
+        if not lexical_reconcile.diff(con, self._index, self.stats):
+            self._load(con)  # so much changed that the whole tables load quicker
 
     # -- searching
 
@@ -473,7 +349,7 @@ class LexicalCache:
                 return []
         with self._lock:
             self._catch_up(con)
-            return self._score(groups, k, wanted)
+            return lexical_ranking.score(self._index, groups, k, wanted)
 
     def search_and_subset(
         self,
@@ -489,14 +365,7 @@ class LexicalCache:
             return [], []
         with self._lock:
             self._catch_up(con)
-            if not lexical_topk.PRUNING:
-                overall = self._ranked(groups, k)
-                within = self._within(groups, list(subset)) if subset and overall else []
-                return overall, within
-            prepared = lexical_topk.prepare(self._index, groups)  # once for both rankings
-            if prepared is None:
-                return [], []
-            return lexical_topk.top_and_within(self._index, prepared, k, list(subset))
+            return lexical_ranking.ranked_and_within(self._index, groups, k, list(subset))
 
     def feedback_search(
         self, query: str, seeds: Sequence[int], terms: int, k: int
@@ -509,55 +378,5 @@ class LexicalCache:
             return []
         asked = {term for group in self.analyzer.query_terms(query) for term in group}
         with self._lock:
-            index = self._index
-            n = index.doc_count
-            shared: Counter[str] = Counter()
-            for point_id in seeds:
-                shared.update(index.terms_of(point_id))
-            weighted: list[tuple[float, str]] = []
-            for term, count in shared.items():
-                if count < 2 or term in asked:
-                    continue
-                df = index.document_frequency(term)
-                if df < 2:
-                    continue
-                idf = bm25.idf(n, df)
-                weighted.append((count * idf, term))
-            best = sorted(weighted, reverse=True)[:terms]
-            chosen: list[tuple[str, ...]] = [(term,) for _, term in best]
-            return self._ranked(chosen, k) if chosen else []
-
-    def _score(
-        self, groups: list[tuple[str, ...]], k: int, wanted: list[int] | None
-    ) -> list[tuple[int, float]]:
-        if wanted is not None:
-            return self._within(groups, wanted)[:k]
-        return self._ranked(groups, k)
-
-    def _ranked(self, groups: list[tuple[str, ...]], k: int) -> list[tuple[int, float]]:
-        """The top `k` (`store.lexical_topk`: pruned, exact; the dense pass when it must)."""
-        if lexical_topk.PRUNING:
-            query = lexical_topk.prepare(self._index, groups)
-            if query is None:
-                return []
-            found = lexical_topk.top(self._index, query, k)
-            if found is not None:
-                return found
-        totals = lexical_dense.totals(self._index, groups)
-        return [] if totals is None else lexical_dense.top(self._index, totals, k, None)
-
-    def _within(self, groups: list[tuple[str, ...]], ids: list[int]) -> list[tuple[int, float]]:
-        """The ranking of the points `ids` (those with a score > 0)."""
-        if lexical_topk.PRUNING:
-            query = lexical_topk.prepare(self._index, groups)
-            return [] if query is None else lexical_topk.within(self._index, query, ids)
-        totals = lexical_dense.totals(self._index, groups)
-        return [] if totals is None else lexical_dense.top(self._index, totals, len(ids), ids)
-
-
-def _members(values: NDArray[np.int64], sorted_ids: NDArray[np.int64]) -> NDArray[np.bool_]:
-    """Which of `values` are in `sorted_ids` (ascending)."""
-    where = np.searchsorted(sorted_ids, values)
-    found = where < len(sorted_ids)
-    found[found] = sorted_ids[where[found]] == values[found]
-    return found
+            chosen = lexical_ranking.feedback_terms(self._index, seeds, terms, asked)
+            return lexical_ranking.ranked(self._index, chosen, k) if chosen else []
