@@ -35,7 +35,7 @@ from store.point_traits import MISSING_SPEAKER, NO_SPEAKER
 if TYPE_CHECKING:
     from memory.memory_store import MemoryStore
     from memory.recall import RecallTuning
-    from store.lexical_postings import Traits
+    from store.lexical_posting_reads import Traits
     from store.point_reads import HitRow
 
 FEATURES: Final = (

@@ -35,7 +35,7 @@ from store.sole_writer import SOLE_WRITERS
 from store.text_terms import Analyzer, default_analyzer
 
 if TYPE_CHECKING:
-    from store.lexical_postings import Traits
+    from store.lexical_posting_reads import Traits
 
 GENERATION_KEY = "lexical.generation"  # bumped by every rebuild: every cache reloads
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import duckdb
     from numpy.typing import NDArray
 
-    from store.lexical_postings import Traits
+    from store.lexical_posting_reads import Traits
 
 # Should two terms share a hash, the postings are read with the join below instead.
 _LOAD_DOCS_SQL = (  # the traits of a point indexed without them: MISSING_* (store.point_traits)

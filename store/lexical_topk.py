@@ -44,7 +44,7 @@ from store.sorted_keys import sorted_unique
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from store.lexical_postings import PostingPart
+    from store.lexical_posting_reads import PostingPart
 
 PRUNING = True  # False: always the dense pass (bench.lexical_open compares the two)
 LOOKUP_COST = 2  # a look-up for a candidate costs about as much as walking this many postings
