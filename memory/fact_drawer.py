@@ -46,7 +46,7 @@ from memory.secret_masking import find_secrets, mask_secrets
 from memory.settings_models import FactsConfig
 from memory.text.words import clip
 from store.database import Database
-from store.fact_store import Candidate, Fact, FactStore, FactVersion, FactWrite
+from store.fact_store import Fact, FactStore, FactVersion, FactWrite
 
 # Secret kinds found by a keyword (`password = …`): in a key like `password:db` they are names.
 KEYWORD_KINDS = frozenset({"password", "secret", "token", "api_key", "connection_string"})
@@ -385,40 +385,3 @@ class FactDrawer:
         self.store.set_embedding(
             fact.id, np.asarray(vector, dtype=np.float32), self.config.embed_model
         )
-
-
-def fact_json(fact: Fact) -> dict[str, Any]:
-    """The JSON shape of `straylight facts list/get --json`."""
-    return {
-        "key": fact.key,
-        "type": fact.type,
-        "scope": fact.scope,
-        "workspace": fact.workspace,
-        "body": fact.body,
-        "confidence": round(fact.confidence, 4),
-        "proof": fact.proof,
-        "status": fact.status,
-        "source": fact.source,
-        "last_seen": fact.last_seen.isoformat(),
-        "id": fact.id,
-        "requires": list(fact.requires),
-        "last_verified": fact.last_verified.isoformat() if fact.last_verified else None,
-        "updated_at": fact.updated_at.isoformat(),
-    }
-
-
-def candidate_json(candidate: Candidate) -> dict[str, Any]:
-    """The JSON shape of `straylight candidates list --json`."""
-    return {
-        "id": candidate.id,
-        "key": candidate.key,
-        "type": candidate.type,
-        "scope": candidate.scope,
-        "body": candidate.body,
-        "proof": candidate.proof,
-        "origin": candidate.origin,
-        "status": candidate.status,
-        "confidence": round(candidate.confidence, 4),
-        "workspace": candidate.workspace,
-        "created_at": candidate.created_at.isoformat(),
-    }
