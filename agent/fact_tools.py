@@ -97,7 +97,7 @@ def run_read(
     drawer: FactDrawer, call: ToolCall, query_vector: list[float] | None = None
 ) -> ToolOutcome:
     """`memory_read`: facts by key (revives a stale one) or by query."""
-    from memory.fact_drawer import fact_json
+    from memory.fact_json import fact_json
 
     key = _text(call.arguments, "key")
     query = _text(call.arguments, "query")

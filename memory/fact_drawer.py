@@ -3,9 +3,10 @@
 Writes reach the drawer two ways only:
 
 1. explicitly, by the user (`set`: `/fact set`, `straylight facts set`), applied at once;
-2. through the gate: `propose` turns a `FactProposal` (a model's `memory_write`, a promoted
-   success event, the reflection pass) into a *candidate*; only `approve` makes it a fact.
-   `reject` is remembered: the same key and body are not proposed again.
+2. through the gate (`memory.fact_gate`): `propose` turns a `FactProposal` (a model's
+   `memory_write`, a promoted success event, the reflection pass) into a *candidate*; only
+   `approve` makes it a fact. `reject` is remembered: the same key and body are not proposed
+   again.
 
 Every prompt gets a `## Known facts` block (`for_prompt`), without the model asking; which
 facts and how they rank is `memory.fact_injection`.
@@ -18,9 +19,7 @@ capabilities, rules and procedures never decay. Secrets are masked in every body
 
 from __future__ import annotations
 
-import threading
 import unicodedata
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -28,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from memory import fact_gate
 from memory.embedding_check import usable_vector
 from memory.fact_injection import FactRanking
 from memory.fact_injection import InjectedFacts as InjectedFacts
@@ -36,7 +36,6 @@ from memory.fact_types import (
     NON_DECAYING,
     PROOF_MAX_CHARS,
     FactError,
-    FactProposal,
     check_scope,
     check_status,
     check_type,
@@ -47,21 +46,13 @@ from memory.secret_masking import find_secrets, mask_secrets
 from memory.settings_models import FactsConfig
 from memory.text.words import clip
 from store.database import Database
-from store.fact_store import Candidate, Fact, FactStore, FactVersion, FactWrite
+from store.fact_store import Fact, FactStore, FactVersion, FactWrite
 
 # Secret kinds found by a keyword (`password = …`): in a key like `password:db` they are names.
 KEYWORD_KINDS = frozenset({"password", "secret", "token", "api_key", "connection_string"})
 STALE_AFTER = timedelta(days=90)
 RETIRE_AFTER = timedelta(days=180)
 USER_RETIRE_REASON = "retired by the user"  # `retire` by hand: the one status change `undo` undoes
-
-
-@dataclass(frozen=True, slots=True)
-class GateOutcome:
-    """A proposal at the gate: the new candidate, or None and why not."""
-
-    candidate: Candidate | None
-    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,17 +71,6 @@ def clean_text(text: str) -> str:
 def _one_line(text: str) -> str:
     """Facts are data in the prompt: one line each, no heading can start inside them."""
     return " ".join(clean_text(text).split())
-
-
-_GATES: weakref.WeakKeyDictionary[Database, threading.Lock] = weakref.WeakKeyDictionary()
-_GATES_LOCK = threading.Lock()
-
-
-def _gate(db: Database) -> threading.Lock:
-    """The one lock of a database's approval gate, shared by every drawer on it (the owner
-    runs its clients' commands at once, each with a drawer of its own)."""
-    with _GATES_LOCK:
-        return _GATES.setdefault(db, threading.Lock())
 
 
 class FactDrawer:
@@ -331,106 +311,13 @@ class FactDrawer:
         )
         return self.store.write(restored, reason="undo", event="fact_undo")
 
-    # --- the gate -------------------------------------------------------------------------
-
-    def propose(
-        self, proposal: FactProposal, *, origin: str, conversation_id: str = ""
-    ) -> GateOutcome:
-        """A proposal becomes a pending candidate, unless it was rejected before, is already
-        pending, or is already a fact with the same body."""
-        try:
-            new = self._write_for(
-                key=proposal.key,
-                type=proposal.type,
-                body=proposal.body,
-                scope=proposal.scope,
-                proof=proposal.proof,
-                source=proposal.source,
-                confidence=proposal.confidence,
-                requires=proposal.requires,
-                verified=False,
-            )
-        except FactError as error:
-            return GateOutcome(None, str(error))
-        with _gate(self.db):  # checked and written as one: two at once made two candidates
-            return self._through_gate(new, origin, conversation_id)
-
-    def _through_gate(self, new: FactWrite, origin: str, conversation_id: str) -> GateOutcome:
-        if self.store.has_candidate(self.workspace, new.key, new.body, "rejected"):
-            return GateOutcome(None, "rejected before")
-        if self.store.has_candidate(self.workspace, new.key, new.body, "pending"):
-            return GateOutcome(None, "already pending")
-        known = self.store.find(new.scope, new.workspace, new.key)
-        if known is not None and known.body == new.body and known.status == "active":
-            return GateOutcome(None, "already a fact")
-        if self.store.has_candidate(self.workspace, new.key, new.body, "approved"):
-            return GateOutcome(None, "approved before")  # maybe edited since: do not undo that
-        candidate = self.store.add_candidate(new, origin=origin, conversation_id=conversation_id)
-        return GateOutcome(candidate)
-
-    def propose_all(
-        self, proposals: Sequence[FactProposal], *, origin: str, conversation_id: str = ""
-    ) -> list[Candidate]:
-        """`propose` each; the candidates made (the others were refused, see `propose`)."""
-        outcomes = [
-            self.propose(p, origin=origin, conversation_id=conversation_id) for p in proposals
-        ]
-        return [o.candidate for o in outcomes if o.candidate is not None]
-
-    def pending(self, *, all_workspaces: bool = False) -> list[Candidate]:
-        """The candidates waiting for approval: this workspace's and the global ones, or with
-        `all_workspaces` every workspace's."""
-        return [
-            c
-            for c in self.store.candidates(status="pending")
-            if all_workspaces or c.scope == "global" or c.workspace == self.workspace
-        ]
-
-    def candidate(self, candidate_id: int) -> Candidate | None:
-        return self.store.candidate(candidate_id)
-
-    def approve(
-        self,
-        candidate_id: int,
-        *,
-        key: str | None = None,
-        body: str | None = None,
-        type: str | None = None,
-        scope: str | None = None,
-    ) -> Fact:
-        """Make a pending candidate a fact (optionally edited first)."""
-        candidate = self._pending(candidate_id)
-        new = self._write_for(
-            key=candidate.key if key is None else key,  # an explicit "" is refused
-            type=type or candidate.type,
-            body=body if body is not None else candidate.body,
-            scope=scope or candidate.scope,
-            proof=candidate.proof,
-            source=candidate.source,
-            confidence=candidate.confidence,
-            requires=candidate.requires,
-            verified=bool(candidate.proof),
-            workspace=candidate.workspace or None,
-        )
-        edited = " (edited)" if (new.key, new.body) != (candidate.key, candidate.body) else ""
-        fact = self.store.write(
-            new, reason=f"approved candidate #{candidate.id} ({candidate.origin}){edited}"
-        )
-        self.store.decide(candidate, "approved", reason=f"fact #{fact.id}{edited}")
-        return fact
-
-    def reject(self, candidate_id: int, *, reason: str = "rejected by the user") -> Candidate:
-        """Reject a pending candidate; its key and body will not be proposed again."""
-        candidate = self._pending(candidate_id)
-        return self.store.decide(candidate, "rejected", reason=reason)
-
-    def _pending(self, candidate_id: int) -> Candidate:
-        candidate = self.store.candidate(candidate_id)
-        if candidate is None:
-            raise FactError(f"no candidate #{candidate_id}")
-        if candidate.status != "pending":
-            raise FactError(f"candidate #{candidate_id} is already {candidate.status}")
-        return candidate
+    # --- the gate (memory.fact_gate) ------------------------------------------------------
+    propose = fact_gate.propose  # a proposal becomes a pending candidate, or is refused
+    propose_all = fact_gate.propose_all
+    pending = fact_gate.pending  # the candidates waiting for approval
+    candidate = fact_gate.candidate
+    approve = fact_gate.approve  # a pending candidate becomes a fact
+    reject = fact_gate.reject  # remembered: not proposed again
 
     # --- injection ------------------------------------------------------------------------
 
@@ -498,40 +385,3 @@ class FactDrawer:
         self.store.set_embedding(
             fact.id, np.asarray(vector, dtype=np.float32), self.config.embed_model
         )
-
-
-def fact_json(fact: Fact) -> dict[str, Any]:
-    """The JSON shape of `straylight facts list/get --json`."""
-    return {
-        "key": fact.key,
-        "type": fact.type,
-        "scope": fact.scope,
-        "workspace": fact.workspace,
-        "body": fact.body,
-        "confidence": round(fact.confidence, 4),
-        "proof": fact.proof,
-        "status": fact.status,
-        "source": fact.source,
-        "last_seen": fact.last_seen.isoformat(),
-        "id": fact.id,
-        "requires": list(fact.requires),
-        "last_verified": fact.last_verified.isoformat() if fact.last_verified else None,
-        "updated_at": fact.updated_at.isoformat(),
-    }
-
-
-def candidate_json(candidate: Candidate) -> dict[str, Any]:
-    """The JSON shape of `straylight candidates list --json`."""
-    return {
-        "id": candidate.id,
-        "key": candidate.key,
-        "type": candidate.type,
-        "scope": candidate.scope,
-        "body": candidate.body,
-        "proof": candidate.proof,
-        "origin": candidate.origin,
-        "status": candidate.status,
-        "confidence": round(candidate.confidence, 4),
-        "workspace": candidate.workspace,
-        "created_at": candidate.created_at.isoformat(),
-    }

@@ -92,7 +92,7 @@ def dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _propose(args: argparse.Namespace, settings: Settings) -> int:
-    from memory.fact_drawer import candidate_json
+    from memory.fact_json import candidate_json
     from tui.cli_facts import open_drawer
 
     body = read_stdin_text() if args.body == "-" else args.body
@@ -124,7 +124,7 @@ def _propose(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _search(settings: Settings, query: str, *, as_json: bool) -> int:
-    from memory.fact_drawer import fact_json
+    from memory.fact_json import fact_json
     from store.database import database_path
     from tui.cli_facts import fact_line
 

@@ -18,7 +18,8 @@ from typing import Any
 
 from agent.settings import Settings
 from agent.workspace import resolve_workspace
-from memory.fact_drawer import FactDrawer, candidate_json, fact_json
+from memory.fact_drawer import FactDrawer
+from memory.fact_json import candidate_json, fact_json
 from memory.fact_types import FactError, normalise_key
 from store.data_dir_lock import DataDirLock, held_here
 from store.database import database_path, open_database

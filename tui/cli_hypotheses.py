@@ -111,7 +111,7 @@ def dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _list(args, settings, now)
     if not database_path(settings.home).exists():
         return fail(f"no hypothesis #{args.id}", EXIT_NOT_FOUND)
-    from memory.fact_drawer import candidate_json
+    from memory.fact_json import candidate_json
     from memory.hypotheses import CardStateError, Hypotheses
     from tui.cli_facts import open_drawer
 
