@@ -13,7 +13,7 @@ without vectors: a 1M-point word index in ~3 min instead of the 40 min of a full
 `lexical.idx`, the second maps it; each reports the time until a search answers and
 RssAnon / RssFile (from /proc/self/status) before and after. `latency` times
 `LexicalCache.search_and_subset` (what recall calls: top `k` and the pinned subset)
-alternating the exact dense scorer (`CompactPostings.totals` + `top`) and the pruned one per
+alternating the exact dense scorer (`store.lexical_dense`) and the pruned one per
 query, and checks that both give the same ids and the same scores (bit for bit). `compare`
 alternates this checkout's pruned search with `store/lexical_topk.py` as it is at the git
 commit REF (two caches on the same mapped file; `--lazy-impacts`: the REF side computes the
