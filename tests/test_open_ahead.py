@@ -32,7 +32,8 @@ from tests.test_vector_index import (
     open_damaged_in_a_child,
     saved_index,
 )
-from tui.app import MemoryOpened, StraylightApp
+from tui.app import StraylightApp
+from tui.app_memory import MemoryOpened
 
 ROOT = Path(__file__).resolve().parent.parent
 
