@@ -1,6 +1,7 @@
 """Okapi BM25's per-posting arithmetic, shared by the word index's scorers
-(`store.lexical_topk`, `store.lexical_dense`, the impact bounds of `store.lexical_postings`
-and `store.lexical_file`) and, for its parameters, the SQL path of `store.lexical_index`."""
+(`store.lexical_topk`, `store.lexical_dense`, the impact bounds of `store.lexical_posting_reads`,
+the merges of `store.lexical_postings` and `store.lexical_file`) and, for its parameters, the
+SQL path of `store.lexical_index`."""
 
 from __future__ import annotations
 
