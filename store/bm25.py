@@ -29,25 +29,14 @@ def idf(n: int, df: int) -> float:
 def contributions(
     slots: NDArray[np.integer],
     raw_tfs: NDArray[np.integer],
-    idf: float,
+    idf: float | NDArray[np.float64],
     avgdl: float,
     doc_lengths: NDArray[np.int32],
 ) -> NDArray[np.float64]:
-    """BM25 contributions of one term at `slots` (element by element: the same float for a
-    posting whichever other postings are scored with it)."""
+    """BM25 contributions at `slots`: one term's (`idf` a number), or many terms' postings
+    in one call (`idf` an array, each posting's term's). Element by element, so the same
+    float for a posting whichever other postings are scored with it."""
     return _contributions(slots, raw_tfs, idf, avgdl, doc_lengths, np.float64)
-
-
-def contributions_each(
-    slots: NDArray[np.integer],
-    raw_tfs: NDArray[np.integer],
-    idfs: NDArray[np.float64],
-    avgdl: float,
-    doc_lengths: NDArray[np.int32],
-) -> NDArray[np.float64]:
-    """`contributions` of many terms' postings in one call, each posting with its term's idf
-    (`idfs`, one a posting): element by element the same operations, so the same floats."""
-    return _contributions(slots, raw_tfs, idfs, avgdl, doc_lengths, np.float64)
 
 
 def rough_contributions(

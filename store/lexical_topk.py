@@ -33,7 +33,6 @@ from store.bm25 import (
     FACTOR_ERROR,
     ROUGH_ERROR,
     contributions,
-    contributions_each,
     factor_drift,
     rough_contributions,
 )
@@ -379,7 +378,7 @@ def within(
 def exact(query: _Query, slots: NDArray[np.int64]) -> NDArray[np.float64]:
     """The BM25 of `slots` (ascending), summed group by group in query order like the dense
     pass, so every float is the same. Every group's terms are looked up first and all the
-    hits' contributions come from one `contributions_each` call (each hit with its term's
+    hits' contributions come from one `contributions` call (each hit with its term's
     idf: the same operations on the same values as a call a term), ~10 numpy calls a term
     fewer (docs/lexical_search.md, "Seventh round")."""
     totals = np.zeros(len(slots), dtype=np.float64)
@@ -390,7 +389,7 @@ def exact(query: _Query, slots: NDArray[np.int64]) -> NDArray[np.float64]:
     if not sum(len(where) for where, _, _ in found):
         return totals
     idfs = [a.idf for group in query.groups for a in group.alternatives]
-    values = contributions_each(
+    values = contributions(
         np.concatenate([at for _, at, _ in found]),
         np.concatenate([tfs for _, _, tfs in found]),
         np.repeat(idfs, [len(where) for where, _, _ in found]),
