@@ -56,6 +56,7 @@ BULK_BATCH = 10_000
 PIN_EVERY = 2_000
 SPACING = timedelta(minutes=5)
 DOWN_STEPS = 200
+MIN_POINTS = 2 * DOWN_STEPS  # room for the Down steps and some PageDowns
 SEARCH_QUERY = "meeting tomorrow project plan"
 FIRST_PAINT_TARGET_MS = 500.0  # the browser must feel instant even at 100k points
 STEP_P95_TARGET_MS = 50.0  # 20 frames a second while holding a key
@@ -206,7 +207,9 @@ async def press_and_paint(pilot: Pilot, screen: MemoryBrowserScreen, key: str) -
 
 
 async def scroll(pilot: Pilot, screen: MemoryBrowserScreen, rows: int) -> JsonDict:
-    """Down ×DOWN_STEPS, then PageDown until the cursor is `rows` down; per-step times."""
+    """Down ×DOWN_STEPS, then PageDown until the cursor is `rows` down or on the last row
+    (a store of fewer points: a key that cannot move the cursor and loads nothing more ends
+    the scroll); per-step times."""
     table = screen.table
     table.focus()
     await pilot.pause()
@@ -214,15 +217,18 @@ async def scroll(pilot: Pilot, screen: MemoryBrowserScreen, rows: int) -> JsonDi
     by_key: dict[str, list[float]] = {"down": [], "pagedown": []}
     stalls = 0
     started = time.perf_counter()
-    while table.cursor_row < rows and len(steps) + stalls < rows * 4:
+    while table.cursor_row < rows:
         key = "down" if len(steps) < DOWN_STEPS else "pagedown"
         t0 = time.perf_counter()
         if await press_and_paint(pilot, screen, key):
             steps.append((time.perf_counter() - t0) * 1000)
             by_key[key].append(steps[-1])
-        else:
-            stalls += 1
-            await until(pilot, lambda: not screen.fetching, "the next page")
+            continue
+        stalls += 1
+        loaded = table.row_count
+        await until(pilot, lambda: not screen.fetching, "the next page")
+        if table.row_count == loaded and table.cursor_row >= loaded - 1:
+            break  # the last row: the store holds fewer than `rows` points
     elapsed = time.perf_counter() - started
     result = ms_stats(steps)
     result.update(
@@ -363,7 +369,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", nargs="?", const="-", help="JSON to stdout, or to this file")
     parser.add_argument("--home", type=Path, help="build the store here once and reuse it")
     parser.add_argument("--tmpdir", type=Path, help="where a temporary store goes")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.points < MIN_POINTS:
+        parser.error(f"--points must be at least {MIN_POINTS} (room to scroll)")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
