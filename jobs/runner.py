@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from jobs.background_jobs import JOBS, JobContext, JobResult, JobSpec
+from store.clock import format_instant
 from store.job_runs import JobRun
 
 log = logging.getLogger("straylight.jobs")
@@ -48,8 +49,8 @@ class JobInfo:
     def as_json(self) -> dict[str, str | None]:
         return {
             "name": self.name,
-            "last_run": self.last_run.isoformat() if self.last_run else None,
-            "next_run": self.next_run.isoformat(),
+            "last_run": format_instant(self.last_run) if self.last_run else None,
+            "next_run": format_instant(self.next_run),
             "last_result": self.last_result,
             "last_status": self.last_status,
         }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from store.clock import format_instant
 from store.fact_store import Candidate, Fact
 
 
@@ -20,11 +21,11 @@ def fact_json(fact: Fact) -> dict[str, Any]:
         "proof": fact.proof,
         "status": fact.status,
         "source": fact.source,
-        "last_seen": fact.last_seen.isoformat(),
+        "last_seen": format_instant(fact.last_seen),
         "id": fact.id,
         "requires": list(fact.requires),
-        "last_verified": fact.last_verified.isoformat() if fact.last_verified else None,
-        "updated_at": fact.updated_at.isoformat(),
+        "last_verified": format_instant(fact.last_verified) if fact.last_verified else None,
+        "updated_at": format_instant(fact.updated_at),
     }
 
 
@@ -41,5 +42,5 @@ def candidate_json(candidate: Candidate) -> dict[str, Any]:
         "status": candidate.status,
         "confidence": round(candidate.confidence, 4),
         "workspace": candidate.workspace,
-        "created_at": candidate.created_at.isoformat(),
+        "created_at": format_instant(candidate.created_at),
     }

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from store.clock import format_instant
+
 
 @dataclass(frozen=True, slots=True)
 class RecallHit:
@@ -25,7 +27,7 @@ class RecallHit:
             "role": self.role,
             "score": round(self.score, 4),
             "pinned": self.pinned,
-            "created_at": self.created_at.isoformat().replace("+00:00", "Z"),
+            "created_at": format_instant(self.created_at),
             "content": self.content,
         }
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import duckdb
 
+from store.clock import format_instant
 from store.database import Database
 from store.point_store import FloatVector, as_utc, vector_bytes, vector_from_bytes
 
@@ -58,7 +59,7 @@ class Fact:
         data = {k: v for k, v in asdict(self).items() if k not in ("embedding", "embed_model")}
         for name in ("created_at", "updated_at", "last_seen", "last_verified"):
             value = data[name]
-            data[name] = value.isoformat() if value is not None else None
+            data[name] = format_instant(value) if value is not None else None
         data["requires"] = list(self.requires)
         return data
 
@@ -86,8 +87,8 @@ class Candidate:
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["requires"] = list(self.requires)
-        data["created_at"] = self.created_at.isoformat()
-        data["decided_at"] = self.decided_at.isoformat() if self.decided_at else None
+        data["created_at"] = format_instant(self.created_at)
+        data["decided_at"] = format_instant(self.decided_at) if self.decided_at else None
         return data
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import duckdb
 
+from store.clock import format_instant
 from store.database import Database
 from store.point_store import as_utc
 
@@ -80,9 +81,9 @@ class Hypothesis:
             "source": self.source,
             "status": self.status,
             "workspace": self.workspace,
-            "created_at": self.created_at.isoformat(),
-            "due_at": self.due_at.isoformat(),
-            "decided_at": self.decided_at.isoformat() if self.decided_at else None,
+            "created_at": format_instant(self.created_at),
+            "due_at": format_instant(self.due_at),
+            "decided_at": format_instant(self.decided_at) if self.decided_at else None,
             "last_alerted": self.last_alerted.isoformat() if self.last_alerted else None,
         }
 

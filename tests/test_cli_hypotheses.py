@@ -103,7 +103,7 @@ def test_list_json_shape_and_overdue_flag(cli: Cli, capsys: pytest.CaptureFixtur
     assert listed["id"] == card.id
     assert listed["source_ids"] == ["fact:1", "point:2"]
     assert (listed["confidence"], listed["status"], listed["overdue"]) == (0.3, "open", False)
-    assert listed["due_at"] == "2026-12-13T21:04:38+00:00"
+    assert listed["due_at"] == "2026-12-13T21:04:38Z"
     assert listed["workspace"] == "demo"
     every = cli.json(capsys, "list", "--all-workspaces")
     assert sorted(c["workspace"] for c in every) == ["demo", "other"]  # which is whose

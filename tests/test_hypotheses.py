@@ -252,7 +252,7 @@ def test_as_json_holds_every_column(at: Callable[[datetime], Database]) -> None:
         "last_alerted",
     }
     assert data["source_ids"] == ["fact:1", "point:2"]
-    assert data["due_at"] == "2026-12-13T21:04:38+00:00"
+    assert data["due_at"] == "2026-12-13T21:04:38Z"
     assert data["source"] == "generated-hypothesis"
 
 

@@ -21,6 +21,7 @@ from agent.workspace import resolve_workspace
 from memory.fact_drawer import FactDrawer
 from memory.fact_json import candidate_json, fact_json
 from memory.fact_types import FactError, normalise_key
+from store.clock import format_instant
 from store.data_dir_lock import DataDirLock, held_here
 from store.database import database_path, open_database
 from store.fact_store import Candidate, Fact
@@ -172,7 +173,7 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
         elif action == "history":
             versions = drawer.history(key)
             data = [
-                {"at": v.at.isoformat(), "event": v.event, "reason": v.reason, "fact": v.fact}
+                {"at": format_instant(v.at), "event": v.event, "reason": v.reason, "fact": v.fact}
                 for v in versions
             ]
             text = "\n".join(

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.gateway_errors import EXIT_NOT_FOUND
+from store.clock import format_instant
 from tui.cli_output import fail, for_terminal, print_json
 
 if TYPE_CHECKING:
@@ -83,8 +84,8 @@ def card_json(card: Hypothesis, now: datetime) -> dict[str, Any]:
         "measurement": card.measurement,
         "confidence": round(card.confidence, 4),
         "status": card.status,
-        "created_at": card.created_at.isoformat(),
-        "due_at": card.due_at.isoformat(),
+        "created_at": format_instant(card.created_at),
+        "due_at": format_instant(card.due_at),
         "overdue": card.is_overdue(now),
         "workspace": card.workspace,
     }
