@@ -31,7 +31,7 @@ from agent.gateway_errors import (
     classify,
     one_line,
 )
-from agent.ollama_gateway import can_chat, is_embedding
+from agent.gateway_values import can_chat, is_embedding
 from memory.model_names import normalise_name
 
 if TYPE_CHECKING:
