@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from agent.ollama_gateway import ToolCall
+from agent.gateway_values import ToolCall
 from memory.fact_types import (
     FactError,
     FactProposal,

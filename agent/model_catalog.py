@@ -1,4 +1,5 @@
-"""What Straylight knows about the models on an Ollama server: list, show, pull, delete.
+"""What Straylight knows about the models on an Ollama server: list and show (pulling and
+deleting one is agent/model_changes.py).
 
 Each model becomes a typed `ModelRecord` built from three Ollama answers: `/api/tags` (name,
 size, details), `/api/show` (capabilities, `model_info` with `<architecture>.context_length`,
@@ -17,21 +18,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agent.context_window import model_context_length, modelfile_num_ctx
-from agent.gateway_errors import (
-    EXIT_USAGE,
-    GatewayError,
-    ModelError,
-    OllamaRedirected,
-    classify,
-    one_line,
-)
-from agent.ollama_gateway import can_chat, is_embedding
+from agent.gateway_errors import GatewayError, ModelError, classify
+from agent.gateway_values import can_chat, is_embedding
 from memory.model_names import normalise_name
 
 if TYPE_CHECKING:
@@ -45,7 +39,6 @@ SHOW_CONCURRENCY = 8
 LIST_TIMEOUT_SECONDS = 10.0
 """How long /api/tags and /api/ps may take: a hung server must not hold `models` for the
 chat's long read timeout."""
-EXIT_PULL_FAILED = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,40 +123,6 @@ class ModelRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class PullProgress:
-    """One progress record of a pull: a status, and for a layer its digest and byte counts."""
-
-    status: str
-    digest: str | None = None
-    total: int | None = None
-    completed: int | None = None
-
-    @property
-    def fraction(self) -> float | None:
-        """Share of this layer done (0…1), None when the record has no total."""
-        if not self.total:
-            return None
-        return min(1.0, (self.completed or 0) / self.total)
-
-
-class PullFailed(GatewayError):
-    """Ollama refused or broke off a pull; `str()` is Ollama's message."""
-
-    kind = "pull_failed"
-    exit_code = EXIT_PULL_FAILED
-
-
-class PullNameInvalid(PullFailed):
-    """Ollama cannot parse the name (HTTP 400 `invalid model name`): a usage error."""
-
-    kind = "pull_name_invalid"
-    exit_code = EXIT_USAGE
-
-
-INVALID_NAME_ERROR = "invalid model name"
-
-
-@dataclass(frozen=True, slots=True)
 class MissingModel:
     """A configured model Ollama does not have: the chat model or the embedding model."""
 
@@ -227,7 +186,8 @@ def _connect_timeout(client: ollama.AsyncClient) -> float | None:
     return float(client._client.timeout.connect or 0.0) or None
 
 
-def _named(client: ollama.AsyncClient, error: BaseException, model: str = "") -> GatewayError:
+def named(client: ollama.AsyncClient, error: BaseException, model: str = "") -> GatewayError:
+    """`classify` for a call on `client` that streams no reply: its host and timeouts."""
     return classify(
         error,
         host=host_of(client),
@@ -325,7 +285,7 @@ async def running_models(client: ollama.AsyncClient) -> dict[str, RunningModel]:
     try:
         response = await client.ps()
     except Exception as error:  # classified and re-raised
-        raise _named(client, error) from error
+        raise named(client, error) from error
     running: dict[str, RunningModel] = {}
     for model in response.models:
         name = model.model or model.name
@@ -364,7 +324,7 @@ async def list_models(client: ollama.AsyncClient) -> list[ModelRecord]:
         seconds = f"{LIST_TIMEOUT_SECONDS:g}"
         raise ModelError(f"Ollama did not list its models within {seconds} s") from error
     except Exception as error:  # classified and re-raised
-        raise _named(client, error) from error
+        raise named(client, error) from error
     pulled = [model for model in tags.models if model.model]
     gate = asyncio.Semaphore(SHOW_CONCURRENCY)
     shows = [_show_or_none(client, str(m.model), m.digest, gate) for m in pulled]
@@ -415,57 +375,3 @@ def cannot_chat(name: str, capabilities: tuple[str, ...] | None) -> str | None:
     if capabilities is None or can_chat(capabilities) is not False:
         return None
     return f"{name} cannot chat (capabilities: {', '.join(capabilities)})"
-
-
-async def pull_model(client: ollama.AsyncClient, name: str) -> AsyncIterator[PullProgress]:
-    """Pull `name`, yielding Ollama's progress records until "success".
-
-    Raises `PullFailed` with Ollama's message ("pull model manifest: file does not exist"
-    for an unknown model) or when the stream breaks off, `OllamaUnreachable` when Ollama is
-    down, `OllamaRedirected` when the host answers with a redirect. Closing the iterator
-    (Ctrl+C) closes the HTTP stream; Ollama keeps what it has and a later pull resumes."""
-    import httpx
-    import ollama
-
-    forget_shown(client, name)
-    succeeded = False
-    try:
-        stream = await client.pull(name, stream=True)
-        async for record in stream:
-            progress = PullProgress(
-                status=str(record.status or ""),
-                digest=record.digest or None,
-                total=record.total,
-                completed=record.completed,
-            )
-            succeeded = succeeded or progress.status == "success"
-            yield progress
-    except OllamaRedirected:  # the host answered 3xx: exit 3 as for every command, not 1
-        raise
-    except ollama.ResponseError as error:
-        detail = one_line(str(error.error or ""))  # a proxy's HTML page, too
-        if error.status_code == 400 and detail == INVALID_NAME_ERROR:
-            raise PullNameInvalid(
-                f"Ollama says {name!r} is an invalid model name: a name looks like llama3.2, "
-                "qwen3:8b or hf.co/USER/REPO:TAG (letters, digits, _ - ., no spaces)"
-            ) from error
-        raise PullFailed(detail or "Ollama refused the pull") from error
-    except (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout) as error:
-        raise _named(client, error, name) from error
-    except httpx.TransportError as error:
-        if isinstance(error, httpx.TimeoutException):
-            raise PullFailed(str(_named(client, error, name))) from error
-        raise PullFailed("the connection to Ollama dropped during the pull") from error
-    except Exception as error:  # malformed lines and the like
-        raise PullFailed(str(_named(client, error, name))) from error
-    if not succeeded:
-        raise PullFailed("Ollama ended the pull without reporting success")
-
-
-async def delete_model(client: ollama.AsyncClient, name: str) -> None:
-    """Delete a pulled model; `ModelNotPulled` when Ollama does not have it."""
-    forget_shown(client, name)
-    try:
-        await client.delete(name)
-    except Exception as error:  # classified and re-raised
-        raise _named(client, error, name) from error

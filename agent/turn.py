@@ -38,14 +38,8 @@ from agent.gateway_errors import (
     ThinkLevelRefused,
     ToolsNotSupported,
 )
-from agent.ollama_gateway import (
-    ChatDelta,
-    ChatDone,
-    ChatThinking,
-    ChatToolCalls,
-    OllamaGateway,
-    ToolCall,
-)
+from agent.gateway_values import ChatDelta, ChatDone, ChatThinking, ChatToolCalls, ToolCall
+from agent.ollama_gateway import OllamaGateway
 from agent.prompt import persona_for
 from agent.settings import Settings
 from agent.turn_context import TurnContext, prompt_parts

@@ -27,7 +27,8 @@ from agent.context_window import (
     reply_reserve,
 )
 from agent.gateway_errors import ContextOverflow, GatewayError
-from agent.ollama_gateway import ChatDone, OllamaGateway
+from agent.gateway_values import ChatDone
+from agent.ollama_gateway import OllamaGateway
 from agent.token_estimate import TokenEstimator
 from agent.turn_events import ContextBudgeted
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 from agent.context_budget import Headroom, format_tokens
 from agent.gateway_errors import GatewayError
-from agent.ollama_gateway import ChatDone
+from agent.gateway_values import ChatDone
 
 if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before the first frame
     from memory.fact_drawer import InjectedFacts

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from agent.fact_tools import MEMORY_READ, MEMORY_WRITE, parse_write, run_read, unknown_tool
-from agent.ollama_gateway import OllamaGateway, ToolCall
+from agent.gateway_values import ToolCall
+from agent.ollama_gateway import OllamaGateway
 from agent.turn_events import Approval, ToolUsed
 from memory.fact_types import FactError
 from store.daily_log import DailyLog

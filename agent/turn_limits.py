@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from agent.gateway_errors import GatewayError, ModelTimeout
-from agent.ollama_gateway import ChatDelta, ChatThinking, ToolCall
+from agent.gateway_values import ChatDelta, ChatThinking, ToolCall
 
 log = logging.getLogger("straylight.turn")
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent import turn_facts
 from agent.fact_tools import TOOL_SPECS
-from agent.ollama_gateway import OllamaGateway, ToolCall
+from agent.gateway_values import ToolCall
+from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
 from agent.turn_events import (
     ApprovalRequested,

@@ -378,7 +378,8 @@ async def engine_run(text: str, tokens: list[str], tmp: Path) -> HeadlessRun:
 
 async def gateway_run(text: str, tokens: list[str], tmp: Path) -> HeadlessRun:
     """The gateway's stream alone: HTTP, NDJSON parsing, the ollama client."""
-    from agent.ollama_gateway import ChatDelta, OllamaGateway
+    from agent.gateway_values import ChatDelta
+    from agent.ollama_gateway import OllamaGateway
 
     with StandInProcess([(text, tokens)], spec_dir=tmp) as standin:
         gateway = OllamaGateway(standin.host)

@@ -16,7 +16,7 @@ from typing import Any
 import ollama
 import pytest
 
-from agent.model_catalog import PullProgress
+from agent.model_changes import PullProgress
 from tests.support.cli import (
     REPO_ROOT,
     TIMEOUT,

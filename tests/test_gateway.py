@@ -17,7 +17,8 @@ from agent.gateway_errors import (
     OllamaUnreachable,
     StreamCutOff,
 )
-from agent.ollama_gateway import ChatDelta, ChatDone, OllamaGateway
+from agent.gateway_values import ChatDelta, ChatDone
+from agent.ollama_gateway import OllamaGateway
 from tests.support.ollama_standin import OllamaStandIn
 
 MESSAGES = [{"role": "user", "content": "hello"}]

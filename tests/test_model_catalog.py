@@ -10,16 +10,8 @@ import pytest_asyncio
 
 from agent import model_catalog
 from agent.gateway_errors import ModelError, ModelNotPulled, OllamaUnreachable
-from agent.model_catalog import (
-    ModelRecord,
-    PullFailed,
-    PullProgress,
-    chat_models,
-    delete_model,
-    list_models,
-    pull_model,
-    show_model,
-)
+from agent.model_catalog import ModelRecord, chat_models, list_models, show_model
+from agent.model_changes import PullFailed, PullProgress, delete_model, pull_model
 from agent.ollama_gateway import OllamaGateway
 from tests.support.ollama_standin import ModelSpec, OllamaStandIn
 

@@ -25,7 +25,8 @@ from agent.gateway_errors import (
     GatewayError,
     OllamaRedirected,
 )
-from agent.ollama_gateway import ChatDelta, OllamaGateway
+from agent.gateway_values import ChatDelta
+from agent.ollama_gateway import OllamaGateway
 from agent.ollama_host import is_loopback_host
 from tests.support.cli import run_cli, run_cli_process
 from tests.support.ollama_standin import OllamaStandIn

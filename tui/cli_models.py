@@ -20,7 +20,8 @@ from agent.gateway_errors import EXIT_OK, EXIT_USAGE
 from tui.cli_output import PROG, fail, for_terminal, print_json
 
 if TYPE_CHECKING:
-    from agent.model_catalog import ModelRecord, PullProgress
+    from agent.model_catalog import ModelRecord
+    from agent.model_changes import PullProgress
     from agent.settings import Settings
 
 EXIT_INTERRUPTED = 130
@@ -204,7 +205,7 @@ class TerminalProgress:
 
 async def _pull(settings: Settings, name: str) -> int:
     from agent.gateway_errors import GatewayError
-    from agent.model_catalog import pull_model
+    from agent.model_changes import pull_model
     from agent.ollama_gateway import OllamaGateway
 
     if not name.strip():

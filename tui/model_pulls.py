@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from agent.model_catalog import PullProgress
+    from agent.model_changes import PullProgress
     from tui.app import StraylightApp
 
 log = logging.getLogger("straylight.tui")
@@ -88,7 +88,7 @@ class ModelPulls:
 
     async def _pull(self, app: StraylightApp, name: str) -> None:
         from agent.gateway_errors import GatewayError
-        from agent.model_catalog import pull_model
+        from agent.model_changes import pull_model
 
         state = self.states[name]
         try:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from tui.screens.chat_navigation import ChatNavigation
 
 if TYPE_CHECKING:
-    from agent.ollama_gateway import OllamaStatus
+    from agent.gateway_values import OllamaStatus
 
 
 class ChatModels(ChatNavigation):

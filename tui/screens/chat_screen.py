@@ -58,9 +58,9 @@ from tui.widgets.recalled_hits import RecalledLine
 from tui.widgets.status_sidebar import SidebarState, SidebarSummary, StatusSidebar
 
 if TYPE_CHECKING:
+    from agent.gateway_values import OllamaStatus
     from agent.image_attachment import ImageAttachment
     from agent.model_catalog import MissingModel
-    from agent.ollama_gateway import OllamaStatus
     from store.longterm_file import LongtermState
     from tui.app import StraylightApp
     from tui.screens.conversation_views import ContinueConversation

@@ -291,7 +291,7 @@ class ModelsScreen(MemoryScreen[ModelChoice | None]):
     @work(exclusive=False, group="models-delete", exit_on_error=False)
     async def delete_model(self, name: str) -> None:
         from agent.gateway_errors import GatewayError
-        from agent.model_catalog import delete_model
+        from agent.model_changes import delete_model
 
         try:
             await delete_model(self.straylight.gateway.client(), name)
