@@ -51,7 +51,8 @@ META_RE = re.compile(r"^<!-- straylight (.*) -->[ \t]*\r?$")
 _GUARDED = r"(?:### (?:user|assistant)[ \t]*\r?|<!-- straylight .*)"
 _ESCAPE_RE = re.compile(rf"^(\\*{_GUARDED})$", re.MULTILINE)
 _UNESCAPE_RE = re.compile(rf"^\\(\\*{_GUARDED})$", re.MULTILINE)
-_DAY_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
+DAY_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
+"""A day file's name in `conversation/` (`2026-11-29.md`); the group is its date."""
 
 MessageStatus = Literal["complete", "cut_off", "cancelled", "failed", "truncated", "superseded"]
 # A message `/retry` or an edit replaced: kept in the file, skipped by history, `ask` and
@@ -270,7 +271,7 @@ class DailyLog:
             return []
         found: list[date] = []
         for entry in self.root.iterdir():
-            match = _DAY_FILE_RE.match(entry.name)
+            match = DAY_FILE_RE.match(entry.name)
             if match and entry.is_file():
                 try:
                     found.append(date.fromisoformat(match.group(1)))

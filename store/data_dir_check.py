@@ -21,6 +21,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from store.daily_log import DAY_FILE_RE
 from store.private_files import (
     NotASocket,
     NotRegularFile,
@@ -66,6 +67,16 @@ class WritableByOthers(UnsafeDataDir):
         )
 
 
+class NotAFolder(UnsafeDataDir):
+    """Something other than a folder where `conversation/` belongs (a file, a FIFO)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(errno.ENOTDIR, "is not a folder", path)
+
+    def __str__(self) -> str:
+        return f"{self.path} is not a folder (Straylight keeps its daily logs there); move it aside"
+
+
 def check_data_dir(home: Path) -> None:
     """Raise an `UnsafeDataDir` (one line) if `home` may not be used; a missing one is fine."""
     try:
@@ -83,12 +94,14 @@ def check_data_dir(home: Path) -> None:
     if found is None:
         return
     if not stat.S_ISDIR(found.st_mode):
-        raise NotRegularFile(conversation)
+        raise NotAFolder(conversation)
     _check_mode(conversation, found)
     with os.scandir(conversation) as entries:  # Straylight's own folder: no link at all
         for entry in entries:  # (day files and their temp files alike)
             if entry.is_symlink():
                 raise SymlinkRefused(Path(entry.path))
+            if DAY_FILE_RE.match(entry.name) and not entry.is_file(follow_symlinks=False):
+                raise NotRegularFile(Path(entry.path))  # a folder or FIFO named as a day
 
 
 def _check_file(path: Path) -> None:

@@ -101,6 +101,36 @@ def test_a_link_at_the_old_template_temp_name_is_left_unused(world: Workspace) -
     assert sorted(p.name for p in world.home.glob(".longterm.md.*")) == [planted.name]
 
 
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_a_folder_or_fifo_at_a_day_file_stops_every_command_with_one_line(
+    world: Workspace, kind: str
+) -> None:
+    """A day file that is a folder or a FIFO: `ask` used to fail halfway ("unexpected
+    error: IsADirectoryError") and `conversations` skipped the day without a word."""
+    log = log_path(world.home)
+    kept = world.root / "kept-day.md"
+    log.rename(kept)
+    if kind == "folder":
+        log.mkdir()
+    else:
+        os.mkfifo(log)
+    for command in (["ask", "hi"], ["conversations"], ["history"], ["status"]):
+        assert_one_line(world.run(*command), 2, f"{DAY}.md", "not a regular file")
+    assert world.standin.chat_requests() == []
+    (log.rmdir if kind == "folder" else log.unlink)()
+    kept.rename(log)
+    assert_ok(world.run("conversations"))
+
+
+def test_a_file_where_the_conversation_folder_belongs_is_named_as_such(world: Workspace) -> None:
+    folder = world.home / "conversation"
+    folder.rename(world.root / "kept-conversation")
+    folder.write_text("not a folder")
+    line = assert_one_line(world.run("history"), 2, "is not a folder", "daily logs")
+    assert line.startswith(str(folder))
+    assert folder.read_text() == "not a folder"
+
+
 def test_a_linked_conversation_folder_is_neither_chmodded_nor_filled(world: Workspace) -> None:
     elsewhere = world.root / "elsewhere"
     elsewhere.mkdir(mode=0o755)
