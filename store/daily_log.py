@@ -202,7 +202,7 @@ def parse_messages(text: str) -> list[LogMessage]:
             region = region.replace("\r\n", "\n")
         if is_last and (fragment := _header_fragment(region)):
             region = region[: -len(fragment)]  # the next append died inside its header
-        cut_short = is_last and not region.endswith("\n\n")
+        cut_short = is_last and _cut_short(region, text)
         body = region[:-2] if region.endswith("\n\n") else region.rstrip("\n")
         message = _message_from(role, body, meta, conversation)
         if (cut_short or damaged) and message.status == "complete":
@@ -221,6 +221,24 @@ def parse_messages(text: str) -> list[LogMessage]:
 
 
 _HEADERS = ("### user", "### assistant")
+
+CUT_ALIGNMENT = 512
+"""A crash cuts a message's one `write` where a block ends: a kill during `write()` stops at
+a page boundary (4096 bytes), a power loss at a file-system block (512 bytes or a multiple).
+So a file that ends with a single newline was cut there only if its size is a multiple of
+this; any other size is a hand edit that dropped the blank line after the last message (an
+editor trimming trailing blank lines, a file written by hand), and the message is whole."""
+
+
+def _cut_short(region: str, text: str) -> bool:
+    """Whether the file's last message (`region`, its text after the metadata line, in LF)
+    was cut short by a crash: it does not end with its blank line, and either does not end
+    with a newline at all or the file ends at a block boundary (`CUT_ALIGNMENT`)."""
+    if region.endswith("\n\n"):
+        return False
+    if not region.endswith("\n"):
+        return True
+    return len(text.encode("utf-8", errors="surrogatepass")) % CUT_ALIGNMENT == 0
 
 
 def _damaged_meta(line: str) -> bool:
@@ -258,8 +276,8 @@ class DailyLog:
         """Append one message to the file of `day` (one write, fsync, mode 0600)."""
         ensure_private_dir(self.root, tighten_existing=True)
         path = self.path_for(day)
-        separator = _separator_needed(path)
-        if separator:  # the message before was cut short by a crash: say so, durably
+        separator, cut_short = _separator_needed(path)
+        if cut_short:  # the message before was cut short by a crash: say so, durably
             message = replace(message, extra={**message.extra, PREVIOUS_CUT_SHORT: "yes"})
         data = format_message(message).encode("utf-8")
         append_private_bytes(path, separator + data)
@@ -326,18 +344,22 @@ def _start_day(conversation_id: str) -> date | None:
     return started - timedelta(days=1)
 
 
-def _separator_needed(path: Path) -> bytes:
-    """Newlines that make an earlier, crash-truncated message end cleanly."""
+def _separator_needed(path: Path) -> tuple[bytes, bool]:
+    """Newlines that make the file's last message end cleanly, and whether a crash cut it
+    short (`_cut_short`'s rule: a single final newline is a hand edit unless the file ends
+    at a block boundary)."""
     try:
         with os.fdopen(open_private(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
             handle.seek(0, 2)
             size = handle.tell()
             if size == 0:
-                return b""
+                return b"", False
             handle.seek(max(0, size - 2))
             tail = handle.read()
     except FileNotFoundError:
-        return b""
+        return b"", False
     if tail.endswith(b"\n\n"):
-        return b""
-    return b"\n" if tail.endswith(b"\n") else b"\n\n"
+        return b"", False
+    if tail.endswith(b"\n"):
+        return b"\n", size % CUT_ALIGNMENT == 0
+    return b"\n\n", True

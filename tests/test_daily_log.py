@@ -9,7 +9,14 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store.daily_log import DailyLog, LogMessage, format_message, parse_messages
+from store.daily_log import (
+    CUT_ALIGNMENT,
+    PREVIOUS_CUT_SHORT,
+    DailyLog,
+    LogMessage,
+    format_message,
+    parse_messages,
+)
 
 DAY = date(2026, 11, 29)
 T0 = datetime(2026, 11, 29, 21, 4, 38, tzinfo=UTC)
@@ -234,3 +241,45 @@ def test_a_header_cut_short_by_a_crash_leaves_the_message_before_it_alone(
     other.append(LogMessage("user", "Use a heading:\n\n#", conversation_id="c"), DAY)
     other.append(LogMessage("assistant", "Done.", conversation_id="c"), DAY)
     assert [m.content for m in other.read_day(DAY)] == ["Use a heading:\n\n#", "Done."]
+
+
+def test_a_last_message_whose_blank_line_an_editor_trimmed_is_whole(tmp_path: Path) -> None:
+    """An editor that trims trailing blank lines leaves the file ending `reply\n`: the reply
+    is not marked `truncated`, and the next append neither marks it nor loses a byte."""
+    log = DailyLog(tmp_path)
+    log.append(LogMessage("user", "first", conversation_id="c"), DAY)
+    log.append(LogMessage("assistant", "a reply\non two lines", conversation_id="c"), DAY)
+    path = log.path_for(DAY)
+    trimmed = path.read_text().rstrip("\n") + "\n"
+    assert len(trimmed.encode()) % CUT_ALIGNMENT != 0
+    path.write_text(trimmed)
+    assert [m.status for m in log.read_day(DAY)] == ["complete", "complete"]
+    log.append(LogMessage("user", "second", conversation_id="c"), DAY)
+    assert PREVIOUS_CUT_SHORT not in path.read_text()
+    assert [(m.content, m.status) for m in log.read_day(DAY)] == [
+        ("first", "complete"),
+        ("a reply\non two lines", "complete"),
+        ("second", "complete"),
+    ]
+
+
+def test_a_cut_on_a_line_end_at_a_block_boundary_is_still_truncated(tmp_path: Path) -> None:
+    """A crash cuts a write where a block ends: a file ending with one newline at a size
+    that is a multiple of 512 bytes reads as cut there, and the next append marks it."""
+    log = DailyLog(tmp_path)
+    log.append(LogMessage("user", "first", conversation_id="c"), DAY)
+    path = log.path_for(DAY)
+    head = (
+        path.read_bytes()
+        + format_message(
+            LogMessage("assistant", "x" * 700 + "\nthe rest", conversation_id="c")
+        ).encode()
+    )
+    cut = head[: head.index(b"\nthe rest") + 1]
+    pad = -len(cut) % CUT_ALIGNMENT  # widen the first line so the cut ends on a block
+    cut = cut.replace(b"x" * 700, b"x" * (700 + pad))
+    assert len(cut) % CUT_ALIGNMENT == 0 and cut.endswith(b"x\n")
+    path.write_bytes(cut)
+    assert [m.status for m in log.read_day(DAY)] == ["complete", "truncated"]
+    log.append(LogMessage("user", "second", conversation_id="c"), DAY)
+    assert [m.status for m in log.read_day(DAY)] == ["complete", "truncated", "complete"]
