@@ -135,9 +135,9 @@ def _print_recall(
             else "memory is off: memory_enabled = false"
         )
         found = f"{len(result.hits)} hit{'s' if len(result.hits) != 1 else ''} found"
-        print(f"nothing recalled into the prompt ({found}, {why})")
+        print(f"nothing recalled into the prompt ({found}, {why})", file=sys.stderr)
     else:
-        print("nothing recalled")
+        print("nothing recalled", file=sys.stderr)  # stdout stays the block: empty
     if no_vector_because is not None:
         note = f"straylight: note: no query vector ({no_vector_because}): words only"
         print(note, file=sys.stderr)
