@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from agent.image_attachment import ImageAttachment
     from tui.screens.chat_screen import ChatScreen
+    from tui.screens.chat_turn import ChatTurn
 
 OFF_WORDS = frozenset({"off", "none", "clear"})
 
 
-async def vision_refusal(chat: ChatScreen, model: str) -> str | None:
+async def vision_refusal(chat: ChatTurn, model: str) -> str | None:
     """None when `model` can see images; otherwise the one line that says it cannot."""
     capabilities = await chat.engine.gateway.capabilities(model)
     if capabilities is None:
@@ -65,7 +66,7 @@ async def run_image_command(chat: ChatScreen, argument: str) -> None:
     )
 
 
-async def image_for_turn(chat: ChatScreen) -> ImageAttachment | None:
+async def image_for_turn(chat: ChatTurn) -> ImageAttachment | None:
     """The attached image, taken for the message being sent; dropped with a notice when the
     chat model changed to one that cannot see."""
     image, chat.pending_image = chat.pending_image, None

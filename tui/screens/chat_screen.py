@@ -1,83 +1,45 @@
 """The chat screen: the chat log, the message box, the status sidebar and the chat's keys.
 
-It consumes the turn's events (agent/turn_events.py), routes slash commands through the one
-registry (tui/commands.py) and keeps the conversation (its id, the turn, new and continued
-conversations). Its bases, each a layer on the one before: moving around (messages,
-sidebar, memory screens) in tui/screens/chat_navigation.py, the session's model and
-thinking in chat_models.py, the last message's edit in chat_editing.py, approval,
-candidates and reflection in chat_facts.py. Workers do the I/O and report back with
-messages; the handlers update widgets.
+It keeps the conversation (its id, new and continued conversations), sends what the message
+box holds (a message starts a turn, a slash command goes through the one registry,
+tui/commands.py) and owns the chat's keys and actions. Its bases, each a layer on the one
+before: moving around (messages, sidebar, memory screens) in tui/screens/chat_navigation.py,
+the session's model and thinking in chat_models.py, the last message's edit in
+chat_editing.py, approval, candidates and reflection in chat_facts.py, the turn's events
+(agent/turn_events.py) into the chat log and sidebar and Ollama's status in chat_turn.py.
+Workers do the I/O and report back with messages; the handlers update widgets.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from contextlib import aclosing
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
-from textual.css.query import NoMatches
 from textual.geometry import Size
-from textual.message import Message
 
 from agent.turn import new_conversation_id
-from agent.turn_events import (
-    ApprovalRequested,
-    CandidatesProposed,
-    CapabilityReminder,
-    ContextBudgeted,
-    ContextNotice,
-    FactsInjected,
-    LimitNotice,
-    LongtermWarning,
-    MessageMasked,
-    PointsSaved,
-    Recalled,
-    ReplyDelta,
-    ReplyFailed,
-    ReplyFinished,
-    ThinkingDelta,
-    ToolUsed,
-)
 from tui.commands import CHAT_KEYS, CHAT_ONLY_ACTIONS
-from tui.display_text import printable
 from tui.gc_pauses import freeze_long_lived, unfreeze_all
-from tui.screens.chat_facts import ChatFacts
+from tui.screens.chat_turn import ChatTurn
 from tui.slash_router import run_slash_command, slash_refusal
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_log import ChatLog
 from tui.widgets.chat_message import ChatMessage, EmptyChatHint
 from tui.widgets.fitting_footer import FittingFooter
-from tui.widgets.recalled_hits import RecalledLine
 from tui.widgets.status_sidebar import SidebarState, SidebarSummary, StatusSidebar
 
 if TYPE_CHECKING:
     from agent.gateway_values import OllamaStatus
     from agent.image_attachment import ImageAttachment
     from agent.model_catalog import MissingModel
-    from store.longterm_file import LongtermState
     from tui.app import StraylightApp
     from tui.screens.conversation_views import ContinueConversation
-    from tui.widgets.missing_model import MissingModelNotice
-
-log = logging.getLogger("straylight.tui")
 
 
-@dataclass
-class StatusChecked(Message):
-    """A background check of Ollama and longterm.md finished."""
-
-    ollama: OllamaStatus
-    longterm: LongtermState
-
-
-class ChatScreen(ChatFacts):
+class ChatScreen(ChatTurn):
     """The conversation: one turn at a time, streamed into the chat log."""
 
     BINDINGS: ClassVar[list[BindingType]] = [key.binding() for key in CHAT_KEYS]
@@ -142,89 +104,6 @@ class ChatScreen(ChatFacts):
         memory screen or the help has its own keys, and Esc closes it first."""
         return not (action in CHAT_ONLY_ACTIONS and self.app.screen is not self)
 
-    # ---- Ollama and longterm.md, checked in the background --------------------------------
-    @work(exclusive=True, group="status", exit_on_error=False)
-    async def check_status(self) -> None:
-        """Ask Ollama how it is and re-read longterm.md's state, off the event loop."""
-        try:
-            await asyncio.to_thread(self.engine.longterm.ensure_template)
-        except OSError as error:
-            log.warning("cannot create longterm.md: %s", error)
-        ollama = await self.engine.gateway.check_with_capabilities()
-        longterm = await asyncio.to_thread(self.engine.longterm.load)
-        self.post_message(StatusChecked(ollama, longterm))
-
-    def on_status_checked(self, message: StatusChecked) -> None:
-        self._apply_ollama_status(message.ollama)
-        self._apply_longterm(message.longterm)
-        for hint in self._empty_chat_hints():  # the embedding model: pulled or the command
-            hint.show_setup()
-        app = self.straylight
-        delay = app.poll_online_seconds if message.ollama.reachable else app.poll_offline_seconds
-        self.set_timer(delay, self.check_status, name="ollama-recheck")
-
-    def _empty_chat_hints(self) -> list[EmptyChatHint]:
-        """The hint of an empty chat, among the log's children only (`query()` would walk
-        every message's widgets, on every Ollama check). None while the app shuts down."""
-        try:
-            return list(self.chat_log.query_children(EmptyChatHint))
-        except NoMatches:
-            return []
-
-    def _apply_ollama_status(self, status: OllamaStatus) -> None:
-        was_offline = self.ollama_status is not None and not self.ollama_status.reachable
-        self.ollama_status = status
-        if status.reachable:
-            detail = f"version {status.version}" if status.version else None
-            embed_model = self.straylight.settings.memory.embed_model
-            self.publish_sidebar(
-                ollama="online",
-                ollama_detail=detail,
-                model_pulled=status.has_model(self.model),
-                embed_model=embed_model,
-                embed_pulled=status.has_model(embed_model),
-            )
-            self.offer_missing_models(status)
-            if was_offline:
-                self.notify(f"Ollama is back at {status.host}", timeout=4)
-        else:
-            self.publish_sidebar(
-                ollama=status.state,
-                ollama_detail=status.error,
-                model_pulled=None,
-                embed_pulled=None,
-            )
-
-    def offer_missing_models(self, status: OllamaStatus) -> None:
-        """A notice with a Pull button for each configured model Ollama does not have, once
-        per model until it is pulled; the app keeps the list (palette, memory screens)."""
-        from agent.model_catalog import missing_models
-        from tui.widgets.missing_model import MissingModelNotice
-
-        missing = missing_models(
-            status.models,
-            chat_model=self.model,
-            embed_model=self.straylight.settings.memory.embed_model,
-        )
-        self.straylight.missing_models = missing
-        for model in missing:
-            if model not in self._offered_pulls:
-                self._offered_pulls.add(model)
-                self.run_worker(self.chat_log.add(MissingModelNotice(model)))
-        self._offered_pulls &= set(missing)  # pulled (or deleted again): offer it again
-
-    def on_missing_model_notice_pull_requested(
-        self, message: MissingModelNotice.PullRequested
-    ) -> None:
-        self.action_open_models(pull=message.name)
-
-    def _apply_longterm(self, state: LongtermState) -> None:
-        self.publish_sidebar(
-            longterm_bytes=state.size_bytes,
-            longterm_budget=state.budget_bytes,
-            longterm_warning=state.warning,
-        )
-
     # ---- sending -----------------------------------------------------------------
     async def on_chat_input_submitted(self, message: ChatInput.Submitted) -> None:
         text = message.text
@@ -257,118 +136,6 @@ class ChatScreen(ChatFacts):
             return
         self.replying = True
         self.send_turn(text)
-
-    @work(exclusive=True, group="reply", exit_on_error=False)
-    async def send_turn(self, text: str) -> None:
-        now = self.settings.clock.now()
-        user, reply = await self.chat_log.start_turn(text, time=now, model=self.model)
-        self.refresh_longterm()  # the size of the longterm.md this prompt reads
-        finished = False
-        from tui.image_command import image_for_turn
-
-        image = await image_for_turn(self)
-        turn = self.engine.run(
-            text,
-            conversation_id=self.conversation_id,
-            model=self.model,
-            system=self.system_prompt,
-            image=image,
-        )
-        try:
-            async with aclosing(turn) as turn_events:
-                async for event in turn_events:
-                    if isinstance(event, ReplyDelta):
-                        await reply.append(event.text)
-                    elif isinstance(event, MessageMasked):  # show what the log holds
-                        await user.show_text(event.text)
-                    elif isinstance(event, ThinkingDelta):
-                        await reply.append_thinking(event.text)
-                    elif isinstance(event, ReplyFinished):
-                        self._unsaved[event.turn] = (user, reply)  # until its PointsSaved
-                        finished = True
-                        await reply.finish(event.text, "complete")
-                        self.publish_sidebar(last_reply=_reply_stats(event))
-                        self.unreflected_turns += 1
-                        self._restart_idle_timer()
-                    elif isinstance(event, ApprovalRequested):
-                        event.answer(await self._approval_or_later(event.candidate))
-                    elif isinstance(event, FactsInjected):
-                        self.publish_sidebar(
-                            injected_facts=len(event.injected.facts),
-                            injected=tuple(f.key for f in event.injected.facts),
-                        )
-                    elif isinstance(event, Recalled):
-                        self.publish_sidebar(recalled=_recalled_lines(event))
-                    elif isinstance(event, ToolUsed):
-                        await self.notice(f"🗂 {event.name}: {event.summary}")
-                        self.refresh_fact_status()  # an approval or a new candidate: at once
-                    elif isinstance(event, CandidatesProposed):
-                        await self.announce_candidates(event.candidates)
-                    elif isinstance(event, CapabilityReminder):
-                        await self._remind_capabilities(event)
-                    elif isinstance(event, ReplyFailed):
-                        finished = True
-                        self.publish_sidebar(last_reply=None)
-                        await self._show_failure(reply, event)
-                    elif isinstance(event, ContextBudgeted):
-                        self.publish_sidebar(
-                            context=event.summary(),
-                            context_headroom=event.headroom,
-                            context_notes=event.notes,
-                        )
-                    elif isinstance(event, ContextNotice | LimitNotice):
-                        await self.notice(f"⚠ {event.text}")
-                        if isinstance(event, ContextNotice):  # Ollama cut the prompt anyway
-                            self.publish_sidebar(context_headroom="critical")
-                    elif isinstance(event, LongtermWarning) and not event.over_budget:
-                        self.publish_sidebar(longterm_warning=event.text)  # (over budget: shown)
-        except asyncio.CancelledError:
-            self.publish_sidebar(last_reply=None)
-            await reply.finish(status="cancelled")
-            raise
-        except Exception as error:  # named on screen, detailed in the log
-            log.exception("turn failed")
-            finished = True
-            await reply.finish(status="failed")
-            await self.notice(
-                f"⚠ {type(error).__name__}: {error} (details in {self.settings.log_file})",
-                kind="error",
-            )
-        finally:
-            self.replying = False
-            if not finished and reply.status in ("waiting", "streaming"):
-                await reply.finish(status="cancelled")
-
-    def not_saved_yet(self, message: ChatMessage) -> bool:
-        """The message is of the turn that streams: its points are saved when it ends."""
-        return self.replying and message in self.chat_messages()[-2:]
-
-    def points_saved(self, event: PointsSaved) -> None:
-        """The engine saved a turn's points: its two messages keep their ids."""
-        user, reply = self._unsaved.pop(event.turn, (None, None))
-        if user is not None and reply is not None:
-            user.point_id, reply.point_id = event.user_point_id, event.reply_point_id
-
-    async def _show_failure(self, reply: ChatMessage, event: ReplyFailed) -> None:
-        if event.partial:
-            await reply.finish(event.partial, "cut_off")
-            note = f"⚠ {event.error} — the partial reply above is kept, marked cut off."
-        else:
-            await reply.remove()
-            note = f"⚠ {event.error}"
-        await self.notice(note, kind="error")
-        if event.error.kind == "unreachable":
-            self.publish_sidebar(ollama="offline", ollama_detail=str(event.error))
-            self.check_status()
-        elif event.error.kind == "model_missing":
-            self.publish_sidebar(model_pulled=False)
-        elif event.error.kind == "context_overflow":  # the estimate said it fits; it did not
-            self.publish_sidebar(context_headroom="critical")
-
-    def cancel_reply(self) -> None:
-        """Stop the streaming reply, if one streams (what arrived is kept)."""
-        if self.replying:
-            self.workers.cancel_group(self, "reply")
 
     # ---- slash commands ----------------------------------------------------------------
     async def run_slash_command(self, line: str) -> None:
@@ -476,23 +243,3 @@ class ChatScreen(ChatFacts):
             return
         self.check_status()  # re-reads longterm.md and updates the sidebar
         self.notify(f"longterm.md saved; the next turn reads it ({path})", timeout=4)
-
-
-def _recalled_lines(event: Recalled) -> tuple[RecalledLine, ...]:
-    """`#12 0.82 the first words…` for each hit (pinned ones marked)."""
-    lines = []
-    for hit in event.result.hits[:6]:
-        words = " ".join(printable(hit.content).split())[:18]
-        pin = "📌" if hit.pinned else ""
-        lines.append(RecalledLine(hit.id, f"#{hit.id} {hit.score:.2f}{pin} {words}…"))
-    return tuple(lines)
-
-
-def _reply_stats(event: ReplyFinished) -> str | None:
-    stats = event.stats
-    if stats.eval_count and stats.eval_duration_ns:
-        rate = stats.eval_count / (stats.eval_duration_ns / 1e9)
-        return f"last reply {stats.eval_count} tokens, {rate:.0f} tok/s"
-    if stats.eval_count:
-        return f"last reply {stats.eval_count} tokens"
-    return None
