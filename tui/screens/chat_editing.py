@@ -13,7 +13,7 @@ from tui.widgets.chat_message import ChatMessage
 class ChatEditing(ChatModels):
     """The messages on screen and the edit of the last one."""
 
-    replying: bool  # a reply streams (set by ChatScreen's turn)
+    replying: bool  # a reply streams (set by ChatTurn.send_turn and ChatScreen)
     editing_last: bool  # the box holds the last user message, to resend edited
 
     def chat_messages(self) -> list[ChatMessage]:

@@ -1,8 +1,9 @@
 """The chat screen's ways around: the selected message (pin, forget, copy), the sidebar
 (folding, the recalled hits), the chat log's notices and the memory screens.
 
-`ChatScreen` (tui/screens/chat_screen.py) adds the turn, the slash commands and the
-conversation; this base holds what does not depend on them.
+`ChatTurn` (tui/screens/chat_turn.py) adds the turn and `ChatScreen`
+(tui/screens/chat_screen.py) the slash commands and the conversation; this base holds what
+does not depend on them.
 """
 
 from __future__ import annotations

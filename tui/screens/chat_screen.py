@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 
 
 class ChatScreen(ChatTurn):
-    """The conversation: one turn at a time, streamed into the chat log."""
+    """The conversation: the box, the slash commands, the keys and actions (the turn itself
+    streams in through `ChatTurn`)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [key.binding() for key in CHAT_KEYS]
 
