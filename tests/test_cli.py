@@ -573,11 +573,13 @@ def test_history_of_an_unknown_conversation_is_not_found(env: Env, home: Path) -
         proc = run_cli(env, *args, "--conversation", "no-such-thing")
         assert_one_line(proc, 1, "no conversation 'no-such-thing'", "straylight conversations")
         assert proc.stdout == ""
-    assert history_json(env, "--conversation", "project-x") == []
     elsewhere = run_cli(env, "history", "--conversation", "project-x")
     assert (elsewhere.returncode, elsewhere.stdout) == (0, "")  # stdout stays the messages
     assert "project-x" in elsewhere.stderr and "2031-02-01" in elsewhere.stderr
     assert history_json(env, "--conversation", "project-x", "--date", "2031-02-01") != []
+    as_json = run_cli(env, "history", "--conversation", "project-x", "--json")
+    assert (as_json.returncode, json.loads(as_json.stdout)) == (0, [])  # and the same note
+    assert "project-x" in as_json.stderr and "2031-02-01" in as_json.stderr
     line = assert_one_line(run_cli(env, "history", "--conversation", "Bad Name"), 2)
     assert "--conversation wants" in line and "Bad Name" not in line
 
@@ -594,6 +596,13 @@ def test_history_of_a_day_without_log(env: Env, home: Path) -> None:
     proc = run_cli(env, "history", "--date", "2001-01-01")
     assert (proc.returncode, proc.stdout) == (0, "")
     assert "no messages on 2001-01-01" in proc.stderr
+
+
+def test_history_without_data_dir_says_so_once(env: Env, home: Path) -> None:
+    proc = run_cli(env, "history")
+    line = assert_one_line(proc, 0, f"no data dir at {home}")
+    assert "no messages on" not in line and proc.stdout == ""
+    assert not home.exists()
 
 
 # --------------------------------------------------------------------------- conversations

@@ -46,21 +46,20 @@ def history(
             last_day = last_day_of(daily_log, conversation)
             if last_day is None:
                 return _unknown_conversation(settings.home, conversation)
+    if last_day is not None:  # `[]` or nothing on stdout; the note names where it is
+        print(
+            for_terminal(
+                f"no messages of {conversation} on {day.isoformat()} (its last day: "
+                f"{last_day.isoformat()}, --date {last_day.isoformat()})"
+            ),
+            file=sys.stderr,
+        )
     if as_json:
         print(json.dumps([m.to_json() for m in messages], ensure_ascii=False, indent=2))
         return EXIT_OK
     if not messages:
-        if last_day is not None:
-            print(
-                for_terminal(
-                    f"no messages of {conversation} on {day.isoformat()} (its last day: "
-                    f"{last_day.isoformat()}, --date {last_day.isoformat()})"
-                ),
-                file=sys.stderr,
-            )
-            return EXIT_OK
-        missing = "" if settings.home.is_dir() else f" (no data dir at {settings.home} yet)"
-        print(f"no messages on {day.isoformat()}{missing}", file=sys.stderr)
+        if last_day is None and settings.home.is_dir():  # (none: the CLI's own line says so)
+            print(f"no messages on {day.isoformat()}", file=sys.stderr)
         return EXIT_OK
     for message in messages:
         stamp = message.time.astimezone().strftime("%H:%M:%S") if message.time else "--:--:--"
