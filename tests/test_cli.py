@@ -902,3 +902,20 @@ def test_the_log_file_stays_private_after_rotation(tmp_path: Path) -> None:
     assert (tmp_path / "straylight.log.1").exists()
     for name in ("straylight.log", "straylight.log.1"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600, name
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("ask", ""), "ask needs a non-empty TEXT"),
+        (("remember", "  "), "remember needs a non-empty TEXT"),
+        (("facts", "set", "", "--type", "fact", "--body", "x"), "empty fact key"),
+        (("facts", "set", "k", "--type", "fact", "--body", ""), "a fact needs a body"),
+        (("candidates", "propose", ":", "--type", "fact", "--body", "x"), "empty fact key"),
+    ],
+)
+def test_an_empty_text_is_refused_before_the_data_dir_is_made(
+    env: Env, home: Path, args: tuple[str, ...], said: str
+) -> None:
+    assert_one_line(run_cli(env, *args), 2, said)
+    assert not home.exists()

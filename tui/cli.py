@@ -49,6 +49,30 @@ def may_create_data_dir(args: argparse.Namespace) -> bool:
     return args.command in COMMANDS_THAT_WRITE and getattr(args, "action", None) not in READ_ACTIONS
 
 
+def empty_argument(args: argparse.Namespace) -> str | None:
+    """The one line for a text the command needs given empty on the command line (not `-`,
+    which reads stdin later): `ask ""`, `remember ""`, an empty fact key or body. Checked
+    before anything is created, so a mistyped command leaves no data dir behind; the
+    commands check the same again (stdin's text, another client's forwarded command)."""
+
+    def blank(value: object) -> bool:
+        return isinstance(value, str) and value != "-" and not value.strip()
+
+    if args.command in ("ask", "remember") and blank(args.text):
+        return f"{args.command} needs a non-empty TEXT"
+    action = getattr(args, "action", None)
+    if (args.command, action) in (("facts", "set"), ("candidates", "propose")):
+        from memory.fact_types import FactError, normalise_key
+
+        try:
+            normalise_key(args.key)
+        except FactError as error:
+            return str(error)
+        if blank(args.body):
+            return "a fact needs a body"
+    return None
+
+
 class UsageError(Exception):
     """Bad command-line use; exit 2 with the message."""
 
@@ -91,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as error:
         return fail(str(error), EXIT_USAGE)
     settings = resolved.settings
+    if (empty := empty_argument(args)) is not None:  # before the data dir is made or locked
+        return fail(empty, EXIT_USAGE)
     from store.data_dir_check import check_data_dir
     from store.private_files import UnsafeDataDir
     from tui.logging_setup import setup_file_logging, silence_logging
