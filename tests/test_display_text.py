@@ -19,6 +19,15 @@ def test_control_characters_become_visible_symbols() -> None:
     assert printable("plain text\n") == "plain text\n"
 
 
+def test_bidi_overrides_are_shown_and_the_marks_kept() -> None:
+    """An override would make a terminal that lays out right-to-left text show `invoice
+    \u202excod.exe` as `invoice exe.docx`; the left-to-right and right-to-left marks that
+    Hebrew or Arabic text needs pass."""
+    for hidden in ("\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2069"):
+        assert printable(f"invoice {hidden}xcod.exe") == "invoice \ufffdxcod.exe"
+    assert printable("שלום\u200f world \u200e") == "שלום\u200f world \u200e"
+
+
 async def test_a_hostile_point_is_drawn_harmlessly_in_the_browser_and_the_chat(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

@@ -7,19 +7,23 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""C0 and C1 controls but newline and tab, DEL, and the bidirectional embeddings, overrides
+and isolates (U+202A–U+202E, U+2066–U+2069): a terminal that lays out right-to-left text
+would reorder what follows one (`\u202e` makes `txt.exe` read `exe.txt`). The marks
+U+200E/U+200F that right-to-left writing needs stay."""
 
 
 def _visible(match: re.Match[str]) -> str:
     code = ord(match.group())
     if code < 0x20:
         return chr(0x2400 + code)  # ␛ for ESC, ␇ for BEL, … (Unicode control pictures)
-    return "␡" if code == 0x7F else "\ufffd"  # DEL, and the C1 controls
+    return "␡" if code == 0x7F else "\ufffd"  # DEL, the C1 controls, the bidi overrides
 
 
 def printable(text: str) -> str:
-    """`text` with every control character except newline and tab shown as a symbol
-    (CRLF becomes a newline first)."""
+    """`text` with every control character except newline and tab shown as a symbol, and
+    every bidirectional override as U+FFFD (CRLF becomes a newline first)."""
     if not _CONTROL.search(text):
         return text
     return _CONTROL.sub(_visible, text.replace("\r\n", "\n"))
