@@ -69,7 +69,7 @@ if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before t
     from agent.image_attachment import ImageAttachment
     from memory.fact_drawer import FactDrawer
     from memory.turn_memory import TurnMemory, TurnRecall
-    from store.fact_store import Candidate
+    from store.fact_records import Candidate
 
 log = logging.getLogger("straylight.turn")
 

@@ -19,7 +19,7 @@ from agent.gateway_values import ChatDone
 if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before the first frame
     from memory.fact_drawer import InjectedFacts
     from memory.memory_store import RecallResult
-    from store.fact_store import Candidate, Fact
+    from store.fact_records import Candidate, Fact
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from store.daily_log import DailyLog
 if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before the first frame
     from memory.fact_drawer import FactDrawer, InjectedFacts
     from memory.turn_memory import TurnRecall
-    from store.fact_store import Candidate, Fact
+    from store.fact_records import Candidate, Fact
 
 log = logging.getLogger("straylight.turn")
 REFLECT_MESSAGES = 200  # the reflection pass reads at most this many messages of a session

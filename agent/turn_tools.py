@@ -31,7 +31,7 @@ from agent.turn_limits import TurnLimits
 
 if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before the first frame
     from memory.fact_drawer import FactDrawer, InjectedFacts
-    from store.fact_store import Candidate, Fact
+    from store.fact_records import Candidate, Fact
 
 log = logging.getLogger("straylight.turn")
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from store.fact_store import Fact
+from store.fact_records import Fact
 
 DEFAULT_LIMIT_DAYS = 90
 

@@ -20,7 +20,8 @@ from memory.fact_types import key_parts
 from memory.text.sentences import split_sentences
 from store import confidence_rows
 from store.database import Database
-from store.fact_store import Fact, FactStore
+from store.fact_records import Fact
+from store.fact_store import FactStore
 from store.point_store import as_utc
 from store.text_terms import default_analyzer
 

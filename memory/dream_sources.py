@@ -14,7 +14,7 @@ from typing import Literal
 from memory.fact_types import key_parts
 from memory.secret_masking import mask_secrets
 from memory.text.words import clip, one_line, terms
-from store.fact_store import Fact
+from store.fact_records import Fact
 from store.point_records import Point
 
 SOURCE_LIMIT = 12

@@ -46,7 +46,8 @@ from memory.secret_masking import find_secrets, mask_secrets
 from memory.settings_models import FactsConfig
 from memory.text.words import clip
 from store.database import Database
-from store.fact_store import Fact, FactStore, FactVersion, FactWrite
+from store.fact_records import Fact, FactVersion, FactWrite
+from store.fact_store import FactStore
 
 # Secret kinds found by a keyword (`password = …`): in a key like `password:db` they are names.
 KEYWORD_KINDS = frozenset({"password", "secret", "token", "api_key", "connection_string"})

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from memory.fact_types import FactError, FactProposal
 from store.database import Database
-from store.fact_store import Candidate, Fact, FactWrite
+from store.fact_records import Candidate, Fact, FactWrite
 
 if TYPE_CHECKING:
     from memory.fact_drawer import FactDrawer

@@ -30,7 +30,7 @@ from memory.fact_types import key_parts
 from memory.model_names import same_model
 from memory.settings_models import FactsConfig
 from memory.text.words import clip
-from store.fact_store import Fact
+from store.fact_records import Fact
 from store.text_terms import default_analyzer
 
 ALWAYS_TYPES = ("rule", "capability")

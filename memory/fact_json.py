@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from store.clock import format_instant
-from store.fact_store import Candidate, Fact
+from store.fact_records import Candidate, Fact
 
 
 def fact_json(fact: Fact) -> dict[str, Any]:

@@ -25,7 +25,8 @@ from memory.dream import CardDraft, DreamSource, pick_sources
 from memory.fact_drawer import FactDrawer
 from memory.fact_types import KEY_MAX_CHARS, FactProposal, normalise_key
 from memory.text.words import STOPWORDS, detect_language, raw_tokens
-from store.fact_store import Candidate, Fact, FactStore
+from store.fact_records import Candidate, Fact
+from store.fact_store import FactStore
 from store.hypothesis_store import Hypothesis, HypothesisStore
 from store.point_records import Point
 from store.point_store import PointStore

@@ -6,161 +6,32 @@ write is an audit row (`event` 'fact_set', 'fact_status', 'fact_undo'; `fact_key
 `detail` = JSON `{"fact": <the version written>, "previous": <the one it replaced or null>}`),
 so an overwrite can be seen and undone. Candidates wait at the gate with status 'pending'
 until approved or rejected ('candidate_propose', 'candidate_approve', 'candidate_reject').
+This module holds the `FactStore` and its SQL; the records it reads and writes (`Fact`,
+`Candidate`, `FactVersion`, `FactWrite`) and their row readers are in `store.fact_records`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 import duckdb
 
-from store.clock import format_instant
 from store.database import Database
-from store.point_store import FloatVector, as_utc, vector_bytes, vector_from_bytes
-
-_FACT_COLUMNS = (
-    "id, type, scope, workspace, key, body, confidence, proof, status, source, created_at, "
-    "updated_at, last_seen, last_verified, requires, embedding, embed_model"
+from store.fact_records import (
+    CANDIDATE_COLUMNS,
+    FACT_COLUMNS,
+    Candidate,
+    Fact,
+    FactVersion,
+    FactWrite,
+    candidate_from_row,
+    fact_from_row,
 )
-_CANDIDATE_COLUMNS = (
-    "id, type, scope, workspace, key, body, proof, confidence, source, origin, requires, "
-    "status, conversation_id, created_at, decided_at"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """One fact. `workspace` is '' for global facts. Equality ignores nothing but the vector."""
-
-    id: int
-    type: str
-    scope: str
-    workspace: str
-    key: str
-    body: str
-    confidence: float
-    proof: str
-    status: str
-    source: str
-    created_at: datetime
-    updated_at: datetime
-    last_seen: datetime
-    last_verified: datetime | None
-    requires: tuple[str, ...] = ()
-    embedding: FloatVector | None = None
-    embed_model: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        """The fact as JSON-ready data (times ISO 8601 UTC, no vector)."""
-        data = {k: v for k, v in asdict(self).items() if k not in ("embedding", "embed_model")}
-        for name in ("created_at", "updated_at", "last_seen", "last_verified"):
-            value = data[name]
-            data[name] = format_instant(value) if value is not None else None
-        data["requires"] = list(self.requires)
-        return data
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A would-be fact at the approval gate."""
-
-    id: int
-    type: str
-    scope: str
-    workspace: str
-    key: str
-    body: str
-    proof: str
-    confidence: float
-    source: str
-    origin: str
-    requires: tuple[str, ...]
-    status: str
-    conversation_id: str
-    created_at: datetime
-    decided_at: datetime | None
-
-    def as_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["requires"] = list(self.requires)
-        data["created_at"] = format_instant(self.created_at)
-        data["decided_at"] = format_instant(self.decided_at) if self.decided_at else None
-        return data
-
-
-@dataclass(frozen=True, slots=True)
-class FactVersion:
-    """One audit row of a fact: what was written, when, why, and what it replaced."""
-
-    audit_id: int
-    at: datetime
-    event: str
-    reason: str | None
-    fact: dict[str, Any]
-    previous: dict[str, Any] | None
-
-
-def _fact_from_row(row: Sequence[Any]) -> Fact:
-    return Fact(
-        id=int(row[0]),
-        type=row[1],
-        scope=row[2],
-        workspace=row[3],
-        key=row[4],
-        body=row[5],
-        confidence=float(row[6]),
-        proof=row[7],
-        status=row[8],
-        source=row[9],
-        created_at=as_utc(row[10]),
-        updated_at=as_utc(row[11]),
-        last_seen=as_utc(row[12]),
-        last_verified=as_utc(row[13]) if row[13] is not None else None,
-        requires=tuple(row[14] or ()),
-        embedding=vector_from_bytes(row[15]) if row[15] is not None else None,
-        embed_model=row[16],
-    )
-
-
-def _candidate_from_row(row: Sequence[Any]) -> Candidate:
-    return Candidate(
-        id=int(row[0]),
-        type=row[1],
-        scope=row[2],
-        workspace=row[3],
-        key=row[4],
-        body=row[5],
-        proof=row[6],
-        confidence=float(row[7]),
-        source=row[8],
-        origin=row[9],
-        requires=tuple(row[10] or ()),
-        status=row[11],
-        conversation_id=row[12],
-        created_at=as_utc(row[13]),
-        decided_at=as_utc(row[14]) if row[14] is not None else None,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class FactWrite:
-    """The content of a fact write; identity is (scope, workspace, key)."""
-
-    type: str
-    scope: str
-    workspace: str
-    key: str
-    body: str
-    confidence: float
-    proof: str
-    status: str
-    source: str
-    last_verified: datetime | None
-    requires: tuple[str, ...] = ()
+from store.point_store import FloatVector, as_utc, vector_bytes
 
 
 class FactStore:
@@ -270,12 +141,12 @@ class FactStore:
         """The fact with this key in `workspace`, then the global one (0, 1 or 2 facts)."""
         with self.db.cursor() as cur:
             rows = cur.execute(
-                f"SELECT {_FACT_COLUMNS} FROM facts WHERE key = ? AND "
+                f"SELECT {FACT_COLUMNS} FROM facts WHERE key = ? AND "
                 "((scope = 'workspace' AND workspace = ?) OR scope = 'global') "
                 "ORDER BY scope = 'global'",
                 [key, workspace],
             ).fetchall()
-        return [_fact_from_row(row) for row in rows]
+        return [fact_from_row(row) for row in rows]
 
     def visible(
         self,
@@ -297,10 +168,10 @@ class FactStore:
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         with self.db.cursor() as cur:
             rows = cur.execute(
-                f"SELECT {_FACT_COLUMNS} FROM facts{where} ORDER BY key, scope, workspace",
+                f"SELECT {FACT_COLUMNS} FROM facts{where} ORDER BY key, scope, workspace",
                 params,
             ).fetchall()
-        return [_fact_from_row(row) for row in rows]
+        return [fact_from_row(row) for row in rows]
 
     def counts(self, workspace: str) -> dict[str, int]:
         """active / stale / retired facts visible from `workspace`."""
@@ -347,7 +218,7 @@ class FactStore:
                 f"INSERT INTO candidates (type, scope, workspace, key, body, proof, confidence, "
                 f"source, origin, requires, conversation_id, created_at) "
                 f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::VARCHAR[], ?, ?) "
-                f"RETURNING {_CANDIDATE_COLUMNS}",
+                f"RETURNING {CANDIDATE_COLUMNS}",
                 [
                     new.type,
                     new.scope,
@@ -363,24 +234,24 @@ class FactStore:
                     now,
                 ],
             ).fetchall()[0]
-            candidate = _candidate_from_row(row)
+            candidate = candidate_from_row(row)
             self._audit_candidate(cur, now, "candidate_propose", candidate, origin)
         return candidate
 
     def candidate(self, candidate_id: int) -> Candidate | None:
         with self.db.cursor() as cur:
             rows = cur.execute(
-                f"SELECT {_CANDIDATE_COLUMNS} FROM candidates WHERE id = ?", [candidate_id]
+                f"SELECT {CANDIDATE_COLUMNS} FROM candidates WHERE id = ?", [candidate_id]
             ).fetchall()
-        return _candidate_from_row(rows[0]) if rows else None
+        return candidate_from_row(rows[0]) if rows else None
 
     def candidates(self, *, status: str | None = "pending") -> list[Candidate]:
         where, params = ("WHERE status = ?", [status]) if status else ("", [])
         with self.db.cursor() as cur:
             rows = cur.execute(
-                f"SELECT {_CANDIDATE_COLUMNS} FROM candidates {where} ORDER BY id", params
+                f"SELECT {CANDIDATE_COLUMNS} FROM candidates {where} ORDER BY id", params
             ).fetchall()
-        return [_candidate_from_row(row) for row in rows]
+        return [candidate_from_row(row) for row in rows]
 
     def has_candidate(self, workspace: str, key: str, body: str, status: str) -> bool:
         """A candidate with this key and body (in this workspace or global) and status."""
@@ -410,15 +281,15 @@ class FactStore:
     @staticmethod
     def _find(cur: duckdb.DuckDBPyConnection, scope: str, workspace: str, key: str) -> Fact | None:
         rows = cur.execute(
-            f"SELECT {_FACT_COLUMNS} FROM facts WHERE scope = ? AND workspace = ? AND key = ?",
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE scope = ? AND workspace = ? AND key = ?",
             [scope, workspace, key],
         ).fetchall()
-        return _fact_from_row(rows[0]) if rows else None
+        return fact_from_row(rows[0]) if rows else None
 
     @staticmethod
     def _by_id(cur: duckdb.DuckDBPyConnection, fact_id: int) -> Fact | None:
-        rows = cur.execute(f"SELECT {_FACT_COLUMNS} FROM facts WHERE id = ?", [fact_id]).fetchall()
-        return _fact_from_row(rows[0]) if rows else None
+        rows = cur.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE id = ?", [fact_id]).fetchall()
+        return fact_from_row(rows[0]) if rows else None
 
     @staticmethod
     def _audit(

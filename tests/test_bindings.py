@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory.bindings import BindingAlert, check_bindings
-from store.fact_store import Fact
+from store.fact_records import Fact
 
 NOW = datetime(2026, 11, 29, 21, 4, 38, tzinfo=UTC)
 _ids = iter(range(1, 10_000))

@@ -20,7 +20,8 @@ from memory.confidence import (
 from memory.fact_drawer import FactDrawer
 from store.clock import Clock
 from store.database import Database, open_database
-from store.fact_store import Fact, FactStore, FactWrite
+from store.fact_records import Fact, FactWrite
+from store.fact_store import FactStore
 from store.point_store import NewPoint, PointStore
 
 BASE = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

@@ -26,7 +26,7 @@ from agent.turn_events import (
 from memory.fact_drawer import FactDrawer, FactsConfig
 from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
-from store.fact_store import Candidate
+from store.fact_records import Candidate
 from tests.support.ollama_standin import OllamaStandIn
 from tui.memory_session import embedder_for
 

@@ -21,7 +21,7 @@ from memory.fact_types import FactError, FactProposal, Origin, check_scope, chec
 from tui.cli_output import fail, print_json, read_stdin_text
 
 if TYPE_CHECKING:  # the drawer and the store pull in numpy and duckdb: not at parse time
-    from store.fact_store import Fact
+    from store.fact_records import Fact
 
 EXIT_OK = 0
 EXIT_REFUSED = 1

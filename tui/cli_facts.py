@@ -24,7 +24,7 @@ from memory.fact_types import FactError, normalise_key
 from store.clock import format_instant
 from store.data_dir_lock import DataDirLock, held_here
 from store.database import database_path, open_database
-from store.fact_store import Candidate, Fact
+from store.fact_records import Candidate, Fact
 from tui.cli_output import fail, print_json, read_stdin_text
 
 EXIT_OK = 0

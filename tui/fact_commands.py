@@ -22,7 +22,7 @@ from tui.commands import usage
 
 if TYPE_CHECKING:
     from memory.fact_drawer import FactDrawer
-    from store.fact_store import Fact
+    from store.fact_records import Fact
 
 Notice = Callable[..., Awaitable[None]]
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from store.fact_store import Candidate
+    from store.fact_records import Candidate
 
 WRITING_COMMANDS = frozenset(
     {

@@ -18,7 +18,7 @@ from tui.screens.fact_rows import Column, RecordScreen, clip
 
 if TYPE_CHECKING:
     from memory.fact_drawer import FactDrawer
-    from store.fact_store import Candidate, Fact
+    from store.fact_records import Candidate, Fact
 
 
 def candidate_label(candidate: Candidate) -> str:

@@ -17,7 +17,7 @@ from tui.widgets.chat_input import ChatInput
 
 if TYPE_CHECKING:
     from agent.settings import Settings
-    from store.fact_store import Candidate
+    from store.fact_records import Candidate
 
 log = logging.getLogger("straylight.tui")
 

@@ -23,7 +23,7 @@ from tui.screens.fact_rows import Column, RecordScreen, clip, day
 if TYPE_CHECKING:
     from memory.fact_drawer import FactDrawer
     from store.clock import Clock
-    from store.fact_store import Fact, FactVersion
+    from store.fact_records import Fact, FactVersion
 
 TYPE_FILTERS: tuple[str, ...] = ("all", *FACT_TYPES)
 STATUS_FILTERS: tuple[str, ...] = ("active", "stale", "retired", "all")

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from memory.fact_drawer import FactDrawer
     from memory.hypotheses import Hypotheses
     from store.clock import Clock
-    from store.fact_store import Candidate
+    from store.fact_records import Candidate
     from store.hypothesis_store import Hypothesis
 
 CardT = TypeVar("CardT")  # what a card action returns
@@ -49,7 +49,7 @@ def card_order(cards: Sequence[Hypothesis], now: datetime) -> list[Hypothesis]:
 
 def cited_lines(book: Hypotheses, source_ids: Sequence[str]) -> list[str]:
     """One line per memory a card cites (`fact:12 rule prod:db — …`, `point:3 — …`); blocks."""
-    from store.fact_store import Fact
+    from store.fact_records import Fact
 
     lines = []
     for source, memory in book.cited(source_ids):

@@ -15,7 +15,7 @@ from textual.widgets import Button, Input, Static
 from agent.turn_events import Approval
 
 if TYPE_CHECKING:
-    from store.fact_store import Candidate
+    from store.fact_records import Candidate
 
 
 class CandidatePrompt(Vertical, can_focus=True):
