@@ -2,7 +2,8 @@
 
 No policy lives here (what may be written, masked, injected or decayed is `memory/`'s call).
 A fact is unique per (scope, workspace, key); writing an existing key overwrites it, and every
-write is an audit row (`event` 'fact_set', 'fact_status', 'fact_undo'; `fact_key` = the key;
+write is an audit row (`event` 'fact_set', 'fact_status', 'fact_confidence', 'fact_undo', or
+'fact_delete' when an undo removes a first write; `fact_key` = the key;
 `detail` = JSON `{"fact": <the version written>, "previous": <the one it replaced or null>}`),
 so an overwrite can be seen and undone. Candidates wait at the gate with status 'pending'
 until approved or rejected ('candidate_propose', 'candidate_approve', 'candidate_reject').
