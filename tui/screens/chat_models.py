@@ -2,20 +2,20 @@
 choice), whether it can chat, and its thinking (`/think`).
 
 `ChatScreen` (tui/screens/chat_screen.py) builds on this; the sidebar and the memory screens
-are `ChatNavigation`'s.
+are `ChatNavigation`'s, the selected message `ChatSelection`'s.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tui.screens.chat_navigation import ChatNavigation
+from tui.screens.chat_selection import ChatSelection
 
 if TYPE_CHECKING:
     from agent.gateway_values import OllamaStatus
 
 
-class ChatModels(ChatNavigation):
+class ChatModels(ChatSelection):
     """The session's chat model and thinking setting."""
 
     model: str  # set by ChatScreen from the settings, changed by `switch_model`

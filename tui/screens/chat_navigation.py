@@ -1,9 +1,10 @@
-"""The chat screen's ways around: the selected message (pin, forget, copy), the sidebar
-(folding, the recalled hits), the chat log's notices and the memory screens.
+"""The chat screen's ways around: the sidebar (folding, the recalled hits), the chat log's
+notices, Esc back to the message box and the memory screens.
 
-`ChatTurn` (tui/screens/chat_turn.py) adds the turn and `ChatScreen`
-(tui/screens/chat_screen.py) the slash commands and the conversation; this base holds what
-does not depend on them.
+It is the first of the chat screen's bases: `ChatSelection` (tui/screens/chat_selection.py)
+adds the selected message (pin, forget, copy), `ChatTurn` (tui/screens/chat_turn.py) the
+turn and `ChatScreen` (tui/screens/chat_screen.py) the slash commands and the conversation;
+this base holds what does not depend on them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from textual.screen import Screen
 
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_log import ChatLog
-from tui.widgets.chat_message import ChatMessage
 from tui.widgets.recalled_hits import RecalledHits
 from tui.widgets.status_sidebar import (
     SidebarState,
@@ -68,7 +68,7 @@ class SidebarUpdate(Message):
 
 
 class ChatNavigation(Screen[None]):
-    """The chat screen without its conversation: messages, sidebar, memory screens."""
+    """The chat screen without its conversation: sidebar, notices, memory screens."""
 
     def __init__(self, engine: TurnEngine, sidebar: SidebarState) -> None:
         super().__init__()
@@ -87,6 +87,9 @@ class ChatNavigation(Screen[None]):
 
     async def notice(self, text: str, *, kind: str = "info") -> None:
         await self.chat_log.notice(text, kind=kind)
+
+    def action_focus_input(self) -> None:
+        self.query_one(ChatInput).focus()
 
     # ---- the sidebar -------------------------------------------------------------------
     def publish_sidebar(self, **changes: object) -> None:
@@ -201,90 +204,6 @@ class ChatNavigation(Screen[None]):
     def _show_summary(self) -> None:
         summary = self.query_one(SidebarSummary)
         summary.display = self._narrow and not self.query_one(StatusSidebar).display
-
-    # ---- the selected message: pin, forget, copy -----------------------------------------
-    def action_select_message(self, step: int) -> None:
-        """Ctrl+Up selects the last message; Up/Down on a message move the selection."""
-        chat = list(self.query(ChatMessage))
-        if not chat:
-            return
-        current = self.focused
-        if step == 0 or not isinstance(current, ChatMessage) or current not in chat:
-            target = chat[-1]
-        else:
-            index = chat.index(current) + step
-            if index >= len(chat):
-                self.action_focus_input()
-                return
-            target = chat[max(index, 0)]
-        target.focus()
-        target.scroll_visible(animate=False)
-
-    def action_focus_input(self) -> None:
-        self.query_one(ChatInput).focus()
-
-    def _selected(self) -> ChatMessage | None:
-        focused = self.focused
-        return focused if isinstance(focused, ChatMessage) and focused.text.strip() else None
-
-    def action_copy_message(self) -> None:
-        message = self._selected()
-        if message is not None:
-            self.app.copy_to_clipboard(message.text)  # OSC 52: works over ssh too
-            self.notify("Copied the message.", timeout=3)
-
-    def not_saved_yet(self, message: ChatMessage) -> bool:
-        """Whether `message` belongs to a turn whose points are still to be saved (the chat
-        screen knows its turns)."""
-        return False
-
-    def _wait_for_save(self, message: ChatMessage) -> bool:
-        """Say so and True when `message`'s point is still to be saved: a pin then made a
-        second point of the same text, a forget found none and the save came after."""
-        if not self.not_saved_yet(message):
-            return False
-        self.notify(
-            "Its memory point is saved when the reply has finished: pin or forget it then.",
-            severity="warning",
-        )
-        return True
-
-    async def action_pin_message(self) -> None:
-        message = self._selected()
-        memory = self.engine.memory
-        if message is None or self._wait_for_save(message):
-            return
-        if memory is None:
-            problem = self.straylight.memory_problem
-            await self.notice(f"Memory is not available: {problem}", kind="error")
-            return
-        point_id, created = await _pin(memory, message)
-        note = "pinned as a new memory" if created else "pinned"
-        await self.notice(f"#{point_id} {note}: {_preview(message.text)}")
-        self.refresh_memory_status()
-
-    def action_forget_message(self) -> None:
-        message = self._selected()
-        if message is None or self._wait_for_save(message):
-            return
-        memory = self._memory_or_say()
-        if memory is None:
-            return
-        from tui.screens.confirm_screen import ConfirmScreen
-
-        async def answered(yes: bool | None) -> None:
-            if not yes:
-                return
-            gone = await _forget(memory, message)
-            points = "point" if len(gone) == 1 else "points"
-            text = f"Forgot {len(gone)} memory {points}." if gone else "No memory point for it."
-            await self.notice(text, kind="info" if gone else "warning")
-            self.refresh_memory_status()
-
-        self.app.push_screen(
-            ConfirmScreen("Forget this message's memory point? The log keeps the message."),
-            answered,
-        )
 
     # ---- the memory screens, longterm.md in $EDITOR, the recalled hits ---------------------
     def _memory_or_say(self) -> TurnMemory | None:
@@ -416,35 +335,3 @@ class ChatNavigation(Screen[None]):
             self.refresh_memory_status()
 
         self.app.push_screen(ConfirmScreen(f"Forget memory point #{point_id}?"), answered)
-
-
-async def _point_ids(memory: TurnMemory, message: ChatMessage) -> list[int]:
-    """The message's saved point (the engine reported its id), or, for a message whose id is
-    unknown (a continued conversation, a save that skipped it), the points holding its text."""
-    if message.point_id is not None:
-        return [message.point_id]
-    return [point.id for point in await memory.saved_points(message.text)]
-
-
-async def _pin(memory: TurnMemory, message: ChatMessage) -> tuple[int, bool]:
-    """Pin the saved point of this message; a message that was not saved (the filter skipped
-    it) becomes a new pinned point. (id, created)."""
-    for point_id in reversed(await _point_ids(memory, message)):
-        if await asyncio.to_thread(memory.store.set_pinned, point_id, True):
-            return point_id, False
-    return await memory.remember(message.text), True
-
-
-async def _forget(memory: TurnMemory, message: ChatMessage) -> list[int]:
-    """Forget the point(s) of this message; the ids forgotten."""
-    gone = []
-    for point_id in await _point_ids(memory, message):
-        if await asyncio.to_thread(memory.store.forget, point_id):
-            gone.append(point_id)
-    return gone
-
-
-def _preview(text: str, limit: int = 60) -> str:
-    """A message on one line, cut at `limit` characters with an ellipsis only when cut."""
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"

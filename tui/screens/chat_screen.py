@@ -3,10 +3,11 @@
 It keeps the conversation (its id, new and continued conversations), sends what the message
 box holds (a message starts a turn, a slash command goes through the one registry,
 tui/commands.py) and owns the chat's keys and actions. Its bases, each a layer on the one
-before: moving around (messages, sidebar, memory screens) in tui/screens/chat_navigation.py,
-the session's model and thinking in chat_models.py, the last message's edit in
-chat_editing.py, approval, candidates and reflection in chat_facts.py, the turn's events
-(agent/turn_events.py) into the chat log and sidebar and Ollama's status in chat_turn.py.
+before: moving around (sidebar, memory screens) in tui/screens/chat_navigation.py, the
+selected message (pin, forget, copy) in chat_selection.py, the session's model and thinking
+in chat_models.py, the last message's edit in chat_editing.py, approval, candidates and
+reflection in chat_facts.py, the turn's events (agent/turn_events.py) into the chat log and
+sidebar and Ollama's status in chat_turn.py.
 Workers do the I/O and report back with messages; the handlers update widgets.
 """
 
