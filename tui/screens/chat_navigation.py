@@ -205,7 +205,7 @@ class ChatNavigation(Screen[None]):
         summary = self.query_one(SidebarSummary)
         summary.display = self._narrow and not self.query_one(StatusSidebar).display
 
-    # ---- the memory screens, longterm.md in $EDITOR, the recalled hits ---------------------
+    # ---- the memory screens and the recalled hits ------------------------------------------
     def _memory_or_say(self) -> TurnMemory | None:
         memory = self.engine.memory
         if memory is None:
