@@ -912,10 +912,12 @@ def test_the_log_file_stays_private_after_rotation(tmp_path: Path) -> None:
         (("facts", "set", "", "--type", "fact", "--body", "x"), "empty fact key"),
         (("facts", "set", "k", "--type", "fact", "--body", ""), "a fact needs a body"),
         (("candidates", "propose", ":", "--type", "fact", "--body", "x"), "empty fact key"),
+        (("ask", "-"), "ask needs a non-empty TEXT"),  # nothing but blanks on stdin
+        (("facts", "set", "k", "--type", "fact", "--body", "-"), "a fact needs a body"),
     ],
 )
 def test_an_empty_text_is_refused_before_the_data_dir_is_made(
     env: Env, home: Path, args: tuple[str, ...], said: str
 ) -> None:
-    assert_one_line(run_cli(env, *args), 2, said)
+    assert_one_line(run_cli(env, *args, stdin=" \n"), 2, said)
     assert not home.exists()

@@ -50,13 +50,15 @@ def may_create_data_dir(args: argparse.Namespace) -> bool:
 
 
 def empty_argument(args: argparse.Namespace) -> str | None:
-    """The one line for a text the command needs given empty on the command line (not `-`,
-    which reads stdin later): `ask ""`, `remember ""`, an empty fact key or body. Checked
-    before anything is created, so a mistyped command leaves no data dir behind; the
-    commands check the same again (stdin's text, another client's forwarded command)."""
+    """The one line for a text the command needs given empty: `ask ""`, `remember ""`, an
+    empty fact key or body, or `-` with nothing on stdin. Checked before anything is
+    created, so a mistyped command leaves no data dir behind; the commands check the same
+    again (another client's forwarded command)."""
 
     def blank(value: object) -> bool:
-        return isinstance(value, str) and value != "-" and not value.strip()
+        if value == "-":
+            return not stdin_kept().strip()
+        return isinstance(value, str) and not value.strip()
 
     if args.command in ("ask", "remember") and blank(args.text):
         return f"{args.command} needs a non-empty TEXT"
@@ -71,6 +73,16 @@ def empty_argument(args: argparse.Namespace) -> str | None:
         if blank(args.body):
             return "a fact needs a body"
     return None
+
+
+def stdin_kept() -> str:
+    """Standard input read whole (`read_stdin_text`), and put back as `sys.stdin` so the
+    command (or the forward to the data dir's owner) reads the same text again."""
+    import io
+
+    text = read_stdin_text()
+    sys.stdin = io.TextIOWrapper(io.BytesIO(text.encode("utf-8")), encoding="utf-8")
+    return text
 
 
 class UsageError(Exception):
