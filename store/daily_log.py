@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -202,7 +202,11 @@ def parse_messages(text: str) -> list[LogMessage]:
             region = region.replace("\r\n", "\n")
         if is_last and (fragment := _header_fragment(region)):
             region = region[: -len(fragment)]  # the next append died inside its header
-        cut_short = is_last and _cut_short(region, text)
+        cut_short = is_last and _cut_short(
+            region.endswith("\n\n"),
+            region.endswith("\n"),
+            lambda: len(text.encode("utf-8", errors="surrogatepass")),
+        )
         body = region[:-2] if region.endswith("\n\n") else region.rstrip("\n")
         message = _message_from(role, body, meta, conversation)
         if (cut_short or damaged) and message.status == "complete":
@@ -230,15 +234,14 @@ this; any other size is a hand edit that dropped the blank line after the last m
 editor trimming trailing blank lines, a file written by hand), and the message is whole."""
 
 
-def _cut_short(region: str, text: str) -> bool:
-    """Whether the file's last message (`region`, its text after the metadata line, in LF)
-    was cut short by a crash: it does not end with its blank line, and either does not end
-    with a newline at all or the file ends at a block boundary (`CUT_ALIGNMENT`)."""
-    if region.endswith("\n\n"):
+def _cut_short(blank_line: bool, newline: bool, size: Callable[[], int]) -> bool:
+    """Whether a file's last message was cut short by a crash: it does not end with its
+    blank line, and either does not end with a newline at all or the file's `size` (asked
+    only then) ends at a block boundary (`CUT_ALIGNMENT`). The parser and the next append
+    both decide by this."""
+    if blank_line:
         return False
-    if not region.endswith("\n"):
-        return True
-    return len(text.encode("utf-8", errors="surrogatepass")) % CUT_ALIGNMENT == 0
+    return not newline or size() % CUT_ALIGNMENT == 0
 
 
 def _damaged_meta(line: str) -> bool:
@@ -358,8 +361,6 @@ def _separator_needed(path: Path) -> tuple[bytes, bool]:
             tail = handle.read()
     except FileNotFoundError:
         return b"", False
-    if tail.endswith(b"\n\n"):
-        return b"", False
-    if tail.endswith(b"\n"):
-        return b"\n", size % CUT_ALIGNMENT == 0
-    return b"\n\n", True
+    blank_line, newline = tail.endswith(b"\n\n"), tail.endswith(b"\n")
+    separator = b"" if blank_line else b"\n" if newline else b"\n\n"
+    return separator, _cut_short(blank_line, newline, lambda: size)
