@@ -19,7 +19,7 @@ from typing import Any
 
 from agent.gateway_errors import EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, SettingsError, load_settings
-from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, one_line, read_stdin_text
+from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, one_line, read_stdin_text, stdin_kept
 from tui.cli_parser import build_parser
 
 log = logging.getLogger("straylight.cli")
@@ -64,25 +64,15 @@ def empty_argument(args: argparse.Namespace) -> str | None:
         return f"{args.command} needs a non-empty TEXT"
     action = getattr(args, "action", None)
     if (args.command, action) in (("facts", "set"), ("candidates", "propose")):
-        from memory.fact_types import FactError, normalise_key
+        from memory.fact_types import EMPTY_BODY, FactError, normalise_key
 
         try:
             normalise_key(args.key)
         except FactError as error:
             return str(error)
         if blank(args.body):
-            return "a fact needs a body"
+            return EMPTY_BODY
     return None
-
-
-def stdin_kept() -> str:
-    """Standard input read whole (`read_stdin_text`), and put back as `sys.stdin` so the
-    command (or the forward to the data dir's owner) reads the same text again."""
-    import io
-
-    text = read_stdin_text()
-    sys.stdin = io.TextIOWrapper(io.BytesIO(text.encode("utf-8")), encoding="utf-8")
-    return text
 
 
 class UsageError(Exception):

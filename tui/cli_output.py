@@ -38,6 +38,16 @@ def read_stdin_text() -> str:
     return decode_piped(sys.stdin.buffer.read()).replace("\r\n", "\n")
 
 
+def stdin_kept() -> str:
+    """Standard input read whole (`read_stdin_text`), and put back as `sys.stdin` so the
+    next reader (the command, or the forward to the data dir's owner) gets the same text."""
+    import io
+
+    text = read_stdin_text()
+    sys.stdin = io.TextIOWrapper(io.BytesIO(text.encode("utf-8")), encoding="utf-8")
+    return text
+
+
 # A lead byte and its continuation bytes: the shape of a UTF-8 sequence beyond ASCII.
 _UTF8_SHAPED = re.compile(rb"[\xc2-\xf4][\x80-\xbf]+")
 

@@ -189,17 +189,14 @@ def run_or_forward(
 ) -> int:
     """`straylight ARGV` for a command that needs the memory: forwarded to the data dir's
     owner, else run here (`run_here`) with the data-dir lock held."""
-    from tui.cli_output import fail, read_stdin_text
+    from tui.cli_output import fail, stdin_kept
 
     home = resolved.settings.home
     if not home.is_dir():
         return run_here()  # no data dir yet: nobody to ask; the command decides what to create
     stdin: str | None = None
     if "-" in argv:  # the command reads stdin: read it once, for the owner or for us
-        stdin = read_stdin_text()
-        import io
-
-        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
+        stdin = stdin_kept()
     request = _request(argv, resolved, stdin)
     try:
         return _forward_or_own(home, request, run_here, command, reads_only=reads_only)
