@@ -33,6 +33,7 @@ from memory.fact_injection import FactRanking
 from memory.fact_injection import InjectedFacts as InjectedFacts
 from memory.fact_types import (
     BODY_MAX_CHARS,
+    EMPTY_BODY,
     NON_DECAYING,
     PROOF_MAX_CHARS,
     FactError,
@@ -116,7 +117,7 @@ class FactDrawer:
             raise FactError("a fact key must not hold a secret")
         body = _one_line(mask_secrets(body))
         if not body:
-            raise FactError("a fact needs a body")
+            raise FactError(EMPTY_BODY)
         if len(body) > BODY_MAX_CHARS:
             raise FactError(f"fact body is {len(body)} characters; at most {BODY_MAX_CHARS}")
         if not 0.0 <= confidence <= 1.0:

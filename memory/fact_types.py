@@ -40,6 +40,11 @@ class FactError(ValueError):
     """A fact or proposal that cannot be stored; the message is one line for the user."""
 
 
+EMPTY_BODY = "a fact needs a body"
+"""The one line for a fact or proposal without a body (the drawer's check, and the CLI's
+before the data dir is touched)."""
+
+
 def normalise_key(raw: str) -> str:
     """`Deploy: Blyck App` → `deploy:blyck-app`: lower case, parts split on ':', spaces and
     other punctuation inside a part become '-'. Raises FactError for an empty key."""
