@@ -166,9 +166,11 @@ class FactDrawer:
 
     def get(self, key: str) -> list[Fact]:
         """An explicit read of a key (workspace first, then global): a stale fact is revived
-        to active, and last_seen is updated."""
+        to active, and last_seen is updated (on a read-only database: found as it is)."""
         found = self._with_key(key, None)
         found.sort(key=lambda f: f.status == "retired")  # a live fact before a retired one
+        if self.db.read_only:
+            return found
         result = []
         for fact in found:
             if fact.status == "stale":
@@ -199,7 +201,8 @@ class FactDrawer:
         facts = self.store.visible(self.workspace, statuses=["active"])
         ranked = self.ranking.rank(facts, query, query_vector)
         hits = [fact for fact, _ in ranked[: max(self.config.top_k, 1)]]
-        self.store.touch_seen([f.id for f in hits])
+        if not self.db.read_only:  # a use is counted where it can be written
+            self.store.touch_seen([f.id for f in hits])
         return hits
 
     def _with_key(self, key: str, scope: str | None) -> list[Fact]:

@@ -37,8 +37,13 @@ READ_ONLY_COMMANDS = frozenset(
         ("status", None),
         ("recall", None),
         ("facts", "list"),
+        ("facts", "history"),
         ("candidates", "list"),
         ("jobs", "list"),
+        ("hypotheses", "list"),
+        ("conversations", None),
+        ("conversations", "list"),
+        ("conversations", "export"),
     }
 )
 EXIT_DATA_DIR_IN_USE = 6

@@ -129,7 +129,9 @@ def _find(daily_log: DailyLog, conversation_id: str) -> ConversationInfo | None:
 @asynccontextmanager
 async def _notes(settings: Settings, *, create: bool) -> AsyncIterator[Any]:
     """The conversation notes of the data dir (None when there is no database and `create`
-    is False: nothing was ever set, and a read creates nothing)."""
+    is False: nothing was ever set, and a read creates nothing). A read (`create` False)
+    outside the data dir's owner opens the database alone, read-only: no lock file, no
+    word or vector index, nothing written (a backup on a read-only mount lists too)."""
     from store.database import database_path
 
     if not create and not database_path(settings.home).exists():
@@ -137,8 +139,21 @@ async def _notes(settings: Settings, *, create: bool) -> AsyncIterator[Any]:
         return
     from agent.ollama_gateway import OllamaGateway
     from memory.conversation_notes import ConversationNotes
-    from tui.memory_session import MemorySession
+    from store.data_dir_lock import held_here
+    from tui.memory_session import MemorySession, open_store
+    from tui.owner_server import serving
 
+    home = settings.home
+    if not create and open_store(home) is None and not serving(home) and not held_here(home):
+        from store.conversation_store import ConversationStore
+        from store.database import open_database
+
+        db = open_database(database_path(home), clock=settings.clock, read_only=True)
+        try:
+            yield ConversationStore(db)  # `get` and `all`, as the notes answer them
+        finally:
+            db.close()
+        return
     gateway = OllamaGateway.from_config(settings.ollama)
     try:
         with MemorySession(settings, gateway) as memory:

@@ -150,7 +150,7 @@ def _found(settings: Settings, query: str) -> list[Fact]:
     from tui.cli_facts import open_drawer
 
     vector = asyncio.run(_query_vector(settings, query))
-    with open_drawer(settings) as drawer:
+    with open_drawer(settings, counts_use=True) as drawer:
         try:
             exact = [f for f in drawer.get(normalise_key(query)) if f.status != "retired"]
         except FactError:  # not shaped like a key: words only

@@ -34,11 +34,15 @@ EMBED_TIMEOUT_SECONDS = 15.0
 
 
 @contextlib.contextmanager
-def open_drawer(settings: Settings, *, read_only: bool = False) -> Iterator[FactDrawer]:
+def open_drawer(
+    settings: Settings, *, read_only: bool = False, counts_use: bool = False
+) -> Iterator[FactDrawer]:
     """The fact drawer of this workspace, with the data dir locked for the duration (in the
     owner's process: a drawer over the owner's open database); a reading command
     (`read_only`) elsewhere takes no lock file and writes nothing (DuckDB's read-only mode,
-    whose own lock still meets a writer)."""
+    whose own lock still meets a writer). A read that writes only to count a use
+    (`counts_use`: `facts get`, `facts search`) reads a data dir that cannot be written (a
+    backup on a read-only mount) as `read_only` does, the use not counted."""
     from tui.memory_session import open_store
     from tui.owner_server import serving
 
@@ -46,18 +50,34 @@ def open_drawer(settings: Settings, *, read_only: bool = False) -> Iterator[Fact
         yield from _shared_drawer(settings)  # one store per process: DuckDB opens a file once
         return
     if read_only and not held_here(settings.home):  # (owner asked before: owner_client)
-        db = open_database(database_path(settings.home), clock=settings.clock, read_only=True)
-        try:
-            yield FactDrawer(db, resolve_workspace(settings.workspace), settings.facts)
-        finally:
-            db.close()
+        yield from _read_only_drawer(settings)
         return
-    with DataDirLock(settings.home):
+    try:
+        lock = DataDirLock(settings.home).acquire()
+    except OSError as error:
+        from tui.data_dir_access import unwritable_data_dir
+
+        if not counts_use or unwritable_data_dir(error, settings.home) is None:
+            raise
+        yield from _read_only_drawer(settings)
+        return
+    try:
         db = open_database(database_path(settings.home), clock=settings.clock)
         try:
             yield FactDrawer(db, resolve_workspace(settings.workspace), settings.facts)
         finally:
             db.close()
+    finally:
+        lock.release()
+
+
+def _read_only_drawer(settings: Settings) -> Iterator[FactDrawer]:
+    """A drawer over the database opened in DuckDB's read-only mode, no lock file taken."""
+    db = open_database(database_path(settings.home), clock=settings.clock, read_only=True)
+    try:
+        yield FactDrawer(db, resolve_workspace(settings.workspace), settings.facts)
+    finally:
+        db.close()
 
 
 def _shared_drawer(settings: Settings) -> Iterator[FactDrawer]:
@@ -157,7 +177,8 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
     key = normalise_key(args.key)  # an empty key is a usage error, database or none
     if not database_path(settings.home).exists():
         return fail(f"no fact {args.key!r}", EXIT_NOT_FOUND)
-    with open_drawer(settings) as drawer:  # `get` counts a use: it writes
+    # `get` counts a use (it writes where it can); `history` only reads
+    with open_drawer(settings, read_only=action == "history", counts_use=action == "get") as drawer:
         if action == "get":
             found = drawer.get(key)
             data: Any = fact_json(found[0]) if found else None

@@ -159,7 +159,7 @@ def _list(args: argparse.Namespace, settings: Settings, now: datetime) -> int:
     cards: list[Hypothesis] = []
     if database_path(settings.home).exists():
         statuses = [args.status] if args.status else ["open", "validated", "refuted"]
-        with open_drawer(settings) as drawer:
+        with open_drawer(settings, read_only=True) as drawer:  # writes nothing
             book = Hypotheses.of(drawer)
             cards = book.cards(statuses, now=now, all_workspaces=args.all_workspaces)
     if args.json:

@@ -1,9 +1,10 @@
 """A data dir Straylight cannot write to (a backup on a read-only mount, a directory without
 write permission): one line, exit 2, instead of "unexpected error: OSError … straylight.lock".
 
-The reading commands (`status`, `recall`, `history`, `facts list`, `candidates list`,
-`jobs list`) write nothing (issue 15 §5: no lock file written, DuckDB read-only), so they
-work on such a data dir; this line is for a command that writes.
+The reading commands (`status`, `recall`, `history`, `conversations`, `facts list|history`,
+`candidates list`, `hypotheses list`, `jobs list`) write nothing (issue 15 §5: no lock file
+written, DuckDB read-only), so they work on such a data dir, as do `facts get|search`
+without counting the read; this line is for a command that writes.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ def unwritable_data_dir(error: BaseException, home: Path) -> str | None:
     why = "it is on a read-only file system" if error.errno == errno.EROFS else "no permission"
     return (
         f"cannot write to data dir {home} ({why}); the reading commands (status, recall, "
-        f"history, facts list) work on it, this one writes: copy it somewhere writable and "
-        f"use --home COPY"
+        f"history, conversations, facts list) work on it, this one writes: copy it somewhere "
+        f"writable and use --home COPY"
     )
 
 

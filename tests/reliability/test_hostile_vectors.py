@@ -170,11 +170,16 @@ READ_ONLY = [
     ("candidates", "list"),
     ("jobs", "list"),
     ("jobs", "list", "--json"),
+    ("hypotheses", "list"),
+    ("conversations",),
+    ("conversations", "list", "--json"),
+    ("facts", "history", "staging-host"),
 ]
 
 
 def test_read_only_commands_leave_every_byte_and_mtime_of_the_data_dir(world: Workspace) -> None:
     assert_ok(world.run("jobs", "run", "index-upkeep"))  # lock file, log, index: all there
+    assert_ok(world.run("conversations"))  # its summary file, written while it is new
     before = files(world.home)
     assert {"straylight.lock", "straylight.log", "vectors.usearch"} <= set(before)
     changed_model = {**world.env, "STRAYLIGHT_EMBED_MODEL": "nomic-embed-tex"}

@@ -8,14 +8,16 @@ file, as the rest of the suite does.
   earlier turn and points untouched; the next `ask` works.
 - A log cut inside a metadata line (`### assistant` then `<!-- straylight {"ti`, what a kill
   during that write leaves): a damaged header, never text the model is sent.
-- A read-only data dir (a backup on a read-only mount): `status`, `recall`, `facts list` and
-  `jobs list` stop with one line, exit 2, and write nothing (checked under a read-only bind
-  mount in a private mount namespace; skipped where `unshare` cannot make one).
+- A read-only data dir (a backup on a read-only mount): the reading commands (`status`,
+  `recall`, `history`, the lists, `facts get|search|history`, `conversations export`) answer
+  and write nothing; a writing command stops with one line, exit 2 (checked under a
+  read-only bind mount in a private mount namespace; skipped where `unshare` cannot make one).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -159,6 +161,53 @@ def test_a_read_only_data_dir_can_be_read(world: Workspace, command: list[str]) 
     proc = _on_a_read_only_mount(world, command)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "cannot write" not in proc.stderr, proc.stderr
+    assert fault_support.tree(world.home) == listing
+
+
+FACT_BODY = "the staging host is blue-7"
+
+
+READ_ANSWERS = [
+    (["history"], SEED_QUESTION),
+    (["conversations"], "{cid}"),
+    (["conversations", "--json"], '"id": "{cid}"'),
+    (["conversations", "export", "{cid}"], SEED_REPLY),
+    (["hypotheses", "list", "--json"], "[]"),
+    (["candidates", "list", "--json"], "[]"),
+    (["facts", "get", "staging-host"], FACT_BODY),
+    (["facts", "search", "staging host"], FACT_BODY),
+    (["facts", "history", "staging-host"], FACT_BODY),
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "shows"), [pytest.param(*row, id=" ".join(row[0])) for row in READ_ANSWERS]
+)
+def test_every_reading_command_answers_from_a_read_only_data_dir(
+    world: Workspace, command: list[str], shows: str
+) -> None:
+    """A backup on a read-only mount is looked at in place: the lists, the export to stdout,
+    and a fact read (whose use is counted only where it can be written)."""
+    assert_ok(
+        world.run(
+            "facts",
+            "set",
+            "staging-host",
+            "--type",
+            "fact",
+            "--body",
+            FACT_BODY,
+            "--scope",
+            "global",
+        )
+    )
+    listed = world.run("conversations", "--json")  # writes its summary file while it can
+    cid = json.loads(listed.stdout)[0]["id"]
+    listing = fault_support.tree(world.home)
+    proc = _on_a_read_only_mount(world, [part.format(cid=cid) for part in command])
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "cannot write" not in proc.stderr, proc.stderr
+    assert shows.format(cid=cid) in proc.stdout, proc.stdout
     assert fault_support.tree(world.home) == listing
 
 
