@@ -53,7 +53,12 @@ server that is not coming back."""
 class EmbeddingFailed(Exception):
     """The embedding gave no vectors for a reason the embedder named (the model is not
     pulled, Ollama refused the connection, the request timed out…); `str()` is the one line
-    naming it and the fix, which the notes repeat (tui/memory_session.embedder_for)."""
+    naming it and the fix, which the notes repeat (tui/memory_session.embedder_for).
+    `reached`: whether the request got to Ollama (False: no connection), for the count."""
+
+    def __init__(self, message: str, *, reached: bool = True) -> None:
+        super().__init__(message)
+        self.reached = reached
 
 
 def unnamed_embed_problem(error: Exception) -> str:
@@ -115,17 +120,19 @@ class TurnMemory:
         if self.embed is None or not texts:
             self.embed_problem = "no embedder"
             return None
-        await asyncio.to_thread(self.store.count_embed_requests, 1)
         try:
             vectors = await self.embed([stored_text(text) for text in texts])
         except EmbeddingFailed as named:  # fail-soft too, and named
             log.warning("embedding failed (%s): points wait for backfill", named)
             self.embed_problem = str(named)
+            await self._count_request(reached=named.reached)
             return None
         except Exception as error:  # noqa: BLE001 - fail-soft: stored without vectors
             log.warning("embedding failed (%r): points wait for backfill", error)
             self.embed_problem = unnamed_embed_problem(error)
+            await self._count_request(reached=not isinstance(error, ConnectionError))
             return None
+        await self._count_request(reached=True)
         if len(vectors) != len(texts):
             self.embed_problem = "Ollama returned the wrong number of vectors"
             return None
@@ -144,6 +151,12 @@ class TurnMemory:
                 )
             checked.append(None if problem else vector)
         return checked
+
+    async def _count_request(self, *, reached: bool) -> None:
+        """Count an /api/embed request in `status`'s `embed_requests`: one that got to Ollama
+        (answered or refused by it), not one that found no connection."""
+        if reached:
+            await asyncio.to_thread(self.store.count_embed_requests, 1)
 
     async def embed_one(self, text: str) -> list[float] | None:
         vectors = await self.embed_texts([text])

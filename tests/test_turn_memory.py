@@ -378,3 +378,34 @@ async def test_an_embedder_error_it_did_not_name_is_worded_by_what_it_is(
         assert memory.embed_problem is not None and memory.embed_problem.startswith(said)
     finally:
         store.close()
+
+
+def closed_port_host() -> str:
+    """An address on 127.0.0.1 where nothing listens (a port bound, then let go)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+async def test_an_embedding_request_that_found_no_ollama_is_not_counted(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """`status`'s `embed_requests` counts requests Ollama got: one refused by Ollama (a model
+    not pulled) counts, one that found no connection (Ollama down) does not."""
+    store = MemoryStore.open(settings.home, settings.memory, clock=settings.clock)
+    try:
+        down = TurnMemory(
+            store, embedder_for(OllamaGateway(closed_port_host()), "nomic-embed-text")
+        )
+        assert await down.embed_texts(["the staging host is nebula-7"]) is None
+        assert down.embed_problem is not None and "not reachable" in down.embed_problem
+        assert store.status()["embed_requests"] == 0
+        gateway = OllamaGateway(settings.ollama.host, read_timeout=5)
+        not_pulled = TurnMemory(store, embedder_for(gateway, "no-such-embedder"))
+        assert await not_pulled.embed_texts(["the staging host is nebula-7"]) is None
+        assert store.status()["embed_requests"] == embed_requests(standin) == 1
+    finally:
+        store.close()

@@ -52,7 +52,7 @@ def embedder_for(gateway: OllamaGateway, model: str):  # noqa: ANN201 - an Embed
     and a request that timed out (with the model, the host and the setting to raise)."""
 
     async def embed(texts: Sequence[str]) -> list[list[float]]:
-        from agent.gateway_errors import GatewayError, ModelTimeout
+        from agent.gateway_errors import GatewayError, ModelTimeout, OllamaUnreachable
 
         try:
             return await gateway.embed(model, texts)
@@ -62,7 +62,8 @@ def embedder_for(gateway: OllamaGateway, model: str):  # noqa: ANN201 - an Embed
                 "(raise STRAYLIGHT_HTTP_TIMEOUT_SECONDS if it is just slow)"
             ) from slow
         except GatewayError as named:  # a model not pulled, Ollama down…: its own line
-            raise EmbeddingFailed(str(named)) from named
+            reached = not isinstance(named, OllamaUnreachable)
+            raise EmbeddingFailed(str(named), reached=reached) from named
 
     return embed
 
