@@ -94,7 +94,7 @@ def export_conversation(
 ) -> Path:
     """In a thread: the conversation as Markdown in `<data dir>/exports/ID.md` (0600)."""
     from store.private_files import ensure_private_dir, write_private_text
-    from tui.cli_conversations import export_markdown
+    from tui.conversation_export import export_markdown
     from tui.conversation_index import load_conversation
 
     info = conversation_info(daily_log, conversation_id)
