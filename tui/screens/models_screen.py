@@ -66,7 +66,7 @@ def loaded_text(record: ModelRecord) -> str:
 def model_cells(record: ModelRecord, *, chat: str, embed: str) -> tuple[Text, ...]:
     """One row: name (marked when it is the chat or embedding model in use), capabilities,
     context window, size on disk, loaded and its memory."""
-    from agent.model_catalog import normalise_name
+    from memory.model_names import normalise_name
 
     name = Text(printable(record.name))
     key = normalise_name(record.name)
@@ -332,7 +332,7 @@ class ModelsScreen(MemoryScreen[ModelChoice | None]):
             caps = ", ".join(record.capabilities or ())
             self.say(f"{record.name} is not an embedding model (capabilities: {caps}).", error=True)
             return
-        from agent.model_catalog import normalise_name
+        from memory.model_names import normalise_name
 
         if normalise_name(record.name) == normalise_name(
             self.straylight.settings.memory.embed_model
