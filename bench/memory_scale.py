@@ -597,12 +597,22 @@ def _profile_text(profiler: Any) -> str | None:
 # --------------------------------------------------------------------------- orchestration
 
 
+def worker_timeout(n: int) -> float:
+    """Seconds one phase may take: 15 minutes, more from 225k points on (a 1M build takes
+    ~25 min of both cores on a quiet 2-core VM, longer beside other work)."""
+    return max(float(WORKER_TIMEOUT_SECONDS), n * 0.004)
+
+
+class WorkerFailed(RuntimeError):
+    """A phase's worker ended without its result; `str()` is the one line for the user."""
+
+
 def run_worker(
     phase: str,
     home: Path,
     n: int,
     args: argparse.Namespace,
-    timeout: float = WORKER_TIMEOUT_SECONDS,
+    timeout: float | None = None,
 ) -> JsonDict:
     """One phase in its own interpreter (bench/scaling.py passes a longer `timeout` at 1M)."""
     out = home.parent / f"{phase}-{n}.json"
@@ -628,9 +638,13 @@ def run_worker(
     if args.profile:
         command.append("--profile")
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO_ROOT, timeout=timeout, check=False)
+    limit = worker_timeout(n) if timeout is None else timeout
+    try:
+        done = subprocess.run(command, cwd=REPO_ROOT, timeout=limit, check=False)
+    except subprocess.TimeoutExpired:
+        raise WorkerFailed(f"{phase} worker for {n:,} points took over {limit:.0f} s") from None
     if done.returncode != 0 or not out.is_file():
-        raise RuntimeError(f"{phase} worker for {n} points failed (exit {done.returncode})")
+        raise WorkerFailed(f"{phase} worker for {n:,} points failed (exit {done.returncode})")
     result: JsonDict = json.loads(out.read_text(encoding="utf-8"))
     result["wall_s"] = round(time.perf_counter() - started, 1)
     return result
@@ -893,7 +907,11 @@ def main(argv: list[str] | None = None) -> int:
         tmp = args.keep or Path(raw_tmp)
         tmp.mkdir(parents=True, exist_ok=True)
         for n in sizes:
-            results.append(run_size(n, args, tmp))
+            try:
+                results.append(run_size(n, args, tmp))
+            except WorkerFailed as failed:
+                print(f"memory_scale: {failed}", file=sys.stderr)
+                return 1
     report = {
         "machine": info,
         "loadavg_after": machine_info()["loadavg"],

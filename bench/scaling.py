@@ -64,11 +64,6 @@ USABLE_RE = re.compile(rb"memory usable after (\d+) ms")
 POLL_SECONDS = 0.005
 
 
-def worker_timeout(n: int) -> float:
-    """Seconds one phase may take: memory_scale's 15 minutes, more from 300k points on."""
-    return max(float(memory_scale.WORKER_TIMEOUT_SECONDS), n * 0.004)
-
-
 def default_thresholds() -> dict[str, int]:
     from memory.settings_models import MemoryConfig
 
@@ -233,7 +228,7 @@ def scale_args(args: argparse.Namespace) -> argparse.Namespace:
 def run_size(n: int, args: argparse.Namespace, tmp: Path, thresholds: dict[str, int]) -> JsonDict:
     home = tmp / f"home-{n}"
     worker_args = scale_args(args)
-    timeout = worker_timeout(n)
+    timeout = memory_scale.worker_timeout(n)
     started = time.perf_counter()
     load_before = machine_info()["loadavg"]  # other work on the machine skews the big sizes
     print(f"[{n:,} points] build …", flush=True)
