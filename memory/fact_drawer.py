@@ -197,10 +197,14 @@ class FactDrawer:
         )
 
     def search(self, query: str, query_vector: Sequence[float] | None = None) -> list[Fact]:
-        """`memory_read(query=…)`: active facts ranked like injection's matches (top-k)."""
+        """`memory_read(query=…)`: active facts ranked like injection's matches, then those
+        holding every word of the query (top-k in all)."""
         facts = self.store.visible(self.workspace, statuses=["active"])
-        ranked = self.ranking.rank(facts, query, query_vector)
-        hits = [fact for fact, _ in ranked[: max(self.config.top_k, 1)]]
+        limit = max(self.config.top_k, 1)
+        hits = [fact for fact, _ in self.ranking.rank(facts, query, query_vector)[:limit]]
+        seen = {f.id for f in hits}
+        hits += [f for f in self.ranking.covering(facts, query) if f.id not in seen]
+        hits = hits[:limit]
         if not self.db.read_only:  # a use is counted where it can be written
             self.store.touch_seen([f.id for f in hits])
         return hits

@@ -92,6 +92,21 @@ class FactRanking:
         block, shown = self._format(chosen, cut, carried_ids)
         return InjectedFacts(shown, block, cut)
 
+    def covering(self, facts: Sequence[Fact], query: str) -> list[Fact]:
+        """The facts whose key and body hold every word of `query`, the most confident
+        first: a search's short query (`facts search staging`), which the share of a body's
+        words that a message must hold, or a cosine, may not reach."""
+        words = self._terms(query)
+        if not words:
+            return []
+        found = [
+            f
+            for f in facts
+            if words <= self._terms(f"{f.key.replace(':', ' ').replace('-', ' ')} {f.body}")
+        ]
+        found.sort(key=lambda f: (-f.confidence, f.key))
+        return found
+
     def _terms(self, text: str) -> builtins.set[str]:
         return set(self._analyzer.terms(text))
 

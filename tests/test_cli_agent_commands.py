@@ -94,6 +94,22 @@ def test_facts_search_puts_the_exact_key_first(env: Env, tmp_path: Path) -> None
     assert_one_line(run_cli(env, "facts", "search", " "), 2, "non-empty")
 
 
+def test_facts_search_finds_a_fact_by_one_word_of_its_body(env: Env) -> None:
+    """A short query holds too few of a body's words for injection's rule, and its cosine may
+    be low: a fact holding every word of the query is found all the same."""
+    for key, body in (
+        ("deploy:host", "blue-7 runs staging and the nightly builds"),
+        ("editor", "Use helix for quick edits"),
+    ):
+        printed_json(run_cli(env, "facts", "set", key, "--type", "fact", "--body", body, "--json"))
+    found = printed_json(run_cli(env, "facts", "search", "staging", "--json"))
+    assert [f["key"] for f in found] == ["deploy:host"]
+    assert [f["key"] for f in printed_json(run_cli(env, "facts", "search", "host", "--json"))] == [
+        "deploy:host"
+    ]
+    assert printed_json(run_cli(env, "facts", "search", "staging purple", "--json")) == []
+
+
 def test_mcp_doc_roots_from_the_file_and_the_environment(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text('mcp_doc_roots = ["~/notes", "/srv/docs"]\n')
