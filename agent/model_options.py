@@ -12,6 +12,7 @@ The values go to Ollama as `options` on every chat request (agent/ollama_gateway
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -62,6 +63,8 @@ def _value_problem(kind: str, value: object) -> str | None:
         return f"expected an integer, got {value!r}"
     if kind == "number" and not isinstance(value, int | float):
         return f"expected a number, got {value!r}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"expected a finite number, got {value!r}"
     return None
 
 
@@ -113,6 +116,8 @@ def parse_keep_alive(value: object) -> object:
             raise ValueError('expected seconds or a duration such as "5m", got a boolean')
         return None
     if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise ValueError(f'expected seconds or a duration such as "5m", got {value!r}')
         return int(value) if float(value).is_integer() else float(value)
     if isinstance(value, str):
         text = value.strip()
@@ -126,5 +131,7 @@ def parse_keep_alive(value: object) -> object:
             raise ValueError(
                 f'expected seconds or a duration such as "5m" or "1h30m", got {value!r}'
             ) from None
+        if not math.isfinite(number):
+            raise ValueError(f'expected seconds or a duration such as "5m", got {value!r}')
         return int(number) if number.is_integer() else number
     raise ValueError(f'expected seconds or a duration such as "5m", got {value!r}')

@@ -16,9 +16,12 @@ DEFAULT_EMBED_MODEL = "nomic-embed-text"
 
 
 class SettingsArea(BaseModel):
-    """An area of the settings: immutable, no unknown fields, docstrings as descriptions."""
+    """An area of the settings: immutable, no unknown fields, docstrings as descriptions;
+    a number must be finite (`http_timeout_seconds = inf` is a mistake, not "no limit")."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False
+    )
 
 
 class SaveFilterConfig(SettingsArea):

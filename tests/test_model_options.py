@@ -32,6 +32,8 @@ def test_a_model_table_overrides_the_common_options() -> None:
         ({"temperature": "hot"}, "temperature", "expected a number"),
         ({"seed": True}, "seed", "expected an integer"),
         ({"stop": [1]}, "stop", "a list of strings"),
+        ({"temperature": float("inf")}, "temperature", "expected a finite number"),
+        ({"mistral": {"top_p": float("nan")}}, "mistral.top_p", "expected a finite number"),
         ({"qwen3:8b": {"min_pp": 0.1}}, '"qwen3:8b".min_pp', "unknown model option"),
         ({"mistral": {"num_ctx": 1}}, "mistral.num_ctx", "num_ctx"),
     ],
@@ -80,6 +82,8 @@ def test_settings_read_think_keep_alive_and_options(tmp_path: Path) -> None:
     [
         ({"STRAYLIGHT_THINK": "maybe"}, "STRAYLIGHT_THINK"),
         ({"STRAYLIGHT_KEEP_ALIVE": "five minutes"}, "STRAYLIGHT_KEEP_ALIVE"),
+        ({"STRAYLIGHT_KEEP_ALIVE": "inf"}, "STRAYLIGHT_KEEP_ALIVE"),
+        ({"STRAYLIGHT_HTTP_TIMEOUT_SECONDS": "nan"}, "STRAYLIGHT_HTTP_TIMEOUT_SECONDS"),
     ],
 )
 def test_bad_think_and_keep_alive_are_one_line(
@@ -88,6 +92,24 @@ def test_bad_think_and_keep_alive_are_one_line(
     with pytest.raises(SettingsError) as raised:
         load_settings(environ=environ, config_path=tmp_path / "none.toml")
     assert fragment in str(raised.value) and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("[model_options]\ntemperature = inf\n", "model_options.temperature"),
+        ("http_timeout_seconds = inf\n", "http_timeout_seconds"),
+        ("memory_facts_min_score = nan\n", "memory_facts_min_score"),
+        ("keep_alive = -inf\n", "keep_alive"),
+    ],
+)
+def test_a_number_that_is_not_finite_is_refused_by_its_key(
+    tmp_path: Path, text: str, key: str
+) -> None:
+    """TOML has `inf` and `nan`; taken, every ask failed on the JSON it could not send."""
+    with pytest.raises(SettingsError) as raised:
+        load_settings(environ={}, config_path=write(tmp_path, text))
+    assert f"key '{key}'" in str(raised.value) and "\n" not in str(raised.value)
 
 
 def test_a_think_of_the_wrong_toml_type_is_named(tmp_path: Path) -> None:
