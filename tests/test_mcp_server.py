@@ -246,6 +246,8 @@ async def test_load_doc_reads_only_under_the_allowed_roots(
         assert (again["added"], again["unchanged"]) == (0, 2)
         escapes = [str(outside / "secret.md"), "escape.md", "linked-dir/secret.md"]
         escapes.append("../private/secret.md")
+        # outside, a missing file is refused like a present one: the caller learns nothing
+        escapes += [str(outside / "missing.md"), "linked-dir/missing.md", "/etc/no-such-file"]
         for path in escapes:
             refused = error_of(await session.call_tool("memory_load_doc", {"path": path}))
             assert "outside the folders" in refused and "mcp_doc_roots" in refused, path

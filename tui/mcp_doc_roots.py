@@ -41,24 +41,32 @@ def doc_roots(
 
 def allowed_doc(raw: str, roots: Iterable[Path]) -> Path:
     """The real path of `raw` if it is a file under one of `roots`; else ValueError saying
-    why (one line)."""
+    why (one line). The fence comes first: of a path outside the roots the caller learns
+    that, not whether a file is there."""
     if not raw.strip():
         raise ValueError("memory_load_doc needs a path")
     named = safe_derived_name(raw)  # a NUL or a newline in it: the line stays one line
     given = Path(os.path.expanduser(raw))
-    try:
-        real = given.resolve(strict=True)
-    except (OSError, RuntimeError, ValueError):  # missing, a loop, no permission, a NUL
-        raise ValueError(f"no such file: {named}") from None
+    plain = Path(os.path.abspath(given))  # `..` folded: only a symlink makes it differ
     allowed = list(roots)
+    try:
+        real = given.resolve(strict=False)  # the links that exist, followed
+    except (OSError, RuntimeError, ValueError):  # a loop, no permission, a NUL
+        real = plain
     if not any(real.is_relative_to(root) for root in allowed):
         shown = ", ".join(safe_derived_name(str(root)) for root in allowed) or "none"
-        plain = Path(os.path.abspath(given))  # `..` folded: only a symlink makes it differ
-        link = f" (a link to {safe_derived_name(str(real))})" if real != plain else ""
+        inside = any(plain.is_relative_to(root) for root in allowed)
+        link = f" (a link to {safe_derived_name(str(real))})" if inside and real != plain else ""
         raise ValueError(
             f"{named}{link} is outside the folders memory_load_doc may read ({shown}); "
             "add its folder to the mcp_doc_roots setting to allow it"
         )
+    try:
+        real = given.resolve(strict=True)
+    except (OSError, RuntimeError, ValueError):  # missing, a loop, no permission, a NUL
+        raise ValueError(f"no such file: {named}") from None
+    if not any(real.is_relative_to(root) for root in allowed):  # changed since the check
+        raise ValueError(f"{named} is outside the folders memory_load_doc may read")
     if not real.is_file():
         raise ValueError(f"{named} is not a file")
     return real
