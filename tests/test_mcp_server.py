@@ -403,6 +403,24 @@ async def test_search_cuts_a_huge_pinned_paste_at_memory_max_chars(
     assert f"memory #{big}" in content and f"{len(paste.strip())} characters" in content
 
 
+async def test_write_takes_json_null_as_a_scope_or_proof_not_given(
+    env: Env, workspace: Path
+) -> None:
+    """The README says JSON null means an optional argument is not given; memory_write
+    refused `scope: null` and `proof: null` ("Input should be 'workspace' or 'global'")."""
+    proposal = {"key": "ci:runner", "type": "fact", "body": "CI runs on the blue runner."}
+    async with mcp_session(env, workspace) as session:
+        written = result_of(
+            await session.call_tool("memory_write", {**proposal, "scope": None, "proof": None})
+        )
+    candidate = written["candidate"]
+    assert (candidate["key"], candidate["scope"], candidate["proof"]) == (
+        "ci:runner",
+        "workspace",
+        "",  # as when it is left out
+    )
+
+
 async def test_a_boolean_is_no_memory_id_or_hit_count(env: Env, workspace: Path) -> None:
     """JSON's `true` is not an integer (the schema says integer): pydantic's lax mode took it
     as 1, so `memory_forget {"id": true}` deleted memory #1 and `k: true` asked for one hit."""

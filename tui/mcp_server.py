@@ -213,18 +213,20 @@ def build_server(settings: Settings, tools: MemoryTools) -> MCPServer:
         body: Annotated[str, Field(description="The fact in one or two sentences.")],
         ctx: Context,
         scope: Annotated[
-            Scope,
+            Scope | None,
             Field(description="workspace (this project, the default) or global."),
-        ] = "workspace",
+        ] = None,
         proof: Annotated[
-            str, Field(description="The evidence: a command's output, a source.")
-        ] = "",
+            str | None, Field(description="The evidence: a command's output, a source.")
+        ] = None,
     ) -> dict[str, Any]:
         """Propose a durable fact for the user's fact drawer. It does NOT become a fact:
         it is a candidate waiting for the user's approval (the user approves, edits or
         rejects it in Straylight). Writing an existing key proposes a replacement. Returns
         {status: "pending_approval", candidate, note}."""
-        return await tools.write(key, type, body, scope, proof, client_origin(ctx))
+        return await tools.write(
+            key, type, body, scope or "workspace", proof or "", client_origin(ctx)
+        )
 
     @server.resource(
         "straylight://longterm",
