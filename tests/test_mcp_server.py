@@ -617,3 +617,26 @@ def test_a_request_with_a_lone_surrogate_is_answered_and_the_server_goes_on(
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+async def test_a_data_dir_that_fails_its_check_is_each_tools_error_until_fixed(
+    env: Env, workspace: Path, tmp_path: Path
+) -> None:
+    """A link planted at longterm.md made `straylight mcp` exit before the handshake: the
+    client showed "connection closed" and nothing more. Now it serves, every tool call is
+    the check's one line, and once the link is gone the tools work."""
+    home = Path(env["STRAYLIGHT_HOME"])
+    home.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the prompt\n")
+    (home / "longterm.md").symlink_to(secret)
+    async with mcp_session(env, workspace) as session:
+        refused = error_of(await session.call_tool("memory_save", {"text": "a note"}))
+        assert "longterm.md is a symbolic link" in refused, refused
+        searched = error_of(await session.call_tool("memory_search", {"query": "note"}))
+        assert searched.endswith(refused.split(": ", 1)[1]), searched
+        assert not (home / "straylight.duckdb").exists()  # nothing was written
+        (home / "longterm.md").unlink()
+        saved = result_of(await session.call_tool("memory_save", {"text": "a note"}))
+    assert saved["id"] == 1
+    assert secret.read_text() == "not for the prompt\n"

@@ -124,18 +124,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = resolved.settings
     if (empty := empty_argument(args)) is not None:  # before the data dir is made or locked
         return fail(empty, EXIT_USAGE)
-    from store.data_dir_check import check_data_dir
-    from store.private_files import UnsafeDataDir
     from tui.logging_setup import setup_file_logging, silence_logging
 
-    if args.command != "config":  # `config` shows the settings even for an unusable data dir
-        try:  # links, odd files, a data dir others can write to: one line, exit 2
-            check_data_dir(settings.home)
-        except UnsafeDataDir as error:
-            return fail(str(error), EXIT_USAGE)
-        except OSError as error:  # a data dir (or its conversation/) this user may not enter
-            where = f" ({error.filename})" if error.filename else ""
-            return fail(f"cannot use data dir {settings.home}: {error.strerror}{where}", 2)
+    # `config` shows the settings even for an unusable data dir
+    problem = None if args.command == "config" else data_dir_problem(settings.home)
+    if problem is not None and args.command == "mcp":  # a client would see "connection closed"
+        from tui.mcp_server import serve
+
+        print(f"{PROG}: {problem} (every tool says so until it is fixed)", file=sys.stderr)
+        silence_logging()
+        return serve(settings, _global_options(args), unusable=data_dir_problem)
+    if problem is not None:  # links, odd files, a data dir others can write to: one line
+        return fail(problem, EXIT_USAGE)
     if may_create_data_dir(args):
         try:
             setup_file_logging(settings.log_file)
@@ -165,6 +165,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             raw, resolved, lambda: _run(args, resolved), args.command, reads_only=reads
         )
     return _run(args, resolved)
+
+
+def data_dir_problem(home: Path) -> str | None:
+    """Why the data dir may not be used (a link or an odd file where Straylight's own files
+    belong, writable by others, not enterable), as one line; None when it may."""
+    from store.data_dir_check import check_data_dir
+    from store.private_files import UnsafeDataDir
+
+    try:
+        check_data_dir(home)
+    except UnsafeDataDir as error:
+        return str(error)
+    except OSError as error:  # a data dir (or its conversation/) this user may not enter
+        where = f" ({error.filename})" if error.filename else ""
+        return f"cannot use data dir {home}: {error.strerror}{where}"
+    return None
 
 
 def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: bool = False) -> int:

@@ -13,11 +13,14 @@ Importing the SDK costs most of a second, so only this command imports this modu
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, Literal, NoReturn
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -275,8 +278,14 @@ def _version() -> str:
         return "0"
 
 
-def serve(settings: Settings, options: dict[str, str | None]) -> int:
-    """Run the server on stdin/stdout until the client closes it."""
+def serve(
+    settings: Settings,
+    options: dict[str, str | None],
+    unusable: Callable[[Path], str | None] | None = None,
+) -> int:
+    """Run the server on stdin/stdout until the client closes it. `unusable` is given when
+    the data dir failed its check at start: each call asks it again, and while it answers
+    with a line, that line is the call's error (fixed, the tools work)."""
     if sys.stdin.isatty():  # started by hand: say what it is waiting for
         print(
             "straylight mcp: an MCP server waiting for a client on stdin/stdout; register it "
@@ -289,6 +298,7 @@ def serve(settings: Settings, options: dict[str, str | None]) -> int:
         global_argv(options),
         doc_roots(settings.mcp_doc_roots),
         hit_max_chars=settings.memory.max_chars,
+        unusable=None if unusable is None else functools.partial(unusable, settings.home),
     )
     server = build_server(settings, tools)
     install_lone_surrogate_repair()  # a request with "\ud800" is answered, not dropped

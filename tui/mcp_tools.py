@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,9 @@ class MemoryTools:
     doc_roots: list[Path]
     hit_max_chars: int = 4000
     """`memory_search` cuts each hit's content here (`memory_max_chars`, see `cut_content`)."""
+    unusable: Callable[[], str | None] | None = None
+    """Why the data dir may not be used (it failed its check when the server started), asked
+    before each call until it answers None."""
     # One command at a time per client: the tools' order is the order the client asked in.
     _turn: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -74,6 +77,10 @@ class MemoryTools:
         """`straylight COMMAND [global options] --json REST…`, its stdout parsed as JSON."""
         argv = [*command, *self.global_argv, "--json", *rest]
         async with self._turn:
+            if self.unusable is not None:
+                if (problem := await asyncio.to_thread(self.unusable)) is not None:
+                    raise ToolError(problem)
+                self.unusable = None  # fixed: from now on the commands check for themselves
             outcome = await self.runner.run(argv, stdin=stdin)
         if outcome.exit_code != 0:
             raise ToolError(one_line(outcome.stderr, argv, outcome.exit_code))
