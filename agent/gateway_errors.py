@@ -180,8 +180,12 @@ def classify(
             return StreamCutOff("the connection to Ollama dropped")
         return ModelError("Ollama closed the connection without answering")
     # A line that is JSON but not an object (`[1]`, `"x"`, `null`): the client calls `.get`
-    # on it and raises AttributeError. Malformed all the same.
-    if isinstance(error, json.JSONDecodeError | pydantic.ValidationError | AttributeError):
+    # on it and raises AttributeError, or passes it as `**reply` (/api/tags, /api/embed) and
+    # raises TypeError. Malformed all the same.
+    not_an_object = isinstance(error, TypeError) and "must be a mapping" in str(error)
+    if not_an_object or isinstance(
+        error, json.JSONDecodeError | pydantic.ValidationError | AttributeError
+    ):
         if streamed:
             return StreamCutOff("Ollama sent a malformed line")
         return ModelError("Ollama sent a malformed reply")

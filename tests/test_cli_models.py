@@ -329,3 +329,15 @@ def test_human_bytes_uses_decimal_units() -> None:
         "350.0 MB",
         "2.0 GB",
     ]
+
+
+@pytest.mark.parametrize("body", ["[1, 2, 3]", '"ok"', "null"])
+def test_a_reply_that_is_json_but_not_an_object_is_a_malformed_reply(
+    env: Env, standin: OllamaStandIn, body: str
+) -> None:
+    """A proxy or a broken server answering /api/tags with `[1, 2, 3]`: the client passes
+    the reply as keyword arguments and raises TypeError, which `models` showed as
+    "unexpected error talking to Ollama: TypeError"."""
+    standin.fail_next("status", path="/api/tags", status=200, body=body)
+    proc = run_cli(env, "models")
+    assert assert_one_line(proc, 5) == "straylight: Ollama sent a malformed reply"

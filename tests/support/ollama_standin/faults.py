@@ -21,7 +21,7 @@ FAULT_KINDS: Final[frozenset[str]] = frozenset(get_args(FaultKind))
 
 # Parameters each fault kind accepts (all optional; defaults live on `Fault`).
 FAULT_PARAMS: Final[Mapping[str, frozenset[str]]] = {
-    "status": frozenset({"status", "message"}),
+    "status": frozenset({"status", "message", "body"}),
     "delay": frozenset({"seconds"}),
     "stall": frozenset({"after", "seconds"}),
     "drop": frozenset({"after"}),
@@ -48,6 +48,8 @@ class Fault:
     after: int = 1
     line: str = "{not json"
     dim: int = 3
+    body: str | None = None
+    """A `status` fault's whole reply as written (JSON that is not an object, a page…)."""
 
     def matches(self, path: str, kinds: frozenset[str]) -> bool:
         return self.kind in kinds and (self.path is None or self.path == path)

@@ -185,6 +185,9 @@ class Handler(BaseHTTPRequestHandler):
         fault = self.standin._take_fault(path, REQUEST_FAULTS)
         if fault is None:
             return True
+        if fault.kind == "status" and fault.body is not None:
+            self.send_bytes(fault.status, fault.body.encode(), "application/json; charset=utf-8")
+            return False
         if fault.kind == "status":
             self.send_error_json(fault.status, fault.message)
             return False

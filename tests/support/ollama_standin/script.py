@@ -85,7 +85,7 @@ class Script:
         Kinds and their parameters (defaults in brackets):
 
         * ``status``: ``status`` [500], ``message`` -> HTTP error with ``{"error": message}``
-          (any endpoint).
+          (any endpoint); ``body`` -> that text as the whole reply instead.
         * ``delay``: ``seconds`` [1.0] -> sleep before the headers (any endpoint).
         Stream faults (``stall``, ``drop``, ``malformed``, ``error_line``) are taken by a
         streaming chat; a streaming /api/pull takes only those given ``path="/api/pull"``.
