@@ -154,7 +154,7 @@ def context_line(context: dict[str, Any], notes: list[str]) -> str:
     from agent.context_budget import format_tokens
 
     if context.get("window") is None or context.get("last_prompt_tokens") is None:
-        return "not known yet (no turn since this version)"
+        return "not known yet (measured by the next chat turn or ask)"
     used = f"{format_tokens(context['last_prompt_tokens'])} / {format_tokens(context['window'])}"
     cut = f" — {'; '.join(notes)}" if notes else ""
     return f"{used} tokens ({context['headroom']}){cut}"
