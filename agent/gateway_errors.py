@@ -116,6 +116,15 @@ class ToolsNotSupported(ModelError):
     kind = "tools_not_supported"
 
 
+class ChatNotSupported(ModelError):
+    """The model refused a chat (HTTP 400 `"nomic-embed-text" does not support chat`: an
+    embedding model), found out by the request because /api/show did not answer first. The
+    same mistake as `ask --model` with an embedding model: exit 2."""
+
+    kind = "chat_not_supported"
+    exit_code = EXIT_USAGE
+
+
 class ThinkLevelRefused(ModelError):
     """The model takes `think` true or false but no level: HTTP 400 `think value "high" is
     not supported for this model` (Ollama answers so for qwen3 and others in some releases)."""
@@ -163,6 +172,11 @@ def classify(
                 StreamCutOff(f"Ollama reported: {detail}")
                 if streamed
                 else ModelError(f"Ollama reported an error: {detail}")
+            )
+        if error.status_code == 400 and "does not support chat" in detail:
+            return ChatNotSupported(
+                f"{model} cannot chat (Ollama: {one_line(detail)}); `straylight models` "
+                "lists the pulled models that can"
             )
         if error.status_code == 400 and "does not support tools" in detail:
             return ToolsNotSupported(f"{model} does not support tools")

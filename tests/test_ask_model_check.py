@@ -23,6 +23,18 @@ def test_ask_refuses_an_embedding_model_before_logging(
     assert history == []
 
 
+def test_an_embedding_model_found_out_by_the_chat_request_is_exit_2(
+    cli_env: Callable[..., Env], standin: OllamaStandIn
+) -> None:
+    """/api/show fails, so nobody knows the model cannot chat until Ollama refuses the chat
+    with HTTP 400 "does not support chat": that was exit 5, "Ollama answered HTTP 400"."""
+    env = cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
+    standin.fail_next("status", path="/api/show", count=None, status=500, message="boom")
+    proc = run_cli(env, "ask", "--model", "nomic-embed-text", "hello")
+    line = assert_one_line(proc, 2, "nomic-embed-text cannot chat", "does not support chat")
+    assert "straylight models" in line and proc.stdout == ""
+
+
 def test_ask_still_chats_with_a_chat_model(
     cli_env: Callable[..., Env], standin: OllamaStandIn
 ) -> None:
