@@ -181,7 +181,9 @@ class TurnEngine:
         if image is not None:  # the client sends the bytes base64-encoded
             messages[-1] = {**messages[-1], "images": [image.data]}
         options = await self.context.options(model)
-        think = await self.tools.think_for(model, self.think)
+        think, think_unsent = await self.tools.think_for(model, self.think)
+        if think_unsent is not None:
+            yield LimitNotice(think_unsent)
 
         parts: list[str] = []
         thought_chars = 0  # thinking is shown, never kept: only its size is logged

@@ -77,15 +77,25 @@ class TurnTools:
             self.support[model] = supported
         return TOOL_SPECS if supported else None
 
-    async def think_for(self, model: str, think: bool | str | None) -> bool | str | None:
-        """The `think` field for `model`: the setting, sent only when it is set and the
-        model's capabilities contain `thinking` (Ollama refuses it otherwise)."""
+    async def think_for(
+        self, model: str, think: bool | str | None
+    ) -> tuple[bool | str | None, str | None]:
+        """The `think` field for `model`, and a line when a set `think` is not sent because
+        nobody knows whether the model can think (/api/show did not answer). The setting is
+        sent only when the model's capabilities contain `thinking` (Ollama refuses it
+        otherwise); a model known not to think drops it quietly, as the README says."""
         if think is None:
-            return None
+            return None, None
         capabilities = await self.gateway.capabilities(model)
-        if capabilities is None or "thinking" not in capabilities:
-            return None
-        return True if isinstance(think, str) and model in self.no_levels else think
+        if capabilities is None:
+            shown = str(think).lower() if isinstance(think, bool) else think
+            return None, (
+                f"think = {shown} not sent: Ollama did not say whether {model} can think "
+                "(no capabilities from /api/show)"
+            )
+        if "thinking" not in capabilities:
+            return None, None
+        return (True if isinstance(think, str) and model in self.no_levels else think), None
 
     async def tool_round(
         self,

@@ -207,6 +207,21 @@ def test_show_thinking_writes_it_to_stderr(env: Env, standin: OllamaStandIn) -> 
     assert standin.chat_requests()[-1]["think"] == "high"
 
 
+def test_a_think_not_sent_because_show_failed_is_said(env: Env, standin: OllamaStandIn) -> None:
+    """/api/show fails, so nobody knows whether the model can think: `--think high` is not
+    sent (a model that cannot would refuse the chat), and `ask` says so on stderr instead of
+    dropping it silently. The reply still comes."""
+    standin.fail_next("status", path="/api/show", count=None, status=500, message="boom")
+    proc = run_cli(env, "ask", "--model", THINKER, "--think", "high", "capital?")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip()
+    assert "think = high not sent: Ollama did not say whether qwen3:8b can think" in proc.stderr
+    assert standin.chat_requests()[-1].get("think") is None
+    standin.clear_faults()
+    again = run_cli(env, "ask", "--model", THINKER, "--think", "high", "capital?")
+    assert "not sent" not in again.stderr and standin.chat_requests()[-1]["think"] == "high"
+
+
 def test_a_bad_think_flag_is_a_usage_error(env: Env) -> None:
     proc = run_cli(env, "ask", "--think", "hard", "hi")
     assert_one_line(proc, 2, "--think")
