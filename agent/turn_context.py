@@ -31,6 +31,7 @@ from agent.gateway_values import ChatDone
 from agent.ollama_gateway import OllamaGateway
 from agent.token_estimate import TokenEstimator
 from agent.turn_events import ContextBudgeted
+from memory.model_names import normalise_name
 
 if TYPE_CHECKING:
     from memory.fact_drawer import InjectedFacts
@@ -109,18 +110,40 @@ class TurnContext:
         self._learnt: dict[str, WindowChoice] = {}  # what Ollama showed it really runs
         self._estimator = TokenEstimator()
         self._loaded = False  # the stored calibration was read
+        self._stored_windows: dict[str, int] | None = None  # learnt by earlier processes
+        self._new_windows: dict[str, int] = {}  # learnt here, not saved yet
 
     async def window(self, model: str) -> WindowChoice:
         """The model's window, chosen once per model by the gateway (the same `num_ctx` on
         every request: a different one makes Ollama reload the model), unless Ollama showed
         it runs a smaller one (`/api/ps`, an HTTP 400) after a guess."""
-        choice = self._learnt.get(model) or await self.gateway.context_window(model, self.num_ctx)
+        choice = self._learnt.get(model)
+        if choice is None:
+            choice = await self.gateway.context_window(model, self.num_ctx)
+            stored = (await self._learnt_before()).get(normalise_name(model))
+            if choice.model_max is None and stored is not None and stored < choice.window:
+                choice = WindowChoice(stored, "loaded", stored)  # a guess again: what it ran
         self._windows[model] = choice
         return choice
 
     def _learn(self, model: str, window: int) -> None:
-        """Ollama runs `model` with `window` (the guess was larger): the next turns use it."""
+        """Ollama runs `model` with `window` (the guess was larger): the next turns use it,
+        and the next processes too (`save`) while /api/show does not tell the maximum."""
         self._learnt[model] = self._windows[model] = WindowChoice(window, "loaded", window)
+        self._new_windows[normalise_name(model)] = window
+
+    async def _learnt_before(self) -> dict[str, int]:
+        """The windows earlier processes learnt, read once the memory is open."""
+        memory = self._memory()
+        if self._stored_windows is None and memory is not None:
+            from memory.context_meta import load_learnt_windows
+
+            try:
+                self._stored_windows = await asyncio.to_thread(load_learnt_windows, memory.store.db)
+            except Exception:  # never in the way of the turn: guess again
+                log.exception("reading the learnt context windows failed")
+                self._stored_windows = {}
+        return self._stored_windows or {}
 
     async def options(self, model: str) -> dict[str, Any]:
         """What every chat request of this model sends in `options`."""
@@ -186,26 +209,27 @@ class TurnContext:
         overflow = detect_truncation(
             budgeted.total, done.prompt_eval_count, choice.window, choice.model_max
         )
+        if choice.model_max is None:  # the window was a guess: ask what Ollama really runs
+            loaded = await self._loaded_window(model)
+            if loaded is not None and loaded < choice.window:
+                self._learn(model, loaded)  # also after a cut: the next turns fit
+                smaller = detect_smaller_window(
+                    budgeted.total, choice.window, loaded
+                ) or detect_truncation(budgeted.total, done.prompt_eval_count, loaded, loaded)
+                named = smaller or overflow
+                if named is not None:
+                    log.warning("%s", named.message)
+                    return named  # a cut prompt's count says nothing of the estimate
         if overflow is not None:
             log.warning("%s", overflow.message)
             estimator.note_truncation(model)
             return overflow
-        if choice.model_max is None:  # the window was a guess: ask what Ollama really runs
-            loaded = await self._loaded_window(model)
-            if loaded is not None and loaded < choice.window:
-                self._learn(model, loaded)
-                overflow = detect_smaller_window(
-                    budgeted.total, choice.window, loaded
-                ) or detect_truncation(budgeted.total, done.prompt_eval_count, loaded, loaded)
-                if overflow is not None:
-                    log.warning("%s", overflow.message)
-                    return overflow  # a cut prompt's count says nothing of the estimate
         estimator.observe(model, budgeted.estimate, done.prompt_eval_count)
         return None
 
     async def _loaded_window(self, model: str) -> int | None:
         """The window Ollama loaded `model` with (`/api/ps`), None when it cannot say."""
-        from agent.model_catalog import normalise_name, running_models
+        from agent.model_catalog import running_models
 
         try:
             running = await asyncio.wait_for(
@@ -245,7 +269,11 @@ class TurnContext:
 
         calibration = self._estimator.to_json() if self._loaded else None
         saved = {**report.to_json(), "notes": list(report.notes)} if report else None
+        windows = None
+        if self._new_windows:
+            windows = {**await self._learnt_before(), **self._new_windows}
+            self._stored_windows, self._new_windows = windows, {}
         try:
-            await asyncio.to_thread(save_turn_context, memory.store.db, calibration, saved)
+            await asyncio.to_thread(save_turn_context, memory.store.db, calibration, saved, windows)
         except Exception:
             log.exception("saving the context report failed")

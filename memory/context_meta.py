@@ -1,9 +1,11 @@
 """What the context budget keeps across processes, in the `meta` table.
 
-Two JSON values: the token estimator's calibration per model (`tokens.calibration`, written by
-the turn after each reply, read when the next process starts a turn), and the last turn's
+Three JSON values: the token estimator's calibration per model (`tokens.calibration`, written
+by the turn after each reply, read when the next process starts a turn), the last turn's
 context report (`context.last_turn`: window, tokens, what was cut), which `straylight status`
-reads because it is a separate process from the chat. Unreadable JSON reads as nothing: the
+reads because it is a separate process from the chat, and the windows Ollama showed it really
+runs for models whose /api/show did not tell (`context.learnt_windows`), so the next `ask`
+budgets against them instead of guessing again. Unreadable JSON reads as nothing: the
 calibration starts afresh and `status` reports nulls.
 """
 
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
 
 CALIBRATION_KEY: Final = "tokens.calibration"
 CONTEXT_REPORT_KEY: Final = "context.last_turn"
+LEARNT_WINDOWS_KEY: Final = "context.learnt_windows"
 
 
 def _read(db: Database, key: str) -> dict[str, Any] | None:
@@ -44,15 +47,31 @@ def load_context_report(db: Database) -> dict[str, Any] | None:
     return _read(db, CONTEXT_REPORT_KEY)
 
 
+def load_learnt_windows(db: Database) -> dict[str, int]:
+    """The windows Ollama showed it really runs, per model (normalised name), for models whose
+    /api/show did not tell their maximum; {} when none was learnt."""
+    data = _read(db, LEARNT_WINDOWS_KEY) or {}
+    return {
+        str(model): window
+        for model, window in data.items()
+        if isinstance(window, int) and not isinstance(window, bool) and window > 0
+    }
+
+
 def save_turn_context(
-    db: Database, calibration: Mapping[str, Any] | None, report: Mapping[str, Any] | None
+    db: Database,
+    calibration: Mapping[str, Any] | None,
+    report: Mapping[str, Any] | None,
+    learnt_windows: Mapping[str, int] | None = None,
 ) -> None:
-    """Write what a turn learnt (either may be None: left as it was), in one transaction."""
+    """Write what a turn learnt (any may be None: left as it was), in one transaction."""
     with db.transaction() as cur:
         if calibration is not None:
             meta.put(cur, CALIBRATION_KEY, json.dumps(calibration, sort_keys=True))
         if report is not None:
             meta.put(cur, CONTEXT_REPORT_KEY, json.dumps(report, ensure_ascii=False))
+        if learnt_windows is not None:
+            meta.put(cur, LEARNT_WINDOWS_KEY, json.dumps(dict(learnt_windows), sort_keys=True))
 
 
 CONTEXT_FIELDS: Final = (

@@ -91,52 +91,69 @@ def test_default_settings_long_conversation_every_missing_message_is_reported(
     assert len(logged) == 32 and {m["status"] for m in logged} == {"complete"}
 
 
-def test_a_window_straylight_cannot_know_is_cut_by_ollama_and_named(
+def converse_after_a_long_first(env: Env, server: OllamaStandIn, turns: int) -> list[Turn]:
+    """A first message too long for a 2,048 window (fits the 4,096 fallback), then
+    `turns - 1` short ones; each turn its own `ask` process."""
+    done = []
+    for number in range(turns):
+        size = 60 if number == 0 else 2
+        server.script_reply(f"Answer {number}: {PARAGRAPH * 2}")
+        proc = run_cli(env, "ask", "-c", "the-long-one", f"Turn {number}: {PARAGRAPH * size}")
+        done.append(Turn(number, proc.returncode, proc.stderr))
+    return done
+
+
+def test_a_window_straylight_cannot_know_is_cut_by_ollama_named_and_kept(
     env: Env, server: OllamaStandIn
 ) -> None:
     """/api/show fails, so Straylight budgets against the 4,096 fallback; the model holds only
-    2,048 and Ollama drops messages: each such turn is named, none is silent."""
+    2,048 and Ollama cuts the first, long prompt: the turn names it, and the window Ollama
+    runs (`/api/ps`) is kept in the data dir, so every later `ask` budgets against 2,048 and
+    Ollama never cuts again (each `ask` started at 4,096 and was cut again)."""
     server.configure_model("small:1b", context_length=2048)
     server.set_models(["small:1b", "nomic-embed-text"])
     server.fail_next("status", status=500, message="boom", path="/api/show", count=None)
     env = {**env, "STRAYLIGHT_MODEL": "small:1b"}
-    turns = converse(env, server, turns=10, size=2)
+    turns = converse_after_a_long_first(env, server, turns=10)
     assert all(turn.returncode == 0 for turn in turns), [t.stderr for t in turns]
     outcomes = server.chat_outcomes()
-    assert {r["options"]["num_ctx"] for r in server.chat_requests()} == {4096}
-    cut_by_ollama = [o.dropped_messages > 0 for o in outcomes]
-    assert any(cut_by_ollama)  # the scenario happened
-    named = ["Ollama cut the prompt" in turn.stderr for turn in turns]
-    for turn, cut, said in zip(turns, cut_by_ollama, named, strict=True):
-        assert said or not cut, turn  # never silent
-    assert sum(said and not cut for cut, said in zip(cut_by_ollama, named, strict=True)) <= 1
-    first = next(turn for turn, cut in zip(turns, cut_by_ollama, strict=True) if cut)
-    assert "the model runs with a 2,048-token window" in first.stderr
-    assert "set num_ctx to 2,048" in first.stderr
+    assert outcomes[0].dropped_messages > 0 or outcomes[0].runner_truncated  # it happened
+    assert "Ollama cut the prompt" in turns[0].stderr
+    assert "the model runs with a 2,048-token window" in turns[0].stderr
+    assert "set num_ctx to 2,048" in turns[0].stderr
+    sent = [r["options"]["num_ctx"] for r in server.chat_requests()]
+    assert sent == [4096] + [2048] * 9
+    assert all(o.dropped_messages == 0 and not o.runner_truncated for o in outcomes[1:])
+    assert not any("Ollama cut the prompt" in turn.stderr for turn in turns[1:])
+    assert any(turn.history_cut for turn in turns[1:])  # Straylight cut, and said so
+    context = printed_json(run_cli(env, "status", "--json"))["context"]
+    assert context["window"] == 2048, context
 
 
-def test_a_server_that_answers_400_names_it_and_keeps_the_message(
+def test_a_server_that_answers_400_names_it_keeps_the_message_and_the_window(
     env: Env, server: OllamaStandIn
 ) -> None:
-    """The same unknown small window, on a model that answers HTTP 400 instead of cutting."""
+    """The same unknown small window, on a model that answers HTTP 400 instead of cutting:
+    the first turn fails with the line naming the window, its message stays in the log, and
+    the window from the 400 is kept for the next `ask` processes."""
     server.context_mode = "error"
     server.configure_model("small:1b", context_length=2048)
     server.set_models(["small:1b", "nomic-embed-text"])
     server.fail_next("status", status=500, message="boom", path="/api/show", count=None)
     env = {**env, "STRAYLIGHT_MODEL": "small:1b"}
-    turns = converse(env, server, turns=12, size=2)
+    turns = converse_after_a_long_first(env, server, turns=8)
     refused = [turn for turn in turns if turn.returncode != 0]
-    assert refused, [t.stderr for t in turns]
+    assert [turn.number for turn in refused] == [0], [t.stderr for t in turns]
     assert [o.dropped_messages for o in server.chat_outcomes()] == [0] * len(server.chat_outcomes())
-    for turn in refused:
-        assert turn.returncode == 5
-        lines = [line for line in turn.stderr.splitlines() if line.strip()]
-        assert len(lines) == 1 and "window" in lines[0] and "num_ctx" in lines[0], turn
+    lines = [line for line in refused[0].stderr.splitlines() if line.strip()]
+    assert refused[0].returncode == 5
+    assert len(lines) == 1 and "window" in lines[0] and "num_ctx" in lines[0], lines
+    assert {r["options"]["num_ctx"] for r in server.chat_requests()[1:]} == {2048}
     logged = printed_json(run_cli(env, "history", "--json"), quiet=True)
     users = [m for m in logged if m["role"] == "user"]
-    assert len(users) == 12  # every message is in the log, answered or not
+    assert len(users) == 8  # every message is in the log, answered or not
     failed = [m for m in logged if m["role"] == "assistant" and m["status"] == "failed"]
-    assert len(failed) == len(refused) and all("window" in m["reason"] for m in failed)
+    assert len(failed) == 1 and "window" in failed[0]["reason"]
 
 
 async def run_turns(
