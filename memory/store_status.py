@@ -9,6 +9,9 @@ the turn, never by a reading command. A data dir with no database yet answers wi
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from memory.headroom import headroom, ram_estimate_bytes
@@ -22,13 +25,33 @@ META_EMBED_REQUESTS = "embed.requests"
 META_RECALL_FAILURES = "recall.failures"
 
 
+READING_COMMAND: ContextVar[bool] = ContextVar("straylight_reading_command", default=False)
+"""Set while a reading command (`recall`, `status`, …) runs on a memory another process
+opened for writing: forwarded to the chat, or run by `straylight mcp` as the owner. Such a
+command leaves the counters as they were, as it does on a read-only store of its own."""
+
+
+@contextlib.contextmanager
+def reading_command(reads_only: bool) -> Iterator[None]:
+    """Within: the counters are left alone when `reads_only`."""
+    token = READING_COMMAND.set(reads_only)
+    try:
+        yield
+    finally:
+        READING_COMMAND.reset(token)
+
+
+def _counts(store: MemoryStore) -> bool:
+    return not store.read_only and not READING_COMMAND.get()
+
+
 def count_embed_requests(store: MemoryStore, n: int = 1) -> None:
-    if not store.read_only:  # a reading command leaves the counters as they were
+    if _counts(store):  # a reading command leaves the counters as they were
         _bump_meta(store, META_EMBED_REQUESTS, n)
 
 
 def count_recall_failure(store: MemoryStore) -> None:
-    if not store.read_only:
+    if _counts(store):
         _bump_meta(store, META_RECALL_FAILURES, 1)
 
 

@@ -640,3 +640,20 @@ async def test_a_data_dir_that_fails_its_check_is_each_tools_error_until_fixed(
         saved = result_of(await session.call_tool("memory_save", {"text": "a note"}))
     assert saved["id"] == 1
     assert secret.read_text() == "not for the prompt\n"
+
+
+async def test_a_search_through_the_server_counts_no_embed_request(
+    env: Env, workspace: Path, standin: OllamaStandIn
+) -> None:
+    """`status`'s embed_requests counts the requests of commands that write; `recall` is a
+    reading command. Run by the server (the owner of the data dir, its memory open for
+    writing) it was counted all the same."""
+    async with mcp_session(env, workspace) as session:
+        result_of(await session.call_tool("memory_save", {"text": "the harbour crane at six"}))
+        before = result_of(await session.call_tool("memory_status", {}))["embed_requests"]
+        embeds = len([r for r in standin.requests if r.path == "/api/embed"])
+        for _ in range(2):
+            result_of(await session.call_tool("memory_search", {"query": "harbour crane"}))
+        after = result_of(await session.call_tool("memory_status", {}))["embed_requests"]
+    assert len([r for r in standin.requests if r.path == "/api/embed"]) > embeds  # it embedded
+    assert before >= 1 and after == before

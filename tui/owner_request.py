@@ -160,7 +160,11 @@ def run_request(request: CommandRequest) -> int:
         resolved = load_settings(flags=flags, environ=request.env, config_path=config)
     except SettingsError as error:
         return fail(str(error), EXIT_USAGE)
+    from memory.store_status import reading_command
     from store.clock import command_clock
+    from tui.cli import READ_ONLY_COMMANDS
 
-    with command_clock(resolved.settings.clock):  # the client's STRAYLIGHT_NOW, or none
+    reads = (args.command, getattr(args, "action", None)) in READ_ONLY_COMMANDS
+    # the client's STRAYLIGHT_NOW, or none; a reading command counts nothing on our memory
+    with command_clock(resolved.settings.clock), reading_command(reads):
         return _run(args, resolved, forwarded=True)
