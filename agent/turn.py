@@ -145,7 +145,8 @@ class TurnEngine:
         elif longterm.over_budget:
             yield LongtermWarning(
                 f"{longterm.path} is {longterm.size_bytes:,} bytes, over its budget of "
-                f"{longterm.budget_bytes:,}: every turn sends all of it",
+                f"{longterm.budget_bytes:,}: every turn sends as much of it as the context "
+                "window holds (what it cannot hold is named)",
                 over_budget=True,
             )
         recall: TurnRecall | None = None

@@ -783,6 +783,21 @@ def test_longterm_budget_setting_moves_the_threshold(env: Env, home: Path) -> No
     assert (report["budget_bytes"], report["over_budget"]) == (99, True)
 
 
+def test_an_over_budget_longterm_that_the_window_cuts_is_not_called_sent_whole(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    """ask said "every turn sends all of it" of an over-budget longterm.md, and the context
+    line beneath said its paragraphs were left out: both are now true together."""
+    home.mkdir(parents=True)
+    paragraphs = [f"Paragraph {n}: " + "the staging deploy notes go on " * 40 for n in range(60)]
+    (home / "longterm.md").write_text("\n\n".join(paragraphs) + "\n", encoding="utf-8")
+    proc = run_cli(dict(env, STRAYLIGHT_NUM_CTX="2048"), "ask", "hello")
+    assert proc.returncode == 0, proc.stderr
+    assert "over its budget" in proc.stderr and "all of it" not in proc.stderr, proc.stderr
+    assert "as much of it as the context window holds" in proc.stderr
+    assert "long-term memory:" in proc.stderr and "left out" in proc.stderr, proc.stderr
+
+
 def test_non_utf8_longterm_warns_but_ask_still_works(
     env: Env, standin: OllamaStandIn, home: Path
 ) -> None:
