@@ -41,3 +41,21 @@ def test_ask_still_chats_with_a_chat_model(
     env = cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
     proc = run_cli(env, "ask", "--model", "llama3.2", "hello")
     assert proc.returncode == 0, proc.stderr
+
+
+def test_ask_says_when_the_embedding_model_is_not_pulled(
+    cli_env: Callable[..., Env], standin: OllamaStandIn
+) -> None:
+    """The reply comes, but no vector was made for the recall or the save: `ask` said
+    nothing, while `remember` and `recall` name the missing model."""
+    standin.set_models(["llama3.2"])
+    env = cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
+    proc = run_cli(env, "ask", "my staging server is blue-7 and it deploys nightly at six")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip()
+    (line,) = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert line.startswith("straylight: note: no embedding this turn (model 'nomic-embed-text'")
+    assert "straylight pull nomic-embed-text" in line and "backfill" in line
+    standin.set_models(["llama3.2", "nomic-embed-text"])
+    again = run_cli(env, "ask", "and the production server?")
+    assert again.returncode == 0 and "no embedding" not in again.stderr, again.stderr

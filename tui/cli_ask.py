@@ -228,6 +228,12 @@ async def _ask(
                 f"{database_path(settings.home)}: {cause}",
                 EXIT_UNEXPECTED,
             )
+        problem = getattr(memory, "embed_problem", None)
+        if code == EXIT_OK and problem is not None:  # e.g. the embedding model not pulled
+            reminders.append(
+                f"{PROG}: note: no embedding this turn ({problem}): memory was searched and "
+                "saved by its words only; `straylight jobs run backfill` adds the vectors later"
+            )
         if code == EXIT_OK and any(isinstance(event, MemstatusDue) for event in after_turn):
             reminders += await run_memstatus(settings, memory, gateway)
     except BaseException:
