@@ -189,7 +189,7 @@ def test_ollama_host_flag_beats_environment(cli_env: Callable[..., Env], standin
 
 
 def test_model_flag_and_env_choose_the_model(env: Env, standin: OllamaStandIn) -> None:
-    standin.set_models(["llama3.2", "qwen3:8b", "mistral"])
+    standin.set_models(["llama3.2", "qwen3:8b", "mistral", "nomic-embed-text"])
     assert_quiet(run_cli(dict(env, STRAYLIGHT_MODEL="qwen3:8b"), "ask", "one"))
     assert standin.chat_requests()[-1]["model"] == "qwen3:8b"
     assert_quiet(

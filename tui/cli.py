@@ -19,39 +19,15 @@ from typing import Any
 
 from agent.gateway_errors import EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, SettingsError, load_settings
-from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, one_line, read_stdin_text, stdin_kept
+from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, read_stdin_text, stdin_kept
 from tui.cli_parser import build_parser
+from tui.command_kinds import may_create_data_dir, reads_only
+from tui.data_dir_access import data_dir_problem, hint_missing_home
 
 log = logging.getLogger("straylight.cli")
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
-# Commands that may create the data dir; the others only read it.
-COMMANDS_THAT_WRITE = frozenset(
-    {None, "ask", "remember", "forget", "import-doc", "facts", "candidates", "reflect", "jobs"}
-)
-# Sub-commands that only read: they never create the data dir (a mistyped --home is reported).
-READ_ACTIONS = frozenset({"list", "get", "history", "search"})
-# Commands that write nothing to the data dir (issue 15 §5): not even the lock file.
-READ_ONLY_COMMANDS = frozenset(
-    {
-        ("status", None),
-        ("recall", None),
-        ("facts", "list"),
-        ("facts", "history"),
-        ("candidates", "list"),
-        ("jobs", "list"),
-        ("hypotheses", "list"),
-        ("conversations", None),
-        ("conversations", "list"),
-        ("conversations", "export"),
-    }
-)
 EXIT_DATA_DIR_IN_USE = 6
-
-
-def may_create_data_dir(args: argparse.Namespace) -> bool:
-    """Whether the command may create the data dir: one that writes, not a reading action."""
-    return args.command in COMMANDS_THAT_WRITE and getattr(args, "action", None) not in READ_ACTIONS
 
 
 def empty_argument(args: argparse.Namespace) -> str | None:
@@ -160,27 +136,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if isinstance(confirmed, int):
                 return confirmed
             raw = confirmed
-        reads = (args.command, getattr(args, "action", None)) in READ_ONLY_COMMANDS
+        reads = reads_only(args)
         return owner_client.run_or_forward(
             raw, resolved, lambda: _run(args, resolved), args.command, reads_only=reads
         )
     return _run(args, resolved)
-
-
-def data_dir_problem(home: Path) -> str | None:
-    """Why the data dir may not be used (a link or an odd file where Straylight's own files
-    belong, writable by others, not enterable), as one line; None when it may."""
-    from store.data_dir_check import check_data_dir
-    from store.private_files import UnsafeDataDir
-
-    try:
-        check_data_dir(home)
-    except UnsafeDataDir as error:
-        return str(error)
-    except OSError as error:  # a data dir (or its conversation/) this user may not enter
-        where = f" ({error.filename})" if error.filename else ""
-        return f"cannot use data dir {home}: {error.strerror}{where}"
-    return None
 
 
 def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: bool = False) -> int:
@@ -190,7 +150,7 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
     try:
         code = _dispatch(args, resolved)
         if code == 0:  # a failed command says its own one line
-            _hint_missing_home(args, resolved)
+            hint_missing_home(args, resolved)
         return code
     except UsageError as error:
         return fail(str(error), EXIT_USAGE)
@@ -224,39 +184,6 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
         return fail(
             f"unexpected error: {type(error).__name__}: {error} (details in {settings.log_file})",
             EXIT_UNEXPECTED,
-        )
-
-
-# Commands that read the data dir and print what is there: an empty answer from a data dir
-# that does not exist is most often a mistyped --home, so they say so (exit code unchanged).
-READS_DATA_DIR = frozenset(
-    {"status", "history", "recall", "facts", "candidates", "jobs", "conversations", "hypotheses"}
-)
-
-
-def _hint_missing_home(args: argparse.Namespace, resolved: ResolvedSettings) -> None:
-    """One stderr line when a read-only command looks at a data dir that does not exist:
-    `no data dir at … — mistyped --home?`; exit 0 is kept (an empty store is a valid answer,
-    and scripts polling `status` before the first chat must not fail)."""
-    if args.command not in READS_DATA_DIR:
-        return
-    if args.command in COMMANDS_THAT_WRITE and getattr(args, "action", None) not in READ_ACTIONS:
-        return
-    if args.command == "conversations" and getattr(args, "action", None) not in (None, "list"):
-        return  # rename/export/delete already say "no conversation …"
-    if args.command == "hypotheses" and getattr(args, "action", None) != "list":
-        return  # validate/refute/delete already say "no hypothesis #N"
-    home = resolved.settings.home
-    if home.exists():
-        return
-    where = resolved.provenance.get("home")
-    if where is not None and where.source != "default":
-        named = where.origin if where.source != "file" else f"home in {where.origin}"
-        print(f"{PROG}: no data dir at {one_line(str(home))} — mistyped {named}?", file=sys.stderr)
-    else:
-        print(
-            f"{PROG}: no data dir at {one_line(str(home))} yet (nothing stored so far)",
-            file=sys.stderr,
         )
 
 

@@ -77,7 +77,7 @@ class CommandRunner:
         if isinstance(parsed, CommandOutcome):
             return parsed
         args, resolved = parsed
-        from tui.cli import may_create_data_dir
+        from tui.command_kinds import may_create_data_dir
         from tui.owner_client import forwards, give_up_at
 
         request = self._request(argv, resolved, stdin)

@@ -9,8 +9,17 @@ without counting the read; this line is for a command that writes.
 
 from __future__ import annotations
 
+import argparse
 import errno
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tui.cli_output import PROG, one_line
+from tui.command_kinds import COMMANDS_THAT_WRITE, READ_ACTIONS, READS_DATA_DIR
+
+if TYPE_CHECKING:
+    from agent.settings import ResolvedSettings
 
 _UNWRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 
@@ -35,3 +44,45 @@ def _inside(path: Path, home: Path) -> bool:
     except ValueError:
         return False
     return True
+
+
+def data_dir_problem(home: Path) -> str | None:
+    """Why the data dir may not be used (a link or an odd file where Straylight's own files
+    belong, writable by others, not enterable), as one line; None when it may."""
+    from store.data_dir_check import check_data_dir
+    from store.private_files import UnsafeDataDir
+
+    try:
+        check_data_dir(home)
+    except UnsafeDataDir as error:
+        return str(error)
+    except OSError as error:  # a data dir (or its conversation/) this user may not enter
+        where = f" ({error.filename})" if error.filename else ""
+        return f"cannot use data dir {home}: {error.strerror}{where}"
+    return None
+
+
+def hint_missing_home(args: argparse.Namespace, resolved: ResolvedSettings) -> None:
+    """One stderr line when a read-only command looks at a data dir that does not exist:
+    `no data dir at … — mistyped --home?`; exit 0 is kept (an empty store is a valid answer,
+    and scripts polling `status` before the first chat must not fail)."""
+    if args.command not in READS_DATA_DIR:
+        return
+    if args.command in COMMANDS_THAT_WRITE and getattr(args, "action", None) not in READ_ACTIONS:
+        return
+    if args.command == "conversations" and getattr(args, "action", None) not in (None, "list"):
+        return  # rename/export/delete already say "no conversation …"
+    if args.command == "hypotheses" and getattr(args, "action", None) != "list":
+        return  # validate/refute/delete already say "no hypothesis #N"
+    home = resolved.settings.home
+    if home.exists():
+        return
+    where = resolved.provenance.get("home")
+    if where is not None and where.source != "default":
+        named = where.origin if where.source != "file" else f"home in {where.origin}"
+        print(f"{PROG}: no data dir at {one_line(str(home))} — mistyped {named}?", file=sys.stderr)
+    else:
+        print(
+            f"{PROG}: no data dir at {one_line(str(home))} yet (nothing stored so far)",
+            file=sys.stderr,
+        )

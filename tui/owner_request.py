@@ -162,9 +162,8 @@ def run_request(request: CommandRequest) -> int:
         return fail(str(error), EXIT_USAGE)
     from memory.store_status import reading_command
     from store.clock import command_clock
-    from tui.cli import READ_ONLY_COMMANDS
+    from tui.command_kinds import reads_only
 
-    reads = (args.command, getattr(args, "action", None)) in READ_ONLY_COMMANDS
     # the client's STRAYLIGHT_NOW, or none; a reading command counts nothing on our memory
-    with command_clock(resolved.settings.clock), reading_command(reads):
+    with command_clock(resolved.settings.clock), reading_command(reads_only(args)):
         return _run(args, resolved, forwarded=True)
