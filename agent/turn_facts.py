@@ -136,7 +136,8 @@ def promote(
 
 
 def cant_check(drawer: FactDrawer, reply: str) -> list[Fact]:
-    from memory.cant_check import find_cant_claims, match_capabilities
+    from memory.cant_check import find_cant_claims
+    from memory.cant_match import match_capabilities
 
     claims = find_cant_claims(reply)
     if not claims:

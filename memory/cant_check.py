@@ -2,25 +2,22 @@
 something for lack of access or credentials, and the active capability facts that say
 otherwise.
 
-`find_cant_claims(reply)` returns the claims; `match_capabilities(claims, capabilities)` the
-keys of the active capability facts on the same subject, best first. The UI shows those facts
-under the reply and the next turn's prompt carries them. Pure and cheap (regular expressions
-and a word-form lookup, no model call). What counts as a claim, the subject words and the
-matching rules: docs/cant_check.md.
+`find_cant_claims(reply)` returns the claims; `memory.cant_match.match_capabilities(claims,
+capabilities)` the keys of the active capability facts on the same subject, best first. The
+UI shows those facts under the reply and the next turn's prompt carries them. Pure and cheap
+(regular expressions and a word-form lookup, no model call). What counts as a claim, the
+subject words and the matching rules: docs/cant_check.md.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
-from memory.fact_types import key_parts
 from memory.text.cues import NEGATIONS_DE
 from memory.text.markdown import QUOTE_LINE_RE, plain_apostrophes, without_fenced_blocks
 from memory.text.sentences import split_sentences
-from memory.text.words import ENGLISH_STOPWORDS, GERMAN_STOPWORDS, snowball, word_list, word_set
+from memory.text.words import ENGLISH_STOPWORDS, GERMAN_STOPWORDS, word_list, word_set
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,17 +193,6 @@ _EN_CRED_WORDS = word_set(
 _DE_CRED_WORD = re.compile(rf"^{_DE_CRED}$", _F)
 _DE_CRED_SUFFIX = re.compile(r"^(?P<head>\w{3,}?)s?(?:" + "|".join(_DE_CRED_STEMS) + r")\w*$", _F)
 
-# Synonym groups: every form of a member also stands for the group's first word.
-_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("database", "databas", "databases", "db", "dbs", "datenbank", "datenbanken"),
-    ("repository", "repositori", "repo", "repos", "repositories"),
-    ("postgres", "postgresql", "psql", "pg"),
-    ("kubernetes", "k8s"),
-    ("github", "gh"),
-)
-_SYNONYMS: dict[str, str] = {word: group[0] for group in _SYNONYM_GROUPS for word in group}
-
-
 # --------------------------------------------------------------------------- cleaning
 
 # Narrower than the classifier's bullets: no "·", no heading marks, any number of digits.
@@ -296,7 +282,7 @@ def _is_claim(text: str, *, whole_sentence: bool = False) -> bool:
     return german and _DE_ACCESS_VERB.search(text) is not None
 
 
-def _content_words(text: str) -> list[str]:
+def content_words(text: str) -> list[str]:
     """Lower-case content words of `text`, in order, without repeats (docs/cant_check.md)."""
     words: list[str] = []
     for token in _WORD.findall(text.lower()):
@@ -334,60 +320,11 @@ def find_cant_claims(reply: str) -> list[CantClaim]:
             found = [sentence]
         for clause in found:
             text = _LEADING_CONJUNCTION.sub("", clause.strip())
-            subject = _content_words(text)
+            subject = content_words(text)
             if not subject and index > 0:
-                subject = _content_words(sentences[index - 1])
+                subject = content_words(sentences[index - 1])
             claims.append(CantClaim(text, tuple(subject)))
     return claims
-
-
-# --------------------------------------------------------------------------- matching
-
-
-@lru_cache(maxsize=4096)
-def word_forms(word: str) -> frozenset[str]:
-    """The forms a word is matched by: itself, its English and German Snowball stems, and
-    its synonym group's canonical word."""
-    lowered = word.lower()
-    forms = {lowered, snowball("en")(lowered), snowball("de")(lowered)}
-    forms |= {_SYNONYMS[form] for form in forms if form in _SYNONYMS}
-    return frozenset(form for form in forms if form)
-
-
-def _forms_of(words: Iterable[str]) -> frozenset[str]:
-    return frozenset(form for word in words for form in word_forms(word))
-
-
-def _claim_score(subject: Sequence[str], key_forms: frozenset[str], body: frozenset[str]) -> int:
-    score = 0
-    for word in subject:
-        forms = word_forms(word)
-        if forms & key_forms:
-            score += 2
-        elif forms & body:
-            score += 1
-    return score
-
-
-def match_capabilities(
-    claims: Sequence[CantClaim], capabilities: Sequence[tuple[str, str]]
-) -> list[str]:
-    """The keys of the capabilities (``(key, body)`` of active capability facts) on the
-    subject of a claim: best overlap first, ties in the given order, no repeats."""
-    if not claims:
-        return []
-    scored: dict[str, tuple[int, int]] = {}
-    seen: set[str] = set()
-    for position, (key, body) in enumerate(capabilities):
-        if key in seen:
-            continue
-        seen.add(key)
-        key_forms = _forms_of(word.lower() for word in key_parts(key))
-        body_forms = _forms_of(_content_words(body))
-        score = max(_claim_score(claim.subject_words, key_forms, body_forms) for claim in claims)
-        if score > 0:
-            scored[key] = (score, position)
-    return sorted(scored, key=lambda key: (-scored[key][0], scored[key][1]))
 
 
 # ---------------------------------------------------------------- inability is not use

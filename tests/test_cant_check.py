@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory.cant_check import CantClaim, find_cant_claims, match_capabilities, word_forms
+from memory.cant_check import CantClaim, find_cant_claims
+from memory.cant_match import match_capabilities, word_forms
 
 # (reply, expected subject words of each claim, in order); [] = no claim.
 CASES: list[tuple[str, list[tuple[str, ...]]]] = [
