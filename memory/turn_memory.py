@@ -117,25 +117,33 @@ class TurnMemory:
         /api/embed, and a vector is computed from the text that is stored. A vector the
         server got wrong (NaN, infinity, absurd size, zero: `memory.embedding_check`) is None
         in its place: that text is stored without a vector, like when Ollama is down."""
+        vectors, _reached = await self._embed_counted(texts)
+        return vectors
+
+    async def _embed_counted(
+        self, texts: Sequence[str]
+    ) -> tuple[list[list[float] | None] | None, bool]:
+        """`embed_texts`, and whether its request got to Ollama (`status` counts those)."""
         if self.embed is None or not texts:
             self.embed_problem = "no embedder"
-            return None
+            return None, False
         try:
             vectors = await self.embed([stored_text(text) for text in texts])
         except EmbeddingFailed as named:  # fail-soft too, and named
             log.warning("embedding failed (%s): points wait for backfill", named)
             self.embed_problem = str(named)
             await self._count_request(reached=named.reached)
-            return None
+            return None, named.reached
         except Exception as error:  # noqa: BLE001 - fail-soft: stored without vectors
             log.warning("embedding failed (%r): points wait for backfill", error)
             self.embed_problem = unnamed_embed_problem(error)
-            await self._count_request(reached=not isinstance(error, ConnectionError))
-            return None
+            reached = not isinstance(error, ConnectionError)
+            await self._count_request(reached=reached)
+            return None, reached
         await self._count_request(reached=True)
         if len(vectors) != len(texts):
             self.embed_problem = "Ollama returned the wrong number of vectors"
-            return None
+            return None, True
         checked: list[list[float] | None] = []
         self.embed_problem = None
         dim = self.store.embed_dim
@@ -150,7 +158,7 @@ class TurnMemory:
                     f" the memory holds {dim}; `straylight jobs run backfill` re-embeds"
                 )
             checked.append(None if problem else vector)
-        return checked
+        return checked, True
 
     async def _count_request(self, *, reached: bool) -> None:
         """Count an /api/embed request in `status`'s `embed_requests`: one that got to Ollama
@@ -353,13 +361,13 @@ class TurnMemory:
         plan = await asyncio.to_thread(self.store.plan_ingest, prefix, entries)
         todo = plan.texts_to_embed()
         vectors: dict[str, Sequence[float] | None] = {}
-        requests = 0
+        requests = 0  # the report counts requests that got to Ollama, as `status` does
         problem: str | None = None  # the first batch's problem: a later batch's success
         for start in range(0, len(todo), EMBED_BATCH):  # does not undo it
             batch = todo[start : start + EMBED_BATCH]
-            got = await self.embed_texts([text for _source, text in batch])
+            got, reached = await self._embed_counted([text for _source, text in batch])
             problem = problem or self.embed_problem
-            requests += 1 if self.embed is not None else 0
+            requests += reached
             for index, (source, _text) in enumerate(batch):
                 vectors[source] = got[index] if got else None
             if progress is not None:

@@ -601,6 +601,20 @@ def test_recalled_context_only_when_relevant_and_never_repeats_history(
 # ------------------------------------------------------------------------ import-doc
 
 
+def test_import_docs_report_counts_the_requests_that_reached_ollama(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """Like `status`'s counter: with Ollama down, no request got anywhere, and the report said
+    it had made one per batch."""
+    doc = tmp_path / "runbook.md"
+    doc.write_text("## Alpha\nRestart the ingest worker at ten thousand.\n", encoding="utf-8")
+    standin.stop()
+    report = cli_json(env, "import-doc", str(doc))
+    assert (report["added"], report["embed_requests"]) == (1, 0)
+    standin.start()
+    assert status(env)["embed_requests"] == 0
+
+
 def test_import_doc_is_idempotent_across_edits(
     env: Env, standin: OllamaStandIn, tmp_path: Path
 ) -> None:

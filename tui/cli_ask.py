@@ -169,6 +169,7 @@ async def _ask(
     wrote_text = False
     pending = 0
     reminders: list[str] = []
+    warned: list[str] = []  # the turn's warnings, as printed
     thinking = ThinkingEcho()
     # what the prompt left out, said once the prompt is sent: a message too long for the
     # window is not sent, and its one line says so (the cut of a prompt never sent is noise)
@@ -211,6 +212,7 @@ async def _ask(
                 wrote_text = False
             elif isinstance(event, LongtermWarning | ContextNotice | LimitNotice):
                 print(f"{PROG}: warning: {event.text}", file=sys.stderr)
+                warned.append(event.text)
             elif isinstance(event, ContextBudgeted) and event.notes:
                 budget_line = f"{PROG}: {event.summary()}: {'; '.join(event.notes)}"
             elif isinstance(event, CandidatesProposed):
@@ -229,7 +231,8 @@ async def _ask(
                 EXIT_UNEXPECTED,
             )
         problem = getattr(memory, "embed_problem", None)
-        if code == EXIT_OK and problem is not None:  # e.g. the embedding model not pulled
+        said = problem is not None and any(problem in line for line in warned)  # a stall's
+        if code == EXIT_OK and problem is not None and not said:  # e.g. a model not pulled
             reminders.append(
                 f"{PROG}: note: no embedding this turn ({problem}): memory was searched and "
                 "saved by its words only; `straylight jobs run backfill` adds the vectors later"
