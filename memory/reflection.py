@@ -36,6 +36,13 @@ from memory.fact_types import (
 from memory.hostile_text import INVISIBLE, bad_character
 from memory.hostile_text import hostile_reason as hostile_reason  # tests import it here
 from memory.llm_schema import llm_schema
+from memory.reflection_proof import (
+    PROOF_MATCH_MIN,
+    clean_proof,
+    proof_match,
+    transcript_haystack,
+)
+from memory.reflection_proof import proof_score as proof_score  # tests import it here
 from memory.secret_masking import mask_secrets
 from memory.text.markdown import unwrap_fenced_reply
 
@@ -43,8 +50,6 @@ MAX_FACTS = 5
 REFLECTION_CONFIDENCE = 0.6
 TRANSCRIPT_BUDGET_CHARS = 12_000
 KNOWN_KEYS_MAX = 60
-PROOF_MATCH_MIN = 80.0
-PROOF_MIN_CHARS = 12
 PREVIEW_CHARS = 80
 
 TRANSCRIPT_OPEN = "<<<TRANSCRIPT"
@@ -187,9 +192,6 @@ class ReflectionResult:
     dropped: list[tuple[str, str]] = field(default_factory=list)
 
 
-_FLAGS = re.IGNORECASE | re.UNICODE
-
-
 # Every key part among these words: the key names the assistant's own instructions.
 _PROMPT_KEY_WORDS = frozenset(
     {
@@ -206,70 +208,6 @@ _PROMPT_KEY_WORDS = frozenset(
         "systemprompt",
     }
 )
-
-
-def _clean_proof(text: str) -> str:
-    """The proof with control and invisible characters turned into spaces (CRLF → LF)."""
-    text = text.replace("\r\n", "\n")
-    return "".join(
-        " "
-        if (char not in "\n\t" and (char in INVISIBLE or unicodedata.category(char) == "Cc"))
-        else char
-        for char in text
-    ).strip()
-
-
-_PROOF_ROLE_LABEL = re.compile(
-    r"^(?:the\s+)?(?:user|assistant|model|ai|human|benutzer|nutzer)"
-    r"(?:\s+(?:said|says|wrote|writes|confirmed|replied|schrieb|sagte))?\s*:\s*",
-    _FLAGS,
-)
-_QUOTES = "\"'“”„‘’«»‹›"
-_ELLIPSIS = re.compile(r"\.\.\.+|…")
-_WHITESPACE = re.compile(r"\s+")
-_MARKUP_OFF = str.maketrans(dict[str, str | None]({"`": None, "*": None, "’": "'", "‘": "'"}))
-_DOUBLE_QUOTES = str.maketrans(dict.fromkeys("“”„", '"'))
-
-
-def _normalise_for_match(text: str) -> str:
-    """Case-folded, markup-free, single-spaced text for the proof check."""
-    text = unicodedata.normalize("NFC", text).casefold()
-    text = text.translate(_MARKUP_OFF).translate(_DOUBLE_QUOTES)
-    return _WHITESPACE.sub(" ", text).strip()
-
-
-def _proof_fragments(proof: str) -> list[str]:
-    """The parts of a normalised proof to look for: role label and quotes off, split at
-    ellipses; fragments shorter than `PROOF_MIN_CHARS` are skipped unless all are."""
-    text = _PROOF_ROLE_LABEL.sub("", proof).strip(_QUOTES + " ")
-    pieces = [piece.strip(_QUOTES + " ,;:") for piece in _ELLIPSIS.split(text)]
-    pieces = [piece for piece in pieces if piece]
-    long_enough = [piece for piece in pieces if len(piece) >= PROOF_MIN_CHARS]
-    return long_enough or [" ".join(pieces)]
-
-
-def _haystack(transcript_text: str) -> str:
-    return _normalise_for_match(mask_secrets(transcript_text))
-
-
-def proof_score(proof: str, transcript_text: str) -> float:
-    """How well the proof is found in the transcript, 0-100: the worst of its fragments."""
-    return _score(proof, _haystack(transcript_text))
-
-
-def _score(proof: str, haystack: str) -> float:
-    from rapidfuzz import fuzz  # imported at first use: 3 MB an empty memory does not need
-
-    fragments = _proof_fragments(_normalise_for_match(mask_secrets(proof)))
-    scores: list[float] = []
-    for fragment in fragments:
-        if len(fragment) < PROOF_MIN_CHARS:
-            return 0.0
-        if len(fragment) > len(haystack):
-            scores.append(fuzz.ratio(fragment, haystack))
-        else:
-            scores.append(fuzz.partial_ratio(fragment, haystack))
-    return min(scores) if scores else 0.0
 
 
 def _preview(item: object) -> str:
@@ -351,11 +289,11 @@ def _check_item(item: object, haystack: str | None) -> FactProposal | str:
     for text in (fields.key, body):
         if (reason := hostile_reason(text)) is not None:
             return f"hostile: {reason}"
-    proof = _truncate(mask_secrets(_clean_proof(fields.proof)), PROOF_MAX_CHARS)
+    proof = _truncate(mask_secrets(clean_proof(fields.proof)), PROOF_MAX_CHARS)
     if not proof:
         return "empty proof"
     if haystack is not None:
-        score = _score(proof, haystack)
+        score = proof_match(proof, haystack)
         if score < PROOF_MATCH_MIN:
             return f"proof not found in the session (match {score:.0f} < {PROOF_MATCH_MIN:.0f})"
     return FactProposal(
@@ -390,7 +328,7 @@ def parse_reflection(raw: str, *, transcript_text: str = "") -> ReflectionResult
     proposals: list[FactProposal] = []
     dropped: list[tuple[str, str]] = []
     seen: set[str] = set()
-    haystack = _haystack(transcript_text) if transcript_text else None
+    haystack = transcript_haystack(transcript_text) if transcript_text else None
     for index, item in enumerate(data["facts"]):
         if index >= MAX_FACTS:
             dropped.append((_preview(item), f"more than {MAX_FACTS} facts"))
