@@ -12,7 +12,6 @@ the proof measurements: docs/reflection.md.
 from __future__ import annotations
 
 import json
-import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
