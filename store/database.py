@@ -15,7 +15,8 @@ Truncation check: DuckDB opens a file cut short behind its metadata without comp
 fails when a query reaches a missing block, so the inspection also compares the file size with
 the size its header declares (3 header blocks of 4 KiB + `total_blocks` × `block_size`), and,
 when the file is shorter (DuckDB drops trailing free blocks), checks that the blocks known to
-be in use lie inside the file (~0.1 s extra for a 420 MB database; see `_check_complete`).
+be in use lie inside the file (~0.1 s extra for a 420 MB database; see
+`store.database_truncation`).
 
 Threads: a `Database` owns one DuckDB connection. Work from any thread goes through
 `Database.cursor()` (a fresh cursor per call, closed afterwards) or `Database.transaction()`
@@ -48,8 +49,9 @@ from store.database_errors import DatabaseError as DatabaseError
 from store.database_errors import DataDirInUse as DataDirInUse
 from store.database_errors import NoDatabase as NoDatabase
 from store.database_errors import SchemaTooNew as SchemaTooNew
-from store.database_errors import classify_open_error, file_size
+from store.database_errors import classify_open_error
 from store.database_errors import parse_lock_pid as parse_lock_pid
+from store.database_truncation import check_complete
 from store.private_files import FILE_MODE, ensure_private_dir, refuse_symlink
 from store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, run_statement
 
@@ -58,8 +60,6 @@ DATABASE_FILENAME = "straylight.duckdb"
 Cursor = duckdb.DuckDBPyConnection
 """What `Database.cursor()` and `Database.transaction()` yield (a DuckDB cursor is a
 connection object); the name callers outside `store/` annotate with."""
-
-_HEADER_BYTES = 3 * 4096
 
 
 def database_path(data_dir: Path) -> Path:
@@ -108,54 +108,6 @@ def _connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         time.sleep(0.05)
 
 
-def _block_counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
-    """(block size, blocks the header counts, of which free)."""
-    rows = con.execute(
-        "SELECT block_size, total_blocks, free_blocks FROM pragma_database_size() "
-        "WHERE database_name = current_database()"
-    ).fetchall()
-    block_size, total_blocks, free_blocks = (int(value) for value in rows[0])
-    return block_size, total_blocks, free_blocks
-
-
-def _highest_used_block(con: duckdb.DuckDBPyConnection) -> int:
-    """The highest block id any table segment or metadata block lives in (-1 if none)."""
-    tables = con.execute(
-        "SELECT schema_name, table_name FROM duckdb_tables() "
-        "WHERE database_name = current_database()"
-    ).fetchall()
-    highest = con.execute("SELECT coalesce(max(block_id), -1) FROM pragma_metadata_info()")
-    result = int(highest.fetchall()[0][0])
-    for schema, table in tables:
-        qualified = '"{}"."{}"'.format(schema.replace('"', '""'), table.replace('"', '""'))
-        rows = con.execute(
-            "SELECT max(greatest(block_id, list_max(additional_block_ids))) "
-            "FROM pragma_storage_info(?) WHERE persistent",
-            [qualified],
-        ).fetchall()
-        if rows[0][0] is not None:
-            result = max(result, int(rows[0][0]))
-    return result
-
-
-def _check_complete(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """Refuse a file cut short: every block in use must lie inside the file.
-
-    DuckDB drops trailing free blocks from the file, so a healthy file may be shorter than
-    its header's block count. Only then is a lower bound of the blocks needed worked out:
-    the highest block a table segment or metadata uses (index blocks are not listed), and
-    the number of used blocks (they all lie inside a healthy file).
-    """
-    block_size, total_blocks, free_blocks = _block_counts(con)
-    actual = file_size(path)
-    if actual >= _HEADER_BYTES + block_size * total_blocks:
-        return
-    blocks = max(_highest_used_block(con) + 1, total_blocks - free_blocks)
-    needed = _HEADER_BYTES + block_size * blocks
-    if actual < needed:
-        raise CorruptDatabase(path, f"truncated: {actual} bytes, blocks in use need {needed}")
-
-
 def read_schema_version(con: duckdb.DuckDBPyConnection) -> int:
     """The highest applied migration step; 0 for a database without a version table."""
     tables = con.execute(
@@ -173,7 +125,7 @@ def _inspect_existing(path: Path) -> int:
     (returned)."""
     con = _connect(path, read_only=True)
     try:
-        _check_complete(con, path)
+        check_complete(con, path)
         version = read_schema_version(con)
     except duckdb.Error as error:
         raise classify_open_error(path, error) from error
