@@ -93,3 +93,44 @@ def test_a_stop_signal_mid_reply_keeps_what_arrived(
     assert history[0]["content"] == "tell me a long story"
     assert history[1]["content"].startswith("word0 word1")
     assert history[1]["reason"] == f"stopped by {signum.name}"
+
+
+def test_a_stop_signal_ends_a_tui_whose_terminal_is_not_read(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """Nobody reads the terminal (a frozen ssh session, a lost pty): the screen writer
+    blocks on the full terminal, the event loop behind it, and SIGTERM waited for a loop that
+    never ran again. Now the process ends anyway, 143, within a few seconds."""
+    home = tmp_path / "home"
+    env = cli_env(
+        home, tmp_path, OLLAMA_HOST=standin.host, STRAYLIGHT_JOBS_ENABLED="false", TERM="xterm"
+    )
+    standin.script_reply(" ".join(f"word{i} " * 20 for i in range(400)))
+    standin.token_delay = 0.01
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        cli_command(),
+        cwd=REPO_ROOT,
+        env=env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        start_new_session=True,
+    )
+    os.close(follower)
+    try:
+        _wait_for(lambda: any(r.path == "/api/tags" for r in standin.requests), "start", leader)
+        os.write(leader, b"tell me a long story\r")
+        _wait_for(lambda: standin.chat_requests(), "the reply", leader)
+        time.sleep(8.0)  # not read: the terminal fills and the screen writer blocks
+        process.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        while process.poll() is None and time.monotonic() - started < WAIT:
+            time.sleep(0.1)
+        assert process.poll() == 128 + signal.SIGTERM, "SIGTERM did not end the TUI"
+    finally:
+        standin.token_delay = 0.0
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=WAIT)
+        os.close(leader)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
     from jobs.scheduler import JobScheduler
     from tui.memory_session import MemorySession
     from tui.owner_server import OwnerServer
+    from tui.stop_signals import StopSignals
 
 log = logging.getLogger("straylight.tui")
 
@@ -84,7 +84,7 @@ class StraylightApp(MemoryApp):
         self.job_alerts: dict[str, tuple[str, ...]] = {}  # job name → its current alert lines
         self.quitting = False
         self.crashed = False
-        self._signals_caught = False  # SIGTERM / SIGHUP quit as Ctrl+Q does (on the main thread)
+        self._stop_signals: StopSignals | None = None  # SIGTERM / SIGHUP quit as Ctrl+Q does
         self.memory_session: MemorySession | None = None
         self.owner_server: OwnerServer | None = None  # serving the data dir to other clients
         self.serving_stops = False  # `exit` stops serving first (see there)
@@ -115,22 +115,23 @@ class StraylightApp(MemoryApp):
         """SIGTERM (`kill`) and SIGHUP (the terminal closed, an ssh session gone) quit the
         way Ctrl+Q does, with 128 + the signal: a streaming reply is kept, marked cancelled
         with the signal as its reason, and the terminal is restored. By default they killed
-        the TUI at once: what had arrived was lost, the terminal left in the app's mode."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        loop = asyncio.get_running_loop()
-        for signum in self.STOP_SIGNALS:
-            loop.add_signal_handler(signum, self._stop_by_signal, signum)
-        self._signals_caught = True
+        the TUI at once: what had arrived was lost, the terminal left in the app's mode. When
+        the screen does not answer (nobody reads the terminal), `tui.stop_signals` ends the
+        process after a grace."""
+        from tui.stop_signals import StopSignals
+
+        signals = StopSignals(asyncio.get_running_loop(), self.STOP_SIGNALS, self._stop_by_signal)
+        if signals.install():
+            self._stop_signals = signals
 
     def _release_stop_signals(self) -> None:
-        if self._signals_caught:
-            self._signals_caught = False
-            loop = asyncio.get_running_loop()
-            for signum in self.STOP_SIGNALS:
-                loop.remove_signal_handler(signum)
+        if self._stop_signals is not None:
+            self._stop_signals.uninstall()
+            self._stop_signals = None
 
     def _stop_by_signal(self, signum: signal.Signals) -> None:
+        if self._stop_signals is not None:
+            self._stop_signals.taken()
         log.warning("stopped by %s", signum.name)
         self.engine.stop_reason = f"stopped by {signum.name}"
         self.quitting = True  # no reflection pass first: the user may be gone

@@ -1,0 +1,81 @@
+"""SIGTERM and SIGHUP for the TUI: the app quits on its event loop as Ctrl+Q does, and a
+watchdog ends the process when that loop does not answer.
+
+Why not `loop.add_signal_handler`: its callback runs only when the loop runs. When nobody
+reads the terminal (a frozen ssh session, a lost pty), Textual's writer thread blocks on the
+full terminal, the loop blocks behind it on the writer's queue, and the signal waited for
+ever. A Python-level handler still runs there (a blocked lock acquire lets signal handlers
+run): it hands the stop to the loop (`call_soon_threadsafe`, as asyncio's docs advise) and
+starts a timer; if the loop has not taken the stop within `GRACE_SECONDS`, the process ends
+with 128 + the signal. What the loop would have kept (a partial reply) is lost then; the
+user's message is in the daily log already, and the lock and the database are as after a
+crash, which they are built for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from types import FrameType
+
+log = logging.getLogger("straylight.tui")
+
+GRACE_SECONDS = 5.0
+"""How long the event loop has to take a stop signal before the process ends without it."""
+
+
+class StopSignals:
+    """The handlers of `signals` while installed: `on_stop(signum)` on the loop, the
+    watchdog behind it. `taken()` (from `on_stop`) stops the watchdog."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        signals: Sequence[signal.Signals],
+        on_stop: Callable[[signal.Signals], None],
+    ) -> None:
+        self._loop = loop
+        self._signals = tuple(signals)
+        self._on_stop = on_stop
+        self._previous: dict[signal.Signals, object] = {}
+        self._watchdog: threading.Timer | None = None
+
+    def install(self) -> bool:
+        """Take the signals (only the main thread can); False elsewhere."""
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        for signum in self._signals:
+            self._previous[signum] = signal.signal(signum, self._caught)
+        return True
+
+    def uninstall(self) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)  # type: ignore[arg-type]
+        self._previous = {}
+
+    def taken(self) -> None:
+        """The loop has taken the stop: no forced exit."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+
+    def _caught(self, signum: int, _frame: FrameType | None) -> None:
+        stop = signal.Signals(signum)
+        try:
+            self._loop.call_soon_threadsafe(self._on_stop, stop)
+        except RuntimeError:  # the loop is closed: nothing is left to keep
+            self._force_exit(stop)
+        if self._watchdog is None:
+            self._watchdog = threading.Timer(GRACE_SECONDS, self._force_exit, args=(stop,))
+            self._watchdog.daemon = True
+            self._watchdog.start()
+
+    @staticmethod
+    def _force_exit(stop: signal.Signals) -> None:
+        """End the process. Nothing is written to the terminal: a full one would block this
+        thread too (the log file has the line; its handler flushes every record)."""
+        log.warning("stopped by %s: the screen did not answer for %.0f s", stop.name, GRACE_SECONDS)
+        os._exit(128 + stop)
