@@ -11,14 +11,16 @@ import contextlib
 import logging
 import signal
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.gateway_errors import EXIT_MODEL_ERROR, EXIT_OK, EXIT_USAGE
 from agent.settings import Settings
 from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, for_terminal
+
+if TYPE_CHECKING:
+    from tui.stop_signals import StopSignals
 
 log = logging.getLogger("straylight.cli")
 
@@ -49,8 +51,11 @@ class SignalStop:
         self.engine: Any = None  # the TurnEngine, once there is one
         self.received: signal.Signals | None = None
         self.finishing = False
+        self._signals: StopSignals | None = None
 
     def _stop(self, signum: signal.Signals) -> None:
+        if self._signals is not None:
+            self._signals.taken()
         if self.received is None:
             self.received = signum
             if self.finishing:
@@ -61,19 +66,18 @@ class SignalStop:
 
     @contextmanager
     def installed(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield  # run by the data dir's owner for a client: the client's signals end it
-            return
-        loop = asyncio.get_running_loop()
-        before = {signum: signal.getsignal(signum) for signum in self.SIGNALS}
-        for signum in self.SIGNALS:
-            loop.add_signal_handler(signum, self._stop, signum)
+        """The signals handed to `_stop` on the loop; a process whose loop does not take
+        them (stdout blocked on a full pipe) ends anyway (`tui.stop_signals`). Run by the data
+        dir's owner for a client (not the main thread): the client's signals end it."""
+        from tui.stop_signals import StopSignals
+
+        self._signals = StopSignals(asyncio.get_running_loop(), self.SIGNALS, self._stop)
+        installed = self._signals.install()
         try:
             yield
         finally:
-            for signum, handler in before.items():
-                loop.remove_signal_handler(signum)
-                signal.signal(signum, handler)
+            if installed:
+                self._signals.uninstall()
 
 
 async def ask(

@@ -1,15 +1,17 @@
-"""SIGTERM and SIGHUP for the TUI: the app quits on its event loop as Ctrl+Q does, and a
-watchdog ends the process when that loop does not answer.
+"""SIGTERM and SIGHUP for the chat and `ask`: the stop is handed to the event loop (the chat
+quits as Ctrl+Q does, `ask` as Ctrl-C does), and a watchdog ends the process when that loop
+does not answer.
 
 Why not `loop.add_signal_handler`: its callback runs only when the loop runs. When nobody
-reads the terminal (a frozen ssh session, a lost pty), Textual's writer thread blocks on the
-full terminal, the loop blocks behind it on the writer's queue, and the signal waited for
-ever. A Python-level handler still runs there (a blocked lock acquire lets signal handlers
-run): it hands the stop to the loop (`call_soon_threadsafe`, as asyncio's docs advise) and
-starts a timer; if the loop has not taken the stop within `GRACE_SECONDS`, the process ends
-with 128 + the signal. What the loop would have kept (a partial reply) is lost then; the
-user's message is in the daily log already, and the lock and the database are as after a
-crash, which they are built for.
+reads the output (a frozen ssh session or a lost pty under the chat; `ask … | less` left
+unscrolled), the write blocks: Textual's writer thread on the full terminal with the loop
+behind it on the writer's queue, or `ask`'s own write to the full pipe, and the signal
+waited for ever. A Python-level handler still runs there (a blocked write or lock acquire
+lets signal handlers run): it hands the stop to the loop (`call_soon_threadsafe`, as
+asyncio's docs advise) and starts a timer; if the loop has not taken the stop within
+`GRACE_SECONDS`, the process ends with 128 + the signal. What the loop would have kept (a
+partial reply) is lost then; the user's message is in the daily log already, and the lock
+and the database are as after a crash, which they are built for.
 """
 
 from __future__ import annotations

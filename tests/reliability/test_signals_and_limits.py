@@ -105,6 +105,34 @@ def test_a_signal_during_the_reply_keeps_what_arrived_marked(
     assert after.stdout == "Still here.\n"
 
 
+def test_sigterm_ends_an_ask_whose_output_nobody_reads(world: Workspace) -> None:
+    """`straylight ask … | less`, never scrolled: the reply's write blocks on the full pipe,
+    the event loop with it, and SIGTERM (handed to that loop) waited for ever. Now the
+    process ends anyway, 143, a few seconds later."""
+    world.standin.script_reply(" ".join(["a-long-word-of-the-reply"] * 12_000))  # > 64 KiB
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli", "ask", "write me a lot"],
+        env=world.env,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,  # never read
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + WAIT
+        while not world.standin.chat_requests() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(3.0)  # the pipe fills and the write blocks
+        assert proc.poll() is None  # it is stuck on the pipe, as a user would see it
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(WAIT) == 143
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(WAIT)
+    assert [m.content for m in read_log(world.home) if m.role == "user"][-1] == "write me a lot"
+
+
 def test_a_crash_inside_a_metadata_line_is_never_sent_to_the_model(world: Workspace) -> None:
     (seed_user,) = [m for m in read_log(world.home) if m.role == "user"]
     user = LogMessage("user", "and then?", conversation_id=seed_user.conversation_id)
