@@ -237,9 +237,12 @@ async def _ask(
         problem = getattr(memory, "embed_problem", None)
         said = problem is not None and any(problem in line for line in warned)  # a stall's
         if code == EXIT_OK and problem is not None and not said:  # e.g. a model not pulled
+            later = (
+                "" if "backfill" in problem else "; `straylight jobs run backfill` adds them later"
+            )
             reminders.append(
                 f"{PROG}: note: no embedding this turn ({problem}): memory was searched and "
-                "saved by its words only; `straylight jobs run backfill` adds the vectors later"
+                f"saved by its words only{later}"
             )
         if code == EXIT_OK and any(isinstance(event, MemstatusDue) for event in after_turn):
             reminders += await run_memstatus(settings, memory, gateway)

@@ -229,7 +229,11 @@ def test_an_embedding_of_the_wrong_dimension_waits_for_backfill(world: Workspace
     world.standin.fail_next("embed_dim", dim=3, count=None, path="/api/embed")
     proc = ask_with_fault(world)
     assert_ok(proc)
-    assert proc.stderr == ""
+    assert proc.stderr == (
+        "straylight: note: no embedding this turn (nomic-embed-text now gives vectors of 3 "
+        "numbers, the memory holds 768; `straylight jobs run backfill` re-embeds): memory was "
+        "searched and saved by its words only\n"
+    )
     assert proc.stdout == OTHER_REPLY + "\n"
     assert_turn_logged(world, QUESTION, OTHER_REPLY, "complete", None)
     assert_committed_kept(world, before)
