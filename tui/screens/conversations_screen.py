@@ -18,21 +18,19 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
 from datetime import date
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
-from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 from textual.worker import get_current_worker
 
-from store.daily_log import DailyLog, LogMessage
+from store.daily_log import DailyLog
 from tui.conversation_index import (
     ConversationSummary,
     DaySummary,
@@ -40,6 +38,12 @@ from tui.conversation_index import (
     load_conversation,
 )
 from tui.screens.conversation_editing import ConversationEditing
+from tui.screens.conversation_messages import (
+    ConversationLoaded,
+    DaysLoaded,
+    Purpose,
+    ReadFailed,
+)
 from tui.screens.conversation_reader import ConversationReader
 from tui.screens.conversation_views import (
     ContinueConversation,
@@ -51,40 +55,12 @@ from tui.screens.conversation_views import (
 if TYPE_CHECKING:
     from memory.conversation_notes import ConversationNotes
     from memory.memory_store import MemoryStore
-    from store.conversation_store import ConversationRecord
 
 EXPANDED_DAYS = 7  # the newest days start expanded; older ones open with Enter or Space
 PREVIEW_LIMIT = 30  # messages in the preview; Enter opens the whole conversation
 BATCH_DAYS = 30  # days per message from the index worker after the first one
 FIRST_PREVIEW_WAIT = 1.0  # seconds the index worker pauses after the newest day for its preview
-Purpose = Literal["preview", "open", "continue"]
 log = logging.getLogger("straylight.tui")
-
-
-@dataclass
-class DaysLoaded(Message):
-    """The index worker read some more days (newest first); `done` after the last one."""
-
-    days: list[DaySummary]
-    done: bool
-    problem: str | None = None  # why reading stopped early (an unreadable file)
-
-
-@dataclass
-class ReadFailed(Message):
-    """A conversation could not be read."""
-
-    problem: str
-
-
-@dataclass
-class ConversationLoaded(Message):
-    """A conversation's messages, read for the preview, the reader or continuing."""
-
-    conversation_id: str
-    messages: list[LogMessage]
-    purpose: Purpose
-    record: ConversationRecord | None = None  # its title and system prompt, when set
 
 
 class ConversationsScreen(ConversationEditing):
