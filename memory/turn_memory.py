@@ -14,11 +14,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memory.doc_splitter import split_markdown
+from memory.embed_failure import EmbeddingFailed, EmbedFn, unnamed_embed_problem
 from memory.embedding_check import vector_problem
 from memory.fact_drawer import FactDrawer
 from memory.hypotheses import Hypotheses
@@ -40,35 +41,12 @@ from store.point_store import content_hash
 
 log = logging.getLogger("straylight.memory")
 
-EmbedFn = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
-
 QUERY_EMBED_SECONDS = 20.0
 """How long a search waits for its query's vector before it ranks by words alone: the chat
 turn's recall, `/recall`, `straylight recall` and MCP `memory_search`. A stalled Ollama held
 them for the whole HTTP timeout (`ollama_http_timeout_seconds`, 300 s by default); an
 embedding model loaded from disk answers within a few seconds, so 20 s only gives up on a
 server that is not coming back."""
-
-
-class EmbeddingFailed(Exception):
-    """The embedding gave no vectors for a reason the embedder named (the model is not
-    pulled, Ollama refused the connection, the request timed out…); `str()` is the one line
-    naming it and the fix, which the notes repeat (tui/memory_session.embedder_for).
-    `reached`: whether the request got to Ollama (False: no connection), for the count."""
-
-    def __init__(self, message: str, *, reached: bool = True) -> None:
-        super().__init__(message)
-        self.reached = reached
-
-
-def unnamed_embed_problem(error: Exception) -> str:
-    """The note for an embedder's error it did not name: a timeout says so, a refused
-    connection says that; anything else points to the log."""
-    if isinstance(error, TimeoutError):
-        return "the embedding request timed out"
-    if isinstance(error, ConnectionError):
-        return "Ollama was not reachable"
-    return f"the embedding request failed ({type(error).__name__}; details in straylight.log)"
 
 
 ProgressFn = Callable[[int, int], None]

@@ -22,9 +22,10 @@ from pathlib import Path
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
 from agent.workspace import resolve_workspace
+from memory.embed_failure import EmbeddingFailed
 from memory.fact_drawer import FactDrawer
 from memory.memory_store import MemoryStore
-from memory.turn_memory import EmbeddingFailed, TurnMemory
+from memory.turn_memory import TurnMemory
 from store.data_dir_lock import DataDirLock, held_here
 
 
