@@ -11,7 +11,7 @@ DuckDB is the truth and the file is derived, like `lexical.idx` and `vectors.use
   transaction the point's record is zeroed and the file synced: the text is gone from it
   whether the delete then commits or not (a zeroed record is read from DuckDB);
 * at open, in the background (`load`), the file is checked against the database (and made
-  anew when most of it is zeroed records, `_mostly_dead`): its
+  anew when most of it is zeroed records, `row_file_catchup.mostly_dead`): its
   header must carry this database's identity (a foreign file or a damaged header is
   replaced by an empty file; a planted link, or a folder in its place, is left alone and
   not used, as `lexical.idx`: one log line each), its records are scanned (a torn tail is
@@ -37,7 +37,6 @@ import numpy.typing as npt
 
 from store import meta
 from store.database import Database
-from store.point_values import as_utc
 from store.private_files import (
     NotRegularFile,
     UnsafeDataDir,
@@ -47,12 +46,12 @@ from store.private_files import (
     replace_atomically,
     write_all,
 )
+from store.row_file_catchup import mostly_dead, rows_from
 from store.row_file_early_forget import EarlyForget
 from store.row_file_format import (
     GONE,
     HEADER,
     LENGTH_BITS,
-    MAX_RECORD,
     StoredRow,
     decode,
     encode,
@@ -78,10 +77,6 @@ DATABASE_ID_KEY: Final = "database.id"
 _CHECKED_TAIL: Final = 1 << 20
 _PAGE: Final = 5_000  # points read from the database at a time by the catch-up
 _DROP_AFTER_BYTES: Final = 1 << 20  # a catch-up that read more evicts DuckDB's cached blocks
-# At the open, a file over 4 MiB that is more than half zeroed records is made anew from
-# the database (in the background, as a first build: ~10 s at 1M points), so the space of
-# forgotten points comes back; below that the holes are not worth a rebuild.
-_COMPACT_ABOVE: Final = 4 << 20
 
 
 class RowFile:
@@ -236,7 +231,7 @@ class RowFile:
             stored = np.asarray(result["id"], dtype=np.int64)
             largest = int(stored[-1]) if len(stored) else 0
             offsets = sized(offsets, largest)
-            if _mostly_dead(offsets, stored, end):  # forgets and re-imports left holes
+            if mostly_dead(offsets, stored, end):  # forgets and re-imports left holes
                 os.close(fd)
                 fd = None
                 fd, offsets, end, from_snapshot = self._open(self._identity, anew=True)
@@ -256,7 +251,7 @@ class RowFile:
                             os.fdatasync(fd)
                     return
                 page = missing[start : start + _PAGE]
-                end = self._append_at(fd, offsets, end, _rows_from(db, page))
+                end = self._append_at(fd, offsets, end, rows_from(db, page))
             if end - caught_up_from > _DROP_AFTER_BYTES:
                 db.drop_cached_blocks()  # the contents that catch-up read
             head = offsets[: largest + 1]  # ids no point has: gone
@@ -386,27 +381,3 @@ class RowFile:
     def _give_up(self, why: str) -> None:
         log.warning("%s: %s; recall reads the rows from the database", self.path, why)
         self.ready = False
-
-
-def _mostly_dead(offsets: npt.NDArray[np.uint64], stored: npt.NDArray[np.int64], end: int) -> bool:
-    """Whether the file is worth making anew: over `_COMPACT_ABOVE` bytes, less than half of
-    them records of points the database still has (the rest zeroed by forgets and imports'
-    replaces, or records of points deleted while the file did not follow)."""
-    if end <= _COMPACT_ABOVE:
-        return False
-    entries = offsets[stored[stored < len(offsets)]]
-    live = int((entries[entries > GONE] & np.uint64(MAX_RECORD)).sum())
-    return live * 2 < end
-
-
-def _rows_from(db: Database, ids: npt.NDArray[np.int64]) -> list[StoredRow]:
-    """The stored fields of `ids` (ascending) from the database, in id order: one range
-    query (the column's min/max skip the rest; a list of ids joins the whole table)."""
-    wanted = set(ids.tolist())
-    with db.cursor() as cur:
-        found = cur.execute(
-            "SELECT id, role, created_at, conversation_id, content FROM points "
-            "WHERE id BETWEEN ? AND ? ORDER BY id",
-            [int(ids[0]), int(ids[-1])],
-        ).fetchall()
-    return [StoredRow(int(p), r, as_utc(w), c, t) for p, r, w, c, t in found if int(p) in wanted]

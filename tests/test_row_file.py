@@ -153,7 +153,7 @@ def test_a_file_mostly_of_forgotten_points_is_made_anew_at_the_next_open(
             assert store.forget(pid)
         full = len(file_bytes(home))
         store.close()
-        monkeypatch.setattr("store.row_file._COMPACT_ABOVE", 1024)
+        monkeypatch.setattr("store.row_file_catchup.COMPACT_ABOVE", 1024)
         store = open_store(home)
         assert store.rows is not None and store.rows.opened_from == "new"
         assert len(file_bytes(home)) < full / 2
