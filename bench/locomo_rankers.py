@@ -4,7 +4,7 @@ conversation → its top 10 turn ids.
 `product_ranker` runs `MemoryStore.recall` itself. The others are prototypes of what the
 product cannot express (their labels start with "proto:"): they take the product's vector
 and word rankings (or exact cosines, which the product's index reproduces exactly:
-docs/recall-quality.md) and fuse them with the product's RRF (`memory.recall._fuse`) — with
+docs/recall-quality.md) and fuse them with the product's RRF (`memory.recall_fusion.fuse`) — with
 no pins, the floor at 0 and nothing excluded, that is what `recall` does (checked: the
 "(= product)" variants score exactly the product's numbers).
 """
@@ -20,7 +20,8 @@ import numpy as np
 from bench.locomo_data import Question
 from bench.locomo_texts import unit_rows
 from memory.memory_store import MemoryStore
-from memory.recall import TUNING, RecallTuning, _fuse
+from memory.recall import TUNING, RecallTuning
+from memory.recall_fusion import fuse
 from store import bm25, lexical_dense
 
 TOP = 10
@@ -147,7 +148,7 @@ def cosine_ranker(
         if vector_only:
             return _dia(store, [pid for pid, _ in vector[:TOP]])
         lexical = _word_ranking(store[0], question.question)
-        return _fused_top(store, _fuse(vector, lexical, tuning))
+        return _fused_top(store, fuse(vector, lexical, tuning))
 
     return rank
 
@@ -198,7 +199,7 @@ def adaptive_ranker(weak: float, strong: float) -> Ranker:
         strength = word_strength(memory, question.question, lexical)
         tuning = replace(TUNING, vector_weight=weak + (strong - weak) * strength)
         vector = memory.vectors.search(_query(env, index), TUNING.candidates)
-        return _fused_top(store, _fuse(vector, lexical, tuning))
+        return _fused_top(store, fuse(vector, lexical, tuning))
 
     return rank
 
@@ -213,7 +214,7 @@ def vector_feedback_ranker(seeds: int, terms: int, weight: float) -> Ranker:
         memory = store[0]
         lexical = _word_ranking(memory, question.question)
         vector = memory.vectors.search(_query(env, index), TUNING.candidates)
-        fused = _fuse(vector, lexical, TUNING)
+        fused = fuse(vector, lexical, TUNING)
         second = memory.lexical.feedback_search(
             question.question, [pid for pid, _ in vector[:seeds]], terms, TUNING.candidates
         )
@@ -269,7 +270,7 @@ def weighted_ranker(name_weight: float, common_weight: float, common_share: floa
                 total = part * weight if total is None else total + part * weight
         lexical = [] if total is None else lexical_dense.top(mirror, total, TUNING.candidates, None)
         vector = memory.vectors.search(_query(env, index), TUNING.candidates)
-        return _fused_top(store, _fuse(vector, lexical, TUNING))
+        return _fused_top(store, fuse(vector, lexical, TUNING))
 
     return rank
 

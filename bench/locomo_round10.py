@@ -51,7 +51,8 @@ from bench.locomo_round6 import environment6
 from bench.locomo_round6_rankers import Conv6
 from bench.locomo_round7_learn import Example, fit
 from bench.locomo_round8 import answer_held, model_literal, print_rows, product_score
-from memory.recall import TUNING, TURN_TUNING, RecallTuning, _fuse
+from memory.recall import TUNING, TURN_TUNING, RecallTuning
+from memory.recall_fusion import fuse
 from memory.recall_models import MODEL
 from memory.recall_rerank import (
     SPEAKER_FEATURES,
@@ -126,7 +127,7 @@ def extract(conversation: Conversation, cache: CachedEmbedder) -> tuple[Conv6, P
         b = base(conv, i, q)
         fused = b.fused
         if TUNING.list_vector_weight is not None and is_list_question(q.question):
-            fused = _fuse(
+            fused = fuse(
                 b.vector, b.lexical, replace(TUNING, vector_weight=TUNING.list_vector_weight)
             )
         order = sorted(fused, key=lambda p: -fused[p])

@@ -48,7 +48,8 @@ from bench.locomo_round7_learn import Example, fit
 from bench.locomo_round8 import answer_held, print_rows, product_score
 from bench.locomo_round9 import pool_coverage
 from bench.locomo_round10 import ASKING, scored
-from memory.recall import TUNING, _fuse
+from memory.recall import TUNING
+from memory.recall_fusion import fuse
 from memory.recall_rerank import (
     SPEAKER_FEATURES,
     LinearModel,
@@ -157,7 +158,7 @@ def extract(
                     v = vector + [(p, s) for p, s in sv if p not in have_v]
                     lx = lexical + [(p, s) for p, s in sl if p not in have_l]
                     tops = (sv, sl)
-                fused = _fuse(v, lx, tuning)
+                fused = fuse(v, lx, tuning)
                 order = sorted(fused, key=lambda p: -fused[p])
                 traits = memory.lexical.traits_of(order)
                 assert traits is not None, "every replayed point has its traits"

@@ -52,7 +52,8 @@ from bench.locomo_round9 import pool_coverage
 from bench.locomo_round10 import ASKING, Item, extract, scored
 from bench.locomo_round12 import L2, WIDTH, Config12, Model12, Round12, close, kept
 from bench.locomo_round12 import configs as configs12
-from memory.recall import TUNING, _fuse
+from memory.recall import TUNING
+from memory.recall_fusion import fuse
 from memory.recall_rerank import asked_speakers, candidate_features, mood_columns, speaker_column
 from memory.text.answers import answer_types, question_names
 from memory.text.dates import date_spans
@@ -107,7 +108,7 @@ def candidates(
     tuning = TUNING
     if TUNING.list_vector_weight is not None and is_list_question(question.question):
         tuning = replace(TUNING, vector_weight=TUNING.list_vector_weight)
-    fused = _fuse(vector, lexical, tuning)
+    fused = fuse(vector, lexical, tuning)
     order = sorted(fused, key=lambda p: -fused[p])
     spans = date_spans(question.question, memory.db.clock.now())
     kinds = answer_types(question.question)

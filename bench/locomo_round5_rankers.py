@@ -3,7 +3,7 @@ conversation → its top 10 point ids.
 
 Every prototype starts from the product's two rankings of the question (`Base`: the vector
 top 50 from the index and the word top 50 from the word index, fused with the product's
-RRF, `memory.recall._fuse`) and changes one thing — a prior on the point, a shape rule on
+RRF, `memory.recall_fusion.fuse`) and changes one thing — a prior on the point, a shape rule on
 the question, the neighbours' fused scores, a third ranking, or a re-ranking of the top
 `DEPTH` (what the product's re-rank reads: `RecallTuning.rerank_depth`). With no pins, the
 floor at 0 and nothing excluded, sorting the fused scores is what `recall` does, so each
@@ -23,7 +23,8 @@ import numpy as np
 
 from bench.locomo_data import Question
 from memory.memory_store import MemoryStore
-from memory.recall import TUNING, RecallTuning, _fuse
+from memory.recall import TUNING, RecallTuning
+from memory.recall_fusion import fuse
 from memory.text.dates import date_spans
 from memory.text.shape import is_list_question
 from store import bm25
@@ -82,7 +83,7 @@ def base(conv: Conv, index: int, question: Question) -> Base:
         vector = memory.vectors.search(query, TUNING.candidates)
         with memory.db.cursor() as cur:
             lexical = memory.lexical.search(cur, question.question, TUNING.candidates)
-        found = conv.base_cache[index] = Base(vector, lexical, _fuse(vector, lexical, TUNING))
+        found = conv.base_cache[index] = Base(vector, lexical, fuse(vector, lexical, TUNING))
     return found
 
 
@@ -140,7 +141,7 @@ def prior_multiplier(
             b = Base(
                 b.vector,
                 b.lexical,
-                _fuse(b.vector, b.lexical, replace(TUNING, vector_weight=lists_at)),
+                fuse(b.vector, b.lexical, replace(TUNING, vector_weight=lists_at)),
             )
 
         def score(pid: int, fused: float) -> float:
@@ -192,7 +193,7 @@ def list_weights(vector_weight: float) -> Ranker:
         if not is_list_question(question.question):
             return _top(b.fused)
         tuning = replace(TUNING, vector_weight=vector_weight)
-        return _top(_fuse(b.vector, b.lexical, tuning))
+        return _top(fuse(b.vector, b.lexical, tuning))
 
     return rank
 
@@ -414,7 +415,7 @@ def boosted_prior(
     b = base(conv, index, question)
     fused = b.fused
     if lists_at is not None and is_list_question(question.question):
-        fused = _fuse(b.vector, b.lexical, replace(TUNING, vector_weight=lists_at))
+        fused = fuse(b.vector, b.lexical, replace(TUNING, vector_weight=lists_at))
     spans = date_spans(question.question, conv.memory.db.clock.now()) if boost else []
     order = _top(fused, len(fused))
     head = order[:DEPTH]

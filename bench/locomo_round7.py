@@ -45,7 +45,8 @@ from bench.locomo_round7_features import (
     query_terms,
 )
 from bench.locomo_round7_learn import Config, Example, Train, choose, fit, nested
-from memory.recall import TUNING, _fuse
+from memory.recall import TUNING
+from memory.recall_fusion import fuse
 from memory.text.answers import answer_types, question_names
 from memory.text.dates import date_spans
 from memory.text.shape import is_list_question
@@ -86,7 +87,7 @@ def candidates(conv: Conv6, rows: dict[int, point_reads.HitRow], index: int, q: 
     b = base(conv, index, q)
     fused = b.fused
     if TUNING.list_vector_weight is not None and is_list_question(q.question):
-        fused = _fuse(b.vector, b.lexical, replace(TUNING, vector_weight=TUNING.list_vector_weight))
+        fused = fuse(b.vector, b.lexical, replace(TUNING, vector_weight=TUNING.list_vector_weight))
     order = sorted(fused, key=lambda p: -fused[p])
     spans = date_spans(q.question, conv.memory.db.clock.now())
     kinds = answer_types(q.question)

@@ -26,7 +26,8 @@ import numpy as np
 from bench.locomo_round7_features import Candidate, candidate_features, query_terms
 from bench.memory_scale import WARM_RECALLS, Synthetic
 from memory.memory_store import MemoryConfig, MemoryStore
-from memory.recall import TUNING, _fuse
+from memory.recall import TUNING
+from memory.recall_fusion import fuse
 from memory.text.answers import answer_types, question_names
 from memory.text.dates import date_spans
 from store import point_reads
@@ -84,7 +85,7 @@ def measure(home: Path, queries: int) -> dict[str, Any]:
             vector = store.vectors.search(np.asarray(v, np.float32), TUNING.candidates)
             with store.db.cursor() as cur:
                 lexical = store.lexical.search(cur, q, TUNING.candidates)
-            fused = _fuse(vector, lexical, TUNING)
+            fused = fuse(vector, lexical, TUNING)
             order = sorted(fused, key=lambda p: -fused[p])
             for depth in DEPTHS:
                 head = order[:depth]

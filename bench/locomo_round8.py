@@ -53,7 +53,8 @@ from bench.locomo_round6 import environment6
 from bench.locomo_round6_rankers import Conv6
 from bench.locomo_round7 import _line as round7_line
 from bench.locomo_round7_learn import Config, Example, Train, choose, fit, nested
-from memory.recall import TUNING, TURN_TUNING, RecallTuning, _fuse
+from memory.recall import TUNING, TURN_TUNING, RecallTuning
+from memory.recall_fusion import fuse
 from memory.recall_rerank import FEATURES, LinearModel, candidate_features
 from memory.text.answers import AnswerType, answer_types, holds_answer, question_names
 from memory.text.dates import DateSpan, date_spans
@@ -96,7 +97,7 @@ def extract(conversation: Conversation, cache: CachedEmbedder) -> tuple[Conv6, P
         b = base(conv, i, q)
         fused = b.fused
         if TUNING.list_vector_weight is not None and is_list_question(q.question):
-            fused = _fuse(
+            fused = fuse(
                 b.vector, b.lexical, replace(TUNING, vector_weight=TUNING.list_vector_weight)
             )
         order = sorted(fused, key=lambda p: -fused[p])

@@ -56,7 +56,8 @@ from bench.locomo_loo import KS, Scored, leave_one_out, progress
 from bench.locomo_round6 import environment6
 from bench.locomo_round7_learn import Example, fit
 from bench.locomo_round8 import print_rows
-from memory.recall import TUNING, _fuse
+from memory.recall import TUNING
+from memory.recall_fusion import fuse
 from memory.recall_rerank import LinearModel, candidate_features
 from memory.text.answers import answer_types, holds_answer, question_names
 from memory.text.dates import date_spans
@@ -176,7 +177,7 @@ def extract(
             spans = date_spans(q.question, memory.db.clock.now())
             kinds = answer_types(q.question)
             names = question_names(q.question) if "who" in kinds else frozenset()
-            fused50 = _fuse(vector, lexical, tuning)
+            fused50 = fuse(vector, lexical, tuning)
             seeds = sorted(fused50, key=lambda p: -fused50[p])[:FEEDBACK_SEEDS]
             second = memory.lexical.feedback_search(q.question, seeds, FEEDBACK_TERMS, 50)
             fused_fb = dict(fused50)
@@ -196,7 +197,7 @@ def extract(
             for pool in POOLS:
                 if pool in ("top 100", "top 100, speaker not when"):
                     fused, v, lx, depth = (
-                        _fuse(vector100, lexical100, tuning),
+                        fuse(vector100, lexical100, tuning),
                         vector100,
                         lexical100,
                         100,

@@ -23,11 +23,12 @@ import numpy as np
 import numpy.typing as npt
 
 from memory.recall_block import RecallHit, RecallResult, join_recall_block, recall_entries
+from memory.recall_fusion import boosted, fuse, length_prior
 from memory.recall_models import MODEL, MOOD_MODEL
 from memory.recall_rerank import LinearModel, first_picked, learned_order
-from memory.text.answers import AnswerType, answer_types, holds_answer, question_names
-from memory.text.dates import DateSpan, date_spans
-from memory.text.shape import content_words, is_list_question
+from memory.text.answers import answer_types, question_names
+from memory.text.dates import date_spans
+from memory.text.shape import is_list_question
 from store import lexical_index, point_reads
 from store.point_store import content_hash
 from store.vector_arrays import exact_search
@@ -187,7 +188,7 @@ def recall(
     else:
         lexical_ranked, pinned_lexical = [], []
     cosine = dict(vector_ranked)
-    fused = _fuse(vector_ranked, lexical_ranked, tuning)
+    fused = fuse(vector_ranked, lexical_ranked, tuning)
     if tuning.feedback_seeds and lexical_ranked and store.lexical_ready:
         seeds = [pid for pid in sorted(fused, key=lambda p: -fused[p])][: tuning.feedback_seeds]
         second = store.lexical.feedback_search(query, seeds, tuning.feedback_terms, depth)
@@ -240,13 +241,13 @@ def recall(
             points = [point for point in points if point.content_hash not in excluded]
         scores = fused
         if rerank:  # the date and answer boosts (and the bench's diversity), then the prior
-            points, scores = _rerank(points, fused, spans, asked, tuning)
+            points, scores = boosted(points, fused, spans, asked, tuning)
         if chosen is not None and weigh:  # the model's set: its first ones, excluded left out
             points = (
                 points if not excluded else first_picked(points, chosen.ids, tuning.learned_set, k)
             )
         if weigh and tuning.length_prior:
-            points = _length_prior(points, scores, tuning, None if chosen is None else chosen.words)
+            points = length_prior(points, scores, tuning, None if chosen is None else chosen.words)
         for point in points[:k]:
             score = max(cosine.get(point.id, 0.0), lexical_score.get(point.id, 0.0))
             hits.append(
@@ -340,7 +341,7 @@ def _pinned_ranking(
             found = exact_search(query_vec, ids, matrix, len(ids), normalized=True)
             least = store.config.min_score * PIN_FLOOR_FACTOR
             vector = [(int(p), float(s)) for p, s in found if s >= least]
-    fused = _fuse(vector, lexical, tuning)
+    fused = fuse(vector, lexical, tuning)
     return sorted(fused, key=lambda p: -fused[p]), dict(vector)
 
 
@@ -354,98 +355,3 @@ def lexical_text(text: str, *, context: str = "", when: datetime | None = None) 
     if when is not None:
         parts.append(f"{when.day} {when:%B %Y}")
     return "\n".join(parts)
-
-
-def _fuse(
-    vector: Sequence[tuple[int, float]],
-    lexical: Sequence[tuple[int, float]],
-    tuning: RecallTuning,
-) -> dict[int, float]:
-    """One score a candidate from the vector and the word ranking (`RecallTuning.fusion`)."""
-    fused: dict[int, float] = {}
-    if tuning.fusion == "score":
-        for weight, ranking in (
-            (tuning.vector_weight, vector),
-            (1.0 - tuning.vector_weight, lexical),
-        ):
-            if not ranking:
-                continue
-            scores = [score for _, score in ranking]
-            low, high = min(scores), max(scores)
-            spread = high - low
-            for pid, score in ranking:
-                scaled = (score - low) / spread if spread > 0 else 1.0
-                fused[pid] = fused.get(pid, 0.0) + weight * scaled
-        return fused
-    for weight, ranking in ((tuning.vector_weight, vector), (tuning.lexical_weight, lexical)):
-        for rank, (pid, _score) in enumerate(ranking, start=1):
-            fused[pid] = fused.get(pid, 0.0) + weight / (tuning.rrf_k + rank)
-    return fused
-
-
-def _length_prior(
-    points: list[point_reads.HitRow],
-    fused: dict[int, float],
-    tuning: RecallTuning,
-    words: dict[int, int] | None = None,
-) -> list[point_reads.HitRow]:
-    """The first `length_prior_depth` points re-ordered by fused score × n / (n + c)
-    (`RecallTuning.length_prior`), the rest as they were; n from `words` (the points'
-    traits) when it holds the point."""
-    depth, c = tuning.length_prior_depth, tuning.length_prior
-    known = words or {}
-
-    def weighed(point: point_reads.HitRow) -> float:
-        n = known.get(point.id)
-        if n is None:
-            n = content_words(point.content)
-        return fused.get(point.id, 0.0) * n / (n + c)
-
-    head = sorted(points[:depth], key=lambda point: -weighed(point))
-    return head + points[depth:]
-
-
-def _rerank(
-    points: Sequence[point_reads.HitRow],
-    fused: dict[int, float],
-    spans: Sequence[DateSpan],
-    asked: tuple[frozenset[AnswerType], frozenset[str]],
-    tuning: RecallTuning,
-) -> tuple[list[point_reads.HitRow], dict[int, float]]:
-    """The date boost and the answer boost, then a greedy pick that lowers a hit's score for
-    every better hit of the same day and every better hit next to it (diversity); and each
-    point's score as it was taken (boosted, lowered by diversity), which the length prior
-    weighs."""
-    dated, answers = 1.0 + tuning.date_boost, 1.0 + tuning.answer_boost
-    kinds, names = asked  # what the query asks for, and the names it holds itself
-    score: dict[int, float] = {}
-    for point in points:
-        value = fused.get(point.id, 0.0)
-        if any(span.contains(point.created_at) for span in spans):
-            value *= dated
-        if kinds and holds_answer(point.content, kinds, names):
-            value *= answers
-        score[point.id] = value
-    left = sorted(points, key=lambda p: -score[p.id])
-    if tuning.same_day_factor == 1.0 and tuning.neighbour_factor == 1.0:
-        return left, score
-    per_day: dict[object, int] = {}
-    taken: set[int] = set()
-
-    def diverse(point: point_reads.HitRow) -> float:
-        near = (point.id - 1 in taken) + (point.id + 1 in taken)
-        return (
-            score[point.id]
-            * tuning.same_day_factor ** per_day.get(point.created_at.date(), 0)
-            * tuning.neighbour_factor**near
-        )
-
-    picked: list[point_reads.HitRow] = []
-    at_pick: dict[int, float] = {}
-    while left:
-        point = left.pop(max(range(len(left)), key=lambda i: diverse(left[i])))
-        at_pick[point.id] = diverse(point)
-        per_day[point.created_at.date()] = per_day.get(point.created_at.date(), 0) + 1
-        taken.add(point.id)
-        picked.append(point)
-    return picked, at_pick
