@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from store import bm25, lexical_dense, lexical_topk
+from store import bm25, lexical_dense, lexical_query, lexical_topk
 
 if TYPE_CHECKING:
     from store.lexical_postings import CompactPostings
@@ -30,7 +30,7 @@ def ranked(
 ) -> list[tuple[int, float]]:
     """The top `k` (`store.lexical_topk`: pruned, exact; the dense pass when it must)."""
     if lexical_topk.PRUNING:
-        query = lexical_topk.prepare(index, groups)
+        query = lexical_query.prepare(index, groups)
         if query is None:
             return []
         found = lexical_topk.top(index, query, k)
@@ -45,7 +45,7 @@ def within(
 ) -> list[tuple[int, float]]:
     """The ranking of the points `ids` (those with a score > 0)."""
     if lexical_topk.PRUNING:
-        query = lexical_topk.prepare(index, groups)
+        query = lexical_query.prepare(index, groups)
         return [] if query is None else lexical_topk.within(index, query, ids)
     totals = lexical_dense.totals(index, groups)
     return [] if totals is None else lexical_dense.top(index, totals, len(ids), ids)
@@ -58,7 +58,7 @@ def ranked_and_within(
     if not lexical_topk.PRUNING:
         overall = ranked(index, groups, k)
         return overall, (within(index, groups, subset) if subset and overall else [])
-    prepared = lexical_topk.prepare(index, groups)  # once for both rankings
+    prepared = lexical_query.prepare(index, groups)  # once for both rankings
     if prepared is None:
         return [], []
     return lexical_topk.top_and_within(index, prepared, k, subset)

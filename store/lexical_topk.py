@@ -14,112 +14,44 @@ few left are scored exactly: every group looked up by binary search in its sorte
 list and summed in query order, as the dense pass sums, so every score is the same float. A
 query of common words only walks them all, like the dense pass. The walk's partial scores
 are float32 (`bm25.rough_contributions`): they only bound, so each comparison allows their
-rounding (`_Query.rough`). A file's merged postings carry their factors (`bm25.factors`, float16, at
-the file's average length): the walk multiplies them by idf instead of computing each value
-from its slot's length, and widens its margins by their error (`FACTOR_ERROR`, and how far
-the average length moved since). Docs: docs/lexical_search.md.
+rounding (`PreparedQuery.rough`). A file's merged postings carry their factors
+(`bm25.factors`, float16, at the file's average length): the walk multiplies them by idf
+instead of computing each value from its slot's length, and widens its margins by their
+error (`FACTOR_ERROR`, and how far the average length moved since). The query's
+preparation and its exact scores are `store/lexical_query.py`. Docs: docs/lexical_search.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from store import bm25
 from store.bm25 import (
-    FACTOR_ERROR,
-    ROUGH_ERROR,
-    contributions,
-    factor_drift,
     rough_contributions,
 )
 from store.lexical_dense import ranked
 from store.lexical_postings import CompactPostings
+from store.lexical_query import Alternative, PreparedQuery, QueryGroup, exact, group_values
 from store.sorted_keys import sorted_unique
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from store.lexical_posting_reads import PostingPart
 
 PRUNING = True  # False: always the dense pass (bench.lexical_open compares the two)
 LOOKUP_COST = 2  # a look-up for a candidate costs about as much as walking this many postings
 _SAFETY = 1 + 1e-9  # rounding margin on the bound: a tie at the cut is never pruned
 CAN_REACH_SAMPLE = 8  # `_can_reach` counts in one candidate in this many
 ZERO_ALL_RATIO = 20  # zero the whole scratch array once a query touched 1 slot in this many
-# The stored factors are used while the average length is within this of theirs: their error
-# widens every margin of the walk by it (the file is written again long before).
-MAX_FACTOR_DRIFT = 0.05
 
 
 # what a group's walk touched: the slots new to the walk, and each slot with its partial now
 _Accumulated = tuple["NDArray[np.int64]", list[tuple["NDArray[np.intp]", "NDArray[np.float32]"]]]
 
 
-@dataclass(frozen=True, slots=True)
-class _Alternative:
-    parts: tuple[PostingPart, ...]  # the merged postings, then the appended ones (ascending)
-    idf: float
-    factors: NDArray[np.float16] | None  # the first part's stored factors, if it has them
-
-
-@dataclass(frozen=True, slots=True)
-class _Group:
-    alternatives: tuple[_Alternative, ...]
-    bound: float  # above any document's contribution from this group
-    size: int  # postings
-
-
-@dataclass(frozen=True, slots=True)
-class _Query:
-    groups: list[_Group]  # in query order
-    avgdl: float
-    doc_lengths: NDArray[np.int32]
-    value_error: float  # above a walked value's relative error (computed or stored factors)
-
-    @property
-    def rough(self) -> float:
-        """Above a float32 partial score's relative error: each value's and one rounding
-        per group summed, doubled (1 + this bounds both ways)."""
-        return 2 * (self.value_error + len(self.groups) * 2.0**-24)
-
-
-def prepare(index: CompactPostings, groups: Sequence[tuple[str, ...]]) -> _Query | None:
-    """The query's groups with their postings and idf; None when no term matches."""
-    n = index.doc_count
-    if n == 0:
-        return None
-    avgdl = max(index.total_length / n, 1e-9)
-    drift = factor_drift(avgdl, index.factor_avgdl) if index.factor_avgdl else 1.0
-    stored = drift <= MAX_FACTOR_DRIFT  # else the walk computes every value
-    found: list[_Group] = []
-    for group in groups:
-        alternatives, terms = [], []
-        for term in group:
-            postings = index.posting_parts(term)  # not joined: a join copies the list
-            if postings is not None:
-                parts, df = postings
-                idf = bm25.idf(n, df)
-                held = index.merged_factors(term) if stored else None
-                alternatives.append(_Alternative(tuple(parts), idf, held))
-                terms.append(term)
-        if alternatives:
-            pairs = zip(alternatives, terms, strict=True)
-            bound = max(a.idf * index.impact(term, avgdl) for a, term in pairs)
-            size = sum(len(slots) for a in alternatives for slots, _ in a.parts)
-            found.append(_Group(tuple(alternatives), bound, size))
-    if not found:
-        return None
-    error = ROUGH_ERROR
-    if stored and any(a.factors is not None for g in found for a in g.alternatives):
-        error = max(error, (1 + drift) * (1 + FACTOR_ERROR) - 1)
-    return _Query(found, avgdl, index.doc_lengths(), error)
-
-
-def top(index: CompactPostings, query: _Query, k: int) -> list[tuple[int, float]]:
+def top(index: CompactPostings, query: PreparedQuery, k: int) -> list[tuple[int, float]]:
     """The `k` best live points as (point id, score), ties by lower id — as the dense pass
     ranks them."""
     hopeful = _hopeful(index, query, k)
@@ -127,7 +59,7 @@ def top(index: CompactPostings, query: _Query, k: int) -> list[tuple[int, float]
 
 
 def top_and_within(
-    index: CompactPostings, query: _Query, k: int, point_ids: Sequence[int]
+    index: CompactPostings, query: PreparedQuery, k: int, point_ids: Sequence[int]
 ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
     """`top` and, when it found any, `within` of `point_ids` (recall's pins), from one
     `exact` pass over both sets of slots: its look-ups cost per query group, not per slot,
@@ -145,7 +77,7 @@ def top_and_within(
     return overall, ranked(index, pins, scores[np.searchsorted(slots, pins)], len(pins))
 
 
-def _hopeful(index: CompactPostings, query: _Query, k: int) -> NDArray[np.int64]:
+def _hopeful(index: CompactPostings, query: PreparedQuery, k: int) -> NDArray[np.int64]:
     """The slots (ascending) that can still be among the `k` best: MaxScore's walk."""
     groups = query.groups
     by_bound = sorted(range(len(groups)), key=lambda i: -groups[i].bound)
@@ -261,10 +193,10 @@ def _can_reach(
 
 
 def _narrowed(
-    query: _Query,
+    query: PreparedQuery,
     slots: NDArray[np.int64],
     walked: NDArray[np.floating],
-    unwalked: list[_Group],
+    unwalked: list[QueryGroup],
     rest: list[float],
     theta: float,
     k: int,
@@ -283,7 +215,7 @@ def _narrowed(
     for i, group in enumerate(unwalked):
         if len(slots) <= k:
             break
-        values = _group_values(group, slots, query)
+        values = group_values(group, slots, query)
         below += values
         above += values
         theta = max(theta, _kth(below, k))
@@ -317,7 +249,7 @@ def _zero(scratch: NDArray[np.float32], touched: list[NDArray[np.int64]]) -> Non
 
 
 def _accumulate(
-    index: CompactPostings, partial: NDArray[np.float32], group: _Group, query: _Query
+    index: CompactPostings, partial: NDArray[np.float32], group: QueryGroup, query: PreparedQuery
 ) -> _Accumulated:
     """Add the group's rough contributions (best alternative) to `partial` in any order (only
     for pruning); returns the slots it touched first (each slot once over all groups), and
@@ -352,11 +284,11 @@ def _accumulate(
 
 
 def _values(
-    alternative: _Alternative,
+    alternative: Alternative,
     part: int,
     tfs: NDArray[np.integer],
     slots: NDArray[np.intp],
-    query: _Query,
+    query: PreparedQuery,
 ) -> NDArray[np.float32]:
     """The walk's values of the alternative's `part`-th part: its stored factors times idf
     (no read of the slots' lengths), or computed (`bm25.rough_contributions`)."""
@@ -368,94 +300,11 @@ def _values(
 
 
 def within(
-    index: CompactPostings, query: _Query, point_ids: Sequence[int]
+    index: CompactPostings, query: PreparedQuery, point_ids: Sequence[int]
 ) -> list[tuple[int, float]]:
     """The ranking of `point_ids` (those with a score > 0), exactly."""
     slots = index.live_slots_of(point_ids)
     return ranked(index, slots, exact(query, slots), len(slots))
-
-
-def exact(query: _Query, slots: NDArray[np.int64]) -> NDArray[np.float64]:
-    """The BM25 of `slots` (ascending), summed group by group in query order like the dense
-    pass, so every float is the same. Every group's terms are looked up first and all the
-    hits' contributions come from one `contributions` call (each hit with its term's
-    idf: the same operations on the same values as a call a term), ~10 numpy calls a term
-    fewer (docs/lexical_search.md, "Seventh round")."""
-    totals = np.zeros(len(slots), dtype=np.float64)
-    if not len(slots):
-        return totals
-    looked = [[_hits(a, slots) for a in group.alternatives] for group in query.groups]
-    found = [hit for group in looked for hit in group]
-    if not sum(len(where) for where, _, _ in found):
-        return totals
-    idfs = [a.idf for group in query.groups for a in group.alternatives]
-    values = contributions(
-        np.concatenate([at for _, at, _ in found]),
-        np.concatenate([tfs for _, _, tfs in found]),
-        np.repeat(idfs, [len(where) for where, _, _ in found]),
-        query.avgdl,
-        query.doc_lengths,
-    )
-    start = 0
-    for group in looked:
-        if len(group) == 1:  # a slot once: added where the term occurs (+ 0.0 elsewhere)
-            where = group[0][0]
-            totals[where] += values[start : start + len(where)]
-            start += len(where)
-            continue
-        best = np.zeros(len(slots), dtype=np.float64)
-        for where, _, _ in group:
-            best[where] = np.maximum(best[where], values[start : start + len(where)])
-            start += len(where)
-        totals += best
-    return totals
-
-
-def _group_values(group: _Group, slots: NDArray[np.int64], query: _Query) -> NDArray[np.float64]:
-    """The group's BM25 contribution to each of `slots` (ascending): its best alternative's,
-    0 where none occurs."""
-    best = np.zeros(len(slots), dtype=np.float64)
-    for alternative in group.alternatives:
-        where, at, tfs = _hits(alternative, slots)
-        values = contributions(at, tfs, alternative.idf, query.avgdl, query.doc_lengths)
-        if len(group.alternatives) == 1:
-            best[where] = values
-        else:
-            best[where] = np.maximum(best[where], values)
-    return best
-
-
-def _hits(
-    alternative: _Alternative, slots: NDArray[np.int64]
-) -> tuple[NDArray[np.intp], NDArray[np.integer], NDArray[np.integer]]:
-    """Where in `slots` the term occurs, with those postings' slots and tfs (a slot is in
-    one part of the term's postings at most). The shorter of the two is looked up in the
-    longer (both ascending): a binary search per element of the shorter."""
-    found: list[tuple[NDArray[np.intp], NDArray[np.integer], NDArray[np.integer]]] = []
-    for postings, tfs in alternative.parts:
-        if not len(postings):
-            continue
-        if len(postings) < len(slots):  # a rare word among many candidates: its postings
-            at = np.searchsorted(slots, postings)  # looked up in the slots, not the reverse
-            at = np.minimum(at, len(slots) - 1)
-            hit = slots[at] == postings
-            found.append((at[hit], postings[hit], tfs[hit]))
-            continue
-        # the keys in the postings' dtype: else numpy converts the whole list at every call
-        at = np.searchsorted(postings, slots.astype(postings.dtype, copy=False))
-        at = np.minimum(at, len(postings) - 1)
-        hit = postings[at] == slots
-        at = at[hit]
-        found.append((np.flatnonzero(hit), postings[at], tfs[at]))
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        return np.empty(0, dtype=np.intp), np.empty(0, np.int32), np.empty(0, np.int32)
-    return (
-        np.concatenate([where for where, _, _ in found]),
-        np.concatenate([at for _, at, _ in found]),
-        np.concatenate([tfs for _, _, tfs in found]),
-    )
 
 
 def _kth(scores: NDArray[np.floating], k: int) -> float:

@@ -9,7 +9,15 @@ import random
 import numpy as np
 import pytest
 
-from store import bm25, lexical_file, lexical_persist, lexical_postings, lexical_topk, meta
+from store import (
+    bm25,
+    lexical_file,
+    lexical_persist,
+    lexical_postings,
+    lexical_query,
+    lexical_topk,
+    meta,
+)
 from store import lexical_index as li
 from store.lexical_file import LEXICAL_FILENAME, FileState, factor_sections
 from tests.test_lexical_index import add
@@ -33,7 +41,7 @@ def mapped_cache(con, tmp_path, docs: dict[int, str]) -> li.LexicalCache:
 
 
 def walks_stored_factors(cache: li.LexicalCache, query: str) -> bool:
-    prepared = lexical_topk.prepare(cache._index, cache.analyzer.query_terms(query))
+    prepared = lexical_query.prepare(cache._index, cache.analyzer.query_terms(query))
     assert prepared is not None
     return any(a.factors is not None for g in prepared.groups for a in g.alternatives)
 
@@ -118,7 +126,7 @@ def test_factors_stored_for_another_average_length_are_left_unread(con, tmp_path
     index = cache._index
     cache.search(con, "w0", 1)
     drift = bm25.factor_drift(index.total_length / index.doc_count, index.factor_avgdl)
-    assert drift > lexical_topk.MAX_FACTOR_DRIFT
+    assert drift > lexical_query.MAX_FACTOR_DRIFT
     assert not walks_stored_factors(cache, "w0 w3 w11")
     same_as_dense(con, cache, rng, monkeypatch, 80)
 

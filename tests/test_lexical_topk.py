@@ -11,7 +11,15 @@ import duckdb
 import numpy as np
 import pytest
 
-from store import bm25, lexical_dense, lexical_persist, lexical_postings, lexical_topk, meta
+from store import (
+    bm25,
+    lexical_dense,
+    lexical_persist,
+    lexical_postings,
+    lexical_query,
+    lexical_topk,
+    meta,
+)
 from store import lexical_index as li
 from store.lexical_file import LEXICAL_FILENAME
 from tests.test_lexical_index import add
@@ -104,7 +112,9 @@ def test_the_common_words_posting_lists_are_not_walked(con, monkeypatch):
     walked: list[int] = []
     real = lexical_topk._accumulate
 
-    def counting(index: object, partial: object, group: lexical_topk._Group, q: object) -> object:
+    def counting(
+        index: object, partial: object, group: lexical_query.QueryGroup, q: object
+    ) -> object:
         walked.append(group.size)
         return real(index, partial, group, q)  # type: ignore[arg-type]
 
@@ -179,11 +189,13 @@ def test_the_look_ups_narrow_the_hopeful_slots_and_keep_a_tie_at_the_cut(con, mo
         bm25.rough_contributions,
     )
 
-    def walking(index: object, partial: object, group: lexical_topk._Group, q: object) -> object:
+    def walking(
+        index: object, partial: object, group: lexical_query.QueryGroup, q: object
+    ) -> object:
         walked.append(group.size)
         return real_walk(index, partial, group, q)  # type: ignore[arg-type]
 
-    def scoring(query: lexical_topk._Query, slots: np.ndarray) -> np.ndarray:
+    def scoring(query: lexical_query.PreparedQuery, slots: np.ndarray) -> np.ndarray:
         scored.append(len(slots))
         return real_exact(query, slots)
 
@@ -264,7 +276,7 @@ def test_top_and_within_in_one_pass_are_the_two_calls_bit_for_bit(con):
     index = cache._index
     for _ in range(200):
         query = zipf_text(rng, rng.randint(1, 10))
-        prepared = lexical_topk.prepare(index, cache.analyzer.query_terms(query))
+        prepared = lexical_query.prepare(index, cache.analyzer.query_terms(query))
         if prepared is None:
             continue
         pins = rng.sample(range(1, 901), rng.choice((0, 1, 10, 50)))
@@ -290,7 +302,7 @@ def test_the_walk_keeps_the_kth_best_partial_score_of_every_live_candidate(con):
     assert index.dead
     checked = 0
     for _ in range(60):
-        query = lexical_topk.prepare(
+        query = lexical_query.prepare(
             index, cache.analyzer.query_terms(zipf_text(rng, rng.randint(2, 12)))
         )
         if query is None:
