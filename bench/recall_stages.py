@@ -81,7 +81,7 @@ def _faults() -> tuple[int, int]:
 def measure(home: Path, recalls: int, side: str = "on") -> dict[str, Any]:
     import memory.recall as recall_module
     from memory.memory_store import MemoryStore
-    from store import lexical_topk, point_reads
+    from store import lexical_query, lexical_topk, point_reads
     from store.side_thread import Handed
     from store.vector_upkeep import VectorKeeper
 
@@ -89,8 +89,8 @@ def measure(home: Path, recalls: int, side: str = "on") -> dict[str, Any]:
     stages.wrap(VectorKeeper, "search", "vector")
     stages.wrap(Handed, "result", "words_wait")  # the side thread's words, waited for
     stages.wrap(recall_module, "_lexical_candidates", "lexical")
-    for name in ("prepare", "top_and_within"):
-        stages.wrap(lexical_topk, name, name)
+    stages.wrap(lexical_query, "prepare", "prepare")
+    stages.wrap(lexical_topk, "top_and_within", "top_and_within")
     stages.wrap(lexical_topk, "_hopeful", "walk")
     stages.wrap(recall_module, "_pinned_ranking", "pinned")
     stages.wrap(point_reads, "hit_rows", "hit_rows")
