@@ -81,7 +81,8 @@ def test_json_before_the_list_action_is_kept_and_before_another_action_refused(
     env: Env, standin: OllamaStandIn
 ) -> None:
     """`conversations --json list` prints JSON like `conversations list --json` (the list's own
-    flag used to reset it silently); `--json` before another action is one line, exit 2."""
+    flag used to reset it silently); `--json` before (or after) another action is one line,
+    exit 2."""
     cid = ask(env, standin, FIRST)
     assert printed_json(run_cli(env, "conversations", "--json", "list")) == listing(env)
     assert_one_line(
@@ -93,6 +94,16 @@ def test_json_before_the_list_action_is_kept_and_before_another_action_refused(
     # without --yes too: refused for the --json, not sent off to ask (or to find a terminal)
     assert_one_line(
         run_cli(env, "conversations", "--json", "delete", cid), 2, "--json is for the list"
+    )
+    # after the action as well: the same line (with export's hint), not argparse's
+    assert_one_line(
+        run_cli(env, "conversations", "export", cid, "--json"), 2, "export: --format json"
+    )
+    assert_one_line(
+        run_cli(env, "conversations", "delete", cid, "--yes", "--json"), 2, "takes none"
+    )
+    assert_one_line(
+        run_cli(env, "conversations", "rename", cid, "Bread", "--json"), 2, "takes none"
     )
     assert listing(env)[0]["id"] == cid  # nothing deleted
 

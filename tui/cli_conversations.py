@@ -79,6 +79,10 @@ def register(commands: Any, common: Any, parser_class: type) -> None:
     common(delete, top=False)
     delete.add_argument("id", metavar="ID")
     delete.add_argument("--yes", "-y", action="store_true", help="do not ask first")
+    for action in (rename, export, delete):  # after the action too: refused with the hint
+        action.add_argument(
+            "--json", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
 
 
 def dispatch(args: Any, settings: Settings) -> int:
