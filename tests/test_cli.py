@@ -403,7 +403,7 @@ def test_bad_command_line_is_one_line(env: Env) -> None:
             ["facts", "set", "k", "--type", "fact", "--body", "two", "words"],
             "straylight facts set --help",
         ),
-        (["conversations", "delete", "x", "--json"], "straylight conversations delete --help"),
+        (["conversations", "delete", "x", "--force"], "straylight conversations delete --help"),
     ],
 )
 def test_leftover_words_name_their_command_and_the_quotes(

@@ -51,6 +51,7 @@ def register(
         COMMAND, allow_abbrev=False, help="hypothesis cards of the dream run"
     )
     common_options(group, top=False)
+    group.add_argument("--json", action="store_true", help="print JSON")
     actions = group.add_subparsers(
         dest="action", metavar="ACTION", parser_class=parser_class, required=True
     )
@@ -58,7 +59,10 @@ def register(
     def leaf(name: str, text: str) -> argparse.ArgumentParser:
         sub: argparse.ArgumentParser = actions.add_parser(name, allow_abbrev=False, help=text)
         common_options(sub, top=False)
-        sub.add_argument("--json", action="store_true", help="print JSON")
+        # SUPPRESS: `hypotheses --json list` keeps the group's --json
+        sub.add_argument(
+            "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON"
+        )
         return sub
 
     listing = leaf("list", "the cards, overdue first")

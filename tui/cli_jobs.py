@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from argparse import SUPPRESS
 from typing import Any
 
 from agent.settings import Settings
@@ -24,16 +25,18 @@ EXIT_JOB_FAILED = 1
 def register(commands: Any, common: Any, parser_class: type) -> None:
     jobs = commands.add_parser("jobs", allow_abbrev=False, help="the background jobs")
     common(jobs, top=False)
+    jobs.add_argument("--json", action="store_true", help="print JSON")
     actions = jobs.add_subparsers(
         dest="action", metavar="ACTION", parser_class=parser_class, required=True
     )
     listing = actions.add_parser("list", allow_abbrev=False, help="every job, last and next run")
     common(listing, top=False)
-    listing.add_argument("--json", action="store_true", help="print JSON")
+    # SUPPRESS: `jobs --json list` keeps the group's --json
+    listing.add_argument("--json", action="store_true", default=SUPPRESS, help="print JSON")
     run = actions.add_parser("run", allow_abbrev=False, help="run one job now")
     common(run, top=False)
     run.add_argument("name", metavar="NAME", choices=list(JOBS), help=", ".join(JOBS))
-    run.add_argument("--json", action="store_true", help="print JSON")
+    run.add_argument("--json", action="store_true", default=SUPPRESS, help="print JSON")
 
 
 def dispatch(args: Any, settings: Settings) -> int:

@@ -179,14 +179,17 @@ def _fact_commands(commands: Any) -> None:
     """`facts …`, `candidates …` and `reflect`: layer 4 from the shell."""
     from memory.fact_types import FACT_STATUSES, FACT_TYPES
 
-    def leaf(group: Any, name: str, text: str) -> argparse.ArgumentParser:
+    def leaf(group: Any, name: str, text: str, *, grouped: bool = True) -> argparse.ArgumentParser:
         sub: argparse.ArgumentParser = group.add_parser(name, allow_abbrev=False, help=text)
         _common_options(sub, top=False)
-        sub.add_argument("--json", action="store_true", help="print JSON")
+        # SUPPRESS in a group: `facts --json list` keeps the group's --json, as `conversations`
+        default = argparse.SUPPRESS if grouped else False
+        sub.add_argument("--json", action="store_true", default=default, help="print JSON")
         return sub
 
     facts = commands.add_parser("facts", allow_abbrev=False, help="the fact drawer (layer 4)")
     _common_options(facts, top=False)
+    facts.add_argument("--json", action="store_true", help="print JSON")
     actions = facts.add_subparsers(
         dest="action", metavar="ACTION", parser_class=_Parser, required=True
     )
@@ -222,6 +225,7 @@ def _fact_commands(commands: Any) -> None:
         "candidates", allow_abbrev=False, help="facts waiting for approval"
     )
     _common_options(candidates, top=False)
+    candidates.add_argument("--json", action="store_true", help="print JSON")
     verbs = candidates.add_subparsers(
         dest="action", metavar="ACTION", parser_class=_Parser, required=True
     )
@@ -237,7 +241,9 @@ def _fact_commands(commands: Any) -> None:
     )
     cli_fact_agent.register(actions, verbs, leaf)
 
-    reflect = leaf(commands, "reflect", "run the reflection pass over a conversation now")
+    reflect = leaf(
+        commands, "reflect", "run the reflection pass over a conversation now", grouped=False
+    )
     reflect.add_argument(
         "--conversation", "-c", metavar="ID", help="the conversation (default: the latest)"
     )
