@@ -418,6 +418,29 @@ def test_leftover_words_name_their_command_and_the_quotes(
     assert standin.chat_requests() == []
 
 
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--json", "status"], "--json goes after 'status': straylight status … --json"),
+        (["--json", "recall", "bees"], "--json goes after 'recall': straylight recall … --json"),
+        (
+            ["conversations", "--yes", "delete", "x"],
+            "--yes goes after 'delete': straylight conversations delete … --yes",
+        ),
+    ],
+)
+def test_an_option_before_its_command_is_named_with_where_it_goes(
+    env: Env, standin: OllamaStandIn, args: list[str], line: str
+) -> None:
+    """`straylight --json status` was `unrecognized arguments: --json (try 'straylight status
+    --help')`, whose help lists `--json`: the line now says it goes after the command. An
+    option no command takes stays unrecognized."""
+    assert line in assert_one_line(run_cli(env, *args), 2)
+    unknown = assert_one_line(run_cli(env, "--jsn", "status"), 2)
+    assert "unrecognized arguments: --jsn" in unknown
+    assert standin.chat_requests() == []
+
+
 def test_history_bad_date_exits_2(env: Env) -> None:
     days = ["2031-13-01", "2031-02-30", "yesterday", "03/02/2031", "2031-02-03T04:05"]
     calls = [(env, ["history", "--date", day], None) for day in days]

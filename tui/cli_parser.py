@@ -8,6 +8,7 @@ A usage error exits 2 with one line naming the command's `--help`.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -28,8 +29,12 @@ class _Parser(argparse.ArgumentParser):
         (`straylight ask hello world`) most likely wanted quotes: the line says so."""
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            words = (getattr(parsed, name, None) for name in ("command", "action"))
-            prog = " ".join([self.prog, *(w for w in words if isinstance(w, str))])
+            words = [getattr(parsed, name, None) for name in ("command", "action")]
+            named = [word for word in words if isinstance(word, str)]
+            prog = " ".join([self.prog, *named])
+            given = list(sys.argv[1:] if args is None else args)
+            if (line := _option_too_early(self, given, named, extras[0])) is not None:
+                self.exit(EXIT_USAGE, f"{PROG}: {line} (try '{prog} --help')\n")
             quote = "" if extras[0].startswith("-") else "; a value with spaces needs quotes"
             self.exit(
                 EXIT_USAGE,
@@ -37,6 +42,34 @@ class _Parser(argparse.ArgumentParser):
                 f"(try '{prog} --help')\n",
             )
         return parsed
+
+
+def _option_too_early(
+    parser: argparse.ArgumentParser, argv: list[str], named: list[str], option: str
+) -> str | None:
+    """The line for an option the command (or its action) takes but that stands before its
+    name (`straylight --json status`), where argparse reads it as the group's and calls it
+    unrecognized while the help it points to lists it; None for any other leftover."""
+    if not option.startswith("-") or option not in argv:
+        return None
+    flag = option.split("=", 1)[0]
+    level: argparse.ArgumentParser | None = parser
+    for word in named:
+        level = _sub_parser(level, word) if level is not None else None
+        if level is None or word not in argv:
+            return None
+        if argv.index(option) < argv.index(word) and flag in level._option_string_actions:
+            return f"{flag} goes after '{word}': {PROG} {' '.join(named)} … {flag}"
+    return None
+
+
+def _sub_parser(parser: argparse.ArgumentParser, word: str) -> argparse.ArgumentParser | None:
+    """The sub-parser `parser` hands `word` to (a command or an action), if any."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found = action.choices.get(word)
+            return found if isinstance(found, argparse.ArgumentParser) else None
+    return None
 
 
 GLOBAL_OPTIONS = frozenset({"--home", "--ollama-host", "--model", "--config", "--workspace"})
