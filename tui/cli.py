@@ -187,6 +187,27 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
         )
 
 
+def chat_terminal_problem() -> str | None:
+    """Why the chat cannot run here: it reads keys from stdin and draws on stderr (Textual's
+    choice; stdout stays free), so either one a pipe or a file (`echo hi | straylight`, a
+    cron job, `straylight 2> log`) left it drawing into nothing and waiting for ever."""
+    missing = [name for name, stream in _CHAT_STREAMS.items() if not _is_terminal(stream())]
+    if not missing:
+        return None
+    which = f"{missing[0]} is not one" if len(missing) == 1 else "neither stdin nor stderr is one"
+    return f'the chat needs a terminal: {which} (one turn without one: straylight ask "TEXT")'
+
+
+_CHAT_STREAMS = {"stdin": lambda: sys.__stdin__, "stderr": lambda: sys.__stderr__}
+
+
+def _is_terminal(stream: object) -> bool:
+    try:
+        return stream is not None and bool(stream.isatty())  # type: ignore[attr-defined]
+    except (OSError, ValueError):  # a closed stream
+        return False
+
+
 def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     settings = resolved.settings
     if args.command is None:
@@ -204,6 +225,8 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         # a second chat stops here, before painting; `straylight mcp` hands the dir over
         lock = lock_for_chat(settings.home, on_wait=waiting)
         try:
+            if (no_terminal := chat_terminal_problem()) is not None:
+                return fail(no_terminal, EXIT_USAGE)
             return run_app(settings, resolved.config_path)
         finally:
             lock.release()
