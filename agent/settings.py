@@ -252,6 +252,19 @@ def _read_environment(environ: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     }
 
 
+def misnamed_variables(environ: Mapping[str, str]) -> list[str]:
+    """Notes for variables set under the name of a setting with `STRAYLIGHT_` in front
+    (`STRAYLIGHT_MEMORY_TOP_K`, `STRAYLIGHT_OLLAMA_HOST`) where the setting's variable has none
+    (the memory settings keep the seed's `MEMORY_*` names, Ollama's own `OLLAMA_HOST`): they
+    are not read, and nothing used to say so."""
+    return [
+        f"{wrong} is not read: the setting's variable is {env}"
+        for env in ENV_NAMES.values()
+        if not env.startswith("STRAYLIGHT_")
+        and environ.get(wrong := f"STRAYLIGHT_{env}", "").strip()
+    ]
+
+
 def load_settings(
     flags: Mapping[str, object] | None = None,
     environ: Mapping[str, str] | None = None,

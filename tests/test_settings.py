@@ -736,6 +736,35 @@ def test_config_json_keys_cover_every_environment_setting(run_main: Any) -> None
     assert expected <= set(described)
 
 
+def test_a_setting_variable_with_straylight_in_front_is_named_as_not_read(
+    run_main: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memory settings keep the seed's `MEMORY_*` names and the host is Ollama's own
+    `OLLAMA_HOST`: `STRAYLIGHT_MEMORY_TOP_K=3` was ignored without a word. Now one note
+    each, and the command runs as before."""
+    monkeypatch.setenv("STRAYLIGHT_MEMORY_TOP_K", "3")
+    monkeypatch.setenv("STRAYLIGHT_OLLAMA_HOST", "http://127.0.0.1:1")
+    code, out, err = run_main("config", "--json")
+    assert code == 0
+    assert json.loads(out)["memory_top_k"]["source"] == "default"  # still not read
+    assert err.splitlines() == [
+        "straylight: note: STRAYLIGHT_OLLAMA_HOST is not read: the setting's variable is "
+        "OLLAMA_HOST",
+        "straylight: note: STRAYLIGHT_MEMORY_TOP_K is not read: the setting's variable is "
+        "MEMORY_TOP_K",
+    ]
+    monkeypatch.delenv("STRAYLIGHT_MEMORY_TOP_K")
+    monkeypatch.delenv("STRAYLIGHT_OLLAMA_HOST")
+    monkeypatch.setenv("MEMORY_TOP_K", "3")
+    code, out, err = run_main("config", "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["memory_top_k"] == {
+        "value": 3,
+        "source": "env",
+        "origin": "MEMORY_TOP_K",
+    }
+
+
 def test_config_text_names_file_and_each_source(
     run_main: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.gateway_errors import EXIT_OK, EXIT_USAGE
-from agent.settings import ResolvedSettings, SettingsError, load_settings
+from agent.settings import ResolvedSettings, SettingsError, load_settings, misnamed_variables
 from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, read_stdin_text, stdin_kept
 from tui.cli_parser import build_parser
 from tui.command_kinds import may_create_data_dir, reads_only
@@ -98,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as error:
         return fail(str(error), EXIT_USAGE)
     settings = resolved.settings
+    for note in misnamed_variables(os.environ):
+        print(f"{PROG}: note: {note}", file=sys.stderr)
     if (empty := empty_argument(args)) is not None:  # before the data dir is made or locked
         return fail(empty, EXIT_USAGE)
     from tui.logging_setup import setup_file_logging, silence_logging
