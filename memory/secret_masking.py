@@ -87,6 +87,17 @@ _DETECTORS: tuple[_Detector, ...] = (
         ("AKIA", "ASIA", "ABIA", "ACCA"),
         re.compile(r"(?<![A-Za-z0-9\]])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9\[])"),
     ),
+    _Detector(  # the secret key written after its key id in prose: "AKIA… with secret wJalr…"
+        "aws_secret",
+        ("AKIA", "ASIA", "ABIA", "ACCA"),
+        re.compile(
+            r"(?<![A-Za-z0-9\]])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9\[])"
+            r"[\s\S]{0,120}?(?<![A-Za-z0-9/+\]])"
+            r"(?P<secret>(?=[A-Za-z0-9/+]*[0-9])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])"
+            r"[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+\[])"
+        ),
+        group="secret",
+    ),
     _Detector(
         "github_token",
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),

@@ -55,6 +55,16 @@ MASKED = [
     (f"the key id {AWS_ID} is leaked", "the key id [REDACTED:aws_key] is leaked"),
     (f"aws_secret_access_key = {AWS_SECRET}", "aws_secret_access_key = [REDACTED:aws_secret]"),
     (f'"SecretAccessKey": "{AWS_SECRET}"', '"SecretAccessKey": "[REDACTED:aws_secret]"'),
+    # the secret in prose after its key id (it used to be kept: no assignment, no keyword)
+    (
+        f"AWS key {AWS_ID} with secret {AWS_SECRET}.",
+        "AWS key [REDACTED:aws_key] with secret [REDACTED:aws_secret].",
+    ),
+    (f"{AWS_ID} {AWS_SECRET}", "[REDACTED:aws_key] [REDACTED:aws_secret]"),
+    (  # a 40-character hex commit after the key id (no upper case) is no secret key
+        f"{AWS_ID} was rotated in 0123456789abcdef0123456789abcdef01234567",
+        "[REDACTED:aws_key] was rotated in 0123456789abcdef0123456789abcdef01234567",
+    ),
     # GitHub / GitLab
     (f"git push with {GHP} please", "git push with [REDACTED:github_token] please"),
     (f"GITHUB_TOKEN={GITHUB_PAT}", "GITHUB_TOKEN=[REDACTED:github_token]"),
