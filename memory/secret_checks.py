@@ -39,7 +39,7 @@ def accept_url_token(match: re.Match[str]) -> bool:
 # ---------------------------------------------------------------------------- assignments
 
 ASSIGNMENT_RE = re.compile(
-    r"""(?P<kw>passw(?:or)?d|passphrase|pwd|secret|token|key)
+    r"""(?P<kw>passw(?:or)?d|passphrase|pass|pwd|secret|token|key)
         ["']?[ \t]*(?P<sep>:=|=(?![=~>])|:(?![:/]))[ \t]*
         (?:"(?P<dq>(?:[^"\\\n]|\\.){1,500})"
           |'(?P<sq>(?:[^'\\\n]|\\.){1,500})'
@@ -47,7 +47,9 @@ ASSIGNMENT_RE = re.compile(
           |(?P<val>[^\s"'`;,&<>]+))""",
     re.IGNORECASE | re.VERBOSE,
 )
-_SECRET_KEY_NAME_RE = re.compile(r"(?:api|access|private|secret)[_-]?key\Z")
+_SECRET_KEY_NAME_RE = re.compile(r"(?:api|access|private|secret|account|sharedaccess)[_-]?key\Z")
+# `pass` names a password only as a whole part of the key: DB_PASS, smtp-pass, not bypass
+_PASS_KEY_NAME_RE = re.compile(r"(?:\A|[_.-])pass\Z")
 _AWS_SECRET_KEY_NAME_RE = re.compile(r"secret[_-]?access[_-]?key\Z")
 _AWS_SECRET_VALUE_RE = re.compile(r"[A-Za-z0-9/+]{40}")
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
@@ -185,7 +187,10 @@ def _accept_value(match: re.Match[str], key_start: int) -> bool:
 def accept_assignment(match: re.Match[str]) -> bool:
     """A key that names a secret, outside a URL's user part, with a secret-looking value."""
     key_start, key = _key_name(match)
-    if match.group("kw").lower() == "key" and not _SECRET_KEY_NAME_RE.search(key):
+    keyword = match.group("kw").lower()
+    if keyword == "key" and not _SECRET_KEY_NAME_RE.search(key):
+        return False
+    if keyword == "pass" and not _PASS_KEY_NAME_RE.search(key):
         return False
     if _in_url_user_part(match.string, key_start):
         return False
@@ -246,6 +251,25 @@ def accept_mysql_glued(match: re.Match[str]) -> bool:
     command_start = max(text.rfind(c, 0, start) for c in "\n|;&") + 1
     in_mysql_command = _MYSQL_COMMAND_RE.search(text, command_start, start) is not None
     return in_mysql_command and option_value_ok(match)
+
+
+CURL_USER_RE = re.compile(
+    r"(?:-u|--user)[ \t]+(?:'[^\s:']+:(?P<sq>[^'\n]+)'"
+    r"|\"[^\s:\"]+:(?P<dq>[^\"\n]+)\"|[^\s:'\"]+:(?P<val>[^\s'\"]+))"
+)
+_CURL_COMMAND_RE = re.compile(r"(?<![\w-])curl(?:\.exe)?[ \t]")
+
+
+def accept_curl_user(match: re.Match[str]) -> bool:
+    """``-u USER:PASSWORD`` counts only as an option of curl on the same command line."""
+    text, start = match.string, match.start()
+    if start == 0 or text[start - 1] not in " \t":
+        return False
+    command_start = max(text.rfind(c, 0, start) for c in "\n|;&") + 1
+    start, end = quoted_or_word_span(match)
+    value = text[start:end]
+    in_curl = _CURL_COMMAND_RE.search(text, command_start, start) is not None
+    return in_curl and not _is_stand_in(value) and not value.startswith("[REDACTED:")
 
 
 def accept_password_prose(match: re.Match[str]) -> bool:

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 
 from memory.secret_checks import (
     ASSIGNMENT_RE,
+    CURL_USER_RE,
     MYSQL_GLUED_RE,
     PASSWORD_OPTION_RE,
     PASSWORD_PROSE_RE,
     REDACTED_PREFIX,
     accept_assignment,
     accept_bearer,
+    accept_curl_user,
     accept_mysql_glued,
     accept_password_prose,
     accept_url_token,
@@ -137,6 +139,17 @@ _DETECTORS: tuple[_Detector, ...] = (
         group="secret",
     ),
     _Detector(
+        "discord_webhook",
+        ("discord.com/api/webhooks/", "discordapp.com/api/webhooks/"),
+        re.compile(r"discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/(?P<secret>[A-Za-z0-9_-]{20,})"),
+        group="secret",
+    ),
+    _Detector(
+        "sendgrid_key",
+        ("SG.",),
+        re.compile(_TOKEN_BEFORE + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _TOKEN_AFTER),
+    ),
+    _Detector(
         "anthropic_key",
         ("sk-ant-",),
         re.compile(_TOKEN_BEFORE + r"sk-ant-[A-Za-z0-9_-]{20,}" + _TOKEN_AFTER),
@@ -203,6 +216,13 @@ _DETECTORS: tuple[_Detector, ...] = (
     ),
     _Detector(
         "password",
+        ("-u", "--user"),
+        CURL_USER_RE,
+        accept=accept_curl_user,
+        span_of=quoted_or_word_span,
+    ),
+    _Detector(
+        "password",
         ("--password",),
         PASSWORD_OPTION_RE,
         accept=option_value_ok,
@@ -218,7 +238,7 @@ _DETECTORS: tuple[_Detector, ...] = (
     ),
     _Detector(
         "password",
-        ("passw", "passphrase", "pwd", "secret", "token", "key"),
+        ("pass", "pwd", "secret", "token", "key"),
         ASSIGNMENT_RE,
         folded=True,
         accept=accept_assignment,

@@ -65,6 +65,38 @@ MASKED = [
         f"{AWS_ID} was rotated in 0123456789abcdef0123456789abcdef01234567",
         "[REDACTED:aws_key] was rotated in 0123456789abcdef0123456789abcdef01234567",
     ),
+    # Azure connection strings, SendGrid, Discord webhooks, curl -u, DB_PASS (all used to be kept)
+    (
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey="
+        "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"
+        "EndpointSuffix=core.windows.net",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=[REDACTED:api_key];"
+        "EndpointSuffix=core.windows.net",
+    ),
+    (
+        "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;"
+        "SharedAccessKey=abcDEF123ghiJKL456mnoPQR789stuVWX012yzAB34c=",
+        "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;"
+        "SharedAccessKey=[REDACTED:api_key]",
+    ),
+    (
+        "SENDGRID_API=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 ok",
+        "SENDGRID_API=[REDACTED:sendgrid_key] ok",
+    ),
+    (
+        "hook: https://discord.com/api/webhooks/123456789012345678/"
+        "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-AbCdEf",
+        "hook: https://discord.com/api/webhooks/123456789012345678/[REDACTED:discord_webhook]",
+    ),
+    (
+        "curl -u admin:hunter2pass https://api.example.com",
+        "curl -u admin:[REDACTED:password] https://api.example.com",
+    ),
+    ('curl --user "admin:two words" x', 'curl --user "admin:[REDACTED:password]" x'),
+    (
+        'DB_PASS="pa55word!"\nSMTP_PASS=Zx9vB7nM2qW',
+        'DB_PASS="[REDACTED:password]"\nSMTP_PASS=[REDACTED:password]',
+    ),
     # GitHub / GitLab
     (f"git push with {GHP} please", "git push with [REDACTED:github_token] please"),
     (f"GITHUB_TOKEN={GITHUB_PAT}", "GITHUB_TOKEN=[REDACTED:github_token]"),
@@ -202,6 +234,9 @@ MASKED = [
 ]
 
 MUST_NOT_MASK = [
+    "bypass = true; compass = north; first_pass = true",
+    "the first pass: we read everything, then ssh -u user:name host",
+    "curl -u $USER:$TOKEN https://api.example.com",
     "snake_case_names and ask-me-anything-2024 stay as they are",
     "the password is in the vault",
     "I forgot my password again, can you help me reset it?",
