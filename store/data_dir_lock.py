@@ -16,6 +16,7 @@ holds it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -116,6 +117,19 @@ class DataDirLock:
         traceback: TracebackType | None,
     ) -> None:
         self.release()
+
+
+def mark_brief(home: Path) -> None:
+    """This process, which holds the lock of `home`, from now on holds it briefly without
+    serving: an owner that ends lets its clients' running commands finish (up to
+    `tui.owner_server.GRACE_SECONDS`) before it lets go, and a command arriving meanwhile
+    waits for it as for a brief holder, not the 3 s an answering owner gets."""
+    with _held_guard:
+        shared = _held.get(_key(home))
+        if shared is None:
+            return
+        with contextlib.suppress(OSError):  # never longer than what it replaces: no truncate
+            os.pwrite(shared[0], f"{os.getpid()}{BRIEF_MARK}\n".encode(), 0)
 
 
 def read_holder(fd: int) -> tuple[int | None, bool]:

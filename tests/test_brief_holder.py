@@ -6,6 +6,7 @@ than 3 s, and the command beside it should not fail for that."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ import pytest
 
 from store.data_dir_check import check_not_in_use
 from store.data_dir_lock import DataDirLock, DataDirLocked
-from tests.support.cli import NOW, Env, assert_ok, printed_json, run_cli
+from tests.support.cli import NOW, Env, assert_ok, printed_json, run_cli, run_cli_process
 from tests.support.ollama_standin import OllamaStandIn
 from tui.owner_client import BRIEF_HOLDER_SECONDS, RETRY_SECONDS
 
@@ -91,3 +92,43 @@ def test_a_writer_waits_out_a_brief_holder_but_not_a_silent_owner(env: Env, home
     assert f"in use by PID {holder.pid}" in refused.stderr
     hits = printed_json(run_cli(env, "recall", "ferry", "--json"), quiet=True)["hits"]
     assert [hit["content"] for hit in hits] == ["the ferry to Lindau leaves at seven"]
+
+
+def test_a_command_arriving_while_the_owner_ends_waits_for_it(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """An owner that ends lets its clients' running commands finish (`GRACE_SECONDS`) before
+    it lets go: meanwhile it serves no one, and a command arriving then waited only
+    `RETRY_SECONDS` and failed, exit 6 (the chat quit while a forwarded `ask` streamed)."""
+    from tests.test_owner_socket import SlowOwner, client_process
+
+    assert_ok(run_cli(env, "remember", "the ferry to Lindau leaves at seven"))
+    standin.script_reply("one two", tokens=["one ", "two"])  # the owner's own reply
+    standin.script_reply("a b c d e f g h", tokens=[f"{w} " for w in "abcdefg"] + ["h"])
+    standin.token_delay = 1.0
+    owner = SlowOwner(env, "Count")
+    served = client_process(env, "ask", "Count longer")  # forwarded, ends ~6 s after the owner's
+    try:
+        deadline = time.monotonic() + 20
+        while len(standin.chat_requests()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(standin.chat_requests()) == 2, "the forwarded ask never reached the model"
+        assert owner.process.stdout is not None
+        while not owner.received.endswith(b"two\n") and time.monotonic() < deadline:
+            owner.received += os.read(owner.process.stdout.fileno(), 4096)
+        assert owner.process.poll() is None, "the owner left before its client's command ended"
+        started = time.monotonic()
+        saved = run_cli_process(env, "remember", "the ferry back leaves at nine")
+        waited = time.monotonic() - started
+        out, err = served.communicate(timeout=20)
+    finally:
+        standin.token_delay = 0.0
+        owner.kill()
+        if served.poll() is None:
+            served.kill()
+            served.communicate()
+    assert (served.returncode, out, err) == (0, "a b c d e f g h\n", "")
+    assert_ok(saved)
+    assert waited > RETRY_SECONDS, waited  # the owner still ended its client's command
+    hits = printed_json(run_cli(env, "recall", "ferry", "--json"), quiet=True)["hits"]
+    assert "the ferry back leaves at nine" in [hit["content"] for hit in hits]

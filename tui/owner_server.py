@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from store.data_dir_lock import mark_brief
 from store.owner_socket import (
     FrameReader,
     Listener,
@@ -123,6 +124,7 @@ class OwnerServer:
             self._accepting.join()
         if self._listener is not None:
             self._listener.close()
+            mark_brief(self.home)  # a command arriving now waits for the release
         with self._guard:
             connections = list(self._connections)
         deadline = time.monotonic() + self.grace_seconds
