@@ -151,9 +151,13 @@ def connect(home: Path, timeout: float = 2.0) -> socket.socket:
     return sock
 
 
-def send_frame(sock: socket.socket, frame: dict[str, Any]) -> None:
+def encode_frame(frame: dict[str, Any]) -> bytes:
     """One JSON object and a newline (ASCII: lone surrogates travel escaped)."""
-    sock.sendall(json.dumps(frame).encode("ascii") + b"\n")
+    return json.dumps(frame).encode("ascii") + b"\n"
+
+
+def send_frame(sock: socket.socket, frame: dict[str, Any]) -> None:
+    sock.sendall(encode_frame(frame))
 
 
 class FrameReader:

@@ -257,7 +257,7 @@ async def _in_process(request: CommandRequest) -> CommandOutcome:
 
 async def _forward(request: CommandRequest) -> CommandOutcome | None:
     """The outcome from the data dir's owner, or None when nobody serves it."""
-    from tui.owner_client import NotServed, OwnerGone, forward
+    from tui.owner_client import NotServed, OwnerGone, RequestTooLarge, forward
 
     out, err = io.StringIO(), io.StringIO()
     try:
@@ -267,6 +267,9 @@ async def _forward(request: CommandRequest) -> CommandOutcome | None:
     except OwnerGone as gone:
         err.write(f"straylight: {gone}; it may or may not have been done\n")
         code = 1
+    except RequestTooLarge as error:
+        err.write(f"straylight: {error}\n")
+        code = EXIT_USAGE
     return CommandOutcome(code, out.getvalue(), err.getvalue())
 
 

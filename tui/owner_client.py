@@ -64,6 +64,7 @@ machine, several on a loaded one) before exit 6."""
 READ_WAIT_SECONDS = 8.0  # a reading command takes no lock (issue 15 §5), so serves no one
 _RETRY_PAUSE = 0.05
 EXIT_UNEXPECTED = 1
+EXIT_USAGE = 2
 EXIT_DATA_DIR_IN_USE = 6
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
@@ -71,6 +72,11 @@ EXIT_BROKEN_PIPE = 141
 
 class NotServed(Exception):
     """Nobody answers on the socket (no owner, or it ended before taking the command)."""
+
+
+class RequestTooLarge(Exception):
+    """The command line with its stdin is more than a frame may carry (`MAX_FRAME_BYTES`);
+    `str()` is the one line for the user."""
 
 
 class OwnerGone(Exception):
@@ -111,8 +117,15 @@ def forwards(args: argparse.Namespace) -> bool:
 def forward(home: Path, request: CommandRequest, out: TextIO, err: TextIO) -> int:
     """Send `request` to the owner of `home`; its output to `out` / `err`; its exit code.
 
-    `NotServed` when nobody takes it; `OwnerGone` when the owner ended mid-command."""
-    from store.owner_socket import FrameReader, OwnerSocketError, connect, send_frame
+    `NotServed` when nobody takes it; `OwnerGone` when the owner ended mid-command;
+    `RequestTooLarge` when it is too large to send (the owner would drop it unanswered)."""
+    from store.owner_socket import (
+        MAX_FRAME_BYTES,
+        FrameReader,
+        OwnerSocketError,
+        connect,
+        encode_frame,
+    )
 
     try:
         sock = connect(home)
@@ -121,8 +134,14 @@ def forward(home: Path, request: CommandRequest, out: TextIO, err: TextIO) -> in
     owner: object = None
     open_line = False  # what `out` got last did not end its line (a reply streaming)
     try:
+        data = encode_frame(request.to_frame())
+        if len(data) > MAX_FRAME_BYTES:  # stdin, mostly (`remember -` of a large file)
+            raise RequestTooLarge(
+                f"too large to pass to the Straylight process that has {home}: the command "
+                f"and its input are {len(data):,} bytes, at most {MAX_FRAME_BYTES:,} (64 MiB)"
+            )
         try:
-            send_frame(sock, request.to_frame())
+            sock.sendall(data)
             reader = FrameReader(sock)
             first = reader.read()
         except (OSError, OwnerSocketError) as error:
@@ -227,6 +246,8 @@ def _forward_or_own(
         except OwnerGone as error:
             log.warning("%s", error)
             return fail(f"{error}; it may or may not have been done", EXIT_UNEXPECTED)
+        except RequestTooLarge as error:
+            return fail(str(error), EXIT_USAGE)
         except KeyboardInterrupt:
             return fail("interrupted", EXIT_INTERRUPTED)
         except BrokenPipeError:
