@@ -26,7 +26,7 @@ from mcp.types import CallToolResult, Implementation
 
 from memory.point_writes import Role
 from store.data_dir_lock import DataDirLock, DataDirLocked
-from tests.support.cli import DAY, NOW, Env, cli_env
+from tests.support.cli import DAY, NOW, Env, cli_env, run_cli
 from tests.support.ollama_standin import OllamaStandIn
 from tui.command_runner import CommandRunner
 from tui.mcp_tools import MIN_HIT_CHARS, cut_content
@@ -328,18 +328,28 @@ def raw_server(env: Env, workspace: Path, *, stderr: int) -> subprocess.Popen[by
 
 
 @pytest.mark.parametrize(
-    ("signum", "code", "line"),
+    ("signum", "code", "line", "then_eof"),
     [
-        (signal.SIGINT, 130, "straylight: interrupted"),
-        (signal.SIGTERM, 143, "straylight: stopped by SIGTERM"),
+        (signal.SIGINT, 130, "straylight: interrupted", False),
+        (signal.SIGTERM, 143, "straylight: stopped by SIGTERM", False),
+        (signal.SIGTERM, 143, "straylight: stopped by SIGTERM", True),
     ],
 )
 def test_ctrl_c_or_sigterm_ends_the_server_and_frees_the_data_dir(
-    env: Env, workspace: Path, tmp_path: Path, signum: int, code: int, line: str
+    env: Env,
+    workspace: Path,
+    tmp_path: Path,
+    signum: int,
+    code: int,
+    line: str,
+    then_eof: bool,
 ) -> None:
     """Started by hand (the README's command table), Ctrl+C must end it: it waited for a
     line on stdin (the SDK's reader thread) until Ctrl+D. SIGTERM (a client stopping it)
-    releases the data dir too, like `ask`'s 143."""
+    releases the data dir too, like `ask`'s 143 — also when stdin ends while it releases
+    (a supervisor that signals, then closes the pipes: it exited 0 without its line)."""
+    if then_eof:  # a memory the server opens when it takes the data dir: a longer release
+        assert run_cli(env, "remember", "The ferry leaves at nine.").returncode == 0
     server = raw_server(env, workspace, stderr=subprocess.PIPE)
     assert server.stdin is not None and server.stdout is not None
     try:
@@ -355,6 +365,8 @@ def test_ctrl_c_or_sigterm_ends_the_server_and_frees_the_data_dir(
         with pytest.raises(DataDirLocked):  # the server owns the data dir now
             DataDirLock(tmp_path / "home").acquire()
         server.send_signal(signum)
+        if then_eof:
+            server.stdin.close()
         assert server.wait(timeout=15) == code  # stdin still open: not ended by EOF
     finally:
         if server.poll() is None:

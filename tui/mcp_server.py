@@ -311,10 +311,9 @@ def serve(
             await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         finally:
             await runner.aclose()  # the data dir released: the next process takes it over
-        if serving.done():
-            serving.result()
-            return
-        _exit_stopped(stopped.result())
+        if stopped.done():  # also when stdin ended while the data dir was released
+            _exit_stopped(stopped.result())
+        serving.result()
 
     asyncio.run(run())
     return 0
