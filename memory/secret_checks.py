@@ -253,6 +253,23 @@ def accept_mysql_glued(match: re.Match[str]) -> bool:
     return in_mysql_command and option_value_ok(match)
 
 
+SPACED_P_RE = re.compile(r"-p[ \t]+" + _QUOTED_OR_WORD)
+_SPACED_P_COMMAND_RE = re.compile(
+    r"(?<![\w-])(?:(?:docker|podman|nerdctl|buildah|skopeo|helm(?:[ \t]+registry)?|oras)"
+    r"(?:\.exe)?[ \t]+login|sshpass)[ \t]"
+)
+
+
+def accept_spaced_p(match: re.Match[str]) -> bool:
+    """``-p SECRET`` counts only on `docker login` (podman, helm registry, …) or `sshpass`."""
+    text, start = match.string, match.start()
+    if start == 0 or text[start - 1] not in " \t":
+        return False
+    command_start = max(text.rfind(c, 0, start) for c in "\n|;&") + 1
+    in_login = _SPACED_P_COMMAND_RE.search(text, command_start, start) is not None
+    return in_login and option_value_ok(match)
+
+
 CURL_USER_RE = re.compile(
     r"(?:-u|--user)[ \t]+(?:'[^\s:']+:(?P<sq>[^'\n]+)'"
     r"|\"[^\s:\"]+:(?P<dq>[^\"\n]+)\"|[^\s:'\"]+:(?P<val>[^\s'\"]+))"

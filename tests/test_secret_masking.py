@@ -94,6 +94,15 @@ MASKED = [
     ),
     ('curl --user "admin:two words" x', 'curl --user "admin:[REDACTED:password]" x'),
     (
+        "docker login -u me -p Sup3rSecret! registry.example.com",
+        "docker login -u me -p [REDACTED:password] registry.example.com",
+    ),
+    ('sshpass -p "two words" ssh host', 'sshpass -p "[REDACTED:password]" ssh host'),
+    (
+        "client_secret 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",
+        "client_secret [REDACTED:google_oauth_secret]",
+    ),
+    (
         'DB_PASS="pa55word!"\nSMTP_PASS=Zx9vB7nM2qW',
         'DB_PASS="[REDACTED:password]"\nSMTP_PASS=[REDACTED:password]',
     ),
@@ -237,6 +246,7 @@ MUST_NOT_MASK = [
     "bypass = true; compass = north; first_pass = true",
     "the first pass: we read everything, then ssh -u user:name host",
     "curl -u $USER:$TOKEN https://api.example.com",
+    "docker run -p 8080:80 nginx && mkdir -p /tmp/x && docker login -p $PASS r",
     "snake_case_names and ask-me-anything-2024 stay as they are",
     "the password is in the vault",
     "I forgot my password again, can you help me reset it?",
