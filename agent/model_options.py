@@ -98,12 +98,15 @@ def check_model_options(table: object) -> dict[str, Any]:
 
 def options_for(table: Mapping[str, Any], model: str) -> dict[str, Any]:
     """Ollama `options` for `model`: the table's values, then the model's own over them
-    (`qwen3` and `qwen3:latest` name the same model)."""
+    (`qwen3` and `qwen3:latest` name the same model). A single `stop` string goes as a
+    one-item list: Ollama takes only an array there (HTTP 500 otherwise)."""
     options = {name: value for name, value in table.items() if not isinstance(value, Mapping)}
     wanted = normalise_name(model)
     for name, own in table.items():
         if isinstance(own, Mapping) and normalise_name(name) == wanted:
             options.update(own)
+    if isinstance(options.get("stop"), str):
+        options["stop"] = [options["stop"]]
     return options
 
 

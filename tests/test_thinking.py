@@ -282,3 +282,16 @@ def test_a_warning_after_the_answer_starts_its_own_line(
     assert merged.returncode == 0
     assert merged.stdout.startswith(cut + "\nstraylight: warning: the reply stopped"), merged.stdout
     assert merged.stdout.count("\n") == 2, merged.stdout
+
+
+def test_a_single_stop_string_reaches_ollama_as_a_list(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """The README allows `stop = "STRING"`; Ollama's options parser takes only a JSON array
+    for `stop` (HTTP 500 `option "stop" must be of type array`), so every `ask` failed."""
+    config = tmp_path / "stop.toml"
+    config.write_text('[model_options]\nstop = "<|im_end|>"\n', encoding="utf-8")
+    standin.script_reply(ANSWER)
+    proc = run_cli(env, "ask", "--config", str(config), "--model", PLAIN, "capital?")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, ANSWER + "\n", "")
+    assert standin.chat_requests()[-1]["options"]["stop"] == ["<|im_end|>"]

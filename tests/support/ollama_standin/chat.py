@@ -90,8 +90,6 @@ def _check_images(model: ResolvedModel, name: str, messages: list[JsonObject]) -
 
 def _stop_strings(options: JsonObject) -> list[str]:
     stop = options.get("stop")
-    if isinstance(stop, str):
-        return [stop]
     return [str(s) for s in stop] if isinstance(stop, list) else []
 
 
@@ -144,6 +142,10 @@ def _validate(h: Handler, body: JsonObject) -> tuple[ResolvedModel, bool, int, f
         keep_alive = parse_keep_alive(body.get("keep_alive"))
     except ValueError as exc:
         raise _Refused(400, str(exc)) from None
+    stop = _options(body).get("stop")
+    if stop is not None and not isinstance(stop, list):
+        # Ollama's Options.FromMap: a slice option must be a JSON array (HTTP 500).
+        raise _Refused(500, 'option "stop" must be of type array')
     return model, thinks, images, keep_alive
 
 
