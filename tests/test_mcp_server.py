@@ -519,7 +519,8 @@ async def test_a_workspace_holding_the_home_directory_is_no_doc_root(
     (home_dir / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nx\n")
     async with mcp_session({**env, "HOME": str(home_dir)}, home_dir) as session:
         refused = error_of(await session.call_tool("memory_load_doc", {"path": ".ssh/id_ed25519"}))
-    assert "outside the folders memory_load_doc may read (none)" in refused, refused
+    assert "outside the folders memory_load_doc may read: there are none" in refused, refused
+    assert "list your document folders in the mcp_doc_roots setting" in refused, refused
 
 
 async def test_clients_loading_one_doc_at_once_store_it_once(

@@ -53,8 +53,14 @@ def allowed_doc(raw: str, roots: Iterable[Path]) -> Path:
         real = given.resolve(strict=False)  # the links that exist, followed
     except (OSError, RuntimeError, ValueError):  # a loop, no permission, a NUL
         real = plain
+    if not allowed:  # started in /, ~ or a git root above ~: no workspace to read from
+        raise ValueError(
+            f"{named} is outside the folders memory_load_doc may read: there are none, as the "
+            "server runs in /, your home directory or a folder holding it, which is never one; "
+            "list your document folders in the mcp_doc_roots setting"
+        )
     if not any(real.is_relative_to(root) for root in allowed):
-        shown = ", ".join(safe_derived_name(str(root)) for root in allowed) or "none"
+        shown = ", ".join(safe_derived_name(str(root)) for root in allowed)
         inside = any(plain.is_relative_to(root) for root in allowed)
         link = f" (a link to {safe_derived_name(str(real))})" if inside and real != plain else ""
         raise ValueError(
