@@ -588,3 +588,34 @@ def test_an_export_is_never_written_through_an_exports_link(tmp_path: Path) -> N
     with pytest.raises(SymlinkRefused):
         export_conversation(log, None, KEYS)
     assert list(elsewhere.iterdir()) == []
+
+
+async def test_deleting_the_only_conversation_clears_its_preview_and_counts_one_point(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """At 80x24: after d deleted the only conversation in the list, the list was empty but
+    the preview still showed the deleted conversation, and the status line said
+    "1 memory points forgotten"."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        standin.script_reply(FIRST)
+        await send(pilot, app, QUESTION, 1)
+        pin(app, "user", QUESTION)  # pinned: kept, so one point is forgotten
+        first = app.chat.conversation_id
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: app.chat.conversation_id != first, what="new chat")
+        await pilot.press("ctrl+o")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConversationsScreen), what="list")
+        screen = app.screen
+        assert isinstance(screen, ConversationsScreen)
+        await wait_until(pilot, lambda: screen.index_complete and bool(preview_texts(screen)))
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="question")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not logged(app), what="deleted")
+        await wait_until(pilot, lambda: screen.index_complete, what="reloaded")
+        await wait_until(pilot, lambda: not preview_texts(screen), what="the preview cleared")
+        assert tree_of(screen) == []
+        status = str(screen.query_one("#screen-status").render())
+        assert status.endswith(": 2 messages, 1 memory point forgotten.")

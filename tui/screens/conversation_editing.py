@@ -112,10 +112,9 @@ class ConversationEditing(MemoryScreen[ContinueConversation | None]):
             log.exception("deleting %s failed", conversation_id)
             self.post_message(ConversationChanged(f"Delete failed: {error}", False, True))
             return
-        text = (
-            f"Deleted {conversation_id}: {done.messages} messages, "
-            f"{done.points} memory points forgotten."
-        )
+        messages = f"{done.messages} message{'' if done.messages == 1 else 's'}"
+        points = f"{done.points} memory point{'' if done.points == 1 else 's'}"
+        text = f"Deleted {conversation_id}: {messages}, {points} forgotten."
         self.post_message(ConversationChanged(text, reload=True))
 
     @work(thread=True, group="conversation-change", exit_on_error=False)

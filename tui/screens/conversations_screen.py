@@ -184,6 +184,9 @@ class ConversationsScreen(ConversationEditing):
             self.call_after_refresh(self._place_cursor, message.done)
         if message.done:
             self.index_complete = True
+            if not tree.root.children:  # the last one deleted: no preview of it stays
+                self._previewed = None
+                self.call_later(self._show_preview, [])
             self._say_index_size()
             if self._said_after_reload:  # what the change did outlives the index's line
                 self.say(self._said_after_reload)
