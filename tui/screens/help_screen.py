@@ -30,7 +30,9 @@ HELP_TEMPLATE = """\
 - **Ctrl+P** — command palette (every action is there)
 - **F1** — this help · **Ctrl+Q** — quit
 - **Ctrl+Up** — select the last message; **Up/Down** move; on a message **p** pins it,
-  **f** forgets its memory point (asks first), **c** copies it; **Esc** back to typing
+  **f** forgets its memory point (asks first), **c** copies it, **t** opens its thinking;
+  **r** on the last reply regenerates it, **e** on your last message edits it (so does **Up**
+  in an empty box); **Esc** back to typing
 - **Ctrl+R** — the last prompt's recalled hits in the sidebar: **Enter** opens one in the
   memory browser, **f** forgets it (asks first), **Esc** back to typing
 - **F2** memory browser · **F3** facts · **F4** candidates · **F5** hypotheses ·
