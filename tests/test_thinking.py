@@ -227,6 +227,16 @@ def test_a_bad_think_flag_is_a_usage_error(env: Env) -> None:
     assert_one_line(proc, 2, "--think")
 
 
+def test_the_think_flag_takes_any_case_as_the_setting_does(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """`STRAYLIGHT_THINK=HIGH` and `/think HIGH` were taken, `ask --think HIGH` refused."""
+    standin.script_reply(ANSWER, thinking=THOUGHT)
+    proc = run_cli(env, "ask", "--think", "HIGH", "capital?")
+    assert proc.returncode == 0, proc.stderr
+    assert standin.chat_requests()[-1]["think"] == "high"
+
+
 def test_an_unknown_model_option_stops_ask_with_one_line(env: Env, tmp_path: Path) -> None:
     config = tmp_path / "bad.toml"
     config.write_text("[model_options]\ntempurature = 0.7\n", encoding="utf-8")

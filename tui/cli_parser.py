@@ -112,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask.add_argument(
         "--think",
+        type=str.lower,  # `--think HIGH` as STRAYLIGHT_THINK=HIGH and `/think HIGH` take it
         choices=THINK_CHOICES,
         help=(
             "whether a thinking model thinks, or how hard"
