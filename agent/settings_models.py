@@ -114,10 +114,11 @@ class OllamaConfig(SettingsArea):
     num_predict, repeat_penalty, repeat_last_n, stop, …) for every chat model, and per model
     in `[model_options."qwen3:8b"]`; sent with every chat request. Not num_ctx (the context
     budget owns it). Key `model_options`."""
-    num_ctx: int | None = Field(default=None, ge=512)
+    num_ctx: int | None = Field(default=None, ge=512, le=1 << 24)
     """Context window (tokens) sent as `options.num_ctx` on every chat request, and the
     window the prompt is budgeted against. Unset: the model's Modelfile `num_ctx`, else its
-    trained maximum capped at 16,384 (docs/context_budget.md says why). Key `num_ctx`."""
+    trained maximum capped at 16,384 (docs/context_budget.md says why); at most 16,777,216
+    (more than any model holds: a typo is not sent on to Ollama). Key `num_ctx`."""
 
     @field_validator("host", mode="before")
     @classmethod

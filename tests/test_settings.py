@@ -668,6 +668,7 @@ def test_config_path_that_cannot_be_read(tmp_path: Path) -> None:
         ("MEMORY_TOP_K", "5.5"),
         ("MEMORY_MIN_SCORE", "2"),
         ("MEMORY_RAM_WARN_BYTES", "lots"),
+        ("STRAYLIGHT_NUM_CTX", "99999999999999999999999"),  # was sent on to Ollama
     ],
 )
 def test_bad_environment_value_names_the_variable(
