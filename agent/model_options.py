@@ -37,7 +37,7 @@ OPTION_KINDS: dict[str, str] = {
 
 _NUM_CTX = "num_ctx is not a model option here: the context budget owns the window (set num_ctx)"
 _UNIT = r"(\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)"
-_DURATION = re.compile(rf"-?(?:{_UNIT})+")
+_DURATION = re.compile(rf"[-+]?(?:{_UNIT})+")
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -112,8 +112,9 @@ def options_for(table: Mapping[str, Any], model: str) -> dict[str, Any]:
 
 def parse_keep_alive(value: object) -> object:
     """`keep_alive` as Ollama takes it: seconds (a number, or a string of one) or a Go
-    duration ("5m", "1h30m", "-1s"); a negative value keeps the model loaded, 0 unloads it
-    after the reply. An empty string is unset. Anything else raises ValueError."""
+    duration ("5m", "1h30m", "+5m", "-1s"), as `time.ParseDuration` reads it; a negative
+    value keeps the model loaded, 0 unloads it after the reply. An empty string is unset.
+    Anything else raises ValueError."""
     if value is None or isinstance(value, bool):
         if isinstance(value, bool):
             raise ValueError('expected seconds or a duration such as "5m", got a boolean')

@@ -362,10 +362,13 @@ class OllamaGateway:
         """One /api/embed request for all `texts`; raises a named `GatewayError`.
 
         Vectors come back in input order; a reply with the wrong count is a `ModelError`.
+        It carries `keep_alive` as the chat does: the setting is for both models.
         """
         client = self._get_client()
         try:
-            response = await client.embed(model=model, input=list(texts))
+            response = await client.embed(
+                model=model, input=list(texts), keep_alive=self.keep_alive
+            )
         except Exception as error:  # classified and re-raised
             named = self._named(error, model=model, timeout=self.read_timeout, streamed=False)
             log.warning("embedding with %s failed: %s (%r)", model, named, error)

@@ -73,6 +73,9 @@ def test_settings_read_think_keep_alive_and_options(tmp_path: Path) -> None:
     env = {"STRAYLIGHT_THINK": "False", "STRAYLIGHT_KEEP_ALIVE": "-1"}
     ollama = load_settings(environ=env, config_path=tmp_path / "none.toml").settings.ollama
     assert (ollama.think, ollama.keep_alive) == (False, -1)
+    env = {"STRAYLIGHT_KEEP_ALIVE": "+5m"}  # Go's time.ParseDuration takes a sign
+    ollama = load_settings(environ=env, config_path=tmp_path / "none.toml").settings.ollama
+    assert ollama.keep_alive == "+5m"
     default = load_settings(environ={}, config_path=tmp_path / "none.toml").settings.ollama
     assert (default.think, default.keep_alive, default.model_options) == (None, None, {})
 

@@ -22,6 +22,7 @@ from tests.support.ollama_standin import ModelSpec, OllamaStandIn, split_tokens
 
 PLAIN = "llama3.2"
 THINKER = "qwen3:8b"
+EMBEDDER = "nomic-embed-text"
 INLINE = "r1-distill"
 THOUGHT = "The user wants the capital; Paris, obviously, zebra-tangerine."
 MARK = "zebra-tangerine"  # a word only the thinking has
@@ -31,7 +32,7 @@ ANSWER = "Paris is the capital of France, and it has been for a very long time n
 @pytest.fixture
 def standin() -> Iterator[OllamaStandIn]:
     specs = {INLINE: ModelSpec(capabilities=("completion",), inline_thinking=True)}
-    models = (PLAIN, THINKER, INLINE, "nomic-embed-text")
+    models = (PLAIN, THINKER, INLINE, EMBEDDER)
     with OllamaStandIn(models=models, specs=specs) as server:
         yield server
 
@@ -135,7 +136,9 @@ async def test_options_and_keep_alive_reach_every_chat_request(
     await run_turn(engine, "hi", PLAIN)
     await run_turn(engine, "hi", THINKER)
     await gateway.chat_structured(THINKER, [{"role": "user", "content": "x"}], {"type": "object"})
+    await gateway.embed(EMBEDDER, ["a memory"])
     plain, thinker, structured = (r for r in standin.requests if r.path == "/api/chat")
+    (embedding,) = (r for r in standin.requests if r.path == "/api/embed")
     # The turn adds the context budget's num_ctx (both models' maximum capped at 16,384).
     assert plain.options == {"temperature": 0.2, "seed": 7, "num_ctx": 16384}
     assert thinker.options == {"temperature": 0.6, "seed": 7, "num_predict": 64, "num_ctx": 16384}
@@ -146,6 +149,7 @@ async def test_options_and_keep_alive_reach_every_chat_request(
         "num_ctx": 16384,
     }
     assert {plain.keep_alive, thinker.keep_alive, structured.keep_alive} == {"30m"}
+    assert embedding.keep_alive == "30m"  # the setting is for the embedding model too
 
 
 async def test_the_callers_options_go_over_the_model_options(standin: OllamaStandIn) -> None:
