@@ -253,9 +253,17 @@ class TurnEngine:
                 assert done is not None
                 if thought_chars:
                     log.info("%s thought %d characters (not kept)", model, thought_chars)
-                complete: tuple[MessageStatus, str | None] = ("complete", None)
-                outcome = complete
                 reply = mask_secrets("".join(parts))
+                stopped = None
+                if done.done_reason == "length":  # num_predict, else the window: named
+                    options = self.gateway.request_options(model) or {}
+                    stopped = length_stop(options.get("num_predict"), answered=bool(reply))
+                # Stopped at its length limit: logged cut off, the limit named (a thinking
+                # model's empty answer is not a complete one).
+                complete: tuple[MessageStatus, str | None] = (
+                    ("complete", None) if stopped is None else ("cut_off", stopped)
+                )
+                outcome = complete
                 await asyncio.to_thread(self._log_reply, reply, conversation_id, model, complete)
                 # Calibrated (or a truncation noted) before the background save keeps it;
                 # tool rounds add messages the estimate did not see: not compared.
@@ -281,9 +289,8 @@ class TurnEngine:
                 else:  # not open yet: saved when it is (`saves.start_held`)
                     self.saves.hold(save)
                 yield ReplyFinished(reply, done, turn)
-                if done.done_reason == "length":  # num_predict, else the window: named
-                    options = self.gateway.request_options(model) or {}
-                    yield LimitNotice(length_stop(options.get("num_predict"), answered=bool(reply)))
+                if stopped is not None:
+                    yield LimitNotice(stopped)
                 if overflow is not None:
                     yield ContextNotice(overflow.message)
                 used = turn_facts.used_memories(injected, recall)

@@ -269,6 +269,12 @@ def test_a_reply_stopped_by_num_predict_is_named(env: Env, standin: OllamaStandI
     whole = run_cli(env, "ask", "--model", PLAIN, "capital?")
     assert (whole.returncode, whole.stdout, whole.stderr) == (0, ANSWER + "\n", "")
 
+    # The log says which replies were stopped: the thinking one had no answer at all.
+    logged = json.loads(run_cli(env, "history", "--json").stdout)
+    replies = [(m["status"], m["reason"] or "") for m in logged if m["role"] == "assistant"]
+    assert [status for status, _ in replies] == ["cut_off", "cut_off", "complete"]
+    assert "before any answer" in replies[0][1] and "may be cut short" in replies[1][1]
+
 
 def test_a_warning_after_the_answer_starts_its_own_line(
     env: Env, standin: OllamaStandIn, tmp_path: Path

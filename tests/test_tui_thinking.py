@@ -23,6 +23,10 @@ def reply_of(app: StraylightApp) -> ChatMessage | None:
     return messages[-1] if messages else None
 
 
+def notices(app: StraylightApp) -> str:
+    return " ".join(str(n.render()) for n in app.query(".chat-notice"))
+
+
 def block_state(app: StraylightApp) -> str:
     reply = reply_of(app)
     if reply is None or reply.thinking_block is None:
@@ -134,3 +138,29 @@ async def test_a_model_that_takes_no_thinking_level_is_asked_with_true(
         assert standin.chat_requests()[-1]["think"] is True
         notices = [str(n.render()) for n in app.query(".chat-notice")]
         assert sum("takes no thinking level" in n for n in notices) == 1
+
+
+async def test_a_reply_stopped_at_num_predict_is_marked_cut_off(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """A thinking model that spends `num_predict` thinking gives no answer: the bubble said
+    nothing was wrong (and the log said `complete`). It is marked cut off, and the notice
+    names the limit."""
+    standin.set_models(["llama3.2", THINKER, "nomic-embed-text"])
+    settings = make_settings(
+        ollama_host=standin.host,
+        model=THINKER,
+        jobs_enabled=False,
+        model_options={"num_predict": 3},
+    )
+    standin.script_reply(ANSWER, thinking=THOUGHT)
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "capital of France?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: (r := reply_of(app)) is not None and r.status == "cut_off")
+        reply = reply_of(app)
+        title = str(reply.query_one(".message-title").render()) if reply else ""
+        assert reply is not None and reply.text == "" and "⚠ cut off" in title
+        assert reply.has_class("-problem")
+        await wait_until(pilot, lambda: "num_predict = 3" in notices(app), what="the limit named")

@@ -180,7 +180,8 @@ class ChatTurn(ChatFacts):
                     elif isinstance(event, ReplyFinished):
                         self._unsaved[event.turn] = (user, reply)  # until its PointsSaved
                         finished = True
-                        await reply.finish(event.text, "complete")
+                        stopped = event.stats.done_reason == "length"  # named by LimitNotice
+                        await reply.finish(event.text, "cut_off" if stopped else "complete")
                         self.publish_sidebar(last_reply=_reply_stats(event))
                         self.unreflected_turns += 1
                         self._restart_idle_timer()
