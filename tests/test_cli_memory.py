@@ -479,6 +479,11 @@ def test_a_refused_embedding_connection_names_the_host(env: Env, standin: Ollama
     assert_ok(saved)
     assert f"no vector yet: Ollama is not reachable at http://{host}" in saved.stdout, saved.stdout
     assert "timed out" not in saved.stdout
+    # --json keeps stdout to {"id": n}; the note that the point has no vector goes to stderr
+    as_json = run_cli(env, "remember", "--json", "The harbour ferry leaves at seven each day.")
+    assert json.loads(as_json.stdout).keys() == {"id"}
+    line = assert_one_line(as_json, 0, "straylight: note: no vector yet", "until backfill")
+    assert f"Ollama is not reachable at http://{host}" in line, line
 
 
 def test_forget_removes_a_point_and_an_unknown_id_exits_1(env: Env) -> None:

@@ -28,16 +28,15 @@ async def remember(settings: Settings, text: str, *, as_json: bool) -> int:
             point = memory.store.points.get(point_id)
     finally:
         await gateway.aclose()
-    if as_json:
+    embedded = point is not None and point.embedding is not None
+    why = memory.embed_problem or "Ollama was not reachable"
+    no_vector = f"no vector yet: {why}; found by its words until backfill"
+    if as_json:  # stdout stays {"id": n}; the missing vector is a note on stderr
         print_json({"id": point_id})
+        if not embedded:
+            print(f"straylight: note: {no_vector}", file=sys.stderr)
     else:
-        why = memory.embed_problem or "Ollama was not reachable"
-        note = (
-            ""
-            if point and point.embedding is not None
-            else f" (no vector yet: {why}; found by its words until backfill)"
-        )
-        print(f"remembered #{point_id}{note}")
+        print(f"remembered #{point_id}{'' if embedded else f' ({no_vector})'}")
     if not settings.memory.enabled:
         print(f"straylight: note: {memory_off_note(point_id)}", file=sys.stderr)
     return EXIT_OK
