@@ -51,6 +51,7 @@ from tui.screens.conversation_views import (
     conversation_view,
     day_label,
 )
+from tui.widgets.ellipsis_tree import EllipsisTree
 
 if TYPE_CHECKING:
     from memory.conversation_notes import ConversationNotes
@@ -129,7 +130,7 @@ class ConversationsScreen(ConversationEditing):
         self._cursor_target: str | None = None
 
     def compose_body(self) -> ComposeResult:
-        tree: Tree[ConversationSummary | DaySummary] = Tree("days", id="conversation-tree")
+        tree: Tree[ConversationSummary | DaySummary] = EllipsisTree("days", id="conversation-tree")
         tree.show_root = False
         tree.auto_expand = False  # Enter is ours: it opens a conversation or toggles a day
         with Horizontal(id="conversations-body"):
