@@ -21,6 +21,7 @@ from agent.gateway_errors import EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, SettingsError, load_settings, misnamed_variables
 from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, read_stdin_text, stdin_kept
 from tui.cli_parser import build_parser
+from tui.cli_shorthands import expand_shorthands
 from tui.command_kinds import may_create_data_dir, reads_only
 from tui.data_dir_access import data_dir_problem, hint_missing_home
 
@@ -88,7 +89,8 @@ def _resolve(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    given = expand_shorthands(sys.argv[1:] if argv is None else argv)  # `help`, bare `facts`
+    args = build_parser().parse_args(given)
     try:  # the workspace, relative paths and a served command's folder all start here
         os.getcwd()
     except FileNotFoundError:  # a shell still in a folder that was deleted (`rm -rf build`)
@@ -130,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tui import owner_client
 
     if owner_client.forwards(args):  # the data dir's owner runs it, if another process owns it
-        raw = list(sys.argv[1:] if argv is None else argv)
+        raw = given
         if args.command == "conversations":
             from tui.cli_conversations import confirmed_argv
 
