@@ -185,6 +185,19 @@ async def test_role_pinned_and_date_filters_narrow_the_list(settings: Settings) 
         assert set(listed_ids(app)) == {ids["My4"], ids["Noted:5"]}
 
 
+async def test_the_title_counts_one_hit_in_the_singular(settings: Settings) -> None:
+    app = StraylightApp(calm(settings))
+    async with app.run_test(size=SIZE) as pilot:
+        ids = add_sample(await open_memory(pilot, app))
+        screen = await open_browser(pilot, app, rows=len(SAMPLE))
+        await pilot.press("r", "o")  # user, pinned only: the espresso point alone
+        await wait_until(pilot, lambda: listed_ids(app) == [ids["The2"]], what="one row")
+        await search(pilot, app, "espresso descaling")
+        assert listed_ids(app) == [ids["The2"]]
+        title = str(screen.query_one("#screen-title", Static).content)
+        assert "“espresso descaling”: 1 hit ·" in title, title
+
+
 async def test_a_bad_date_is_named_and_nothing_breaks(settings: Settings) -> None:
     app = StraylightApp(calm(settings))
     async with app.run_test(size=SIZE) as pilot:

@@ -242,7 +242,8 @@ class BrowserList(MemoryScreen[None]):
     def _show_title(self) -> None:
         parts = [self.TITLE_TEXT]
         if self.query_text:
-            parts.append(f"search “{self.query_text}”: {len(self.rows)} hits")
+            hits = len(self.rows)
+            parts.append(f"search “{self.query_text}”: {hits} hit{'' if hits == 1 else 's'}")
         elif self.total is not None:
             parts.append(f"{self.total:,} point{'' if self.total == 1 else 's'}, newest first")
         elif self.fetching:
