@@ -340,6 +340,29 @@ async def test_candidates_screen_at_80_by_24(settings: Settings) -> None:
         assert drawer.store.candidate(cid).status == "rejected"  # type: ignore[union-attr]
 
 
+async def test_an_mcp_clients_origin_is_shown_whole_or_marked_cut_at_80_by_24(
+    settings: Settings,
+) -> None:
+    """`mcp:claude-code` cut to `mcp:claude` named another client, with no sign of the cut."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SMALL) as pilot:
+        drawer = await opened(pilot, app)
+        for key, origin in (("build:npm", "mcp:claude-code"), ("ci:x", "mcp:cursor-vscode-v2")):
+            outcome = drawer.propose(
+                FactProposal(type="capability", key=key, body="npm run dist."),
+                origin=origin,
+            )
+            assert outcome.candidate is not None, outcome.reason
+        screen = CandidatesScreen(drawer)
+        await show(pilot, app, screen)
+        table = screen.table
+        column = list(table.columns.values())[3]
+        shown = [str(table.get_row_at(row)[3]) for row in range(table.row_count)]
+        assert all(len(cell) <= column.width for cell in shown), (shown, column.width)
+        assert shown[0] == "mcp:claude-code"
+        assert shown[1].endswith("…") and "mcp:cursor-vscode-v2".startswith(shown[1][:-1])
+
+
 # ---- hypotheses ---------------------------------------------------------------------------
 
 

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from store.fact_records import Candidate, Fact
 
 
+ORIGIN_WIDTH = 16
+"""Room for `mcp:claude-code`; a longer proposer is cut with an ellipsis (the pane has it whole)."""
+
+
 def candidate_label(candidate: Candidate) -> str:
     """`#3 rule prod:db`."""
     return f"#{candidate.id} {candidate.type} {candidate.key}"
@@ -34,7 +38,7 @@ class CandidatesScreen(RecordScreen["Candidate"]):
         Column("id", 4),
         Column("type", 10),
         Column("key", 18),
-        Column("origin", 10),
+        Column("origin", ORIGIN_WIDTH),
         Column("body"),
     )
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -59,7 +63,7 @@ class CandidatesScreen(RecordScreen["Candidate"]):
             f"#{record.id}",
             record.type,
             clip(record.key, 18),
-            record.origin,
+            clip(record.origin, ORIGIN_WIDTH),
             clip(record.body, flex),
         )
 
