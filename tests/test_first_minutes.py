@@ -76,3 +76,19 @@ async def test_at_80x24_the_browser_preview_shows_the_text_above_the_fold(
         visible = preview(app).splitlines()[: pane.region.height - 1]  # minus its top border
         assert any("3 March" in line for line in visible), (visible, pane.region)
         assert isinstance(screen.query_one("#preview-body"), Static)
+
+
+async def test_at_80x24_the_folded_line_counts_one_fact_and_one_point_in_the_singular(
+    settings: Settings,
+) -> None:
+    app = StraylightApp(calm(settings))
+    async with app.run_test(size=(80, 24)) as pilot:
+        store = await open_memory(pilot, app)
+        store.save("user", "The espresso machine descaling takes twenty minutes.", pinned=True)
+        assert app.engine.facts is not None
+        app.engine.facts.set("build:npm", "capability", "npm run dist builds blyck.")
+        app.chat.refresh_counts()
+        summary = app.query_one(SidebarSummary)
+        await wait_until(pilot, lambda: "1 point ·" in str(summary.render()), what="the count")
+        line = " ".join(str(summary.render()).split())
+        assert "· 1 fact ·" in line, line

@@ -217,7 +217,8 @@ def summary_text(state: SidebarState) -> Text:
         text.append(f" · {state.context}", style=_HEADROOM_STYLES[state.context_headroom])
     counts, _, pending = state.facts_line.partition("·")
     active = counts.split(",")[0].replace("active", "").strip()
-    text.append(f" · {active} facts" if active.isdigit() else " · facts …")
+    plural = "" if active == "1" else "s"
+    text.append(f" · {active} fact{plural}" if active.isdigit() else " · facts …")
     waiting = pending.replace("pending", "").strip()
     if waiting.isdigit() and int(waiting):
         text.append(f", {waiting} pending", style="yellow")
