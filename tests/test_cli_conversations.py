@@ -354,6 +354,26 @@ def test_delete_keeps_pinned_points_of_the_conversation(
     assert [p[0] for p in _points(home) if p[1] == cid] == [ids[0]]
 
 
+def test_a_one_message_conversation_is_counted_in_the_singular(env: Env, home: Path) -> None:
+    """A question whose reply never came (the process was killed mid-stream) is a conversation
+    of one message: export and delete said `(1 messages)`, `1 messages from …`."""
+    folder = home / "conversation"
+    folder.mkdir(parents=True, mode=0o700, exist_ok=True)
+    day_file = folder / f"{NOW[:10]}.md"
+    meta = {"time": NOW, "conversation": "solo", "model": "llama3.2"}
+    day_file.write_text(f"### user\n<!-- straylight {json.dumps(meta)} -->\na lone question\n")
+    day_file.chmod(0o600)
+    out = home.parent / "solo.md"
+    exported = run_cli(env, "conversations", "export", "solo", "-o", str(out))
+    assert_ok(exported)
+    assert exported.stdout.strip().endswith("(1 message)"), exported.stdout
+    code, said = _on_a_terminal(env, "n\n", "conversations", "delete", "solo")
+    assert code == 1 and ": 1 message on 1 day and" in said, said
+    deleted = run_cli(env, "conversations", "delete", "solo", "--yes")
+    assert_ok(deleted)
+    assert deleted.stdout.startswith("deleted solo: 1 message from 1 daily log, "), deleted.stdout
+
+
 def test_delete_asks_on_a_terminal(env: Env, standin: OllamaStandIn) -> None:
     cid = ask(env, standin, FIRST)
     code, said = _on_a_terminal(env, "n\n", "conversations", "delete", cid)

@@ -228,7 +228,8 @@ async def _delete(
         dropped, days_changed = drop_conversation(daily_log, cid, days_from_start(daily_log, cid))
     kept = f" ({removed.pinned_kept} pinned kept)" if removed.pinned_kept else ""
     print(
-        f"deleted {cid}: {dropped} messages from {len(days_changed)} daily "
+        f"deleted {cid}: {dropped} message{'' if dropped == 1 else 's'} from "
+        f"{len(days_changed)} daily "
         f"log{'' if len(days_changed) == 1 else 's'}, {len(removed.forgotten)} memory "
         f"point{'' if len(removed.forgotten) == 1 else 's'} forgotten{kept}"
     )
@@ -253,7 +254,8 @@ def ask_before_delete(info: ConversationInfo, title: str) -> int | None:
         return _no_terminal(cid)
     days = len(info.days)
     question = (
-        f"Delete conversation {cid} ({title!r}): {info.messages} messages on "
+        f"Delete conversation {cid} ({title!r}): {info.messages} "
+        f"message{'' if info.messages == 1 else 's'} on "
         f"{days} day{'' if days == 1 else 's'} and its unpinned memory points? [y/N] "
     )
     sys.stderr.write(for_terminal(question))

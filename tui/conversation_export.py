@@ -97,7 +97,8 @@ def export_to(
             f"cannot write {path}: {error.strerror or error}",
             EXIT_UNEXPECTED if full else EXIT_USAGE,
         )
-    print(for_terminal(f"exported {info.conversation_id} to {path} ({len(messages)} messages)"))
+    count = f"{len(messages)} message{'' if len(messages) == 1 else 's'}"
+    print(for_terminal(f"exported {info.conversation_id} to {path} ({count})"))
     return EXIT_OK
 
 
