@@ -52,7 +52,12 @@ from store.database_errors import SchemaTooNew as SchemaTooNew
 from store.database_errors import classify_open_error
 from store.database_errors import parse_lock_pid as parse_lock_pid
 from store.database_truncation import check_complete
-from store.private_files import FILE_MODE, ensure_private_dir, refuse_symlink
+from store.private_files import (
+    FILE_MODE,
+    ensure_private_dir,
+    keep_new_files_private,
+    refuse_symlink,
+)
 from store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, run_statement
 
 DATABASE_FILENAME = "straylight.duckdb"
@@ -167,7 +172,8 @@ def _migrate(con: duckdb.DuckDBPyConnection, path: Path, clock: Clock) -> None:
 
 
 def _tighten_modes(path: Path) -> None:
-    """Files 0600: the database and its write-ahead log (the folder is 0700 anyway)."""
+    """Files 0600: the database and its write-ahead log (the folder is 0700 anyway; a log
+    DuckDB makes later is 0600 through the umask, `keep_new_files_private`)."""
     for candidate in (path, path.with_name(path.name + ".wal")):
         with contextlib.suppress(FileNotFoundError):
             if (candidate.stat().st_mode & 0o777) != FILE_MODE:
@@ -194,6 +200,7 @@ def open_database(
     elif not create or read_only:
         raise NoDatabase(path)
     ensure_private_dir(path.parent)
+    keep_new_files_private()  # the write-ahead log DuckDB makes after each checkpoint
     con = _connect(path, read_only=False)
     try:
         _tighten_modes(path)

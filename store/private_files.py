@@ -130,6 +130,18 @@ def read_private_bytes(path: Path) -> bytes:
         os.close(fd)
 
 
+def keep_new_files_private() -> None:
+    """Take the group and other bits out of this process's umask, for the rest of its life.
+
+    DuckDB makes its write-ahead log (`straylight.duckdb.wal`) anew, by path, at the first
+    write after every checkpoint, from whichever thread writes: only the umask reaches that
+    file, which otherwise came out 0644 with the usual umask 022. A stricter umask stays as
+    it is, and the umask is never 0 in between (a file another thread made then would be
+    0666)."""
+    old = os.umask(0o077)
+    os.umask(old | 0o077)
+
+
 def ensure_private_dir(path: Path, *, tighten_existing: bool = False) -> Path:
     """Create `path` (and missing parents) as 0700 folders.
 

@@ -41,6 +41,16 @@ def _hermetic_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     time.tzset()
 
 
+@pytest.fixture(autouse=True)
+def _umask_put_back() -> Iterator[None]:
+    """Opening a database for writing narrows the process's umask for good
+    (`store.private_files.keep_new_files_private`); no test leaves that to the next one."""
+    old = os.umask(0o022)
+    os.umask(old)
+    yield
+    os.umask(old)
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"

@@ -102,6 +102,42 @@ def test_an_existing_data_dir_keeps_its_mode_and_the_file_is_tightened(db_path: 
     assert db_path.stat().st_mode & 0o777 == 0o600
 
 
+WAL_AFTER_CHECKPOINT = """
+import os, sys
+from pathlib import Path
+os.umask(0o022)  # the usual umask: files 0644 unless made otherwise
+from store.database import open_database
+from store.point_store import NewPoint, PointStore
+from tests.test_database import CLOCK, NOW
+path = Path(sys.argv[1])
+with open_database(path, clock=CLOCK) as db:
+    db.checkpoint()  # the log is folded in and removed; the next write starts a new one
+    point = NewPoint(role="user", content="private words", source="turn", created_at=NOW)
+    PointStore(db).add_many([point])
+    wal = path.with_name(path.name + ".wal")
+    print(oct(wal.stat().st_mode & 0o777))
+"""
+
+
+def test_a_write_ahead_log_made_after_a_checkpoint_is_private_too(db_path: Path) -> None:
+    """DuckDB makes a new `.wal` at the first write after each checkpoint, with the process's
+    umask: it was 0644 (the messages and facts of the last writes, readable by every user on
+    the machine when the data dir is a folder the user chose with 0755), while the README
+    promises 0600 for every file. Run in a child, so the umask here is left alone."""
+    db_path.parent.mkdir()
+    os.chmod(db_path.parent, 0o755)  # a data dir the user chose: it keeps its mode
+    proc = subprocess.run(
+        [sys.executable, "-c", WAL_AFTER_CHECKPOINT, str(db_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "0o600"
+
+
 def test_create_false_creates_nothing(tmp_path: Path) -> None:
     db_path = database_path(tmp_path / "home")
     with pytest.raises(NoDatabase) as caught:
