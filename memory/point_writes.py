@@ -131,10 +131,12 @@ def remember(
     conversation_id: str = "",
     vector: Sequence[float] | None = None,
     channel: str = "tui",
+    role: Role = "user",
 ) -> int:
-    """A pinned point that bypasses the filter (`/remember`, `straylight remember`)."""
+    """A pinned point that bypasses the filter (`/remember`, `straylight remember`; a chat
+    message pinned after the filter skipped it keeps its `role`)."""
     result = store.save(
-        "user",
+        role,
         text,
         conversation_id=conversation_id,
         vector=vector,

@@ -31,7 +31,7 @@ from memory.point_limits import (
     section_size_problem,
     text_size_problem,
 )
-from memory.point_writes import SaveResult
+from memory.point_writes import Role, SaveResult
 from memory.recall import TURN_TUNING
 from memory.secret_masking import mask_secrets
 from memory.stored_text import stored_text
@@ -263,7 +263,7 @@ class TurnMemory:
 
         return await asyncio.to_thread(count_turn, self.store.db)
 
-    async def remember(self, text: str, *, conversation_id: str = "") -> int:
+    async def remember(self, text: str, *, conversation_id: str = "", role: Role = "user") -> int:
         """Pin `text`; `PointTooLarge` (nothing stored) over `TEXT_MAX_CHARS`."""
         if (too_long := text_size_problem(text)) is not None:
             raise PointTooLarge(too_long)
@@ -275,6 +275,7 @@ class TurnMemory:
                 conversation_id=conversation_id,
                 vector=vector,
                 channel=self.channel,
+                role=role,
             )
         )
 

@@ -240,3 +240,19 @@ async def test_at_80x24_ctrl_r_unfolds_the_sidebar_and_shows_the_recalled_hits(
         await wait_until(
             pilot, lambda: bar.region.contains_region(hits.region), what="the hits in view"
         )
+
+
+async def test_pinning_a_skipped_reply_stores_it_as_the_assistants_in_its_conversation(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """A reply the filter skipped, pinned from the chat, becomes an assistant point of this
+    conversation: recall must not quote the model's words as the user's."""
+    standin.script_reply("Sure.")
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await first_turn(app, pilot, "ok")
+        await pilot.press("ctrl+up", "p")  # the reply "Sure.", skipped by length_floor
+        await wait_until(pilot, lambda: bool(points_with(app, "Sure.")), what="pinned")
+        (point,) = points_with(app, "Sure.")
+        assert (point.role, point.pinned) == ("assistant", True)
+        assert point.conversation_id == app.chat.conversation_id

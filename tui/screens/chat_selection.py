@@ -16,11 +16,14 @@ from tui.screens.chat_navigation import ChatNavigation
 from tui.widgets.chat_message import ChatMessage
 
 if TYPE_CHECKING:
+    from memory.point_writes import Role
     from memory.turn_memory import TurnMemory
 
 
 class ChatSelection(ChatNavigation):
     """The selected message: move the selection, copy, pin, forget."""
+
+    conversation_id: str  # the conversation the chat shows
 
     def action_select_message(self, step: int) -> None:
         """Ctrl+Up selects the last message; Up/Down on a message move the selection."""
@@ -74,7 +77,7 @@ class ChatSelection(ChatNavigation):
             problem = self.straylight.memory_problem
             await self.notice(f"Memory is not available: {problem}", kind="error")
             return
-        point_id, created = await _pin(memory, message)
+        point_id, created = await _pin(memory, message, self.conversation_id)
         note = "pinned as a new memory" if created else "pinned"
         await self.notice(f"#{point_id} {note}: {_preview(message.text)}")
         self.refresh_memory_status()
@@ -111,13 +114,14 @@ async def _point_ids(memory: TurnMemory, message: ChatMessage) -> list[int]:
     return [point.id for point in await memory.saved_points(message.text)]
 
 
-async def _pin(memory: TurnMemory, message: ChatMessage) -> tuple[int, bool]:
+async def _pin(memory: TurnMemory, message: ChatMessage, conversation_id: str) -> tuple[int, bool]:
     """Pin the saved point of this message; a message that was not saved (the filter skipped
-    it) becomes a new pinned point. (id, created)."""
+    it) becomes a new pinned point of its role and conversation. (id, created)."""
     for point_id in reversed(await _point_ids(memory, message)):
         if await asyncio.to_thread(memory.store.set_pinned, point_id, True):
             return point_id, False
-    return await memory.remember(message.text), True
+    role: Role = "assistant" if message.role == "assistant" else "user"
+    return await memory.remember(message.text, conversation_id=conversation_id, role=role), True
 
 
 async def _forget(memory: TurnMemory, message: ChatMessage) -> list[int]:
