@@ -75,8 +75,9 @@ def _pool(facts: Iterable[Fact], pinned_points: Iterable[Point]) -> list[_Memory
     return [m for m in pool if m.terms]
 
 
-def _relations(pool: Sequence[_Memory]) -> dict[int, dict[int, float]]:
-    """For each memory (by index), its related memories and the strength of each link."""
+def _relations(pool: Sequence[_Memory], *, drop_common: bool = True) -> dict[int, dict[int, float]]:
+    """For each memory (by index), its related memories and the strength of each link;
+    `drop_common` ignores the terms too common to relate anything."""
     postings: dict[str, list[int]] = defaultdict(list)
     for index, memory in enumerate(pool):
         for term in memory.terms:
@@ -85,7 +86,7 @@ def _relations(pool: Sequence[_Memory]) -> dict[int, dict[int, float]]:
     shared: dict[tuple[int, int], list[str]] = defaultdict(list)
     for term, indices in postings.items():
         df = len(indices)
-        if df < 2 or (df >= COMMON_MIN_DF and df > n * COMMON_SHARE):
+        if df < 2 or (drop_common and df >= COMMON_MIN_DF and df > n * COMMON_SHARE):
             continue  # shared by none, or too common to relate anything
         for i, a in enumerate(indices):
             for b in indices[i + 1 :]:
@@ -116,7 +117,8 @@ def pick_sources(
     """A seed memory and its related memories (docs/dream.md), at most `limit`;
     empty when no two memories are related. Inactive facts and unpinned points are skipped."""
     pool = _pool(facts, pinned_points)
-    links = _relations(pool)
+    # a pool on one subject shares its subject's words everywhere: then they are the link
+    links = _relations(pool) or _relations(pool, drop_common=False)
     if not links:
         return []
 
