@@ -219,8 +219,10 @@ class BrowserList(MemoryScreen[None]):
     def _empty_text(self) -> Text:
         if self.fetching:
             return Text("Loading…", style="dim")
-        if self.query_text:
+        if self.query_text and self.filters.describe():
             return Text("No hit passes the filters.", style="dim")
+        if self.query_text:
+            return Text(f"Nothing found for “{self.query_text}”.", style="dim")
         return Text("No points match." if self.filters.describe() else "No points yet.", "dim")
 
     def cursor_point_id(self) -> int | None:
