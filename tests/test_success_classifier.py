@@ -142,6 +142,24 @@ def test_a_reason_after_a_comma_does_not_change_a_rule_key() -> None:
     assert plain.key == with_reason.key == "rule:never-push-to-main"
 
 
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "always connect with postgres://admin:[REDACTED:password]@db.internal:5432/app for the db",
+        "Always use http://proxy.internal:3128 for the harbour builds",
+        "never mail ops@blyck.example about the harbour:prod box",
+    ],
+)
+def test_a_rule_key_has_one_part_after_rule_and_no_address_or_redaction(sentence: str) -> None:
+    """A URL, a mail address or a redaction in the rule is no key word, and a colon in a
+    word does not split the key into parts that exact key matching would look for."""
+    proposal = classify_sentence(sentence)
+    assert proposal is not None and proposal.type == "rule"
+    assert proposal.key.count(":") == 1, proposal.key
+    assert not any(bad in proposal.key for bad in ("redacted", "//", "@", "5432", "3128"))
+    assert is_valid_key(proposal.key)
+
+
 def test_a_reply_success_is_an_inference_with_lower_confidence() -> None:
     proposal = classify_sentence("All 48 tests passed.", speaker="assistant")
     assert proposal is not None

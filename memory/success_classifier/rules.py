@@ -22,6 +22,7 @@ _I = re.IGNORECASE
 
 RULE_KEY_WORDS = 8
 RULE_KEY_CHARS = 70
+_NOT_A_KEY_WORD_RE = re.compile(r"://|@|\[REDACTED", re.IGNORECASE)  # URLs, mail, masked secrets
 _RULE_OPENER_RE = re.compile(
     r"^(?:please|pls|bitte|also|and|ok(?:ay)?|so|remember|note|rule|reminder|important"
     r"|wichtig|regel|hinweis|merke?\s+dir|from\s+now\s+on|going\s+forward"
@@ -143,7 +144,9 @@ def _rule_key(core: str) -> str:
     text = _EN_ALWAYS_RE.sub("", text, count=1)
     words: list[str] = []
     for raw in text.replace("`", " ").split():
-        word = raw.replace("'", "").strip('.,;:!?"()[]{}-').lower()
+        if _NOT_A_KEY_WORD_RE.search(raw):
+            continue  # an address or a redaction names no rule
+        word = raw.replace("'", "").strip('.,;:!?"()[]{}-').lower().replace(":", "-")
         if not word or word in RULE_DROP:
             continue
         words.append(word)
