@@ -160,6 +160,17 @@ def test_a_rule_key_has_one_part_after_rule_and_no_address_or_redaction(sentence
     assert is_valid_key(proposal.key)
 
 
+def test_a_web_or_ssh_address_names_its_host_not_its_scheme() -> None:
+    """'deploy:https' says nothing; the host does. A bucket keeps its scheme: s3 is the
+    target."""
+    web = classify_sentence("I deployed to https://blyck.example.com:8443/app successfully")
+    assert web is not None and web.key == "deploy:blyck.example.com", web
+    ssh = classify_sentence("ssh to ssh://ops@harbour-01:2222 worked")
+    assert ssh is not None and ssh.key == "ssh:harbour-01", ssh
+    bucket = classify_sentence("I deployed blyck to s3://blyck-prod successfully")
+    assert bucket is not None and bucket.key == "deploy:blyck", bucket
+
+
 def test_a_reply_success_is_an_inference_with_lower_confidence() -> None:
     proposal = classify_sentence("All 48 tests passed.", speaker="assistant")
     assert proposal is not None

@@ -13,6 +13,7 @@ REDACTED_RE = re.compile(r"\[REDACTED:[^\]]*\]")
 SPACES_RE = re.compile(r"\s+")
 BULLET_RE = re.compile(r"^\s*(?:[-*+•·]|\d{1,3}[.)]|#{1,6})\s+")
 _TOKEN_RE = re.compile(r"[^\W_][\w.@/+:'-]*")
+_HOST_SCHEMES = frozenset({"http", "https", "ssh", "sftp", "ftp", "ftps", "ws", "wss"})
 VERSION_RE = re.compile(r"^v?\d+(?:[.\-]\w+)*$", _I)
 
 
@@ -27,10 +28,13 @@ def name_tokens(text: str, start: int = 0, end: int | None = None) -> list[tuple
 
 
 def clean_name(token: str) -> str:
-    """``s3://bucket`` → ``s3``; ``Staging-Datenbank`` → ``Staging``; ``deploy@db01`` → db01."""
+    """``s3://bucket`` → ``s3``; ``https://blyck.io:8443/x`` → ``blyck.io`` (a web or ssh
+    address names its host); ``Staging-Datenbank`` → ``Staging``; ``deploy@db01`` → db01."""
     word = token.strip(".:/-'")
     if "://" in word:
-        word = word.split("://", 1)[0]
+        scheme, _, rest = word.partition("://")
+        host = rest.split("/", 1)[0].rsplit("@", 1)[-1].split(":", 1)[0]
+        word = host if scheme.lower() in _HOST_SCHEMES and host else scheme
     if "@" in word:
         word = word.rsplit("@", 1)[1]
     parts = word.split("-")
