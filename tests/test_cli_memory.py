@@ -923,3 +923,17 @@ def test_a_nul_in_a_remembered_text_is_dropped_and_a_token_it_split_is_masked(
             "SELECT count(*) FROM points WHERE contains(content, chr(0))"
         ).fetchone() or (None,)
     assert nul_rows == 0
+
+
+def test_ids_are_taken_as_printed_with_their_hash(env: Env) -> None:
+    """`remember` prints `#1`, `candidates list` `#1 …`, `hypotheses list` `#1 [open]`: the
+    id copied with its `#` is the id, as in the chat's /forget #1."""
+    point = remember(env, "The harbour crane is serviced every second Thursday.")
+    forgot = run_cli(env, "forget", f"#{point}", "--json")
+    assert printed_json(forgot) == {"id": point, "forgotten": True}
+    assert run_cli(env, "candidates", "approve", "#7").stderr.strip() == (
+        "straylight: no candidate #7"
+    )
+    assert run_cli(env, "hypotheses", "refute", "#7").returncode == 1
+    wrong = run_cli(env, "forget", "seven")
+    assert wrong.returncode == 2 and "seven" in wrong.stderr and "Traceback" not in wrong.stderr

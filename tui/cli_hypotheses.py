@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.gateway_errors import EXIT_NOT_FOUND
 from store.clock import format_instant
-from tui.cli_output import fail, for_terminal, print_json
+from tui.cli_output import fail, for_terminal, print_json, record_id
 
 if TYPE_CHECKING:
     from agent.settings import Settings
@@ -75,7 +75,7 @@ def register(
         ("refute", "refute a card (confidence 0)"),
         ("delete", "delete a card (kept in the audit trail)"),
     ):
-        leaf(name, text).add_argument("id", metavar="ID", type=int, help="the card's id")
+        leaf(name, text).add_argument("id", metavar="ID", type=record_id, help="the card's id")
 
 
 def card_json(card: Hypothesis, now: datetime) -> dict[str, Any]:

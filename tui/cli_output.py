@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -107,3 +108,11 @@ class ThinkingEcho:
             sys.stderr.write("\n")
             sys.stderr.flush()
         self._open = False
+
+
+def record_id(text: str) -> int:
+    """An id argument as the commands print it, `7` or `#7` (argparse `type`)."""
+    digits = text.strip().removeprefix("#")
+    if not digits.isdecimal():
+        raise argparse.ArgumentTypeError(f"not an id: {text!r} (the number shown as #ID)")
+    return int(digits)

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 from agent.gateway_errors import EXIT_USAGE
 from agent.settings_models import THINK_CHOICES
-from tui.cli_output import PROG
+from tui.cli_output import PROG, record_id
 
 
 class _Parser(argparse.ArgumentParser):
@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     forget = commands.add_parser("forget", allow_abbrev=False, help="delete a memory point")
     _common_options(forget, top=False)
-    forget.add_argument("id", metavar="ID", type=int, help="the point id")
+    forget.add_argument("id", metavar="ID", type=record_id, help="the point id")
     forget.add_argument("--json", action="store_true", help="print JSON")
 
     recall = commands.add_parser(
@@ -267,11 +267,11 @@ def _fact_commands(commands: Any) -> None:
         "--all-workspaces", action="store_true", help="candidates of every workspace, each named"
     )
     approve = leaf(verbs, "approve", "make a candidate a fact")
-    approve.add_argument("id", metavar="ID", type=int)
+    approve.add_argument("id", metavar="ID", type=record_id)
     approve.add_argument("--body", help="edit the body first")
     approve.add_argument("--key", help="edit the key first")
     leaf(verbs, "reject", "reject a candidate (not proposed again)").add_argument(
-        "id", metavar="ID", type=int
+        "id", metavar="ID", type=record_id
     )
     cli_fact_agent.register(actions, verbs, leaf)
 
