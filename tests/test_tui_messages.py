@@ -256,3 +256,33 @@ async def test_pinning_a_skipped_reply_stores_it_as_the_assistants_in_its_conver
         (point,) = points_with(app, "Sure.")
         assert (point.role, point.pinned) == ("assistant", True)
         assert point.conversation_id == app.chat.conversation_id
+
+
+async def test_the_palette_pins_the_selected_message_and_prefills_remember(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """Ctrl+P offers the selected message's actions (pin, forget, copy) and the commands
+    that take an argument, which it puts in the message box to finish typing."""
+    standin.script_reply(REPLY)
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await first_turn(app, pilot, QUESTION)
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        assert "Pin the selected message" not in titles  # nothing is selected
+        assert {"Remember…", "Forget a memory point…", "Import a Markdown file…"} <= titles
+
+        await pilot.press("ctrl+up")  # the reply
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        assert {"Pin the selected message", "Copy the selected message"} <= titles
+        await pilot.press("ctrl+p")
+        await type_text(pilot, "Pin the selected")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: points_with(app, REPLY)[0].pinned, what="pinned")
+
+        await pilot.press("ctrl+p")
+        await type_text(pilot, "Remember…")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.focused, ChatInput), what="the box")
+        assert app.focused.text == "/remember "
