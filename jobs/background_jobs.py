@@ -192,6 +192,8 @@ async def backfill(ctx: JobContext) -> JobResult:
 
 async def index_upkeep(ctx: JobContext) -> JobResult:
     report = await asyncio.to_thread(ctx.memory.store.upkeep_index)
+    if report["state"] == "none":
+        return JobResult("ok", "no vector index yet: no point has a vector", [], report)
     summary = f"index {report['state']}: +{report['added']} −{report['removed']}" + (
         ", saved" if report["saved"] else ""
     )

@@ -151,6 +151,12 @@ async def test_index_upkeep_reconciles_and_saves(mem: Memory) -> None:
     assert again.data["saved"] is False
 
 
+async def test_index_upkeep_on_a_memory_without_vectors_says_so_in_words(mem: Memory) -> None:
+    result = await mem.at(T0).run("index-upkeep")
+    assert result.status == "ok" and result.data["state"] == "none"
+    assert result.summary == "no vector index yet: no point has a vector"
+
+
 async def test_bindings_job_names_the_procedure_and_the_broken_binding(mem: Memory) -> None:
     runner = mem.at(T0)
     mem.drawer.set(
