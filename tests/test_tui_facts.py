@@ -277,6 +277,19 @@ async def test_the_sidebar_counts_a_change_made_on_a_memory_screen(
         await wait_until(pilot, lambda: facts_line(app).startswith("1 active"), what="counted")
 
 
+async def test_a_refused_fact_command_reads_as_a_sentence_like_the_others(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """The chat's notices start with a capital (`No hypothesis #5.`); the drawer's errors
+    (`no candidate #9`) were shown as they are raised."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot, app)
+        await send(pilot, "/candidates approve 9")
+        await wait_until(pilot, lambda: bool(notices(app)), what="the refusal")
+        assert notices(app)[-1] == "No candidate #9."
+
+
 @pytest.mark.parametrize(
     ("line", "refused"),
     [

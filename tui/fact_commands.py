@@ -72,7 +72,13 @@ async def run_fact_command(
         else:
             await _fact(drawer, argument, notice)
     except FactError as error:
-        await notice(str(error), kind="error")
+        await notice(_sentence(str(error)), kind="error")
+
+
+def _sentence(text: str) -> str:
+    """An error as the chat's notices read: a capital first, a full stop last."""
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "!", "?", ")")) else text + "."
 
 
 async def _fact(drawer: FactDrawer, argument: str, notice: Notice) -> None:
