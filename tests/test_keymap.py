@@ -12,7 +12,7 @@ from agent.settings import Settings, SettingsError, load_settings
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import wait_until
 from tui.app import StraylightApp
-from tui.keymap import BINDING_IDS, split_keymap
+from tui.keymap import BINDING_IDS, key_conflicts, split_keymap
 from tui.widgets.chat_message import ChatNotice
 
 
@@ -166,3 +166,32 @@ async def test_the_help_screen_names_the_keys_config_toml_remapped(
         note = str(app.screen.query_one("#help-remaps", Static).render())
         assert "new_conversation — ctrl+t" in note
         assert "open_facts — f3, f10" in note
+
+
+def test_key_conflicts_name_a_key_two_chat_bindings_would_share() -> None:
+    chat = [("open_memory_browser", "f2"), ("open_facts", "f3"), ("toggle_sidebar", "ctrl+b")]
+    assert key_conflicts(chat, {}) == []
+    assert key_conflicts(chat, {"open_facts": "f2"}) == ["f2: open_memory_browser, open_facts"]
+    assert key_conflicts(chat, {"toggle_sidebar": "F3, ctrl+b"}) == [
+        "f3: open_facts, toggle_sidebar"
+    ]
+
+
+async def test_a_remapped_key_that_another_chat_key_has_is_named(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """With two bindings on one key only one runs: say so instead of a key that does
+    nothing."""
+    settings = make_settings(ollama_host=standin.host, keymap={"new_conversation": "ctrl+o"})
+    app = StraylightApp(settings)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_until(
+            pilot,
+            lambda: (
+                any("ctrl+o: new_conversation" in str(n.render()) for n in app.query(ChatNotice))
+                or any(
+                    "ctrl+o: open_conversations" in str(n.render()) for n in app.query(ChatNotice)
+                )
+            ),
+            what="the conflict notice",
+        )

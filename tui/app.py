@@ -27,8 +27,9 @@ from agent.turn import TurnEngine
 from agent.workspace import resolve_workspace
 from tui.app_memory import MemoryApp
 from tui.app_palette import straylight_commands
+from tui.commands import CHAT_KEYS
 from tui.gc_pauses import unfreeze_all
-from tui.keymap import split_keymap
+from tui.keymap import key_conflicts, split_keymap
 from tui.model_pulls import ModelPulls
 from tui.owner_live import CandidateWatch
 from tui.screens.chat_screen import ChatScreen
@@ -106,6 +107,9 @@ class StraylightApp(MemoryApp):
             self.set_keymap(known)
         if unknown:
             self.call_after_refresh(self.chat.report_unknown_bindings, unknown)
+        chat_keys = ((key.id, key.key) for key in CHAT_KEYS)
+        if shared := key_conflicts(chat_keys, known):
+            self.call_after_refresh(self.chat.report_key_conflicts, shared)
         self.call_after_refresh(self._after_first_frame)
         self._catch_stop_signals()
 

@@ -1,16 +1,17 @@
 """Every remappable key binding by its id (config.toml `[keymap]`), and applying a keymap.
 
     [keymap]
-    new_conversation = "ctrl+o"
-    toggle_sidebar = "f2,ctrl+b"
+    new_conversation = "ctrl+t"
+    toggle_sidebar = "f12,ctrl+b"
 
 Textual replaces the keys of each binding whose id is in the keymap (`App.set_keymap`);
-an unknown id is reported once, in the chat, and ignored.
+an unknown id is reported once, in the chat, and ignored, and so is a key two of the chat's
+bindings would share (only one of them would run).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 BINDING_IDS: dict[str, str] = {
     "send": "send the message (Enter)",
@@ -85,3 +86,15 @@ def split_keymap(keymap: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     }
     unknown = sorted(binding for binding in keymap if binding not in BINDING_IDS)
     return known, unknown
+
+
+def key_conflicts(defaults: Iterable[tuple[str, str]], keymap: Mapping[str, str]) -> list[str]:
+    """`KEY: id, id` for each key that two of these bindings ((id, default keys), one
+    screen's) would share once `keymap` (as `split_keymap` keeps it) is applied."""
+    owners: dict[str, list[str]] = {}
+    for binding, default in defaults:
+        for key in keymap.get(binding, default).split(","):
+            key = key.strip().lower()
+            if key and binding not in owners.setdefault(key, []):
+                owners[key].append(binding)
+    return [f"{key}: {', '.join(ids)}" for key, ids in owners.items() if len(ids) > 1]

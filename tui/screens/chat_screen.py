@@ -150,6 +150,13 @@ class ChatScreen(ChatTurn):
             kind="error",
         )
 
+    async def report_key_conflicts(self, shared: list[str]) -> None:
+        await self.notice(
+            f"config.toml [keymap]: one key for two bindings ({'; '.join(shared)}): only one "
+            "of them runs; F1 lists the keys in use.",
+            kind="error",
+        )
+
     # ---- actions -----------------------------------------------------------------
     def action_cancel_reply(self) -> None:
         if self.replying:
