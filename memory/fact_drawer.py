@@ -326,6 +326,7 @@ class FactDrawer:
     pending = fact_gate.pending  # the candidates waiting for approval
     candidate = fact_gate.candidate
     approve = fact_gate.approve  # a pending candidate becomes a fact
+    replaces = fact_gate.replaces  # the fact an approval would overwrite
     reject = fact_gate.reject  # remembered: not proposed again
 
     # --- injection ------------------------------------------------------------------------

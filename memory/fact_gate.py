@@ -135,6 +135,14 @@ def approve(
     return fact
 
 
+def replaces(drawer: FactDrawer, candidate: Candidate) -> Fact | None:
+    """The fact approving `candidate` as it is would overwrite with another body (same
+    scope, workspace and key), or None."""
+    workspace = "" if candidate.scope == "global" else candidate.workspace
+    current = drawer.store.find(candidate.scope, workspace, candidate.key)
+    return current if current is not None and current.body != candidate.body else None
+
+
 def reject(
     drawer: FactDrawer, candidate_id: int, *, reason: str = "rejected by the user"
 ) -> Candidate:

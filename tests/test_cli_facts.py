@@ -320,3 +320,26 @@ def test_a_fact_retired_by_decay_shows_the_confidence_charged_up_to_its_retireme
     assert_ok(run_cli(much_later, "jobs", "run", "decay"))
     again = {f["key"]: f for f in json_of(much_later, "facts", "list", "--status", "all")}
     assert again["deploy:blyck"]["confidence"] == 0.65
+
+
+def test_a_candidate_for_a_key_already_set_shows_the_body_it_replaces(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """Approving overwrites the fact of that key: the list and the approval say what is
+    replaced, and how to get it back, before a vaguer body silently wins."""
+    env = env_for(tmp_path, standin)
+    detailed = "blyck deploys with npm run dist, then aws s3 cp to s3://blyck-prod"
+    assert_ok(
+        run_cli(env, "facts", "set", "deploy:blyck", "--type", "capability", "--body", detailed)
+    )
+    standin.script_reply("Nice.")
+    assert_ok(run_cli(env, "ask", "I just deployed blyck to S3 with aws s3 cp and it worked."))
+    [candidate] = json_of(env, "candidates", "list")
+    assert candidate["key"] == "deploy:blyck" and candidate["replaces"] == detailed
+    listed = run_cli(env, "candidates", "list")
+    assert f"    replaces: {detailed}" in listed.stdout.splitlines()
+    approved = run_cli(env, "candidates", "approve", str(candidate["id"]))
+    assert_ok(approved)
+    assert f"replaced: {detailed} (straylight facts undo deploy:blyck restores it)" in (
+        approved.stdout
+    )

@@ -272,6 +272,18 @@ async def test_candidates_approve_with_one_key(settings: Settings) -> None:
         assert f"Approved #{first}" in status_line(screen)
 
 
+async def test_a_candidate_over_a_set_key_shows_the_body_it_replaces(settings: Settings) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        drawer = await opened(pilot, app)
+        drawer.set("build:npm", "procedure", "npm ci, then npm run dist with NODE_ENV=prod.")
+        propose(drawer, "build:npm", "npm run dist builds blyck.")
+        screen = CandidatesScreen(drawer)
+        await show(pilot, app, screen)
+        shown = detail_text(screen)
+        assert "replaces: npm ci, then npm run dist with NODE_ENV=prod." in shown, shown
+
+
 async def test_candidates_edit_then_enter_approves_the_edited_body(settings: Settings) -> None:
     app = StraylightApp(settings)
     async with app.run_test(size=SIZE) as pilot:

@@ -223,8 +223,9 @@ def _candidates(args: argparse.Namespace, settings: Settings) -> int:
         else:
             with open_drawer(settings, read_only=True) as drawer:
                 pending = drawer.pending(all_workspaces=args.all_workspaces)
+                replaced = {c.id: drawer.replaces(c) for c in pending}
         if args.json:
-            print_json([candidate_json(c) for c in pending])
+            print_json([_with_replaces(candidate_json(c), replaced.get(c.id)) for c in pending])
         else:
             for c in pending:
                 where = c.scope
@@ -233,6 +234,8 @@ def _candidates(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"#{c.id} {c.key}  {c.type} ({where}, from {c.origin}): {c.body}")
                 if c.proof:
                     print(f"    proof: {c.proof}")
+                if (old := replaced.get(c.id)) is not None:
+                    print(f"    replaces: {old.body}")
             if not pending:
                 print("no pending candidates", file=sys.stderr)
         return EXIT_OK
@@ -240,12 +243,18 @@ def _candidates(args: argparse.Namespace, settings: Settings) -> int:
         return fail(f"no candidate #{args.id}", EXIT_NOT_FOUND)
     with open_drawer(settings) as drawer:
         if args.action == "approve":
+            pending_one = drawer.store.candidate(args.id)
+            old = drawer.replaces(pending_one) if pending_one is not None else None
             fact = drawer.approve(args.id, body=args.body, key=args.key)
             _embed(settings, drawer, fact)
             if args.json:
                 print_json(fact_json(fact))
             else:
                 print(f"approved #{args.id}: {fact_line(fact)}")
+                if old is not None and old.id == fact.id and old.body != fact.body:
+                    print(
+                        f"    replaced: {old.body} (straylight facts undo {fact.key} restores it)"
+                    )
             return EXIT_OK
         rejected = drawer.reject(args.id)
     if args.json:
@@ -322,3 +331,8 @@ def _latest_conversation(engine: Any) -> str | None:
             if message.conversation_id:
                 return str(message.conversation_id)
     return None
+
+
+def _with_replaces(data: dict[str, Any], old: Fact | None) -> dict[str, Any]:
+    """A candidate's JSON with `replaces`: the body an approval would overwrite, or null."""
+    return {**data, "replaces": old.body if old is not None else None}

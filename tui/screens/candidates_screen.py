@@ -50,10 +50,14 @@ class CandidatesScreen(RecordScreen["Candidate"]):
     def __init__(self, drawer: FactDrawer) -> None:
         super().__init__()
         self.drawer = drawer
+        self.replaced: dict[int, str] = {}  # candidate id → the body its approval overwrites
 
     # ---- the table -----------------------------------------------------------------------
     def read_records(self) -> list[Candidate]:
-        return self.drawer.pending()
+        pending = self.drawer.pending()
+        replaced = {c.id: self.drawer.replaces(c) for c in pending}
+        self.replaced = {cid: fact.body for cid, fact in replaced.items() if fact is not None}
+        return pending
 
     def record_id(self, record: Candidate) -> int:
         return record.id
@@ -92,6 +96,9 @@ class CandidatesScreen(RecordScreen["Candidate"]):
         if record.requires:
             text.append("requires: ", style="dim")
             text.append(", ".join(record.requires) + "\n")
+        if (old := self.replaced.get(record.id)) is not None:
+            text.append("replaces: ", style="bold yellow")
+            text.append(f"{old} (/fact undo {record.key} restores it)\n")
         text.append(
             f"proposed {record.created_at:%Y-%m-%d} from {record.origin} · source {record.source}",
             style="dim",
