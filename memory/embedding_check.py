@@ -7,7 +7,11 @@ so no caller can store one or rank with one.
 
 "Absurd": a component above `MAX_COMPONENT` in size. Real embedding models give components
 well below 10 (unit-length ones below 1); at 1e38 the float32 cosine overflows and recall
-shows "nan" scores. A zero vector has no direction, so no cosine.
+shows "nan" scores. A zero vector has no direction, so no cosine; nor, in the index, has one
+whose largest component is below `MIN_COMPONENT`: `vectors.usearch` keeps f16, which turns such
+components into zeros (or a few bits), so the index could never match the database's vector
+and every open would find it stale. A real model's vector is far above it (a unit vector of
+any dimension below 16,384 has a component of at least 1/128).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 MAX_COMPONENT = 1e6
+MIN_COMPONENT = 1e-4
 
 
 def vector_problem(vector: Sequence[float] | None) -> str | None:
@@ -54,6 +59,8 @@ def _size_problem(largest: float) -> str | None:
         return f"a component of size {largest:.3g} (more than {MAX_COMPONENT:.0e})"
     if largest == 0.0:
         return "a zero vector (no direction)"
+    if largest < MIN_COMPONENT:
+        return f"a vector whose largest component is {largest:.3g} (less than {MIN_COMPONENT:.0e})"
     return None
 
 

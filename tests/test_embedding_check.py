@@ -26,6 +26,8 @@ CASES: list[Any] = [
     (1, 2),
     ["1.5", 2],
     [1e38, 1e38],
+    [1e-30, -2e-30],
+    np.full(768, 1e-5, dtype=np.float32),
 ]
 
 
@@ -46,3 +48,10 @@ def test_empty_and_missing() -> None:
     assert vector_problem(None) == "no vector"
     assert vector_problem([]) == "an empty vector"
     assert vector_problem(np.empty(0, dtype=np.float32)) == "an empty vector"
+
+
+def test_a_vector_below_what_f16_holds_is_refused() -> None:
+    assert vector_problem([1e-30, -2e-30]) == (
+        "a vector whose largest component is 2e-30 (less than 1e-04)"
+    )
+    assert vector_problem([1e-4, 0.0]) is None

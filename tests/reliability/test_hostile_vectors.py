@@ -99,6 +99,23 @@ def test_absurd_components_never_put_nan_scores_into_recall(world: Workspace) ->
     assert all(math.isfinite(hit["score"]) for hit in data["hits"]), data
 
 
+def tiny_embedder(texts: Sequence[str]) -> list[list[float]]:
+    """Finite and not zero, but every component below what the f16 index can hold."""
+    return [[1e-30 * v for v in embed_text(text, 768)] for text in texts]
+
+
+def test_a_vector_too_small_for_the_index_is_a_failed_embedding(world: Workspace) -> None:
+    """Stored, such a vector made the index stale for good: f16 turns it into zeros, so the
+    sample check failed at every open and every writing command rebuilt the index."""
+    assert_ok(world.run("remember", NOTE))
+    world.standin.embedder = tiny_embedder
+    proc = world.run("remember", "the blue notebook on the shelf holds the router password")
+    assert_ok(proc)
+    assert "no vector yet" in proc.stdout
+    assert vectorless(world.home) == [4]
+    assert status_json(world)["index"]["state"] == "in_sync"
+
+
 # ------------------------------------------------------------------ §4 index identity
 
 BANK = "my bank PIN reminder is written in the blue notebook on the shelf"
