@@ -57,7 +57,7 @@ from agent.turn_events import (
     ThinkingDelta,
     TurnEvent,
 )
-from agent.turn_limits import TurnLimits
+from agent.turn_limits import TurnLimits, reply_end_notice
 from agent.turn_saves import BackgroundSaves
 from agent.turn_tools import TurnTools
 from memory.secret_masking import mask_secrets
@@ -254,14 +254,17 @@ class TurnEngine:
                 if thought_chars:
                     log.info("%s thought %d characters (not kept)", model, thought_chars)
                 reply = mask_secrets("".join(parts))
-                stopped = None
-                if done.done_reason == "length":  # num_predict, else the window: named
-                    options = self.gateway.request_options(model) or {}
-                    stopped = length_stop(options.get("num_predict"), answered=bool(reply))
+                ended = reply_end_notice(
+                    done.done_reason,
+                    (self.gateway.request_options(model) or {}).get("num_predict"),
+                    answered=bool(reply.strip()),
+                    thought_chars=thought_chars,
+                )
                 # Stopped at its length limit: logged cut off, the limit named (a thinking
                 # model's empty answer is not a complete one).
+                stopped = done.done_reason == "length"
                 complete: tuple[MessageStatus, str | None] = (
-                    ("complete", None) if stopped is None else ("cut_off", stopped)
+                    ("cut_off", ended) if stopped else ("complete", None)
                 )
                 outcome = complete
                 await asyncio.to_thread(self._log_reply, reply, conversation_id, model, complete)
@@ -289,8 +292,8 @@ class TurnEngine:
                 else:  # not open yet: saved when it is (`saves.start_held`)
                     self.saves.hold(save)
                 yield ReplyFinished(reply, done, turn)
-                if stopped is not None:
-                    yield LimitNotice(stopped)
+                if ended is not None:  # the length limit, or no answer at all: named
+                    yield LimitNotice(ended)
                 if overflow is not None:
                     yield ContextNotice(overflow.message)
                 used = turn_facts.used_memories(injected, recall)
@@ -381,20 +384,3 @@ class TurnEngine:
             reason=reason,
         )
         self._append(message)
-
-
-def length_stop(num_predict: object, *, answered: bool) -> str:
-    """One line for a reply Ollama ended with `done_reason` "length": cut at `num_predict`
-    (config.toml's `[model_options]`), or, without one, at the context window; a thinking
-    model can spend the whole limit thinking and give no answer at all."""
-    limit = (
-        f"num_predict = {num_predict} in [model_options]"
-        if num_predict is not None
-        else "Ollama's length limit (done_reason length)"
-    )
-    if answered:
-        return f"the reply stopped at its length limit ({limit}): it may be cut short"
-    return (
-        f"the model used its whole length limit ({limit}) before any answer (a thinking "
-        "model may spend it thinking): raise num_predict, or set think lower"
-    )

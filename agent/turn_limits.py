@@ -117,3 +117,38 @@ class TurnLimits:
     @property
     def turn_cap_reached(self) -> bool:
         return self.calls >= self.calls_per_turn
+
+
+def reply_end_notice(
+    done_reason: str | None, num_predict: object, *, answered: bool, thought_chars: int
+) -> str | None:
+    """One line for a reply that ended without a whole answer, or None: stopped at its length
+    limit, or ended with no answer at all (a thinking model that only thought; its thinking
+    is never shown as the reply, so an empty reply would otherwise pass without a word)."""
+    if done_reason == "length":
+        return _length_stop(num_predict, answered=answered)
+    if answered:
+        return None
+    if thought_chars:
+        return (
+            f"the model gave no answer, only {thought_chars:,} characters of thinking "
+            "(not kept): ask again, or set think lower"
+        )
+    return "the model gave no answer (an empty reply): ask again, or rephrase"
+
+
+def _length_stop(num_predict: object, *, answered: bool) -> str:
+    """One line for a reply Ollama ended with `done_reason` "length": cut at `num_predict`
+    (config.toml's `[model_options]`), or, without one, at the context window; a thinking
+    model can spend the whole limit thinking and give no answer at all."""
+    limit = (
+        f"num_predict = {num_predict} in [model_options]"
+        if num_predict is not None
+        else "Ollama's length limit (done_reason length)"
+    )
+    if answered:
+        return f"the reply stopped at its length limit ({limit}): it may be cut short"
+    return (
+        f"the model used its whole length limit ({limit}) before any answer (a thinking "
+        "model may spend it thinking): raise num_predict, or set think lower"
+    )

@@ -276,6 +276,21 @@ def test_a_reply_stopped_by_num_predict_is_named(env: Env, standin: OllamaStandI
     assert "before any answer" in replies[0][1] and "may be cut short" in replies[1][1]
 
 
+def test_a_reply_that_is_only_thinking_is_named(env: Env, standin: OllamaStandIn) -> None:
+    """A thinking model can end (done_reason "stop") having only thought: the thinking is
+    never shown as the reply, so `ask` printed nothing, exit 0, without a word, and the chat
+    showed an empty bubble. One line now says the model gave no answer."""
+    standin.script_reply("", thinking=THOUGHT)
+    proc = run_cli(env, "ask", "capital?")
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert_one_line(proc, 0, "gave no answer", f"{len(THOUGHT)} characters of thinking")
+    assert MARK not in proc.stderr
+
+    standin.script_reply(" \n")
+    blank = run_cli(env, "ask", "--model", PLAIN, "capital?")
+    assert_one_line(blank, 0, "gave no answer")
+
+
 def test_a_warning_after_the_answer_starts_its_own_line(
     env: Env, standin: OllamaStandIn, tmp_path: Path
 ) -> None:
