@@ -210,6 +210,8 @@ class TurnEngine:
                             round_text.append(event.text)
                             yield ReplyDelta(event.text)
                         elif isinstance(event, ChatThinking):
+                            if not thought_chars and not event.text.strip():
+                                continue  # blank so far (`<think>\n\n</think>`): nothing to show
                             thought_chars += len(event.text)
                             yield ThinkingDelta(event.text)
                         elif isinstance(event, ChatToolCalls):

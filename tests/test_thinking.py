@@ -291,6 +291,16 @@ def test_a_reply_that_is_only_thinking_is_named(env: Env, standin: OllamaStandIn
     assert_one_line(blank, 0, "gave no answer")
 
 
+@pytest.mark.parametrize("model", [INLINE, THINKER])
+def test_blank_thinking_is_not_shown(env: Env, standin: OllamaStandIn, model: str) -> None:
+    """deepseek-r1 distills answer a greeting with `<think>\n\n</think>\n\n…`, and thinking
+    models can stream a blank thought: `--show-thinking` wrote blank lines to stderr (the chat
+    an empty "Thinking" block). Blank thinking is nothing to show."""
+    standin.script_reply(ANSWER, thinking="\n\n")
+    proc = run_cli(env, "ask", "--model", model, "--show-thinking", "capital?")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, ANSWER + "\n", "")
+
+
 def test_a_warning_after_the_answer_starts_its_own_line(
     env: Env, standin: OllamaStandIn, tmp_path: Path
 ) -> None:

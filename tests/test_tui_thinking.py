@@ -79,6 +79,24 @@ async def test_a_reply_without_thinking_has_no_block(
         assert block_state(app) == "none"
 
 
+async def test_blank_thinking_opens_no_block(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """A model that thinks nothing (`<think>\n\n</think>`, or a blank `message.thinking`)
+    showed an empty "Thinking" block above its reply."""
+    standin.set_models(["llama3.2", THINKER, "nomic-embed-text"])
+    settings = make_settings(ollama_host=standin.host, model=THINKER, jobs_enabled=False)
+    standin.script_reply(ANSWER, thinking="\n\n")
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "capital?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: (r := reply_of(app)) is not None and r.status == "complete")
+        assert block_state(app) == "none"
+        reply = reply_of(app)
+        assert reply is not None and reply.text == ANSWER
+
+
 async def test_slash_think_sets_the_field_for_the_session(
     make_settings: Callable[..., Settings], standin: OllamaStandIn
 ) -> None:
