@@ -19,6 +19,7 @@ from agent.context_window import WindowChoice, choose_window
 from agent.gateway_errors import (
     GatewayError,
     ModelError,
+    ModelNotPulled,
     ModelTimeout,
     OllamaRedirected,
     OllamaUnreachable,
@@ -97,6 +98,7 @@ class OllamaGateway:
         self._client: ollama.AsyncClient | None = None
         self._windows: dict[tuple[str, int | None], WindowChoice] = {}
         self._stalled = False  # a request timed out and Ollama has not answered since
+        self.not_pulled: set[str] = set()  # models /api/show last said Ollama does not have
 
     @classmethod
     def from_config(cls, config: OllamaConfig) -> OllamaGateway:
@@ -343,12 +345,16 @@ class OllamaGateway:
             log.info("/api/show of %s not asked: Ollama timed out and has not answered", model)
             return None
         try:
-            return await fetch_show(client, model, timeout=self.metadata_timeout)
+            shown = await fetch_show(client, model, timeout=self.metadata_timeout)
         except GatewayError as error:  # unknown, not fatal
             if timed_out(error):
                 self._stalled = True
+            if isinstance(error, ModelNotPulled):  # the chat names it: nothing else to say
+                self.not_pulled.add(model)
             log.info("could not read /api/show of %s: %s", model, error)
             return None
+        self.not_pulled.discard(model)
+        return shown
 
     async def capabilities(self, model: str) -> tuple[str, ...] | None:
         """The model's capabilities from /api/show ("completion", "tools", …); None when

@@ -87,6 +87,8 @@ class TurnTools:
         if think is None:
             return None, None
         capabilities = await self.gateway.capabilities(model)
+        if capabilities is None and model in self.gateway.not_pulled:
+            return None, None  # the chat request names the missing model
         if capabilities is None:
             shown = str(think).lower() if isinstance(think, bool) else think
             return None, (

@@ -291,6 +291,14 @@ def test_a_reply_that_is_only_thinking_is_named(env: Env, standin: OllamaStandIn
     assert_one_line(blank, 0, "gave no answer")
 
 
+def test_a_model_not_pulled_is_named_alone_not_as_a_think_not_sent(env: Env) -> None:
+    """/api/show of a model Ollama does not have answers 404: the turn said `think = high not
+    sent: Ollama did not say whether qwen3 can think` before the real reason, that qwen3 is
+    not pulled (exit 4). Only the real reason is said now."""
+    proc = run_cli(env, "ask", "--model", "qwen3:14b", "--think", "high", "capital?")
+    assert_one_line(proc, 4, "'qwen3:14b' is not pulled")
+
+
 @pytest.mark.parametrize("model", [INLINE, THINKER])
 def test_blank_thinking_is_not_shown(env: Env, standin: OllamaStandIn, model: str) -> None:
     """deepseek-r1 distills answer a greeting with `<think>\n\n</think>\n\n…`, and thinking
