@@ -69,6 +69,27 @@ async def test_approving_a_memory_write_inline_stores_the_fact_and_the_turn_goes
         assert "Saved it." in [m.text for m in app.query(ChatMessage)]
 
 
+async def test_a_memory_write_over_a_set_key_shows_what_it_replaces(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """Inline and in /candidates list: approving overwrites the fact of that key."""
+    standin.script_reply("", tool_calls=[WRITE])
+    standin.script_reply("Noted.")
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot, app)
+        facts(app).set("build:npm", "procedure", "npm ci, then npm run dist with NODE_ENV=prod.")
+        await send(pilot, "remember how we build")
+        await wait_until(pilot, lambda: len(app.query(CandidatePrompt)) == 1, what="prompt")
+        shown = str(app.query_one(CandidatePrompt).query_one(".candidate-body").render())
+        assert "replaces: npm ci, then npm run dist with NODE_ENV=prod." in shown, shown
+        await pilot.press("l")
+        await wait_until(pilot, lambda: last_reply_done(app), timeout=20, what="the turn")
+        await send(pilot, "/candidates list")
+        await wait_until(pilot, lambda: "Candidates" in notices(app)[-1], what="the list")
+        assert "    replaces: npm ci, then npm run dist with NODE_ENV=prod." in notices(app)[-1]
+
+
 async def test_editing_then_approving_stores_the_edited_body(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

@@ -125,10 +125,12 @@ async def _candidates(drawer: FactDrawer, argument: str, notice: Notice) -> None
         if not pending:
             await notice("No candidates wait for approval.")
             return
+        replaced = await asyncio.to_thread(lambda: [drawer.replaces(c) for c in pending])
         lines = [
             f"#{c.id} {c.type} `{c.key}` (from {c.origin}): {c.body}"
             + (f"\n    proof: {c.proof}" if c.proof else "")
-            for c in pending
+            + (f"\n    replaces: {old.body}" if old else "")
+            for c, old in zip(pending, replaced, strict=True)
         ]
         await notice("Candidates (/candidates approve ID or reject ID):\n" + "\n".join(lines))
         return

@@ -40,7 +40,9 @@ class ChatFacts(ChatEditing):
         """An inline prompt in the chat log; the turn waits for the answer."""
         from tui.widgets.candidate_prompt import CandidatePrompt
 
-        prompt = CandidatePrompt(candidate)
+        drawer = self.engine.facts
+        old = await asyncio.to_thread(drawer.replaces, candidate) if drawer else None
+        prompt = CandidatePrompt(candidate, replaces=old.body if old else None)
         await self.chat_log.add(prompt)
         prompt.focus()
         self.refresh_fact_status()  # one more pending, at once

@@ -29,9 +29,10 @@ class CandidatePrompt(Vertical, can_focus=True):
         Binding("l", "decide('later')", "Later", id="candidate_later"),
     ]
 
-    def __init__(self, candidate: Candidate) -> None:
+    def __init__(self, candidate: Candidate, *, replaces: str | None = None) -> None:
         super().__init__()
         self.candidate = candidate
+        self.replaces = replaces  # the body of the fact of that key an approval overwrites
         self.result: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
 
     def compose(self) -> ComposeResult:
@@ -43,6 +44,9 @@ class CandidatePrompt(Vertical, can_focus=True):
         summary.append(c.key, style="bold cyan")
         summary.append(f" ({c.scope})\n")
         summary.append(c.body)
+        if self.replaces is not None:
+            summary.append("\nreplaces: ", style="bold yellow")
+            summary.append(self.replaces)
         yield Static(summary, classes="candidate-body")
         yield Input(c.body, id="candidate-edit", classes="-hidden", select_on_focus=False)
         with Horizontal(classes="candidate-buttons"):
