@@ -160,6 +160,11 @@ def test_a_rule_key_has_one_part_after_rule_and_no_address_or_redaction(sentence
     assert is_valid_key(proposal.key)
 
 
+def test_a_rule_about_a_web_address_keeps_its_host_in_the_key() -> None:
+    proposal = classify_sentence("Never deploy to https://prod.blyck.io on fridays")
+    assert proposal is not None and proposal.key == "rule:never-deploy-to-prod.blyck.io-on-fridays"
+
+
 def test_a_web_or_ssh_address_names_its_host_not_its_scheme() -> None:
     """'deploy:https' says nothing; the host does. A bucket keeps its scheme: s3 is the
     target."""

@@ -17,12 +17,13 @@ from memory.success_classifier.lexicons import (
     RULE_DROP,
     STANDING_NOT_VERBS,
 )
+from memory.success_classifier.names import clean_name
 
 _I = re.IGNORECASE
 
 RULE_KEY_WORDS = 8
 RULE_KEY_CHARS = 70
-_NOT_A_KEY_WORD_RE = re.compile(r"://|@|\[REDACTED", re.IGNORECASE)  # URLs, mail, masked secrets
+_NOT_A_KEY_WORD_RE = re.compile(r"@|\[REDACTED", re.IGNORECASE)  # mail, masked secrets
 _RULE_OPENER_RE = re.compile(
     r"^(?:please|pls|bitte|also|and|ok(?:ay)?|so|remember|note|rule|reminder|important"
     r"|wichtig|regel|hinweis|merke?\s+dir|from\s+now\s+on|going\s+forward"
@@ -144,8 +145,10 @@ def _rule_key(core: str) -> str:
     text = _EN_ALWAYS_RE.sub("", text, count=1)
     words: list[str] = []
     for raw in text.replace("`", " ").split():
-        if _NOT_A_KEY_WORD_RE.search(raw):
-            continue  # an address or a redaction names no rule
+        if "://" in raw:  # a URL: its host (a web or ssh address), else its scheme
+            raw = clean_name(raw.strip('.,;!?"()[]{}'))
+        elif _NOT_A_KEY_WORD_RE.search(raw):
+            continue  # a mail address or a redaction names no rule
         word = raw.replace("'", "").strip('.,;:!?"()[]{}-').lower().replace(":", "-")
         if not word or word in RULE_DROP:
             continue
