@@ -44,11 +44,16 @@ def _hermetic_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
 @pytest.fixture(autouse=True)
 def _umask_put_back() -> Iterator[None]:
     """Opening a database for writing narrows the process's umask for good
-    (`store.private_files.keep_new_files_private`); no test leaves that to the next one."""
-    old = os.umask(0o022)
-    os.umask(old)
+    (`store.private_files.keep_new_files_private`); no test leaves that to the next one:
+    each starts with the umask the session started with (a thread a test left behind may
+    have opened a database after that test ended)."""
+    os.umask(_SESSION_UMASK)
     yield
-    os.umask(old)
+    os.umask(_SESSION_UMASK)
+
+
+_SESSION_UMASK = os.umask(0o022)
+os.umask(_SESSION_UMASK)
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ line is written, the rest of the file and its comments stay as they were."""
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -115,7 +116,11 @@ def test_a_config_toml_that_is_a_link_keeps_its_link_and_the_theme_lands_in_its_
     link = tmp_path / "conf" / "config.toml"
     link.parent.mkdir()
     link.symlink_to(target)
-    save_theme(link, "gruvbox")
+    narrowed = os.umask(0o077)  # as in the chat, once its database is open
+    try:
+        save_theme(link, "gruvbox")
+    finally:
+        os.umask(narrowed)
     assert link.is_symlink() and link.resolve() == target
     assert target.read_text(encoding="utf-8") == 'model = "qwen3"  # mine\ntheme = "gruvbox"\n'
     assert target.stat().st_mode & 0o777 == 0o644  # the target keeps its mode

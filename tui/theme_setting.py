@@ -73,6 +73,8 @@ def save_theme(config_path: Path, name: str) -> None:
         mode = config_path.stat().st_mode & 0o777 if config_path.exists() else 0o600
         temp = config_path.with_name(f".{config_path.name}.theme-tmp")
         descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        os.fchmod(descriptor, mode)  # the file's own mode, whatever the umask (the data dir's
+        # database narrows this process's umask: `keep_new_files_private`)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(updated)
             handle.flush()
