@@ -351,6 +351,10 @@ def _one_line(error: ValidationError, provenance: Mapping[str, Provenance]) -> s
         message = str(first.get("ctx", {}).get("error", message))
     got = first.get("input")
     named = isinstance(got, str | int | float | bool) and repr(got) not in message
+    if named and isinstance(got, str):  # a token typed in the wrong place is not echoed
+        from memory.secret_masking import mask_secrets
+
+        got = mask_secrets(got)
     shown = f" (got {got!r})" if named else ""
     if where is None:
         return f"setting {name}: {message}{shown}"

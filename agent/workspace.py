@@ -22,12 +22,17 @@ def check_workspace_name(name: str) -> str:
     """`name` unchanged, or ValueError when it holds a control character: the name is
     printed on one line (`facts list --all-workspaces`, `status`), stored with every fact
     and sent to the owner of the data dir, so a newline or ESC in it is refused where it
-    enters (the settings: flag, environment, config file; `straylight mcp` reads those)."""
+    enters (the settings: flag, environment, config file; `straylight mcp` reads those).
+    So is a name the masker would change (a token pasted as `--workspace`)."""
     for char in name:
         if unicodedata.category(char) in LINE_BREAKING:
             raise ValueError(
                 f"a workspace name may not contain a control character ({char!r} found)"
             )
+    from memory.secret_masking import mask_secrets  # (only for a name that was given)
+
+    if mask_secrets(name) != name:  # stored with every fact, never masked there
+        raise ValueError("a workspace name may not hold a secret (it is stored with every fact)")
     return name
 
 

@@ -76,3 +76,18 @@ def test_a_workspace_derived_from_a_directory_name_is_made_safe(
     assert len(listed.stdout.splitlines()) == 2 and "\x1b" not in listed.stdout, listed.stdout
     status = run_cli(env, "status", cwd=directory)
     assert f"({expected})" in status.stdout, status.stdout
+
+
+def test_a_secret_as_the_workspace_is_refused_and_not_echoed(env: Env, home: Path) -> None:
+    """A workspace name is stored with every fact and was never masked: a token pasted as
+    `--workspace` went into the database as it was. It is refused (exit 2) like a control
+    character, and the line shows the value masked."""
+    token = "ghp_" + "ZZZZYYYYXXXXWWWWVVVVUUUUTTTTSSSSRRRR"
+    result = run_cli(
+        env, "--workspace", token, "facts", "set", "k", "--type", "fact", "--body", "b"
+    )
+    line = assert_one_line(result, 2, "option --workspace", "may not hold a secret")
+    assert token not in line and "[REDACTED:" in line
+    assert not home.exists()
+    plain = run_cli(dict(env, STRAYLIGHT_WORKSPACE="password-reset-flow"), "facts", "list")
+    assert plain.returncode == 0, plain.stderr  # a name that only mentions a password is fine
