@@ -159,31 +159,6 @@ async def test_search_runs_recall_and_puts_the_right_point_first(settings: Setti
         assert listed_ids(app) == sorted(ids.values(), reverse=True)
 
 
-async def test_the_title_counts_the_search_hits_in_the_singular_and_plural(
-    settings: Settings,
-) -> None:
-    app = StraylightApp(calm(settings))
-    async with app.run_test(size=SIZE) as pilot:
-        add_sample(await open_memory(pilot, app))
-        await open_browser(pilot, app, rows=len(SAMPLE))
-        for query in ("espresso descaling", "logrotate nginx"):
-            await search(pilot, app, query)
-            count = len(listed_ids(app))
-            title = str(browser(app).query_one("#screen-title", Static).content)
-            assert title.endswith(f": {count} hit{'' if count == 1 else 's'}"), title
-
-
-async def test_a_search_without_hits_says_so_and_blames_no_filter(settings: Settings) -> None:
-    app = StraylightApp(calm(settings))
-    async with app.run_test(size=SIZE) as pilot:
-        add_sample(await open_memory(pilot, app))
-        await open_browser(pilot, app, rows=len(SAMPLE))
-        await search(pilot, app, "zzyzx")
-        assert listed_ids(app) == []
-        assert "Nothing found for “zzyzx”" in preview(app)
-        assert "filters" not in preview(app)
-
-
 async def test_role_pinned_and_date_filters_narrow_the_list(settings: Settings) -> None:
     app = StraylightApp(calm(settings))
     async with app.run_test(size=SIZE) as pilot:
