@@ -197,6 +197,8 @@ async def index_upkeep(ctx: JobContext) -> JobResult:
     summary = f"index {report['state']}: +{report['added']} −{report['removed']}" + (
         ", saved" if report["saved"] else ""
     )
+    if report.get("rebuilt"):  # from the database, at the open (a missing or foreign file)
+        summary += f" ({report['rebuilt']} from the database)"
     if report.get("checkpointed"):  # DuckDB's log folded in here, not inside a save
         summary += ", database checkpointed"
     return JobResult("ok", summary, [], report)

@@ -77,6 +77,7 @@ class VectorKeeper:
         self._unsaved = 0  # index changes since the file was last saved
         self._file_holds_index = False  # the file is this index, but for the unsaved changes
         self._fallback: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
+        self._rebuild_told = ""  # the rebuild the upkeep job last reported (its reason)
 
     @property
     def index(self) -> VectorIndex | None:
@@ -313,6 +314,9 @@ class VectorKeeper:
             return {"state": "none", "added": 0, "removed": 0, "saved": False}
         if index.state != "in_sync":
             return {"state": index.state, "added": 0, "removed": 0, "saved": False}
+        # a rebuild since the last upkeep (at the open: a missing or foreign file) is named once
+        rebuilt = index.reason if index.reason.startswith("rebuilt") else ""
+        rebuilt, self._rebuild_told = ("" if rebuilt == self._rebuild_told else rebuilt), rebuilt
         dim = index.ndim
         ids = point_reads.vector_ids(self.db, self.embed_model, dim)
         report = index.reconcile(ids, lambda missing: self._vectors(missing, dim))
@@ -327,6 +331,7 @@ class VectorKeeper:
             "added": report.added,
             "removed": report.removed,
             "saved": saved,
+            "rebuilt": rebuilt or None,
         }
 
     def wait(self, timeout: float | None = None) -> None:

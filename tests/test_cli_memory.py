@@ -937,3 +937,22 @@ def test_ids_are_taken_as_printed_with_their_hash(env: Env) -> None:
     assert run_cli(env, "hypotheses", "refute", "#7").returncode == 1
     wrong = run_cli(env, "forget", "seven")
     assert wrong.returncode == 2 and "seven" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+def test_index_upkeep_names_a_rebuild_from_the_database(env: Env, home: Path) -> None:
+    """`vectors.usearch` deleted (or another data dir's): the open rebuilds it from the
+    database, and `jobs run index-upkeep` said only `index in_sync: +0 −0`. It names the
+    rebuild once."""
+    remember(env, "The harbour ferry leaves at seven every morning except Sunday.")
+    remember(env, "The zanzibar lighthouse keeper works night shifts in the winter.")
+    kept = run_cli(env, "jobs", "run", "index-upkeep")
+    assert_ok(kept)
+    assert "rebuilt" not in kept.stdout, kept.stdout
+    (home / "vectors.usearch").unlink()
+    rebuilt = run_cli(env, "jobs", "run", "index-upkeep", "--json")
+    assert_ok(rebuilt)
+    data = json.loads(rebuilt.stdout)
+    assert data["data"]["rebuilt"] == "rebuilt with 2 vectors", data
+    assert "(rebuilt with 2 vectors from the database)" in data["result"], data
+    again = json.loads(run_cli(env, "jobs", "run", "index-upkeep", "--json").stdout)
+    assert again["data"]["rebuilt"] is None and "rebuilt" not in again["result"]
