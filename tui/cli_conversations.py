@@ -40,6 +40,7 @@ from tui.conversation_index import (
     list_conversations,
     load_conversation,
 )
+from tui.display_text import counted
 
 EXIT_DECLINED = 1
 
@@ -228,10 +229,9 @@ async def _delete(
         dropped, days_changed = drop_conversation(daily_log, cid, days_from_start(daily_log, cid))
     kept = f" ({removed.pinned_kept} pinned kept)" if removed.pinned_kept else ""
     print(
-        f"deleted {cid}: {dropped} message{'' if dropped == 1 else 's'} from "
-        f"{len(days_changed)} daily "
-        f"log{'' if len(days_changed) == 1 else 's'}, {len(removed.forgotten)} memory "
-        f"point{'' if len(removed.forgotten) == 1 else 's'} forgotten{kept}"
+        f"deleted {cid}: {counted(dropped, 'message')} from "
+        f"{counted(len(days_changed), 'daily log')}, "
+        f"{counted(len(removed.forgotten), 'memory point')} forgotten{kept}"
     )
     return EXIT_OK
 
@@ -254,9 +254,8 @@ def ask_before_delete(info: ConversationInfo, title: str) -> int | None:
         return _no_terminal(cid)
     days = len(info.days)
     question = (
-        f"Delete conversation {cid} ({title!r}): {info.messages} "
-        f"message{'' if info.messages == 1 else 's'} on "
-        f"{days} day{'' if days == 1 else 's'} and its unpinned memory points? [y/N] "
+        f"Delete conversation {cid} ({title!r}): {counted(info.messages, 'message')} on "
+        f"{counted(days, 'day')} and its unpinned memory points? [y/N] "
     )
     sys.stderr.write(for_terminal(question))
     sys.stderr.flush()

@@ -9,6 +9,7 @@ from typing import Any
 
 from agent.gateway_errors import EXIT_OK
 from agent.settings import Settings
+from tui.display_text import counted
 
 
 async def status(settings: Settings, *, as_json: bool) -> int:
@@ -123,11 +124,6 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     )
     print(f"context    {context_line(memory['context'], context_notes)}")
     return EXIT_OK
-
-
-def counted(count: int, noun: str) -> str:
-    """`1 point`, `2 points`, `0 points`: a count and its noun as a reader says them."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _missing_json(settings: Settings, pulled: tuple[str, ...] | None) -> list[Any] | None:

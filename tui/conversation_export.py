@@ -15,6 +15,7 @@ from store.clock import format_instant
 from store.daily_log import LogMessage
 from tui.cli_output import EXIT_UNEXPECTED, fail, for_terminal
 from tui.conversation_index import ConversationInfo
+from tui.display_text import counted
 
 FORMATS = ("md", "json")
 
@@ -97,7 +98,7 @@ def export_to(
             f"cannot write {path}: {error.strerror or error}",
             EXIT_UNEXPECTED if full else EXIT_USAGE,
         )
-    count = f"{len(messages)} message{'' if len(messages) == 1 else 's'}"
+    count = counted(len(messages), "message")
     print(for_terminal(f"exported {info.conversation_id} to {path} ({count})"))
     return EXIT_OK
 

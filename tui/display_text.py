@@ -1,7 +1,8 @@
 """Text that is safe to draw: a memory, a log or a reply can hold terminal control
 characters (ESC sequences that clear the screen, retitle the window or write the clipboard
 with OSC 52). Textual passes them through to the terminal, so everything the TUI shows from
-the store, the logs or the model goes through `printable` first."""
+the store, the logs or the model goes through `printable` first. (`counted`: a count and its
+noun, for the CLI and the screens alike.)"""
 
 from __future__ import annotations
 
@@ -59,3 +60,8 @@ def point_line(text: str, role: str) -> str:
         if heading is not None:
             return f"{lines[0]} > {heading.group(1)}"
     return lines[0]
+
+
+def counted(count: int, noun: str) -> str:
+    """`1 point`, `2 points`, `0 points`: a count and its noun as a reader says them."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

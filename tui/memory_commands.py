@@ -116,7 +116,7 @@ async def _memstatus(memory: TurnMemory, notice: Notice) -> None:
     status = await asyncio.to_thread(memory.store.status)
     points, index = status["points"], status["index"]
     skips = ", ".join(f"{rule} {count}" for rule, count in status["skips"].items()) or "none"
-    from tui.cli_status import counted
+    from tui.display_text import counted
 
     await notice(
         f"Memory: {counted(points['total'], 'point')} ({points['pinned']} pinned, "

@@ -25,6 +25,7 @@ from textual.coordinate import Coordinate
 from textual.timer import Timer
 from textual.widgets import DataTable, Static
 
+from tui.display_text import counted
 from tui.screens.browser_filter import BrowserFilter
 from tui.screens.browser_loading import (
     LoadFailed,
@@ -244,8 +245,7 @@ class BrowserList(MemoryScreen[None]):
     def _show_title(self) -> None:
         parts = [self.TITLE_TEXT]
         if self.query_text:
-            hits = len(self.rows)
-            parts.append(f"search “{self.query_text}”: {hits} hit{'' if hits == 1 else 's'}")
+            parts.append(f"search “{self.query_text}”: {counted(len(self.rows), 'hit')}")
         elif self.total is not None:
             parts.append(f"{self.total:,} point{'' if self.total == 1 else 's'}, newest first")
         elif self.fetching:

@@ -13,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from tui.display_text import counted
 from tui.widgets.recalled_hits import RecalledHits, RecalledLine
 
 
@@ -217,8 +218,7 @@ def summary_text(state: SidebarState) -> Text:
         text.append(f" · {state.context}", style=_HEADROOM_STYLES[state.context_headroom])
     counts, _, pending = state.facts_line.partition("·")
     active = counts.split(",")[0].replace("active", "").strip()
-    plural = "" if active == "1" else "s"
-    text.append(f" · {active} fact{plural}" if active.isdigit() else " · facts …")
+    text.append(f" · {counted(int(active), 'fact')}" if active.isdigit() else " · facts …")
     waiting = pending.replace("pending", "").strip()
     if waiting.isdigit() and int(waiting):
         text.append(f", {waiting} pending", style="yellow")
