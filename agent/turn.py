@@ -262,11 +262,9 @@ class TurnEngine:
                     answered=bool(reply.strip()),
                     thought_chars=thought_chars,
                 )
-                # Stopped at its length limit: logged cut off, the limit named (a thinking
-                # model's empty answer is not a complete one).
-                stopped = done.done_reason == "length"
+                # Stopped at its length limit: logged cut off, with the line that names it.
                 complete: tuple[MessageStatus, str | None] = (
-                    ("cut_off", ended) if stopped else ("complete", None)
+                    ("cut_off", ended) if done.done_reason == "length" else ("complete", None)
                 )
                 outcome = complete
                 await asyncio.to_thread(self._log_reply, reply, conversation_id, model, complete)

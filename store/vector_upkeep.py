@@ -315,8 +315,9 @@ class VectorKeeper:
         if index.state != "in_sync":
             return {"state": index.state, "added": 0, "removed": 0, "saved": False}
         # a rebuild since the last upkeep (at the open: a missing or foreign file) is named once
-        rebuilt = index.reason if index.reason.startswith("rebuilt") else ""
-        rebuilt, self._rebuild_told = ("" if rebuilt == self._rebuild_told else rebuilt), rebuilt
+        reason = index.reason if index.reason.startswith("rebuilt") else ""
+        rebuilt = reason if reason != self._rebuild_told else ""
+        self._rebuild_told = reason
         dim = index.ndim
         ids = point_reads.vector_ids(self.db, self.embed_model, dim)
         report = index.reconcile(ids, lambda missing: self._vectors(missing, dim))
