@@ -105,20 +105,19 @@ class TurnMemory:
         if self.embed is None or not texts:
             self.embed_problem = "no embedder"
             return None, False
+        # Counted before it is sent, so a kill after Ollama got it cannot lose the count;
+        # taken back when it found no connection (a kill in between counts one too many).
+        await self._count_requests(1)
         try:
             vectors = await self.embed([stored_text(text) for text in texts])
         except EmbeddingFailed as named:  # fail-soft too, and named
             log.warning("embedding failed (%s): points wait for backfill", named)
             self.embed_problem = str(named)
-            await self._count_request(reached=named.reached)
-            return None, named.reached
+            return None, await self._reached(named.reached)
         except Exception as error:  # noqa: BLE001 - fail-soft: stored without vectors
             log.warning("embedding failed (%r): points wait for backfill", error)
             self.embed_problem = unnamed_embed_problem(error)
-            reached = not isinstance(error, ConnectionError)
-            await self._count_request(reached=reached)
-            return None, reached
-        await self._count_request(reached=True)
+            return None, await self._reached(not isinstance(error, ConnectionError))
         if len(vectors) != len(texts):
             self.embed_problem = "Ollama returned the wrong number of vectors"
             return None, True
@@ -138,11 +137,16 @@ class TurnMemory:
             checked.append(None if problem else vector)
         return checked, True
 
-    async def _count_request(self, *, reached: bool) -> None:
-        """Count an /api/embed request in `status`'s `embed_requests`: one that got to Ollama
-        (answered or refused by it), not one that found no connection."""
-        if reached:
-            await asyncio.to_thread(self.store.count_embed_requests, 1)
+    async def _count_requests(self, n: int) -> None:
+        """Add `n` to `status`'s `embed_requests`: /api/embed requests that got to Ollama
+        (answered or refused by it), not ones that found no connection."""
+        await asyncio.to_thread(self.store.count_embed_requests, n)
+
+    async def _reached(self, reached: bool) -> bool:
+        """`reached`, after taking back the count of a request that found no connection."""
+        if not reached:
+            await self._count_requests(-1)
+        return reached
 
     async def embed_one(self, text: str) -> list[float] | None:
         vectors = await self.embed_texts([text])

@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -618,6 +619,33 @@ def test_import_docs_report_counts_the_requests_that_reached_ollama(
     assert (report["added"], report["embed_requests"]) == (1, 0)
     standin.start()
     assert status(env)["embed_requests"] == 0
+
+
+def test_an_embedding_request_ollama_got_stays_counted_when_the_command_is_killed(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """`status`'s `embed_requests` counts what reached Ollama. A `remember` killed while
+    Ollama works on its embedding had made a request the counter lost: it was counted only
+    once the answer came (a crash test found it, one kill in some thousands)."""
+    standin.fail_next("delay", path=EMBED, seconds=20)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli", "remember", "the ferry leaves pier 4 at 06:10"],
+        env=env,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while embed_requests_seen(standin) == 0 and process.poll() is None:
+            assert time.monotonic() < deadline, "the embedding request never came"
+            time.sleep(0.02)
+    finally:
+        process.kill()
+        process.wait(timeout=TIMEOUT)
+    assert embed_requests_seen(standin) == 1
+    assert status(env)["embed_requests"] == 1
 
 
 def test_import_doc_is_idempotent_across_edits(
