@@ -82,7 +82,7 @@ async def test_f8_lists_models_with_capabilities_window_size_and_loaded_memory(
         }
         name, caps, window, size, loaded = table["llama3.2:latest"]
         assert "◆chat" in name and caps == "completion,tools" and window == "131,072"
-        assert size == "2.0 GB" and loaded.startswith("yes ") and "GB" in loaded
+        assert size == "2.0 GB" and loaded.endswith(" GB GPU")  # all of it in VRAM
         assert table["qwen3:8b"][1] == "completion,tools,thinking"
         assert table["qwen3:8b"][4] == "no"
         assert "◆embed" in table["nomic-embed-text:latest"][0]
@@ -325,3 +325,40 @@ async def test_the_dream_asks_the_model_switched_to(make_settings, srv: OllamaSt
         await pilot.press("enter")
         await wait_until(pilot, lambda: len(notices(app)) > before, what="the dream's end")
         assert [r["model"] for r in srv.chat_requests()] == ["qwen3:8b"]
+
+
+async def test_at_80_columns_the_capabilities_give_way_and_the_loaded_memory_shows_whole(
+    make_settings, srv: OllamaStandIn
+) -> None:
+    """A loaded model's memory read `yes 2.2 GB (2.2 GB VRAM)` and ran past an 80-column
+    terminal behind the long capabilities, cut without a mark. Now it is `… GB GPU`, and the
+    capabilities column is narrowed, its cells ending in `…`."""
+    app = StraylightApp(make_settings(ollama_host=srv.host, jobs_enabled=False))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.chat.ollama_status is not None, what="status")
+        await type_text(pilot, "hello")
+        await pilot.press("enter")  # llama3.2 serves a request: /api/ps lists it
+        await wait_until(pilot, lambda: not app.replying and bool(srv.chat_requests()))
+        screen = await open_models(pilot, app)
+        await pilot.pause()
+        loaded = rows(screen)["llama3.2:latest"][4]
+        assert loaded.endswith(" GB GPU")
+        table = screen.query_one(DataTable)
+        shown = [
+            "".join(segment.text for segment in table.render_line(y))
+            for y in range(table.size.height)
+        ]
+        llama = next(line for line in shown if "llama3.2:latest" in line)
+        assert loaded in llama
+        qwen = next(line for line in shown if "qwen3:8b" in line)
+        assert "completion,tools,thinking" not in qwen and "…" in qwen
+        assert all(len(line) <= 80 for line in shown)
+        await pilot.resize_terminal(120, 30)
+        await wait_until(
+            pilot,
+            lambda: any(
+                "completion,tools,thinking" in "".join(s.text for s in table.render_line(y))
+                for y in range(table.size.height)
+            ),
+            what="the capabilities whole at 120 columns",
+        )

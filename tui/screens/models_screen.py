@@ -22,19 +22,18 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import DataTable, Input, ProgressBar, Static
 
-from tui.display_text import printable
 from tui.screens.confirm_screen import ConfirmScreen
+from tui.screens.model_rows import COLUMNS, capabilities_width, model_cells
 from tui.screens.memory_screen import MemoryScreen
 
 if TYPE_CHECKING:
     from agent.model_catalog import ModelRecord
+    from textual.events import Resize
+
     from tui.app import StraylightApp
     from tui.model_pulls import PullState
 
 log = logging.getLogger("straylight.tui")
-
-GIB = 2**30
-
 
 @dataclass(frozen=True, slots=True)
 class ModelChoice:
@@ -42,47 +41,6 @@ class ModelChoice:
 
     role: Literal["chat", "embedding"]
     name: str
-
-
-def size_text(size: int | None) -> str:
-    """Bytes as `2.0 GB` (decimal, like `ollama list`); `-` when unknown."""
-    from tui.cli_models import human_bytes
-
-    return "-" if size is None else human_bytes(size)
-
-
-def loaded_text(record: ModelRecord) -> str:
-    """`yes 3.2 GB` (its memory from /api/ps, `(1.1 GB VRAM)` when on a GPU), `no`, or `-`."""
-    if record.loaded is None:
-        return "-"
-    if not record.loaded or record.running is None:
-        return "no"
-    text = f"yes {size_text(record.running.size)}"
-    if record.running.size_vram:
-        text += f" ({size_text(record.running.size_vram)} VRAM)"
-    return text
-
-
-def model_cells(record: ModelRecord, *, chat: str, embed: str) -> tuple[Text, ...]:
-    """One row: name (marked when it is the chat or embedding model in use), capabilities,
-    context window, size on disk, loaded and its memory."""
-    from memory.model_names import normalise_name
-
-    name = Text(printable(record.name))
-    key = normalise_name(record.name)
-    if key == normalise_name(chat):
-        name.append(" ◆chat", style="bold green")
-    if key == normalise_name(embed):
-        name.append(" ◆embed", style="bold cyan")
-    capabilities = "-" if record.capabilities is None else ",".join(record.capabilities) or "-"
-    window = "-" if record.context_length is None else f"{record.context_length:,}"
-    return (
-        name,
-        Text(capabilities),
-        Text(window, justify="right"),
-        Text(size_text(record.size), justify="right"),
-        Text(loaded_text(record), style="green" if record.loaded else ""),
-    )
 
 
 @dataclass
@@ -161,7 +119,7 @@ class ModelsScreen(MemoryScreen[ModelChoice | None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("model", "capabilities", "context", "size", "loaded")
+        table.add_columns(*COLUMNS)
         self.query_one(ProgressBar).display = False
         self.say("Reading the models from Ollama…")
         pulls = self.straylight.model_pulls
@@ -211,13 +169,21 @@ class ModelsScreen(MemoryScreen[ModelChoice | None]):
     def _fill_table(self) -> None:
         table: DataTable[Text] = self.query_one(DataTable)
         row = table.cursor_row
-        table.clear()
         chat = self.straylight.chat.model
         embed = self.straylight.settings.memory.embed_model
-        for record in self.records:
-            table.add_row(*model_cells(record, chat=chat, embed=embed), key=record.name)
+        rows = [model_cells(record, chat=chat, embed=embed) for record in self.records]
+        table.clear(columns=True)
+        narrowed = capabilities_width(rows, table.scrollable_content_region.width)
+        for heading in COLUMNS:
+            table.add_column(heading, width=narrowed if heading == "capabilities" else None)
+        for record, cells in zip(self.records, rows, strict=True):
+            table.add_row(*cells, key=record.name)
         if self.records:
             table.move_cursor(row=min(max(row, 0), len(self.records) - 1))
+
+    def on_resize(self, _event: Resize) -> None:
+        if self.records:  # the capabilities column gives way to fit the new width
+            self.call_after_refresh(self._fill_table)
 
     def action_reload(self) -> None:
         self.say("Reading the models from Ollama…")
