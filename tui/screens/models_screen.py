@@ -23,13 +23,13 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, ProgressBar, Static
 
 from tui.screens.confirm_screen import ConfirmScreen
-from tui.screens.model_rows import COLUMNS, capabilities_width, model_cells
 from tui.screens.memory_screen import MemoryScreen
+from tui.screens.model_rows import COLUMNS, capabilities_width, model_cells
 
 if TYPE_CHECKING:
-    from agent.model_catalog import ModelRecord
     from textual.events import Resize
 
+    from agent.model_catalog import ModelRecord
     from tui.app import StraylightApp
     from tui.model_pulls import PullState
 
