@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("straylight.tui")
 
+
 @dataclass(frozen=True, slots=True)
 class ModelChoice:
     """What the screen closed with: use `name` as the chat or the embedding model."""
