@@ -216,10 +216,11 @@ class FactDrawer:
         found = self.store.by_key(normalise_key(key), self.workspace)
         return [f for f in found if wanted is None or f.scope == wanted]
 
-    def has_key(self, key: str) -> bool:
-        """Whether a fact with this key is visible here, whatever its status (a `retire`
-        that found nothing to retire: already retired, or no such fact)."""
-        return bool(self._with_key(key, None))
+    def has_key(self, key: str, scope: str | None = None) -> bool:
+        """Whether a fact with this key (of `scope`, when given) is visible here, whatever
+        its status (a `retire` that found nothing to retire: already retired, or no such
+        fact)."""
+        return bool(self._with_key(key, scope))
 
     def retire(
         self, key: str, *, reason: str = USER_RETIRE_REASON, scope: str | None = None
@@ -261,14 +262,14 @@ class FactDrawer:
             if (v.fact.get("scope"), v.fact.get("workspace")) == (fact.scope, fact.workspace)
         ]
 
-    def undo(self, key: str) -> Fact | None:
-        """Undo the last write of this key (the workspace one, else the global one): the
-        version written before it comes back (undo again to go further back); a first write
-        is removed. Status and confidence changes (decay, revive, boost) are not writes, but
-        the user's retirement is undone when it was the last thing done to the fact: it is
-        active again (a retire by mistake does not cost the fact).
+    def undo(self, key: str, *, scope: str | None = None) -> Fact | None:
+        """Undo the last write of this key (the workspace one, else the global one; `scope`
+        picks one): the version written before it comes back (undo again to go further
+        back); a first write is removed. Status and confidence changes (decay, revive,
+        boost) are not writes, but the user's retirement is undone when it was the last
+        thing done to the fact: it is active again (a retire by mistake does not cost it).
         None if the fact was removed or there is nothing to undo."""
-        found = self._with_key(key, None)
+        found = self._with_key(key, scope)
         if not found:
             return None
         fact = found[0]

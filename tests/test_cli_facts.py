@@ -86,6 +86,32 @@ def test_overwrite_history_and_undo(tmp_path: Path, standin: OllamaStandIn) -> N
     assert undone["restored"]["body"] == "Staging runs Postgres 15."
 
 
+def test_scope_picks_the_global_fact_when_the_workspace_has_one_with_the_same_key(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """A workspace fact and a global fact share a key: `retire` and `undo` took the
+    workspace one, and nothing reached the global one while the workspace one lived."""
+    env = env_for(tmp_path, standin)
+    for scope, body in (("global", "Use ruff for lint."), ("workspace", "Use flake8 here.")):
+        setting = ("facts", "set", "rule:lint", "--type", "rule", "--body", body)
+        assert_ok(run_cli(env, *setting, "--scope", scope))
+    retired = json_of(env, "facts", "retire", "rule:lint", "--scope", "global")
+    assert (retired["scope"], retired["status"]) == ("global", "retired")
+    live = {f["scope"]: f["status"] for f in json_of(env, "facts", "list", "--status", "all")}
+    assert live == {"global": "retired", "workspace": "active"}
+    again = run_cli(env, "facts", "retire", "rule:lint", "--scope", "global")
+    assert_one_line(again, 1, "'rule:lint' (global) is already retired")
+    assert json_of(env, "facts", "retire", "rule:lint")["scope"] == "workspace"
+    # both retired: undo brings back the one asked for, not always the workspace one
+    undone = json_of(env, "facts", "undo", "rule:lint", "--scope", "global")
+    assert (undone["restored"]["scope"], undone["restored"]["status"]) == ("global", "active")
+    assert json_of(env, "facts", "get", "rule:lint")["body"] == "Use ruff for lint."
+    other = env_for(tmp_path / "other", standin)
+    assert_ok(run_cli(other, "facts", "set", "rule:fmt", "--type", "rule", "--body", "Black."))
+    missing = run_cli(other, "facts", "retire", "rule:fmt", "--scope", "global")
+    assert_one_line(missing, 1, "no fact 'rule:fmt' (global)")
+
+
 def test_requires_given_twice_keeps_every_key(tmp_path: Path, standin: OllamaStandIn) -> None:
     """`--requires KEY …` as one list or as the flag repeated: every key is kept (the second
     flag used to replace the first's keys without a word)."""

@@ -185,9 +185,9 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
             text = "\n".join(fact_line(f) for f in found)
             exists = bool(found)
         elif action == "retire":
-            found = drawer.retire(key)
-            if not found and drawer.has_key(key):  # all retired
-                return fail(f"fact {args.key!r} is already retired", EXIT_NOT_FOUND)
+            found = drawer.retire(key, scope=args.scope)
+            if not found and drawer.has_key(key, args.scope):  # all retired
+                return fail(f"fact {_named(args)} is already retired", EXIT_NOT_FOUND)
             data = fact_json(found[0]) if found else None
             text = f"retired {fact_line(found[0])}" if found else ""
             exists = bool(found)
@@ -203,17 +203,23 @@ def _facts(args: argparse.Namespace, settings: Settings) -> int:
             )
             exists = bool(versions)
         else:  # undo
-            exists = drawer.has_key(key)
-            restored = drawer.undo(key) if exists else None
+            exists = drawer.has_key(key, args.scope)
+            restored = drawer.undo(key, scope=args.scope) if exists else None
             data = {"key": key, "restored": fact_json(restored) if restored else None}
             text = f"restored {fact_line(restored)}" if restored else f"removed {key}"
     if not exists:
-        return fail(f"no fact {args.key!r}", EXIT_NOT_FOUND)
+        return fail(f"no fact {_named(args)}", EXIT_NOT_FOUND)
     if args.json:
         print_json(data)
     else:
         print(text)
     return EXIT_OK
+
+
+def _named(args: argparse.Namespace) -> str:
+    """The key as the user typed it, and the scope when `--scope` picked one."""
+    scope = getattr(args, "scope", None)
+    return f"{args.key!r}" + (f" ({scope})" if scope else "")
 
 
 def _candidates(args: argparse.Namespace, settings: Settings) -> int:

@@ -251,9 +251,19 @@ def _fact_commands(commands: Any) -> None:
     fact_list.add_argument(
         "--all-workspaces", action="store_true", help="facts of every workspace, each named"
     )
-    leaf(actions, "retire", "retire a fact").add_argument("key", metavar="KEY")
+    for name, help_text in (
+        ("retire", "retire a fact"),
+        ("undo", "undo the last write of a key"),
+    ):
+        picked = leaf(actions, name, help_text)
+        picked.add_argument("key", metavar="KEY")
+        picked.add_argument(
+            "--scope",
+            choices=("workspace", "global"),
+            help="the fact of this scope, when the workspace and the global facts share the "
+            "key (default: the workspace one, else the global one)",
+        )
     leaf(actions, "history", "every version of a key").add_argument("key", metavar="KEY")
-    leaf(actions, "undo", "undo the last write of a key").add_argument("key", metavar="KEY")
 
     candidates = commands.add_parser(
         "candidates", allow_abbrev=False, help="facts waiting for approval"
