@@ -286,15 +286,15 @@ def test_terminal_progress_shows_bytes_percent_and_rate() -> None:
         bar.update(PullProgress("pulling abc", "sha256:abc", 1_000_000_000, done or None))
     bar.close()
     last = out.getvalue().split("\r")[-1]
-    assert "50%" in last and "500.0 MB / 1.0 GB" in last and "250.0 MB/s" in last
+    assert "50%" in last and "500 MB / 1 GB" in last and "250 MB/s" in last
     assert out.getvalue().endswith("\n")
 
 
-@pytest.mark.parametrize("columns", [80, 60])
+@pytest.mark.parametrize("columns", [80, 56])
 def test_terminal_progress_keeps_the_rate_on_a_narrow_terminal(
     monkeypatch: pytest.MonkeyPatch, columns: int
 ) -> None:
-    """An 80-column terminal sees the whole line, rate included: the bar gets shorter (on 60
+    """An 80-column terminal sees the whole line, rate included: the bar gets shorter (on 56
     columns it goes), not the numbers."""
     monkeypatch.setenv("COLUMNS", str(columns))
     times = iter([0.0, 1.0, 2.0])
@@ -305,7 +305,7 @@ def test_terminal_progress_keeps_the_rate_on_a_narrow_terminal(
         bar.update(PullProgress(status, "sha256:1c95740fff95", 4_733_363_377, done or None))
     last = out.getvalue().split("\r")[-1]
     assert len(last) <= columns - 1
-    assert "18%" in last and "852.3 MB / 4.7 GB" in last and "426.1 MB/s" in last
+    assert "18%" in last and "852 MB / 4.7 GB" in last and "426 MB/s" in last
     assert ("░" in last) is (columns >= 80)  # the bar, where it fits
 
 
@@ -319,15 +319,21 @@ def test_pipe_progress_prints_each_status_once() -> None:
         PullProgress("success"),
     ):
         lines.update(progress)
-    assert out.getvalue() == "pulling manifest\npulling abc (2.0 kB)\nsuccess\n"
+    assert out.getvalue() == "pulling manifest\npulling abc (2 kB)\nsuccess\n"
 
 
-def test_human_bytes_uses_decimal_units() -> None:
-    assert [human_bytes(n) for n in (96, 1_429, 350_000_000, 2_019_393_189)] == [
+def test_human_bytes_uses_decimal_units_as_ollama_list_does() -> None:
+    """One decimal below 10 of a unit, none from 10 on (`ollama list`: `274 MB`, `2.0 GB`);
+    it said `274.3 MB`, two columns more in the models screen's table."""
+    sizes = (96, 1_429, 274_302_450, 350_000_000, 2_019_393_189, 2 * 10**9, 12_300_000_000)
+    assert [human_bytes(n) for n in sizes] == [
         "96 B",
         "1.4 kB",
-        "350.0 MB",
+        "274 MB",
+        "350 MB",
         "2.0 GB",
+        "2 GB",
+        "12 GB",
     ]
 
 

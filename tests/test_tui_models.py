@@ -327,12 +327,23 @@ async def test_the_dream_asks_the_model_switched_to(make_settings, srv: OllamaSt
         assert [r["model"] for r in srv.chat_requests()] == ["qwen3:8b"]
 
 
+def shown_lines(table: DataTable) -> list[str]:
+    """The table's lines as the terminal shows them."""
+    return [
+        "".join(segment.text for segment in table.render_line(y)) for y in range(table.size.height)
+    ]
+
+
+def shown_row(table: DataTable, name: str) -> str:
+    return next(line for line in shown_lines(table) if name in line)
+
+
 async def test_at_80_columns_the_capabilities_give_way_and_the_loaded_memory_shows_whole(
     make_settings, srv: OllamaStandIn
 ) -> None:
     """A loaded model's memory read `yes 2.2 GB (2.2 GB VRAM)` and ran past an 80-column
     terminal behind the long capabilities, cut without a mark. Now it is `… GB GPU`, and the
-    capabilities column is narrowed, its cells ending in `…`."""
+    capabilities column gives way: `completion` left out first, then cut with `…`."""
     app = StraylightApp(make_settings(ollama_host=srv.host, jobs_enabled=False))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: app.chat.ollama_status is not None, what="status")
@@ -344,21 +355,18 @@ async def test_at_80_columns_the_capabilities_give_way_and_the_loaded_memory_sho
         loaded = rows(screen)["llama3.2:latest"][4]
         assert loaded.endswith(" GB GPU")
         table = screen.query_one(DataTable)
-        shown = [
-            "".join(segment.text for segment in table.render_line(y))
-            for y in range(table.size.height)
-        ]
-        llama = next(line for line in shown if "llama3.2:latest" in line)
-        assert loaded in llama
-        qwen = next(line for line in shown if "qwen3:8b" in line)
-        assert "completion,tools,thinking" not in qwen and "…" in qwen
-        assert all(len(line) <= 80 for line in shown)
+        assert loaded in shown_row(table, "llama3.2:latest")
+        qwen = shown_row(table, "qwen3:8b")
+        assert "tools,thinking" in qwen and "completion" not in qwen
+        assert all(len(line) <= 80 for line in shown_lines(table))
+        await pilot.resize_terminal(76, 24)
+        await wait_until(
+            pilot, lambda: "…" in shown_row(table, "qwen3:8b"), what="cut at 76 columns"
+        )
+        assert loaded in shown_row(table, "llama3.2:latest")
         await pilot.resize_terminal(120, 30)
         await wait_until(
             pilot,
-            lambda: any(
-                "completion,tools,thinking" in "".join(s.text for s in table.render_line(y))
-                for y in range(table.size.height)
-            ),
+            lambda: "completion,tools,thinking" in shown_row(table, "qwen3:8b"),
             what="the capabilities whole at 120 columns",
         )

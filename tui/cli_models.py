@@ -111,12 +111,16 @@ def print_table(records: list[ModelRecord]) -> None:
 
 
 def human_bytes(count: float) -> str:
-    """Decimal units like Ollama prints them: 96 B, 1.4 kB, 350 MB, 2.0 GB."""
-    for unit in ("B", "kB", "MB", "GB"):
-        if abs(count) < 1000:
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1000
-    return f"{count:.1f} TB"
+    """Decimal units as Ollama prints them (`ollama list`, a pull's progress): 96 B,
+    1.4 kB, 274 MB, 2.0 GB, 12 GB — one decimal below 10 of a unit, none from 10 on."""
+    value = float(count)
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(value) < 1000 or unit == "TB":
+            break
+        value /= 1000
+    if unit == "B" or abs(value) >= 10 or value == int(value):
+        return f"{int(value)} {unit}"
+    return f"{value:.1f} {unit}"
 
 
 class PipeProgress:

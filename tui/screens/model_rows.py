@@ -2,8 +2,9 @@
 
 The capabilities column is the one that gives way: a row such as `completion,vision,tools,
 thinking` beside a long name pushes `loaded` past an 80-column terminal, where a DataTable
-would cut it without a mark. When the natural widths do not fit, that column is narrowed
-and its cells end in `…`; the name, window, size and loaded memory stay whole.
+would cut it without a mark. When the natural widths do not fit, `completion` (which every
+chat model has) is left out of the column, and when that is not enough the column is
+narrowed and its cells end in `…`; the name, window, size and loaded memory stay whole.
 """
 
 from __future__ import annotations
@@ -50,9 +51,21 @@ def loaded_text(record: ModelRecord) -> str:
     return f"{text} {max(1, min(99, round(100 * vram / running.size)))}% GPU"
 
 
-def model_cells(record: ModelRecord, *, chat: str, embed: str) -> tuple[Text, ...]:
-    """One row: name (marked when it is the chat or embedding model in use), capabilities,
-    context window, size on disk, loaded and its memory."""
+def capabilities_text(capabilities: tuple[str, ...] | None, *, short: bool = False) -> str:
+    """Ollama's capabilities, comma-joined; `short` leaves out `completion` beside others
+    (`tools,thinking` for `completion,tools,thinking`); `-` when Ollama listed none."""
+    if not capabilities:
+        return "-"
+    shown = [c for c in capabilities if c != "completion"] if short else list(capabilities)
+    return ",".join(shown or capabilities)
+
+
+def model_cells(
+    record: ModelRecord, *, chat: str, embed: str, short: bool = False
+) -> tuple[Text, ...]:
+    """One row: name (marked when it is the chat or embedding model in use), capabilities
+    (`short`: see `capabilities_text`), context window, size on disk, loaded and its
+    memory."""
     from memory.model_names import normalise_name
 
     name = Text(printable(record.name))
@@ -61,7 +74,7 @@ def model_cells(record: ModelRecord, *, chat: str, embed: str) -> tuple[Text, ..
         name.append(" ◆chat", style="bold green")
     if key == normalise_name(embed):
         name.append(" ◆embed", style="bold cyan")
-    capabilities = "-" if record.capabilities is None else ",".join(record.capabilities) or "-"
+    capabilities = capabilities_text(record.capabilities, short=short)
     window = "-" if record.context_length is None else f"{record.context_length:,}"
     return (
         name,

@@ -172,9 +172,13 @@ class ModelsScreen(MemoryScreen[ModelChoice | None]):
         row = table.cursor_row
         chat = self.straylight.chat.model
         embed = self.straylight.settings.memory.embed_model
+        width = table.scrollable_content_region.width
         rows = [model_cells(record, chat=chat, embed=embed) for record in self.records]
+        narrowed = capabilities_width(rows, width)
+        if narrowed is not None:  # too wide: first without `completion`, then cut with …
+            rows = [model_cells(r, chat=chat, embed=embed, short=True) for r in self.records]
+            narrowed = capabilities_width(rows, width)
         table.clear(columns=True)
-        narrowed = capabilities_width(rows, table.scrollable_content_region.width)
         for heading in COLUMNS:
             table.add_column(heading, width=narrowed if heading == "capabilities" else None)
         for record, cells in zip(self.records, rows, strict=True):
