@@ -9,6 +9,7 @@ from typing import Any
 
 from agent.gateway_errors import EXIT_OK
 from agent.settings import Settings
+from tui.cli_output import one_line
 from tui.display_text import counted
 
 
@@ -69,7 +70,8 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     if as_json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
         return EXIT_OK
-    down = f"{ollama.state}: {ollama.error}"  # offline, or error: answered but failed
+    # offline, or error: answered but failed (Ollama's words: one line, no ESC sequence)
+    down = f"{ollama.state}: {one_line(ollama.error or '')}"
     state = f"online, Ollama {ollama.version}" if ollama.reachable else down
     print(f"data dir   {settings.home}")
     print(f"ollama     {ollama.host} ({state})")

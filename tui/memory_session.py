@@ -27,6 +27,7 @@ from memory.fact_drawer import FactDrawer
 from memory.memory_store import MemoryStore
 from memory.turn_memory import TurnMemory
 from store.data_dir_lock import DataDirLock, held_here
+from tui.cli_output import one_line
 
 
 @dataclass
@@ -64,7 +65,8 @@ def embedder_for(gateway: OllamaGateway, model: str):  # noqa: ANN201 - an Embed
             ) from slow
         except GatewayError as named:  # a model not pulled, Ollama down…: its own line
             reached = not isinstance(named, OllamaUnreachable)
-            raise EmbeddingFailed(str(named), reached=reached) from named
+            # Ollama's own words, repeated by every note: one line, no ESC sequence
+            raise EmbeddingFailed(one_line(str(named)), reached=reached) from named
 
     return embed
 

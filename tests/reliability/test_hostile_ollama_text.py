@@ -1,0 +1,73 @@
+"""Issue 7, parts 3 and 4: what Ollama says is hostile input too. An error message from
+Ollama (an HTTP error body, an `{"error": …}` line) can hold a line break or an ESC sequence
+that retitles the window, clears the screen or writes the clipboard. README (exit codes):
+errors are one line, an ESC or a line break shown as `␛`, `␊`; the notes an embedding
+failure leaves (`ask`, `remember`, `recall`, `import-doc`) and `status`'s Ollama line repeat
+Ollama's message, so they show it the same way, whether or not the output is a terminal.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.reliability import fault_support
+from tests.reliability.fault_support import Workspace, assert_ok
+
+seeded_template = fault_support.seeded_template
+world = fault_support.world
+
+HOSTILE = "boom \x1b]0;PWNED\x07\x1b[2J\x1b]52;c;aGk=\x07\nsecond line"
+SHOWN = "boom ␛]0;PWNED␇␛[2J␛]52;c;aGk=␇"
+
+
+def _embed_fails(w: Workspace) -> None:
+    w.standin.fail_next("status", status=500, message=HOSTILE, count=None, path="/api/embed")
+
+
+def _assert_shown_as_symbols(text: str) -> None:
+    assert "\x1b" not in text and "\x07" not in text, text
+    assert SHOWN in text and "second line" in text, text
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("ask", "what do we know about the staging cluster?"),
+        ("recall", "staging cluster"),
+    ],
+    ids=["ask", "recall"],
+)
+def test_an_embedding_error_note_shows_control_characters_as_symbols(
+    world: Workspace, args: tuple[str, ...]
+) -> None:
+    _embed_fails(world)
+    proc = world.run(*args)
+    assert_ok(proc)
+    note = [line for line in proc.stderr.splitlines() if line.startswith("straylight: note:")]
+    assert len(note) == 1, proc.stderr
+    _assert_shown_as_symbols(note[0])
+
+
+def test_remember_and_import_doc_name_the_embedding_error_in_one_clean_line(
+    world: Workspace, tmp_path: Path
+) -> None:
+    _embed_fails(world)
+    remembered = world.run("remember", "the staging cluster runs on three nodes")
+    assert_ok(remembered)
+    assert len(remembered.stdout.splitlines()) == 1, remembered.stdout
+    _assert_shown_as_symbols(remembered.stdout)
+    doc = tmp_path / "doc.md"
+    doc.write_text("# Runbook\n\n## Deploy\nrun just deploy-blue\n", encoding="utf-8")
+    imported = world.run("import-doc", str(doc))
+    assert_ok(imported)
+    _assert_shown_as_symbols(imported.stderr)
+
+
+def test_status_shows_an_ollama_error_on_one_clean_line(world: Workspace) -> None:
+    world.standin.fail_next("status", status=500, message=HOSTILE, count=None, path="/api/tags")
+    proc = world.run("status")
+    assert_ok(proc)
+    line = next(line for line in proc.stdout.splitlines() if line.startswith("ollama "))
+    _assert_shown_as_symbols(line)
