@@ -22,15 +22,15 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agent.gateway_errors import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, Settings
 from store.daily_log import DailyLog
-from tui.cli_output import fail, for_terminal, print_json
+from tui.cli_output import PROG, fail, for_terminal, one_line, print_json
 from tui.conversation_export import FORMATS, export_to
 from tui.conversation_index import (
     ConversationInfo,
@@ -43,6 +43,7 @@ from tui.conversation_index import (
 from tui.display_text import counted
 
 EXIT_DECLINED = 1
+_T = TypeVar("_T")
 
 
 def register(commands: Any, common: Any, parser_class: type) -> None:
@@ -94,8 +95,7 @@ async def _main(args: Any, settings: Settings) -> int:
     daily_log = DailyLog(settings.home / "conversation")
     action = args.action or "list"
     if action == "list":
-        async with _notes(settings, create=False) as notes:
-            titles = _titles(notes)
+        titles = await _read_notes(settings, _titles) or {}
         return _print_list(list_conversations(daily_log, titles), as_json=args.json)
     if args.json:  # given before the action: only the list prints JSON
         return fail(
@@ -116,8 +116,7 @@ async def _main(args: Any, settings: Settings) -> int:
         print(for_terminal(f"renamed {conversation_id}: {title}"))
         return EXIT_OK
     if action == "export":
-        async with _notes(settings, create=False) as notes:
-            record = notes.get(conversation_id) if notes is not None else None
+        record = await _read_notes(settings, lambda notes: notes.get(conversation_id))
         title = (record.title if record else None) or found.title
         system = record.system_prompt if record else None
         messages = load_conversation(daily_log, conversation_id, found.days)
@@ -165,9 +164,23 @@ async def _notes(settings: Settings, *, create: bool) -> AsyncIterator[Any]:
         await gateway.aclose()
 
 
+async def _read_notes(settings: Settings, read: Callable[[Any], _T]) -> _T | None:
+    """`read(notes)` of the data dir's conversation notes (set titles, system prompts); None
+    when there are none, or, with one warning line, when the database is damaged: the
+    conversations are in the daily logs, so they are still listed and exported, as `history`
+    still reads them."""
+    from store.database_errors import CorruptDatabase
+
+    try:
+        async with _notes(settings, create=False) as notes:
+            return read(notes) if notes is not None else None
+    except CorruptDatabase as damaged:
+        warning = f"{damaged}; set titles and system prompts are left out"
+        print(f"{PROG}: warning: {one_line(warning)}", file=sys.stderr)
+        return None
+
+
 def _titles(notes: Any) -> dict[str, str]:
-    if notes is None:
-        return {}
     return {cid: record.title for cid, record in notes.all().items() if record.title}
 
 
