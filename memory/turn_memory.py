@@ -161,12 +161,15 @@ class TurnMemory:
     async def _timed_query_vector(self, query: str) -> tuple[list[float] | None, bool]:
         """`embed_query`'s vector, and whether it was given up for lateness."""
         try:
-            return await asyncio.wait_for(self.embed_one(query), QUERY_EMBED_SECONDS), False
+            vector = await asyncio.wait_for(self.embed_one(query), QUERY_EMBED_SECONDS)
         except TimeoutError:
             self.embed_problem = (
                 f"Ollama did not answer the query embedding within {QUERY_EMBED_SECONDS:g} s"
             )
             return None, True
+        # A vector with a problem named (another dimension than the index's) is none: the
+        # search goes by words, and the note says why.
+        return (vector if self.embed_problem is None else None), False
 
     async def recall_for_turn(
         self, query: str, *, exclude_contents: Sequence[str], context: str = ""

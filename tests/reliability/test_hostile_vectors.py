@@ -87,6 +87,20 @@ def test_recall_names_a_nan_query_vector_not_an_unreachable_ollama(world: Worksp
     assert "unreachable" not in proc.stderr
 
 
+def test_recall_names_a_query_vector_of_another_dimension(world: Workspace) -> None:
+    """A query vector the index cannot use (3 numbers against 768) is no query vector: the
+    search goes on by words, and the note says why, as it does for a NaN vector."""
+    assert_ok(world.run("remember", NOTE))
+    world.standin.fail_next("embed_dim", dim=3, count=None, path="/api/embed")
+    proc = world.run("recall", "spare key garden shed")
+    assert_ok(proc)
+    assert NOTE in proc.stdout
+    assert proc.stderr == (
+        "straylight: note: no query vector (nomic-embed-text now gives vectors of 3 numbers, "
+        "the memory holds 768; `straylight jobs run backfill` re-embeds): words only\n"
+    )
+
+
 def test_absurd_components_never_put_nan_scores_into_recall(world: Workspace) -> None:
     assert_ok(world.run("remember", NOTE))
     world.standin.embedder = huge_embedder
