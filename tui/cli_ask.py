@@ -20,6 +20,7 @@ from agent.settings import Settings
 from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, for_terminal
 
 if TYPE_CHECKING:
+    from agent.turn import TurnEngine
     from tui.stop_signals import StopSignals
 
 log = logging.getLogger("straylight.cli")
@@ -196,8 +197,7 @@ async def _ask(
                 continue
             thinking.close()
             if isinstance(event, ReplyDelta):
-                sys.stdout.write(for_terminal(event.text))
-                sys.stdout.flush()
+                _write_reply(engine, event.text)
                 wrote_text = True
             elif isinstance(event, ReplyFinished):
                 code = EXIT_OK
@@ -278,6 +278,17 @@ PRECHECK_SECONDS = 0.5
 """How long `ask` waits for /api/show before the turn to learn whether the model can chat;
 longer, it does not know and the turn runs (and names any problem). A stalled server is
 then reported at the turn's timeout plus at most this, not plus the metadata timeout."""
+
+
+def _write_reply(engine: TurnEngine, text: str) -> None:
+    """A piece of the reply on stdout; a reader that went away (`ask … | head`, exit 141)
+    ends the turn, and the log's cancelled reply says so rather than blaming the user."""
+    try:
+        sys.stdout.write(for_terminal(text))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        engine.stop_reason = "the reader of the output went away"
+        raise
 
 
 async def chat_model_refusal(gateway: Any, model: str) -> str | None:

@@ -265,3 +265,32 @@ async def test_a_signal_after_the_reply_is_logged_does_not_cut_the_save_short() 
     stop._stop(signal.SIGTERM)
     await asyncio.sleep(0)  # a cancellation would be delivered here
     assert stop.received == signal.SIGTERM and not task.cancelling()
+
+
+def test_a_reader_that_goes_away_mid_reply_is_named_in_the_log(world: Workspace) -> None:
+    """`straylight ask … | head -c 20`: the reader leaves while the reply streams. Exit 141
+    (README), what arrived is kept, marked cancelled, and the reason says what happened —
+    not "cancelled by the user", which is Ctrl-C's."""
+    world.standin.script_reply(REPLY)
+    world.standin.fail_next("stall", after=3, seconds=1.0, path="/api/chat")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli", "ask", "count for me"],
+        env=world.env,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    seen = b""
+    while b"three" not in seen:
+        chunk = proc.stdout.read1(64)
+        assert chunk, seen
+        seen += chunk
+    proc.stdout.close()  # the reader goes away during the stall
+    assert proc.wait(WAIT) == 141
+    assert proc.stderr.read() == b""
+    reply = read_log(world.home)[-1]
+    assert (reply.role, reply.status) == ("assistant", "cancelled")
+    assert reply.content.startswith("one two three")  # and what came before the write failed
+    assert reply.reason == "the reader of the output went away"
