@@ -3,17 +3,23 @@ Ollama (an HTTP error body, an `{"error": …}` line) can hold a line break or a
 that retitles the window, clears the screen or writes the clipboard. README (exit codes):
 errors are one line, an ESC or a line break shown as `␛`, `␊`; the notes an embedding
 failure leaves (`ask`, `remember`, `recall`, `import-doc`) and `status`'s Ollama line repeat
-Ollama's message, so they show it the same way, whether or not the output is a terminal.
+Ollama's message, so they show it the same way, whether or not the output is a terminal;
+so do the chat's notices.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from agent.settings import Settings
 from tests.reliability import fault_support
 from tests.reliability.fault_support import Workspace, assert_ok
+from tests.support.ollama_standin import OllamaStandIn
+from tests.support.pilot_helpers import type_text, wait_until
+from tui.app import StraylightApp
 
 seeded_template = fault_support.seeded_template
 world = fault_support.world
@@ -71,3 +77,34 @@ def test_status_shows_an_ollama_error_on_one_clean_line(world: Workspace) -> Non
     assert_ok(proc)
     line = next(line for line in proc.stdout.splitlines() if line.startswith("ollama "))
     _assert_shown_as_symbols(line)
+
+
+async def test_the_chat_shows_an_ollama_error_notice_with_control_characters_as_symbols(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """The chat's notices repeat Ollama's error text too (a reply cut off by an `{"error": …}`
+    line): drawn as symbols, as the chat's messages are (README, Hostile input)."""
+    from tests.test_tui_pilot import SIZE, messages, notices, sidebar
+
+    standin.script_reply("alpha beta gamma delta")
+    standin.fail_next("error_line", after=2, message=HOSTILE, path="/api/chat")
+    app = StraylightApp(make_settings(ollama_host=standin.host))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: sidebar(app).ollama == "online", what="online")
+        await type_text(pilot, "count for me")
+        await pilot.press("enter")
+        await wait_until(
+            pilot, lambda: [m.status for m in messages(app)][-1:] == ["cut_off"], what="cut"
+        )
+        await wait_until(pilot, lambda: bool(notices(app)), what="the notice")
+        said = notices(app)[-1]
+        _assert_shown_as_symbols(said)
+
+
+def test_a_logged_reply_header_shows_its_reason_with_control_characters_as_symbols() -> None:
+    """A continued conversation's cut-off reply names its reason in its header line."""
+    from tui.widgets.chat_message import ChatMessage
+
+    reply = ChatMessage("assistant", "alpha beta", model="llama3.2", status="cut_off")
+    reply.reason = f"the reply was cut off mid-stream: Ollama reported: {HOSTILE}"
+    _assert_shown_as_symbols(str(reply._title_text()))

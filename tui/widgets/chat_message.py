@@ -106,7 +106,8 @@ class ChatMessage(Vertical, can_focus=True):
         who = "you" if self.role == "user" else (self.model or "assistant")
         when = f" · {self.time.astimezone():%H:%M}" if self.time else ""
         why = f": {self.reason}" if self.reason and self.status != "complete" else ""
-        return Text(f"{who}{when}{STATUS_LABELS.get(self.status, '')}{why}")
+        # the reason can repeat Ollama's error text; the model's name comes from Ollama too
+        return Text(printable(f"{who}{when}{STATUS_LABELS.get(self.status, '')}{why}"))
 
     @property
     def body(self) -> Markdown:
@@ -212,7 +213,8 @@ class ChatNotice(Static):
     """A one-line notice in the chat log: an error, a cut-off, a command's answer."""
 
     def __init__(self, text: str, *, kind: str = "info") -> None:
-        super().__init__(Text(text), classes=f"chat-notice -{kind}")
+        # a notice can repeat Ollama's error text or a path: control characters as symbols
+        super().__init__(Text(printable(text)), classes=f"chat-notice -{kind}")
 
 
 class EmptyChatHint(Static):
