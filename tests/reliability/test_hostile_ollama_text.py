@@ -108,3 +108,23 @@ def test_a_logged_reply_header_shows_its_reason_with_control_characters_as_symbo
     reply = ChatMessage("assistant", "alpha beta", model="llama3.2", status="cut_off")
     reply.reason = f"the reply was cut off mid-stream: Ollama reported: {HOSTILE}"
     _assert_shown_as_symbols(str(reply._title_text()))
+
+
+async def test_the_sidebar_shows_an_ollama_error_with_control_characters_as_symbols(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """An Ollama that answers /api/tags with an error: the sidebar names it (and the folded
+    one-line summary too), drawn as symbols."""
+    from tests.test_tui_pilot import SIZE, sidebar
+    from tui.widgets.status_sidebar import SidebarSummary, StatusSidebar
+
+    standin.fail_next("status", status=500, message=HOSTILE, count=None, path="/api/tags")
+    app = StraylightApp(make_settings(ollama_host=standin.host))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: sidebar(app).ollama == "error", what="the error")
+        await pilot.pause()
+        state = sidebar(app)
+        drawn = str(StatusSidebar._ollama_block(state))
+        _assert_shown_as_symbols(drawn)
+        summary = app.query_one(SidebarSummary)
+        assert "\x1b" not in str(summary.render())

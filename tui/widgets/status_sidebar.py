@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from tui.display_text import counted
+from tui.display_text import counted, printable
 from tui.widgets.recalled_hits import RecalledHits, RecalledLine
 
 
@@ -58,7 +58,7 @@ _HEADROOM_STYLES = {"warn": "bold yellow", "critical": "bold red"}
 def _section(title: str, lines: list[tuple[str, str]]) -> Text:
     text = Text(title.upper() + "\n", style="bold")
     for index, (line, style) in enumerate(lines):
-        text.append(line, style=style)
+        text.append(printable(line), style=style)  # Ollama's error text, a damaged file's
         if index + 1 < len(lines):
             text.append("\n")
     return text
@@ -203,7 +203,7 @@ def summary_text(state: SidebarState) -> Text:
     text = Text()
     text.append(f"● {state.ollama}", style=f"bold {colour}")
     if state.ollama in DOWN and state.ollama_detail:
-        text.append(f": {state.ollama_detail}", style="red")
+        text.append(f": {printable(state.ollama_detail)}", style="red")
         text.append(" · ^B sidebar", style="dim")
         return text
     text.append(f" · {state.model}")
