@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual import work
 from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from agent.ollama_gateway import OllamaGateway
@@ -28,6 +29,7 @@ from agent.workspace import resolve_workspace
 from tui.app_memory import MemoryApp
 from tui.app_palette import straylight_commands
 from tui.commands import CHAT_KEYS
+from tui.display_text import printable
 from tui.gc_pauses import unfreeze_all
 from tui.keymap import key_conflicts, split_keymap
 from tui.model_pulls import ModelPulls
@@ -99,6 +101,24 @@ class StraylightApp(MemoryApp):
     @property
     def replying(self) -> bool:
         return self.chat.replying
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Textual's, always as plain text: a notification repeats paths and Ollama's words,
+        whose `[…]` is text (`[/x]` in a data dir's path stopped the chat with a MarkupError,
+        `[num_ctx]` vanished), with control characters as symbols. Straylight's own
+        notifications use no markup, so `markup` (Textual's widgets pass True) is ignored."""
+        del markup
+        super().notify(
+            printable(message), title=title, severity=severity, timeout=timeout, markup=False
+        )
 
     def on_mount(self) -> None:
         self._apply_theme_setting()
