@@ -165,6 +165,10 @@ async def _ask(
         raise
     engine = TurnEngine(settings, gateway, memory)
     stop.engine = engine
+    from tui.owner_run import current_run
+
+    if (served := current_run()) is not None:  # an owner that ends cuts it: its reason
+        served.on_cancel.append(lambda why: setattr(engine, "stop_reason", why))
     after_turn: list[AfterTurnEvent] = []  # what the background save reports, read after drain
     engine.after_turn = after_turn.append
     engine.longterm.ensure_template()

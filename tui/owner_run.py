@@ -27,6 +27,7 @@ log = logging.getLogger("straylight.owner")
 
 EXIT_UNEXPECTED = 1
 EXIT_INTERRUPTED = 130
+OWNER_ENDING = "the Straylight process serving this command ended before it did"
 _GROUPS = frozenset({"facts", "candidates", "jobs", "hypotheses"})  # named with their action
 
 _runs_by_thread: dict[int, CommandRun] = {}
@@ -85,6 +86,8 @@ class CommandRun:
         self.loops: list[asyncio.AbstractEventLoop] = []
         self.exit_code: int | None = None
         self.cancelled = False
+        self.cancel_reason: str | None = None  # the owner's, when it is not the client's
+        self.on_cancel: list[Callable[[str], None]] = []  # told that reason, on the loop
         self.started = time.monotonic()
         self._done = False
         self._state = threading.Lock()
@@ -124,6 +127,10 @@ class CommandRun:
                     self._done = True
         except (KeyboardInterrupt, asyncio.CancelledError):
             code = EXIT_INTERRUPTED
+            if self.cancel_reason is not None:  # not the client's doing: one line says why
+                kept = "what it did so far is kept; a reply, in the log, marked cancelled"
+                self.err(f"straylight: {self.cancel_reason} ({kept})\n")
+                code = EXIT_UNEXPECTED
         except BaseException:  # the owner goes on; the client gets exit 1
             log.exception("a forwarded command failed")
             code = EXIT_UNEXPECTED
@@ -145,18 +152,32 @@ class CommandRun:
             except Exception:
                 log.exception("reporting a command's end failed")
 
-    def cancel(self) -> None:
-        """Stop the command as Ctrl+C would (see the module docstring)."""
+    def cancel(self, reason: str | None = None) -> None:
+        """Stop the command as Ctrl+C would (see the module docstring); `reason`: why, when
+        the client did not ask for it (the owner is ending, `OWNER_ENDING`)."""
         with self._state:
             if self._done or self.cancelled or self._thread.ident is None:
                 return
             self.cancelled = True
+            self.cancel_reason = reason
             for loop in reversed(self.loops):
                 if loop.is_running() and not loop.is_closed():
                     with contextlib.suppress(RuntimeError):  # closed meanwhile: interrupt
-                        loop.call_soon_threadsafe(_cancel_all_tasks, loop)
+                        loop.call_soon_threadsafe(self._cancel_loop, loop)
                         return
             _interrupt(self._thread.ident)
+
+    def _cancel_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self.cancel_reason is not None:
+            for told in self.on_cancel:  # e.g. `ask` names it as its reply's reason
+                told(self.cancel_reason)
+        _cancel_all_tasks(loop)
+
+
+def current_run() -> CommandRun | None:
+    """The client's command this thread runs in the owner, if it runs one."""
+    with _runs_guard:
+        return _runs_by_thread.get(threading.get_ident())
 
 
 def _interrupt(ident: int) -> None:

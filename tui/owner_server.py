@@ -34,7 +34,7 @@ from store.owner_socket import (
 )
 from tui import owner_streams
 from tui.owner_request import BadRequest, CommandRequest
-from tui.owner_run import CommandRun
+from tui.owner_run import OWNER_ENDING, CommandRun
 
 log = logging.getLogger("straylight.owner")
 
@@ -133,7 +133,7 @@ class OwnerServer:
         with self._guard:
             runs = list(self._runs)
         for run in runs:
-            run.cancel()
+            run.cancel(OWNER_ENDING)
         for thread in connections:
             thread.join()
         self._wake_r.close()
