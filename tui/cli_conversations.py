@@ -147,14 +147,10 @@ async def _notes(settings: Settings, *, create: bool) -> AsyncIterator[Any]:
 
     home = settings.home
     if not create and open_store(home) is None and not serving(home) and not held_here(home):
-        from store.conversation_store import ConversationStore
-        from store.database import open_database
+        from memory.database_only import read_conversation_records
 
-        db = open_database(database_path(home), clock=settings.clock, read_only=True)
-        try:
-            yield ConversationStore(db)  # `get` and `all`, as the notes answer them
-        finally:
-            db.close()
+        with read_conversation_records(home, settings.clock) as records:
+            yield records  # `get` and `all`, as the notes answer them
         return
     gateway = OllamaGateway.from_config(settings.ollama)
     try:

@@ -23,7 +23,7 @@ from memory.fact_json import candidate_json, fact_json
 from memory.fact_types import FactError, normalise_key
 from store.clock import format_instant
 from store.data_dir_lock import DataDirLock, held_here
-from store.database import database_path, open_database
+from store.database import database_path
 from store.fact_records import Candidate, Fact
 from tui.cli_output import fail, print_json, read_stdin_text
 
@@ -62,22 +62,24 @@ def open_drawer(
         yield from _read_only_drawer(settings)
         return
     try:
-        db = open_database(database_path(settings.home), clock=settings.clock)
-        try:
-            yield FactDrawer(db, resolve_workspace(settings.workspace), settings.facts)
-        finally:
-            db.close()
+        yield from _database_drawer(settings)
     finally:
         lock.release()
 
 
 def _read_only_drawer(settings: Settings) -> Iterator[FactDrawer]:
     """A drawer over the database opened in DuckDB's read-only mode, no lock file taken."""
-    db = open_database(database_path(settings.home), clock=settings.clock, read_only=True)
-    try:
-        yield FactDrawer(db, resolve_workspace(settings.workspace), settings.facts)
-    finally:
-        db.close()
+    yield from _database_drawer(settings, read_only=True)
+
+
+def _database_drawer(settings: Settings, *, read_only: bool = False) -> Iterator[FactDrawer]:
+    from memory.database_only import opened_fact_drawer
+
+    workspace = resolve_workspace(settings.workspace)
+    with opened_fact_drawer(
+        settings.home, settings.clock, workspace, settings.facts, read_only=read_only
+    ) as drawer:
+        yield drawer
 
 
 def _shared_drawer(settings: Settings) -> Iterator[FactDrawer]:
