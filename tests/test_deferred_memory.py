@@ -318,3 +318,31 @@ async def test_a_job_run_by_hand_on_a_new_data_dir_opens_the_memory_first(
         )
         assert isinstance(app.engine.memory, TurnMemory)
         assert database_path(home).exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "screen"),
+    [
+        ("f2", "MemoryBrowserScreen"),
+        ("f3", "FactsScreen"),
+        ("f4", "CandidatesScreen"),
+        ("f5", "HypothesesScreen"),
+    ],
+)
+async def test_a_memory_screen_on_a_new_data_dir_opens_no_database_on_the_event_loop(
+    make_settings: Callable[..., Settings],
+    standin: OllamaStandIn,
+    caplog: pytest.LogCaptureFixture,
+    key: str,
+    screen: str,
+) -> None:
+    """F3 and F5 before the first turn read `drawer.db` while the screen was built: DuckDB's
+    import and the new database's schema ran on the event loop (the UI froze ~1 s)."""
+    caplog.set_level(logging.INFO)
+    app = StraylightApp(make_settings(ollama_host=standin.host, jobs_enabled=False))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: memory_line(app).startswith("0 points"), what="0 points")
+        await pilot.press(key)
+        await wait_until(pilot, lambda: type(app.screen).__name__ == screen, what=screen)
+        await pilot.pause(0.5)
+    assert "on the event loop" not in caplog.text

@@ -245,7 +245,7 @@ class ChatNavigation(Screen[None]):
             return
         from tui.screens.facts_screen import FactsScreen
 
-        self._open_screen(FactsScreen(facts))
+        self._open_screen(FactsScreen(facts, self.straylight.settings.clock))
 
     def action_open_candidates(self) -> None:
         if (facts := self._facts_or_say()) is None:
@@ -268,7 +268,7 @@ class ChatNavigation(Screen[None]):
             return
         from tui.screens.hypotheses_screen import HypothesesScreen
 
-        self._open_screen(HypothesesScreen(facts))
+        self._open_screen(HypothesesScreen(facts, self.straylight.settings.clock))
 
     def action_open_models(self, pull: str | None = None) -> None:
         """F8: the models screen (`pull` fills its pull box: a missing model's offer)."""

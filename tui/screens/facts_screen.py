@@ -113,6 +113,8 @@ class FactsScreen(RecordScreen["Fact"]):
     ]
 
     def __init__(self, drawer: FactDrawer, clock: Clock | None = None) -> None:
+        """`clock` given, nothing here touches the database: a deferred memory (a new data
+        dir) is then opened by the first read, in its thread, not on the event loop."""
         super().__init__()
         self.drawer = drawer
         self.clock = clock or drawer.db.clock

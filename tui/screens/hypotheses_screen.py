@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from rich.text import Text
@@ -80,13 +81,19 @@ class HypothesesScreen(RecordScreen["Hypothesis"]):
     ]
 
     def __init__(self, drawer: FactDrawer, clock: Clock | None = None) -> None:
+        """`clock` given, nothing here touches the database: a deferred memory (a new data
+        dir) is then opened by the first read, in its thread, not on the event loop."""
         super().__init__()
-        from memory.hypotheses import Hypotheses
-
         self.drawer = drawer
-        self.book = Hypotheses.of(drawer)
         self.clock = clock or drawer.db.clock
         self._cited: dict[int, list[str]] = {}
+
+    @cached_property
+    def book(self) -> Hypotheses:
+        """The cards next to the drawer (made at the first read, in the reading thread)."""
+        from memory.hypotheses import Hypotheses
+
+        return Hypotheses.of(self.drawer)
 
     # ---- the table -----------------------------------------------------------------------
     def read_records(self) -> list[Hypothesis]:
