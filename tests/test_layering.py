@@ -94,3 +94,14 @@ def test_tui_and_jobs_do_not_build_stores_from_a_handle(package: str) -> None:
         or (module in STORE_MODULES and not names)
     ]
     assert found == []
+
+
+def test_tui_workers_post_messages_rather_than_call_the_app_from_their_thread() -> None:
+    """The one rule for background work (docs/architecture.md): a thread worker posts a
+    message and a handler updates widgets; `call_from_thread` would be a second way."""
+    found = [
+        str(path.relative_to(ROOT))
+        for path in _files("tui")
+        if "call_from_thread(" in path.read_text(encoding="utf-8")
+    ]
+    assert found == []

@@ -126,3 +126,21 @@ def test_a_config_toml_that_is_a_link_keeps_its_link_and_the_theme_lands_in_its_
     assert target.stat().st_mode & 0o777 == 0o644  # the target keeps its mode
     assert sorted(p.name for p in link.parent.iterdir()) == ["config.toml"]  # no temp left
     assert load_settings(environ={}, config_path=link).settings.theme == "gruvbox"
+
+
+async def test_a_theme_that_cannot_be_saved_is_named_in_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(CONFIG, encoding="utf-8")
+    settings = load_settings(flags={"home": str(tmp_path / "home")}, environ={}, config_path=path)
+    app = StraylightApp(settings.settings, config_path=path, poll_online_seconds=600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        path.write_text("model = [broken\n", encoding="utf-8")  # edited meanwhile, badly
+        app.theme = "gruvbox"
+        await wait_until(
+            pilot,
+            lambda: any(n.severity == "warning" for n in app._notifications),
+            what="the warning",
+        )
+        [warning] = [n for n in app._notifications if n.severity == "warning"]
+        assert str(path) in warning.message
+    assert path.read_text(encoding="utf-8") == "model = [broken\n"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual import work
 from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
@@ -50,6 +51,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("straylight.tui")
 
 REFLECT_ON_QUIT_SECONDS = 30.0  # quitting waits this long at most for the reflection pass
+
+
+class ThemeNotSaved(Message):
+    """The theme worker could not write config.toml: why, for a warning."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
 
 
 class StraylightApp(MemoryApp):
@@ -190,9 +199,12 @@ class StraylightApp(MemoryApp):
             save_theme(config_path, name)
         except ThemeSaveError as error:
             log.warning("theme not saved: %s", error)
-            self.call_from_thread(self.notify, str(error), severity="warning")
+            self.post_message(ThemeNotSaved(str(error)))
             return
         log.info("theme %s saved to %s", name, config_path)
+
+    def on_theme_not_saved(self, message: ThemeNotSaved) -> None:
+        self.notify(message.reason, severity="warning")
 
     def _after_first_frame(self) -> None:
         log.info("first frame after %.0f ms", seconds_since_start() * 1000)
