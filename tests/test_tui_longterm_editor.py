@@ -118,3 +118,22 @@ async def test_an_outside_edit_of_longterm_md_shows_at_the_next_turn_and_on_focu
         await wait_until(
             pilot, lambda: longterm_bytes(app) == path.stat().st_size, what="size on focus"
         )
+
+
+async def test_an_editor_quit_without_saving_says_longterm_md_is_unchanged(
+    settings: Settings, standin: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`:q!` (here `true`, which writes nothing) was announced as "longterm.md saved"."""
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", "true")
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: longterm_bytes(app) > 0, what="longterm.md read")
+        await pilot.press("ctrl+g")
+        await wait_until(
+            pilot,
+            lambda: any("longterm.md" in str(n.message) for n in app._notifications),
+            what="the editor's outcome",
+        )
+        [said] = [str(n.message) for n in app._notifications if "longterm.md" in str(n.message)]
+        assert said.startswith("longterm.md unchanged")

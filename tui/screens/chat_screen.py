@@ -33,6 +33,8 @@ from tui.widgets.fitting_footer import FittingFooter
 from tui.widgets.status_sidebar import SidebarState, SidebarSummary, StatusSidebar
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agent.gateway_values import OllamaStatus
     from agent.image_attachment import ImageAttachment
     from agent.model_catalog import MissingModel
@@ -238,6 +240,7 @@ class ChatScreen(ChatTurn):
         path = self.engine.longterm.path
         try:
             self.engine.longterm.ensure_template()
+            before = _file_stamp(path)
             try:
                 with self.app.suspend():  # the editor owns the terminal until it exits
                     edit_file(path)
@@ -251,4 +254,16 @@ class ChatScreen(ChatTurn):
             self.notify(str(error), severity="error", timeout=8)
             return
         self.check_status()  # re-reads longterm.md and updates the sidebar
-        self.notify(f"longterm.md saved; the next turn reads it ({path})", timeout=4)
+        if _file_stamp(path) == before:  # the editor quit without writing (`:q!`)
+            self.notify(f"longterm.md unchanged ({path})", timeout=4)
+        else:
+            self.notify(f"longterm.md saved; the next turn reads it ({path})", timeout=4)
+
+
+def _file_stamp(path: Path) -> tuple[int, int] | None:
+    """(mtime in ns, size) of a file, None when it is gone: a write changes it."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
