@@ -195,3 +195,34 @@ async def test_a_remapped_key_that_another_chat_key_has_is_named(
             ),
             what="the conflict notice",
         )
+
+
+async def test_a_chat_key_remapped_onto_a_key_of_the_message_box_is_named(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """The message box has the focus while you type, and its own keys (TextArea's: Ctrl+K
+    deletes to the end of the line, F6 selects the line) come first: a chat key remapped
+    onto one never ran, and nothing said why."""
+    settings = make_settings(
+        ollama_host=standin.host, keymap={"select_message": "ctrl+k", "open_facts": "f6"}
+    )
+    app = StraylightApp(settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(
+            pilot,
+            lambda: any("one key for two" in str(n.render()) for n in app.query(ChatNotice)),
+            what="the conflict notice",
+        )
+        [notice] = [str(n.render()) for n in app.query(ChatNotice) if "one key" in str(n.render())]
+        said = " ".join(notice.split())
+        assert "ctrl+k: select_message, the message box's delete_to_end_of_line" in said
+        assert "f6: open_facts, the message box's select_line" in said
+
+
+async def test_default_chat_keys_share_no_key_with_the_message_box(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    app = StraylightApp(settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.5)
+        assert not any("one key for two" in str(n.render()) for n in app.query(ChatNotice))

@@ -37,6 +37,7 @@ from tui.model_pulls import ModelPulls
 from tui.owner_live import CandidateWatch
 from tui.screens.chat_screen import ChatScreen
 from tui.startup_timer import seconds_since_start
+from tui.widgets.chat_input import ChatInput
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -136,7 +137,7 @@ class StraylightApp(MemoryApp):
             self.set_keymap(known)
         if unknown:
             self.call_after_refresh(self.chat.report_unknown_bindings, unknown)
-        chat_keys = ((key.id, key.key) for key in CHAT_KEYS)
+        chat_keys = [(key.id, key.key) for key in CHAT_KEYS] + ChatInput.own_keys()
         if shared := key_conflicts(chat_keys, known):
             self.call_after_refresh(self.chat.report_key_conflicts, shared)
         self.call_after_refresh(self._after_first_frame)

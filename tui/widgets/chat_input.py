@@ -64,6 +64,17 @@ class ChatInput(TextArea):
             return
         await super()._on_key(event)
 
+    @classmethod
+    def own_keys(cls) -> list[tuple[str, str]]:
+        """(name, keys) of every binding of the box, TextArea's editing keys included: it has
+        the focus while you type and its keys come first, so a chat key remapped onto one of
+        them (Ctrl+K, F6) would never run. Named by id where it has one, else by action."""
+        return [
+            (binding.id or f"the message box's {binding.action.split('(')[0]}", binding.key)
+            for binding in (*TextArea.BINDINGS, *cls.BINDINGS)
+            if isinstance(binding, Binding)
+        ]
+
     def action_submit(self) -> None:
         text = self.text
         if text.strip():
