@@ -226,3 +226,31 @@ async def test_default_chat_keys_share_no_key_with_the_message_box(
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.5)
         assert not any("one key for two" in str(n.render()) for n in app.query(ChatNotice))
+
+
+async def test_send_and_newline_follow_the_keymap(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """`send = "ctrl+s"`, `newline = "enter"`: Enter was wired into the box by hand, so it
+    still sent, and Ctrl+J still broke the line."""
+    from textual.widgets import TextArea
+
+    from tests.support.pilot_helpers import type_text
+    from tui.widgets.chat_message import ChatMessage
+
+    settings = make_settings(
+        ollama_host=standin.host, keymap={"send": "ctrl+s", "newline": "enter"}
+    )
+    app = StraylightApp(settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        box = app.screen.query_one(TextArea)
+        await type_text(pilot, "two")
+        await pilot.press("enter")
+        await type_text(pilot, "lines")
+        await pilot.pause(0.3)
+        assert box.text == "two\nlines" and not list(app.query(ChatMessage))
+        await pilot.press("ctrl+j")  # no longer a newline key; nothing happens
+        assert box.text == "two\nlines"
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: len(list(app.query(ChatMessage))) == 2, what="sent")
+        assert box.text == ""

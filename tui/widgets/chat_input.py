@@ -10,6 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
+SEND_KEYS = frozenset({"enter"})
 NEWLINE_KEYS = frozenset({"ctrl+j", "shift+enter", "alt+enter"})
 
 
@@ -46,8 +47,16 @@ class ChatInput(TextArea):
             placeholder="Message — Enter sends, Ctrl+J new line, F1 help",
         )
 
+    def _keys_of(self, binding_id: str, default: frozenset[str]) -> frozenset[str]:
+        """The keys of `send` or `newline`: config.toml's [keymap] as the app applied it
+        (Textual keeps it in `App._keymap`; it has no public getter), else the defaults."""
+        keys = self.app._keymap.get(binding_id)
+        return frozenset(key.strip() for key in keys.split(",")) if keys else default
+
     async def _on_key(self, event: events.Key) -> None:
-        if event.key == "enter":
+        # TextArea takes Enter for a newline before any binding sees it: the box's own keys
+        # are handled here first, as the keymap says.
+        if event.key in self._keys_of("send", SEND_KEYS):
             event.stop()
             event.prevent_default()
             self.action_submit()
@@ -57,7 +66,7 @@ class ChatInput(TextArea):
             event.prevent_default()
             self.post_message(self.EditLast(self))
             return
-        if event.key in NEWLINE_KEYS:
+        if event.key in self._keys_of("newline", NEWLINE_KEYS):
             event.stop()
             event.prevent_default()
             self.action_newline()
