@@ -65,9 +65,18 @@ class JobScheduler:
             )
         scheduler.start()
         self._scheduler = scheduler
-        due = self.runner.due()
-        for name in due:  # caught up now; the regular schedule goes on from here
-            scheduler.modify_job(name, next_run_time=datetime.now(UTC))
+        catch_up = asyncio.get_running_loop().create_task(self._catch_up(), name="jobs-catch-up")
+        self._running.add(catch_up)  # kept, and cancelled by `stop`
+        catch_up.add_done_callback(self._running.discard)
+
+    async def _catch_up(self) -> None:
+        """Run the jobs missed while the app was closed now; the regular schedule goes on
+        from there. The last runs are read in a thread (DuckDB, not on the event loop)."""
+        due = await asyncio.to_thread(self.runner.due)
+        if self._scheduler is None or self._stopping:
+            return
+        for name in due:
+            self._scheduler.modify_job(name, next_run_time=datetime.now(UTC))
         if due:
             log.info("catching up: %s", ", ".join(due))
 

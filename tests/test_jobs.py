@@ -325,3 +325,29 @@ def test_a_job_run_from_the_shell_says_it_ran_without_a_level_word(
     assert proc.returncode == 0, proc.stderr
     line = proc.stdout.strip()
     assert line.startswith("memstatus ran: ") and "ok" not in line.split(":")[0], line
+
+
+async def test_the_start_up_catch_up_reads_the_job_runs_off_the_event_loop(
+    settings: Settings,
+    standin: OllamaStandIn,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`JobScheduler.start` read the `job_runs` table (DuckDB) on the event loop: behind a
+    save's write lock or a cache drop, the chat froze at start."""
+    import threading
+
+    threads: list[threading.Thread] = []
+    due = JobRunner.due
+
+    def watched_due(self: JobRunner) -> list[str]:
+        threads.append(threading.current_thread())
+        return due(self)
+
+    monkeypatch.setattr(JobRunner, "due", watched_due)
+    open_database(database_path(settings.home), clock=settings.clock).close()
+    app = StraylightApp(settings)
+    caplog.set_level(logging.INFO)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_until(pilot, lambda: "catching up" in caplog.text, what="the catch-up")
+    assert threads and threading.main_thread() not in threads
