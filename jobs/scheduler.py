@@ -72,7 +72,11 @@ class JobScheduler:
     async def _catch_up(self) -> None:
         """Run the jobs missed while the app was closed now; the regular schedule goes on
         from there. The last runs are read in a thread (DuckDB, not on the event loop)."""
-        due = await asyncio.to_thread(self.runner.due)
+        try:
+            due = await asyncio.to_thread(self.runner.due)
+        except Exception:  # the regular schedule still runs them
+            log.exception("the jobs' catch-up could not read their last runs")
+            return
         if self._scheduler is None or self._stopping:
             return
         for name in due:
