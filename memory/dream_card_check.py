@@ -120,7 +120,7 @@ def check_card(raw: str, known_ids: Collection[str]) -> CardDraft | str:
             return f"wrong shape: field '{name}' is {what}"
         value = value.replace("\r\n", "\n").strip()
         if len(value) > limit:
-            return f"wrong shape: {name} is {len(value)} characters; at most {limit}"
+            return f"wrong shape: {name} is {len(value):,} characters; at most {limit:,}"
         texts[name] = value
     ids = data.get("source_ids")
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):

@@ -119,7 +119,7 @@ class FactDrawer:
         if not body:
             raise FactError(EMPTY_BODY)
         if len(body) > BODY_MAX_CHARS:
-            raise FactError(f"fact body is {len(body)} characters; at most {BODY_MAX_CHARS}")
+            raise FactError(f"fact body is {len(body):,} characters; at most {BODY_MAX_CHARS:,}")
         if not 0.0 <= confidence <= 1.0:
             raise FactError(f"confidence must be between 0 and 1, got {confidence}")
         scope = check_scope(scope)

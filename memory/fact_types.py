@@ -57,7 +57,7 @@ def normalise_key(raw: str) -> str:
     if not key:
         raise FactError(f"empty fact key {raw!r}: use words like deploy:blyck")
     if len(key) > KEY_MAX_CHARS:
-        raise FactError(f"fact key is {len(key)} characters; at most {KEY_MAX_CHARS}")
+        raise FactError(f"fact key is {len(key):,} characters; at most {KEY_MAX_CHARS:,}")
     return key
 
 

@@ -284,7 +284,7 @@ def _check_item(item: object, haystack: str | None) -> FactProposal | str:
     if not body:
         return "empty body"
     if len(body) > BODY_MAX_CHARS:
-        return f"body is {len(body)} characters; at most {BODY_MAX_CHARS}"
+        return f"body is {len(body):,} characters; at most {BODY_MAX_CHARS:,}"
     for text in (fields.key, body):
         if (reason := hostile_reason(text)) is not None:
             return f"hostile: {reason}"

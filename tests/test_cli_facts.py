@@ -129,6 +129,9 @@ def test_errors_are_one_line_with_stable_exit_codes(tmp_path: Path, standin: Oll
     assert_one_line(run_cli(env, "facts", "get", "nope"), 1, "no fact")
     assert_one_line(run_cli(env, "facts", "set", "k", "--type", "wish", "--body", "x"), 2)
     assert_one_line(run_cli(env, "facts", "set", ":", "--type", "fact", "--body", "x"), 2, "key")
+    long_body = run_cli(env, "facts", "set", "k", "--type", "fact", "--body", "x" * 5001)
+    # grouped as `remember`'s limit line is (it said `5001 characters; at most 2000`)
+    assert_one_line(long_body, 2, "fact body is 5,001 characters; at most 2,000")
     assert_one_line(run_cli(env, "candidates", "approve", "99"), 1, "no candidate")
     assert json_of(env, "candidates", "list") == []
 

@@ -186,7 +186,7 @@ def test_invalid_items_are_dropped_with_a_reason(bad: Any, reason: str) -> None:
 
 def test_over_long_body_is_dropped() -> None:
     result = parse_reflection(reply(item(body="x" * (BODY_MAX_CHARS + 1))))
-    assert only_reason(result) == f"body is {BODY_MAX_CHARS + 1} characters; at most 2000"
+    assert only_reason(result) == f"body is {BODY_MAX_CHARS + 1:,} characters; at most 2,000"
     assert parse_reflection(reply(item(body="x" * BODY_MAX_CHARS))).proposals
 
 
