@@ -92,3 +92,30 @@ async def test_at_80x24_the_folded_line_counts_one_fact_and_one_point_in_the_sin
         await wait_until(pilot, lambda: "1 point ·" in str(summary.render()), what="the count")
         line = " ".join(str(summary.render()).split())
         assert "· 1 fact ·" in line, line
+
+
+async def test_at_80x24_the_folded_line_warns_of_a_longterm_md_left_out(
+    settings: Settings,
+) -> None:
+    """A non-UTF-8 longterm.md is left out of every prompt; at 80 columns the full sidebar
+    that names it is folded away, so the one line says so (it said nothing at all)."""
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (settings.home / "longterm.md").write_bytes(b"caf\xe9 au lait\n")
+    app = StraylightApp(settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        summary = app.query_one(SidebarSummary)
+        await wait_until(pilot, lambda: "longterm.md" in str(summary.render()), what="the warning")
+        assert "⚠ longterm.md left out" in str(summary.render())
+
+
+async def test_at_80x24_the_folded_line_names_a_longterm_md_over_budget(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    settings = make_settings(ollama_host=standin.host, longterm_budget_bytes=100)
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (settings.home / "longterm.md").write_text("I like tea. " * 20)
+    app = StraylightApp(settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        summary = app.query_one(SidebarSummary)
+        await wait_until(pilot, lambda: "longterm.md" in str(summary.render()), what="the warning")
+        assert "longterm.md over budget" in str(summary.render())

@@ -216,6 +216,7 @@ def summary_text(state: SidebarState) -> Text:
         text.append(f" · RAM {state.headroom}", style=headroom_style)
     if state.context and state.context_headroom in _HEADROOM_STYLES:
         text.append(f" · {state.context}", style=_HEADROOM_STYLES[state.context_headroom])
+    _append_longterm(text, state)
     counts, _, pending = state.facts_line.partition("·")
     active = counts.split(",")[0].replace("active", "").strip()
     text.append(f" · {counted(int(active), 'fact')}" if active.isdigit() else " · facts …")
@@ -226,6 +227,15 @@ def summary_text(state: SidebarState) -> Text:
         text.append(f" · ⚠ {len(state.alerts)}", style="yellow")
     text.append(" · ^B sidebar", style="dim")
     return text
+
+
+def _append_longterm(text: Text, state: SidebarState) -> None:
+    """longterm.md when it is left out of the prompt (red) or over its budget (yellow): the
+    full sidebar's block that says so is folded away with it."""
+    if state.longterm_warning:
+        text.append(" · ⚠ longterm.md left out", style="red")
+    elif state.longterm_bytes > state.longterm_budget:
+        text.append(" · longterm.md over budget", style="yellow")
 
 
 class SidebarSummary(Static):
