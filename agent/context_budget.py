@@ -177,8 +177,19 @@ def _paragraphs(text: str) -> list[str]:
     return [p for p in text.strip().split("\n\n") if p.strip()]
 
 
-def _fill_longterm(text: str, room: _Room) -> tuple[str, int, int]:
-    """Leading paragraphs that fit (the last one by whole lines): (kept, cut, total)."""
+@dataclass(frozen=True, slots=True)
+class _LongtermFit:
+    """What `_fill_longterm` kept: the text, the paragraphs cut (one kept in part counts),
+    the paragraphs in all, and (lines kept, lines) of a paragraph kept in part."""
+
+    text: str
+    cut: int
+    total: int
+    partial: tuple[int, int] | None = None
+
+
+def _fill_longterm(text: str, room: _Room) -> _LongtermFit:
+    """Leading paragraphs that fit (the last one by whole lines)."""
     paragraphs = _paragraphs(text)
     kept: list[str] = []
     for index, paragraph in enumerate(paragraphs):
@@ -187,15 +198,17 @@ def _fill_longterm(text: str, room: _Room) -> tuple[str, int, int]:
             kept.append(paragraph)
             continue
         lines: list[str] = []
-        for line in paragraph.splitlines():
+        all_lines = paragraph.splitlines()
+        for line in all_lines:
             line_extra = 1.0 + (extra if not lines else 0.0)
             if not line.strip() or not room.take(_cost(line) + line_extra):
                 break
             lines.append(line)
         if lines:
             kept.append("\n".join(lines))
-        return "\n\n".join(kept), len(paragraphs) - index, len(paragraphs)
-    return "\n\n".join(kept), 0, len(paragraphs)
+        partial = (len(lines), len(all_lines)) if lines else None
+        return _LongtermFit("\n\n".join(kept), len(paragraphs) - index, len(paragraphs), partial)
+    return _LongtermFit("\n\n".join(kept), 0, len(paragraphs))
 
 
 def _fill_history(messages: Sequence[HistoryMessage], room: _Room, per_message: float) -> int:
@@ -208,7 +221,7 @@ def _fill_history(messages: Sequence[HistoryMessage], room: _Room, per_message: 
     return kept
 
 
-def _notes(cut: dict[str, int], longterm_total: int) -> tuple[str, ...]:
+def _notes(cut: dict[str, int], longterm: _LongtermFit) -> tuple[str, ...]:
     lines: list[str] = []
     if cut.get("history"):
         n = cut["history"]
@@ -220,12 +233,21 @@ def _notes(cut: dict[str, int], longterm_total: int) -> tuple[str, ...]:
         n = cut["facts"]
         lines.append(f"known facts: {n} lowest-ranked fact{'s' if n != 1 else ''} left out")
     if cut.get("longterm"):
-        n = cut["longterm"]
-        lines.append(
-            f"long-term memory: last {n} of {longterm_total} paragraph"
-            f"{'s' if longterm_total != 1 else ''} left out"
-        )
+        lines.append(_longterm_note(cut["longterm"], longterm))
     return tuple(lines)
+
+
+def _longterm_note(n: int, fit: _LongtermFit) -> str:
+    """The paragraphs left out; one kept in part is named as cut short with its lines (a
+    longterm.md without blank lines is one paragraph, and most of it may well be sent)."""
+    total = fit.total
+    if fit.partial is None:
+        plural = "s" if total != 1 else ""
+        return f"long-term memory: last {n} of {total} paragraph{plural} left out"
+    kept_lines, all_lines = fit.partial
+    where = "" if total == 1 else f" in paragraph {total - n + 1} of {total}"
+    after = f" and the {n - 1} after it left out" if n > 1 else ""
+    return f"long-term memory: cut short{where}, {kept_lines} of {all_lines} lines kept{after}"
 
 
 def _headroom(total: int, window: int, usable: int, cut: dict[str, int], fits: bool) -> Headroom:
@@ -267,11 +289,9 @@ def budget_prompt(
     # Strict order: a section gets room only when every section that outlives it was kept whole.
     kept_tail = _fill_history(tail, room, per_message)
     whole = kept_tail == len(tail)
-    longterm, longterm_cut, longterm_total = (
-        _fill_longterm(parts.longterm, room) if whole else ("", len(_paragraphs(parts.longterm)), 0)
-    )
-    longterm_total = longterm_total or len(_paragraphs(parts.longterm))
-    whole = whole and longterm_cut == 0
+    every = len(_paragraphs(parts.longterm))
+    fit = _fill_longterm(parts.longterm, room) if whole else _LongtermFit("", every, every)
+    whole = whole and fit.cut == 0
     facts_extra = 0.0 if parts.rules else _heading_cost("facts")
     kept_facts = _fill_list(parts.facts, room, facts_extra) if whole else 0
     whole = whole and kept_facts == len(parts.facts)
@@ -283,7 +303,7 @@ def budget_prompt(
     kept_history = kept_tail + kept_older
     kept = replace(
         parts,
-        longterm=longterm,
+        longterm=fit.text,
         facts=parts.facts[:kept_facts],
         recall=parts.recall[:kept_recall],
         history=history[len(history) - kept_history :] if kept_history else (),
@@ -291,14 +311,14 @@ def budget_prompt(
     cut = {
         name: count
         for name, count in (
-            ("longterm", longterm_cut),
+            ("longterm", fit.cut),
             ("facts", len(parts.facts) - kept_facts),
             ("recall", len(parts.recall) - kept_recall),
             ("history", len(history) - kept_history),
         )
         if count
     }
-    return _result(kept, cut, longterm_total, window, reply_reserve, factor, fixed_tokens)
+    return _result(kept, cut, fit, window, reply_reserve, factor, fixed_tokens)
 
 
 def _section_units(kept: PromptParts) -> dict[str, float]:
@@ -327,7 +347,7 @@ def _section_units(kept: PromptParts) -> dict[str, float]:
 def _result(
     kept: PromptParts,
     cut: dict[str, int],
-    longterm_total: int,
+    longterm: _LongtermFit,
     window: int,
     reply_reserve: int,
     factor: float,
@@ -348,7 +368,7 @@ def _result(
         total=total,
         estimate=estimate,
         cut=cut,
-        notes=_notes(cut, longterm_total),
+        notes=_notes(cut, longterm),
         headroom=_headroom(total, window, usable, cut, fits),
         fits=fits,
         fixed_total=fixed_tokens,

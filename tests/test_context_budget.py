@@ -118,6 +118,27 @@ def test_longterm_is_cut_by_whole_paragraphs_from_the_end() -> None:
     assert note.startswith("long-term memory: last ") and f"of {len(paragraphs)}" in note
 
 
+def test_a_paragraph_kept_in_part_is_named_as_cut_short_not_left_out() -> None:
+    """A longterm.md without blank lines (a bullet list) is one paragraph: when part of it
+    fits, that part is sent, and the note said "last 1 of 1 paragraph left out"."""
+    lines = [f"- note {n}: the staging deploy runs on Fridays" for n in range(400)]
+    parts = replace(full_parts(history=0), longterm="\n".join(lines))
+    window = budget_prompt(parts, window=32768, reply_reserve=0).total - 1000
+    result = budget_prompt(parts, window=window, reply_reserve=0)
+
+    kept = result.kept.longterm.splitlines()
+    assert 0 < len(kept) < len(lines) and result.cut["longterm"] == 1
+    note = f"long-term memory: cut short, {len(kept)} of {len(lines)} lines kept"
+    assert result.notes[-1] == note
+
+    two = replace(parts, longterm="Paragraph one is short.\n\n" + "\n".join(lines))
+    result = budget_prompt(two, window=window, reply_reserve=0)
+    kept_lines = len(result.kept.longterm.split("\n\n")[-1].splitlines())
+    assert result.notes[-1] == (
+        f"long-term memory: cut short in paragraph 2 of 2, {kept_lines} of {len(lines)} lines kept"
+    )
+
+
 def test_tool_definitions_are_counted_and_never_cut() -> None:
     tools = '[{"type": "function", "function": {"name": "memory_read", "parameters": {}}}]' * 20
     bare = budget_prompt(full_parts(history=0), window=32768, reply_reserve=0)
