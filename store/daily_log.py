@@ -357,10 +357,12 @@ def _separator_needed(path: Path) -> tuple[bytes, bool]:
             size = handle.tell()
             if size == 0:
                 return b"", False
-            handle.seek(max(0, size - 2))
+            handle.seek(max(0, size - 4))
             tail = handle.read()
     except FileNotFoundError:
         return b"", False
-    blank_line, newline = tail.endswith(b"\n\n"), tail.endswith(b"\n")
+    # A file an editor saved with CRLF ends its last message with `\r\n\r\n`.
+    blank_line = tail.endswith((b"\n\n", b"\r\n\r\n"))
+    newline = tail.endswith(b"\n")
     separator = b"" if blank_line else b"\n" if newline else b"\n\n"
     return separator, _cut_short(blank_line, newline, lambda: size)

@@ -206,6 +206,34 @@ def test_a_log_saved_with_crlf_line_ends_still_parses() -> None:
     ]
 
 
+def crlf_log(root: Path, reply: str) -> tuple[DailyLog, Path]:
+    log = DailyLog(root)
+    log.append(LogMessage("user", "first", conversation_id="c"), DAY)
+    log.append(LogMessage("assistant", reply, conversation_id="c"), DAY)
+    path = log.path_for(DAY)
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    return log, path
+
+
+def test_an_append_to_a_log_saved_with_crlf_keeps_the_last_message_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """A file an editor saved with CRLF ends in `\r\n\r\n`, its blank line: the next append
+    added one more newline, which the last message then read as its own (`"reply\n"`), and
+    at a block-aligned size it was even marked `truncated`."""
+    _, probe = crlf_log(tmp_path / "probe", "a reply")
+    aligned = "a reply" + "!" * (-probe.stat().st_size % CUT_ALIGNMENT)
+    for name, reply in (("plain", "a reply"), ("aligned", aligned)):
+        log, path = crlf_log(tmp_path / name, reply)
+        log.append(LogMessage("user", "second", conversation_id="c"), DAY)
+        assert [(m.content, m.status) for m in log.read_day(DAY)] == [
+            ("first", "complete"),
+            (reply, "complete"),
+            ("second", "complete"),
+        ], name
+        assert PREVIOUS_CUT_SHORT not in path.read_text()
+
+
 def test_a_message_cut_short_stays_marked_after_later_appends(tmp_path: Path) -> None:
     log = DailyLog(tmp_path)
     log.append(LogMessage("user", "complete one", conversation_id="c"), DAY)
