@@ -10,7 +10,9 @@ line that is JSON but not an object) for malformed lines.
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from typing import ClassVar
 
 from memory.secret_masking import mask_secrets
@@ -211,7 +213,18 @@ def classify(
     return ModelError(f"unexpected error talking to Ollama: {type(error).__name__}")
 
 
+_HTML_RE = re.compile(r"\s*(<!doctype html|<html)", re.IGNORECASE)
+_TITLE_RE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_TAG_RE = re.compile(r"<[^>]*>")
+
+
 def one_line(text: str, limit: int = 160) -> str:
-    """`text` on one line (an HTML error page a proxy sent, say), cut at `limit`."""
+    """`text` on one line, cut at `limit`. An HTML page (a proxy's error page) is named by
+    its title, else by its text without the markup."""
+    if _HTML_RE.match(text):
+        title = _TITLE_RE.search(text)
+        words = title.group(1) if title else _TAG_RE.sub(" ", text)
+        page = " ".join(html.unescape(words).split()) or "an empty page"
+        text = f"{page} (an HTML page: a proxy between Straylight and Ollama?)"
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"

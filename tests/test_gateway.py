@@ -77,6 +77,26 @@ async def test_server_error_is_a_model_error(standin: OllamaStandIn) -> None:
     assert caught.value.exit_code == EXIT_MODEL_ERROR
 
 
+async def test_an_html_error_page_from_a_proxy_is_named_by_its_title(
+    standin: OllamaStandIn,
+) -> None:
+    """A reverse proxy in front of Ollama answers a dead backend with an HTML page: the line
+    gives its title, not the page's markup squashed onto one line."""
+    page = (
+        "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+        "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.24.0</center>\r\n"
+        "</body>\r\n</html>\r\n"
+    )
+    standin.fail_next("status", status=502, body=page, path="/api/chat")
+    gateway = OllamaGateway(standin.url)
+    with pytest.raises(ModelError) as caught:
+        await collect(gateway)
+    assert str(caught.value) == (
+        "Ollama answered HTTP 502: 502 Bad Gateway (an HTML page: a proxy between Straylight "
+        "and Ollama?)"
+    )
+
+
 async def test_a_stall_beyond_the_read_timeout_is_a_named_timeout(standin: OllamaStandIn) -> None:
     standin.fail_next("delay", seconds=2.0, path="/api/chat")
     gateway = OllamaGateway(standin.url, read_timeout=0.3)
