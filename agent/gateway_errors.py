@@ -164,11 +164,15 @@ def classify(
     if isinstance(error, GatewayError):
         return error
     if isinstance(error, ollama.ResponseError):
-        if error.status_code == 404 and model:  # without a model (/api/tags): not Ollama's
-            return ModelNotPulled(model)
+        raw = str(error.error or "").strip()
+        if error.status_code == 404 and model and _model_not_found(raw):
+            return ModelNotPulled(model)  # without a model (/api/tags): not Ollama's
         # The server's own words end up in the daily log's `reason` and in straylight.log:
         # masked like every other text that is kept.
-        detail = mask_secrets(str(error.error or "").strip()) or "unknown error"
+        detail = mask_secrets(raw) or "unknown error"
+        if error.status_code == 404 and model:
+            said = f": {one_line(detail)}" if raw else " with an empty body"
+            return ModelError(f"Ollama answered HTTP 404{said} (is {host} an Ollama server?)")
         if error.status_code == -1:
             return (
                 StreamCutOff(f"Ollama reported: {detail}")
@@ -211,6 +215,14 @@ def classify(
     if isinstance(error, httpx.HTTPError):
         return ModelError(f"HTTP error talking to Ollama: {type(error).__name__}")
     return ModelError(f"unexpected error talking to Ollama: {type(error).__name__}")
+
+
+def _model_not_found(detail: str) -> bool:
+    """Ollama's own 404 for a model it does not have (`model "x" not found, try pulling it
+    first`, `model 'x' not found`), not the 404 of a server that is not Ollama (an empty body,
+    a router's `404 page not found`, an HTML page)."""
+    lowered = detail.lower()
+    return lowered.startswith("model") and "not found" in lowered
 
 
 _HTML_RE = re.compile(r"\s*(<!doctype html|<html)", re.IGNORECASE)

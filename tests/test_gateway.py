@@ -68,6 +68,39 @@ async def test_missing_model_says_ollama_pull(standin: OllamaStandIn) -> None:
     assert caught.value.exit_code == EXIT_MODEL_MISSING
 
 
+@pytest.mark.parametrize("body", ["", "404 page not found", "<h1>Not Found</h1>"])
+async def test_a_404_that_is_not_ollamas_model_not_found_is_not_a_missing_model(
+    standin: OllamaStandIn, body: str
+) -> None:
+    """A server at OLLAMA_HOST that is not Ollama (another web app on the port, a proxy's
+    catch-all) answers 404 to every path: that is not "model 'llama3.2' is not pulled",
+    whose `ollama pull` fix would change nothing."""
+    standin.fail_next("status", status=404, body=body, count=None)
+    gateway = OllamaGateway(standin.url)
+    with pytest.raises(ModelError) as caught:
+        await collect(gateway)
+    assert not isinstance(caught.value, ModelNotPulled)
+    assert "HTTP 404" in str(caught.value) and "pull" not in str(caught.value)
+    assert f"is {standin.url} an Ollama server?" in str(caught.value)
+    assert caught.value.exit_code == EXIT_MODEL_ERROR
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        'model "mistral" not found, try pulling it first',  # Ollama's /api/chat
+        "model 'mistral' not found",  # its /api/show and newer versions
+    ],
+)
+async def test_ollamas_own_model_not_found_is_a_missing_model(
+    standin: OllamaStandIn, message: str
+) -> None:
+    standin.fail_next("status", status=404, message=message, count=None)
+    gateway = OllamaGateway(standin.url)
+    with pytest.raises(ModelNotPulled):
+        await collect(gateway, model="mistral")
+
+
 async def test_server_error_is_a_model_error(standin: OllamaStandIn) -> None:
     standin.fail_next("status", status=500, message="out of memory", path="/api/chat")
     gateway = OllamaGateway(standin.url)
