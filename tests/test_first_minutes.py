@@ -12,7 +12,7 @@ from textual.widgets._footer import FooterKey
 
 from agent.settings import Settings
 from tests.support.ollama_standin import OllamaStandIn
-from tests.support.pilot_helpers import wait_until
+from tests.support.pilot_helpers import type_text, wait_until
 from tests.test_memory_browser import add_sample, calm, open_browser, open_memory, preview
 from tui.app import StraylightApp
 from tui.widgets.chat_message import EmptyChatHint
@@ -119,3 +119,37 @@ async def test_at_80x24_the_folded_line_names_a_longterm_md_over_budget(
         summary = app.query_one(SidebarSummary)
         await wait_until(pilot, lambda: "longterm.md" in str(summary.render()), what="the warning")
         assert "longterm.md over budget" in str(summary.render())
+
+
+async def test_at_80x24_the_folded_line_says_the_chat_model_is_not_pulled(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """The full sidebar keeps `not pulled: run ollama pull …` under the model until it is
+    there; folded, the line read `● online · llama3.2 · …` as if the chat could reply."""
+    with OllamaStandIn(["nomic-embed-text"]) as server:
+        app = StraylightApp(make_settings(ollama_host=server.host))
+        async with app.run_test(size=(80, 24)) as pilot:
+            summary = app.query_one(SidebarSummary)
+            await wait_until(pilot, lambda: "online" in str(summary.render()), what="online")
+            await wait_until(
+                pilot, lambda: "not pulled" in str(summary.render()), what="the model's state"
+            )
+            assert "llama3.2 not pulled (F8)" in str(summary.render())
+
+
+async def test_a_reply_from_a_model_marked_not_pulled_clears_the_mark(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """Pulled in another terminal: the first reply shows it is there (the line said
+    `not pulled` until the next check of Ollama, 30 s later)."""
+    with OllamaStandIn(["nomic-embed-text"]) as server:
+        app = StraylightApp(make_settings(ollama_host=server.host))
+        async with app.run_test(size=(80, 24)) as pilot:
+            summary = app.query_one(SidebarSummary)
+            await wait_until(pilot, lambda: "not pulled" in str(summary.render()), what="mark")
+            server.set_models(["llama3.2", "nomic-embed-text"])
+            await type_text(pilot, "hello")
+            await pilot.press("enter")
+            await wait_until(
+                pilot, lambda: "not pulled" not in str(summary.render()), what="the mark gone"
+            )

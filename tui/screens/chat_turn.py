@@ -183,6 +183,8 @@ class ChatTurn(ChatFacts):
                         stopped = event.stats.done_reason == "length"  # named by LimitNotice
                         await reply.finish(event.text, "cut_off" if stopped else "complete")
                         self.publish_sidebar(last_reply=_reply_stats(event))
+                        if self.sidebar_state.model_pulled is False:  # pulled meanwhile
+                            self.check_status()
                         self.unreflected_turns += 1
                         self._restart_idle_timer()
                     elif isinstance(event, ApprovalRequested):

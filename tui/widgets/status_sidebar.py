@@ -207,6 +207,8 @@ def summary_text(state: SidebarState) -> Text:
         text.append(" · ^B sidebar", style="dim")
         return text
     text.append(f" · {state.model}")
+    if state.model_pulled is False:  # the full sidebar's fix is folded away with it
+        text.append(" not pulled (F8)", style="bold yellow")
     if state.memory_line.startswith("unavailable"):  # the reason is in the chat and sidebar
         text.append(" · memory unavailable", style="red")
     else:
