@@ -88,6 +88,8 @@ class LongtermFile:
                 f"{self.path} is not UTF-8 (byte {error.start}); "
                 "it is left out of the prompt until fixed",
             )
+        # As a Windows editor saves it: a byte-order mark, CRLF line ends.
+        text = text.removeprefix("\ufeff").replace("\r\n", "\n")
         prompt_text = _COMMENT_RE.sub("", text).strip()
         state = LongtermState(self.path, prompt_text, len(raw), self.budget_bytes, None)
         return self._remember(stamp, state)

@@ -112,6 +112,24 @@ async def test_longterm_md_is_in_every_prompt_and_reread_when_it_changes(
     assert "Grace" in standin.chat_requests()[-1]["messages"][0]["content"]
 
 
+async def test_a_longterm_md_saved_with_a_bom_and_crlf_reads_like_plain_utf8(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """Windows editors save UTF-8 with a byte-order mark and CRLF line ends: the template of
+    comments then sent an empty `## Long-term memory` section holding only U+FEFF, and
+    notes went to the model with the BOM and every `\r`."""
+    settings.home.mkdir(parents=True)
+    longterm = settings.home / "longterm.md"
+    longterm.write_bytes("\ufeff<!-- notes to self -->\r\n".encode())
+    engine = engine_for(settings)
+    await run_turn(engine, "hi")
+    assert "Long-term memory" not in standin.chat_requests()[-1]["messages"][0]["content"]
+    longterm.write_bytes("\ufeff# Me\r\nMy name is Ada.\r\n".encode())
+    await run_turn(engine, "who am I?")
+    system = standin.chat_requests()[-1]["messages"][0]["content"]
+    assert system.endswith("## Long-term memory\n\n# Me\nMy name is Ada.")
+
+
 async def test_unreadable_longterm_warns_and_the_turn_proceeds(
     settings: Settings, standin: OllamaStandIn
 ) -> None:
