@@ -84,3 +84,28 @@ def test_a_file_name_with_an_escape_sequence_is_printed_back_as_symbols_on_a_ter
     cid = json.loads(listed.stdout)[0]["id"]
     shown = on_a_terminal(env, "conversations", "export", cid, "-o", str(doc))
     assert "\x1b" not in shown and "notes ␛[2J␛]0;PWNED␇.md (2 messages)" in shown, shown
+
+
+def test_ask_dash_on_a_terminal_says_it_reads_the_message_until_ctrl_d(
+    cli_env: Callable[..., dict[str, str]], standin: OllamaStandIn
+) -> None:
+    """`ask -` typed at a prompt, stdin a terminal, waited in silence for input: it looked
+    hung. It now says where the message comes from and how to end it."""
+    env = cli_env(OLLAMA_HOST=standin.host)
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        cli_command("ask", "-"),
+        env=env,
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    os.close(follower)
+    try:
+        os.write(leader, b"typed at the terminal\n\x04")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        os.close(leader)
+    assert proc.returncode == 0, err
+    assert out.decode().startswith("Stand-in reply to: typed at the terminal")
+    assert err.decode() == "straylight: type the text, then Ctrl+D on a line of its own\n"

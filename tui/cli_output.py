@@ -35,7 +35,10 @@ def one_line(text: str) -> str:
 
 def read_stdin_text() -> str:
     """All of standard input as text (see `decode_piped`), CRLF as LF, as a text-mode read
-    did; whatever the locale says."""
+    did; whatever the locale says. On a terminal (`ask -` typed at a prompt) a line on
+    stderr says how to end the text first: silence there looked like a hang."""
+    if sys.stdin.isatty():
+        print(f"{PROG}: type the text, then Ctrl+D on a line of its own", file=sys.stderr)
     return decode_piped(sys.stdin.buffer.read()).replace("\r\n", "\n")
 
 
