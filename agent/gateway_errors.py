@@ -90,13 +90,18 @@ class ModelTimeout(GatewayError):
 
     kind = "timeout"
 
-    def __init__(self, seconds: float, *, metadata: bool = False) -> None:
+    def __init__(self, seconds: float, *, metadata: bool = False, mid_reply: bool = False) -> None:
         fix = (
             "raise STRAYLIGHT_CONNECT_TIMEOUT_SECONDS if Ollama is just slow"
             if metadata
             else "raise STRAYLIGHT_HTTP_TIMEOUT_SECONDS if the model is just slow"
         )
-        super().__init__(f"Ollama did not answer within {seconds:g} s ({fix})")
+        what = (
+            f"sent nothing more for {seconds:g} s in the middle of the reply"
+            if mid_reply
+            else f"did not answer within {seconds:g} s"
+        )
+        super().__init__(f"Ollama {what} ({fix})")
         self.seconds = seconds
 
 
@@ -194,7 +199,7 @@ def classify(
     if isinstance(error, ConnectionError | httpx.ConnectError):
         return OllamaUnreachable(host)
     if isinstance(error, httpx.TimeoutException):
-        return ModelTimeout(timeout, metadata=metadata)
+        return ModelTimeout(timeout, metadata=metadata, mid_reply=streamed)
     if isinstance(error, httpx.TransportError):
         if streamed:
             return StreamCutOff("the connection to Ollama dropped")

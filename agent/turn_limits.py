@@ -79,7 +79,8 @@ class TurnLimits:
                     except TimeoutError:
                         if loop.time() >= end:
                             raise self._too_long() from None
-                        raise ModelTimeout(self.read_timeout) from None
+                        mid_reply = self.chars > 0  # some text came, then nothing
+                        raise ModelTimeout(self.read_timeout, mid_reply=mid_reply) from None
                     waiting_for_first = False
                     if isinstance(event, ChatDelta | ChatThinking):
                         self.chars += len(event.text)

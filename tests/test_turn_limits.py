@@ -135,6 +135,25 @@ def test_a_stall_of_every_call_is_reported_at_the_timeout(
     assert status == "failed" and reason is not None and "within 2 s" in reason
 
 
+def test_a_stall_mid_reply_says_the_reply_stopped_not_that_ollama_never_answered(
+    cli_env: Callable[..., Env], standin: OllamaStandIn, home: Path
+) -> None:
+    """Half a reply arrived, then nothing for the read timeout: the line said "Ollama did not
+    answer within 2 s" next to the words it had answered with."""
+    standin.script_reply("one two three four five six")
+    standin.fail_next("stall", after=2, seconds=20, path="/api/chat")
+    env = cli_env(OLLAMA_HOST=standin.url, STRAYLIGHT_NOW=NOW, STRAYLIGHT_HTTP_TIMEOUT_SECONDS="2")
+    line = one_line(run_cli(env, "ask", "take your time"), 5)
+    assert line == (
+        "straylight: Ollama sent nothing more for 2 s in the middle of the reply (raise "
+        "STRAYLIGHT_HTTP_TIMEOUT_SECONDS if the model is just slow) (the partial reply is kept "
+        "in the log, marked cut off)"
+    )
+    content, status, reason = logged_reply(home)
+    assert status == "cut_off" and content.strip() == "one two"
+    assert reason is not None and reason.startswith("Ollama sent nothing more for 2 s")
+
+
 async def test_the_tui_names_the_reply_limit_and_keeps_the_partial_reply(
     make_settings: Callable[..., Settings], standin: OllamaStandIn
 ) -> None:

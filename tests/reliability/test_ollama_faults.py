@@ -164,7 +164,7 @@ FAULTS = {
     "stall-mid-stream": Fault(
         "stall",
         {"after": 2, "seconds": 3.0},
-        "Ollama did not answer within 0.5 s "
+        "Ollama sent nothing more for 0.5 s in the middle of the reply "
         f"(raise STRAYLIGHT_HTTP_TIMEOUT_SECONDS if the model is just slow) {KEPT}",
         PARTIAL,
         env=SHORT_TIMEOUT,
