@@ -224,10 +224,10 @@ def classify(
 
 def _model_not_found(detail: str) -> bool:
     """Ollama's own 404 for a model it does not have (`model "x" not found, try pulling it
-    first`, `model 'x' not found`), not the 404 of a server that is not Ollama (an empty body,
-    a router's `404 page not found`, an HTML page)."""
+    first`, `model 'x' not found`; a proxy's `{"detail": "Model not found"}`), not the 404 of
+    a server that is not Ollama (an empty body, a router's `404 page not found`, a page)."""
     lowered = detail.lower()
-    return lowered.startswith("model") and "not found" in lowered
+    return "model" in lowered and "not found" in lowered and "page not found" not in lowered
 
 
 _HTML_RE = re.compile(r"\s*(<!doctype html|<html)", re.IGNORECASE)

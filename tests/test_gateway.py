@@ -90,6 +90,7 @@ async def test_a_404_that_is_not_ollamas_model_not_found_is_not_a_missing_model(
     [
         'model "mistral" not found, try pulling it first',  # Ollama's /api/chat
         "model 'mistral' not found",  # its /api/show and newer versions
+        '{"detail":"Model not found"}',  # an Ollama-compatible proxy's own words
     ],
 )
 async def test_ollamas_own_model_not_found_is_a_missing_model(
