@@ -257,6 +257,8 @@ class ChatTurn(ChatFacts):
         if event.error.kind == "unreachable":
             self.publish_sidebar(ollama="offline", ollama_detail=str(event.error))
             self.check_status()
+        elif event.error.kind == "cut_off":  # Ollama may have gone away with the connection
+            self.check_status()
         elif event.error.kind == "model_missing":
             self.publish_sidebar(model_pulled=False)
         elif event.error.kind == "context_overflow":  # the estimate said it fits; it did not
