@@ -1,6 +1,7 @@
-"""SIGTERM (`kill`) and SIGHUP (the terminal window closed, an ssh session dropped) while the
-TUI streams a reply: it quits as Ctrl+Q does, the reply that arrived is kept in the log,
-marked cancelled with the signal as its reason, and the terminal is restored (exit 143 / 129).
+"""SIGTERM (`kill`), SIGHUP (the terminal window closed, an ssh session dropped) and SIGINT
+(`kill -INT`) while the TUI streams a reply: it quits as Ctrl+Q does, the reply that arrived
+is kept in the log, marked cancelled with the signal as its reason, and the terminal is
+restored (exit 143 / 129 / 130; SIGINT exited 0, logged "cancelled by the user").
 By default both killed the process at once: the reply was lost and the terminal left in the
 app's alternate screen with mouse reporting on."""
 
@@ -48,7 +49,7 @@ def _wait_for(condition: object, what: str, fd: int) -> None:
         _read(fd, 0.1)  # keep the terminal drained: a full pty would block the TUI
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_stop_signal_mid_reply_keeps_what_arrived(
     tmp_path: Path, standin: OllamaStandIn, signum: signal.Signals
 ) -> None:

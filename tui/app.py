@@ -143,11 +143,12 @@ class StraylightApp(MemoryApp):
         self.call_after_refresh(self._after_first_frame)
         self._catch_stop_signals()
 
-    STOP_SIGNALS: ClassVar = (signal.SIGTERM, signal.SIGHUP)
+    STOP_SIGNALS: ClassVar = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
     def _catch_stop_signals(self) -> None:
-        """SIGTERM (`kill`) and SIGHUP (the terminal closed, an ssh session gone) quit the
-        way Ctrl+Q does, with 128 + the signal: a streaming reply is kept, marked cancelled
+        """SIGTERM (`kill`), SIGHUP (the terminal closed, an ssh session gone) and SIGINT
+        (`kill -INT`; the Ctrl+C key reaches the app as a key, not a signal) quit the way
+        Ctrl+Q does, with 128 + the signal: a streaming reply is kept, marked cancelled
         with the signal as its reason, and the terminal is restored. By default they killed
         the TUI at once: what had arrived was lost, the terminal left in the app's mode. When
         the screen does not answer (nobody reads the terminal), `tui.stop_signals` ends the
