@@ -221,6 +221,30 @@ async def test_the_sidebar_shows_the_context_line(
         assert app.query_one(SidebarSummary) is not None
 
 
+async def test_a_new_conversation_drops_the_last_conversations_context_line(
+    make_settings: Callable[..., Settings], truncating: OllamaStandIn
+) -> None:
+    """Ctrl+N: the sidebar's Conversation block and the folded line kept the old prompt's
+    `context … · critical` and its `history: … left out` under the new, empty one."""
+    settings = make_settings(ollama_host=truncating.host, num_ctx=1024)
+    truncating.fail_next("status", status=400, message=context_error(1500, 1024), path="/api/chat")
+    app = StraylightApp(settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        sidebar = app.query_one(StatusSidebar)
+        await wait_until(pilot, lambda: sidebar.state and sidebar.state.ollama == "online")
+        await type_text(pilot, "Hello there")
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: sidebar.state is not None and sidebar.state.context_headroom == "critical",
+            what="the context line turning critical",
+        )
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: sidebar.state.context is None, what="the line dropped")
+        assert sidebar.state.context_headroom == "ok" and sidebar.state.context_notes == ()
+        assert "context" not in str(app.query_one(SidebarSummary).render())
+
+
 async def test_the_sidebar_turns_critical_when_ollama_refuses_the_prompt(
     make_settings: Callable[..., Settings], truncating: OllamaStandIn
 ) -> None:

@@ -183,6 +183,9 @@ class ChatScreen(ChatTurn):
             recalled=None,
             injected=(),
             injected_facts=None,
+            context=None,  # the last prompt was the old conversation's
+            context_headroom="ok",
+            context_notes=(),
         )
 
     def action_open_conversations(self) -> None:
