@@ -153,8 +153,14 @@ def ensure_private_dir(path: Path, *, tighten_existing: bool = False) -> Path:
     if tighten_existing:
         refuse_symlink(path)
     if not path.is_dir():
-        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-        os.chmod(path, DIR_MODE)
+        # `mkdir(parents=True)` makes the parents by the umask (0755): each one made here
+        # is 0700 too, so `--home /tmp/x/a/b` leaves no readable folder on the way
+        missing = [path]
+        while not missing[-1].parent.exists() and missing[-1].parent != missing[-1]:
+            missing.append(missing[-1].parent)
+        for folder in reversed(missing):
+            folder.mkdir(mode=DIR_MODE, exist_ok=True)
+            os.chmod(folder, DIR_MODE)
     elif tighten_existing and (path.stat().st_mode & 0o777) != DIR_MODE:
         os.chmod(path, DIR_MODE)
     return path

@@ -856,6 +856,19 @@ def test_files_are_private_even_with_a_permissive_umask(env: Env, home: Path) ->
     assert _mode(home / "straylight.log") == 0o600
 
 
+def test_parent_folders_made_for_the_data_dir_are_private_too(env: Env, tmp_path: Path) -> None:
+    """`--home` under folders that do not exist yet: the data dir was 0700, the folders
+    made on the way to it 0755 (Python's `mkdir(parents=True)` takes the umask for them)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o755)
+    nested = shared / "made" / "on-the-way" / "data"
+    assert_quiet(run_cli(env, "--home", str(nested), "ask", "secret", umask=0o022))
+    made = (nested, nested.parent, nested.parent.parent)
+    assert [_mode(folder) for folder in made] == [0o700] * 3
+    assert _mode(shared) == 0o755  # a folder that existed keeps its mode
+
+
 def test_existing_open_conversation_dir_is_tightened(env: Env, home: Path) -> None:
     (home / "conversation").mkdir(parents=True)
     os.chmod(home / "conversation", 0o755)
