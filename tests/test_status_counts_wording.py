@@ -45,3 +45,20 @@ def test_one_section_left_without_a_vector_is_singular(
     imported = run_cli(env, "import-doc", str(doc))
     assert_ok(imported)
     assert "note: 1 section stored without a vector (" in imported.stderr, imported.stderr
+
+
+def test_longterm_sizes_are_grouped_as_the_sidebar_and_ask_print_them(
+    cli_env: Callable[..., Env], standin: OllamaStandIn, home: Path
+) -> None:
+    """`status` printed `longterm   15001 / 8192 bytes` where the sidebar and `ask` say
+    `15,001 / 8,192`."""
+    env = cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "longterm.md").write_text("- a note worth keeping\n" * 600, encoding="utf-8")
+    out = run_cli(env, "status")
+    assert_ok(out)
+    lines = {line.split()[0]: line for line in out.stdout.splitlines() if line.strip()}
+    assert lines["longterm"] == "longterm   13,800 / 8,192 bytes"
+    assert lines["warning"].startswith(
+        "warning    longterm.md is 13,800 bytes, over its budget of 8,192 bytes"
+    )

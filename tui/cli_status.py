@@ -33,8 +33,8 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     longterm_warning = longterm.warning
     if longterm_warning is None and longterm.over_budget:
         longterm_warning = (
-            f"longterm.md is {longterm.size_bytes} bytes, over its budget of "
-            f"{longterm.budget_bytes} bytes: every turn pays for it"
+            f"longterm.md is {longterm.size_bytes:,} bytes, over its budget of "
+            f"{longterm.budget_bytes:,} bytes: every turn pays for it"
         )
     from tui.cli_memory import memory_status
 
@@ -80,7 +80,7 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     print(f"model      {settings.ollama.model}{model_note}")
     for missing in report["ollama"]["missing_models"] or ():
         print(f"missing    {_missing_text(missing)}")
-    print(f"longterm   {longterm.size_bytes} / {longterm.budget_bytes} bytes")
+    print(f"longterm   {longterm.size_bytes:,} / {longterm.budget_bytes:,} bytes")
     if longterm_warning:
         print(f"warning    {longterm_warning}")
     print(f"today      {counted(len(today_messages), 'message')} in {today.isoformat()}.md")
