@@ -247,7 +247,7 @@ def _longterm_note(n: int, fit: _LongtermFit) -> str:
     kept_lines, all_lines = fit.partial
     where = "" if total == 1 else f" in paragraph {total - n + 1} of {total}"
     after = f" and the {n - 1} after it left out" if n > 1 else ""
-    return f"long-term memory: cut short{where}, {kept_lines} of {all_lines} lines kept{after}"
+    return f"long-term memory: cut short{where}, {kept_lines:,} of {all_lines:,} lines kept{after}"
 
 
 def _headroom(total: int, window: int, usable: int, cut: dict[str, int], fits: bool) -> Headroom:

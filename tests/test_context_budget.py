@@ -128,14 +128,15 @@ def test_a_paragraph_kept_in_part_is_named_as_cut_short_not_left_out() -> None:
 
     kept = result.kept.longterm.splitlines()
     assert 0 < len(kept) < len(lines) and result.cut["longterm"] == 1
-    note = f"long-term memory: cut short, {len(kept)} of {len(lines)} lines kept"
+    note = f"long-term memory: cut short, {len(kept):,} of {len(lines):,} lines kept"
     assert result.notes[-1] == note
 
     two = replace(parts, longterm="Paragraph one is short.\n\n" + "\n".join(lines))
     result = budget_prompt(two, window=window, reply_reserve=0)
     kept_lines = len(result.kept.longterm.split("\n\n")[-1].splitlines())
     assert result.notes[-1] == (
-        f"long-term memory: cut short in paragraph 2 of 2, {kept_lines} of {len(lines)} lines kept"
+        "long-term memory: cut short in paragraph 2 of 2, "
+        f"{kept_lines:,} of {len(lines):,} lines kept"
     )
 
 

@@ -214,7 +214,9 @@ def test_a_ten_mib_longterm_is_named_by_ask(env: Env, home: Path, standin: Ollam
     # The warning names the file; the context budget then names what it left out of it.
     warning, cut = proc.stderr.splitlines()
     assert proc.returncode == 0 and str(longterm) in warning and "budget" in warning
-    assert cut.startswith("straylight: context ") and "long-term memory: last" in cut
+    # one paragraph (no blank line), most of it left out: named with its lines
+    assert cut.startswith("straylight: context ") and "long-term memory: cut short, " in cut
+    assert cut.endswith(" of 177,725 lines kept"), cut
     assert proc.stdout == "Noted.\n"
     (outcome,) = standin.chat_outcomes()
     assert outcome.dropped_messages == 0 and outcome.window == 16384
