@@ -21,6 +21,7 @@ are agent/turn_tools.py's, the background save agent/turn_saves.py's.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import itertools
 import logging
@@ -104,14 +105,16 @@ class TurnEngine:
     def open_turn(self, current: LogMessage) -> tuple[list[LogMessage], LongtermState]:
         """Read the history (the last N messages of the conversation, back from the log
         through its parser), then append `current` (even when reading failed: nothing typed
-        is lost), then read longterm.md's state."""
+        is lost), then read longterm.md's state, its text masked for the prompt (here, in
+        the turn's thread: a file of megabytes takes ~0.1 s a MB to mask)."""
         limit = self.settings.history_turns
         try:
             recent = self.daily_log.recent(current.conversation_id, limit) if limit else []
         finally:
             self._append(current)
         history = [m for m in recent if m.content]
-        return history, self.longterm.load()
+        longterm = self.longterm.load()  # the file is the user's; the prompt is masked
+        return history, dataclasses.replace(longterm, text=mask_secrets(longterm.text))
 
     async def run(
         self,
@@ -170,7 +173,7 @@ class TurnEngine:
             persona=persona_for(system),
             user=user_message,
             history=history,
-            longterm=mask_secrets(longterm.text),  # the file is the user's; the prompt is masked
+            longterm=longterm.text,  # masked by `open_turn`
             injected=injected,
             recall=recall.result if recall else None,
             tools=tools,

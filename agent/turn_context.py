@@ -11,6 +11,7 @@ The calibration and the last turn's report are kept in the `meta` table through
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -175,12 +176,16 @@ class TurnContext:
         estimator = await self.estimator()
         predict = (self.gateway.request_options(model) or {}).get("num_predict")
         reserve = reply_reserve(choice.window, predict if isinstance(predict, int) else None)
-        budgeted = budget_prompt(
-            parts,
-            window=choice.window,
-            reply_reserve=reserve + IMAGE_TOKENS * images,
-            factor=estimator.factor(model),
-            margin=estimator.margin(model),
+        # in a thread: a prompt of megabytes (a huge longterm.md, a paste) takes seconds
+        budgeted = await asyncio.to_thread(
+            functools.partial(
+                budget_prompt,
+                parts,
+                window=choice.window,
+                reply_reserve=reserve + IMAGE_TOKENS * images,
+                factor=estimator.factor(model),
+                margin=estimator.margin(model),
+            )
         )
         event = ContextBudgeted(
             model=model,

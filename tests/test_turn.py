@@ -112,6 +112,42 @@ async def test_longterm_md_is_in_every_prompt_and_reread_when_it_changes(
     assert "Grace" in standin.chat_requests()[-1]["messages"][0]["content"]
 
 
+async def test_a_huge_longterm_md_is_masked_and_budgeted_off_the_event_loop(
+    settings: Settings, standin: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A longterm.md of megabytes: masking it (~0.1 s a MB) and fitting it into the window
+    (~1.6 s at 18 MB) ran on the event loop, and the chat froze for that long every turn.
+    Both run in a thread now; the prompt is masked as before."""
+    import threading
+
+    import agent.turn
+    import agent.turn_context
+
+    on_loop: list[tuple[str, int]] = []  # what ran on the event loop, and its size
+
+    def spying(name: str, real: Callable[..., object]) -> Callable[..., object]:
+        def spy(*args: object, **kwargs: object) -> object:
+            if threading.current_thread() is threading.main_thread():
+                on_loop.append((name, len(str(args[0]))))
+            return real(*args, **kwargs)
+
+        return spy
+
+    monkeypatch.setattr(agent.turn, "mask_secrets", spying("mask", agent.turn.mask_secrets))
+    budget = spying("budget", agent.turn_context.budget_prompt)
+    monkeypatch.setattr(agent.turn_context, "budget_prompt", budget)
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    notes = "".join(f"- note {n}: the ferry leaves pier {n % 9} at dawn\n" for n in range(40_000))
+    (settings.home / "longterm.md").parent.mkdir(parents=True, exist_ok=True)
+    (settings.home / "longterm.md").write_text(f"My token is {token}.\n\n{notes}")
+    engine = engine_for(settings)
+    await run_turn(engine, "hi")
+    system = standin.chat_requests()[-1]["messages"][0]["content"]
+    assert "My token is [REDACTED:github_token]." in system and token not in system
+    assert [name for name, _ in on_loop] == ["mask", "mask"]  # the message and the reply
+    assert max(size for _, size in on_loop) < 1_000  # longterm.md is masked off the loop
+
+
 async def test_a_longterm_md_saved_with_a_bom_and_crlf_reads_like_plain_utf8(
     settings: Settings, standin: OllamaStandIn
 ) -> None:
