@@ -77,10 +77,15 @@ BINDING_IDS: dict[str, str] = {
 }
 
 
+def binding_keys(keys: str) -> list[str]:
+    """The keys of one `[keymap]` entry or binding, `"f2, ctrl+b"` → `["f2", "ctrl+b"]`."""
+    return [part.strip() for part in keys.split(",") if part.strip()]
+
+
 def split_keymap(keymap: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     """(the entries Textual should apply, the unknown ids), keys normalised (no spaces)."""
     known = {
-        binding: ",".join(part.strip() for part in keys.split(",") if part.strip())
+        binding: ",".join(binding_keys(keys))
         for binding, keys in keymap.items()
         if binding in BINDING_IDS
     }
@@ -93,8 +98,7 @@ def key_conflicts(defaults: Iterable[tuple[str, str]], keymap: Mapping[str, str]
     screen's) would share once `keymap` (as `split_keymap` keeps it) is applied."""
     owners: dict[str, list[str]] = {}
     for binding, default in defaults:
-        for key in keymap.get(binding, default).split(","):
-            key = key.strip().lower()
-            if key and binding not in owners.setdefault(key, []):
+        for key in (key.lower() for key in binding_keys(keymap.get(binding, default))):
+            if binding not in owners.setdefault(key, []):
                 owners[key].append(binding)
     return [f"{key}: {', '.join(ids)}" for key, ids in owners.items() if len(ids) > 1]

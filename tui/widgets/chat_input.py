@@ -10,6 +10,8 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
+from tui.keymap import binding_keys
+
 SEND_KEYS = frozenset({"enter"})
 NEWLINE_KEYS = frozenset({"ctrl+j", "shift+enter", "alt+enter"})
 
@@ -51,7 +53,7 @@ class ChatInput(TextArea):
         """The keys of `send` or `newline`: config.toml's [keymap] as the app applied it
         (Textual keeps it in `App._keymap`; it has no public getter), else the defaults."""
         keys = self.app._keymap.get(binding_id)
-        return frozenset(key.strip() for key in keys.split(",")) if keys else default
+        return frozenset(binding_keys(keys)) if keys else default
 
     async def _on_key(self, event: events.Key) -> None:
         # TextArea takes Enter for a newline before any binding sees it: the box's own keys
