@@ -50,7 +50,7 @@ def open_drawer(
         yield from _shared_drawer(settings)  # one store per process: DuckDB opens a file once
         return
     if read_only and not held_here(settings.home):  # (owner asked before: owner_client)
-        yield from _read_only_drawer(settings)
+        yield from _database_drawer(settings, read_only=True)
         return
     try:
         lock = DataDirLock(settings.home).acquire()
@@ -59,7 +59,7 @@ def open_drawer(
 
         if not counts_use or unwritable_data_dir(error, settings.home) is None:
             raise
-        yield from _read_only_drawer(settings)
+        yield from _database_drawer(settings, read_only=True)
         return
     try:
         yield from _database_drawer(settings)
@@ -67,12 +67,9 @@ def open_drawer(
         lock.release()
 
 
-def _read_only_drawer(settings: Settings) -> Iterator[FactDrawer]:
-    """A drawer over the database opened in DuckDB's read-only mode, no lock file taken."""
-    yield from _database_drawer(settings, read_only=True)
-
-
 def _database_drawer(settings: Settings, *, read_only: bool = False) -> Iterator[FactDrawer]:
+    """A drawer over the database (`read_only`: in DuckDB's read-only mode, no lock file
+    taken)."""
     from memory.database_only import opened_fact_drawer
 
     workspace = resolve_workspace(settings.workspace)
