@@ -221,24 +221,36 @@ async def test_the_sidebar_shows_the_context_line(
         assert app.query_one(SidebarSummary) is not None
 
 
+def refusing_settings(
+    make_settings: Callable[..., Settings], truncating: OllamaStandIn
+) -> Settings:
+    """A 1,024-token window, and Ollama refusing the first chat for its context (HTTP 400)."""
+    truncating.fail_next("status", status=400, message=context_error(1500, 1024), path="/api/chat")
+    return make_settings(ollama_host=truncating.host, num_ctx=1024)
+
+
+async def refused_for_its_context(pilot, app: StraylightApp) -> StatusSidebar:
+    """One message sent and refused for its context: the sidebar, its context line critical."""
+    sidebar = app.query_one(StatusSidebar)
+    await wait_until(pilot, lambda: sidebar.state and sidebar.state.ollama == "online")
+    await type_text(pilot, "Hello there")
+    await pilot.press("enter")
+    await wait_until(
+        pilot,
+        lambda: sidebar.state is not None and sidebar.state.context_headroom == "critical",
+        what="the context line turning critical",
+    )
+    return sidebar
+
+
 async def test_a_new_conversation_drops_the_last_conversations_context_line(
     make_settings: Callable[..., Settings], truncating: OllamaStandIn
 ) -> None:
     """Ctrl+N: the sidebar's Conversation block and the folded line kept the old prompt's
     `context … · critical` and its `history: … left out` under the new, empty one."""
-    settings = make_settings(ollama_host=truncating.host, num_ctx=1024)
-    truncating.fail_next("status", status=400, message=context_error(1500, 1024), path="/api/chat")
-    app = StraylightApp(settings)
+    app = StraylightApp(refusing_settings(make_settings, truncating))
     async with app.run_test(size=(80, 24)) as pilot:
-        sidebar = app.query_one(StatusSidebar)
-        await wait_until(pilot, lambda: sidebar.state and sidebar.state.ollama == "online")
-        await type_text(pilot, "Hello there")
-        await pilot.press("enter")
-        await wait_until(
-            pilot,
-            lambda: sidebar.state is not None and sidebar.state.context_headroom == "critical",
-            what="the context line turning critical",
-        )
+        sidebar = await refused_for_its_context(pilot, app)
         await pilot.press("ctrl+n")
         await wait_until(pilot, lambda: sidebar.state.context is None, what="the line dropped")
         assert sidebar.state.context_headroom == "ok" and sidebar.state.context_notes == ()
@@ -250,19 +262,9 @@ async def test_the_sidebar_turns_critical_when_ollama_refuses_the_prompt(
 ) -> None:
     """An HTTP 400 naming the context: the chat names it and the sidebar's context line,
     `ok` by the estimate before the send, turns `critical`."""
-    settings = make_settings(ollama_host=truncating.host, num_ctx=1024)
-    truncating.fail_next("status", status=400, message=context_error(1500, 1024), path="/api/chat")
-    app = StraylightApp(settings)
+    app = StraylightApp(refusing_settings(make_settings, truncating))
     async with app.run_test(size=(110, 32)) as pilot:
-        sidebar = app.query_one(StatusSidebar)
-        await wait_until(pilot, lambda: sidebar.state and sidebar.state.ollama == "online")
-        await type_text(pilot, "Hello there")
-        await pilot.press("enter")
-        await wait_until(
-            pilot,
-            lambda: sidebar.state is not None and sidebar.state.context_headroom == "critical",
-            what="the context line turning critical",
-        )
+        await refused_for_its_context(pilot, app)
         block = str(app.query_one("#sidebar-conversation").render())
         assert " · critical" in block
 
