@@ -51,6 +51,18 @@ WAIT = 30.0  # seconds a step may take on a loaded machine
 STOPPED = "stopped by {name} (what arrived is kept in the log, marked cancelled)"
 
 
+def start_ask(world: Workspace) -> subprocess.Popen[bytes]:
+    """`straylight ask "count for me"` as a process, its output piped (bytes)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tui.cli", "ask", "count for me"],
+        env=world.env,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
 @pytest.mark.parametrize(
     ("signum", "code", "said", "reason"),
     [
@@ -65,14 +77,7 @@ def test_a_signal_during_the_reply_keeps_what_arrived_marked(
     before = log_path(world.home).read_bytes()
     world.standin.script_reply(REPLY)
     world.standin.fail_next("stall", after=3, seconds=WAIT, path="/api/chat")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "ask", "count for me"],
-        env=world.env,
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    proc = start_ask(world)
     assert proc.stdout is not None and proc.stderr is not None
     os.set_blocking(proc.stdout.fileno(), False)
     seen = b""
@@ -273,14 +278,7 @@ def test_a_reader_that_goes_away_mid_reply_is_named_in_the_log(world: Workspace)
     not "cancelled by the user", which is Ctrl-C's."""
     world.standin.script_reply(REPLY)
     world.standin.fail_next("stall", after=3, seconds=1.0, path="/api/chat")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "ask", "count for me"],
-        env=world.env,
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    proc = start_ask(world)
     assert proc.stdout is not None and proc.stderr is not None
     seen = b""
     while b"three" not in seen:
