@@ -27,6 +27,13 @@ def notices(app: StraylightApp) -> str:
     return " ".join(str(n.render()) for n in app.query(".chat-notice"))
 
 
+async def send_and_wait(pilot, app: StraylightApp, text: str, status: str = "complete") -> None:
+    """`text` sent from the message box; back when its reply has `status`."""
+    await type_text(pilot, text)
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: (r := reply_of(app)) is not None and r.status == status)
+
+
 def block_state(app: StraylightApp) -> str:
     reply = reply_of(app)
     if reply is None or reply.thinking_block is None:
@@ -70,9 +77,7 @@ async def test_a_reply_without_thinking_has_no_block(
     standin.script_reply(ANSWER)
     app = StraylightApp(settings)
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "capital?")
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: (r := reply_of(app)) is not None and r.status == "complete")
+        await send_and_wait(pilot, app, "capital?")
         assert block_state(app) == "none"
         await pilot.press("ctrl+up")
         await pilot.press("t")  # nothing to open: nothing happens
@@ -89,9 +94,7 @@ async def test_blank_thinking_opens_no_block(
     standin.script_reply(ANSWER, thinking="\n\n")
     app = StraylightApp(settings)
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "capital?")
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: (r := reply_of(app)) is not None and r.status == "complete")
+        await send_and_wait(pilot, app, "capital?")
         assert block_state(app) == "none"
         reply = reply_of(app)
         assert reply is not None and reply.text == ANSWER
@@ -142,9 +145,7 @@ async def test_a_model_that_takes_no_thinking_level_is_asked_with_true(
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.engine.think == "high", what="think high")
         standin.script_reply(ANSWER, thinking=THOUGHT)
-        await type_text(pilot, "capital of France?")
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: (r := reply_of(app)) is not None and r.status == "complete")
+        await send_and_wait(pilot, app, "capital of France?")
         assert reply_of(app).text == ANSWER
         notices = [str(n.render()) for n in app.query(".chat-notice")]
         said = [n for n in notices if "takes no thinking level" in n]
@@ -174,9 +175,7 @@ async def test_a_reply_stopped_at_num_predict_is_marked_cut_off(
     standin.script_reply(ANSWER, thinking=THOUGHT)
     app = StraylightApp(settings)
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "capital of France?")
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: (r := reply_of(app)) is not None and r.status == "cut_off")
+        await send_and_wait(pilot, app, "capital of France?", status="cut_off")
         reply = reply_of(app)
         title = str(reply.query_one(".message-title").render()) if reply else ""
         assert reply is not None and reply.text == "" and "⚠ cut off" in title
