@@ -35,6 +35,7 @@ from tests.support.cli import (
     Env,
     assert_ok,
     assert_one_line,
+    cli_command,
     cli_env,
     printed_json,
     run_cli,
@@ -629,7 +630,7 @@ def test_an_embedding_request_ollama_got_stays_counted_when_the_command_is_kille
     once the answer came (a crash test found it, one kill in some thousands)."""
     standin.fail_next("delay", path=EMBED, seconds=20)
     process = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "remember", "the ferry leaves pier 4 at 06:10"],
+        cli_command("remember", "the ferry leaves pier 4 at 06:10"),
         env=env,
         cwd=REPO_ROOT,
         stdin=subprocess.DEVNULL,

@@ -39,7 +39,7 @@ from tests.reliability.fault_support import (
     points,
     read_log,
 )
-from tests.support.cli import REPO_ROOT
+from tests.support.cli import REPO_ROOT, cli_command
 
 seeded_template = fault_support.seeded_template
 world = fault_support.world
@@ -54,7 +54,7 @@ STOPPED = "stopped by {name} (what arrived is kept in the log, marked cancelled)
 def start_ask(world: Workspace) -> subprocess.Popen[bytes]:
     """`straylight ask "count for me"` as a process, its output piped (bytes)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "ask", "count for me"],
+        cli_command("ask", "count for me"),
         env=world.env,
         cwd=REPO_ROOT,
         stdin=subprocess.DEVNULL,
