@@ -128,3 +128,23 @@ async def test_the_sidebar_shows_an_ollama_error_with_control_characters_as_symb
         _assert_shown_as_symbols(drawn)
         summary = app.query_one(SidebarSummary)
         assert "\x1b" not in str(summary.render())
+
+
+def test_a_conversation_header_shows_a_logged_model_name_with_control_characters_as_symbols() -> (
+    None
+):
+    """The conversation reader's header lists the models the day file's metadata names; a
+    hand-edited log can put an ESC sequence there, which must not reach the terminal."""
+    from datetime import UTC, datetime
+
+    from store.daily_log import LogMessage
+    from tui.screens.conversation_views import describe
+
+    when = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
+    messages = [
+        LogMessage("user", "hi", conversation_id="c1", time=when),
+        LogMessage("assistant", "hello", conversation_id="c1", time=when, model=HOSTILE),
+    ]
+    header = str(describe("c1", messages, current=False))
+    _assert_shown_as_symbols(header)
+    assert "2 messages" in header

@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from store.daily_log import LogMessage
 from tui.conversation_index import PROBLEM_STATUSES, ConversationSummary, DaySummary
-from tui.display_text import printable
+from tui.display_text import counted, printable
 from tui.widgets.chat_message import STATUS_LABELS, ChatMessage
 
 if TYPE_CHECKING:
@@ -120,11 +120,11 @@ def describe(
         text = Text(printable(record.title) + "\n", style="bold") + text
     if current:
         text.append(" · current", style="bold")
-    facts = [f"{len(messages)} message{'' if len(messages) == 1 else 's'}"]
+    facts = [counted(len(messages), "message")]
     if days:
         facts.append(_days_text(days))
-    if models:
-        facts.append(", ".join(models))
+    if models:  # the day file's metadata: a hand edit can put anything there
+        facts.append(printable(", ".join(models)))
     text.append("\n" + " · ".join(facts))
     if record is not None and record.system_prompt:
         prompt = " ".join(record.system_prompt.split())
