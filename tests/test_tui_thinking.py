@@ -80,8 +80,13 @@ async def test_a_reply_without_thinking_has_no_block(
         await send_and_wait(pilot, app, "capital?")
         assert block_state(app) == "none"
         await pilot.press("ctrl+up")
-        await pilot.press("t")  # nothing to open: nothing happens
+        await pilot.press("t")  # nothing to open: it says so
         assert block_state(app) == "none"
+        await wait_until(
+            pilot,
+            lambda: any("no thinking" in str(n.message) for n in app._notifications),
+            what="the notice",
+        )
 
 
 async def test_blank_thinking_opens_no_block(

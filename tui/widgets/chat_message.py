@@ -156,9 +156,12 @@ class ChatMessage(Vertical, can_focus=True):
             self._thinking_block.collapsed = True
 
     def action_toggle_thinking(self) -> None:
-        """Open or fold the "Thinking" block (key t on the selected message)."""
+        """Open or fold the "Thinking" block (key t on the selected message); on a message
+        without one, say so rather than do nothing."""
         if self._thinking_block is not None:
             self._thinking_block.collapsed = not self._thinking_block.collapsed
+        else:
+            self.app.notify("This message has no thinking to show.", timeout=3)
 
     async def append(self, fragment: str) -> None:
         """Queue a fragment of reply text; it reaches the screen with the next flush.
