@@ -63,5 +63,6 @@ def point_line(text: str, role: str) -> str:
 
 
 def counted(count: int, noun: str) -> str:
-    """`1 point`, `2 points`, `0 points`: a count and its noun as a reader says them."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+    """`1 point`, `2 points`, `1,204 points`: a count, its digits grouped, and its noun as a
+    reader says them."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
+from tui.display_text import counted
+
 if TYPE_CHECKING:
     from store.fact_records import Candidate
 
@@ -85,6 +87,6 @@ def candidates_notice(candidates: Sequence[Candidate]) -> str:
     count = len(candidates)
     lines = [f"#{c.id} {c.type} `{c.key}`: {c.body} (from {c.origin})" for c in candidates]
     return (
-        f"🗂 {count} new fact candidate{'' if count == 1 else 's'} from another client "
+        f"🗂 {counted(count, 'new fact candidate')} from another client "
         "(/candidates approve ID or reject ID):\n" + "\n".join(lines)
     )

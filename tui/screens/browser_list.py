@@ -116,7 +116,7 @@ class BrowserList(MemoryScreen[None]):
         except Exception as error:  # noqa: BLE001 - shown on the status line, not raised
             self.post_message(LoadFailed(f"Search failed: {error}"))
             return
-        note = f"{len(found)} hit{'' if len(found) == 1 else 's'} for “{query}” ({mode})."
+        note = f"{counted(len(found), 'hit')} for “{query}” ({mode})."
         self.post_message(PageLoaded(generation, found, exhausted=True, note=note))
 
     def on_page_loaded(self, message: PageLoaded) -> None:
@@ -247,7 +247,7 @@ class BrowserList(MemoryScreen[None]):
         if self.query_text:
             parts.append(f"search “{self.query_text}”: {counted(len(self.rows), 'hit')}")
         elif self.total is not None:
-            parts.append(f"{self.total:,} point{'' if self.total == 1 else 's'}, newest first")
+            parts.append(f"{counted(self.total, 'point')}, newest first")
         elif self.fetching:
             parts.append("loading…")
         described = self.filters.describe()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from textual import work
 
 from agent.turn_events import Approval, CapabilityReminder
+from tui.display_text import counted
 from tui.screens.chat_editing import ChatEditing
 from tui.widgets.chat_input import ChatInput
 
@@ -63,7 +64,7 @@ class ChatFacts(ChatEditing):
         lines = [f"#{c.id} {c.type} `{c.key}`: {c.body}" for c in candidates]
         count = len(candidates)
         await self.notice(
-            f"🗂 {count} fact candidate{'' if count == 1 else 's'} "
+            f"🗂 {counted(count, 'fact candidate')} "
             "(/candidates approve ID or reject ID):\n" + "\n".join(lines)
         )
         self.refresh_fact_status()

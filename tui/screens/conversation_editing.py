@@ -18,6 +18,7 @@ from textual.message import Message
 
 from store.daily_log import DailyLog
 from tui.conversation_index import ConversationSummary
+from tui.display_text import counted
 from tui.screens.confirm_screen import ConfirmScreen
 from tui.screens.conversation_actions import (
     TitlePrompt,
@@ -112,8 +113,8 @@ class ConversationEditing(MemoryScreen[ContinueConversation | None]):
             log.exception("deleting %s failed", conversation_id)
             self.post_message(ConversationChanged(f"Delete failed: {error}", False, True))
             return
-        messages = f"{done.messages} message{'' if done.messages == 1 else 's'}"
-        points = f"{done.points} memory point{'' if done.points == 1 else 's'}"
+        messages = counted(done.messages, "message")
+        points = counted(done.points, "memory point")
         text = f"Deleted {conversation_id}: {messages}, {points} forgotten."
         self.post_message(ConversationChanged(text, reload=True))
 

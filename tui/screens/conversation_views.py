@@ -70,7 +70,7 @@ def day_label(summary: DaySummary) -> Text:
     renderers drop a styled run's leading spaces (the snapshots read "20263 conversations")."""
     count = len(summary.conversations)
     label = Text(f"{summary.day:%Y-%m-%d} · ", style="bold")
-    label.append(f"{count} conversation{'' if count == 1 else 's'}", style="dim")
+    label.append(counted(count, "conversation"), style="dim")
     return label
 
 
@@ -163,6 +163,6 @@ def conversation_view(
         widgets.append(widget)
     hidden = len(messages) - len(shown)
     if hidden > 0:
-        note = f"… {hidden} more message{'' if hidden == 1 else 's'}: Enter opens all of it"
+        note = f"… {counted(hidden, 'more message')}: Enter opens all of it"
         widgets.append(Static(note, classes="conversation-more"))
     return widgets

@@ -37,6 +37,7 @@ from tui.conversation_index import (
     iter_day_summaries,
     load_conversation,
 )
+from tui.display_text import counted
 from tui.screens.conversation_editing import ConversationEditing
 from tui.screens.conversation_messages import (
     ConversationLoaded,
@@ -245,9 +246,8 @@ class ConversationsScreen(ConversationEditing):
             return
         total = len(self._days_of)
         self.say(
-            f"{total} conversation{'' if total == 1 else 's'} on {self.day_count} "
-            f"day{'' if self.day_count == 1 else 's'} · Enter opens · c continues · "
-            "r renames · d deletes · e exports"
+            f"{counted(total, 'conversation')} on {counted(self.day_count, 'day')} · "
+            "Enter opens · c continues · r renames · d deletes · e exports"
         )
 
     def days_for(self, conversation_id: str) -> list[date] | None:

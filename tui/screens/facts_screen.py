@@ -17,6 +17,7 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 
 from memory.fact_types import FACT_TYPES
+from tui.display_text import counted
 from tui.screens.confirm_screen import ConfirmScreen
 from tui.screens.fact_rows import Column, RecordScreen, clip, day
 
@@ -154,7 +155,7 @@ class FactsScreen(RecordScreen["Fact"]):
             line.append(f" ({key})  ", style="dim")
         if self.loaded:
             count = len(self.records)
-            line.append(f"· {count} fact{'' if count == 1 else 's'}", style="dim")
+            line.append(f"· {counted(count, 'fact')}", style="dim")
         return line
 
     def empty_text(self) -> str:
@@ -192,7 +193,7 @@ class FactsScreen(RecordScreen["Fact"]):
         if versions is None:
             return Text("history: …", style="dim")
         last = versions[-1] if versions else None
-        line = f"history: {len(versions)} version{'' if len(versions) == 1 else 's'}"
+        line = f"history: {counted(len(versions), 'version')}"
         if last is not None:
             line += f" · last {last.event} {day(last.at)}: {last.reason or '—'}"
         return Text(line, style="dim")

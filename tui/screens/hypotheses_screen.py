@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 from rich.text import Text
 from textual.binding import Binding, BindingType
 
-from tui.display_text import printable
+from tui.display_text import counted, printable
 from tui.screens.confirm_screen import ConfirmScreen
 from tui.screens.fact_rows import Column, RecordScreen, clip, day
 
@@ -120,7 +120,7 @@ class HypothesesScreen(RecordScreen["Hypothesis"]):
             now = self.clock.now()
             overdue = sum(card.is_overdue(now) for card in self.records)
             count = len(self.records)
-            line.append(f"  · {count} card{'' if count == 1 else 's'}", style="dim")
+            line.append(f"  · {counted(count, 'card')}", style="dim")
             if overdue:
                 line.append(f", {overdue} overdue", style="bold red")
         return line

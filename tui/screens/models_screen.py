@@ -22,6 +22,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import DataTable, Input, ProgressBar, Static
 
+from tui.display_text import counted
 from tui.screens.confirm_screen import ConfirmScreen
 from tui.screens.memory_screen import MemoryScreen
 from tui.screens.model_rows import COLUMNS, capabilities_width, model_cells
@@ -161,8 +162,7 @@ class ModelsScreen(MemoryScreen[ModelChoice | None]):
         if not self.pull_name or self.focused is not self.query_one(Input):
             count = len(self.records)
             self.say(
-                f"{count} model{'' if count == 1 else 's'} pulled · p pull · d delete · "
-                "c chat · e embeddings"
+                f"{counted(count, 'model')} pulled · p pull · d delete · c chat · e embeddings"
                 if count
                 else "No models pulled yet: p, then a name (e.g. llama3.2), Enter."
             )

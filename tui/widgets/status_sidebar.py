@@ -256,7 +256,7 @@ def memory_status_line(status: dict[str, Any]) -> str:
     RAM estimate and its headroom level (coloured by the sidebar)."""
     points, index = status["points"], status["index"]
     total = points["total"]
-    lines = f"{total:,} point{'' if total == 1 else 's'}, {points['pinned']:,} pinned"
+    lines = f"{counted(total, 'point')}, {points['pinned']:,} pinned"
     if points["without_vector"]:
         lines += f"\n{points['without_vector']:,} without a vector"
     ram = status["ram_estimate_bytes"] / 2**20
