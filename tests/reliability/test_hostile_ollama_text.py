@@ -147,4 +147,5 @@ def test_a_conversation_header_shows_a_logged_model_name_with_control_characters
     ]
     header = str(describe("c1", messages, current=False))
     _assert_shown_as_symbols(header)
-    assert "2 messages" in header
+    _id_line, facts = header.split("\n")  # the model's line break does not start a third line
+    assert facts.startswith("2 messages · ") and facts.endswith("␊second line"), facts

@@ -123,8 +123,8 @@ def describe(
     facts = [counted(len(messages), "message")]
     if days:
         facts.append(_days_text(days))
-    if models:  # the day file's metadata: a hand edit can put anything there
-        facts.append(printable(", ".join(models)))
+    if models:  # the day file's metadata: a hand edit can put anything there, a line break too
+        facts.append(printable(", ".join(models)).replace("\n", "\u240a"))
     text.append("\n" + " · ".join(facts))
     if record is not None and record.system_prompt:
         prompt = " ".join(record.system_prompt.split())
