@@ -62,3 +62,22 @@ def test_longterm_sizes_are_grouped_as_the_sidebar_and_ask_print_them(
     assert lines["warning"].startswith(
         "warning    longterm.md is 13,800 bytes, over its budget of 8,192 bytes"
     )
+
+
+def test_the_memory_line_groups_every_count(
+    cli_env: Callable[..., Env], standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """`memory     1,200 points (0 user, 0 assistant, 1200 doc; …)`: the total was grouped and
+    the counts beside it were not; every count of the line reads alike."""
+    env = cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
+    doc = tmp_path / "runbook.md"
+    sections = (
+        f"# Step {n}\nCheck the pump on rack {n} and note its pressure.\n" for n in range(1200)
+    )
+    doc.write_text("".join(sections))
+    assert_ok(run_cli(env, "import-doc", str(doc)))
+    out = run_cli(env, "status")
+    assert_ok(out)
+    lines = {line.split()[0]: line for line in out.stdout.splitlines() if line.strip()}
+    assert lines["memory"].startswith("memory     1,200 points (0 user, 0 assistant, 1,200 doc;")
+    assert lines["index"] == "index      in_sync, 1,200 vectors"

@@ -86,9 +86,9 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     print(f"today      {counted(len(today_messages), 'message')} in {today.isoformat()}.md")
     points = memory["points"]
     print(
-        f"memory     {counted(points['total'], 'point')} ({points['user']} user, "
-        f"{points['assistant']} assistant, {points['doc']} doc; {points['pinned']} pinned, "
-        f"{points['without_vector']} without vector)"
+        f"memory     {counted(points['total'], 'point')} ({points['user']:,} user, "
+        f"{points['assistant']:,} assistant, {points['doc']:,} doc; {points['pinned']:,} pinned, "
+        f"{points['without_vector']:,} without vector)"
     )
     skips = ", ".join(f"{rule} {count}" for rule, count in memory["skips"].items()) or "none"
     print(f"skipped    {skips}")
@@ -96,7 +96,7 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     note = f" ({index_note})" if index_note else ""
     print(f"index      {index['state']}, {counted(index['size'], 'vector')}{note}")
     mib = memory["ram_estimate_bytes"] / 2**20
-    print(f"ram        ~{mib:.1f} MiB estimated, headroom {memory['headroom']}")
+    print(f"ram        ~{mib:,.1f} MiB estimated, headroom {memory['headroom']}")
     embed_pulled = report["ollama"]["embed_model_pulled"]
     embed_note = (
         ""
