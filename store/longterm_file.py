@@ -41,6 +41,7 @@ class LongtermState:
     size_bytes: int
     budget_bytes: int
     warning: str | None  # one line when the file could not be used
+    unclosed_comment_line: int | None = None  # a `<!--` never closed: everything after is sent
 
     @property
     def over_budget(self) -> bool:
@@ -91,7 +92,9 @@ class LongtermFile:
         # As a Windows editor saves it: a byte-order mark, CRLF line ends.
         text = text.removeprefix("\ufeff").replace("\r\n", "\n")
         prompt_text = _COMMENT_RE.sub("", text).strip()
-        state = LongtermState(self.path, prompt_text, len(raw), self.budget_bytes, None)
+        state = LongtermState(
+            self.path, prompt_text, len(raw), self.budget_bytes, None, _unclosed_comment(text)
+        )
         return self._remember(stamp, state)
 
     def _unusable(self, size: int, warning: str) -> LongtermState:
@@ -101,3 +104,16 @@ class LongtermFile:
     def _remember(self, stamp: tuple[int, int] | None, state: LongtermState) -> LongtermState:
         self._stamp, self._state = stamp, (state if stamp is not None else None)
         return state
+
+
+def _unclosed_comment(text: str) -> int | None:
+    """The line of a `<!--` that no `-->` closes, as `_COMMENT_RE` reads the text: that
+    comment is not removed, so it and everything after it reach the prompt, where an editor's
+    Markdown preview hides them."""
+    start = 0
+    while (opened := text.find("<!--", start)) >= 0:
+        closed = text.find("-->", opened + 4)
+        if closed < 0:
+            return text.count("\n", 0, opened) + 1
+        start = closed + 3
+    return None

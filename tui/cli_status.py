@@ -36,6 +36,11 @@ async def status(settings: Settings, *, as_json: bool) -> int:
             f"longterm.md is {longterm.size_bytes:,} bytes, over its budget of "
             f"{longterm.budget_bytes:,} bytes: every turn pays for it"
         )
+    elif longterm_warning is None and longterm.unclosed_comment_line is not None:
+        longterm_warning = (
+            f"longterm.md: the comment opened on line {longterm.unclosed_comment_line:,} is "
+            "never closed with -->, so it and everything after it are sent to the model"
+        )
     from tui.cli_memory import memory_status
 
     memory = await asyncio.to_thread(memory_status, settings)
