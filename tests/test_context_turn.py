@@ -14,10 +14,10 @@ import pytest
 from agent.settings import Settings
 from tests.support.cli import NOW, Env, assert_one_line, printed_json, run_cli
 from tests.support.ollama_standin import OllamaStandIn, context_error
-from tests.support.pilot_helpers import type_text, wait_until
+from tests.support.pilot_helpers import notices, type_text, wait_until
 from tui.app import StraylightApp
 from tui.widgets.chat_input import ChatInput
-from tui.widgets.chat_message import ChatMessage, ChatNotice
+from tui.widgets.chat_message import ChatMessage
 from tui.widgets.status_sidebar import SidebarSummary, StatusSidebar, summary_text
 
 PARAGRAPH = (
@@ -287,7 +287,7 @@ async def test_the_sidebar_turns_critical_when_ollama_cuts_the_prompt_anyway(
         await pilot.press("enter")
         await wait_until(
             pilot,
-            lambda: any("Ollama cut the prompt" in str(n.render()) for n in app.query(ChatNotice)),
+            lambda: any("Ollama cut the prompt" in n for n in notices(app)),
             what="the cut named",
         )
         assert truncating.chat_outcomes()[-1].runner_truncated  # the scenario happened
@@ -314,7 +314,7 @@ async def test_a_window_guessed_while_the_model_was_missing_is_chosen_again_once
         await pilot.press("enter")
         await wait_until(
             pilot,
-            lambda: any("not pulled" in str(n.render()) for n in app.query(ChatNotice)),
+            lambda: any("not pulled" in n for n in notices(app)),
             what="the model named as not pulled",
         )
         await wait_until(pilot, lambda: not app.replying, what="the failed turn's end")

@@ -10,10 +10,9 @@ from textual.binding import Binding
 
 from agent.settings import Settings, SettingsError, load_settings
 from tests.support.ollama_standin import OllamaStandIn
-from tests.support.pilot_helpers import wait_until
+from tests.support.pilot_helpers import notices, wait_until
 from tui.app import StraylightApp
 from tui.keymap import BINDING_IDS, key_conflicts, split_keymap
-from tui.widgets.chat_message import ChatNotice
 
 
 def test_every_binding_id_in_the_app_is_documented() -> None:
@@ -88,7 +87,7 @@ async def test_a_remapped_key_runs_the_action_and_unknown_ids_are_named(
     async with app.run_test(size=(110, 32)) as pilot:
         await wait_until(
             pilot,
-            lambda: any("frobnicate" in str(n.render()) for n in app.query(ChatNotice)),
+            lambda: any("frobnicate" in n for n in notices(app)),
             what="the unknown-id notice",
         )
         before = app.chat.conversation_id
@@ -187,11 +186,9 @@ async def test_a_remapped_key_that_another_chat_key_has_is_named(
     async with app.run_test(size=(110, 32)) as pilot:
         await wait_until(
             pilot,
-            lambda: (
-                any("ctrl+o: new_conversation" in str(n.render()) for n in app.query(ChatNotice))
-                or any(
-                    "ctrl+o: open_conversations" in str(n.render()) for n in app.query(ChatNotice)
-                )
+            lambda: any(
+                "ctrl+o: new_conversation" in n or "ctrl+o: open_conversations" in n
+                for n in notices(app)
             ),
             what="the conflict notice",
         )
@@ -210,10 +207,10 @@ async def test_a_chat_key_remapped_onto_a_key_of_the_message_box_is_named(
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(
             pilot,
-            lambda: any("one key for two" in str(n.render()) for n in app.query(ChatNotice)),
+            lambda: any("one key for two" in n for n in notices(app)),
             what="the conflict notice",
         )
-        [notice] = [str(n.render()) for n in app.query(ChatNotice) if "one key" in str(n.render())]
+        [notice] = [n for n in notices(app) if "one key" in n]
         said = " ".join(notice.split())
         assert "ctrl+k: select_message, the message box's delete_to_end_of_line" in said
         assert "f6: open_facts, the message box's select_line" in said
@@ -225,7 +222,7 @@ async def test_default_chat_keys_share_no_key_with_the_message_box(
     app = StraylightApp(settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.5)
-        assert not any("one key for two" in str(n.render()) for n in app.query(ChatNotice))
+        assert not any("one key for two" in n for n in notices(app))
 
 
 async def test_send_and_newline_follow_the_keymap(

@@ -25,9 +25,9 @@ from agent.settings import Settings
 from store.data_dir_lock import DataDirLock, DataDirLocked
 from tests.support.cli import REPO_ROOT, cli_env
 from tests.support.ollama_standin import OllamaStandIn
-from tests.support.pilot_helpers import wait_until
+from tests.support.pilot_helpers import notices, wait_until
 from tests.test_owner_socket import client_process
-from tests.test_owner_tui import SIZE, facts_line, memory_line, notices
+from tests.test_owner_tui import SIZE, facts_line, memory_line
 from tui.app import StraylightApp
 from tui.owner_handover import ask_handover, lock_for_chat
 

@@ -23,11 +23,10 @@ from store.database import database_path, open_database
 from store.owner_socket import SOCKET_FILENAME
 from tests.support.cli import CliResult, assert_ok, cli_env, run_cli_process, spawn_many
 from tests.support.ollama_standin import OllamaStandIn
-from tests.support.pilot_helpers import wait_until
+from tests.support.pilot_helpers import notices, wait_until
 from tests.test_conversations import CURRENT, KEYS, write_sample_logs
 from tui.app import StraylightApp
 from tui.command_runner import CommandRunner
-from tui.widgets.chat_message import ChatNotice
 from tui.widgets.status_sidebar import StatusSidebar
 
 SIZE = (110, 32)
@@ -57,10 +56,6 @@ def owner_settings(make_settings: Callable[..., Settings], standin: OllamaStandI
 
 def seen(result: CliResult) -> tuple[int, str, str]:
     return result.returncode, result.stdout, result.stderr
-
-
-def notices(app: StraylightApp) -> list[str]:
-    return [str(n.render()) for n in app.query(ChatNotice)]
 
 
 def memory_line(app: StraylightApp) -> str:

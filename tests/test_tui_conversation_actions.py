@@ -18,7 +18,7 @@ from memory.conversation_notes import ConversationNotes
 from store.daily_log import DailyLog, LogMessage
 from store.private_files import SymlinkRefused
 from tests.support.ollama_standin import OllamaStandIn
-from tests.support.pilot_helpers import type_text, wait_until
+from tests.support.pilot_helpers import notices, type_text, wait_until
 from tests.test_conversations import (
     BUILD,
     CURRENT,
@@ -33,7 +33,7 @@ from tui.screens.confirm_screen import ConfirmScreen
 from tui.screens.conversation_actions import TitlePrompt, export_conversation
 from tui.screens.conversations_screen import ConversationsScreen
 from tui.widgets.chat_input import ChatInput
-from tui.widgets.chat_message import ChatMessage, ChatNotice
+from tui.widgets.chat_message import ChatMessage
 
 SIZE = (110, 32)
 QUESTION = "Which flour gives the most open crumb in a sourdough loaf, and why does it?"
@@ -43,10 +43,6 @@ SECOND = "High-protein bread flour, because its gluten network holds the gas of 
 
 def messages(app: StraylightApp) -> list[ChatMessage]:
     return list(app.query(ChatMessage))
-
-
-def notices(app: StraylightApp) -> list[str]:
-    return [str(n.render()) for n in app.query(ChatNotice)]
 
 
 def logged(app: StraylightApp) -> list[LogMessage]:

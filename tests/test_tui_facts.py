@@ -12,11 +12,11 @@ from memory.fact_types import FactError
 from memory.hypotheses import DUE_AFTER, SOURCE, START_CONFIDENCE
 from store.database import database_path, open_database
 from tests.support.ollama_standin import OllamaStandIn
-from tests.support.pilot_helpers import type_text, wait_until
+from tests.support.pilot_helpers import notices, type_text, wait_until
 from tui.app import StraylightApp
 from tui.fact_commands import parse_fact_set
 from tui.widgets.candidate_prompt import CandidatePrompt
-from tui.widgets.chat_message import ChatMessage, ChatNotice
+from tui.widgets.chat_message import ChatMessage
 from tui.widgets.status_sidebar import StatusSidebar
 
 SIZE = (110, 32)
@@ -24,10 +24,6 @@ WRITE = {
     "name": "memory_write",
     "arguments": {"key": "build:npm", "body": "npm run dist builds blyck.", "type": "capability"},
 }
-
-
-def notices(app: StraylightApp) -> list[str]:
-    return [str(n.render()) for n in app.query(ChatNotice)]
 
 
 def facts(app: StraylightApp) -> FactDrawer:

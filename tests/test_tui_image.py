@@ -15,9 +15,9 @@ import pytest
 from agent.image_attachment import ImageError, image_kind, read_image
 from agent.settings import Settings
 from tests.support.ollama_standin import OllamaStandIn
-from tests.support.pilot_helpers import type_text, wait_until
+from tests.support.pilot_helpers import notices, type_text, wait_until
 from tui.app import StraylightApp
-from tui.widgets.chat_message import ChatMessage, ChatNotice
+from tui.widgets.chat_message import ChatMessage
 
 SIZE = (110, 32)
 # A real 1x1 PNG (its bytes are what the request must carry)
@@ -38,10 +38,6 @@ def picture(tmp_path: Path) -> Path:
     path.parent.mkdir()
     path.write_bytes(PNG)
     return path
-
-
-def notices(app: StraylightApp) -> list[str]:
-    return [str(notice.render()) for notice in app.query(ChatNotice)]
 
 
 async def command(pilot, line: str) -> None:

@@ -12,13 +12,13 @@ from textual.widgets import DataTable, Input, ProgressBar
 
 from agent.settings import Settings
 from tests.support.ollama_standin import OllamaStandIn
-from tests.support.pilot_helpers import type_text, wait_until
+from tests.support.pilot_helpers import notices, type_text, wait_until
 from tui.app import StraylightApp
 from tui.screens.chat_screen import ChatScreen
 from tui.screens.confirm_screen import ConfirmScreen
 from tui.screens.models_screen import ModelsScreen
 from tui.widgets.chat_input import ChatInput
-from tui.widgets.chat_message import ChatMessage, ChatNotice
+from tui.widgets.chat_message import ChatMessage
 
 SIZE = (110, 32)
 MODELS = ("llama3.2", "qwen3:8b", "nomic-embed-text", "all-minilm")
@@ -51,10 +51,6 @@ async def open_models(pilot, app: StraylightApp) -> ModelsScreen:
     assert isinstance(screen, ModelsScreen)
     await wait_until(pilot, lambda: screen.loaded and bool(screen.records), what="the list")
     return screen
-
-
-def notices(app: StraylightApp) -> list[str]:
-    return [str(notice.render()) for notice in app.query(ChatNotice)]
 
 
 def highlight(screen: ModelsScreen, name: str) -> None:

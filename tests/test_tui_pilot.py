@@ -7,10 +7,10 @@ from pathlib import Path
 
 from agent.settings import Settings
 from tests.support.ollama_standin import OllamaStandIn
-from tests.support.pilot_helpers import type_text, wait_until
+from tests.support.pilot_helpers import notices, type_text, wait_until
 from tui.app import StraylightApp
 from tui.widgets.chat_input import ChatInput
-from tui.widgets.chat_message import ChatMessage, ChatNotice
+from tui.widgets.chat_message import ChatMessage
 from tui.widgets.status_sidebar import StatusSidebar
 
 SIZE = (110, 32)
@@ -18,10 +18,6 @@ SIZE = (110, 32)
 
 def messages(app: StraylightApp) -> list[ChatMessage]:
     return list(app.query(ChatMessage))
-
-
-def notices(app: StraylightApp) -> list[str]:
-    return [str(n.render()) for n in app.query(ChatNotice)]
 
 
 def logged(app: StraylightApp):

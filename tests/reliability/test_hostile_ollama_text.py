@@ -18,7 +18,7 @@ from agent.settings import Settings
 from tests.reliability import fault_support
 from tests.reliability.fault_support import Workspace, assert_ok
 from tests.support.ollama_standin import OllamaStandIn
-from tests.support.pilot_helpers import type_text, wait_until
+from tests.support.pilot_helpers import notices, type_text, wait_until
 from tui.app import StraylightApp
 
 seeded_template = fault_support.seeded_template
@@ -84,7 +84,7 @@ async def test_the_chat_shows_an_ollama_error_notice_with_control_characters_as_
 ) -> None:
     """The chat's notices repeat Ollama's error text too (a reply cut off by an `{"error": …}`
     line): drawn as symbols, as the chat's messages are (README, Hostile input)."""
-    from tests.test_tui_pilot import SIZE, messages, notices, sidebar
+    from tests.test_tui_pilot import SIZE, messages, sidebar
 
     standin.script_reply("alpha beta gamma delta")
     standin.fail_next("error_line", after=2, message=HOSTILE, path="/api/chat")

@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from textual.app import App
 from textual.pilot import Pilot
 
 
@@ -19,6 +20,13 @@ async def wait_until(
             raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
         await pilot.pause(0.02)
     await asyncio.sleep(0)
+
+
+def notices(app: App[object]) -> list[str]:
+    """The text of every notice in the chat log, oldest first."""
+    from tui.widgets.chat_message import ChatNotice
+
+    return [str(notice.render()) for notice in app.query(ChatNotice)]
 
 
 async def type_text(pilot: Pilot, text: str) -> None:
