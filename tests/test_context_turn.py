@@ -199,10 +199,7 @@ async def test_the_sidebar_shows_the_context_line(
     settings = make_settings(ollama_host=truncating.host, num_ctx=1024)
     app = StraylightApp(settings)
     async with app.run_test(size=(110, 32)) as pilot:
-        sidebar = app.query_one(StatusSidebar)
-        await wait_until(pilot, lambda: sidebar.state and sidebar.state.ollama == "online")
-        await type_text(pilot, "Hello there")
-        await pilot.press("enter")
+        sidebar = await send_once_online(pilot, app)
         await wait_until(
             pilot,
             lambda: [m.status for m in app.query(ChatMessage)] == ["complete", "complete"],
@@ -229,12 +226,18 @@ def refusing_settings(
     return make_settings(ollama_host=truncating.host, num_ctx=1024)
 
 
-async def refused_for_its_context(pilot, app: StraylightApp) -> StatusSidebar:
-    """One message sent and refused for its context: the sidebar, its context line critical."""
+async def send_once_online(pilot, app: StraylightApp) -> StatusSidebar:
+    """Once the sidebar says Ollama is online, send one message; the sidebar."""
     sidebar = app.query_one(StatusSidebar)
     await wait_until(pilot, lambda: sidebar.state and sidebar.state.ollama == "online")
     await type_text(pilot, "Hello there")
     await pilot.press("enter")
+    return sidebar
+
+
+async def refused_for_its_context(pilot, app: StraylightApp) -> StatusSidebar:
+    """One message sent and refused for its context: the sidebar, its context line critical."""
+    sidebar = await send_once_online(pilot, app)
     await wait_until(
         pilot,
         lambda: sidebar.state is not None and sidebar.state.context_headroom == "critical",

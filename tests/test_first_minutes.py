@@ -101,11 +101,7 @@ async def test_at_80x24_the_folded_line_warns_of_a_longterm_md_left_out(
     that names it is folded away, so the one line says so (it said nothing at all)."""
     settings.home.mkdir(parents=True, exist_ok=True)
     (settings.home / "longterm.md").write_bytes(b"caf\xe9 au lait\n")
-    app = StraylightApp(settings)
-    async with app.run_test(size=(80, 24)) as pilot:
-        summary = app.query_one(SidebarSummary)
-        await wait_until(pilot, lambda: "longterm.md" in str(summary.render()), what="the warning")
-        assert "⚠ longterm.md left out" in str(summary.render())
+    assert "⚠ longterm.md left out" in await folded_line_naming_longterm_md(settings)
 
 
 async def test_at_80x24_the_folded_line_names_a_longterm_md_over_budget(
@@ -114,11 +110,16 @@ async def test_at_80x24_the_folded_line_names_a_longterm_md_over_budget(
     settings = make_settings(ollama_host=standin.host, longterm_budget_bytes=100)
     settings.home.mkdir(parents=True, exist_ok=True)
     (settings.home / "longterm.md").write_text("I like tea. " * 20)
+    assert "longterm.md over budget" in await folded_line_naming_longterm_md(settings)
+
+
+async def folded_line_naming_longterm_md(settings: Settings) -> str:
+    """The folded sidebar line at 80×24, once it names longterm.md."""
     app = StraylightApp(settings)
     async with app.run_test(size=(80, 24)) as pilot:
         summary = app.query_one(SidebarSummary)
         await wait_until(pilot, lambda: "longterm.md" in str(summary.render()), what="the warning")
-        assert "longterm.md over budget" in str(summary.render())
+        return str(summary.render())
 
 
 async def test_at_80x24_the_folded_line_says_the_chat_model_is_not_pulled(

@@ -53,14 +53,19 @@ def test_save_theme_writes_the_file_and_refuses_broken_toml(tmp_path: Path) -> N
     assert broken.read_text(encoding="utf-8") == "model = [1\n"
 
 
-async def test_a_theme_chosen_in_the_app_is_kept_at_the_next_start(
-    make_settings: Callable[..., Settings], tmp_path: Path
-) -> None:
+def app_with_config(tmp_path: Path) -> tuple[Path, StraylightApp]:
+    """A config.toml of CONFIG (theme nord) and the app started from its settings."""
     path = tmp_path / "config.toml"
     path.write_text(CONFIG, encoding="utf-8")
     settings = load_settings(flags={"home": str(tmp_path / "home")}, environ={}, config_path=path)
-    assert settings.settings.theme == "nord"
-    app = StraylightApp(settings.settings, config_path=path, poll_online_seconds=600)
+    return path, StraylightApp(settings.settings, config_path=path, poll_online_seconds=600)
+
+
+async def test_a_theme_chosen_in_the_app_is_kept_at_the_next_start(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    path, app = app_with_config(tmp_path)
+    assert app.settings.theme == "nord"
     async with app.run_test(size=(100, 30)) as pilot:
         assert app.theme == "nord"  # the setting applied at start
         app.theme = "gruvbox"  # what the palette's "Change theme" does
@@ -74,10 +79,7 @@ async def test_a_theme_chosen_in_the_app_is_kept_at_the_next_start(
 
 async def test_switching_back_to_the_starting_theme_is_kept_too(tmp_path: Path) -> None:
     """nord at start → gruvbox → nord again: the file ends with nord, not gruvbox."""
-    path = tmp_path / "config.toml"
-    path.write_text(CONFIG, encoding="utf-8")
-    settings = load_settings(flags={"home": str(tmp_path / "home")}, environ={}, config_path=path)
-    app = StraylightApp(settings.settings, config_path=path, poll_online_seconds=600)
+    path, app = app_with_config(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         app.theme = "gruvbox"
         await wait_until(
@@ -129,10 +131,7 @@ def test_a_config_toml_that_is_a_link_keeps_its_link_and_the_theme_lands_in_its_
 
 
 async def test_a_theme_that_cannot_be_saved_is_named_in_a_warning(tmp_path: Path) -> None:
-    path = tmp_path / "config.toml"
-    path.write_text(CONFIG, encoding="utf-8")
-    settings = load_settings(flags={"home": str(tmp_path / "home")}, environ={}, config_path=path)
-    app = StraylightApp(settings.settings, config_path=path, poll_online_seconds=600)
+    path, app = app_with_config(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         path.write_text("model = [broken\n", encoding="utf-8")  # edited meanwhile, badly
         app.theme = "gruvbox"
