@@ -6,7 +6,6 @@ owner dropped the frame unanswered, so the client took it for an owner not servi
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from store.owner_socket import MAX_FRAME_BYTES, SOCKET_FILENAME
@@ -30,16 +29,14 @@ async def test_a_request_too_large_for_the_socket_is_one_line_exit_2(
     try:
         assert (await runner.run(["recall", "ferry", "--json"])).exit_code == 0  # owns, serves
         assert (home / SOCKET_FILENAME).exists()
-        started = time.monotonic()
         served = await asyncio.to_thread(run_cli_process, env, "remember", "-", stdin=TOO_MUCH)
-        waited = time.monotonic() - started
         usual = await asyncio.to_thread(run_cli_process, env, "remember", "pier four again")
     finally:
         await runner.aclose()
     assert served.returncode == 2, served.stderr
     [line] = served.stderr.splitlines()
+    # Not taken for an owner that does not serve (its 3 s wait, then "in use", exit 6).
     assert line.startswith("straylight: ") and "in use" not in line, line
     assert f"{MAX_FRAME_BYTES:,}" in line and str(home) in line, line
-    assert waited < 3.0, waited  # no wait for an owner that would never take it
     assert_ok(usual)  # the owner still serves
     assert usual.stdout.startswith("remembered #")
