@@ -13,9 +13,12 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from memory.secret_masking import mask_secrets
+
+if TYPE_CHECKING:
+    import ssl  # (imported where needed: a command that never connects does not load it)
 
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1  # an unknown id: a point, fact, candidate, hypothesis, conversation
@@ -54,6 +57,62 @@ class OllamaUnreachable(GatewayError):
         super().__init__(message)
         self.host = host
         self.connect_timed_out = connect_timed_out
+
+
+class OllamaTlsFailed(OllamaUnreachable):
+    """An https:// host was reached but TLS failed: its certificate is not trusted here
+    (self-signed, expired, another name), or it does not speak TLS at all (Ollama serves
+    plain HTTP). Said as such, not as "start it with `ollama serve`": it is running."""
+
+    def __init__(self, host: str, failure: ssl.SSLError) -> None:
+        import ssl
+
+        reason = _ssl_reason(failure)
+        if isinstance(failure, ssl.SSLCertVerificationError):
+            message = (
+                f"Ollama at {host} failed the TLS check ({reason}): its certificate is not "
+                "one this machine trusts"
+            )
+        elif reason in _NOT_TLS:
+            message = (
+                f"Ollama at {host} does not speak TLS ({reason}): use http:// for it "
+                "(Ollama serves plain HTTP unless something in front of it adds TLS)"
+            )
+        else:
+            message = f"the TLS connection to Ollama at {host} failed ({reason})"
+        GatewayError.__init__(self, message)
+        self.host = host
+        self.connect_timed_out = None
+
+
+_NOT_TLS = frozenset({"wrong version number", "packet length too long", "record layer failure"})
+"""What OpenSSL says when the other side answers TLS with plain HTTP."""
+
+
+def _ssl_reason(failure: ssl.SSLError) -> str:
+    """OpenSSL's words without their codes: "[SSL: X] wrong version number (_ssl.c:1006)" →
+    "wrong version number"; a certificate's "self-signed certificate", "certificate has
+    expired", "Hostname mismatch, …"."""
+    verified = getattr(failure, "verify_message", None)
+    if isinstance(verified, str) and verified:
+        return one_line(verified)
+    text = str(failure)
+    found = re.search(r"\]\s*(.*?)\s*\(_ssl\.c:\d+\)", text)
+    return one_line(found.group(1) if found else text) or "unknown reason"
+
+
+def tls_failure(error: BaseException) -> ssl.SSLError | None:
+    """The TLS error behind a connection error (httpx wraps it twice), if any."""
+    import ssl
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ssl.SSLError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 class OllamaRedirected(GatewayError):
@@ -197,7 +256,8 @@ def classify(
     if isinstance(error, httpx.ConnectTimeout):
         return OllamaUnreachable(host, connect_timed_out=connect_timeout or timeout)
     if isinstance(error, ConnectionError | httpx.ConnectError):
-        return OllamaUnreachable(host)
+        failure = tls_failure(error)
+        return OllamaUnreachable(host) if failure is None else OllamaTlsFailed(host, failure)
     if isinstance(error, httpx.TimeoutException):
         return ModelTimeout(timeout, metadata=metadata, mid_reply=streamed)
     if isinstance(error, httpx.TransportError):

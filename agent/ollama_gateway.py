@@ -36,7 +36,7 @@ from agent.gateway_values import (
     ToolCall,
 )
 from agent.model_options import options_for
-from agent.ollama_host import is_loopback_host
+from agent.ollama_host import is_loopback_host, is_plain_loopback
 from agent.ollama_import import import_ollama
 from agent.think_splitter import ThinkSplitter
 from memory.model_names import normalise_name
@@ -135,6 +135,10 @@ class OllamaGateway:
                 timeout=timeout,
                 follow_redirects=False,
                 trust_env=not is_loopback_host(host),
+                # This machine over plain HTTP (the usual Ollama) never speaks TLS: no proxy,
+                # no redirect followed. Its client skips loading the certificate store (20-40
+                # ms of every command's start); any other host verifies certificates.
+                verify=not is_plain_loopback(host),
                 event_hooks={"response": [self._on_response]},
             )
         return self._client

@@ -51,3 +51,9 @@ def is_loopback_host(host: str | None) -> bool:
     except ValueError:
         return False
     return address.is_loopback or address.is_unspecified
+
+
+def is_plain_loopback(host: str | None) -> bool:
+    """Whether OLLAMA_HOST is this machine over plain HTTP: no TLS and no proxy on the way,
+    so the client needs no certificate store (`OllamaGateway` skips loading it)."""
+    return parse_ollama_host(host).startswith("http://") and is_loopback_host(host)

@@ -1,0 +1,126 @@
+"""An Ollama over HTTPS still has its certificate checked, and a TLS failure says so: it was
+"Ollama is not reachable …: start it with `ollama serve`" for a server that was running. Only
+this machine over plain HTTP skips loading the certificate store (agent/ollama_gateway.py:
+20-40 ms of every command's start), which no TLS could use there.
+
+Real parts: the real `ollama` client through `OllamaGateway`, against a stdlib HTTPS server on
+127.0.0.1 with a self-signed certificate (tests/support/tls) answering like Ollama.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from agent.ollama_gateway import OllamaGateway
+from agent.ollama_host import is_plain_loopback
+from tests.support.ollama_standin import OllamaStandIn
+
+TLS = Path(__file__).parent / "support" / "tls"
+
+
+class _Ollamaish(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = {"/api/version": {"version": "0.12.0"}, "/api/tags": {"models": []}}.get(self.path)
+        data = json.dumps(body or {"error": "not found"}).encode()
+        self.send_response(200 if body is not None else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def https_ollama() -> Iterator[int]:
+    """An Ollama-like HTTPS server on 127.0.0.1 with a certificate nobody signed; its port."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(TLS / "selfsigned-127.0.0.1.crt", TLS / "selfsigned-127.0.0.1.key")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Ollamaish)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _version_unverified(port: int) -> dict[str, str]:
+    """What the server answers to a client that trusts anything (the server works)."""
+    insecure = ssl._create_unverified_context()
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=insecure, timeout=5)
+    try:
+        connection.request("GET", "/api/version")
+        return json.loads(connection.getresponse().read())
+    finally:
+        connection.close()
+
+
+async def test_an_https_ollama_with_a_certificate_nobody_signed_is_refused() -> None:
+    with https_ollama() as port:
+        assert _version_unverified(port) == {"version": "0.12.0"}
+        gateway = OllamaGateway(f"https://127.0.0.1:{port}", connect_timeout=5.0)
+        try:
+            status = await gateway.check()
+        finally:
+            await gateway.aclose()
+    assert not status.reachable and status.error_kind == "unreachable"
+    assert status.error == (
+        f"Ollama at https://127.0.0.1:{port} failed the TLS check (self-signed certificate): "
+        "its certificate is not one this machine trusts"
+    )
+
+
+async def test_https_to_an_ollama_that_serves_plain_http_says_to_use_http(
+    standin: OllamaStandIn,
+) -> None:
+    gateway = OllamaGateway(f"https://{standin.host}", connect_timeout=5.0)
+    try:
+        status = await gateway.check()
+    finally:
+        await gateway.aclose()
+    assert not status.reachable and status.error is not None
+    assert status.error.startswith(f"Ollama at https://{standin.host} does not speak TLS ("), (
+        status.error
+    )
+    assert "use http:// for it" in status.error and "ollama serve" not in status.error
+
+
+@pytest.mark.parametrize(
+    ("host", "plain"),
+    [
+        ("", True),
+        ("127.0.0.1:11434", True),
+        ("http://localhost:11434", True),
+        ("[::1]:11434", True),
+        ("https://127.0.0.1:11434", False),
+        ("HTTP://127.0.0.1:11434", False),  # not the client's "http": left to verify
+        ("192.168.1.20:11434", False),  # another machine: a proxy may be on the way
+        ("https://ollama.example.com", False),
+    ],
+)
+def test_only_this_machine_over_plain_http_skips_the_certificate_store(
+    host: str, plain: bool
+) -> None:
+    assert is_plain_loopback(host) is plain
+
+
+async def test_plain_http_on_this_machine_still_talks_to_ollama(standin: OllamaStandIn) -> None:
+    gateway = OllamaGateway(standin.url)
+    try:
+        assert (await gateway.check()).reachable
+        assert len(await gateway.embed("nomic-embed-text", ["a note"])) == 1
+    finally:
+        await gateway.aclose()
