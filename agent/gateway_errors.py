@@ -101,18 +101,40 @@ def _ssl_reason(failure: ssl.SSLError) -> str:
     return one_line(found.group(1) if found else text) or "unknown reason"
 
 
-def tls_failure(error: BaseException) -> ssl.SSLError | None:
-    """The TLS error behind a connection error (httpx wraps it twice), if any."""
+class OllamaNameUnresolved(OllamaUnreachable):
+    """The host's name does not resolve (a typo, or no network for a remote host): said as
+    such, not as "start it with `ollama serve`"."""
+
+    def __init__(self, host: str, failure: OSError) -> None:
+        import urllib.parse
+
+        name = urllib.parse.urlsplit(host).hostname or host
+        reason = one_line(failure.strerror or str(failure)) or "unknown reason"
+        GatewayError.__init__(
+            self,
+            f"Ollama's host name {name} does not resolve ({reason}): check --ollama-host / "
+            "OLLAMA_HOST, and the network for a remote host",
+        )
+        self.host = host
+        self.connect_timed_out = None
+
+
+def connect_failure(host: str, error: BaseException) -> OllamaUnreachable:
+    """What a failed connection was: a name that does not resolve, a TLS failure, or nothing
+    there (httpx wraps the socket's or TLS error twice)."""
+    import socket
     import ssl
 
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         if isinstance(current, ssl.SSLError):
-            return current
+            return OllamaTlsFailed(host, current)
+        if isinstance(current, socket.gaierror):
+            return OllamaNameUnresolved(host, current)
         seen.add(id(current))
         current = current.__cause__ or current.__context__
-    return None
+    return OllamaUnreachable(host)
 
 
 class OllamaRedirected(GatewayError):
@@ -256,8 +278,7 @@ def classify(
     if isinstance(error, httpx.ConnectTimeout):
         return OllamaUnreachable(host, connect_timed_out=connect_timeout or timeout)
     if isinstance(error, ConnectionError | httpx.ConnectError):
-        failure = tls_failure(error)
-        return OllamaUnreachable(host) if failure is None else OllamaTlsFailed(host, failure)
+        return connect_failure(host, error)
     if isinstance(error, httpx.TimeoutException):
         return ModelTimeout(timeout, metadata=metadata, mid_reply=streamed)
     if isinstance(error, httpx.TransportError):

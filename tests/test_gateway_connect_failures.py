@@ -1,7 +1,9 @@
-"""An Ollama over HTTPS still has its certificate checked, and a TLS failure says so: it was
-"Ollama is not reachable …: start it with `ollama serve`" for a server that was running. Only
-this machine over plain HTTP skips loading the certificate store (agent/ollama_gateway.py:
-20-40 ms of every command's start), which no TLS could use there.
+"""A connection that fails says why: a TLS failure (an https:// host whose certificate is not
+trusted here, or one that serves plain HTTP) and a host name that does not resolve were both
+"Ollama is not reachable …: start it with `ollama serve`", of a server that was running or a
+name with a typo. An Ollama over HTTPS still has its certificate checked; only this machine
+over plain HTTP skips loading the certificate store (agent/ollama_gateway.py: 20-40 ms of
+every command's start), which no TLS could use there.
 
 Real parts: the real `ollama` client through `OllamaGateway`, against a stdlib HTTPS server on
 127.0.0.1 with a self-signed certificate (tests/support/tls) answering like Ollama.
@@ -13,15 +15,17 @@ import http.client
 import json
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from agent.gateway_errors import EXIT_UNREACHABLE
 from agent.ollama_gateway import OllamaGateway
 from agent.ollama_host import is_plain_loopback
+from tests.support.cli import assert_one_line, run_cli
 from tests.support.ollama_standin import OllamaStandIn
 
 TLS = Path(__file__).parent / "support" / "tls"
@@ -124,3 +128,13 @@ async def test_plain_http_on_this_machine_still_talks_to_ollama(standin: OllamaS
         assert len(await gateway.embed("nomic-embed-text", ["a note"])) == 1
     finally:
         await gateway.aclose()
+
+
+def test_a_host_name_that_does_not_resolve_is_named(
+    cli_env: Callable[..., dict[str, str]],
+) -> None:
+    """`.invalid` never resolves (RFC 2606)."""
+    env = cli_env(OLLAMA_HOST="http://ollama.invalid:11434")
+    line = assert_one_line(run_cli(env, "ask", "hello"), EXIT_UNREACHABLE)
+    assert line.startswith("straylight: Ollama's host name ollama.invalid does not resolve ("), line
+    assert "check --ollama-host / OLLAMA_HOST" in line and "ollama serve" not in line
