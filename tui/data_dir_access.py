@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,12 +31,57 @@ def unwritable_data_dir(error: BaseException, home: Path) -> str | None:
         return None
     if error.filename is None or not _inside(Path(str(error.filename)), home):
         return None
+    if (foreign := foreign_owner(Path(str(error.filename)), home)) is not None:
+        return foreign
     why = "it is on a read-only file system" if error.errno == errno.EROFS else "no permission"
     return (
         f"cannot write to data dir {home} ({why}); the reading commands (status, recall, "
         f"history, conversations, facts list) work on it, this one writes: copy it somewhere "
         f"writable and use --home COPY"
     )
+
+
+def unreadable_data_dir(error: OSError, home: Path) -> str:
+    """The line for a file of the data dir a reading command cannot open (its lock file,
+    whose shared lock tells whether a writer is busy): whose it is, or why."""
+    from store.private_files import UnsafeDataDir
+
+    if isinstance(error, UnsafeDataDir):  # a link or an odd file there: its own line
+        return str(error)
+    path = Path(str(error.filename)) if error.filename is not None else home
+    if error.errno in _UNWRITABLE and (foreign := foreign_owner(path, home)) is not None:
+        return foreign
+    return f"cannot read {one_line(str(path))}: {error.strerror or error}"
+
+
+def foreign_owner(path: Path, home: Path) -> str | None:
+    """When `path` (a file of the data dir `home`, or `home`) belongs to another user — a run
+    as root (`sudo straylight`, a container) left it — the line that says so and how to take
+    the data dir back; None when it is this user's (or cannot be looked at)."""
+    import shlex
+
+    try:
+        owner = path.lstat().st_uid  # (the link itself, were it one: nothing is followed)
+    except OSError:
+        return None
+    me = os.geteuid()
+    if owner == me:
+        return None
+    return (
+        f"{one_line(str(path))} belongs to {_user(owner)}, not to you ({_user(me)}): a run as "
+        f"another user (sudo straylight?) left it; `sudo chown -R {_user(me)} "
+        f"{shlex.quote(str(home))}` gives the data dir back"
+    )
+
+
+def _user(uid: int) -> str:
+    """A user's name, else their number."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except (KeyError, OSError):
+        return str(uid)
 
 
 def _inside(path: Path, home: Path) -> bool:

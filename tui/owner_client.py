@@ -266,6 +266,10 @@ def _forward_or_own(
                     return fail(str(locked), EXIT_DATA_DIR_IN_USE)
                 time.sleep(_RETRY_PAUSE)
                 continue
+            except OSError as error:  # its lock file unreadable (another user's): one line
+                from tui.data_dir_access import unreadable_data_dir
+
+                return fail(unreadable_data_dir(error, home), EXIT_USAGE)
             return run_here()  # DuckDB's own lock: a writer starting meanwhile waits for it
         try:
             lock = DataDirLock(home, brief=command not in SERVING_COMMANDS).acquire()
