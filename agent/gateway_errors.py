@@ -119,22 +119,90 @@ class OllamaNameUnresolved(OllamaUnreachable):
         self.connect_timed_out = None
 
 
+class OllamaConnectFailed(OllamaUnreachable):
+    """A failed connection whose cause is known and said (another machine that refuses it or
+    has no route to it, the environment's proxy failing), with its own advice."""
+
+    def __init__(self, host: str, message: str) -> None:
+        GatewayError.__init__(self, message)
+        self.host = host
+        self.connect_timed_out = None
+
+
 def connect_failure(host: str, error: BaseException) -> OllamaUnreachable:
-    """What a failed connection was: a name that does not resolve, a TLS failure, or nothing
-    there (httpx wraps the socket's or TLS error twice)."""
+    """What a failed connection was (httpx wraps the socket's or TLS error twice): a TLS
+    failure, the environment's proxy failing (a remote host only: this machine is never
+    proxied), a name that does not resolve, another machine refusing or out of reach, or
+    nothing listening here."""
+    import errno
+    import os
     import socket
     import ssl
 
-    seen: set[int] = set()
+    from agent.ollama_host import is_loopback_host
+
+    causes: list[BaseException] = []
     current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        if isinstance(current, ssl.SSLError):
-            return OllamaTlsFailed(host, current)
-        if isinstance(current, socket.gaierror):
-            return OllamaNameUnresolved(host, current)
-        seen.add(id(current))
+    while current is not None and all(current is not seen for seen in causes):
+        causes.append(current)
         current = current.__cause__ or current.__context__
+    tls = next((c for c in causes if isinstance(c, ssl.SSLError)), None)
+    if tls is not None:
+        return OllamaTlsFailed(host, tls)
+    system = next((c for c in causes if isinstance(c, OSError) and c.strerror), None)
+    reason = ""
+    if system is not None:  # asyncio's own words name the address: the errno's are plainer
+        code = system.errno or 0
+        plain = not isinstance(system, socket.gaierror) and code > 0
+        reason = one_line(os.strerror(code) if plain else str(system.strerror))
+    if (proxy := environment_proxy(host)) is not None:
+        return proxy_failed(host, proxy, reason or one_line(str(error)))
+    if isinstance(system, socket.gaierror):
+        return OllamaNameUnresolved(host, system)
+    if system is None or is_loopback_host(host):
+        return OllamaUnreachable(host)
+    if system.errno == errno.ECONNREFUSED:
+        return OllamaConnectFailed(
+            host,
+            f"nothing accepts connections at {host} ({reason}): Ollama on another machine "
+            "listens on that machine only unless started there with OLLAMA_HOST=0.0.0.0, or "
+            "a firewall blocks the port; check --ollama-host / OLLAMA_HOST",
+        )
+    if system.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+        return OllamaConnectFailed(
+            host,
+            f"cannot reach {host} ({reason}): check that the machine is up and on this "
+            "network, and --ollama-host / OLLAMA_HOST",
+        )
     return OllamaUnreachable(host)
+
+
+def proxy_failed(host: str, proxy: str, reason: str) -> OllamaConnectFailed:
+    """The environment's proxy on the way to a remote Ollama failed (down, its name does
+    not resolve, it refused the request): said, with where proxies are set."""
+    return OllamaConnectFailed(
+        host,
+        f"the proxy {mask_secrets(proxy)} on the way to Ollama at {host} failed ({reason}): "
+        "check HTTP_PROXY / HTTPS_PROXY / ALL_PROXY and NO_PROXY",
+    )
+
+
+def environment_proxy(host: str) -> str | None:
+    """The proxy the client takes to `host` from the environment (HTTP_PROXY, HTTPS_PROXY or
+    ALL_PROXY, minus NO_PROXY), as httpx picks it; None for this machine (never proxied:
+    agent/ollama_gateway.py) or when none applies."""
+    import urllib.parse
+    import urllib.request
+
+    from agent.ollama_host import is_loopback_host, parse_ollama_host
+
+    if is_loopback_host(host):
+        return None
+    split = urllib.parse.urlsplit(parse_ollama_host(host))
+    proxies = urllib.request.getproxies_environment()
+    if urllib.request.proxy_bypass(split.hostname or ""):  # NO_PROXY
+        return None
+    return proxies.get(split.scheme.lower()) or proxies.get("all")
 
 
 class OllamaRedirected(GatewayError):
@@ -279,6 +347,9 @@ def classify(
         return OllamaUnreachable(host, connect_timed_out=connect_timeout or timeout)
     if isinstance(error, ConnectionError | httpx.ConnectError):
         return connect_failure(host, error)
+    if isinstance(error, httpx.ProxyError):  # the proxy answered, but not with a tunnel
+        proxy = environment_proxy(host) or "in the environment"
+        return proxy_failed(host, proxy, one_line(str(error)))
     if isinstance(error, httpx.TimeoutException):
         return ModelTimeout(timeout, metadata=metadata, mid_reply=streamed)
     if isinstance(error, httpx.TransportError):

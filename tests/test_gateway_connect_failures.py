@@ -11,8 +11,10 @@ Real parts: the real `ollama` client through `OllamaGateway`, against a stdlib H
 
 from __future__ import annotations
 
+import errno
 import http.client
 import json
+import socket
 import ssl
 import threading
 from collections.abc import Callable, Iterator
@@ -22,13 +24,24 @@ from pathlib import Path
 
 import pytest
 
-from agent.gateway_errors import EXIT_UNREACHABLE
+from agent.gateway_errors import EXIT_UNREACHABLE, classify
 from agent.ollama_gateway import OllamaGateway
 from agent.ollama_host import is_plain_loopback
 from tests.support.cli import assert_one_line, run_cli
 from tests.support.ollama_standin import OllamaStandIn
 
 TLS = Path(__file__).parent / "support" / "tls"
+PROXY_VARIABLES = [
+    *(f"{kind}_PROXY" for kind in ("HTTP", "HTTPS", "ALL", "NO")),
+    *(f"{kind}_proxy" for kind in ("http", "https", "all", "no")),
+]
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (bound, then let go)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 class _Ollamaish(BaseHTTPRequestHandler):
@@ -138,3 +151,65 @@ def test_a_host_name_that_does_not_resolve_is_named(
     line = assert_one_line(run_cli(env, "ask", "hello"), EXIT_UNREACHABLE)
     assert line.startswith("straylight: Ollama's host name ollama.invalid does not resolve ("), line
     assert "check --ollama-host / OLLAMA_HOST" in line and "ollama serve" not in line
+
+
+async def test_a_proxy_that_is_down_is_named_not_the_remote_ollama(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A remote Ollama goes through the environment's proxy (README, "Security"); when that
+    proxy is down, the proxy is what failed."""
+    closed = free_port()
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{closed}")
+    gateway = OllamaGateway("http://ollama.invalid:11434", connect_timeout=5.0)
+    try:
+        status = await gateway.check()
+    finally:
+        await gateway.aclose()
+    assert not status.reachable and status.error_kind == "unreachable"
+    assert status.error == (
+        f"the proxy http://127.0.0.1:{closed} on the way to Ollama at "
+        "http://ollama.invalid:11434 failed (Connection refused): check HTTP_PROXY / "
+        "HTTPS_PROXY / ALL_PROXY and NO_PROXY"
+    )
+
+
+@pytest.mark.parametrize(
+    ("cause", "expected"),
+    [
+        (
+            ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"),
+            "nothing accepts connections at http://192.168.1.50:11434 (Connection refused): "
+            "Ollama on another machine listens on that machine only unless started there with "
+            "OLLAMA_HOST=0.0.0.0, or a firewall blocks the port; check --ollama-host / "
+            "OLLAMA_HOST",
+        ),
+        (
+            OSError(errno.EHOSTUNREACH, "No route to host"),
+            "cannot reach http://192.168.1.50:11434 (No route to host): check that the "
+            "machine is up and on this network, and --ollama-host / OLLAMA_HOST",
+        ),
+    ],
+    ids=["refused", "no-route"],
+)
+def test_another_machine_that_refuses_or_is_out_of_reach_is_not_told_to_start_ollama(
+    monkeypatch: pytest.MonkeyPatch, cause: OSError, expected: str
+) -> None:
+    """As httpx raises it (its ConnectError from httpcore's, from the socket's): Ollama on a
+    LAN machine listens on 127.0.0.1 there by default, so it refuses while it runs."""
+    import httpcore
+    import httpx
+
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    inner = httpcore.ConnectError(str(cause))
+    inner.__cause__ = cause
+    outer = httpx.ConnectError(str(cause))
+    outer.__cause__ = inner
+    named = classify(
+        outer, host="http://192.168.1.50:11434", model="llama3.2", timeout=5.0, streamed=False
+    )
+    assert str(named) == expected and named.exit_code == EXIT_UNREACHABLE
+    here = classify(outer, host="http://127.0.0.1:11434", model="m", timeout=5.0, streamed=False)
+    assert "start it with `ollama serve`" in str(here)  # this machine: nothing listens
