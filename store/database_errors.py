@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 
 _LOCK_MARKERS = ("Could not set lock on file", "Conflicting lock is held")
+_NO_LOCKS_MARKER = "File locks are not supported for this file system"
 _CORRUPT_MARKERS = (
     "not a valid DuckDB database file",
     "Could not read enough bytes",
@@ -85,6 +86,11 @@ def _first_line(error: BaseException) -> str:
 
 def classify_open_error(path: Path, error: duckdb.Error) -> DatabaseError:
     message = str(error)
+    if _NO_LOCKS_MARKER in message:  # a network or FUSE mount: nobody else holds it
+        return DatabaseError(
+            f"the file system of {path.parent} does not support file locks, which the "
+            "database needs to write: use a data dir on a local disk (--home)"
+        )
     if any(marker in message for marker in _LOCK_MARKERS):
         return DataDirInUse(path.parent, parse_lock_pid(message))
     if "not a valid DuckDB database file" in message:

@@ -463,3 +463,25 @@ def test_close_is_idempotent_and_a_closed_database_says_so(db_path: Path) -> Non
         pass
     # Closing released the file: another connection can take it.
     duckdb.connect(str(db_path)).close()
+
+
+def test_a_file_system_without_locks_is_named_not_taken_for_another_process(
+    tmp_path: Path,
+) -> None:
+    """DuckDB's words on a mount without POSIX locks (some network and FUSE file systems)
+    start like those of a lock another process holds; it was "in use by another process
+    (another Straylight?)", exit 6, where no other process was."""
+    from store.database_errors import DatabaseError, classify_open_error
+
+    path = tmp_path / "straylight.duckdb"
+    said = duckdb.IOException(
+        f'IO Error: Could not set lock on file "{path}": File locks are not supported for '
+        "this file system, cannot open the file in read-write mode. Try opening the file in "
+        "read-only mode"
+    )
+    named = classify_open_error(path, said)
+    assert type(named) is DatabaseError and not isinstance(named, DataDirInUse)
+    assert str(named) == (
+        f"the file system of {tmp_path} does not support file locks, which the database "
+        "needs to write: use a data dir on a local disk (--home)"
+    )
