@@ -87,3 +87,43 @@ def test_files_another_user_left_are_named_with_the_way_back(shared_root: Path) 
     for argv in (["status"], ["recall", "ferry"], ["remember", "pier four again, at ten"]):
         code, said = as_nobody(env, *argv)
         assert (code, said.splitlines()) == (2, [expected]), (argv, said)
+
+
+def test_a_data_dir_served_by_another_user_s_process_is_one_line(shared_root: Path) -> None:
+    """Its socket answers, but from another user's process (a `sudo straylight` chat):
+    the peer check refuses it, which ended in a traceback."""
+    import socket
+
+    from store.owner_socket import SOCKET_FILENAME
+    from tests.support.cli import assert_one_line
+
+    home = shared_root / "home"
+    env = cli_env(home, shared_root, OLLAMA_HOST="127.0.0.1:9", HOME=str(shared_root))
+    assert_ok(run_cli(env, "remember", "The night ferry leaves from pier four at nine."))
+    os.chown(home, NOBODY, NOBODY)
+    ready_read, ready_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a listener as nobody on the data dir's socket
+        try:
+            os.close(ready_read)
+            os.setgroups([])
+            os.setresgid(NOBODY, NOBODY, NOBODY)
+            os.setresuid(NOBODY, NOBODY, NOBODY)
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            server.bind(str(home / SOCKET_FILENAME))
+            (home / SOCKET_FILENAME).chmod(0o777)
+            server.listen(4)
+            os.write(ready_write, b"1")
+            while True:
+                server.accept()[0].close()
+        finally:
+            os._exit(0)
+    try:
+        os.close(ready_write)
+        assert os.read(ready_read, 1) == b"1"
+        line = assert_one_line(run_cli(env, "status"), 6)
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    assert line.startswith(f"straylight: {home} is served by a Straylight process of another"), line
+    assert "refused a peer running as uid 65534" in line and line.endswith("stop it, or use --home")

@@ -257,13 +257,23 @@ async def _in_process(request: CommandRequest) -> CommandOutcome:
 
 async def _forward(request: CommandRequest) -> CommandOutcome | None:
     """The outcome from the data dir's owner, or None when nobody serves it."""
-    from tui.owner_client import NotServed, OwnerGone, RequestTooLarge, forward
+    from store.owner_socket import PeerRefused
+    from tui.owner_client import (
+        NotServed,
+        OwnerGone,
+        RequestTooLarge,
+        forward,
+        served_by_another_user,
+    )
 
     out, err = io.StringIO(), io.StringIO()
     try:
         code = await asyncio.to_thread(forward, Path(request.home), request, out, err)
     except NotServed:
         return None
+    except PeerRefused as refused:
+        err.write(f"straylight: {served_by_another_user(Path(request.home), refused)}\n")
+        code = EXIT_DATA_DIR_IN_USE
     except OwnerGone as gone:
         err.write(f"straylight: {gone}; it may or may not have been done\n")
         code = 1

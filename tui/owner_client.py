@@ -110,6 +110,15 @@ def _stopped_by_signals() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+def served_by_another_user(home: Path, refused: Exception) -> str:
+    """The line for a data dir whose socket answers from another user's process (a `sudo
+    straylight` chat): nothing is sent to it (`store.owner_socket.check_peer`)."""
+    return (
+        f"{home} is served by a Straylight process of another user ({refused}): stop it, "
+        "or use --home"
+    )
+
+
 def forwards(args: argparse.Namespace) -> bool:
     return args.command in FORWARDED_COMMANDS
 
@@ -191,9 +200,11 @@ def output_of_owner(argv: Sequence[str], resolved: ResolvedSettings) -> tuple[in
     if not home.is_dir():
         return None
     out, err = io.StringIO(), io.StringIO()
+    from store.owner_socket import PeerRefused
+
     try:
         code = forward(home, _request(argv, resolved, None), out, err)
-    except (NotServed, OwnerGone):
+    except (NotServed, OwnerGone, PeerRefused):  # (the command itself then says why)
         return None
     return code, out.getvalue()
 
@@ -232,6 +243,7 @@ def _forward_or_own(
     reads_only: bool = False,
 ) -> int:
     from store.data_dir_lock import DataDirLock, DataDirLocked
+    from store.owner_socket import PeerRefused
     from tui.cli_output import fail
 
     deadline = time.monotonic() + RETRY_SECONDS
@@ -248,6 +260,8 @@ def _forward_or_own(
             return fail(f"{error}; it may or may not have been done", EXIT_UNEXPECTED)
         except RequestTooLarge as error:
             return fail(str(error), EXIT_USAGE)
+        except PeerRefused as refused:  # its socket is another user's process (sudo?)
+            return fail(served_by_another_user(home, refused), EXIT_DATA_DIR_IN_USE)
         except KeyboardInterrupt:
             return fail("interrupted", EXIT_INTERRUPTED)
         except BrokenPipeError:

@@ -63,6 +63,8 @@ def handover_answer(home: Path) -> Answer:
         sock = connect(home)
     except OSError:
         return "absent"
+    except OwnerSocketError:  # another user's process (PeerRefused): never handed to
+        return "refused"
     try:
         sock.settimeout(_ANSWER_SECONDS)
         send_frame(sock, handover_frame(home))
