@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import traceback
@@ -49,6 +50,7 @@ def as_nobody(env: dict[str, str], *argv: str) -> tuple[int, str]:
     if pid == 0:  # the child: never returns into pytest
         code = 99
         try:
+            signal.alarm(60)  # a lock some thread held at the fork: ended, not a hung suite
             os.close(read_end)
             sys.stderr = open(write_end, "w", encoding="utf-8")  # noqa: SIM115 - until _exit
             sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
