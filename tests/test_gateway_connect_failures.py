@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from agent.gateway_errors import EXIT_UNREACHABLE, classify
+from agent.gateway_values import OllamaStatus
 from agent.ollama_gateway import OllamaGateway
 from agent.ollama_host import is_plain_loopback
 from tests.support.cli import assert_one_line, run_cli
@@ -35,6 +36,15 @@ PROXY_VARIABLES = [
     *(f"{kind}_PROXY" for kind in ("HTTP", "HTTPS", "ALL", "NO")),
     *(f"{kind}_proxy" for kind in ("http", "https", "all", "no")),
 ]
+
+
+async def checked(host: str) -> OllamaStatus:
+    """What `OllamaGateway.check` says of `host` (the status line of `status` and the TUI)."""
+    gateway = OllamaGateway(host, connect_timeout=5.0)
+    try:
+        return await gateway.check()
+    finally:
+        await gateway.aclose()
 
 
 def free_port() -> int:
@@ -88,11 +98,7 @@ def _version_unverified(port: int) -> dict[str, str]:
 async def test_an_https_ollama_with_a_certificate_nobody_signed_is_refused() -> None:
     with https_ollama() as port:
         assert _version_unverified(port) == {"version": "0.12.0"}
-        gateway = OllamaGateway(f"https://127.0.0.1:{port}", connect_timeout=5.0)
-        try:
-            status = await gateway.check()
-        finally:
-            await gateway.aclose()
+        status = await checked(f"https://127.0.0.1:{port}")
     assert not status.reachable and status.error_kind == "unreachable"
     assert status.error == (
         f"Ollama at https://127.0.0.1:{port} failed the TLS check (self-signed certificate): "
@@ -103,11 +109,7 @@ async def test_an_https_ollama_with_a_certificate_nobody_signed_is_refused() -> 
 async def test_https_to_an_ollama_that_serves_plain_http_says_to_use_http(
     standin: OllamaStandIn,
 ) -> None:
-    gateway = OllamaGateway(f"https://{standin.host}", connect_timeout=5.0)
-    try:
-        status = await gateway.check()
-    finally:
-        await gateway.aclose()
+    status = await checked(f"https://{standin.host}")
     assert not status.reachable and status.error is not None
     assert status.error.startswith(f"Ollama at https://{standin.host} does not speak TLS ("), (
         status.error
@@ -162,11 +164,7 @@ async def test_a_proxy_that_is_down_is_named_not_the_remote_ollama(
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{closed}")
-    gateway = OllamaGateway("http://ollama.invalid:11434", connect_timeout=5.0)
-    try:
-        status = await gateway.check()
-    finally:
-        await gateway.aclose()
+    status = await checked("http://ollama.invalid:11434")
     assert not status.reachable and status.error_kind == "unreachable"
     assert status.error == (
         f"the proxy http://127.0.0.1:{closed} on the way to Ollama at "
