@@ -37,13 +37,18 @@ class GatewayError(Exception):
 
 class OllamaUnreachable(GatewayError):
     """No connection: refused (nothing listens there), or not accepted in time
-    (`connect_timed_out`: a host that drops packets or is swamped), named apart."""
+    (`connect_timed_out`: a host that drops packets or is swamped), named apart; `cause`
+    when `connect_failure` knows better (TLS, a name, another machine, a proxy)."""
 
     kind = "unreachable"
     exit_code = EXIT_UNREACHABLE
 
-    def __init__(self, host: str, *, connect_timed_out: float | None = None) -> None:
-        if connect_timed_out is None:
+    def __init__(
+        self, host: str, *, connect_timed_out: float | None = None, cause: str | None = None
+    ) -> None:
+        if cause is not None:
+            message = cause
+        elif connect_timed_out is None:
             message = (
                 f"Ollama is not reachable at {host}: start it with `ollama serve` "
                 "(or the Ollama app), or point --ollama-host / OLLAMA_HOST at it"
@@ -59,30 +64,24 @@ class OllamaUnreachable(GatewayError):
         self.connect_timed_out = connect_timed_out
 
 
-class OllamaTlsFailed(OllamaUnreachable):
+def _tls_failed(host: str, failure: ssl.SSLError) -> str:
     """An https:// host was reached but TLS failed: its certificate is not trusted here
     (self-signed, expired, another name), or it does not speak TLS at all (Ollama serves
     plain HTTP). Said as such, not as "start it with `ollama serve`": it is running."""
+    import ssl
 
-    def __init__(self, host: str, failure: ssl.SSLError) -> None:
-        import ssl
-
-        reason = _ssl_reason(failure)
-        if isinstance(failure, ssl.SSLCertVerificationError):
-            message = (
-                f"Ollama at {host} failed the TLS check ({reason}): its certificate is not "
-                "one this machine trusts"
-            )
-        elif reason in _NOT_TLS:
-            message = (
-                f"Ollama at {host} does not speak TLS ({reason}): use http:// for it "
-                "(Ollama serves plain HTTP unless something in front of it adds TLS)"
-            )
-        else:
-            message = f"the TLS connection to Ollama at {host} failed ({reason})"
-        GatewayError.__init__(self, message)
-        self.host = host
-        self.connect_timed_out = None
+    reason = _ssl_reason(failure)
+    if isinstance(failure, ssl.SSLCertVerificationError):
+        return (
+            f"Ollama at {host} failed the TLS check ({reason}): its certificate is not one "
+            "this machine trusts"
+        )
+    if reason in _NOT_TLS:
+        return (
+            f"Ollama at {host} does not speak TLS ({reason}): use http:// for it "
+            "(Ollama serves plain HTTP unless something in front of it adds TLS)"
+        )
+    return f"the TLS connection to Ollama at {host} failed ({reason})"
 
 
 _NOT_TLS = frozenset({"wrong version number", "packet length too long", "record layer failure"})
@@ -101,32 +100,16 @@ def _ssl_reason(failure: ssl.SSLError) -> str:
     return one_line(found.group(1) if found else text) or "unknown reason"
 
 
-class OllamaNameUnresolved(OllamaUnreachable):
-    """The host's name does not resolve (a typo, or no network for a remote host): said as
-    such, not as "start it with `ollama serve`"."""
+def _name_unresolved(host: str, failure: OSError) -> str:
+    """The host's name does not resolve (a typo, or no network for a remote host)."""
+    import urllib.parse
 
-    def __init__(self, host: str, failure: OSError) -> None:
-        import urllib.parse
-
-        name = urllib.parse.urlsplit(host).hostname or host
-        reason = one_line(failure.strerror or str(failure)) or "unknown reason"
-        GatewayError.__init__(
-            self,
-            f"Ollama's host name {name} does not resolve ({reason}): check --ollama-host / "
-            "OLLAMA_HOST, and the network for a remote host",
-        )
-        self.host = host
-        self.connect_timed_out = None
-
-
-class OllamaConnectFailed(OllamaUnreachable):
-    """A failed connection whose cause is known and said (another machine that refuses it or
-    has no route to it, the environment's proxy failing), with its own advice."""
-
-    def __init__(self, host: str, message: str) -> None:
-        GatewayError.__init__(self, message)
-        self.host = host
-        self.connect_timed_out = None
+    name = urllib.parse.urlsplit(host).hostname or host
+    reason = one_line(failure.strerror or str(failure)) or "unknown reason"
+    return (
+        f"Ollama's host name {name} does not resolve ({reason}): check --ollama-host / "
+        "OLLAMA_HOST, and the network for a remote host"
+    )
 
 
 def connect_failure(host: str, error: BaseException) -> OllamaUnreachable:
@@ -148,7 +131,7 @@ def connect_failure(host: str, error: BaseException) -> OllamaUnreachable:
         current = current.__cause__ or current.__context__
     tls = next((c for c in causes if isinstance(c, ssl.SSLError)), None)
     if tls is not None:
-        return OllamaTlsFailed(host, tls)
+        return OllamaUnreachable(host, cause=_tls_failed(host, tls))
     system = next((c for c in causes if isinstance(c, OSError) and c.strerror), None)
     reason = ""
     if system is not None:  # asyncio's own words name the address: the errno's are plainer
@@ -158,31 +141,31 @@ def connect_failure(host: str, error: BaseException) -> OllamaUnreachable:
     if (proxy := environment_proxy(host)) is not None:
         return proxy_failed(host, proxy, reason or one_line(str(error)))
     if isinstance(system, socket.gaierror):
-        return OllamaNameUnresolved(host, system)
+        return OllamaUnreachable(host, cause=_name_unresolved(host, system))
     if system is None or is_loopback_host(host):
         return OllamaUnreachable(host)
     if system.errno == errno.ECONNREFUSED:
-        return OllamaConnectFailed(
+        return OllamaUnreachable(
             host,
-            f"nothing accepts connections at {host} ({reason}): Ollama on another machine "
+            cause=f"nothing accepts connections at {host} ({reason}): Ollama on another machine "
             "listens on that machine only unless started there with OLLAMA_HOST=0.0.0.0, or "
             "a firewall blocks the port; check --ollama-host / OLLAMA_HOST",
         )
     if system.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
-        return OllamaConnectFailed(
+        return OllamaUnreachable(
             host,
-            f"cannot reach {host} ({reason}): check that the machine is up and on this "
+            cause=f"cannot reach {host} ({reason}): check that the machine is up and on this "
             "network, and --ollama-host / OLLAMA_HOST",
         )
     return OllamaUnreachable(host)
 
 
-def proxy_failed(host: str, proxy: str, reason: str) -> OllamaConnectFailed:
+def proxy_failed(host: str, proxy: str, reason: str) -> OllamaUnreachable:
     """The environment's proxy on the way to a remote Ollama failed (down, its name does
     not resolve, it refused the request): said, with where proxies are set."""
-    return OllamaConnectFailed(
+    return OllamaUnreachable(
         host,
-        f"the proxy {mask_secrets(proxy)} on the way to Ollama at {host} failed ({reason}): "
+        cause=f"the proxy {mask_secrets(proxy)} on the way to Ollama at {host} failed ({reason}): "
         "check HTTP_PROXY / HTTPS_PROXY / ALL_PROXY and NO_PROXY",
     )
 

@@ -196,12 +196,12 @@ def output_of_owner(argv: Sequence[str], resolved: ResolvedSettings) -> tuple[in
     when nobody serves (no owner, or one that cannot be reached: `OwnerGone` included)."""
     import io
 
+    from store.owner_socket import PeerRefused
+
     home = resolved.settings.home
     if not home.is_dir():
         return None
     out, err = io.StringIO(), io.StringIO()
-    from store.owner_socket import PeerRefused
-
     try:
         code = forward(home, _request(argv, resolved, None), out, err)
     except (NotServed, OwnerGone, PeerRefused):  # (the command itself then says why)
