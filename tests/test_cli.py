@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import socket
 import stat
 import subprocess
 import time
@@ -37,6 +36,7 @@ from tests.support.cli import (
     spawn_many,
 )
 from tests.support.ollama_standin import OllamaStandIn
+from tests.support.ports import closed_port
 
 REPLY = "alpha beta gamma delta"  # streamed by the stand-in as 4 chunks
 PARTIAL = "alpha beta "  # what arrives before a fault injected `after=2`
@@ -57,12 +57,6 @@ def status_json(env: Env, *args: str) -> dict[str, Any]:
 def run_each(calls: Sequence[tuple[Env, Sequence[str], str | None]]) -> list[CliResult]:
     """Independent calls (env, args, stdin), in-process, one after the other."""
     return [run_cli(env, *args, stdin=stdin) for env, args, stdin in calls]
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def log_block(role: str, content: str, conversation: str, when: str) -> str:

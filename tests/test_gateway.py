@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
@@ -20,14 +19,9 @@ from agent.gateway_errors import (
 from agent.gateway_values import ChatDelta, ChatDone
 from agent.ollama_gateway import OllamaGateway
 from tests.support.ollama_standin import OllamaStandIn
+from tests.support.ports import closed_port
 
 MESSAGES = [{"role": "user", "content": "hello"}]
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 async def collect(gateway: OllamaGateway, model: str = "llama3.2") -> tuple[str, list[object]]:

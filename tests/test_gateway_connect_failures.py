@@ -14,7 +14,6 @@ from __future__ import annotations
 import errno
 import http.client
 import json
-import socket
 import ssl
 import threading
 from collections.abc import Callable, Iterator
@@ -30,6 +29,7 @@ from agent.ollama_gateway import OllamaGateway
 from agent.ollama_host import is_plain_loopback
 from tests.support.cli import assert_one_line, run_cli
 from tests.support.ollama_standin import OllamaStandIn
+from tests.support.ports import closed_port
 
 TLS = Path(__file__).parent / "support" / "tls"
 PROXY_VARIABLES = [
@@ -45,13 +45,6 @@ async def checked(host: str) -> OllamaStatus:
         return await gateway.check()
     finally:
         await gateway.aclose()
-
-
-def free_port() -> int:
-    """A port on 127.0.0.1 nothing listens on (bound, then let go)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class _Ollamaish(BaseHTTPRequestHandler):
@@ -160,7 +153,7 @@ async def test_a_proxy_that_is_down_is_named_not_the_remote_ollama(
 ) -> None:
     """A remote Ollama goes through the environment's proxy (README, "Security"); when that
     proxy is down, the proxy is what failed."""
-    closed = free_port()
+    closed = closed_port()
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{closed}")

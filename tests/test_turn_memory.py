@@ -382,12 +382,9 @@ async def test_an_embedder_error_it_did_not_name_is_worded_by_what_it_is(
 
 def closed_port_host() -> str:
     """An address on 127.0.0.1 where nothing listens (a port bound, then let go)."""
-    import socket
+    from tests.support.ports import closed_port
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{closed_port()}"
 
 
 async def test_an_embedding_request_that_found_no_ollama_is_not_counted(
