@@ -89,9 +89,16 @@ async def test_at_80x24_the_folded_line_counts_one_fact_and_one_point_in_the_sin
         app.engine.facts.set("build:npm", "capability", "npm run dist builds blyck.")
         app.chat.refresh_counts()
         summary = app.query_one(SidebarSummary)
-        await wait_until(pilot, lambda: "1 point ·" in str(summary.render()), what="the count")
-        line = " ".join(str(summary.render()).split())
-        assert "· 1 fact ·" in line, line
+
+        def line() -> str:
+            return " ".join(str(summary.render()).split())
+
+        # The points' and the facts' counts are read apart: the line must come to hold both.
+        await wait_until(
+            pilot,
+            lambda: "1 point ·" in line() and "· 1 fact ·" in line(),
+            what="one point and one fact, singular, in the folded line",
+        )
 
 
 async def test_at_80x24_the_folded_line_warns_of_a_longterm_md_left_out(
