@@ -1,11 +1,12 @@
 """The USearch ANN index over point vectors (`vectors.usearch`), derived from DuckDB.
 
 DuckDB holds every point's vector; this file is a cache that can always be rebuilt from it.
-`VectorIndex` loads it (never `view()`s it), keeps it in step with the database (`add`,
-`remove`, `reconcile`), rebuilds it in a background thread (`rebuild`), and saves it atomically
-(`save`). The brute-force fallback while `state` is not "in_sync" is
-`store.vector_arrays.exact_search`. States, file format, parameters and their measurements:
-docs/vector_index.md.
+`VectorIndex` views it where it lies (`store.vector_view`: the changes since are kept beside
+the view, and the file is loaded only once they outgrow it or at a save), keeps it in step
+with the database (`add`, `remove`, `reconcile`), rebuilds it in a background thread
+(`rebuild`), and saves it atomically (`save`). The brute-force fallback while `state` is not
+"in_sync" is `store.vector_arrays.exact_search`. States, file format, parameters and their
+measurements: docs/vector_index.md.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from store.vector_index_file import (
     SCALAR_KINDS,
     check_header,
     file_vector_count,
-    mapped_index_file,
     remove_stale_temp_files,
+    take_checked_index_file,
     write_atomically,
 )
+from store.vector_view import ViewedIndex
 
 if TYPE_CHECKING:  # usearch is imported by the first index made (an empty store makes none)
     from usearch.index import Index
@@ -132,7 +134,7 @@ class VectorIndex:
         was used: a stale file's count, for `status`); None: no file, or one not readable."""
         self.churn = 0
         self.dirty = False
-        self._index = self._new_index()
+        self._index: Index | ViewedIndex = self._new_index()
         self._rw = ReadWriteLock()
         self._mutate = threading.RLock()
         self._journal: list[tuple[npt.NDArray[np.uint64], FloatMatrix | None]] | None = None
@@ -153,38 +155,63 @@ class VectorIndex:
     # -- opening
 
     def open(self, *, clean: bool = True) -> IndexState:
-        """Load the file if it is valid; otherwise start empty with state missing/stale.
+        """View the file if it is valid; otherwise start empty with state missing/stale.
         `clean=False` (a read-only process) leaves dead processes' temp files alone."""
         with self._mutate:
             if self._journal is not None:
                 raise RuntimeError("cannot open while a rebuild is running")
             if clean:
                 remove_stale_temp_files(self.path)
-            fresh = self._new_index()
-            state, reason = self._load_into(fresh)
-            with self._rw.write():
-                self._index = fresh
+            state, reason, opened = self._view_file()
+            self._swap(opened if opened is not None else self._new_index())
             self.state, self.reason = state, reason
             self.churn = 0
             self.dirty = False
             return state
 
-    def _load_into(self, fresh: Index) -> tuple[IndexState, str]:
+    def _view_file(self) -> tuple[IndexState, str, ViewedIndex | None]:
+        """The file's index, viewed where it lies, or why there is none (missing, stale)."""
         self.file_vectors = None
         if not self.path.exists():
-            return "missing", f"no index file at {self.path}"
+            return "missing", f"no index file at {self.path}", None
         try:
-            with mapped_index_file(self.path) as (payload, identity):
+            checked = take_checked_index_file(self.path)
+            try:
+                payload = checked.payload
                 self.file_vectors = file_vector_count(payload)
-                if self.identity is not None and identity != self.identity:
+                if self.identity is not None and checked.identity != self.identity:
                     raise IndexFileError("made for another database or embedding model")
                 check_header(payload, self.ndim, self.dtype)
-                fresh.load(payload)  # usearch copies it: the mapping closes after this
+                view = self._new_index()
+                view.view(payload)  # the mapping must outlive the view: ViewedIndex.close
+            except BaseException:
+                checked.close()
+                raise
+            viewed = ViewedIndex(view, checked, self._new_index)
         except IndexFileError as exc:
-            return "stale", str(exc)
+            return "stale", str(exc), None
         except (OSError, RuntimeError, ValueError) as exc:
-            return "stale", f"cannot load: {exc}"
-        return "in_sync", f"loaded {len(fresh)} vectors from {self.path.name}"
+            return "stale", f"cannot load: {exc}", None
+        return "in_sync", f"loaded {len(viewed)} vectors from {self.path.name}", viewed
+
+    def close(self) -> None:
+        """Unmap a viewed file; the index is empty (state missing) after."""
+        with self._mutate:
+            if isinstance(self._index, ViewedIndex):
+                self._swap(self._new_index())
+                self.state, self.reason = "missing", "closed"
+
+    def _swap(self, index: Index | ViewedIndex) -> None:
+        """Make `index` the one searched; unmap a view it replaces (no reader holds it then)."""
+        with self._rw.write():
+            previous, self._index = self._index, index
+            if isinstance(previous, ViewedIndex) and previous is not index:
+                previous.close()
+
+    def _materialize_locked(self) -> None:
+        """Load a viewed file after all, with the changes since (the mutation lock held)."""
+        if isinstance(self._index, ViewedIndex):
+            self._swap(self._index.materialize(self._new_index()))
 
     # -- reading
 
@@ -241,7 +268,10 @@ class VectorIndex:
         with self._mutate, self._rw.write():
             self.expansion_search = value
             # usearch declares the setter apart from its getter, so type checkers miss it
-            self._index.expansion_search = value  # type: ignore[misc]
+            if isinstance(self._index, ViewedIndex):
+                self._index.set_expansion_search(value)
+            else:
+                self._index.expansion_search = value  # type: ignore[misc]
 
     # -- mutating
 
@@ -260,6 +290,11 @@ class VectorIndex:
         if self._journal is not None:
             self._journal.append((keys, matrix))
         self.dirty = self.dirty or len(keys) > 0
+        self._materialize_if_outgrown()
+
+    def _materialize_if_outgrown(self) -> None:
+        if isinstance(self._index, ViewedIndex) and self._index.outgrown():
+            self._materialize_locked()
 
     def remove(self, keys: KeysLike) -> int:
         """Remove keys (absent ones are ignored); returns how many were present."""
@@ -278,6 +313,7 @@ class VectorIndex:
             self._journal.append((keys, None))
         self.churn += len(present)
         self.dirty = self.dirty or len(present) > 0
+        self._materialize_if_outgrown()
         return len(present)
 
     def reconcile(
@@ -351,8 +387,7 @@ class VectorIndex:
                         fresh.remove(present)
                 else:
                     _upsert(fresh, keys, matrix)
-            with self._rw.write():
-                self._index = fresh
+            self._swap(fresh)
             self._journal = None
             self.state, self.reason = "in_sync", f"rebuilt with {len(fresh)} vectors"
             self.churn = 0
@@ -363,15 +398,18 @@ class VectorIndex:
     def save(self) -> None:
         """Write the index to `path` atomically (temp file, fsync, rename, fsync dir), 0600."""
         with self._mutate:
+            self._materialize_locked()  # a viewed file is loaded to be written anew
             with self._rw.read():
-                payload = self._index.save()
+                index = self._index
+                assert not isinstance(index, ViewedIndex)
+                payload = index.save()
             if payload is None:
                 raise RuntimeError("usearch returned no bytes")
             write_atomically(self.path, payload, self.identity or NO_IDENTITY)
             self.dirty = False
 
 
-def _upsert(index: Index, keys: npt.NDArray[np.uint64], matrix: FloatMatrix) -> int:
+def _upsert(index: Index | ViewedIndex, keys: npt.NDArray[np.uint64], matrix: FloatMatrix) -> int:
     """Add rows to a usearch index, replacing keys it holds; returns how many it replaced."""
     existing = keys[np.asarray(index.contains(keys), dtype=bool)]
     if len(existing):

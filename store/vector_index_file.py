@@ -77,14 +77,20 @@ def mapped_index_file(path: Path) -> Iterator[tuple[memoryview, bytes]]:
 
 @contextlib.contextmanager
 def checked_index_file(path: Path) -> Iterator[CheckedIndexFile]:
-    """`mapped_index_file`'s checked mapping (taken from a check started ahead if any)."""
-    from store.vector_index_ahead import take_check
-
-    checked = take_check(path) or check_index_file(path)
+    """`mapped_index_file`'s checked mapping, closed after the block."""
+    checked = take_checked_index_file(path)
     try:
         yield checked
     finally:
         checked.close()
+
+
+def take_checked_index_file(path: Path) -> CheckedIndexFile:
+    """The checked mapping of the index file at `path` (taken from a check started ahead if
+    any), for the caller to close; IndexFileError or OSError if unusable."""
+    from store.vector_index_ahead import take_check
+
+    return take_check(path) or check_index_file(path)
 
 
 @dataclass

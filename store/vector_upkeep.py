@@ -345,7 +345,7 @@ class VectorKeeper:
     def close(self) -> None:
         """Run the submitted adds, save a changed index (from `LAZY_SAVE_FROM` vectors, once
         `SAVE_EVERY` changes are unsaved: the next open adds fewer back); stop the index
-        thread."""
+        thread and unmap the file."""
         self._worker.shutdown(wait=True)
         if self._saving is not None:
             self._saving.join()  # a background save of this index ends first
@@ -353,6 +353,8 @@ class VectorKeeper:
             index = self._index
             if index is not None and index.dirty and not self._lazy(index):
                 self._save(index)
+            if index is not None:
+                index.close()  # a viewed file is unmapped
 
 
 def check_sample(
