@@ -45,6 +45,10 @@ _TRUNCATION_SHORTFALL: Final = 0.8
 """A count below 80 % of the calibrated estimate is a shortfall (the estimate errs by ~10 %)."""
 _FULL_WINDOW_SHARE: Final = 0.45
 """Ollama's truncation leaves the window at least half full (runner: window - (window-5)//2)."""
+_CUT_PLAUSIBLE_SHARE: Final = 0.75
+"""A prompt estimated below 75 % of the window was not cut (that would take an estimate a
+third too low): a short count there is the prompt cache. Ollama before 0.31 counts only the
+tokens it did not have cached (a long paste into a cached conversation: 8,000 of 12,000)."""
 
 WindowSource = Literal["setting", "modelfile", "model max", "cap", "fallback", "loaded"]
 
@@ -163,9 +167,12 @@ def _fix(window: int | None, model_max: int | None) -> str:
 def detect_truncation(
     estimate: int, prompt_eval_count: int | None, window: int, model_max: int | None = None
 ) -> Overflow | None:
-    """Ollama cut the prompt when it evaluated far fewer tokens than estimated *and* the window
-    is nearly full; a small count with room to spare is a KV-cache reuse, not a cut."""
+    """Ollama cut the prompt when it evaluated far fewer tokens than estimated, the window is
+    nearly full *and* the prompt was estimated near the window's size; a small count with room
+    to spare, or of a prompt well inside the window, is a KV-cache reuse, not a cut."""
     if not prompt_eval_count or prompt_eval_count <= 0 or estimate <= 0:
+        return None
+    if estimate < _CUT_PLAUSIBLE_SHARE * window:
         return None
     if prompt_eval_count >= _TRUNCATION_SHORTFALL * estimate:
         return None
@@ -207,6 +214,7 @@ _CONTEXT_PHRASES: Final = (
     "exceed_context_size_error",
     "context length exceeded",
     "maximum context length",
+    "longer than the context length",  # Ollama's own, for models that cannot shift the window
 )
 
 

@@ -310,6 +310,14 @@ def classify(
         if error.status_code == 404 and model:
             said = f": {one_line(detail)}" if raw else " with an empty body"
             return ModelError(f"Ollama answered HTTP 404{said} (is {host} an Ollama server?)")
+        if error.status_code == 403:  # Ollama's answer to a Host header it does not trust
+            said = f": {one_line(detail)}" if raw else " with an empty body"
+            return ModelError(
+                f"Ollama at {host} answered HTTP 403{said}: Ollama listening on its own "
+                "machine only refuses a request whose Host header is not that machine's, as "
+                "a proxy in front of it sends; have the proxy send Host: localhost, or start "
+                "Ollama with OLLAMA_HOST=0.0.0.0"
+            )
         if error.status_code == -1:
             return (
                 StreamCutOff(f"Ollama reported: {detail}")

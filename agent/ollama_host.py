@@ -13,8 +13,10 @@ DEFAULT_PORT = 11434
 
 
 def parse_ollama_host(host: str | None) -> str:
-    """`None`/'' → http://127.0.0.1:11434; 'h' → http://h:11434; 'https://h' → https://h:443."""
-    host, port = host or "", DEFAULT_PORT
+    """`None`/'' → http://127.0.0.1:11434; 'h' → http://h:11434; 'https://h' → https://h:443.
+    Blanks and quotes around the value are dropped first, as Ollama's own `envconfig` drops
+    them (`OLLAMA_HOST="127.0.0.1:11434"` from a unit or .env file)."""
+    host, port = (host or "").strip().strip("\"'").strip(), DEFAULT_PORT
     scheme, _, hostport = host.partition("://")
     if not hostport:
         scheme, hostport = "http", host

@@ -927,7 +927,13 @@ HOST_TEXTS = st.one_of(
 @example(":56789")
 @example("https://[0001:002:003:0004::1]:56789/path/")
 def test_parse_ollama_host_matches_the_ollama_client(text: str) -> None:
-    assert _outcome(parse_ollama_host, text) == _outcome(ollama_parse_host, text)
+    """The client's parse of the value Ollama's `envconfig` reads (blanks and quotes around
+    it dropped: `OLLAMA_HOST="host:port"` from a unit file)."""
+    assert _outcome(parse_ollama_host, text) == _outcome(ollama_parse_host, as_ollama_reads(text))
+
+
+def as_ollama_reads(text: str) -> str:
+    return text.strip().strip("\"'").strip()
 
 
 def test_parse_ollama_host_none_matches_the_ollama_client() -> None:
@@ -944,7 +950,7 @@ def test_ollama_host_env_is_resolved_like_the_client(text: str, config_file: Pat
         resolved = load_settings(environ={"OLLAMA_HOST": text}, config_path=config_file)
         assert resolved.provenance["ollama_host"].source == "default"
         return
-    kind, expected = _outcome(ollama_parse_host, text)
+    kind, expected = _outcome(ollama_parse_host, as_ollama_reads(text))
     if kind == "ok" and expected.partition("://")[0].lower() in ("http", "https"):
         resolved = load_settings(environ={"OLLAMA_HOST": text}, config_path=config_file)
         assert resolved.settings.ollama.host == expected

@@ -24,6 +24,7 @@ from .models import (
     ModelSpec,
     ResolvedModel,
     base_name,
+    full_model_name,
     normalize_model_name,
     resolve_model,
 )
@@ -177,13 +178,19 @@ class ModelCatalog:
         with self._lock:
             return self._specs.get(normalize_model_name(name), ModelSpec())
 
+    def _installed_as(self, name: str) -> str | None:
+        """The installed name Ollama takes ``name`` for (case and the default registry,
+        namespace and tag do not matter), or None. Called with the lock held."""
+        wanted = full_model_name(name)
+        return next((n for n in self._installed if full_model_name(n) == wanted), None)
+
     def resolved(self, name: str) -> ResolvedModel | None:
         """The installed model called ``name``, or None when it is not installed."""
         if not name:
             return None
-        key = normalize_model_name(name)
         with self._lock:
-            if key not in self._installed:
+            key = self._installed_as(name)
+            if key is None:
                 return None
             spec = self._specs.get(key)
         return resolve_model(key, spec)
@@ -214,6 +221,7 @@ class ModelCatalog:
         """What pulling ``name`` would install, or None when the registry has no such model."""
         key = normalize_model_name(name)
         with self._lock:
+            key = self._installed_as(name) or key
             known = base_name(key) in self._registry or key in self._installed
             spec = self._specs.get(key)
         return resolve_model(key, spec) if known else None
@@ -221,14 +229,14 @@ class ModelCatalog:
     def install(self, name: str) -> None:
         key = normalize_model_name(name)
         with self._lock:
-            if key not in self._installed:
+            if self._installed_as(name) is None:
                 self._installed.append(key)
 
     def remove(self, name: str) -> bool:
         """Delete an installed model (and unload it); False when it was not installed."""
-        key = normalize_model_name(name)
         with self._lock:
-            if key not in self._installed:
+            key = self._installed_as(name)
+            if key is None:
                 return False
             self._installed.remove(key)
             self._loaded.pop(key, None)

@@ -38,6 +38,7 @@ from .replies import (
     messages_of,
     plan_reply,
 )
+from .tokens import estimate_tokens, prompt_tokens
 from .wire import ChatOutcome, JsonObject
 
 __all__ = ["THINK_LEVELS", "chat"]
@@ -187,8 +188,34 @@ def chat(h: Handler, body: JsonObject) -> None:
     )
     thinking = thinks or model.inline_thinking
     h.annotate(chat=_outcome(fit, body.get("think"), thinking, images))
+    counted = _counted_tokens(h, model, fit, body.get("tools"))
     if body.get("stream", True) is False:
-        h.send_json(200, chat_whole(name, plan, fit.prompt_tokens))
+        h.send_json(200, chat_whole(name, plan, counted))
         return
     fault = h.standin._take_fault("/api/chat", STREAM_FAULTS)
-    h.stream_ndjson(chat_stream_objects(name, plan, fit.prompt_tokens), fault)
+    h.stream_ndjson(chat_stream_objects(name, plan, counted), fault)
+
+
+def _counted_tokens(h: Handler, model: ResolvedModel, fit: ContextFit, tools: Any) -> int:
+    """``prompt_eval_count``: the prompt's tokens, or (`count_cached_prompt` off, as Ollama
+    before 0.31) those after the front it shares with the model's last request, which the
+    prompt cache held: whole messages, then the shared start of the first that differs."""
+    previous = h.standin.last_prompts.get(model.name, ())
+    h.standin.last_prompts[model.name] = fit.kept
+    if h.standin.count_cached_prompt or fit.runner_truncated or not previous:
+        return fit.prompt_tokens
+    shared = 0
+    for before, now in zip(previous, fit.kept, strict=False):
+        if before == now:
+            shared += 1
+            continue
+        cached = prompt_tokens(fit.kept[:shared], tools)
+        if before.get("role") == now.get("role"):
+            old, new = str(before.get("content") or ""), str(now.get("content") or "")
+            same = next(
+                (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
+                min(len(old), len(new)),
+            )
+            cached += estimate_tokens(new[:same])
+        return max(1, fit.prompt_tokens - cached)
+    return max(1, fit.prompt_tokens - prompt_tokens(fit.kept[:shared], tools))

@@ -18,6 +18,7 @@ from .models import DEFAULT_MODELS, ModelSpec, normalize_model_name
 from .pull import PULL_STEPS
 from .routes import ROUTES
 from .script import Script
+from .wire import JsonObject
 
 __all__ = ["LOCALHOST", "OllamaStandIn"]
 
@@ -84,6 +85,12 @@ class OllamaStandIn(Script):
         self._pull_steps = max(2, pull_steps)
         self.catalog = ModelCatalog(registry)
         """Installed, pullable and loaded models (used by the routes)."""
+        self.count_cached_prompt = True
+        """False: like Ollama before 0.31, ``prompt_eval_count`` leaves out the prompt's
+        front a model had from its previous request (its prompt cache): the messages the
+        two requests share from the start. Ollama now counts them (llama_server.go)."""
+        self.last_prompts: dict[str, tuple[JsonObject, ...]] = {}
+        """Per model, the messages of its last chat request (its prompt cache)."""
         self._server: StandInHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.set_models(models, capabilities=capabilities, specs=specs)

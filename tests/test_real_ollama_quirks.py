@@ -1,0 +1,109 @@
+"""What a real Ollama does that a literal stand-in did not: it matches model names without
+regard to case or its default registry and namespace; (before 0.31) its `prompt_eval_count`
+leaves out the prompt's front its prompt cache held; it words a prompt too long for models
+that cannot shift the window its own way; it answers 403 with an empty body to a Host header
+it does not trust; and it reads OLLAMA_HOST with quotes and blanks around it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.support.cli import NOW, Env, printed_json, run_cli
+from tests.support.ollama_standin import OllamaStandIn
+
+PARAGRAPH = (
+    "We compared the two deploy scripts line by line: the staging one pins the node version, "
+    "copies the build into /srv/app and restarts the service with systemctl. "
+)
+
+
+@pytest.fixture
+def env(cli_env: Callable[..., Env], standin: OllamaStandIn) -> Env:
+    return cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
+
+
+@pytest.mark.parametrize(
+    "name", ["Llama3.2", "library/llama3.2", "registry.ollama.ai/library/LLAMA3.2:latest"]
+)
+def test_a_model_named_as_ollama_takes_it_is_pulled(
+    env: Env, standin: OllamaStandIn, name: str
+) -> None:
+    standin.set_models(["llama3.2", "nomic-embed-text"])
+    asked = run_cli(env, "--model", name, "ask", "say hi please")
+    assert asked.returncode == 0, asked.stderr
+    status = printed_json(run_cli(env, "--model", name, "status", "--json"))
+    assert status["ollama"]["model_pulled"] is True, status["ollama"]
+    assert not status["ollama"].get("missing_models"), status["ollama"]
+
+
+def test_the_embedding_model_in_other_letters_is_the_same_model(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    for text in ("The staging host is called ferret-7.", "Deploys run from the ci box."):
+        assert run_cli(env, "remember", text).returncode == 0
+    env = {**env, "STRAYLIGHT_EMBED_MODEL": "Nomic-Embed-Text"}
+    status = printed_json(run_cli(env, "status", "--json"))
+    assert status["ollama"]["embed_model_pulled"] is True, status["ollama"]
+    assert status["embedding"]["changed_from"] is None, status["embedding"]
+    assert status["embedding"]["to_embed"] == 0, status["embedding"]
+    assert run_cli(env, "remember", "The backup window is at 03:00 UTC.").returncode == 0
+    status = printed_json(run_cli(env, "status", "--json"))
+    assert status["points"]["without_vector"] == 0, status["points"]
+    assert status["index"] == {"state": "in_sync", "size": 3}
+
+
+def test_a_cached_prompt_counted_short_is_not_called_a_cut(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """Ollama before 0.31 counts only the tokens its cache did not hold: a long paste into a
+    conversation reads as far fewer tokens than the prompt. Not a cut: no warning, and
+    the estimate is not raised until a message no longer fits."""
+    standin.count_cached_prompt = False
+    standin.configure_model("llama3.2", context_length=4096)
+    turns = []
+    for number, size in enumerate([16, 46, 1, 46, 1, 46]):
+        standin.script_reply(f"Answer {number}.")
+        turns.append(run_cli(env, "ask", "-c", "pasted", f"Turn {number}: {PARAGRAPH * size}"))
+    assert all(turn.returncode == 0 for turn in turns), [t.stderr for t in turns]
+    assert not any("Ollama cut the prompt" in turn.stderr for turn in turns)
+
+
+def test_ollamas_own_too_long_prompt_error_is_named_with_the_fix(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    standin.fail_next(
+        "status",
+        status=400,
+        path="/api/chat",
+        message=(
+            "the prompt is longer than the context length currently available to the model; "
+            "shorten the prompt, adjust the context length in settings, or use a model with a "
+            "longer context length"
+        ),
+    )
+    asked = run_cli(env, "ask", "hello context")
+    assert asked.returncode == 5
+    lines = [line for line in asked.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "window" in lines[0] and "Ollama answered HTTP" not in lines[0]
+
+
+def test_a_403_with_an_empty_body_names_the_host_check(env: Env, standin: OllamaStandIn) -> None:
+    standin.fail_next("status", status=403, body="", path="/api/chat")
+    asked = run_cli(env, "ask", "hello")
+    assert asked.returncode == 5
+    assert "HTTP 403 with an empty body" in asked.stderr and "Host" in asked.stderr
+    standin.fail_next("status", status=403, body="", path="/api/pull")
+    pulled = run_cli(env, "pull", "qwen3")
+    assert pulled.returncode != 0 and "HTTP 403" in pulled.stderr, pulled.stderr
+
+
+@pytest.mark.parametrize("written", ['"{host}"', "'{host}'", " {host} "])
+def test_ollama_host_with_quotes_or_blanks_around_it_is_read(
+    env: Env, standin: OllamaStandIn, written: str
+) -> None:
+    env = {**env, "OLLAMA_HOST": written.format(host=standin.host)}
+    status = printed_json(run_cli(env, "status", "--json"))
+    assert status["ollama"]["reachable"] is True, status["ollama"]
+    assert run_cli(env, "history").returncode == 0
