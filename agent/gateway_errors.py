@@ -20,6 +20,8 @@ from memory.secret_masking import mask_secrets
 if TYPE_CHECKING:
     import ssl  # (imported where needed: a command that never connects does not load it)
 
+    import httpx
+
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1  # an unknown id: a point, fact, candidate, hypothesis, conversation
 EXIT_USAGE = 2
@@ -307,7 +309,7 @@ def classify(
         # The server's own words end up in the daily log's `reason` and in straylight.log:
         # masked like every other text that is kept.
         detail = mask_secrets(raw) or "unknown error"
-        if error.status_code == 404 and model:
+        if error.status_code == 404 and (model or not raw):
             said = f": {one_line(detail)}" if raw else " with an empty body"
             return ModelError(f"Ollama answered HTTP 404{said} (is {host} an Ollama server?)")
         if error.status_code == 403:  # Ollama's answer to a Host header it does not trust
@@ -359,10 +361,32 @@ def classify(
         return ModelError("Ollama sent a malformed reply")
     if isinstance(error, httpx.HTTPStatusError):  # `raise_for_status` (/api/version)
         path = error.request.url.path
-        return ModelError(f"Ollama answered HTTP {error.response.status_code} to {path}")
+        said = _status_body(error.response)
+        return ModelError(
+            f"Ollama answered HTTP {error.response.status_code} to {path}"
+            + (f": {said}" if said else "")
+        )
     if isinstance(error, httpx.HTTPError):
         return ModelError(f"HTTP error talking to Ollama: {type(error).__name__}")
     return ModelError(f"unexpected error talking to Ollama: {type(error).__name__}")
+
+
+def _status_body(response: httpx.Response) -> str:
+    """What a failed reply said: its JSON `error`, else its text (a page's title), masked and
+    on one line; "" when it said nothing or was not read."""
+    import httpx
+
+    try:
+        text = response.text
+    except (httpx.ResponseNotRead, UnicodeDecodeError, LookupError):  # a streamed body
+        return ""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), str):
+        text = parsed["error"]
+    return one_line(mask_secrets(text.strip())) if text.strip() else ""
 
 
 def _model_not_found(detail: str) -> bool:

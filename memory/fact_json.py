@@ -44,3 +44,9 @@ def candidate_json(candidate: Candidate) -> dict[str, Any]:
         "workspace": candidate.workspace,
         "created_at": format_instant(candidate.created_at),
     }
+
+
+def with_replaces(data: dict[str, Any], old: Fact | None) -> dict[str, Any]:
+    """A candidate's JSON with `replaces`: the body an approval would overwrite, or null
+    (`candidates list --json`, `candidates propose --json`)."""
+    return {**data, "replaces": old.body if old is not None else None}

@@ -9,7 +9,7 @@ built before the first frame, long before numpy or duckdb may load.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 DEFAULT_EMBED_MODEL = "nomic-embed-text"
 """The embedding model when none is configured (memory and facts use the same one)."""
@@ -82,6 +82,13 @@ class MemoryConfig(SettingsArea):
     filter_enabled: bool = True
     """Run auto-saves through the save filter. Not a config key: benchmarks replay with the
     filter off too."""
+
+    @field_validator("embed_model", mode="before")
+    @classmethod
+    def _embed_model_named(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("the embedding model name must not be empty")
+        return value
 
 
 class FactsConfig(SettingsArea):

@@ -85,6 +85,7 @@ class DataDirLock:
                 raise DataDirLocked(self.home, pid, brief=brief) from None
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}{BRIEF_MARK if self.brief else ''}\n".encode())
+            _tighten_logs(self.home)
             _held[_key(self.home)] = [fd, 1]
             self._fd = fd
             return self
@@ -141,3 +142,16 @@ def read_holder(fd: int) -> tuple[int | None, bool]:
     brief = text.endswith(BRIEF_MARK)
     text = text.removesuffix(BRIEF_MARK) if brief else text
     return (int(text) if text.isdigit() else None), brief
+
+
+def _tighten_logs(home: Path) -> None:
+    """`conversation/` is always 0700 (README, "Data layout"): an existing folder of yours is
+    tightened by the process that takes the data dir, not only by the first message written
+    to it. A link there is left alone (writing a message refuses it, named)."""
+    import stat
+
+    folder = home / "conversation"
+    with contextlib.suppress(OSError):
+        found = folder.lstat()
+        if stat.S_ISDIR(found.st_mode) and stat.S_IMODE(found.st_mode) != 0o700:
+            os.chmod(folder, 0o700)

@@ -165,7 +165,7 @@ async def test_check_names_the_status_a_server_that_is_not_ollama_answers(
     gateway = OllamaGateway(standin.url)
     status = await gateway.check()
     assert not status.reachable
-    assert status.error == "Ollama answered HTTP 404 to /api/version"
+    assert status.error == "Ollama answered HTTP 404 to /api/version: 404 page not found"
     await gateway.aclose()
 
 

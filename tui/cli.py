@@ -32,10 +32,10 @@ EXIT_DATA_DIR_IN_USE = 6
 
 
 def empty_argument(args: argparse.Namespace) -> str | None:
-    """The one line for a text the command needs given empty: `ask ""`, `remember ""`, an
-    empty fact key or body, or `-` with nothing on stdin. Checked before anything is
-    created, so a mistyped command leaves no data dir behind; the commands check the same
-    again (another client's forwarded command)."""
+    """The one line for a text the command needs given empty: `ask ""`, `remember ""`,
+    `recall ""`, `import-doc ""`, an empty fact key, body or title, or `-` with nothing on
+    stdin. Checked before anything is created, so a mistyped command leaves no data dir
+    behind; the commands check the same again (another client's forwarded command)."""
 
     def blank(value: object) -> bool:
         if value == "-":
@@ -44,15 +44,26 @@ def empty_argument(args: argparse.Namespace) -> str | None:
 
     if args.command in ("ask", "remember") and blank(args.text):
         return f"{args.command} needs a non-empty TEXT"
+    if args.command == "recall" and blank(args.query):
+        return "recall needs a non-empty QUERY"
+    if args.command == "import-doc" and blank(args.path):
+        return "import-doc needs a PATH"
     action = getattr(args, "action", None)
-    if (args.command, action) in (("facts", "set"), ("candidates", "propose")):
+    if (args.command, action) == ("conversations", "rename") and blank(args.title):
+        return "TITLE must not be empty"
+    keyed = {("facts", "set"), ("candidates", "propose"), ("facts", "retire"), ("facts", "undo")}
+    keyed |= {("facts", "get"), ("facts", "history")}
+    key = getattr(args, "key", None)
+    body = getattr(args, "body", None)
+    if (args.command, action) in keyed or (args.command, action) == ("candidates", "approve"):
         from memory.fact_types import EMPTY_BODY, FactError, normalise_key
 
-        try:
-            normalise_key(args.key)
-        except FactError as error:
-            return str(error)
-        if blank(args.body):
+        if key is not None or (args.command, action) in keyed:
+            try:
+                normalise_key(key or "")
+            except FactError as error:
+                return str(error)
+        if body is not None and blank(body):
             return EMPTY_BODY
     return None
 

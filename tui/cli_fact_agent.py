@@ -92,7 +92,7 @@ def dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _propose(args: argparse.Namespace, settings: Settings) -> int:
-    from memory.fact_json import candidate_json
+    from memory.fact_json import candidate_json, with_replaces
     from tui.cli_facts import open_drawer
 
     body = read_stdin_text() if args.body == "-" else args.body
@@ -107,13 +107,14 @@ def _propose(args: argparse.Namespace, settings: Settings) -> int:
     )
     with open_drawer(settings) as drawer:
         outcome = drawer.propose(proposal, origin=clean_origin(args.origin))
-    candidate = outcome.candidate
+        candidate = outcome.candidate
+        replaces = drawer.replaces(candidate) if candidate is not None else None
     if candidate is None:
         if outcome.reason in GATE_REFUSALS:
             return fail(f"not proposed: {outcome.reason}", EXIT_REFUSED)
         return fail(outcome.reason, EXIT_INVALID)  # the drawer's check (key, body, size)
     if args.json:
-        print_json(candidate_json(candidate))
+        print_json(with_replaces(candidate_json(candidate), replaces))
     else:
         print(
             f"proposed #{candidate.id} {candidate.key} ({candidate.type}, from "

@@ -19,7 +19,7 @@ from typing import Any
 from agent.settings import Settings
 from agent.workspace import resolve_workspace
 from memory.fact_drawer import FactDrawer
-from memory.fact_json import candidate_json, fact_json
+from memory.fact_json import candidate_json, fact_json, with_replaces
 from memory.fact_types import FactError, normalise_key
 from store.clock import format_instant
 from store.data_dir_lock import DataDirLock, held_here
@@ -230,7 +230,7 @@ def _candidates(args: argparse.Namespace, settings: Settings) -> int:
                 pending = drawer.pending(all_workspaces=args.all_workspaces)
                 replaced = {c.id: drawer.replaces(c) for c in pending}
         if args.json:
-            print_json([_with_replaces(candidate_json(c), replaced.get(c.id)) for c in pending])
+            print_json([with_replaces(candidate_json(c), replaced.get(c.id)) for c in pending])
         else:
             for c in pending:
                 where = c.scope
@@ -336,8 +336,3 @@ def _latest_conversation(engine: Any) -> str | None:
             if message.conversation_id:
                 return str(message.conversation_id)
     return None
-
-
-def _with_replaces(data: dict[str, Any], old: Fact | None) -> dict[str, Any]:
-    """A candidate's JSON with `replaces`: the body an approval would overwrite, or null."""
-    return {**data, "replaces": old.body if old is not None else None}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 from agent.gateway_errors import EXIT_USAGE
@@ -27,12 +27,14 @@ class _Parser(argparse.ArgumentParser):
         """As argparse parses, but words left over are named with the command they were given
         to (argparse's own line sends every one to `straylight --help`), and a stray word
         (`straylight ask hello world`) most likely wanted quotes: the line says so."""
+        given = list(sys.argv[1:] if args is None else args)
+        if (early := _option_before_command(self, given)) is not None:
+            self.exit(EXIT_USAGE, f"{PROG}: {early}\n")
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             words = [getattr(parsed, name, None) for name in ("command", "action")]
             named = [word for word in words if isinstance(word, str)]
             prog = " ".join([self.prog, *named])
-            given = list(sys.argv[1:] if args is None else args)
             if (line := _option_too_early(self, given, named, extras[0])) is not None:
                 self.exit(EXIT_USAGE, f"{PROG}: {line} (try '{prog} --help')\n")
             quote = "" if extras[0].startswith("-") else "; a value with spaces needs quotes"
@@ -61,6 +63,47 @@ def _option_too_early(
         if argv.index(option) < argv.index(word) and flag in level._option_string_actions:
             return f"{flag} goes after '{word}': {PROG} {' '.join(named)} … {flag}"
     return None
+
+
+def _option_before_command(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    """The line for a command's option given before the command's name with its value apart
+    (`straylight --k 3 recall x`), where argparse would take the value for the command and
+    name it an invalid choice; None when the words before the command are the global ones."""
+    early: list[str] = []
+    for at, word in enumerate(argv):
+        command = _sub_parser(parser, word)
+        if command is not None:
+            break
+        if not word.startswith("-"):
+            before = argv[at - 1] if at else ""
+            if before.startswith("-") and "=" not in before:
+                continue  # the value of the option before it
+            return None  # a word argparse names itself (an unknown command)
+        flag = word.split("=", 1)[0]
+        if flag not in GLOBAL_OPTIONS:
+            early.append(flag)
+    else:
+        return None
+    for flag in early:
+        for path, level in _parsers_below(command, [word]):
+            if flag in level._option_string_actions:
+                return (
+                    f"{flag} goes after '{path[-1]}': {PROG} {' '.join(path)} … {flag} "
+                    f"(try '{PROG} {' '.join(path)} --help')"
+                )
+    return None
+
+
+def _parsers_below(
+    parser: argparse.ArgumentParser, path: list[str]
+) -> Iterator[tuple[list[str], argparse.ArgumentParser]]:
+    """`parser` (named by `path`) and its actions' parsers, each with its path."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                if isinstance(sub, argparse.ArgumentParser):
+                    yield [*path, name], sub
 
 
 def _sub_parser(parser: argparse.ArgumentParser, word: str) -> argparse.ArgumentParser | None:
