@@ -577,3 +577,30 @@ async def test_a_served_command_keeps_the_clients_clock(
     hits = json.loads(run_cli_process(env, "recall", "ferry blue", "--json").stdout)["hits"]
     blue = [h for h in hits if h["id"] == json.loads(own.stdout)["id"]]
     assert not blue[0]["created_at"].startswith("2030")  # the owner's own: its own clock
+
+
+def test_a_stopped_owner_is_in_use_not_a_hang(
+    home: Path, tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """An owner stopped by Ctrl+Z (SIGSTOP) still accepts connections but answers nothing:
+    a client says the data dir is in use (exit 6) instead of waiting for ever."""
+    env = env_for(home, tmp_path, standin)
+    assert_ok(run_cli_process(env, "remember", "The night ferry leaves from pier four."))
+    standin.script_reply("one two three four five six seven eight nine ten")
+    standin.token_delay = 1.0
+    owner = SlowOwner(env, "Count slowly")
+    os.kill(owner.process.pid, signal.SIGSTOP)
+    try:
+        clients = [
+            client_process(env, "recall", "ferry", "--json"),
+            client_process(env, "remember", "The ferry runs again after the storm."),
+        ]
+        for client in clients:
+            _out, err = client.communicate(timeout=60)  # a hang fails here
+            assert client.returncode == 6, err
+            [line] = err.splitlines()
+            assert f"PID {owner.process.pid}" in line, line
+    finally:
+        os.kill(owner.process.pid, signal.SIGCONT)
+        standin.token_delay = 0.0
+        owner.kill()

@@ -57,6 +57,12 @@ The fact drawer's commands open only the database and are short; the others wait
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 RETRY_SECONDS = 3.0
+FIRST_ANSWER_SECONDS = 3.0
+"""How long the owner may take to say it has a command (it does so at once, from a thread of
+its own): an owner that is stopped (Ctrl+Z) or hung still accepts connections, and without
+a limit every client waited for it for ever. It is then "in use", exit 6, as a holder that
+does not serve."""
+SEND_BYTES_PER_SECOND = 8 * 1024 * 1024  # a large request (stdin) gets this much more time
 BRIEF_HOLDER_SECONDS = 15.0
 """How long a command waits for a holder that said it is brief (`DataDirLocked.brief`: a
 `facts`, `candidates` or `hypotheses` command, done in well under a second on a quiet
@@ -149,10 +155,16 @@ def forward(home: Path, request: CommandRequest, out: TextIO, err: TextIO) -> in
                 f"too large to pass to the Straylight process that has {home}: the command "
                 f"and its input are {len(data):,} bytes, at most {MAX_FRAME_BYTES:,} (64 MiB)"
             )
-        try:
+        try:  # a stopped (Ctrl+Z, SIGSTOP) or hung owner still accepts: its answer is timed
+            sock.settimeout(FIRST_ANSWER_SECONDS + len(data) / SEND_BYTES_PER_SECOND)
             sock.sendall(data)
             reader = FrameReader(sock)
             first = reader.read()
+            sock.settimeout(None)  # the command itself takes as long as it takes
+        except TimeoutError:
+            raise NotServed(
+                f"the owner did not answer within {FIRST_ANSWER_SECONDS:.0f} s"
+            ) from None
         except (OSError, OwnerSocketError) as error:
             raise NotServed(str(error)) from None
         if first is None or "owner" not in first:
