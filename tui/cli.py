@@ -226,9 +226,6 @@ def _is_terminal(stream: object) -> bool:
 def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
     settings = resolved.settings
     if args.command is None:
-        from memory.open_ahead import start_before_chat
-
-        start_before_chat(settings.home)  # the derived files' checks, during the imports below
         from tui.app import run_app
         from tui.owner_handover import HANDOVER_SECONDS, lock_for_chat
 
