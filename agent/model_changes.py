@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from agent.gateway_errors import EXIT_USAGE, GatewayError, OllamaRedirected, one_line
 from agent.model_catalog import forget_shown, named
+from memory.secret_masking import mask_secrets
 
 if TYPE_CHECKING:
     import ollama
@@ -82,7 +83,7 @@ async def pull_model(client: ollama.AsyncClient, name: str) -> AsyncIterator[Pul
     except OllamaRedirected:  # the host answered 3xx: exit 3 as for every command, not 1
         raise
     except ollama.ResponseError as error:
-        detail = one_line(str(error.error or ""))  # a proxy's HTML page, too
+        detail = one_line(mask_secrets(str(error.error or "")))  # a proxy's HTML page, too
         if error.status_code == 400 and detail == INVALID_NAME_ERROR:
             raise PullNameInvalid(
                 f"Ollama says {name!r} is an invalid model name: a name looks like llama3.2, "

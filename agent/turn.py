@@ -104,15 +104,19 @@ class TurnEngine:
 
     def open_turn(self, current: LogMessage) -> tuple[list[LogMessage], LongtermState]:
         """Read the history (the last N messages of the conversation, back from the log
-        through its parser), then append `current` (even when reading failed: nothing typed
-        is lost), then read longterm.md's state, its text masked for the prompt (here, in
-        the turn's thread: a file of megabytes takes ~0.1 s a MB to mask)."""
+        through its parser; each masked, as a hand-edited day file may hold what the log
+        never wrote), then append `current` (even when reading failed: nothing typed is
+        lost), then read longterm.md's state, its text masked for the prompt (here, in the
+        turn's thread: a file of megabytes takes ~0.1 s a MB to mask)."""
         limit = self.settings.history_turns
         try:
             recent = self.daily_log.recent(current.conversation_id, limit) if limit else []
         finally:
             self._append(current)
-        history = [m for m in recent if m.content]
+        # the log was masked as it was written, but a hand-edited day file was not
+        history = [
+            dataclasses.replace(m, content=mask_secrets(m.content)) for m in recent if m.content
+        ]
         longterm = self.longterm.load()  # the file is the user's; the prompt is masked
         return history, dataclasses.replace(longterm, text=mask_secrets(longterm.text))
 

@@ -21,7 +21,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from agent.gateway_errors import GatewayError, ModelTimeout
@@ -83,8 +83,11 @@ class TurnLimits:
                         raise ModelTimeout(self.read_timeout, mid_reply=mid_reply) from None
                     waiting_for_first = False
                     if isinstance(event, ChatDelta | ChatThinking):
+                        room = self.max_chars - self.chars
                         self.chars += len(event.text)
                         if self.chars > self.max_chars:
+                            if room > 0:  # what fits is kept (a reply may come in one chunk)
+                                yield replace(event, text=event.text[:room])
                             raise ReplyLimitReached(
                                 f"{self.max_chars:,} characters", "STRAYLIGHT_REPLY_MAX_CHARS"
                             )

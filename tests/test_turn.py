@@ -57,19 +57,26 @@ async def test_a_turn_logs_both_messages_in_order(
 async def test_the_user_message_is_logged_before_the_model_answers(
     settings: Settings, standin: OllamaStandIn
 ) -> None:
-    standin.fail_next("delay", seconds=1.0, path="/api/chat")
+    standin.fail_next("delay", seconds=5.0, path="/api/chat")
     engine = engine_for(settings)
     stream = engine.run("typed and safe", conversation_id="c1", model="llama3.2")
-    first = asyncio.ensure_future(anext(stream))  # the model takes a second to answer
+
+    async def first_reply_text() -> object:  # (the budget's events come before the model's)
+        async for event in stream:
+            if isinstance(event, ReplyDelta):
+                return event
+        return None
+
+    answered = asyncio.ensure_future(first_reply_text())  # the model takes 5 s to answer
     for _ in range(200):
         if today(engine):
             break
         await asyncio.sleep(0.01)
-    assert not first.done()
+    assert not answered.done()
     assert [m.content for m in today(engine)] == ["typed and safe"]
-    first.cancel()
+    answered.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await first
+        await answered
     await stream.aclose()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import logging
 import os
@@ -189,17 +190,32 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
         if isinstance(error, DatabaseError):
             log.error("database error: %s", error)
             return fail(str(error), EXIT_UNEXPECTED)
-        if isinstance(error, BrokenPipeError):
+        if _only(error, BrokenPipeError):  # (the MCP SDK's task group wraps it in a group)
             # `straylight history | head`: the reader left; that is not an error.
             if not forwarded:  # (a forwarded command's client has gone: nothing to quiet)
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(devnull, sys.stdout.fileno())
             return EXIT_BROKEN_PIPE
+        if isinstance(error, OSError) and error.errno in _FULL_OR_FAILING:  # stdout on /dev/full
+            log.error("cannot write: %s", error)
+            return fail(f"cannot write the output: {error.strerror or error}", EXIT_UNEXPECTED)
         log.exception("unexpected error")
         return fail(
             f"unexpected error: {type(error).__name__}: {error} (details in {settings.log_file})",
             EXIT_UNEXPECTED,
         )
+
+
+_FULL_OR_FAILING = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
+"""A write that failed for the device's sake (a full disk or quota, an I/O error): the data
+dir's own writes are named by `unwritable_data_dir` first, so this is the output's."""
+
+
+def _only(error: BaseException, kind: type[BaseException]) -> bool:
+    """Whether `error` is a `kind`, or a group (of groups) of nothing else."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_only(inner, kind) for inner in error.exceptions)
+    return isinstance(error, kind)
 
 
 def chat_terminal_problem() -> str | None:

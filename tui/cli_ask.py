@@ -293,6 +293,9 @@ def _write_reply(engine: TurnEngine, text: str) -> None:
     except BrokenPipeError:
         engine.stop_reason = "the reader of the output went away"
         raise
+    except OSError as error:  # stdout on a full disk, or a device failing: not a cancel
+        engine.stop_reason = f"the output could not be written ({error.strerror or error})"
+        raise
 
 
 async def chat_model_refusal(gateway: Any, model: str) -> str | None:

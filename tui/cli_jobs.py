@@ -16,7 +16,7 @@ from typing import Any
 
 from agent.settings import Settings
 from jobs.background_jobs import JOBS
-from tui.cli_output import print_json
+from tui.cli_output import for_terminal, one_line, print_json
 
 EXIT_OK = 0
 EXIT_JOB_FAILED = 1
@@ -59,7 +59,7 @@ def _print_infos(infos: list[Any], *, as_json: bool) -> None:
         last = f"{info.last_run.astimezone():%Y-%m-%d %H:%M}" if info.last_run else "never"
         upcoming = f"{info.next_run.astimezone():%Y-%m-%d %H:%M}"
         line = f"{info.name:<19} last {last:<16} next {upcoming}  {info.last_result or ''}"
-        print(line.rstrip())  # a job that never ran has no result: no trailing spaces
+        print(for_terminal(line.rstrip()))  # a job that never ran: no trailing spaces
 
 
 async def _main(args: Any, settings: Settings) -> int:
@@ -102,7 +102,7 @@ async def _main(args: Any, settings: Settings) -> int:
         }
         print_json(data)
     else:
-        print(job_line(args.name, result.status, result.summary))
+        print(for_terminal(job_line(args.name, result.status, result.summary)))
         for notice in result.notices:
-            print(f"straylight: {notice.text}", file=sys.stderr)
+            print(f"straylight: {one_line(notice.text)}", file=sys.stderr)
     return EXIT_JOB_FAILED if result.status == "error" else EXIT_OK

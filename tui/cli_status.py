@@ -9,7 +9,7 @@ from typing import Any
 
 from agent.gateway_errors import EXIT_OK
 from agent.settings import Settings
-from tui.cli_output import one_line
+from tui.cli_output import for_terminal, one_line
 from tui.display_text import counted
 
 
@@ -79,7 +79,7 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     down = f"{ollama.state}: {one_line(ollama.error or '')}"
     state = f"online, Ollama {ollama.version}" if ollama.reachable else down
     print(f"data dir   {settings.home}")
-    print(f"ollama     {ollama.host} ({state})")
+    print(for_terminal(f"ollama     {ollama.host} ({state})"))  # the server's version too
     pulled = report["ollama"]["model_pulled"]
     model_note = "" if pulled is None else (" (pulled)" if pulled else " (not pulled)")
     print(f"model      {settings.ollama.model}{model_note}")
