@@ -670,3 +670,51 @@ async def test_a_search_through_the_server_counts_no_embed_request(
         after = result_of(await session.call_tool("memory_status", {}))["embed_requests"]
     assert len([r for r in standin.requests if r.path == "/api/embed"]) > embeds  # it embedded
     assert before >= 1 and after == before
+
+
+async def test_longterm_of_a_data_dir_that_fails_its_check_is_not_served(
+    env: Env, workspace: Path
+) -> None:
+    """The resource read the file the check exists to distrust (a data dir others can
+    write to); now it is the check's one line, as every tool's."""
+    home = Path(env["STRAYLIGHT_HOME"])
+    home.mkdir()
+    (home / "longterm.md").write_text("# me\nI am whoever wrote this.\n")
+    home.chmod(0o777)
+    try:
+        async with mcp_session(env, workspace) as session:
+            refused = error_of(await session.call_tool("memory_status", {}))
+            with pytest.raises(MCPError) as raised:
+                await session.read_resource("straylight://longterm")
+        assert "writable by other users" in refused, refused
+        assert "writable by other users" in str(raised.value), raised.value
+        assert "whoever wrote this" not in str(raised.value)
+    finally:
+        home.chmod(0o700)
+
+
+async def test_a_data_dir_that_cannot_be_one_is_named_by_the_tools(
+    env: Env, workspace: Path
+) -> None:
+    env = {**env, "STRAYLIGHT_HOME": "/proc/straylight-not-a-dir"}
+    async with mcp_session(env, workspace) as session:
+        refused = error_of(await session.call_tool("memory_save", {"text": "a note"}))
+    assert refused.endswith(
+        "cannot use data dir /proc/straylight-not-a-dir: No such file or directory"
+    ), refused
+
+
+async def test_a_save_without_a_vector_says_so_and_a_bad_key_beside_a_query_is_skipped(
+    env: Env, workspace: Path, standin: OllamaStandIn
+) -> None:
+    standin.set_models(["llama3.2"])  # no embedding model
+    async with mcp_session(env, workspace) as session:
+        saved = result_of(await session.call_tool("memory_save", {"text": "The ferry is late."}))
+        assert "no vector yet" in saved["note"] and "nomic-embed-text" in saved["note"], saved
+        await cli_json(env, "facts", "set", "ferry:pier", "--type", "fact", "--body", "pier four")
+        read = result_of(
+            await session.call_tool("memory_read", {"key": "!!!", "query": "ferry pier"})
+        )
+        assert [fact["key"] for fact in read["facts"]] == ["ferry:pier"], read
+        refused = error_of(await session.call_tool("memory_read", {"key": "!!!"}))
+        assert "empty fact key" in refused

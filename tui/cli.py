@@ -20,7 +20,7 @@ from typing import Any
 
 from agent.gateway_errors import EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, SettingsError, load_settings, misnamed_variables
-from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, read_stdin_text, stdin_kept
+from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, one_line, read_stdin_text, stdin_kept
 from tui.cli_parser import build_parser
 from tui.cli_shorthands import expand_shorthands
 from tui.command_kinds import may_create_data_dir, reads_only
@@ -183,10 +183,16 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
             return fail(str(error), EXIT_USAGE)
         if isinstance(error, DataDirInUse):  # a reading command meets DuckDB's lock
             return fail(str(error), EXIT_DATA_DIR_IN_USE)
-        from tui.data_dir_access import unwritable_data_dir
+        from tui.data_dir_access import unusable_data_dir, unwritable_data_dir
 
         if (unwritable := unwritable_data_dir(error, settings.home)) is not None:
             return fail(unwritable, EXIT_USAGE)
+        if isinstance(error, OSError) and error.errno in _FULL_OR_FAILING:  # a full disk: 1
+            log.error("cannot write: %s", error)
+            what = "the output" if error.filename is None else one_line(str(error.filename))
+            return fail(f"cannot write {what}: {error.strerror or error}", EXIT_UNEXPECTED)
+        if (unusable := unusable_data_dir(error, settings.home)) is not None:
+            return fail(unusable, EXIT_USAGE)
         if isinstance(error, DatabaseError):
             log.error("database error: %s", error)
             return fail(str(error), EXIT_UNEXPECTED)
@@ -196,9 +202,6 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(devnull, sys.stdout.fileno())
             return EXIT_BROKEN_PIPE
-        if isinstance(error, OSError) and error.errno in _FULL_OR_FAILING:  # stdout on /dev/full
-            log.error("cannot write: %s", error)
-            return fail(f"cannot write the output: {error.strerror or error}", EXIT_UNEXPECTED)
         log.exception("unexpected error")
         return fail(
             f"unexpected error: {type(error).__name__}: {error} (details in {settings.log_file})",
@@ -207,8 +210,8 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
 
 
 _FULL_OR_FAILING = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
-"""A write that failed for the device's sake (a full disk or quota, an I/O error): the data
-dir's own writes are named by `unwritable_data_dir` first, so this is the output's."""
+"""A write that failed for the device's sake (a full disk or quota, an I/O error): a file's
+(named) or the output's (stdout on /dev/full), exit 1."""
 
 
 def _only(error: BaseException, kind: type[BaseException]) -> bool:

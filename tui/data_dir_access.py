@@ -41,6 +41,16 @@ def unwritable_data_dir(error: BaseException, home: Path) -> str | None:
     )
 
 
+def unusable_data_dir(error: BaseException, home: Path) -> str | None:
+    """The line for any other OSError on the data dir or a file in it (a path that cannot
+    be a folder: `--home /proc/x`), as the commands that make the data dir say it; else None."""
+    if not isinstance(error, OSError) or error.filename is None:
+        return None
+    if not _inside(Path(str(error.filename)), home):
+        return None
+    return f"cannot use data dir {one_line(str(home))}: {error.strerror or error}"
+
+
 def unreadable_data_dir(error: OSError, home: Path) -> str:
     """The line for a file of the data dir a reading command cannot open (its lock file,
     whose shared lock tells whether a writer is busy): whose it is, or why."""

@@ -242,6 +242,10 @@ def build_server(settings: Settings, tools: MemoryTools) -> MCPServer:
         from memory.secret_masking import mask_secrets
         from store.longterm_file import LongtermFile
 
+        try:  # a data dir that failed its check is not read (as every tool says)
+            await tools.check_usable()
+        except ToolError as error:
+            raise ResourceError(str(error)) from None
         path = settings.home / "longterm.md"
         state = await asyncio.to_thread(LongtermFile(path, settings.longterm_budget_bytes).load)
         if state.warning is not None:  # a link, not UTF-8, unreadable: say so, not ""

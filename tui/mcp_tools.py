@@ -57,6 +57,9 @@ def one_line(stderr: str, argv: Sequence[str], exit_code: int) -> str:
     return last[len(PROG_PREFIX) :] if last.startswith(PROG_PREFIX) else last
 
 
+NOTE_PREFIX = "straylight: note: "  # a command's note on stderr (`remember`: no vector)
+
+
 @dataclass
 class MemoryTools:
     """The seven memory tools over one runner; `global_argv` are the server's own options
@@ -73,19 +76,35 @@ class MemoryTools:
     # One command at a time per client: the tools' order is the order the client asked in.
     _turn: asyncio.Lock = field(default_factory=asyncio.Lock)
 
+    async def check_usable(self) -> None:
+        """ToolError naming why the data dir may not be used, while its check fails (the
+        tools and the resources alike)."""
+        if self.unusable is not None:
+            if (problem := await asyncio.to_thread(self.unusable)) is not None:
+                raise ToolError(problem)
+            self.unusable = None  # fixed: from now on the commands check for themselves
+
     async def run_json(self, command: Sequence[str], *rest: str, stdin: str | None = None) -> Any:
         """`straylight COMMAND [global options] --json REST…`, its stdout parsed as JSON."""
+        return (await self._run_json_noted(command, *rest, stdin=stdin))[0]
+
+    async def _run_json_noted(
+        self, command: Sequence[str], *rest: str, stdin: str | None = None
+    ) -> tuple[Any, list[str]]:
+        """`run_json`, and the notes the command wrote to stderr (`straylight: note: …`)."""
         argv = [*command, *self.global_argv, "--json", *rest]
         async with self._turn:
-            if self.unusable is not None:
-                if (problem := await asyncio.to_thread(self.unusable)) is not None:
-                    raise ToolError(problem)
-                self.unusable = None  # fixed: from now on the commands check for themselves
+            await self.check_usable()
             outcome = await self.runner.run(argv, stdin=stdin)
         if outcome.exit_code != 0:
             raise ToolError(one_line(outcome.stderr, argv, outcome.exit_code))
+        notes = [
+            line.removeprefix(NOTE_PREFIX)
+            for line in outcome.stderr.splitlines()
+            if line.startswith(NOTE_PREFIX)
+        ]
         try:
-            return json.loads(outcome.stdout)
+            return json.loads(outcome.stdout), notes
         except json.JSONDecodeError:
             raise ToolError(f"straylight {command[0]} printed no JSON") from None
 
@@ -105,7 +124,9 @@ class MemoryTools:
     async def save(self, text: str) -> dict[str, Any]:
         if not text.strip():
             raise ToolError("memory_save needs non-empty text")
-        data = await self.run_json(["remember"], "-", stdin=text)
+        data, notes = await self._run_json_noted(["remember"], "-", stdin=text)
+        if notes:  # saved without a vector: found by its words until backfill
+            return {"id": data["id"], "note": " ".join(notes)}
         return {"id": data["id"]}
 
     async def forget(self, point_id: int) -> dict[str, Any]:
@@ -133,8 +154,10 @@ class MemoryTools:
         if key:
             try:
                 found.append(await self.run_json(["facts", "get"], "--", key))
-            except ToolError as error:
-                if not str(error).startswith("no fact"):
+            except ToolError as error:  # no such fact; a key no fact can have, beside a query
+                said = str(error)
+                bad_key = said.startswith(("empty fact key", "fact key is"))
+                if not (said.startswith("no fact") or (bad_key and query)):
                     raise
         if query:
             found += await self.run_json(["facts", "search"], "--", query)
