@@ -119,10 +119,12 @@ class BudgetedPrompt:
                     f"leaving under {MIN_REPLY_TOKENS} for the reply. Shorten or clear it, or "
                     "raise num_ctx."
                 )
+            tools = self.tokens.get("tools", 0)
+            without = f" (or set memory_tools = false: the tools take about {tools:,})"
             return (
                 f"Not sent: the persona, rules and tool definitions alone take about "
                 f"{fixed:,} of the model's {self.window:,}-token window, leaving under "
-                f"{MIN_REPLY_TOKENS} for the reply. Raise num_ctx."
+                f"{MIN_REPLY_TOKENS} for the reply. Raise num_ctx{without if tools else ''}."
             )
         top = "system prompt" if own_system else "persona"
         return (

@@ -174,7 +174,8 @@ def test_a_window_too_small_for_the_persona_alone_asks_for_num_ctx() -> None:
     line = result.refusal()
     assert "Shorten" not in line and "1 tokens" not in line
     assert "the persona, rules and tool definitions alone" in line
-    assert line.endswith("Raise num_ctx.") and "512-token window" in line
+    assert "Raise num_ctx (or set memory_tools = false: the tools take about" in line
+    assert line.endswith(").") and "512-token window" in line
 
 
 def test_a_conversation_system_prompt_too_long_for_the_window_is_named() -> None:
