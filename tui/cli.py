@@ -209,9 +209,9 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
         )
 
 
-_FULL_OR_FAILING = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
-"""A write that failed for the device's sake (a full disk or quota, an I/O error): a file's
-(named) or the output's (stdout on /dev/full), exit 1."""
+_FULL_OR_FAILING = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""A write that failed for the device's sake (a full disk, a quota or file-size limit, an I/O
+error): a file's (named) or the output's (stdout on /dev/full), exit 1."""
 
 
 def _only(error: BaseException, kind: type[BaseException]) -> bool:

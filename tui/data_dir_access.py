@@ -44,11 +44,15 @@ def unwritable_data_dir(error: BaseException, home: Path) -> str | None:
 def unusable_data_dir(error: BaseException, home: Path) -> str | None:
     """The line for any other OSError on the data dir or a file in it (a path that cannot
     be a folder: `--home /proc/x`), as the commands that make the data dir say it; else None."""
-    if not isinstance(error, OSError) or error.filename is None:
+    if not isinstance(error, OSError) or error.filename is None or error.errno not in _NO_SUCH:
         return None
     if not _inside(Path(str(error.filename)), home):
         return None
     return f"cannot use data dir {one_line(str(home))}: {error.strerror or error}"
+
+
+_NO_SUCH = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG})
+"""A data dir path that cannot be a folder: it, or a folder on its way, cannot be made."""
 
 
 def unreadable_data_dir(error: OSError, home: Path) -> str:
