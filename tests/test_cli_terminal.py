@@ -12,36 +12,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from store.daily_log import DailyLog, LogMessage
-from tests.support.cli import cli_command, run_cli
+from tests.support.cli import cli_command, on_a_terminal, run_cli
 from tests.support.ollama_standin import OllamaStandIn
 
 HOSTILE = "clear \x1b[2J title \x1b]0;PWNED\x07 done"
-
-
-def on_a_terminal(env: dict[str, str], *args: str) -> str:
-    """Run `straylight ARGS` with its stdout on a pseudo-terminal; what it printed."""
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        cli_command(*args),
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=follower,
-        stderr=subprocess.PIPE,
-    )
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the child closed its end
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    proc.wait(timeout=60)
-    os.close(leader)
-    assert proc.returncode == 0, proc.stderr.read()
-    return b"".join(chunks).decode("utf-8", "replace")
 
 
 def test_history_ask_and_recall_show_escape_sequences_as_symbols_on_a_terminal(

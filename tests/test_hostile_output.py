@@ -6,8 +6,6 @@ a password with `&`, `;` or `,` in it is masked whole."""
 
 from __future__ import annotations
 
-import os
-import pty
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +13,15 @@ from pathlib import Path
 import pytest
 
 from memory.secret_masking import mask_secrets
-from tests.support.cli import NOW, REPO_ROOT, Env, cli_command, printed_json, run_cli
+from tests.support.cli import (
+    NOW,
+    REPO_ROOT,
+    Env,
+    cli_command,
+    on_a_terminal,
+    printed_json,
+    run_cli,
+)
 from tests.support.ollama_standin import OllamaStandIn
 
 GITHUB_TOKEN = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -25,37 +31,6 @@ ESC = "\x1b[31m"
 @pytest.fixture
 def env(cli_env: Callable[..., Env], standin: OllamaStandIn) -> Env:
     return cli_env(OLLAMA_HOST=standin.host, STRAYLIGHT_NOW=NOW)
-
-
-def on_a_terminal(env: Env, *args: str) -> str:
-    """What `straylight ARGS` writes to a terminal (its stdout a pty)."""
-    leader, follower = pty.openpty()
-    try:
-        process = subprocess.Popen(
-            cli_command(*args),
-            env=env,
-            cwd=REPO_ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=follower,
-            stderr=subprocess.PIPE,
-        )
-        os.close(follower)
-        follower = -1
-        received = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            received += chunk
-        process.wait(timeout=60)
-        return received.decode("utf-8", "replace")
-    finally:
-        os.close(leader)
-        if follower >= 0:
-            os.close(follower)
 
 
 def test_a_secret_typed_into_a_day_file_is_masked_before_the_model(

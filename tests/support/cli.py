@@ -276,6 +276,36 @@ def cli_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "tui.cli", *args]
 
 
+def on_a_terminal(env: Env, *args: str) -> str:
+    """Run `straylight ARGS` with its stdout on a pseudo-terminal (exit 0 asserted); what it
+    printed there."""
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        cli_command(*args),
+        env=env,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=subprocess.PIPE,
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=60)
+    os.close(leader)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
 def run_process(
     command: Sequence[str],
     env: Env,

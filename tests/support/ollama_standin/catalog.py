@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from .model_name import full_model_name
 from .models import (
     KV_BYTES_PER_TOKEN,
     MODIFIED_AT,
     ModelSpec,
     ResolvedModel,
     base_name,
-    full_model_name,
     normalize_model_name,
     resolve_model,
 )

@@ -1,4 +1,5 @@
-"""Whether a model name is one Ollama accepts, as its ``model.ParseName(...).IsValid()``.
+"""Whether a model name is one Ollama accepts, as its ``model.ParseName(...).IsValid()``, and
+the full name it takes a name for (``full_model_name``: how it matches names).
 
 A name is ``[host/][namespace/]model[:tag]``; missing parts take defaults. Each part is 1 to
 80 characters (the host 350), starts with a letter, digit or ``_``, and holds only letters,
@@ -52,3 +53,16 @@ def is_valid_name(name: str) -> bool:
     return _valid_part("tag", tag) and all(
         _valid_part(kind, part) for kind, part in zip(kinds, parts, strict=True)
     )
+
+
+def full_model_name(name: str) -> str:
+    """Ollama's full name of a model, compared without regard to case (`ParseName` fills the
+    default host, namespace and tag; names match by `strings.EqualFold`):
+    ``Llama3.2`` -> ``registry.ollama.ai/library/llama3.2:latest``."""
+    rest, tag = name, "latest"
+    slash, colon = rest.rfind("/"), rest.rfind(":")
+    if colon > slash:
+        rest, tag = rest[:colon], rest[colon + 1 :] or tag
+    parts = rest.split("/")
+    defaults = ["registry.ollama.ai", "library"][: max(0, 3 - len(parts))]
+    return "/".join([*defaults, *parts]).casefold() + ":" + tag.casefold()

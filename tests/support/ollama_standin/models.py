@@ -156,15 +156,6 @@ def normalize_model_name(name: str) -> str:
     return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
 
 
-def full_model_name(name: str) -> str:
-    """Ollama's full name of a model, compared without regard to case (its `ParseName`):
-    ``Llama3.2`` -> ``registry.ollama.ai/library/llama3.2:latest``."""
-    path, _, tag = normalize_model_name(name).rpartition(":")
-    parts = path.split("/")
-    defaults = ["registry.ollama.ai", "library"][: max(0, 3 - len(parts))]
-    return "/".join([*defaults, *parts]).casefold() + ":" + tag.casefold()
-
-
 def base_name(name: str) -> str:
     """The model's family name: no registry path, no tag (``library/qwen3:8b`` -> ``qwen3``)."""
     return name.rsplit("/", 1)[-1].split(":", 1)[0].lower()
