@@ -378,6 +378,40 @@ def test_ctrl_c_or_sigterm_ends_the_server_and_frees_the_data_dir(
         pass
 
 
+def test_a_client_that_stops_reading_ends_the_server_as_a_closed_pipe(
+    env: Env, workspace: Path, tmp_path: Path
+) -> None:
+    """The SDK wraps the broken pipe in an exception group: it read as an unexpected error
+    (exit 1, "ExceptionGroup"); it is the closed reader's 141, quietly, the data dir freed."""
+    server = raw_server(env, workspace, stderr=subprocess.PIPE)
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        for message in (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": SAVE_CALL},
+        ):
+            server.stdin.write((json.dumps(message) + "\n").encode())
+            server.stdin.flush()
+            if "id" in message:
+                assert json.loads(server.stdout.readline())["id"] == message["id"]
+        server.stdout.close()  # the client stops reading
+        with contextlib.suppress(BrokenPipeError):
+            for number in range(3, 8):
+                ping = {"jsonrpc": "2.0", "id": number, "method": "ping"}
+                server.stdin.write((json.dumps(ping) + "\n").encode())
+                server.stdin.flush()
+        assert server.wait(timeout=30) == 141
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert server.stderr is not None
+    assert "ExceptionGroup" not in server.stderr.read().decode()
+    with DataDirLock(tmp_path / "home"):  # released
+        pass
+
+
 # ------------------------------------------------------ memory_search cuts each hit's content
 
 
