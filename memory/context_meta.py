@@ -50,9 +50,11 @@ def load_context_report(db: Database) -> dict[str, Any] | None:
 def load_learnt_windows(db: Database) -> dict[str, int]:
     """The windows Ollama showed it really runs, per model (normalised name), for models whose
     /api/show did not tell their maximum; {} when none was learnt."""
+    from memory.model_names import normalise_name
+
     data = _read(db, LEARNT_WINDOWS_KEY) or {}
-    return {
-        str(model): window
+    return {  # (a key saved before names matched as Ollama's do: `Qwen3:8B`, `library/…`)
+        normalise_name(str(model)): window
         for model, window in data.items()
         if isinstance(window, int) and not isinstance(window, bool) and window > 0
     }

@@ -40,15 +40,17 @@ def accept_url_token(match: re.Match[str]) -> bool:
 
 # An unquoted value runs to a blank or a quote. `;`, `,` and `&` belong to it when more of
 # it follows (`DB_PASS=ab#cd;ef`, `password=Tr0ub4dor&3`), not before a blank (`PASS=abc;
-# echo`, "password: x, then") nor before the next `name=` of a query or connection string
-# (`?password=abc&user=bob`, `AccountKey=…;EndpointSuffix=…`).
+# echo`, "password: x, then") nor before the next `name=` or `name:` of a query or connection
+# string (`?password=abc&user=bob`, `AccountKey=…;EndpointSuffix=…`). At most eight of them:
+# the match is tried at every keyword, and a value running on to the text's end made that
+# quadratic (`key:a,key:a,…`).
 ASSIGNMENT_RE = re.compile(
     r"""(?P<kw>passw(?:or)?d|passphrase|pass|pwd|secret|token|key)
         ["']?[ \t]*(?P<sep>:=|=(?![=~>])|:(?![:/]))[ \t]*
         (?:"(?P<dq>(?:[^"\\\n]|\\.){1,500})"
           |'(?P<sq>(?:[^'\\\n]|\\.){1,500})'
           |`(?P<bq>[^`\n]{1,500})`
-          |(?P<val>(?:[^\s"'`;,&<>]|[;,&](?![A-Za-z_][\w.-]*=)(?=[^\s"'`;,&<>]))+))""",
+          |(?P<val>[^\s"'`;,&<>]+(?:[;,&](?![A-Za-z_][\w.-]*[=:])[^\s"'`;,&<>]+){0,8}))""",
     re.IGNORECASE | re.VERBOSE,
 )
 _SECRET_KEY_NAME_RE = re.compile(r"(?:api|access|private|secret|account|sharedaccess)[_-]?key\Z")

@@ -119,3 +119,36 @@ def test_an_empty_embedding_model_in_the_config_file_is_refused(
     assert result.returncode == 2
     assert "embed_model" in result.stderr and "empty" in result.stderr, result.stderr
     assert not home.exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["recall", "-"], ["conversations", "rename", "no-such-one", "-"]],
+)
+def test_a_dash_is_stdin_only_where_a_text_reads_it(env: Env, command: list[str]) -> None:
+    """`-` reads stdin for `ask`, `remember` and a fact's body; elsewhere it is the word: a
+    query or a title of `-` was refused as empty (and read, or waited for, stdin)."""
+    assert run_cli(env, "remember", "A dash - is a line too.").returncode == 0
+    result = run_cli(env, *command)
+    assert "empty" not in result.stderr and "non-empty" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_before_a_command_is_the_top_levels_help(env: Env, flag: str) -> None:
+    result = run_cli(env, flag, "recall")
+    assert result.returncode == 0, result.stderr
+    assert "goes after" not in result.stderr and "usage: straylight" in result.stdout
+
+
+def test_a_window_learnt_under_another_spelling_is_found(tmp_path: Path) -> None:
+    """Windows learnt before names matched as Ollama's (`Qwen3:8B`) keep counting."""
+    from memory.context_meta import load_learnt_windows, save_turn_context
+    from store.clock import Clock
+    from store.database import open_database
+
+    db = open_database(tmp_path / "straylight.duckdb", clock=Clock())
+    try:
+        save_turn_context(db, None, None, {"Qwen3:8B": 2048, "library/llama3.2:latest": 4096})
+        assert load_learnt_windows(db) == {"qwen3:8b": 2048, "llama3.2:latest": 4096}
+    finally:
+        db.close()

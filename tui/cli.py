@@ -38,12 +38,13 @@ def empty_argument(args: argparse.Namespace) -> str | None:
     stdin. Checked before anything is created, so a mistyped command leaves no data dir
     behind; the commands check the same again (another client's forwarded command)."""
 
-    def blank(value: object) -> bool:
-        if value == "-":
+    def blank(value: object, *, stdin: bool = False) -> bool:
+        """Empty; `stdin`: an argument where `-` reads standard input (a TEXT or a body)."""
+        if stdin and value == "-":
             return not stdin_kept().strip()
         return isinstance(value, str) and not value.strip()
 
-    if args.command in ("ask", "remember") and blank(args.text):
+    if args.command in ("ask", "remember") and blank(args.text, stdin=True):
         return f"{args.command} needs a non-empty TEXT"
     if args.command == "recall" and blank(args.query):
         return "recall needs a non-empty QUERY"
@@ -64,7 +65,8 @@ def empty_argument(args: argparse.Namespace) -> str | None:
                 normalise_key(key or "")
             except FactError as error:
                 return str(error)
-        if body is not None and blank(body):
+        reads_stdin = (args.command, action) in (("facts", "set"), ("candidates", "propose"))
+        if body is not None and blank(body, stdin=reads_stdin):
             return EMPTY_BODY
     return None
 

@@ -80,6 +80,8 @@ def _option_before_command(parser: argparse.ArgumentParser, argv: list[str]) -> 
                 continue  # the value of the option before it
             return None  # a word argparse names itself (an unknown command)
         flag = word.split("=", 1)[0]
+        if flag in ("-h", "--help", "--version"):
+            return None  # the top level's own: its help or version, as argparse gives them
         if flag not in GLOBAL_OPTIONS:
             early.append(flag)
     else:

@@ -62,7 +62,10 @@ FIRST_ANSWER_SECONDS = 3.0
 its own): an owner that is stopped (Ctrl+Z) or hung still accepts connections, and without
 a limit every client waited for it for ever. It is then "in use", exit 6, as a holder that
 does not serve."""
-SEND_BYTES_PER_SECOND = 8 * 1024 * 1024  # a large request (stdin) gets this much more time
+SEND_BYTES_PER_SECOND = 1024 * 1024
+"""A large request (stdin) gets a second more a MiB: an owner whose other threads are busy
+reads 64 KiB a `recv`, each after winning the GIL back (60 MB took 10 s beside two busy
+threads)."""
 BRIEF_HOLDER_SECONDS = 15.0
 """How long a command waits for a holder that said it is brief (`DataDirLocked.brief`: a
 `facts`, `candidates` or `hypotheses` command, done in well under a second on a quiet
