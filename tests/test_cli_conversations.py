@@ -25,6 +25,7 @@ from tests.support.cli import (
     assert_one_line,
     cli_command,
     printed_json,
+    read_terminal,
     run_cli,
     run_cli_process,
     run_process,
@@ -433,18 +434,10 @@ def _on_a_terminal(env: Env, answer: str, *args: str) -> tuple[int, str]:
     )
     os.close(follower)
     os.write(leader, answer.encode())
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
+    shown = read_terminal(leader)
     proc.wait(timeout=60)
     os.close(leader)
-    return proc.returncode, b"".join(chunks).decode("utf-8", "replace")
+    return proc.returncode, shown
 
 
 def test_daily_log_rewrite_keeps_other_blocks_byte_for_byte(home: Path) -> None:

@@ -327,6 +327,20 @@ def raw_server(env: Env, workspace: Path, *, stderr: int) -> subprocess.Popen[by
     )
 
 
+def save_through(server: subprocess.Popen[bytes]) -> None:
+    """The handshake and one `memory_save` by hand: the server then owns the data dir."""
+    assert server.stdin is not None and server.stdout is not None
+    for message in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": SAVE_CALL},
+    ):
+        server.stdin.write((json.dumps(message) + "\n").encode())
+        server.stdin.flush()
+        if "id" in message:
+            assert json.loads(server.stdout.readline())["id"] == message["id"]
+
+
 @pytest.mark.parametrize(
     ("signum", "code", "line", "then_eof"),
     [
@@ -353,15 +367,7 @@ def test_ctrl_c_or_sigterm_ends_the_server_and_frees_the_data_dir(
     server = raw_server(env, workspace, stderr=subprocess.PIPE)
     assert server.stdin is not None and server.stdout is not None
     try:
-        for message in (
-            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": SAVE_CALL},
-        ):
-            server.stdin.write((json.dumps(message) + "\n").encode())
-            server.stdin.flush()
-            if "id" in message:
-                assert json.loads(server.stdout.readline())["id"] == message["id"]
+        save_through(server)
         with pytest.raises(DataDirLocked):  # the server owns the data dir now
             DataDirLock(tmp_path / "home").acquire()
         server.send_signal(signum)
@@ -386,15 +392,7 @@ def test_a_client_that_stops_reading_ends_the_server_as_a_closed_pipe(
     server = raw_server(env, workspace, stderr=subprocess.PIPE)
     assert server.stdin is not None and server.stdout is not None
     try:
-        for message in (
-            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": SAVE_CALL},
-        ):
-            server.stdin.write((json.dumps(message) + "\n").encode())
-            server.stdin.flush()
-            if "id" in message:
-                assert json.loads(server.stdout.readline())["id"] == message["id"]
+        save_through(server)
         server.stdout.close()  # the client stops reading
         with contextlib.suppress(BrokenPipeError):
             for number in range(3, 8):

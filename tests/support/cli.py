@@ -291,6 +291,15 @@ def on_a_terminal(env: Env, *args: str) -> str:
         stderr=subprocess.PIPE,
     )
     os.close(follower)
+    shown = read_terminal(leader)
+    proc.wait(timeout=60)
+    os.close(leader)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    return shown
+
+
+def read_terminal(leader: int) -> str:
+    """All a child wrote to the pseudo-terminal whose `leader` end this is, until it closed."""
     chunks = []
     while True:
         try:
@@ -300,9 +309,6 @@ def on_a_terminal(env: Env, *args: str) -> str:
         if not chunk:
             break
         chunks.append(chunk)
-    proc.wait(timeout=60)
-    os.close(leader)
-    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
     return b"".join(chunks).decode("utf-8", "replace")
 
 
