@@ -309,11 +309,10 @@ def classify(
         # The server's own words end up in the daily log's `reason` and in straylight.log:
         # masked like every other text that is kept.
         detail = mask_secrets(raw) or "unknown error"
+        said = f": {one_line(detail)}" if raw else " with an empty body"
         if error.status_code == 404 and (model or not raw):
-            said = f": {one_line(detail)}" if raw else " with an empty body"
             return ModelError(f"Ollama answered HTTP 404{said} (is {host} an Ollama server?)")
         if error.status_code == 403:  # Ollama's answer to a Host header it does not trust
-            said = f": {one_line(detail)}" if raw else " with an empty body"
             return ModelError(
                 f"Ollama at {host} answered HTTP 403{said}: Ollama listening on its own "
                 "machine only refuses a request whose Host header is not that machine's, as "

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from agent.model_options import check_model_options, parse_keep_alive
 from agent.ollama_host import parse_ollama_host
 from agent.workspace import check_workspace_name
-from memory.settings_models import FactsConfig, MemoryConfig, SettingsArea
+from memory.settings_models import FactsConfig, MemoryConfig, SettingsArea, named_model
 from store.clock import Clock, parse_instant
 
 APP_NAME = "straylight"
@@ -139,9 +139,7 @@ class OllamaConfig(SettingsArea):
     @field_validator("model", mode="before")
     @classmethod
     def _model_named(cls, value: object) -> object:
-        if isinstance(value, str) and not value.strip():
-            raise ValueError("the chat model name must not be empty")
-        return value
+        return named_model(value, "the chat model")
 
     @field_validator("keep_alive", mode="before")
     @classmethod

@@ -15,6 +15,13 @@ DEFAULT_EMBED_MODEL = "nomic-embed-text"
 """The embedding model when none is configured (memory and facts use the same one)."""
 
 
+def named_model(value: object, which: str) -> object:
+    """`value` of a model setting, refused (ValueError) when it is a blank name."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError(f"{which} name must not be empty")
+    return value
+
+
 class SettingsArea(BaseModel):
     """An area of the settings: immutable, no unknown fields, docstrings as descriptions;
     a number must be finite (`http_timeout_seconds = inf` is a mistake, not "no limit")."""
@@ -86,9 +93,7 @@ class MemoryConfig(SettingsArea):
     @field_validator("embed_model", mode="before")
     @classmethod
     def _embed_model_named(cls, value: object) -> object:
-        if isinstance(value, str) and not value.strip():
-            raise ValueError("the embedding model name must not be empty")
-        return value
+        return named_model(value, "the embedding model")
 
 
 class FactsConfig(SettingsArea):

@@ -148,10 +148,9 @@ def _tighten_logs(home: Path) -> None:
     """`conversation/` is always 0700 (README, "Data layout"): an existing folder of yours is
     tightened by the process that takes the data dir, not only by the first message written
     to it. A link there is left alone (writing a message refuses it, named)."""
-    import stat
+    from store.data_dir_check import CONVERSATION_DIR
 
-    folder = home / "conversation"
-    with contextlib.suppress(OSError):
-        found = folder.lstat()
-        if stat.S_ISDIR(found.st_mode) and stat.S_IMODE(found.st_mode) != 0o700:
-            os.chmod(folder, 0o700)
+    folder = home / CONVERSATION_DIR
+    if folder.is_dir() and not folder.is_symlink():
+        with contextlib.suppress(OSError):  # another user's folder: the writes say so
+            ensure_private_dir(folder, tighten_existing=True)

@@ -50,25 +50,30 @@ def empty_argument(args: argparse.Namespace) -> str | None:
         return "recall needs a non-empty QUERY"
     if args.command == "import-doc" and blank(args.path):
         return "import-doc needs a PATH"
-    action = getattr(args, "action", None)
-    if (args.command, action) == ("conversations", "rename") and blank(args.title):
+    action = (args.command, getattr(args, "action", None))
+    if action == ("conversations", "rename") and blank(args.title):
         return "TITLE must not be empty"
-    keyed = {("facts", "set"), ("candidates", "propose"), ("facts", "retire"), ("facts", "undo")}
-    keyed |= {("facts", "get"), ("facts", "history")}
-    key = getattr(args, "key", None)
-    body = getattr(args, "body", None)
-    if (args.command, action) in keyed or (args.command, action) == ("candidates", "approve"):
-        from memory.fact_types import EMPTY_BODY, FactError, normalise_key
+    if action not in _KEY_NEEDED and action != ("candidates", "approve"):
+        return None
+    from memory.fact_types import EMPTY_BODY, FactError, normalise_key
 
-        if key is not None or (args.command, action) in keyed:
-            try:
-                normalise_key(key or "")
-            except FactError as error:
-                return str(error)
-        reads_stdin = (args.command, action) in (("facts", "set"), ("candidates", "propose"))
-        if body is not None and blank(body, stdin=reads_stdin):
-            return EMPTY_BODY
+    key, body = getattr(args, "key", None), getattr(args, "body", None)
+    if action in _KEY_NEEDED or key is not None:  # approve: `--key` only when given
+        try:
+            normalise_key(key or "")
+        except FactError as error:
+            return str(error)
+    if body is not None and blank(body, stdin=action in _BODY_FROM_STDIN):
+        return EMPTY_BODY
     return None
+
+
+_BODY_FROM_STDIN = frozenset({("facts", "set"), ("candidates", "propose")})
+"""The actions whose `--body -` reads standard input (approve's `--body -` is the word)."""
+_KEY_NEEDED = _BODY_FROM_STDIN | {
+    ("facts", action) for action in ("retire", "undo", "get", "history")
+}
+"""The actions that take a fact KEY (candidates approve takes `--key` optionally)."""
 
 
 class UsageError(Exception):
