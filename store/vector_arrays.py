@@ -19,6 +19,8 @@ FloatMatrix = npt.NDArray[np.float32]
 Hits = list[tuple[int, float]]
 
 MAX_KEY: Final = 2**63 - 1
+EXACT_BELOW: Final = 2048
+"""An index of at most this many vectors is searched exactly (the graph is not worth it)."""
 
 
 def as_keys(keys: KeysLike) -> npt.NDArray[np.uint64]:

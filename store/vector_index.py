@@ -21,7 +21,16 @@ import numpy as np
 import numpy.typing as npt
 
 from store.read_write_lock import ReadWriteLock
-from store.vector_arrays import MAX_KEY, FloatMatrix, Hits, KeysLike, as_keys, as_matrix, as_query
+from store.vector_arrays import (
+    EXACT_BELOW,
+    MAX_KEY,
+    FloatMatrix,
+    Hits,
+    KeysLike,
+    as_keys,
+    as_matrix,
+    as_query,
+)
 from store.vector_index_file import (
     NO_IDENTITY,
     SCALAR_KINDS,
@@ -49,7 +58,6 @@ DEFAULT_CONNECTIVITY: Final = 16
 DEFAULT_EXPANSION_ADD: Final = 128
 DEFAULT_EXPANSION_SEARCH: Final = 128
 ADD_CHUNK: Final = 64
-EXACT_BELOW: Final = 2048
 FETCH_BATCH: Final = 4096
 PER_VECTOR_OVERHEAD: Final = 140
 BASE_BYTES: Final = 512 * 1024

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from store.sorted_keys import sorted_unique
+from store.vector_arrays import EXACT_BELOW
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 MAX_ADDED: Final = 4096  # vectors added since the view before the file is loaded after all
 MAX_HIDDEN: Final = 256  # the file's vectors removed or replaced since, likewise: a search
 # asks the view for this many more neighbours than it returns (the hidden ones are dropped)
-EXACT_ADDED_BELOW: Final = 2048  # the added vectors are searched exactly up to this many
 
 
 @dataclass(frozen=True)
@@ -61,11 +61,6 @@ class ViewedIndex:
 
     def __len__(self) -> int:
         return len(self.view) - len(self._hidden) + len(self.added)
-
-    @property
-    def changes(self) -> tuple[int, int]:
-        """(vectors added since the view, the file's vectors hidden since)."""
-        return len(self.added), len(self._hidden)
 
     def outgrown(self) -> bool:
         """Whether the changes are more than a view should carry (`MAX_ADDED`, `MAX_HIDDEN`)."""
@@ -110,7 +105,7 @@ class ViewedIndex:
             kept = ~np.isin(keys, self._hidden)
             keys, distances = keys[kept], distances[kept]
         if len(self.added):
-            near = self.added.search(query, k, exact=len(self.added) <= EXACT_ADDED_BELOW)
+            near = self.added.search(query, k, exact=len(self.added) <= EXACT_BELOW)
             keys = np.concatenate([keys, np.asarray(near.keys, dtype=np.uint64)])
             distances = np.concatenate([distances, np.asarray(near.distances, np.float32)])
             order = np.argsort(distances, kind="stable")
