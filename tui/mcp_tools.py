@@ -57,7 +57,7 @@ def one_line(stderr: str, argv: Sequence[str], exit_code: int) -> str:
     return last[len(PROG_PREFIX) :] if last.startswith(PROG_PREFIX) else last
 
 
-NOTE_PREFIX = "straylight: note: "  # a command's note on stderr (`remember`: no vector)
+NOTE_PREFIX = f"{PROG_PREFIX}note: "  # a command's note on stderr (`remember`: no vector)
 
 
 @dataclass
