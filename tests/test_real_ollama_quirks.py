@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.support.cli import NOW, Env, printed_json, run_cli
+from tests.support.cli import NOW, Env, printed_json, run_cli, run_cli_process
 from tests.support.ollama_standin import OllamaStandIn
 
 PARAGRAPH = (
@@ -99,11 +99,14 @@ def test_a_403_with_an_empty_body_names_the_host_check(env: Env, standin: Ollama
     assert pulled.returncode != 0 and "HTTP 403" in pulled.stderr, pulled.stderr
 
 
-@pytest.mark.parametrize("written", ['"{host}"', "'{host}'", " {host} "])
+@pytest.mark.parametrize("written", ['"{host}"', "'{host}'", " {host} ", '"{bare}"', " {bare} "])
 def test_ollama_host_with_quotes_or_blanks_around_it_is_read(
     env: Env, standin: OllamaStandIn, written: str
 ) -> None:
-    env = {**env, "OLLAMA_HOST": written.format(host=standin.host)}
-    status = printed_json(run_cli(env, "status", "--json"))
+    """Also without a scheme (`"127.0.0.1:11434"`), which the ollama package's own default
+    client, built at its import, could not parse: every command stopped with exit 1."""
+    bare = standin.host.removeprefix("http://")
+    env = {**env, "OLLAMA_HOST": written.format(host=standin.host, bare=bare)}
+    status = printed_json(run_cli_process(env, "status", "--json"))  # a fresh `import ollama`
     assert status["ollama"]["reachable"] is True, status["ollama"]
     assert run_cli(env, "history").returncode == 0
