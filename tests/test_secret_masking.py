@@ -237,6 +237,11 @@ MASKED = [
     ("my password is hunter2, remember it", "my password is [REDACTED:password], remember it"),
     ("the wifi password: letmein, ok?", "the wifi password: [REDACTED:password], ok?"),
     (
+        "my password is: correcthorsebattery and the user is bob",
+        "my password is: [REDACTED:password] and the user is bob",
+    ),
+    ("the wifi password: letmein or so", "the wifi password: [REDACTED:password] or so"),
+    (
         "the passphrase was Tr0ub4dor&3 back then",
         "the passphrase was [REDACTED:password] back then",
     ),
@@ -310,6 +315,8 @@ MUST_NOT_MASK = [
     "the xapp- prefix marks Slack app tokens",
     "Password: yes, it was reset.",
     "Is the password: wrong, or the user name?",
+    "my password is: expired and I cannot log in",
+    "my password is stored and encrypted",
 ]
 
 
