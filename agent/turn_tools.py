@@ -28,6 +28,7 @@ from agent.turn_events import (
 )
 from agent.turn_facts import ToolOutcome
 from agent.turn_limits import TurnLimits
+from memory.secret_masking import mask_secrets
 
 if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before the first frame
     from memory.fact_drawer import FactDrawer, InjectedFacts
@@ -113,12 +114,13 @@ class TurnTools:
         admitted, capped = limits.admit(calls)
         if capped:
             yield LimitNotice(capped)
-        messages.append(
+        messages.append(  # the next round's prompt: masked like every other message in it
             {
                 "role": "assistant",
-                "content": text,
+                "content": mask_secrets(text),
                 "tool_calls": [
-                    {"function": {"name": c.name, "arguments": c.arguments}} for c in admitted
+                    {"function": {"name": c.name, "arguments": _masked(c.arguments)}}
+                    for c in admitted
                 ],
             }
         )
@@ -173,3 +175,14 @@ class TurnTools:
         if reminder:
             self.carry = reminder
             yield CapabilityReminder(reminder)
+
+
+def _masked(value: Any) -> Any:
+    """A tool call's arguments with every string in them masked (keys too), for the prompt."""
+    if isinstance(value, str):
+        return str(mask_secrets(value))
+    if isinstance(value, dict):
+        return {_masked(k): _masked(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(v) for v in value]
+    return value

@@ -149,6 +149,24 @@ async def test_memory_write_asks_the_approver_and_continues(
         assert len(asked) == 1  # the rejected key and body are not proposed again
 
 
+async def test_a_tool_calls_secret_is_masked_when_the_call_goes_back_to_the_model(
+    engine: TurnEngine, standin: OllamaStandIn
+) -> None:
+    """The next round's prompt repeats the model's own call: masked like the rest of it."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    call = {
+        "name": "memory_write",
+        "arguments": {"key": "deploy:token", "body": f"The token is {token}.", "type": "fact"},
+    }
+    standin.script_reply(f"Saving {token}.", tool_calls=[call])
+    standin.script_reply("Done.")
+    await turn(engine, "keep my deploy token")
+    second = standin.chat_requests()[-1]["messages"]
+    echoed = [m for m in second if m.get("role") == "assistant" and m.get("tool_calls")]
+    assert echoed and token not in json.dumps(second)
+    assert "[REDACTED:github_token]" in json.dumps(echoed[0]["tool_calls"])
+
+
 async def test_unknown_tools_and_bad_arguments_get_an_error_result(
     engine: TurnEngine, standin: OllamaStandIn
 ) -> None:
