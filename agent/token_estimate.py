@@ -36,6 +36,7 @@ from typing import Any, Final
 
 __all__ = [
     "CALIBRATED_MARGIN",
+    "COUNTED_FACTOR_MAX",
     "FACTOR_MAX",
     "FACTOR_MIN",
     "MESSAGE_OVERHEAD",
@@ -54,6 +55,11 @@ MESSAGE_OVERHEAD: Final = 5
 
 FACTOR_MIN: Final = 0.5
 FACTOR_MAX: Final = 2.0
+"""What the moving average and a noted truncation may raise the factor to."""
+COUNTED_FACTOR_MAX: Final = 4.0
+"""What Ollama's own count of a prompt (`note_counted`) may raise it to: a vocabulary that
+splits the text far finer than llama-3's (or text that tokenizes badly) is real, and a count
+is a fact about this prompt, not an average."""
 _ALPHA: Final = 0.35
 """Weight of a new observation in the moving average: ~3 replies to follow a change."""
 _STEP_MAX: Final = 1.5
@@ -189,7 +195,7 @@ class ModelCalibration:
         if not math.isfinite(factor):
             factor = 1.0
         return cls(
-            factor=min(FACTOR_MAX, max(FACTOR_MIN, factor)),
+            factor=min(COUNTED_FACTOR_MAX, max(FACTOR_MIN, factor)),
             observations=max(0, int(data.get("observations", 0))),
             rejected=max(0, int(data.get("rejected", 0))),
         )
@@ -245,7 +251,9 @@ class TokenEstimator:
         # First observation: jump to it; later ones: an EMA in log space (ratios are symmetric).
         weight = 1.0 if calibration.observations == 0 else _ALPHA
         new = calibration.factor * math.exp(weight * math.log(step))
-        calibration.factor = min(FACTOR_MAX, max(FACTOR_MIN, new))
+        # a factor Ollama's count set above FACTOR_MAX is averaged from where it is
+        upper = max(FACTOR_MAX, calibration.factor)
+        calibration.factor = min(upper, max(FACTOR_MIN, new))
         calibration.observations += 1
         return True
 
@@ -253,8 +261,23 @@ class TokenEstimator:
         """Ollama cut a prompt the budget said fits: the estimate runs low, so raise the factor
         by a step at once rather than wait for the average (the cut count is useless)."""
         calibration = self.models.setdefault(model, ModelCalibration())
-        calibration.factor = min(FACTOR_MAX, calibration.factor * 1.15)
+        raised = min(FACTOR_MAX, calibration.factor * 1.15)
+        calibration.factor = max(calibration.factor, raised)
         calibration.rejected += 1
+
+    def note_counted(self, model: str, sent: PromptEstimate, counted: int) -> bool:
+        """Ollama counted `counted` tokens of a prompt estimated as `sent` (the count of a
+        prompt it refused, or of one that filled its window): at least that many, since a cut
+        or a cache only ever lowers a count. When that is above the estimate the factor rises
+        to match it at once (up to `COUNTED_FACTOR_MAX`); True when it rose."""
+        calibration = self.models.setdefault(model, ModelCalibration())
+        content = counted - sent.overhead
+        if sent.content <= 0 or content <= sent.content * calibration.factor:
+            return False
+        needed = content / sent.content
+        calibration.factor = min(COUNTED_FACTOR_MAX, max(calibration.factor, needed))
+        calibration.rejected += 1
+        return True
 
     def to_json(self) -> dict[str, Any]:
         return {"version": 1, "models": {m: c.to_json() for m, c in sorted(self.models.items())}}

@@ -67,6 +67,7 @@ from store.daily_log import DailyLog, LogMessage, MessageStatus
 from store.longterm_file import LongtermFile, LongtermState
 
 if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before the first frame
+    from agent.context_budget import BudgetedPrompt
     from agent.image_attachment import ImageAttachment
     from memory.fact_drawer import FactDrawer
     from memory.turn_memory import TurnMemory, TurnRecall
@@ -185,9 +186,7 @@ class TurnEngine:
         images = 0 if image is None else 1
         budgeted, context = await self.context.budget(model, material, images=images)
         yield context
-        messages: list[dict[str, Any]] = list(budgeted.kept.chat_messages())
-        if image is not None:  # the client sends the bytes base64-encoded
-            messages[-1] = {**messages[-1], "images": [image.data]}
+        messages = _request_messages(budgeted, image)
         options = await self.context.options(model)
         think, think_unsent = await self.tools.think_for(model, self.think)
         if think_unsent is not None:
@@ -201,6 +200,7 @@ class TurnEngine:
                 raise ContextOverflow(budgeted.refusal(own_system=bool(system)))
             rounds = 0
             first_round = True  # a tool round starts a new deadline for the first event
+            refitted = False  # a prompt Ollama refused as too long is fitted again once
             while True:
                 calls: list[ToolCall] = []
                 done: ChatDone | None = None
@@ -241,6 +241,20 @@ class TurnEngine:
                         "set think to true or false to say so yourself"
                     )
                     think = True
+                    continue
+                except GatewayError as raised:
+                    if parts or rounds or refitted:
+                        raise
+                    again = await self.context.refit(
+                        raised, model, budgeted, material, images=images
+                    )
+                    if again is None:
+                        raise
+                    refitted = True
+                    budgeted, context, told = again
+                    yield context
+                    yield ContextNotice(told)
+                    messages = _request_messages(budgeted, image)
                     continue
                 if calls and rounds < MAX_ROUNDS:
                     rounds += 1
@@ -391,3 +405,14 @@ class TurnEngine:
             reason=reason,
         )
         self._append(message)
+
+
+def _request_messages(
+    budgeted: BudgetedPrompt, image: ImageAttachment | None
+) -> list[dict[str, Any]]:
+    """The chat request's messages from a budget; the image on the user's message (the client
+    sends the bytes base64-encoded)."""
+    messages: list[dict[str, Any]] = list(budgeted.kept.chat_messages())
+    if image is not None:
+        messages[-1] = {**messages[-1], "images": [image.data]}
+    return messages

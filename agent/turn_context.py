@@ -22,6 +22,7 @@ from agent.context_budget import BudgetedPrompt, HistoryMessage, PromptParts, bu
 from agent.context_window import (
     Overflow,
     WindowChoice,
+    detect_filled_window,
     detect_smaller_window,
     detect_truncation,
     parse_context_error,
@@ -41,6 +42,10 @@ if TYPE_CHECKING:
     from store.daily_log import LogMessage
 
 log = logging.getLogger("straylight.context")
+
+_TRUSTED_COUNT_SHARE = 0.25
+"""A count of a quarter of the window or more is large enough that a chat template's own
+text (tens to a few hundred tokens the estimate cannot see) does not make it look high."""
 
 IMAGE_TOKENS = 768
 """What one image on a message costs in the window: Ollama's own estimate for a CLIP image
@@ -113,6 +118,7 @@ class TurnContext:
         self._loaded = False  # the stored calibration was read
         self._stored_windows: dict[str, int] | None = None  # learnt by earlier processes
         self._new_windows: dict[str, int] = {}  # learnt here, not saved yet
+        self._last_refusal: tuple[GatewayError, Overflow | None] | None = None  # read once
 
     async def window(self, model: str) -> WindowChoice:
         """The model's window, chosen once per model by the gateway (the same `num_ctx` on
@@ -229,7 +235,19 @@ class TurnContext:
             log.warning("%s", overflow.message)
             estimator.note_truncation(model)
             return overflow
-        estimator.observe(model, budgeted.estimate, done.prompt_eval_count)
+        filled = detect_filled_window(
+            budgeted.total, done.prompt_eval_count, choice.window, choice.model_max
+        )
+        if filled is not None and done.prompt_eval_count is not None:
+            log.warning("%s", filled.message)
+            estimator.note_counted(model, budgeted.estimate, done.prompt_eval_count)
+            return filled
+        counted = done.prompt_eval_count
+        used = estimator.observe(model, budgeted.estimate, counted)
+        if not used and counted is not None and counted >= choice.window * _TRUSTED_COUNT_SHARE:
+            # rejected as implausible, but a count is a floor of the prompt's size: one above
+            # the estimate raises it now, before the conversation grows into a cut
+            estimator.note_counted(model, budgeted.estimate, counted)
         return None
 
     async def _loaded_window(self, model: str) -> int | None:
@@ -249,6 +267,54 @@ class TurnContext:
     def refused(self, error: GatewayError, model: str) -> GatewayError:
         """An HTTP 400 that names the context becomes its one line with the fix; any other
         error is returned as it was."""
+        overflow, _smaller = self._context_refusal(error, model)
+        return error if overflow is None else ContextOverflow(overflow.message)
+
+    async def refit(
+        self,
+        error: GatewayError,
+        model: str,
+        budgeted: BudgetedPrompt,
+        parts: PromptParts,
+        *,
+        images: int = 0,
+    ) -> tuple[BudgetedPrompt, ContextBudgeted, str] | None:
+        """Ollama refused `budgeted` as longer than its window: when it said how long the
+        prompt was (or that its window is smaller than the one sent), the estimate learns
+        it and `parts` are fitted again — the new budget, its event and one line saying so.
+        None when the refusal named neither, or the new fit leaves out nothing more."""
+        overflow, smaller = self._context_refusal(error, model)
+        if overflow is None:
+            return None
+        estimator = await self.estimator()
+        counted = (overflow.prompt_tokens or 0) - IMAGE_TOKENS * images
+        learnt = counted > 0 and estimator.note_counted(model, budgeted.estimate, counted)
+        if not (learnt or smaller):
+            return None
+        again, event = await self.budget(model, parts, images=images)
+        if not again.fits or again.estimate.content >= budgeted.estimate.content:
+            return None
+        size = f" ({overflow.prompt_tokens:,} tokens)" if overflow.prompt_tokens else ""
+        room = f" of {overflow.window:,}" if overflow.window else ""
+        left_out = f": {'; '.join(again.notes)}" if again.notes else ""
+        told = (
+            f"Ollama refused the prompt{size} as longer than its window{room}; "
+            f"Straylight counts this model's tokens higher now and sent it again{left_out}"
+        )
+        log.warning("%s", told)
+        return again, event, told
+
+    def _context_refusal(self, error: GatewayError, model: str) -> tuple[Overflow | None, bool]:
+        """The overflow an HTTP 400 names (None for any other error), and whether it taught
+        a smaller window than the one sent (the model's maximum, which /api/show hid). Read
+        once per error: a second look (`refused` after `refit`) would see the learnt window."""
+        if self._last_refusal is not None and self._last_refusal[0] is error:
+            return self._last_refusal[1], False
+        found = self._read_refusal(error, model)
+        self._last_refusal = (error, found[0])
+        return found
+
+    def _read_refusal(self, error: GatewayError, model: str) -> tuple[Overflow | None, bool]:
         cause = error.__cause__
         text = str(getattr(cause, "error", "") or "") if cause is not None else ""
         choice = self._windows.get(model)
@@ -258,11 +324,12 @@ class TurnContext:
             model_max=choice.model_max if choice else None,
         )
         if overflow is None:
-            return error
+            return None, False
         real = overflow.window
         if choice is not None and choice.model_max is None and real and real < choice.window:
             self._learn(model, real)  # the next turns fit
-        return ContextOverflow(overflow.message)
+            return overflow, True
+        return overflow, False
 
     async def save(self, report: ContextBudgeted | None) -> None:
         """Persist the calibration and the last report (for `status`), when the memory is

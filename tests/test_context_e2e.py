@@ -225,3 +225,58 @@ def test_a_prompt_ollama_cut_anyway_is_critical_in_status(env: Env, server: Olla
     assert server.chat_outcomes()[-1].runner_truncated  # the scenario happened
     context = printed_json(run_cli(env, "status", "--json"))["context"]
     assert (context["window"], context["headroom"]) == (4096, "critical"), context
+
+
+def converse_then_finer(env: Env, server: OllamaStandIn, turns: int, finer_from: int) -> list[Turn]:
+    """`converse` on `dense:1b`, whose text tokenizes three times finer than estimated from
+    turn `finer_from` on (the stand-in's `token_scale`: pasted code or hex, or another model
+    pulled under the same name), after the calibration has learnt the plain text."""
+    done = []
+    for number in range(turns):
+        scale = 3.0 if number >= finer_from else 1.0
+        server.configure_model("dense:1b", context_length=4096, token_scale=scale)
+        server.script_reply(f"Answer {number}: {PARAGRAPH * 4}")
+        proc = run_cli(env, "ask", "-c", "the-long-one", f"Turn {number}: {PARAGRAPH * 4}")
+        done.append(Turn(number, proc.returncode, proc.stderr))
+    return done
+
+
+def test_a_prompt_that_counts_far_more_tokens_than_estimated_is_never_cut_silently(
+    env: Env, server: OllamaStandIn
+) -> None:
+    """From turn 5 the model counts three times what the calibrated estimate says: the
+    budget still sends the whole conversation, which no longer fits the 4,096 window, and
+    Ollama drops its oldest messages (before, without a word: the count was far above the
+    estimate, and the calibration rejected it as implausible). The turn names the possible
+    cut, and from the next turn Straylight counts higher and leaves out old messages itself."""
+    server.set_models(["dense:1b", "nomic-embed-text"])
+    env = {**env, "STRAYLIGHT_MODEL": "dense:1b"}
+    turns = converse_then_finer(env, server, turns=11, finer_from=5)
+    assert all(turn.returncode == 0 for turn in turns), [t.stderr for t in turns]
+    outcomes = server.chat_outcomes()
+    cut_by_ollama = [n for n, o in enumerate(outcomes) if o.dropped_messages or o.runner_truncated]
+    assert cut_by_ollama and cut_by_ollama[0] == 5, cut_by_ollama
+    warned = [turn.number for turn in turns if "Ollama may have cut the prompt" in turn.stderr]
+    assert warned == cut_by_ollama  # every cut named, and nothing else
+    # each named cut raises the estimate to at least what Ollama read; it soon fits again
+    assert cut_by_ollama[-1] < 9 and all(turn.history_cut for turn in turns[9:])
+
+
+def test_a_400_that_counts_the_prompt_is_fitted_again_in_the_same_turn(
+    env: Env, server: OllamaStandIn
+) -> None:
+    """The same change on a server that refuses an over-long prompt with HTTP 400 and its
+    token count: the turn learns the count, leaves out old messages and sends it again, so no
+    turn fails (before, every turn from the refusal on failed with exit 5: the estimate
+    never learnt, and each failed message made the history longer)."""
+    server.context_mode = "error"
+    server.set_models(["dense:1b", "nomic-embed-text"])
+    env = {**env, "STRAYLIGHT_MODEL": "dense:1b"}
+    turns = converse_then_finer(env, server, turns=9, finer_from=5)
+    assert all(turn.returncode == 0 for turn in turns), [t.stderr for t in turns]
+    refused = [n for n, o in enumerate(server.chat_outcomes()) if o.error]
+    assert refused == [5], refused  # the request of turn 5, sent again as the next one
+    told = [turn.number for turn in turns if "Ollama refused the prompt" in turn.stderr]
+    assert told == [5] and "sent it again" in turns[5].stderr and turns[5].history_cut, turns[5]
+    logged = printed_json(run_cli(env, "history", "--json"), quiet=True)
+    assert len(logged) == 18 and {m["status"] for m in logged} == {"complete"}

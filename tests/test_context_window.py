@@ -12,6 +12,7 @@ from agent.context_window import (
     DEFAULT_WINDOW_CAP,
     FALLBACK_WINDOW,
     choose_window,
+    detect_filled_window,
     detect_truncation,
     model_context_length,
     modelfile_num_ctx,
@@ -106,6 +107,19 @@ def test_truncation_is_told_apart_from_a_cache_hit() -> None:
     # Within the estimator's error, or no count at all: nothing to say.
     assert detect_truncation(3000, 2800, 4096) is None
     assert detect_truncation(3000, None, 4096) is None
+
+
+def test_a_count_far_above_the_estimate_that_fills_the_window_is_a_possible_cut() -> None:
+    # nearly full and above the estimate: the budget never sends that much
+    assert detect_filled_window(2400, 3899, 4096) is not None
+    # half full and far above: whole messages dropped leave a count well below the window
+    filled = detect_filled_window(1100, 2500, 4096)
+    assert filled is not None and "may have cut" in filled.message and "2,500" in filled.message
+    # what the budget sends, a count within its error, a small prompt: nothing to say
+    assert detect_filled_window(3000, 3200, 4096) is None
+    assert detect_filled_window(1100, 1900, 4096) is None
+    assert detect_filled_window(3800, 3900, 4096) is None
+    assert detect_filled_window(2400, None, 4096) is None
 
 
 # ---------------------------------------------------------- /api/show of the stand-in

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from agent.token_estimate import (
     CALIBRATED_MARGIN,
+    COUNTED_FACTOR_MAX,
     FACTOR_MAX,
     FACTOR_MIN,
     UNCALIBRATED_MARGIN,
@@ -106,7 +107,7 @@ def test_calibration_round_trips_through_json_and_survives_garbage() -> None:
     broken = TokenEstimator.from_json({"models": {MODEL: {"factor": "nan"}, "x": 3}})
     assert broken.factor(MODEL) == 1.0
     assert TokenEstimator.from_json(None).models == {}
-    assert TokenEstimator.from_json({"models": {MODEL: {"factor": 99}}}).factor(MODEL) == 2.0
+    assert TokenEstimator.from_json({"models": {MODEL: {"factor": 99}}}).factor(MODEL) == 4.0
 
 
 def test_the_budget_holds_back_more_before_calibration() -> None:
@@ -121,6 +122,23 @@ def test_a_truncation_raises_the_factor_at_once() -> None:
     estimator = TokenEstimator()
     estimator.note_truncation(MODEL)
     assert estimator.factor(MODEL) == pytest.approx(1.15)
+
+
+def test_ollamas_count_above_the_estimate_raises_the_factor_to_it_and_is_kept() -> None:
+    """A count is a floor of the prompt's size: one three times the estimate sets the factor
+    to 3 at once (beyond what averaging may reach), a later truncation or an average does not
+    pull it back to FACTOR_MAX, and a count below the estimate teaches nothing."""
+    estimator = TokenEstimator()
+    sent = PromptEstimate(content=1000.0, messages=4)
+    assert not estimator.note_counted(MODEL, sent, 900)  # below: a cut or a cache, no lesson
+    assert estimator.factor(MODEL) == 1.0
+    assert estimator.note_counted(MODEL, sent, sent.overhead + 3000)
+    assert estimator.factor(MODEL) == pytest.approx(3.0)
+    estimator.note_truncation(MODEL)
+    assert estimator.observe(MODEL, sent, sent.overhead + 3000)
+    assert estimator.factor(MODEL) == pytest.approx(3.0)
+    assert estimator.note_counted(MODEL, sent, sent.overhead + 9000)
+    assert estimator.factor(MODEL) == COUNTED_FACTOR_MAX
 
 
 # ------------------------------------------------- against the stand-in's prompt_eval_count

@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import math
 from typing import Any, Final
 
 from .catalog import parse_keep_alive
@@ -109,6 +110,7 @@ def _fit(h: Handler, model: ResolvedModel, body: JsonObject, window: int) -> Con
         tools=body.get("tools"),
         truncate=body.get("truncate") is not False,
         num_keep=num_keep if isinstance(num_keep, int) and num_keep >= 0 else DEFAULT_NUM_KEEP,
+        scale=model.token_scale,
     )
 
 
@@ -209,13 +211,13 @@ def _counted_tokens(h: Handler, model: ResolvedModel, fit: ContextFit, tools: An
         if before == now:
             shared += 1
             continue
-        cached = prompt_tokens(fit.kept[:shared], tools)
+        cached = prompt_tokens(fit.kept[:shared], tools, model.token_scale)
         if before.get("role") == now.get("role"):
             old, new = str(before.get("content") or ""), str(now.get("content") or "")
             same = next(
                 (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
                 min(len(old), len(new)),
             )
-            cached += estimate_tokens(new[:same])
+            cached += math.ceil(model.token_scale * estimate_tokens(new[:same]))
         return max(1, fit.prompt_tokens - cached)
-    return max(1, fit.prompt_tokens - prompt_tokens(fit.kept[:shared], tools))
+    return max(1, fit.prompt_tokens - prompt_tokens(fit.kept[:shared], tools, model.token_scale))

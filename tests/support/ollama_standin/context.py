@@ -99,14 +99,14 @@ def context_error(prompt: int, window: int) -> str:
 
 
 def _drop_front(
-    messages: Sequence[JsonObject], window: int, tools: Any
+    messages: Sequence[JsonObject], window: int, tools: Any, scale: float
 ) -> tuple[list[JsonObject], int]:
     """Ollama's chatPrompt: drop from the front until it fits, keeping system + last message."""
     last = len(messages) - 1
     for start in range(len(messages)):
         system = [m for m in messages[:start] if m.get("role") == "system"]
         candidate = [*system, *messages[start:]]
-        if start == last or prompt_tokens(candidate, tools) <= window:
+        if start == last or prompt_tokens(candidate, tools, scale) <= window:
             dropped = start - len(system)
             return candidate, dropped
     return list(messages), 0
@@ -126,16 +126,18 @@ def fit_messages(
     tools: Any = None,
     truncate: bool = True,
     num_keep: int = DEFAULT_NUM_KEEP,
+    scale: float = 1.0,
 ) -> ContextFit:
-    """Apply ``mode`` to a chat prompt; ``truncate`` is the request's own field (default true)."""
-    full = prompt_tokens(messages, tools)
+    """Apply ``mode`` to a chat prompt; ``truncate`` is the request's own field (default true),
+    ``scale`` the model's `token_scale`."""
+    full = prompt_tokens(messages, tools, scale)
     whole = ContextFit(window, tuple(messages), 0, full, full)
     if mode == "unlimited" or full <= window - 1 or not messages:
         return whole
     if mode == "error" or not truncate:
         return ContextFit(window, tuple(messages), 0, full, full, error=context_error(full, window))
-    kept, dropped = _drop_front(messages, window, tools)
-    tokens = prompt_tokens(kept, tools)
+    kept, dropped = _drop_front(messages, window, tools, scale)
+    tokens = prompt_tokens(kept, tools, scale)
     if tokens <= window - 1:
         return ContextFit(window, tuple(kept), dropped, full, tokens)
     limit = _runner_limit(window, num_keep)

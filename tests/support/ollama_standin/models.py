@@ -98,6 +98,9 @@ class ModelSpec:
     some releases (seen Dec 2025 and Apr 2026) while gpt-oss takes levels."""
     context_mode: ContextMode | None = None
     """Overrides the stand-in's context mode for this model (ollama/ollama#17889)."""
+    token_scale: float = 1.0
+    """This model's vocabulary counts this many times the stand-in's tokens for the same text
+    (a vocabulary that splits words finer; 1.0: the stand-in's rule, close to llama-3's)."""
     lists_capabilities: CapabilityListing = "listed"
     """What /api/show says of the capabilities: the list, ``[]``, or no field at all (an
     Ollama from before capabilities); the model still does what ``capabilities`` say."""
@@ -122,6 +125,7 @@ class ResolvedModel:
     context_mode: ContextMode | None
     lists_capabilities: CapabilityListing = "listed"
     takes_levels: bool = True
+    token_scale: float = 1.0
 
     @property
     def digest(self) -> str:
@@ -215,4 +219,5 @@ def resolve_model(name: str, spec: ModelSpec | None = None) -> ResolvedModel:
         context_mode=spec.context_mode,
         lists_capabilities=spec.lists_capabilities,
         takes_levels=spec.takes_levels,
+        token_scale=spec.token_scale,
     )

@@ -22,6 +22,7 @@ for a CLIP image in its truncation heuristic); tool definitions cost the estimat
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any, Final
@@ -59,18 +60,19 @@ def estimate_tokens(text: str) -> int:
     return sum(_piece_tokens(match.group()) for match in _PIECE_RE.finditer(text))
 
 
-def message_tokens(message: JsonObject) -> int:
-    """Estimated tokens of one chat message, template and images included."""
+def message_tokens(message: JsonObject, scale: float = 1.0) -> int:
+    """Estimated tokens of one chat message, template and images included; ``scale`` is the
+    model's vocabulary against the stand-in's rule (`ModelSpec.token_scale`)."""
     images = message.get("images")
     image_count = len(images) if isinstance(images, list) else 0
     return (
         MESSAGE_OVERHEAD
-        + estimate_tokens(str(message.get("content") or ""))
+        + math.ceil(scale * estimate_tokens(str(message.get("content") or "")))
         + IMAGE_TOKENS * image_count
     )
 
 
-def prompt_tokens(messages: Sequence[JsonObject], tools: Any = None) -> int:
+def prompt_tokens(messages: Sequence[JsonObject], tools: Any = None, scale: float = 1.0) -> int:
     """Estimated tokens of a whole chat prompt: what ``prompt_eval_count`` reports."""
-    tool_tokens = estimate_tokens(json.dumps(tools)) if tools else 0
-    return PROMPT_OVERHEAD + tool_tokens + sum(message_tokens(m) for m in messages)
+    tool_tokens = math.ceil(scale * estimate_tokens(json.dumps(tools))) if tools else 0
+    return PROMPT_OVERHEAD + tool_tokens + sum(message_tokens(m, scale) for m in messages)
