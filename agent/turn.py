@@ -170,7 +170,7 @@ class TurnEngine:
             if recall.result is not None:
                 yield Recalled(recall.result)
         query_vector = recall.query_vector if recall else None
-        injected = await self.tools.inject_facts(text, query_vector)
+        injected = await self.tools.inject_facts(text, query_vector, conversation_id)
         if injected is not None:
             yield FactsInjected(injected)
         tools = await self.tools.tools_for(model)

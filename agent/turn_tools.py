@@ -49,19 +49,24 @@ class TurnTools:
         self._settings = settings  # the engine's, read when used (it may be replaced)
         self.gateway = gateway
         self._drawer_now = drawer  # the memory opens after the first frame
-        self.carry: list[Fact] = []  # capability facts the next prompt must carry
         self.support: dict[str, bool] = {}  # model → offered tools (asked once per model)
         self.no_levels: set[str] = set()  # models that refused a thinking level: sent true
 
     async def inject_facts(
-        self, text: str, query_vector: list[float] | None
+        self, text: str, query_vector: list[float] | None, conversation_id: str
     ) -> InjectedFacts | None:
+        """`## Known facts` for this turn, with the capability facts the conversation's last
+        reply forgot (kept in the database by `after_reply`, so a later `ask` carries them)."""
         drawer = self._drawer_now()
         if drawer is None:
             return None
-        carry, self.carry = self.carry, []
+
+        def injected() -> InjectedFacts:
+            carry = drawer.take_carry(conversation_id)
+            return drawer.for_prompt(text, query_vector, carry=carry)
+
         try:
-            return await asyncio.to_thread(drawer.for_prompt, text, query_vector, carry=carry)
+            return await asyncio.to_thread(injected)
         except Exception:
             log.exception("fact injection failed; the turn goes on without known facts")
             return None
@@ -173,7 +178,10 @@ class TurnTools:
         if proposed:
             yield CandidatesProposed(proposed)
         if reminder:
-            self.carry = reminder
+            try:
+                await asyncio.to_thread(drawer.keep_carry, conversation_id, reminder)
+            except Exception:
+                log.exception("keeping the capability facts for the next prompt failed")
             yield CapabilityReminder(reminder)
 
 

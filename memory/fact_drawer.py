@@ -374,6 +374,24 @@ class FactDrawer:
 
     # --- for the "can't" check and status -------------------------------------------------
 
+    def keep_carry(self, conversation_id: str, facts: Sequence[Fact]) -> None:
+        """The capability facts `conversation_id`'s next prompt must carry, in whatever
+        process runs it (`memory.fact_carry`)."""
+        from memory.fact_carry import keep_carry
+
+        keep_carry(self.db, conversation_id, [f.key for f in facts])
+
+    def take_carry(self, conversation_id: str) -> list[Fact]:
+        """The facts kept by `keep_carry` for this conversation that are still active
+        capabilities, taken (the turn after next no longer carries them)."""
+        from memory.fact_carry import take_carry
+
+        keys = take_carry(self.db, conversation_id)
+        if not keys:
+            return []
+        by_key = {f.key: f for f in self.active_capabilities()}
+        return [by_key[key] for key in keys if key in by_key]
+
     def active_capabilities(self) -> list[Fact]:
         return self.store.visible(self.workspace, types=["capability"], statuses=["active"])
 

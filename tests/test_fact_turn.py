@@ -232,6 +232,35 @@ async def test_cant_claim_shows_the_capability_and_the_next_prompt_carries_it(
     assert "deploy:blyck" in system and "you said you could not do this" in system
 
 
+async def test_the_carried_capability_reaches_the_next_turn_of_its_conversation_only(
+    settings: Settings, engine: TurnEngine, standin: OllamaStandIn
+) -> None:
+    """The next turn may run in another process (`ask --conversation`): the carry is kept in
+    the database, so a second engine on the same store carries it; another conversation's
+    turn does not, and the turn after the carrying one no longer does."""
+    d = drawer(engine)
+    d.config = FactsConfig(always_max=0)
+    d.set("deploy:blyck", "capability", "This PC deploys blyck: npm run dist, aws s3 cp.")
+    standin.script_reply("I can't deploy blyck because I don't have the credentials.")
+    await turn(engine, "deploy blyck please", conversation="c1")
+    assert engine.memory is not None
+    store = engine.memory.store
+    other = TurnEngine(
+        settings,
+        OllamaGateway(settings.ollama.host, read_timeout=5),
+        TurnMemory(store, embedder_for(engine.gateway, settings.memory.embed_model), d),
+    )
+    standin.script_reply("Hello.")
+    await turn(other, "something else", conversation="c2")
+    assert "you said you could not do this" not in system_prompt(standin)
+    standin.script_reply("Right, deploying.")
+    await turn(other, "are you sure?", conversation="c1")
+    assert "you said you could not do this" in system_prompt(standin)
+    standin.script_reply("Done.")
+    await turn(other, "thanks", conversation="c1")
+    assert "you said you could not do this" not in system_prompt(standin)
+
+
 async def test_reflection_turns_valid_items_into_candidates(
     engine: TurnEngine, standin: OllamaStandIn
 ) -> None:
