@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import numpy.typing as npt
 
-from memory.recall_block import RecallHit, RecallResult, join_recall_block, recall_entries
+from memory.recall_block import RecallHit, RecallResult, join_recall_block, placed_entries
 from memory.recall_fusion import boosted, fuse, length_prior
 from memory.recall_models import MODEL, MOOD_MODEL
 from memory.recall_rerank import LinearModel, first_picked, learned_order
@@ -256,8 +256,8 @@ def recall(
                 )
             )
     around = _neighbour_hits(store, hits, excluded, tuning) if tuning.neighbour_window else []
-    entries = recall_entries([*hits, *around], max_chars or config.max_chars)
-    return RecallResult(hits, join_recall_block(entries), entries, tuple(around))
+    entries, placed = placed_entries([*hits, *around], max_chars or config.max_chars)
+    return RecallResult(hits, join_recall_block(entries), entries, tuple(around), placed)
 
 
 def _hit_rows(

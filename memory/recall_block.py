@@ -42,10 +42,24 @@ class RecallResult:
     around: tuple[RecallHit, ...] = ()
     """The turns next to the first hits (`RecallTuning.neighbour_window`), in the block after
     the hits; not ranked, so not among `hits`. Each carries its hit's score."""
+    placed: tuple[int, ...] | None = None
+    """Which of `hits` then `around` each entry is (an index into them), in the block's order;
+    None: the first `len(entries)` of them."""
 
     def in_block(self) -> list[RecallHit]:
         """The hits and turns whose entries the block holds, in its order."""
-        return [*self.hits, *self.around][: len(self.entries)]
+        shown = [*self.hits, *self.around]
+        if self.placed is None:
+            return shown[: len(self.entries)]
+        return [shown[i] for i in self.placed]
+
+    def hits_in_block(self) -> set[int]:
+        """The places in `hits` of those whose entry the block holds."""
+        if not self.block:
+            return set()
+        if self.placed is None:
+            return set(range(min(len(self.entries), len(self.hits))))
+        return {i for i in self.placed if i < len(self.hits)}
 
     def to_json(self) -> dict[str, Any]:
         return {"hits": [hit.to_json() for hit in self.hits], "block": self.block}
@@ -64,29 +78,42 @@ def format_recall_block(hits: Sequence[RecallHit], max_chars: int) -> str:
     return join_recall_block(recall_entries(hits, max_chars))
 
 
+def recall_entries(hits: Sequence[RecallHit], max_chars: int) -> tuple[str, ...]:
+    """`placed_entries`' entries alone."""
+    return placed_entries(hits, max_chars)[0]
+
+
 def join_recall_block(entries: Sequence[str]) -> str:
     """The preamble and the entries as one block; "" without entries."""
     return "\n\n".join([RECALL_PREAMBLE, *entries]) if entries else ""
 
 
-def recall_entries(hits: Sequence[RecallHit], max_chars: int) -> tuple[str, ...]:
-    """One quoted entry a hit, as many as fit ``max_chars`` with the preamble: what the
-    context budget cuts whole, lowest-ranked first.
+def placed_entries(
+    hits: Sequence[RecallHit], max_chars: int
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """One quoted entry a hit, in rank order, each that fits ``max_chars`` with the preamble
+    and the entries before it (a hit too long to fit is left out whole and the ones after it
+    still get their turn: one long imported section must not empty the block), and which hit
+    each entry is. The context budget then cuts entries whole, lowest-ranked first.
 
     Every line of a memory is quoted (`> `), so text that claims to be a heading or an
     instruction stays data inside the prompt. Lines are split at every line break, not only
     at `\\n`: Markdown also ends a line at a bare `\\r`, and a model may read `\\u2028` or
     `\\x85` as one, so `> note\\r## Recalled context` would start a heading."""
     entries: list[str] = []
+    placed: list[int] = []
     used = len(RECALL_PREAMBLE)
-    for hit in hits:
+    for place, hit in enumerate(hits):
         tag = " · pinned" if hit.pinned else ""
         head = f"[#{hit.id} · {hit.role} · {hit.created_at:%Y-%m-%d} · {hit.score:.2f}{tag}]"
+        if used + len(head) + 4 > max_chars:
+            break  # not even an empty entry fits: none after it does
         lines = hit.content.splitlines() or [""]
         quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
         entry = f"{head}\n{quoted}"
         if used + len(entry) + 2 > max_chars:
-            break
+            continue
         entries.append(entry)
+        placed.append(place)
         used += len(entry) + 2
-    return tuple(entries)
+    return tuple(entries), tuple(placed)

@@ -240,6 +240,33 @@ def test_recall_says_which_hits_reach_the_prompt(corpus: Corpus) -> None:
         assert reason in plain.stderr, plain.stderr
 
 
+def test_a_hit_too_long_for_the_block_leaves_room_for_the_ones_after_it(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """An imported section longer than `memory_max_chars` ranked first: it is left out
+    whole, and the shorter hits after it still reach the prompt (the block used to stop at
+    the first hit that did not fit, so one long section emptied it for every query it led)."""
+    steps = " ".join(
+        f"Step {n}: check the zookeeper quorum before the kafka recovery." for n in range(90)
+    )
+    doc = tmp_path / "ops.md"
+    doc.write_text(
+        f"# Ops\n\n## Kafka recovery\n\n{steps}\n\n## Short\n\n"
+        "The kafka recovery needs the zookeeper quorum first.\n",
+        encoding="utf-8",
+    )
+    assert_ok(run_cli(env, "import-doc", str(doc)))
+    result = recall(env, "kafka recovery zookeeper quorum")
+    long_hit = next(h for h in result["hits"] if len(h["content"]) > 4000)
+    short_hit = next(h for h in result["hits"] if "needs the zookeeper quorum" in h["content"])
+    assert long_hit["in_block"] is False and short_hit["in_block"] is True, result["hits"]
+    assert "needs the zookeeper quorum first" in result["block"]
+    assert "Step 89" not in result["block"]
+    ask(env, standin, "How do I do the kafka recovery with the zookeeper quorum?", "Like so.")
+    assert "## Recalled context" in system_prompt(standin)
+    assert "needs the zookeeper quorum first" in system_prompt(standin)
+
+
 def test_recall_k_limits_the_unpinned_hits(corpus: Corpus) -> None:
     unpinned = [h for h in recall(corpus.env, "empty error envelope")["hits"] if not h["pinned"]]
     assert len(unpinned) >= 2, unpinned  # the user message and the reply both match

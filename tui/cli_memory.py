@@ -12,7 +12,7 @@ from agent.settings import Settings
 from agent.workspace import resolve_workspace
 from memory.context_meta import context_status, load_context_report
 from memory.memory_store import MemoryConfig, RecallResult
-from memory.recall_block import join_recall_block, recall_entries
+from memory.recall_block import join_recall_block, placed_entries
 from tui.cli_output import for_terminal, print_json
 from tui.memory_commands import memory_off_note
 from tui.memory_session import MemorySession
@@ -100,8 +100,8 @@ def only_role(result: RecallResult, role: str, k: int, config: MemoryConfig) -> 
     pinned = [hit for hit in result.hits if hit.pinned and hit.role == role][:k]
     others = [hit for hit in result.hits if not hit.pinned and hit.role == role][:k]
     hits = pinned + others
-    entries = recall_entries(hits, config.max_chars)
-    return RecallResult(hits, join_recall_block(entries), entries)
+    entries, placed = placed_entries(hits, config.max_chars)
+    return RecallResult(hits, join_recall_block(entries), entries, placed=placed)
 
 
 def recall_json(result: RecallResult) -> dict[str, Any]:
@@ -109,10 +109,10 @@ def recall_json(result: RecallResult) -> dict[str, Any]:
     log's day), and `in_block`, whether the hit's entry is in `block` (what the prompt
     gets: the budget cuts the lowest-ranked hits whole; memory off gives an empty block)."""
     data = result.to_json()
-    in_block = len(result.entries) if result.block else 0  # the hits' entries come first
+    in_block = result.hits_in_block()
     for place, (hit, shown) in enumerate(zip(result.hits, data["hits"], strict=True)):
         shown["date"] = hit.created_at.astimezone().date().isoformat()
-        shown["in_block"] = place < in_block
+        shown["in_block"] = place in in_block
     return data
 
 
