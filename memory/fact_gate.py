@@ -113,7 +113,23 @@ def approve(
     type: str | None = None,
     scope: str | None = None,
 ) -> Fact:
-    """Make a pending candidate a fact (optionally edited first)."""
+    """Make a pending candidate a fact (optionally edited first). Checked and decided under
+    the gate's lock: two clients deciding the same candidate at once (a reject from the shell
+    and an approve in the chat, both served by the owner) get one decision and one "already
+    …" refusal; both used to succeed."""
+    with _gate(drawer.db):
+        return _approve(drawer, candidate_id, key=key, body=body, type=type, scope=scope)
+
+
+def _approve(
+    drawer: FactDrawer,
+    candidate_id: int,
+    *,
+    key: str | None,
+    body: str | None,
+    type: str | None,
+    scope: str | None,
+) -> Fact:
     candidate = _pending(drawer, candidate_id)
     new = drawer._write_for(
         key=candidate.key if key is None else key,  # an explicit "" is refused
@@ -146,9 +162,11 @@ def replaces(drawer: FactDrawer, candidate: Candidate) -> Fact | None:
 def reject(
     drawer: FactDrawer, candidate_id: int, *, reason: str = "rejected by the user"
 ) -> Candidate:
-    """Reject a pending candidate; its key and body will not be proposed again."""
-    candidate = _pending(drawer, candidate_id)
-    return drawer.store.decide(candidate, "rejected", reason=reason)
+    """Reject a pending candidate; its key and body will not be proposed again. One
+    decision at a time, as `approve`."""
+    with _gate(drawer.db):
+        candidate = _pending(drawer, candidate_id)
+        return drawer.store.decide(candidate, "rejected", reason=reason)
 
 
 def _pending(drawer: FactDrawer, candidate_id: int) -> Candidate:

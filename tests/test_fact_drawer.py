@@ -3,6 +3,7 @@ order, cap and exclusions, decay boundaries, revive on read, masking."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -139,6 +140,54 @@ def test_a_rejection_is_remembered(drawer: FactDrawer) -> None:
     assert drawer.list_facts() == []
     with pytest.raises(FactError, match="already rejected"):
         drawer.approve(candidate.id)
+
+
+def decide_at_once(drawers: list[FactDrawer], candidate_id: int) -> list[str]:
+    """The first drawer rejects `candidate_id` while the others approve it, all at once;
+    the decisions that went through."""
+    barrier = threading.Barrier(len(drawers))
+    decided: list[str] = []
+
+    def decide(index: int, d: FactDrawer) -> None:
+        barrier.wait()
+        try:
+            if index == 0:
+                d.reject(candidate_id)
+                decided.append("rejected")
+            else:
+                d.approve(candidate_id)
+                decided.append("approved")
+        except FactError as error:
+            assert "is already" in str(error), error
+
+    threads = [threading.Thread(target=decide, args=(i, d)) for i, d in enumerate(drawers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return decided
+
+
+def test_clients_deciding_one_candidate_at_once_get_one_decision(db_file: Path) -> None:
+    """The owner runs its clients' commands at once, each with a drawer of its own on one
+    database: a reject and approves of the same candidate used to all succeed (a rejected
+    candidate became a fact; one candidate was approved twice, with two versions)."""
+    first = drawer_at(db_file, T0)
+    drawers = [first, *(FactDrawer(first.db, WS, FactsConfig()) for _ in range(5))]
+    try:
+        for round_ in range(12):
+            proposal = FactProposal(
+                type="fact", key=f"race:{round_}", body=f"Race body {round_}.", source="user"
+            )
+            candidate = first.propose(proposal, origin="cli").candidate
+            assert candidate is not None
+            decided = decide_at_once(drawers, candidate.id)
+            assert len(decided) == 1, (round_, decided)
+            facts = first.get(proposal.key)
+            assert (len(facts) == 1) == (decided == ["approved"]), (decided, facts)
+            assert len(first.history(proposal.key)) == len(facts)
+    finally:
+        first.db.close()
 
 
 def test_a_pending_duplicate_is_not_proposed_twice(drawer: FactDrawer) -> None:
