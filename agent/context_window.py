@@ -33,6 +33,7 @@ __all__ = [
     "detect_filled_window",
     "detect_smaller_window",
     "detect_truncation",
+    "is_short_count",
     "model_context_length",
     "modelfile_num_ctx",
     "parse_context_error",
@@ -174,6 +175,17 @@ def _fix(window: int | None, model_max: int | None) -> str:
     return "shorten longterm.md or the message, or use a model with a larger window"
 
 
+_BELOW_ESTIMATE: Final = 0.95
+
+
+def is_short_count(estimate: int, prompt_eval_count: int | None) -> bool:
+    """Ollama evaluated under the estimate by more than its usual error: perhaps a cut (a
+    window smaller than the one sent, which only /api/ps tells), perhaps the prompt cache
+    holding the rest, perhaps only the estimate's error."""
+    count = prompt_eval_count or 0
+    return 0 < count < _BELOW_ESTIMATE * estimate
+
+
 def detect_truncation(
     estimate: int, prompt_eval_count: int | None, window: int, model_max: int | None = None
 ) -> Overflow | None:
@@ -225,16 +237,20 @@ def detect_filled_window(
     )
 
 
-def detect_smaller_window(estimate: int, asked: int, loaded: int | None) -> Overflow | None:
+def detect_smaller_window(
+    estimate: int, asked: int, loaded: int | None, *, maximum_known: bool = False
+) -> Overflow | None:
     """Ollama ran the model with a smaller window than the `asked` one (`/api/ps` says
-    `loaded`; it caps num_ctx at the model's maximum, which /api/show did not tell): a prompt
-    estimated above that window lost the front of the prompt, whatever `prompt_eval_count` says."""
+    `loaded`; it caps num_ctx at the model's maximum, which /api/show did not tell — or, with
+    `maximum_known`, it did not apply the num_ctx sent at all): a prompt estimated above that
+    window lost the front of the prompt, whatever `prompt_eval_count` says."""
     if not loaded or loaded >= asked or estimate <= loaded:
         return None
+    why = "Ollama did not apply it" if maximum_known else "/api/show did not tell its maximum"
     return Overflow(
         "truncated",
         f"Ollama cut the prompt: the model runs with a {loaded:,}-token window (not the "
-        f"{asked:,} sent: /api/show did not tell its maximum) and the prompt needed about "
+        f"{asked:,} sent: {why}) and the prompt needed about "
         f"{estimate:,}: {_WHAT_WAS_CUT}; set num_ctx to {loaded:,} and "
         "Straylight cuts whole messages itself and says which",
         prompt_tokens=estimate,

@@ -25,6 +25,7 @@ from agent.context_window import (
     detect_filled_window,
     detect_smaller_window,
     detect_truncation,
+    is_short_count,
     parse_context_error,
     reply_reserve,
 )
@@ -220,12 +221,18 @@ class TurnContext:
         overflow = detect_truncation(
             budgeted.total, done.prompt_eval_count, choice.window, choice.model_max
         )
-        if choice.model_max is None:  # the window was a guess: ask what Ollama really runs
+        # the window was a guess, or the count fell short of the estimate (a cut, or the
+        # prompt cache): ask what Ollama really runs (a server may not apply num_ctx)
+        short = is_short_count(budgeted.total, done.prompt_eval_count)
+        if choice.model_max is None or short:
             loaded = await self._loaded_window(model)
             if loaded is not None and loaded < choice.window:
                 self._learn(model, loaded)  # also after a cut: the next turns fit
                 smaller = detect_smaller_window(
-                    budgeted.total, choice.window, loaded
+                    budgeted.total,
+                    choice.window,
+                    loaded,
+                    maximum_known=choice.model_max is not None,
                 ) or detect_truncation(budgeted.total, done.prompt_eval_count, loaded, loaded)
                 named = smaller or overflow
                 if named is not None:

@@ -280,3 +280,24 @@ def test_a_400_that_counts_the_prompt_is_fitted_again_in_the_same_turn(
     assert told == [5] and "sent it again" in turns[5].stderr and turns[5].history_cut, turns[5]
     logged = printed_json(run_cli(env, "history", "--json"), quiet=True)
     assert len(logged) == 18 and {m["status"] for m in logged} == {"complete"}
+
+
+def test_a_server_that_does_not_apply_num_ctx_is_found_out_by_ps_and_named(
+    env: Env, server: OllamaStandIn
+) -> None:
+    """/api/show tells the model's maximum (131,072), so Straylight sends 16,384, but the
+    server runs its 4,096 default whatever num_ctx says and drops the oldest messages. A
+    count far short of the estimate makes Straylight ask /api/ps: the turn names the cut and
+    the window the model runs with, and the next turns of the process budget against it
+    (before, every cut was silent and each cut count pulled the estimate down)."""
+    server.configure_model("deaf:3b", applies_num_ctx=False)
+    server.set_models(["deaf:3b", "nomic-embed-text"])
+    env = {**env, "STRAYLIGHT_MODEL": "deaf:3b"}
+    turns = converse(env, server, turns=6, size=20)
+    assert all(turn.returncode == 0 for turn in turns), [t.stderr for t in turns]
+    outcomes = server.chat_outcomes()
+    cut = [n for n, o in enumerate(outcomes) if o.dropped_messages or o.runner_truncated]
+    assert cut, "the scenario did not happen: Ollama never cut"
+    for number in cut:
+        assert "the model runs with a 4,096-token window" in turns[number].stderr, turns[number]
+        assert "Ollama did not apply it" in turns[number].stderr

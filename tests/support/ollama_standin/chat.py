@@ -161,9 +161,8 @@ def chat(h: Handler, body: JsonObject) -> None:
         h.send_error_json(refused.status, refused.message)
         return
     options = _options(body)
-    window = resolve_window(
-        options.get("num_ctx"), model.num_ctx, h.standin.default_num_ctx, model.context_length
-    )
+    asked = options.get("num_ctx") if model.applies_num_ctx else None
+    window = resolve_window(asked, model.num_ctx, h.standin.default_num_ctx, model.context_length)
     if not messages_of(body):
         if keep_alive == 0:
             h.standin.catalog.unload(model.name)

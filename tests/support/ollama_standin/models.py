@@ -98,6 +98,9 @@ class ModelSpec:
     some releases (seen Dec 2025 and Apr 2026) while gpt-oss takes levels."""
     context_mode: ContextMode | None = None
     """Overrides the stand-in's context mode for this model (ollama/ollama#17889)."""
+    applies_num_ctx: bool = True
+    """False: a request's ``options.num_ctx`` is ignored and the model runs with its own or
+    the server's default window (a server configured or patched so; /api/ps tells)."""
     token_scale: float = 1.0
     """This model's vocabulary counts this many times the stand-in's tokens for the same text
     (a vocabulary that splits words finer; 1.0: the stand-in's rule, close to llama-3's)."""
@@ -126,6 +129,7 @@ class ResolvedModel:
     lists_capabilities: CapabilityListing = "listed"
     takes_levels: bool = True
     token_scale: float = 1.0
+    applies_num_ctx: bool = True
 
     @property
     def digest(self) -> str:
@@ -220,4 +224,5 @@ def resolve_model(name: str, spec: ModelSpec | None = None) -> ResolvedModel:
         lists_capabilities=spec.lists_capabilities,
         takes_levels=spec.takes_levels,
         token_scale=spec.token_scale,
+        applies_num_ctx=spec.applies_num_ctx,
     )
