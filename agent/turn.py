@@ -75,6 +75,11 @@ if TYPE_CHECKING:  # the memory pulls in duckdb, numpy and usearch: not before t
 
 log = logging.getLogger("straylight.turn")
 
+MAX_REFITS = 3
+"""Times a prompt Ollama refused as longer than its window is fitted again and resent: its
+own refusal names no size, so each try learns only that the prompt was longer than the
+window (the estimate rises by a third or more each time)."""
+
 
 class TurnEngine:
     """Runs turns against one data dir and one Ollama gateway."""
@@ -200,7 +205,7 @@ class TurnEngine:
                 raise ContextOverflow(budgeted.refusal(own_system=bool(system)))
             rounds = 0
             first_round = True  # a tool round starts a new deadline for the first event
-            refitted = False  # a prompt Ollama refused as too long is fitted again once
+            refits = 0  # a prompt Ollama refused as too long is fitted again, a few times
             while True:
                 calls: list[ToolCall] = []
                 done: ChatDone | None = None
@@ -243,17 +248,18 @@ class TurnEngine:
                     think = True
                     continue
                 except GatewayError as raised:
-                    if parts or rounds or refitted:
+                    if parts or rounds or refits == MAX_REFITS:
                         raise
                     again = await self.context.refit(
                         raised, model, budgeted, material, images=images
                     )
                     if again is None:
                         raise
-                    refitted = True
+                    refits += 1
                     budgeted, context, told = again
                     yield context
-                    yield ContextNotice(told)
+                    if refits == 1:  # said once: the budget's line names what was left out
+                        yield ContextNotice(told)
                     messages = _request_messages(budgeted, image)
                     continue
                 if calls and rounds < MAX_ROUNDS:

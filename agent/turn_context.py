@@ -286,15 +286,18 @@ class TurnContext:
         *,
         images: int = 0,
     ) -> tuple[BudgetedPrompt, ContextBudgeted, str] | None:
-        """Ollama refused `budgeted` as longer than its window: when it said how long the
-        prompt was (or that its window is smaller than the one sent), the estimate learns
-        it and `parts` are fitted again — the new budget, its event and one line saying so.
-        None when the refusal named neither, or the new fit leaves out nothing more."""
+        """Ollama refused `budgeted` as longer than its window: the estimate learns how long
+        the prompt was (the size the refusal names, else more than the window) or the smaller
+        window it names, and `parts` are fitted again — the new budget, its event and one
+        line saying so. None when the new fit does not fit or leaves out nothing more."""
         overflow, smaller = self._context_refusal(error, model)
         if overflow is None:
             return None
         estimator = await self.estimator()
-        counted = (overflow.prompt_tokens or 0) - IMAGE_TOKENS * images
+        # Ollama's own refusal names no size: the prompt was longer than the window, at least
+        window = overflow.window or self._windows[model].window
+        size = overflow.prompt_tokens or window + 1
+        counted = size - IMAGE_TOKENS * images
         learnt = counted > 0 and estimator.note_counted(model, budgeted.estimate, counted)
         if not (learnt or smaller):
             return None

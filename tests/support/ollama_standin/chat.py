@@ -45,6 +45,8 @@ from .wire import ChatOutcome, JsonObject
 __all__ = ["THINK_LEVELS", "chat"]
 
 THINK_LEVELS: Final = ("high", "medium", "low", "max")
+OLLAMA_CONTEXT_ERROR: Final = "the input length exceeds the context length"
+"""Ollama's own 400 for a prompt over the window (`truncate: false`, some models): no size."""
 _THINK_VALUES: Final = '("high", "medium", "low", "max", true, or false)'
 
 
@@ -175,7 +177,7 @@ def chat(h: Handler, body: JsonObject) -> None:
     fit = _fit(h, model, body, window)
     if fit.error is not None:
         h.annotate(chat=_outcome(fit, body.get("think"), False, images))
-        h.send_error_json(400, fit.error)
+        h.send_error_json(400, fit.error if model.counts_refusal else OLLAMA_CONTEXT_ERROR)
         return
     reply = h.standin._next_reply(list(fit.kept))
     if (thinks or model.inline_thinking) and not reply.thinking_tokens:

@@ -98,6 +98,9 @@ class ModelSpec:
     some releases (seen Dec 2025 and Apr 2026) while gpt-oss takes levels."""
     context_mode: ContextMode | None = None
     """Overrides the stand-in's context mode for this model (ollama/ollama#17889)."""
+    counts_refusal: bool = True
+    """In context mode "error": the 400 is llama-server's JSON with the prompt's size; False:
+    Ollama's own ``the input length exceeds the context length``, which names no size."""
     applies_num_ctx: bool = True
     """False: a request's ``options.num_ctx`` is ignored and the model runs with its own or
     the server's default window (a server configured or patched so; /api/ps tells)."""
@@ -130,6 +133,7 @@ class ResolvedModel:
     takes_levels: bool = True
     token_scale: float = 1.0
     applies_num_ctx: bool = True
+    counts_refusal: bool = True
 
     @property
     def digest(self) -> str:
@@ -225,4 +229,5 @@ def resolve_model(name: str, spec: ModelSpec | None = None) -> ResolvedModel:
         takes_levels=spec.takes_levels,
         token_scale=spec.token_scale,
         applies_num_ctx=spec.applies_num_ctx,
+        counts_refusal=spec.counts_refusal,
     )
