@@ -296,8 +296,8 @@ class TurnContext:
         estimator = await self.estimator()
         # Ollama's own refusal names no size: the prompt was longer than the window, at least
         window = overflow.window or self._windows[model].window
-        size = overflow.prompt_tokens or window + 1
-        counted = size - IMAGE_TOKENS * images
+        at_least = overflow.prompt_tokens or window + 1
+        counted = at_least - IMAGE_TOKENS * images
         learnt = counted > 0 and estimator.note_counted(model, budgeted.estimate, counted)
         if not (learnt or smaller):
             return None
