@@ -3,12 +3,19 @@ missing editor is one line and nothing changes."""
 
 from __future__ import annotations
 
+import os
+import pty
+import re
+import select
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from agent.settings import Settings
+from tests.support.cli import REPO_ROOT, cli_command, cli_env
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import type_text, wait_until
 from tui.app import StraylightApp
@@ -137,3 +144,68 @@ async def test_an_editor_quit_without_saving_says_longterm_md_is_unchanged(
         )
         [said] = [str(n.message) for n in app._notifications if "longterm.md" in str(n.message)]
         assert said.startswith("longterm.md unchanged")
+
+
+def _drain(fd: int, seconds: float) -> bytes:
+    """What the TUI wrote to its terminal within `seconds` (less if it closed it)."""
+    out = b""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the TUI ended: its side of the terminal is closed
+                break
+            if not chunk:
+                break
+            out += chunk
+    return out
+
+
+@pytest.mark.parametrize("editor", ["false", "no-such-editor-here"])
+def test_a_failing_editor_on_a_real_terminal_gives_one_line_and_the_chat_goes_on(
+    tmp_path: Path, standin: OllamaStandIn, editor: str
+) -> None:
+    """On a real terminal the app suspends for the editor. An editor that failed (or was not
+    found) raised inside Textual's `suspend()`, which resumes the app only when its block ends
+    normally: the chat froze, the terminal stayed cooked and Ctrl+Q did nothing."""
+    env = cli_env(
+        tmp_path / "home",
+        tmp_path,
+        OLLAMA_HOST=standin.host,
+        STRAYLIGHT_JOBS_ENABLED="false",
+        TERM="xterm",
+        EDITOR=editor,
+    )
+    env.pop("VISUAL", None)
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        cli_command(),
+        cwd=REPO_ROOT,
+        env=env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        start_new_session=True,
+    )
+    os.close(follower)
+    try:
+        deadline = time.monotonic() + 30
+        while not any(r.path == "/api/tags" for r in standin.requests):
+            assert time.monotonic() < deadline, "the TUI did not start"
+            _drain(leader, 0.1)
+        os.write(leader, b"\x07")  # Ctrl+G
+        screen = _drain(leader, 3.0).decode("utf-8", "replace")
+        # the toast wraps its line: compare the text without escapes, borders and blanks
+        text = "".join(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", " ", screen).replace("▌", "").split())
+        named = "exitedwithstatus1" if editor == "false" else "notfoundonPATH"
+        assert named in text, text[-2000:]
+        os.write(leader, b"\x11")  # Ctrl+Q
+        process.wait(timeout=15)
+        assert process.returncode == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(leader)

@@ -241,12 +241,18 @@ class ChatScreen(ChatTurn):
         from tui.external_editor import EditorError, edit_file
 
         path = self.engine.longterm.path
+        failed: EditorError | OSError | None = None
         try:
             self.engine.longterm.ensure_template()
             before = _file_stamp(path)
             try:
                 with self.app.suspend():  # the editor owns the terminal until it exits
-                    edit_file(path)
+                    # caught in here: Textual's suspend() resumes the app only when its block
+                    # ends normally (an exception left the terminal cooked and the app deaf)
+                    try:
+                        edit_file(path)
+                    except (EditorError, OSError) as error:
+                        failed = error
             except SuspendNotSupported:
                 if not self.app.is_headless:
                     raise EditorError(
@@ -254,7 +260,9 @@ class ChatScreen(ChatTurn):
                     ) from None
                 edit_file(path)  # headless (tests): there is no terminal to hand over
         except (EditorError, OSError) as error:
-            self.notify(str(error), severity="error", timeout=8)
+            failed = error
+        if failed is not None:
+            self.notify(str(failed), severity="error", timeout=8)
             return
         self.check_status()  # re-reads longterm.md and updates the sidebar
         if _file_stamp(path) == before:  # the editor quit without writing (`:q!`)
