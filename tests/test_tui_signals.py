@@ -13,6 +13,7 @@ import pty
 import select
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -135,3 +136,45 @@ def test_a_stop_signal_ends_a_tui_whose_terminal_is_not_read(
             process.kill()
             process.wait(timeout=WAIT)
         os.close(leader)
+
+
+SHUTDOWN_HANGS = """
+import asyncio, os, signal, sys, time
+import tui.stop_signals as stop_signals
+stop_signals.SHUTDOWN_SECONDS = 1.0
+
+async def main() -> None:
+    holder = {}
+
+    def on_stop(signum):
+        holder["signals"].taken()  # the loop took the stop ...
+        time.sleep(60)  # ... and its shutdown then blocks (a writer on a terminal that is gone)
+
+    signals = stop_signals.StopSignals(asyncio.get_running_loop(), (signal.SIGHUP,), on_stop)
+    holder["signals"] = signals
+    assert signals.install()
+    print("ready", flush=True)
+    await asyncio.sleep(60)
+
+asyncio.run(main())
+"""
+
+
+def test_a_shutdown_that_blocks_after_the_stop_was_taken_still_ends_the_process() -> None:
+    """SIGHUP with a screen open left the chat hung for ever, holding the data dir: the loop
+    took the stop (which cancelled the watchdog), then Textual's shutdown blocked. The
+    watchdog now stays armed for the shutdown (`SHUTDOWN_SECONDS`)."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", SHUTDOWN_HANGS],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        process.send_signal(signal.SIGHUP)
+        assert process.wait(timeout=20) == 128 + signal.SIGHUP
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -9,9 +9,11 @@ behind it on the writer's queue, or `ask`'s own write to the full pipe, and the 
 waited for ever. A Python-level handler still runs there (a blocked write or lock acquire
 lets signal handlers run): it hands the stop to the loop (`call_soon_threadsafe`, as
 asyncio's docs advise) and starts a timer; if the loop has not taken the stop within
-`GRACE_SECONDS`, the process ends with 128 + the signal. What the loop would have kept (a
-partial reply) is lost then; the user's message is in the daily log already, and the lock
-and the database are as after a crash, which they are built for.
+`GRACE_SECONDS`, the process ends with 128 + the signal; once the loop has taken it, its
+shutdown gets `SHUTDOWN_SECONDS` (Textual's own shutdown can block on a terminal that is
+gone). What the loop would have kept (a partial reply) is lost then; the user's message is
+in the daily log already, and the lock and the database are as after a crash, which they
+are built for.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ log = logging.getLogger("straylight.tui")
 
 GRACE_SECONDS = 5.0
 """How long the event loop has to take a stop signal before the process ends without it."""
+SHUTDOWN_SECONDS = 20.0
+"""How long the shutdown may take once the loop took the stop: Textual's own shutdown can
+block too (its writer thread on a terminal that is gone: SIGHUP with a screen open left the
+chat hung for ever, holding the data dir)."""
 
 
 class StopSignals:
@@ -45,6 +51,7 @@ class StopSignals:
         self._on_stop = on_stop
         self._previous: dict[signal.Signals, object] = {}
         self._watchdog: threading.Timer | None = None
+        self._stop: signal.Signals | None = None  # the signal caught, once one was
 
     def install(self) -> bool:
         """Take the signals (only the main thread can); False elsewhere."""
@@ -60,24 +67,33 @@ class StopSignals:
         self._previous = {}
 
     def taken(self) -> None:
-        """The loop has taken the stop: no forced exit."""
+        """The loop has taken the stop: the shutdown gets `SHUTDOWN_SECONDS` before the
+        process ends without it (a normal exit comes first; the timer dies with it)."""
+        stop = self._stop
         if self._watchdog is not None:
             self._watchdog.cancel()
+        if stop is not None:
+            self._watchdog = self._arm(SHUTDOWN_SECONDS, stop)
 
     def _caught(self, signum: int, _frame: FrameType | None) -> None:
         stop = signal.Signals(signum)
         try:
             self._loop.call_soon_threadsafe(self._on_stop, stop)
         except RuntimeError:  # the loop is closed: nothing is left to keep
-            self._force_exit(stop)
+            self._force_exit(stop, 0.0)
         if self._watchdog is None:
-            self._watchdog = threading.Timer(GRACE_SECONDS, self._force_exit, args=(stop,))
-            self._watchdog.daemon = True
-            self._watchdog.start()
+            self._stop = stop
+            self._watchdog = self._arm(GRACE_SECONDS, stop)
+
+    def _arm(self, seconds: float, stop: signal.Signals) -> threading.Timer:
+        timer = threading.Timer(seconds, self._force_exit, args=(stop, seconds))
+        timer.daemon = True
+        timer.start()
+        return timer
 
     @staticmethod
-    def _force_exit(stop: signal.Signals) -> None:
+    def _force_exit(stop: signal.Signals, seconds: float) -> None:
         """End the process. Nothing is written to the terminal: a full one would block this
         thread too (the log file has the line; its handler flushes every record)."""
-        log.warning("stopped by %s: the screen did not answer for %.0f s", stop.name, GRACE_SECONDS)
+        log.warning("stopped by %s: the screen did not answer for %.0f s", stop.name, seconds)
         os._exit(128 + stop)
