@@ -266,6 +266,15 @@ class ChatNotSupported(ModelError):
     exit_code = EXIT_USAGE
 
 
+def _refuses_think_level(detail: str) -> bool:
+    """HTTP 400's text for a `think` level: the model's (`think value "high" is not supported
+    for this model`), or an Ollama whose `think` is a boolean only (0.9–0.10: `json: cannot
+    unmarshal string into Go struct field ChatRequest.think of type bool`)."""
+    return detail.startswith("think value") or (
+        "ChatRequest.think" in detail and "of type bool" in detail
+    )
+
+
 class ThinkLevelRefused(ModelError):
     """The model takes `think` true or false but no level: HTTP 400 `think value "high" is
     not supported for this model` (Ollama answers so for qwen3 and others in some releases)."""
@@ -332,7 +341,7 @@ def classify(
             )
         if error.status_code == 400 and "does not support tools" in detail:
             return ToolsNotSupported(f"{model} does not support tools")
-        if error.status_code == 400 and detail.startswith("think value"):
+        if error.status_code == 400 and _refuses_think_level(detail):
             return ThinkLevelRefused(f"{model} takes no thinking level ({one_line(detail)})")
         return ModelError(f"Ollama answered HTTP {error.status_code}: {one_line(detail)}")
     if isinstance(error, httpx.ConnectTimeout):

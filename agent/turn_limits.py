@@ -145,11 +145,16 @@ def _length_stop(num_predict: object, *, answered: bool) -> str:
     """One line for a reply Ollama ended with `done_reason` "length": cut at `num_predict`
     (config.toml's `[model_options]`), or, without one, at the context window; a thinking
     model can spend the whole limit thinking and give no answer at all."""
-    limit = (
-        f"num_predict = {num_predict} in [model_options]"
-        if num_predict is not None
-        else "Ollama's length limit (done_reason length)"
-    )
+    if num_predict is None:
+        if answered:  # no num_predict sent: the model's own, or the window filled up
+            return (
+                "the reply stopped at its length limit (the model's num_predict, or the "
+                "context window full): it may be cut short; raise num_ctx, or set num_predict "
+                "in [model_options]"
+            )
+        limit = "the model's num_predict, or the context window"
+    else:
+        limit = f"num_predict = {num_predict} in [model_options]"
     if answered:
         return f"the reply stopped at its length limit ({limit}): it may be cut short"
     return (

@@ -110,3 +110,19 @@ def test_ollama_host_with_quotes_or_blanks_around_it_is_read(
     status = printed_json(run_cli_process(env, "status", "--json"))  # a fresh `import ollama`
     assert status["ollama"]["reachable"] is True, status["ollama"]
     assert run_cli(env, "history").returncode == 0
+
+
+def test_an_ollama_whose_think_is_a_boolean_only_is_asked_again_with_true(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """Ollama 0.9–0.10 took `think` as a boolean only: a level is HTTP 400 `json: cannot
+    unmarshal string into Go struct field ChatRequest.think of type bool`, and every turn
+    with `--think high` failed with that raw line (exit 5)."""
+    standin.set_models(["qwen3:8b", "nomic-embed-text"])
+    standin.configure_model("qwen3:8b", think_is_bool=True)
+    standin.script_reply("Paris.", thinking="The capital of France.")
+    asked = run_cli(env, "ask", "--model", "qwen3:8b", "--think", "high", "capital of France?")
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout == "Paris.\n"
+    assert "takes no thinking level" in asked.stderr and "think true" in asked.stderr
+    assert [r["think"] for r in standin.chat_requests()] == ["high", True]

@@ -15,6 +15,7 @@ import duckdb
 import pytest
 
 from agent.settings import Settings
+from agent.turn_limits import reply_end_notice
 from store.daily_log import DailyLog
 from tests.support.cli import NOW, CliResult, run_cli
 from tests.support.ollama_standin import OllamaStandIn
@@ -197,3 +198,13 @@ async def test_the_tui_says_when_a_stalled_embedding_left_recall_to_words(
             "words only" in line
             for line in shown
         ), shown
+
+
+def test_a_length_stop_without_num_predict_names_the_window_and_the_fixes() -> None:
+    """No num_predict was sent: the model's own limit or a full window stopped it. The line
+    said "(Ollama's length limit (done_reason length))" and named no fix."""
+    cut = reply_end_notice("length", None, answered=True, thought_chars=0)
+    assert cut is not None and "done_reason" not in cut
+    assert "context window" in cut and "raise num_ctx" in cut and "num_predict" in cut
+    empty = reply_end_notice("length", None, answered=False, thought_chars=500)
+    assert empty is not None and "context window" in empty and "raise num_predict" in empty

@@ -68,6 +68,10 @@ def _thinks(model: ResolvedModel, name: str, think: Any) -> bool:
     """Whether the model streams ``message.thinking`` for this ``think`` value."""
     if think is not None and not isinstance(think, bool | str):
         raise _Refused(400, f"think must be a boolean or string {_THINK_VALUES}")
+    if isinstance(think, str) and model.think_is_bool:
+        raise _Refused(
+            400, "json: cannot unmarshal string into Go struct field ChatRequest.think of type bool"
+        )
     if isinstance(think, str) and think not in THINK_LEVELS:
         raise _Refused(400, f'invalid think value: "{think}" (must be {_THINK_VALUES[1:-1]})')
     if "thinking" not in model.capabilities:

@@ -96,6 +96,9 @@ class ModelSpec:
     """A level ("low", "high"…) for ``think`` is accepted; False: HTTP 400 ``think value
     "high" is not supported for this model``, as Ollama answers for qwen3:8b and others in
     some releases (seen Dec 2025 and Apr 2026) while gpt-oss takes levels."""
+    think_is_bool: bool = False
+    """The server's ``think`` is a boolean only (Ollama 0.9–0.10): a level is HTTP 400 ``json:
+    cannot unmarshal string into Go struct field ChatRequest.think of type bool``."""
     context_mode: ContextMode | None = None
     """Overrides the stand-in's context mode for this model (ollama/ollama#17889)."""
     counts_refusal: bool = True
@@ -131,6 +134,7 @@ class ResolvedModel:
     context_mode: ContextMode | None
     lists_capabilities: CapabilityListing = "listed"
     takes_levels: bool = True
+    think_is_bool: bool = False
     token_scale: float = 1.0
     applies_num_ctx: bool = True
     counts_refusal: bool = True
@@ -227,6 +231,7 @@ def resolve_model(name: str, spec: ModelSpec | None = None) -> ResolvedModel:
         context_mode=spec.context_mode,
         lists_capabilities=spec.lists_capabilities,
         takes_levels=spec.takes_levels,
+        think_is_bool=spec.think_is_bool,
         token_scale=spec.token_scale,
         applies_num_ctx=spec.applies_num_ctx,
         counts_refusal=spec.counts_refusal,
