@@ -151,56 +151,57 @@ class TurnEngine:
             extra=image.log_extra() if image is not None else {},
         )
         history, longterm = await asyncio.to_thread(self.open_turn, user_message)
-        if text != typed:
-            yield MessageMasked(text)
-        if longterm.warning:
-            yield LongtermWarning(longterm.warning)
-        elif longterm.over_budget:
-            yield LongtermWarning(
-                f"{longterm.path} is {longterm.size_bytes:,} bytes, over its budget of "
-                f"{longterm.budget_bytes:,}: every turn sends as much of it as the context "
-                "window holds (what it cannot hold is named)",
-                over_budget=True,
-            )
-        recall: TurnRecall | None = None
-        answered = history[-1].content if history and history[-1].role == "assistant" else ""
-        # the user's message before `answered`: indexed with this turn's point (issue 17)
-        earlier = history[-2].content if answered and len(history) > 1 else ""
-        if self.memory is not None:
-            recall = await self.memory.recall_for_turn(
-                text, exclude_contents=[m.content for m in history], context=answered
-            )
-            if recall.late_vector is not None:  # a stalled Ollama: said, not waited for
-                yield LimitNotice(recall.late_vector)
-            if recall.result is not None:
-                yield Recalled(recall.result)
-        query_vector = recall.query_vector if recall else None
-        injected = await self.tools.inject_facts(text, query_vector, conversation_id)
-        if injected is not None:
-            yield FactsInjected(injected)
-        tools = await self.tools.tools_for(model)
-        material = prompt_parts(
-            persona=persona_for(system),
-            user=user_message,
-            history=history,
-            longterm=longterm.text,  # masked by `open_turn`
-            injected=injected,
-            recall=recall.result if recall else None,
-            tools=tools,
-        )
-        images = 0 if image is None else 1
-        budgeted, context = await self.context.budget(model, material, images=images)
-        yield context
-        messages = _request_messages(budgeted, image)
-        options = await self.context.options(model)
-        think, think_unsent = await self.tools.think_for(model, self.think)
-        if think_unsent is not None:
-            yield LimitNotice(think_unsent)
-
         parts: list[str] = []
         thought_chars = 0  # thinking is shown, never kept: only its size is logged
         outcome: tuple[MessageStatus, str | None] | None = None
-        try:
+        try:  # from here a cancel (Esc, a signal: the embedding's or the model's cold load
+            # can take seconds) logs an empty reply marked `cancelled`, as one mid-reply does
+            if text != typed:
+                yield MessageMasked(text)
+            if longterm.warning:
+                yield LongtermWarning(longterm.warning)
+            elif longterm.over_budget:
+                yield LongtermWarning(
+                    f"{longterm.path} is {longterm.size_bytes:,} bytes, over its budget of "
+                    f"{longterm.budget_bytes:,}: every turn sends as much of it as the context "
+                    "window holds (what it cannot hold is named)",
+                    over_budget=True,
+                )
+            recall: TurnRecall | None = None
+            answered = history[-1].content if history and history[-1].role == "assistant" else ""
+            # the user's message before `answered`: indexed with this turn's point (issue 17)
+            earlier = history[-2].content if answered and len(history) > 1 else ""
+            if self.memory is not None:
+                recall = await self.memory.recall_for_turn(
+                    text, exclude_contents=[m.content for m in history], context=answered
+                )
+                if recall.late_vector is not None:  # a stalled Ollama: said, not waited for
+                    yield LimitNotice(recall.late_vector)
+                if recall.result is not None:
+                    yield Recalled(recall.result)
+            query_vector = recall.query_vector if recall else None
+            injected = await self.tools.inject_facts(text, query_vector, conversation_id)
+            if injected is not None:
+                yield FactsInjected(injected)
+            tools = await self.tools.tools_for(model)
+            material = prompt_parts(
+                persona=persona_for(system),
+                user=user_message,
+                history=history,
+                longterm=longterm.text,  # masked by `open_turn`
+                injected=injected,
+                recall=recall.result if recall else None,
+                tools=tools,
+            )
+            images = 0 if image is None else 1
+            budgeted, context = await self.context.budget(model, material, images=images)
+            yield context
+            messages = _request_messages(budgeted, image)
+            options = await self.context.options(model)
+            think, think_unsent = await self.tools.think_for(model, self.think)
+            if think_unsent is not None:
+                yield LimitNotice(think_unsent)
+
             if not budgeted.fits:  # Ollama would mangle it: not sent, named (it is logged)
                 raise ContextOverflow(budgeted.refusal(own_system=bool(system)))
             rounds = 0

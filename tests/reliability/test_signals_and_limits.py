@@ -110,6 +110,29 @@ def test_a_signal_during_the_reply_keeps_what_arrived_marked(
     assert after.stdout == "Still here.\n"
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_before_the_model_was_asked_marks_the_message_cancelled(
+    world: Workspace, signum: signal.Signals
+) -> None:
+    """The message is logged, then recalled with (the embedding model's cold load: seconds)
+    before the model is asked. A signal there left the message unanswered in the log, with
+    no reply marked `cancelled`, though the line said it was (and the next turn sent two
+    user messages in a row)."""
+    world.standin.fail_next("delay", seconds=WAIT, path="/api/embed")
+    proc = start_ask(world)
+    deadline = time.monotonic() + WAIT
+    while not any(r.path == "/api/embed" for r in world.standin.requests):
+        assert time.monotonic() < deadline and proc.poll() is None, "no embedding asked"
+        time.sleep(0.02)
+    proc.send_signal(signum)
+    assert proc.wait(WAIT) == 128 + signum
+    world.standin.clear_faults()
+    user, reply = read_log(world.home)[2:]
+    assert (user.role, user.content) == ("user", "count for me")
+    assert (reply.role, reply.content.strip(), reply.status) == ("assistant", "", "cancelled")
+    assert world.standin.chat_requests() == []  # the model was never asked
+
+
 def test_sigterm_ends_an_ask_whose_output_nobody_reads(world: Workspace) -> None:
     """`straylight ask … | less`, never scrolled: the reply's write blocks on the full pipe,
     the event loop with it, and SIGTERM (handed to that loop) waited for ever. Now the
