@@ -29,7 +29,7 @@ from store.daily_log import (
     parse_messages,
 )
 from store.daily_log_index import DailyLogIndex
-from store.private_files import fsync_dir, open_private, read_private_bytes, write_all
+from store.private_files import fsync_dir, read_private_bytes, write_private_bytes
 
 Edit = Literal["keep", "drop", "supersede"]
 Decide = Callable[[int, LogMessage], Edit]
@@ -112,19 +112,10 @@ def rewrite_day(daily_log: DailyLog, day: date, decide: Decide) -> int:
 
 
 def replace_file(path: Path, data: bytes) -> None:
-    """Write `data` to a temp file beside `path` (0600), fsync it, rename it over `path`,
-    fsync the folder."""
-    tmp = path.with_name(f".{path.name}.rewrite.tmp")
-    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)  # never through a link
-    try:
-        write_all(fd, data)
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        tmp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
+    """Write `data` to a temp file of a unique name beside `path` (0600, `mkstemp`: a link,
+    FIFO or folder planted at a fixed temp name hung or broke a rewrite half done), fsync
+    it, rename it over `path`, fsync the folder."""
+    write_private_bytes(path, data)
     fsync_dir(path.parent)
 
 

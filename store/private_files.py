@@ -183,11 +183,17 @@ def fsync_dir(folder: Path) -> None:
 
 
 def write_private_text(path: Path, text: str) -> None:
+    """`write_private_bytes` of `text` in UTF-8."""
+    write_private_bytes(path, text.encode("utf-8"))
+
+
+def write_private_bytes(path: Path, data: bytes) -> None:
     """Write a whole file atomically with mode 0600: into a temp file of a unique name
-    (`mkstemp` in the same folder, `.NAME.XXXXXXXX.tmp`, created exclusively, so a link
-    planted at any fixed name is never written through), fsync, rename over `path`. The file
-    is not followed if it is a link (`SymlinkRefused`). A write that fails (a full disk)
-    raises OSError, leaves the file as it was and removes the temp file."""
+    (`mkstemp` in the same folder, `.NAME.XXXXXXXX.tmp`, created exclusively, so nothing
+    planted at any fixed name — a link, a FIFO, a folder, a hard link — is ever opened),
+    fsync, rename over `path`. The file is not followed if it is a link (`SymlinkRefused`). A
+    write that fails (a full disk) raises OSError, leaves the file as it was and removes the
+    temp file."""
     ensure_private_dir(path.parent)
     refuse_symlink(path)
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -195,7 +201,7 @@ def write_private_text(path: Path, text: str) -> None:
     try:
         try:  # all of it: on a full disk one `write` takes a part and reports no error
             os.fchmod(fd, FILE_MODE)  # (mkstemp makes it 0600; said here, not assumed)
-            write_all(fd, text.encode("utf-8"))
+            write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -10,6 +10,7 @@ after the up-front check is refused where the file is opened.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from datetime import date
@@ -83,6 +84,34 @@ def test_any_link_in_the_conversation_folder_is_refused(world: Workspace) -> Non
     (world.home / "conversation" / f".{DAY}.md.rewrite.tmp").symlink_to(target)
     assert_one_line(world.run("history"), 2, "rewrite.tmp", "symbolic link")
     assert target.read_text() == SECRET
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "hard link"])
+def test_a_rewrite_never_opens_what_is_planted_at_a_fixed_temp_name(
+    world: Workspace, kind: str
+) -> None:
+    """A rewritten day file (`conversations delete`, `/retry`) went through the fixed name
+    `.DAY.md.rewrite.tmp`: a FIFO there hung the delete after it had forgotten the points,
+    a folder made it an "unexpected error", and a hard link's target outside the data dir
+    received the rewritten log. The temp file now has a unique name (`mkstemp`)."""
+    planted = world.home / "conversation" / f".{DAY}.md.rewrite.tmp"
+    target = victim(world)
+    if kind == "fifo":
+        os.mkfifo(planted)
+    elif kind == "folder":
+        planted.mkdir()
+    else:
+        os.link(target, planted)
+    world.standin.script_reply("The other answer.")
+    assert_ok(world.run("ask", "--conversation", "other-one", "another question"))
+    listed = world.run("conversations", "--json")
+    assert_ok(listed)
+    (seeded,) = [c["id"] for c in json.loads(listed.stdout) if c["id"] != "other-one"]
+    assert_ok(world.run("conversations", "delete", seeded, "--yes"))  # the day file stays
+    left = json.loads(world.run("conversations", "--json").stdout)
+    assert [c["id"] for c in left] == ["other-one"]
+    assert target.read_text() == SECRET
+    assert planted.exists()  # left as it was found
 
 
 def test_a_link_at_the_old_template_temp_name_is_left_unused(world: Workspace) -> None:
