@@ -7,6 +7,7 @@ a test checks it against the client's own parser.
 from __future__ import annotations
 
 import ipaddress
+import socket
 import urllib.parse
 
 DEFAULT_PORT = 11434
@@ -41,18 +42,50 @@ def parse_ollama_host(host: str | None) -> str:
 
 
 def is_loopback_host(host: str | None) -> bool:
-    """Whether OLLAMA_HOST names this machine: 127.0.0.0/8, ::1, localhost (or 0.0.0.0 / ::,
-    which connect to this machine too). Such a host is never reached through a proxy."""
+    """Whether OLLAMA_HOST names this machine: 127.0.0.0/8 in any form the resolver takes
+    (`127.1`, `0x7f000001`, `2130706433`, `::ffff:127.0.0.1`), ::1, localhost, this
+    machine's own name (or 0.0.0.0 / ::, which connect to this machine too). Such a host is
+    never reached through a proxy: a proxy must not see the prompts."""
     hostname = urllib.parse.urlsplit(parse_ollama_host(host)).hostname or ""
-    if hostname.rstrip(".").lower() in {"localhost", "localhost.localdomain"}:
+    name = hostname.rstrip(".").lower()
+    if name in {"localhost", "localhost.localdomain"} or name.endswith(".localhost"):
         return True
-    if hostname.rstrip(".").lower().endswith(".localhost"):
+    if name and name == socket.gethostname().lower():
         return True
-    try:
-        address = ipaddress.ip_address(hostname)
-    except ValueError:
+    address = _address(hostname)
+    if address is None:
         return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
     return address.is_loopback or address.is_unspecified
+
+
+def _address(hostname: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address `hostname` writes, also in the short and numeric IPv4 forms the resolver
+    accepts (`127.1`, `0x7f000001`, `2130706433`); None for a name."""
+    try:
+        return ipaddress.ip_address(hostname)
+    except ValueError:
+        pass
+    if not hostname or not all(c in "0123456789abcdefxABCDEFX." for c in hostname):
+        return None
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(hostname))
+    except OSError:
+        return None
+
+
+def invalid_ipv4(hostname: str) -> bool:
+    """Four dotted numbers that are no IPv4 address (`999.1.1.1`, `127.000.000.001`): the
+    HTTP client refuses them (each command stopped with "unexpected error")."""
+    parts = hostname.split(".")
+    if len(parts) != 4 or not all(part.isdigit() for part in parts):
+        return False
+    try:
+        ipaddress.IPv4Address(hostname)
+    except ValueError:
+        return True
+    return False
 
 
 def is_plain_loopback(host: str | None) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import reduce
@@ -20,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent.model_options import check_model_options, parse_keep_alive
-from agent.ollama_host import parse_ollama_host
+from agent.ollama_host import invalid_ipv4, parse_ollama_host
 from agent.workspace import check_workspace_name
 from memory.settings_models import FactsConfig, MemoryConfig, SettingsArea, named_model
 from store.clock import Clock, parse_instant
@@ -129,6 +130,9 @@ class OllamaConfig(SettingsArea):
         if parsed.partition("://")[0].lower() not in ("http", "https"):  # `htp://…`: httpx
             # cannot speak it, and each request would fail as "closed the connection"
             raise ValueError("expected an http:// or https:// address")
+        hostname = urllib.parse.urlsplit(parsed).hostname or ""
+        if invalid_ipv4(hostname):
+            raise ValueError(f"{hostname} is not an IPv4 address (each number 0-255)")
         return parsed
 
     @field_validator("think", mode="before")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -183,10 +184,39 @@ def everything_written(home: Path) -> str:
         "http://[::1]",
         "0.0.0.0",
         "",
+        # the forms the resolver takes too: each of these sent the prompts to HTTP_PROXY
+        "http://127.1:11434",
+        "http://[::ffff:127.0.0.1]:11434",
+        "http://0x7f000001:11434",
+        "http://2130706433:11434",
+        f"http://{socket.gethostname()}:11434",
     ],
 )
 def test_loopback_hosts_are_recognised(host: str) -> None:
     assert is_loopback_host(host)
+
+
+def test_ask_to_a_loopback_ollama_written_another_way_is_not_proxied(
+    cli_env: Callable[..., Env], standin: OllamaStandIn, proxy: LocalServer
+) -> None:
+    """`127.1` is this machine to the resolver: the prompt went to the proxy."""
+    port = standin.host.rsplit(":", 1)[1]
+    env = cli_env(OLLAMA_HOST=f"http://127.1:{port}")
+    env.update(dict.fromkeys(PROXY_VARIABLES, proxy.url))
+    env.pop("NO_PROXY", None)
+    env.pop("no_proxy", None)
+    proc = run_cli(env, "ask", "my private question")
+    assert proc.returncode == 0, proc.stderr
+    assert proxy.seen == [] and standin.chat_requests()
+
+
+@pytest.mark.parametrize("host", ["http://999.1.1.1:11434", "http://127.000.000.001:11434"])
+def test_an_address_that_is_no_ipv4_is_refused_in_one_line(
+    cli_env: Callable[..., Env], host: str
+) -> None:
+    """The HTTP client refused them at the first request: "unexpected error", exit 1."""
+    proc = run_cli(cli_env(OLLAMA_HOST=host), "status")
+    assert proc.returncode == 2 and "is not an IPv4 address" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize(
