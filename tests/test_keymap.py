@@ -21,6 +21,7 @@ def test_every_binding_id_in_the_app_is_documented() -> None:
     from tui.screens.confirm_screen import ConfirmScreen
     from tui.screens.conversation_reader import ConversationReader
     from tui.screens.conversations_screen import ConversationsScreen
+    from tui.screens.fact_rows import EditInput
     from tui.screens.facts_screen import FactsScreen
     from tui.screens.help_screen import HelpScreen
     from tui.screens.hypotheses_screen import HypothesesScreen
@@ -51,6 +52,7 @@ def test_every_binding_id_in_the_app_is_documented() -> None:
             HypothesesScreen,
             MemoryBrowserScreen,
             ModelsScreen,
+            EditInput,
         )
         for binding in owner.BINDINGS
         if getattr(binding, "id", None)

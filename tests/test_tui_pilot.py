@@ -393,3 +393,17 @@ async def test_at_80_columns_the_folded_sidebar_stays_one_line(
         await wait_until(pilot, lambda: summary.region.height > 0, what="the layout")
         await pilot.pause()
         assert summary.region.height == 1
+
+
+async def test_textuals_own_notices_show_their_text_not_their_markup(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """Ctrl+C's hint is Textual's, written in markup, and every notice is shown as plain text
+    (paths and Ollama's words hold `[…]`): it read "Press [b]ctrl+q[/b] to quit the app"."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: sidebar(app).ollama == "online", what="online")
+        app.action_help_quit()
+        await wait_until(pilot, lambda: bool(app._notifications), what="the hint")
+        (hint,) = [n for n in app._notifications if n.title == "Do you want to quit?"]
+        assert hint.message == "Press ctrl+q to quit the app", hint.message

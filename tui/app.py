@@ -130,6 +130,14 @@ class StraylightApp(MemoryApp):
             printable(message), title=title, severity=severity, timeout=timeout, markup=False
         )
 
+    def action_help_quit(self) -> None:
+        """Ctrl+C: Textual's hint how to quit, in plain text (Textual writes it in markup,
+        which `notify` shows as it is: "Press [b]ctrl+q[/b] to quit the app")."""
+        for key, active in self.active_bindings.items():
+            if active.binding.action in ("quit", "app.quit"):
+                self.notify(f"Press {key} to quit the app", title="Do you want to quit?")
+                return
+
     def on_mount(self) -> None:
         self._apply_theme_setting()
         known, unknown = split_keymap(self.settings.keymap)
@@ -174,7 +182,7 @@ class StraylightApp(MemoryApp):
         self.exit(return_code=128 + signum)
 
     def _apply_theme_setting(self) -> None:
-        """The `theme` setting, then every later choice (the palette's "Change theme") is
+        """The `theme` setting, then every later choice (the palette's "Theme") is
         written back to config.toml: the theme is kept across starts."""
         name = self.settings.theme
         if name and name in self.available_themes:

@@ -60,6 +60,8 @@ BINDING_IDS: dict[str, str] = {
     "facts_type": "facts: cycle the type filter (t)",
     "facts_status": "facts: cycle the status filter (s)",
     "facts_workspace": "facts: cycle the workspace filter (w)",
+    "facts_change_type": "facts: change the highlighted fact's type (Ctrl+T)",
+    "edit_cancel": "facts, candidates: leave the one-line editor without saving (Esc)",
     "hypothesis_validate": "hypotheses: validate the card (v)",
     "hypothesis_refute": "hypotheses: refute it (x)",
     "hypothesis_delete": "hypotheses: delete it, after a yes (d)",

@@ -69,7 +69,7 @@ class EditInput(Input):
     the edit (`EditInput.Cancelled`) instead of closing the screen."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel edit"),
+        Binding("escape", "cancel", "Cancel edit", id="edit_cancel"),
     ]
 
     class Cancelled(Message):

@@ -110,7 +110,7 @@ class FactsScreen(RecordScreen["Fact"]):
         Binding("t", "cycle('type')", "Type", id="facts_type", show=False),
         Binding("s", "cycle('status')", "Status", id="facts_status", show=False),
         Binding("w", "cycle('scope')", "Workspace", id="facts_workspace", show=False),
-        Binding("ctrl+t", "edit_type", "Change type"),
+        Binding("ctrl+t", "edit_type", "Change type", id="facts_change_type"),
     ]
 
     def __init__(self, drawer: FactDrawer, clock: Clock | None = None) -> None:
