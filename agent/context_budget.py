@@ -5,16 +5,16 @@ context) plus the conversation's history and the new message. The budget is the 
 reply reserve; estimates come from `agent.token_estimate` (calibrated per model).
 
 Never cut: the persona (or the conversation's system prompt), the active rules and the new user
-message. The rest gives way in this order, first to go first:
+message. The rest is kept in this order, the first kept first (issue 13's priorities):
 
-1. recalled context, lowest-ranked hit first: derived from the log, found again next turn;
-2. history older than the last `protected_tail` messages, oldest first: it is in the log and
-   recall can bring it back;
-3. known facts, lowest-ranked first;
-4. ``longterm.md``, whole paragraphs from the end (the last one kept may keep its leading lines):
-   the notes the user curates by hand outlive everything derived;
-5. the last `protected_tail` messages, oldest first: what the user wrote most recently (and the
-   answer it follows up on) survives longest.
+1. ``longterm.md``, whole paragraphs from its start (the last one kept may keep its leading
+   lines): the notes the user curates by hand, the memory this product exists for;
+2. known facts, best-ranked first;
+3. recalled context, best-ranked hit first;
+4. the history, newest message first: it is in the log, and recall can bring it back.
+
+Each section takes what room the ones before it left, so a long paragraph or hit that does
+not fit leaves its room to the next section.
 
 Every cut is on a boundary (a message, a hit, a fact, a paragraph or line) and keeps each section
 contiguous: history keeps its newest messages, facts and recall their best-ranked items,
@@ -39,7 +39,6 @@ from agent.token_estimate import (
 
 __all__ = [
     "CRITICAL_SHARE",
-    "DEFAULT_PROTECTED_TAIL",
     "MIN_REPLY_TOKENS",
     "WARN_SHARE",
     "BudgetedPrompt",
@@ -53,8 +52,6 @@ __all__ = [
 Headroom = Literal["ok", "warn", "critical"]
 WARN_SHARE: Final = 0.80
 CRITICAL_SHARE: Final = 0.95
-DEFAULT_PROTECTED_TAIL: Final = 4
-"""The last two exchanges: "yes, do that" needs the answer it refers to."""
 MIN_REPLY_TOKENS: Final = 256
 """A prompt that leaves less than this for the reply is not sent."""
 
@@ -270,7 +267,6 @@ def budget_prompt(
     reply_reserve: int,
     factor: float = 1.0,
     margin: float = 0.0,
-    protected_tail: int = DEFAULT_PROTECTED_TAIL,
 ) -> BudgetedPrompt:
     """Fit ``parts`` into ``window - reply_reserve`` tokens. ``factor`` is the model's
     calibration (`TokenEstimator.factor`), ``margin`` the share of the room held back for the
@@ -286,23 +282,15 @@ def budget_prompt(
     per_message = MESSAGE_OVERHEAD / factor
 
     history = parts.history
-    tail_size = min(protected_tail, len(history))
-    older, tail = history[: len(history) - tail_size], history[len(history) - tail_size :]
-    # Strict order: a section gets room only when every section that outlives it was kept whole.
-    kept_tail = _fill_history(tail, room, per_message)
-    whole = kept_tail == len(tail)
-    every = len(_paragraphs(parts.longterm))
-    fit = _fill_longterm(parts.longterm, room) if whole else _LongtermFit("", every, every)
-    whole = whole and fit.cut == 0
+    # Issue 13's priorities: longterm.md, then facts, then recall, then the history (newest
+    # first); each section takes the room the ones before it left.
+    fit = _fill_longterm(parts.longterm, room)
     facts_extra = 0.0 if parts.rules else _heading_cost("facts")
-    kept_facts = _fill_list(parts.facts, room, facts_extra) if whole else 0
-    whole = whole and kept_facts == len(parts.facts)
-    kept_older = _fill_history(older, room, per_message) if whole else 0
-    whole = whole and kept_older == len(older)
+    kept_facts = _fill_list(parts.facts, room, facts_extra)
     recall_extra = _heading_cost("recall") + (_cost(parts.recall_head) + 1.0)
-    kept_recall = _fill_list(parts.recall, room, recall_extra) if whole else 0
+    kept_recall = _fill_list(parts.recall, room, recall_extra)
+    kept_history = _fill_history(history, room, per_message)
 
-    kept_history = kept_tail + kept_older
     kept = replace(
         parts,
         longterm=fit.text,

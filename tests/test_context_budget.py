@@ -82,28 +82,44 @@ def test_persona_rules_and_the_new_message_are_never_cut() -> None:
     assert result.total <= 2048 - 512
 
 
-def test_memory_gives_way_in_order_and_the_latest_exchange_survives_longest() -> None:
+def test_the_issues_priorities_history_goes_first_and_longterm_md_last() -> None:
+    """Issue 13: persona, rules and the new message are never cut; then longterm.md, known
+    facts, recalled context, history (newest kept first). The budget kept the last four
+    messages before everything else, and gave a section room only when the ones above it
+    were kept whole: a long recent message dropped all of longterm.md with room to spare."""
     parts = full_parts(history=20)
     fits_all = budget_prompt(parts, window=32768, reply_reserve=2048)
     assert fits_all.cut == {} and fits_all.headroom == "ok"
-    previous: dict[str, int] = {}
-    for window in range(fits_all.total + 2048, 600, -128):
+    reached_longterm = False
+    for window in range(fits_all.total + 2048, 600, -64):
         result = budget_prompt(parts, window=window, reply_reserve=256)
         cut = result.cut
-        # Recall is cut before old history, old history before facts, facts before longterm.
-        if cut.get("history", 0) > 16 or cut.get("facts") or cut.get("longterm"):
-            assert cut.get("recall") == 10
-        if cut.get("facts") or cut.get("longterm"):
-            assert cut.get("history", 0) >= 16
+        kept = result.kept
+        assert kept.history == parts.history[len(parts.history) - len(kept.history) :]
+        if cut.get("recall"):  # what ranks below recall went first
+            assert cut.get("history") == 20, (window, cut)
+        if cut.get("facts"):
+            assert cut.get("history") == 20 and cut.get("recall") == 10, (window, cut)
         if cut.get("longterm"):
-            assert cut.get("facts") == 20
-        if cut.get("history", 0) > 16:
-            assert "longterm" in cut and not result.kept.longterm
-        # Less room never brings anything back.
-        for name, count in previous.items():
-            assert cut.get(name, 0) >= count
-        previous = dict(cut)
-    assert previous.get("history", 0) > 16  # the loop reached the protected tail
+            reached_longterm = True
+            # (a fact shorter than longterm.md's next line may take the room that line left)
+            assert (cut.get("history"), cut.get("recall")) == (20, 10), (window, cut)
+            assert kept.longterm and parts.longterm.startswith(kept.longterm.split("\n")[0])
+    assert reached_longterm  # the loop got down to longterm.md
+
+
+def test_a_long_recent_message_leaves_longterm_md_in_the_prompt() -> None:
+    """The review's case: a 3 KB longterm.md and a conversation of long messages in a 4,096
+    window; longterm.md went whole while old messages stayed."""
+    parts = PromptParts(
+        system=PERSONA,
+        user="And the herbs?",
+        longterm="\n\n".join(f"Note {i}: {PARAGRAPH}" for i in range(12)),
+        history=long_history(8, PARAGRAPH * 40),
+    )
+    result = budget_prompt(parts, window=4096, reply_reserve=512, margin=0.15)
+    assert result.kept.longterm == parts.longterm.strip()
+    assert "longterm" not in result.cut and result.cut.get("history")
 
 
 def test_longterm_is_cut_by_whole_paragraphs_from_the_end() -> None:
