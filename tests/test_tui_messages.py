@@ -73,6 +73,32 @@ async def test_select_pin_copy_and_forget_a_message(
         assert isinstance(app.focused, ChatInput)
 
 
+async def test_pin_after_forget_makes_one_new_point_and_f_forgets_it(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """After f forgot a message's point, every p made a new pinned copy of it (the message
+    kept the forgotten id), and f then said "No memory point for it"."""
+    standin.script_reply(REPLY)
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await first_turn(app, pilot, QUESTION)
+        await pilot.press("ctrl+up")
+        assert isinstance(app.focused, ChatMessage) and app.focused.text == REPLY
+        await pilot.press("f")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: points_with(app, REPLY) == [], what="forgotten")
+        for _ in range(2):
+            await pilot.press("p")
+            await wait_until(pilot, lambda: len(points_with(app, REPLY)) >= 1, what="pinned")
+            await pilot.pause()
+        assert [p.pinned for p in points_with(app, REPLY)] == [True]  # one, not one a press
+        await pilot.press("f")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: points_with(app, REPLY) == [], what="forgotten again")
+
+
 async def test_pinning_or_editing_a_message_whose_reply_streams_waits_for_it(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

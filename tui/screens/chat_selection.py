@@ -119,9 +119,12 @@ async def _pin(memory: TurnMemory, message: ChatMessage, conversation_id: str) -
     it) becomes a new pinned point of its role and conversation. (id, created)."""
     for point_id in reversed(await _point_ids(memory, message)):
         if await asyncio.to_thread(memory.store.set_pinned, point_id, True):
+            message.point_id = point_id
             return point_id, False
     role: Role = "assistant" if message.role == "assistant" else "user"
-    return await memory.remember(message.text, conversation_id=conversation_id, role=role), True
+    point_id = await memory.remember(message.text, conversation_id=conversation_id, role=role)
+    message.point_id = point_id  # the next p finds it pinned, f forgets it (not a new one)
+    return point_id, True
 
 
 async def _forget(memory: TurnMemory, message: ChatMessage) -> list[int]:
@@ -130,6 +133,7 @@ async def _forget(memory: TurnMemory, message: ChatMessage) -> list[int]:
     for point_id in await _point_ids(memory, message):
         if await asyncio.to_thread(memory.store.forget, point_id):
             gone.append(point_id)
+    message.point_id = None  # gone: a later p or f looks for the points holding its text
     return gone
 
 
