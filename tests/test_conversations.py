@@ -253,7 +253,7 @@ async def test_the_list_shows_days_and_conversations_and_previews_the_highlighte
             "2026-11-29 · 3 conversations",
             "  21:00–21:01 (2) current Hello again",
             "  20:40–20:41 (2) ⚠ Why did the build fail?",
-            "  00:05–00:06 (2) ↳ And the changelog?",
+            "  00:05–00:06 (2) ↳ Plan the release notes for 0.4",  # its title, as the CLI's
             "2026-11-28 · 1 conversation",
             "  23:30–23:58 (2) Plan the release notes for 0.4",
             "2026-11-27 · 1 conversation",

@@ -15,7 +15,12 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from store.daily_log import LogMessage
-from tui.conversation_index import PROBLEM_STATUSES, ConversationSummary, DaySummary
+from tui.conversation_index import (
+    PROBLEM_STATUSES,
+    ConversationSummary,
+    DaySummary,
+    propose_title,
+)
 from tui.display_text import counted, printable
 from tui.widgets.chat_message import STATUS_LABELS, ChatMessage
 
@@ -116,8 +121,10 @@ def describe(
     models = list(dict.fromkeys(m.model for m in messages if m.model))
     problems = [m.status for m in messages if m.status in PROBLEM_STATUSES]
     text = Text(printable(conversation_id) or "(no conversation id)", style="bold")
-    if record is not None and record.title:
-        text = Text(printable(record.title) + "\n", style="bold") + text
+    first = next((m.content for m in messages if m.role == "user" and m.content.strip()), "")
+    title = record.title if record is not None and record.title else propose_title(first)
+    if title:  # the one it was given, else the one proposed from its first message
+        text = Text(printable(title) + "\n", style="bold") + text
     if current:
         text.append(" · current", style="bold")
     facts = [counted(len(messages), "message")]

@@ -36,6 +36,7 @@ from tui.conversation_index import (
     DaySummary,
     iter_day_summaries,
     load_conversation,
+    propose_title,
 )
 from tui.display_text import counted
 from tui.screens.conversation_editing import ConversationEditing
@@ -202,7 +203,10 @@ class ConversationsScreen(ConversationEditing):
         """One conversation line; its parts on later days (added before) get their `↳`."""
         cid = conversation.conversation_id
         current = cid == self.current_conversation_id
-        title = self.titles.get(cid, "")
+        # the title it was given, else the one proposed from its first user message (as
+        # `straylight conversations` shows it); its parts on later days take it too
+        proposed = propose_title(conversation.first_line) if conversation.first_line else ""
+        title = self.titles.get(cid, "") or proposed
         for later in self._leaves_of.get(cid, []):
             if isinstance(later.data, ConversationSummary):
                 later.set_label(
