@@ -103,6 +103,12 @@ async def test_the_tui_names_a_missing_embedding_model_and_offers_to_pull_it(
         titles = {c.title for c in app.get_system_commands(app.screen)}
         assert "Pull missing embedding model: nomic-embed-text" in titles
 
+        await pilot.press("f8")  # the button's key: the pull box is filled as by a click
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelsScreen), what="models")
+        assert app.screen.query_one(Input).value == "nomic-embed-text"
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.chat, what="back again")
+
         await pilot.click(notice.query_one(Button))
         await wait_until(pilot, lambda: isinstance(app.screen, ModelsScreen), what="models")
         box = app.screen.query_one(Input)

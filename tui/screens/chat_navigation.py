@@ -271,9 +271,13 @@ class ChatNavigation(Screen[None]):
         self._open_screen(HypothesesScreen(facts, self.straylight.settings.clock))
 
     def action_open_models(self, pull: str | None = None) -> None:
-        """F8: the models screen (`pull` fills its pull box: a missing model's offer)."""
+        """F8: the models screen (`pull` fills its pull box: a missing model's offer). F8
+        itself fills it with the first model the chat misses, as its `Pull NAME (F8)` button
+        and the screens' "F8 in the chat pulls it" say."""
         from tui.screens.models_screen import ModelsScreen
 
+        if pull is None and self.straylight.missing_models:
+            pull = self.straylight.missing_models[0].name
         self._open_screen(ModelsScreen(self.straylight, pull=pull), self._use_model)
 
     async def _use_model(self, choice: object) -> None:
