@@ -23,9 +23,16 @@ from tui.owner_client import BRIEF_HOLDER_SECONDS, RETRY_SECONDS
 
 ROOT = Path(__file__).resolve().parent.parent
 HOLDER = """
-import sys, time
+import fcntl, os, sys, time
 from pathlib import Path
 from store.data_dir_lock import DataDirLock
+if sys.argv[2] == "unsaid":  # locked, its PID not written yet (the moment after the flock)
+    fd = os.open(Path(sys.argv[1]) / "straylight.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.ftruncate(fd, 0)
+    print("locked", flush=True)
+    time.sleep(float(sys.argv[3]))
+    sys.exit(0)
 lock = DataDirLock(Path(sys.argv[1]), brief=sys.argv[2] == "brief").acquire()
 print("locked", flush=True)
 time.sleep(float(sys.argv[3]))
@@ -132,3 +139,18 @@ def test_a_command_arriving_while_the_owner_ends_waits_for_it(
     assert waited > RETRY_SECONDS, waited  # the owner still ended its client's command
     hits = printed_json(run_cli(env, "recall", "ferry", "--json"), quiet=True)["hits"]
     assert "the ferry back leaves at nine" in [hit["content"] for hit in hits]
+
+
+def test_a_holder_that_has_not_written_its_pid_yet_is_waited_for_like_a_brief_one(
+    env: Env, home: Path
+) -> None:
+    """A holder takes the lock, then writes its PID and whether it is brief: a command that
+    read the lock file in between saw nobody and gave up at its 3 s (ten commands started at
+    once: one or two exited 6 after 8-13 s, the line naming no PID)."""
+    assert_ok(run_cli(env, "status"))
+    holder = hold(home, "unsaid", HELD_SECONDS)
+    try:
+        saved = run_cli(env, "remember", "the ferry to Lindau leaves at seven")
+    finally:
+        holder.wait()
+    assert_ok(saved)

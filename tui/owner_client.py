@@ -324,8 +324,12 @@ def _forward_or_own(
 
 def give_up_at(deadline: float, locked: DataDirLocked) -> float:
     """When to stop waiting for a held data dir: `deadline` (`RETRY_SECONDS` after the
-    start), later for a holder that said it is brief."""
-    return deadline + (BRIEF_HOLDER_SECONDS - RETRY_SECONDS if locked.brief else 0.0)
+    start), later for a holder that said it is brief — or that has not said anything yet
+    (no PID in the lock file: it took the lock a moment ago and is writing it; ten
+    commands started at once failed with exit 6 after as little as 8 s when they read it
+    then)."""
+    said_brief = locked.brief or locked.pid is None
+    return deadline + (BRIEF_HOLDER_SECONDS - RETRY_SECONDS if said_brief else 0.0)
 
 
 def _request(argv: Sequence[str], resolved: ResolvedSettings, stdin: str | None) -> CommandRequest:
