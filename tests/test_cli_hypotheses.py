@@ -33,6 +33,7 @@ CARD_FIELDS = {
     "due_at",
     "overdue",
     "workspace",
+    "source",  # issue 5: a card starts "with source generated-hypothesis"
 }
 
 
@@ -102,6 +103,7 @@ def test_list_json_shape_and_overdue_flag(cli: Cli, capsys: pytest.CaptureFixtur
     assert set(listed) == CARD_FIELDS
     assert listed["id"] == card.id
     assert listed["source_ids"] == ["fact:1", "point:2"]
+    assert listed["source"] == "generated-hypothesis"
     assert (listed["confidence"], listed["status"], listed["overdue"]) == (0.3, "open", False)
     assert listed["due_at"] == "2026-12-13T21:04:38Z"
     assert listed["workspace"] == "demo"

@@ -6,7 +6,8 @@ print the changed card; `validate` also proposes a fact candidate (see `straylig
 list`). `--json` prints the data: a list of cards, or one card (`validate` adds
 ``"candidate": {…}`` or ``null``). A card is
 ``{"id", "statement", "source_ids", "prediction", "measurement", "confidence", "status",
-"created_at", "due_at", "overdue", "workspace"}`` (times ISO 8601 UTC); with
+"created_at", "due_at", "overdue", "workspace", "source"}`` (times ISO 8601 UTC; `source`
+is always ``generated-hypothesis``); with
 `--all-workspaces` each plain card names its workspace, as `facts list` does.
 
 Exit codes: 0 ok, 1 no such card, 2 a change the card's status does not allow.
@@ -80,6 +81,8 @@ def register(
 
 def card_json(card: Hypothesis, now: datetime) -> dict[str, Any]:
     """The JSON shape of one card in `hypotheses … --json`."""
+    from memory.hypotheses import SOURCE as HYPOTHESIS_SOURCE
+
     return {
         "id": card.id,
         "statement": card.statement,
@@ -92,6 +95,7 @@ def card_json(card: Hypothesis, now: datetime) -> dict[str, Any]:
         "due_at": format_instant(card.due_at),
         "overdue": card.is_overdue(now),
         "workspace": card.workspace,
+        "source": HYPOTHESIS_SOURCE,  # every card is the dream's (issue 5): a hypothesis
     }
 
 
