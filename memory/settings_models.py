@@ -16,9 +16,16 @@ DEFAULT_EMBED_MODEL = "nomic-embed-text"
 
 
 def named_model(value: object, which: str) -> object:
-    """`value` of a model setting, refused (ValueError) when it is a blank name."""
+    """`value` of a model setting, refused (ValueError) when it is a blank name or a name
+    the masker would change (a token pasted as `--model`: the name is written with every
+    message into the daily log, which keeps no secret)."""
     if isinstance(value, str) and not value.strip():
         raise ValueError(f"{which} name must not be empty")
+    if isinstance(value, str):
+        from memory.secret_masking import mask_secrets
+
+        if mask_secrets(value) != value:
+            raise ValueError(f"{which} name may not hold a secret (it is written to the log)")
     return value
 
 

@@ -91,3 +91,22 @@ def test_a_secret_as_the_workspace_is_refused_and_not_echoed(env: Env, home: Pat
     assert not home.exists()
     plain = run_cli(dict(env, STRAYLIGHT_WORKSPACE="password-reset-flow"), "facts", "list")
     assert plain.returncode == 0, plain.stderr  # a name that only mentions a password is fine
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [(("--model",), "option --model"), ((), "STRAYLIGHT_EMBED_MODEL")],
+)
+def test_a_secret_as_a_model_name_is_refused_and_not_written(
+    env: Env, home: Path, given: tuple[str, ...], named: str
+) -> None:
+    """The model's name is written with every message into the daily log, which was never
+    masked there: `--model ghp_…` (not pulled, exit 4) left the token in the day file."""
+    token = "ghp_" + "ZZZZYYYYXXXXWWWWVVVVUUUUTTTTSSSSRRRR"
+    if given:
+        result = run_cli(env, *given, token, "ask", "hi")
+    else:
+        result = run_cli(dict(env, STRAYLIGHT_EMBED_MODEL=token), "ask", "hi")
+    line = assert_one_line(result, 2, named, "may not hold a secret")
+    assert token not in line and "[REDACTED:" in line
+    assert not home.exists()
