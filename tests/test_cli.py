@@ -966,3 +966,25 @@ def test_an_empty_text_is_refused_before_the_data_dir_is_made(
 ) -> None:
     assert_one_line(run_cli(env, *args, stdin=" \n"), 2, said)
     assert not home.exists()
+
+
+@pytest.mark.parametrize("args", [("remember", "-"), ("ask", "-")])
+def test_endless_standard_input_is_refused_in_one_line(
+    env: Env, home: Path, args: tuple[str, ...]
+) -> None:
+    """`remember - < /dev/zero` read for ever (and ran out of memory with a traceback): more
+    than 16 MiB of standard input is refused, exit 2, before the data dir is made."""
+    with open("/dev/zero", "rb") as zeros:
+        proc = subprocess.run(
+            cli_command(*args),
+            env=env,
+            cwd=REPO_ROOT,
+            stdin=zeros,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 2 and proc.stderr == (
+        "straylight: standard input is over 16 MiB: not read\n"
+    ), proc.stderr
+    assert not home.exists()

@@ -33,13 +33,22 @@ def one_line(text: str) -> str:
     return printable(text).replace("\n", "\u240a")
 
 
+STDIN_MAX_BYTES = 16 << 20
+"""More standard input than this is refused (`TEXT -` of `/dev/zero` read for ever, and ran
+out of memory with a traceback): 16 MiB is far more than any message or body takes."""
+
+
 def read_stdin_text() -> str:
     """All of standard input as text (see `decode_piped`), CRLF as LF, as a text-mode read
     did; whatever the locale says. On a terminal (`ask -` typed at a prompt) a line on
-    stderr says how to end the text first: silence there looked like a hang."""
+    stderr says how to end the text first: silence there looked like a hang. More than
+    `STDIN_MAX_BYTES` stops the command with one line, exit 2."""
     if sys.stdin.isatty():
         print(f"{PROG}: type the text, then Ctrl+D on a line of its own", file=sys.stderr)
-    return decode_piped(sys.stdin.buffer.read()).replace("\r\n", "\n")
+    raw = sys.stdin.buffer.read(STDIN_MAX_BYTES + 1)
+    if len(raw) > STDIN_MAX_BYTES:
+        sys.exit(fail(f"standard input is over {STDIN_MAX_BYTES >> 20} MiB: not read", 2))
+    return decode_piped(raw).replace("\r\n", "\n")
 
 
 def stdin_kept() -> str:
