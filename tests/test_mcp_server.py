@@ -347,6 +347,8 @@ def save_through(server: subprocess.Popen[bytes]) -> None:
         (signal.SIGINT, 130, "straylight: interrupted", False),
         (signal.SIGTERM, 143, "straylight: stopped by SIGTERM", False),
         (signal.SIGTERM, 143, "straylight: stopped by SIGTERM", True),
+        # killed by the signal: no line, exit -1, its socket left behind
+        (signal.SIGHUP, 129, "straylight: stopped by SIGHUP", False),
     ],
 )
 def test_ctrl_c_or_sigterm_ends_the_server_and_frees_the_data_dir(

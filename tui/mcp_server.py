@@ -323,11 +323,15 @@ def serve(
     return 0
 
 
-STOP_SIGNALS = {signal.SIGINT: "interrupted", signal.SIGTERM: "stopped by SIGTERM"}
+STOP_SIGNALS = {
+    signal.SIGINT: "interrupted",
+    signal.SIGTERM: "stopped by SIGTERM",
+    signal.SIGHUP: "stopped by SIGHUP",  # its terminal closed: 129, as the chat and ask
+}
 
 
 def _stop_signals() -> asyncio.Future[signal.Signals]:
-    """Resolved by Ctrl+C or SIGTERM (in the main thread; elsewhere never)."""
+    """Resolved by Ctrl+C, SIGTERM or SIGHUP (in the main thread; elsewhere never)."""
     loop = asyncio.get_running_loop()
     stopped: asyncio.Future[signal.Signals] = loop.create_future()
 
