@@ -294,6 +294,8 @@ async def test_a_first_open_that_fails_is_named_and_the_chat_goes_on_without_mem
         await type_text(pilot, FACT)  # typing starts the open
         await wait_until(pilot, lambda: app.engine.memory is None, what="the failed open")
         assert memory_line(app).startswith("unavailable:")
+        state = app.query_one(StatusSidebar).state
+        assert state is not None and state.facts_line == "unavailable"  # not "opening…" for ever
         await pilot.press("enter")
         await wait_until(
             pilot,

@@ -144,7 +144,9 @@ class MemoryApp(JobsApp):
         if message.memory is None:
             self.engine.memory = None  # (a deferred memory whose first open failed, too)
             self.memory_problem = message.problem or "unknown error"
-            self.chat.publish_sidebar(memory_line=f"unavailable: {self.memory_problem}")
+            self.chat.publish_sidebar(  # the facts live in the same database
+                memory_line=f"unavailable: {self.memory_problem}", facts_line="unavailable"
+            )
             await self.chat.notice(
                 f"⚠ Memory is not available: {self.memory_problem}. Chat works without it.",
                 kind="error",
