@@ -1012,3 +1012,30 @@ def test_index_upkeep_names_a_rebuild_from_the_database(env: Env, home: Path) ->
     assert "(rebuilt with 2 vectors from the database)" in data["result"], data
     again = json.loads(run_cli(env, "jobs", "run", "index-upkeep", "--json").stdout)
     assert again["data"]["rebuilt"] is None and "rebuilt" not in again["result"]
+
+
+def test_ask_says_what_it_waits_for_when_the_turns_save_is_slow(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """The reply was printed, then `ask` waited for the save's embedding (up to 30 s) with
+    no word: it says so once the save takes more than 5 s."""
+    standin.token_delay = 0.05
+    standin.script_reply(" ".join(f"w{i}" for i in range(30)))
+    proc = subprocess.Popen(
+        cli_command("ask", "Where does the ferry to Lindau leave from these days?"),
+        env=env,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not standin.chat_requests():
+        assert time.monotonic() < deadline and proc.poll() is None, "no chat request"
+        time.sleep(0.02)
+    standin.fail_next("delay", seconds=9.0, path=EMBED)  # the save's embedding, not the query's
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out.startswith("w0 w1")
+    assert "note: saving this turn's memory (waiting up to 30 s" in err, err

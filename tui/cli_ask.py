@@ -228,7 +228,7 @@ async def _ask(
             elif isinstance(event, CapabilityReminder):
                 keys = ", ".join(f.key for f in event.facts)
                 reminders.append(f"{PROG}: known fact: this was done from here before ({keys})")
-        failures = await engine.drain()  # the two points are saved before the process ends
+        failures = await _drain_saying_so(engine)  # the points are saved before the end
         if failures and code == EXIT_OK:  # (a failed reply has its line already)
             from store.database import database_path
 
@@ -342,3 +342,22 @@ def conversation_system_prompt(memory: Any, conversation_id: str, given: str | N
     if given is not None:
         notes.set_system_prompt(conversation_id, given.strip() or None)
     return notes.get(conversation_id).system_prompt
+
+
+SAVE_NOTE_AFTER = 5.0
+"""Seconds the turn's save may take before `ask` says what it waits for."""
+
+
+async def _drain_saying_so(engine: Any) -> list[BaseException]:
+    """`engine.drain()`, with one stderr line when the save takes longer than
+    `SAVE_NOTE_AFTER` (its embedding stalled: `ask` then waited up to 30 s without a word)."""
+    draining = asyncio.ensure_future(engine.drain())
+    done, _ = await asyncio.wait({draining}, timeout=SAVE_NOTE_AFTER)
+    if not done:
+        print(
+            f"{PROG}: note: saving this turn's memory (waiting up to 30 s for its embedding; "
+            "the reply is in the log)",
+            file=sys.stderr,
+            flush=True,
+        )
+    return await draining
