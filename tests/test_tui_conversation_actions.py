@@ -615,3 +615,31 @@ async def test_deleting_the_only_conversation_clears_its_preview_and_counts_one_
         assert tree_of(screen) == []
         status = str(screen.query_one("#screen-status").render())
         assert status.endswith(": 2 messages, 1 memory point forgotten.")
+
+
+async def test_r_on_the_message_of_a_failed_exchange_retries_it(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """A failed exchange has no reply to select, so Ctrl+Up selects its message, and the
+    footer offers r: r answered "Only the last reply can be regenerated." while /retry
+    worked."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        standin.fail_next("status", status=500, message="boom", path="/api/chat")
+        await send_line(pilot, app, QUESTION)
+        await wait_until(pilot, lambda: not app.chat.replying and bool(logged(app)), what="fail")
+        await wait_until(pilot, lambda: len(logged(app)) == 2, what="the failed reply logged")
+        standin.script_reply(SECOND)
+        await pilot.press("ctrl+up")
+        assert isinstance(app.focused, ChatMessage), app.focused
+        await pilot.press("r")
+        await wait_until(
+            pilot,
+            lambda: (
+                [(m.role, m.content, m.status) for m in logged(app)][-2:]
+                == [("user", QUESTION, "complete"), ("assistant", SECOND, "complete")]
+            ),
+            what="the retried exchange",
+        )
+        assert not any("Only the last reply" in str(n.message) for n in app._notifications)

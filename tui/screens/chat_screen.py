@@ -227,8 +227,12 @@ class ChatScreen(ChatTurn):
         from tui.conversation_commands import retry_last
 
         selected = self._selected()
-        replies = [m for m in self.chat_messages() if m.role == "assistant"]
-        if selected is None or not replies or selected is not replies[-1]:
+        messages = list(self.chat_messages())
+        replies = [m for m in messages if m.role == "assistant"]
+        last_reply = bool(replies) and selected is replies[-1]
+        # a failed exchange has no reply to select: its message, the last one, is retried
+        unanswered = bool(messages) and selected is messages[-1] and selected.role == "user"
+        if selected is None or not (last_reply or unanswered):
             self.notify("Only the last reply can be regenerated.", severity="warning")
             return
         self.query_one(ChatInput).focus()
