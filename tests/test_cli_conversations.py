@@ -78,6 +78,21 @@ def test_list_json_has_the_contract_fields_and_a_proposed_title(
     assert cid in text.stdout and "2 msg" in text.stdout and "sourdough" in text.stdout
 
 
+@pytest.mark.parametrize(
+    ("first", "title"),
+    [
+        ("## Sourdough   at altitude\nmore details", "Sourdough at altitude"),
+        ("**Bold** start and `code` here", "Bold start and code here"),  # was "Bold** start…"
+        ("Why does __init__.py matter?", "Why does __init__.py matter?"),
+    ],
+)
+def test_a_proposed_title_drops_markdown_marks(
+    env: Env, standin: OllamaStandIn, first: str, title: str
+) -> None:
+    ask(env, standin, first)
+    assert [row["title"] for row in listing(env)] == [title]
+
+
 def test_json_before_the_list_action_is_kept_and_before_another_action_refused(
     env: Env, standin: OllamaStandIn
 ) -> None:

@@ -12,6 +12,7 @@ day it has messages in; `load_conversation` gathers all of its messages, oldest 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
@@ -192,11 +193,16 @@ def _distinct(values: Iterable[str]) -> tuple[str, ...]:
 TITLE_WIDTH = 80  # characters of a title proposed from the first message
 
 
+_EMPHASIS_RE = re.compile(r"(\*\*|`)(?=\S)(.+?)(?<=\S)\1")  # not `__`: `__init__`
+
+
 def propose_title(first_message: str) -> str:
     """A title from the first user message, without a model call: its first non-blank line,
-    Markdown marks at the start (`#`, `>`, `-`, `*`) and runs of blanks removed, at most
+    Markdown marks at the start (`#`, `>`, `-`, `*`), the marks of bold and code around
+    words (`**bold**`, `` `code` ``) and runs of blanks removed, at most
     `TITLE_WIDTH` characters."""
-    line = " ".join(first_line(first_message).split()).lstrip("#>-* \t")
+    line = " ".join(first_line(first_message).split())
+    line = _EMPHASIS_RE.sub(r"\2", line).lstrip("#>-* \t")
     return ellipsize(line, TITLE_WIDTH)
 
 
