@@ -37,6 +37,7 @@ def test_the_chat_without_a_terminal_says_so_and_ends(
     )
     assert proc.stdout == b""
     assert standin.chat_requests() == []  # "hello" was not sent anywhere
+    assert not (tmp_path / "home").exists()  # nor its lock and log made for a refusal
 
 
 def test_the_chat_with_its_screen_redirected_says_so_and_draws_nothing(

@@ -123,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: note: {note}", file=sys.stderr)
     if (empty := empty_argument(args)) is not None:  # before the data dir is made or locked
         return fail(empty, EXIT_USAGE)
+    if args.command is None and (no_terminal := chat_terminal_problem()) is not None:
+        return fail(no_terminal, EXIT_USAGE)  # before the data dir is made, locked or logged
     from tui.logging_setup import setup_file_logging, silence_logging
 
     # `config` shows the settings even for an unusable data dir
@@ -266,8 +268,6 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
         # a second chat stops here, before painting; `straylight mcp` hands the dir over
         lock = lock_for_chat(settings.home, on_wait=waiting)
         try:
-            if (no_terminal := chat_terminal_problem()) is not None:
-                return fail(no_terminal, EXIT_USAGE)
             return run_app(settings, resolved.config_path)
         finally:
             lock.release()
