@@ -105,7 +105,8 @@ def placed_entries(
     used = len(RECALL_PREAMBLE)
     for place, hit in enumerate(hits):
         tag = " · pinned" if hit.pinned else ""
-        head = f"[#{hit.id} · {hit.role} · {hit.created_at:%Y-%m-%d} · {hit.score:.2f}{tag}]"
+        day = hit.created_at.astimezone()  # the local day, as `recall --json`'s `date`
+        head = f"[#{hit.id} · {hit.role} · {day:%Y-%m-%d} · {hit.score:.2f}{tag}]"
         if used + len(head) + 4 > max_chars:
             break  # not even an empty entry fits: none after it does
         lines = hit.content.splitlines() or [""]

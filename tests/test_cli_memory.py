@@ -216,6 +216,15 @@ def test_recall_json_shape_and_pinned_first(corpus: Corpus) -> None:
     assert PIN in block
 
 
+def test_the_blocks_entries_carry_the_local_day_as_the_hits_date(corpus: Corpus) -> None:
+    """West of UTC the block's entries named the UTC day while `date` named the local one
+    (`NOW` is 04:05 UTC: the day before in Anchorage)."""
+    result = recall({**corpus.env, "TZ": "America/Anchorage"}, "batch embedding timeout")
+    days = {hit["date"] for hit in result["hits"]}
+    assert days == {"2031-02-02"}, days
+    assert "· 2031-02-02 ·" in result["block"] and "· 2031-02-03 ·" not in result["block"]
+
+
 def test_recall_says_which_hits_reach_the_prompt(corpus: Corpus) -> None:
     """`block` is what the prompt would get and each hit's `in_block` says whether it is
     there: a budget with room for one hit, for none, or memory off (nothing is injected)."""
