@@ -255,14 +255,17 @@ class FactStore:
         return [candidate_from_row(row) for row in rows]
 
     def has_candidate(self, workspace: str, key: str, body: str, status: str) -> bool:
-        """A candidate with this key and body (in this workspace or global) and status."""
+        """A candidate with this key and body (in this workspace or global) and status; the
+        bodies compared as `same_body` does (a rejected rule said again in lower case, or
+        with a `!`, is the same rule)."""
         with self.db.cursor() as cur:
             rows = cur.execute(
-                "SELECT 1 FROM candidates WHERE key = ? AND body = ? AND status = ? "
-                "AND (scope = 'global' OR workspace = ?) LIMIT 1",
-                [key, body, status, workspace],
+                "SELECT body FROM candidates WHERE key = ? AND status = ? "
+                "AND (scope = 'global' OR workspace = ?)",
+                [key, status, workspace],
             ).fetchall()
-        return bool(rows)
+        wanted = same_body(body)
+        return any(same_body(str(row[0])) == wanted for row in rows)
 
     def decide(self, candidate: Candidate, status: str, *, reason: str) -> Candidate:
         """Mark a pending candidate approved or rejected (audited)."""
@@ -319,3 +322,9 @@ class FactStore:
             'INSERT INTO audit ("at", event, reason, detail, fact_key) VALUES (?, ?, ?, ?, ?)',
             [at, event, reason, detail, candidate.key],
         )
+
+
+def same_body(body: str) -> str:
+    """A candidate's body as the gate compares it: case folded, punctuation and runs of
+    blanks as one blank."""
+    return " ".join("".join(c if c.isalnum() else " " for c in body.casefold()).split())

@@ -190,6 +190,27 @@ def test_clients_deciding_one_candidate_at_once_get_one_decision(db_file: Path) 
         first.db.close()
 
 
+def test_a_rejected_candidate_said_again_in_other_case_is_not_proposed_again(
+    drawer: FactDrawer,
+) -> None:
+    """A rejected rule came back as a new candidate when it was said again in lower case or
+    with a `!` (the approval fatigue issue 4 warns about)."""
+    rule = FactProposal(
+        type="rule", key="rule:fridays", body="Never touch PROD on Fridays.", source="user"
+    )
+    candidate = drawer.propose(rule, origin="promotion").candidate
+    assert candidate is not None
+    drawer.reject(candidate.id)
+    again = FactProposal(
+        type="rule", key="rule:fridays", body="never touch prod on fridays!", source="user"
+    )
+    assert drawer.propose(again, origin="promotion").reason == "rejected before"
+    other = FactProposal(
+        type="rule", key="rule:fridays", body="Never touch PROD on Mondays.", source="user"
+    )
+    assert drawer.propose(other, origin="promotion").candidate is not None
+
+
 def test_a_pending_duplicate_is_not_proposed_twice(drawer: FactDrawer) -> None:
     assert drawer.propose(PROPOSAL, origin="promotion").candidate is not None
     assert drawer.propose(PROPOSAL, origin="promotion").reason == "already pending"
