@@ -302,6 +302,9 @@ class FactDrawer:
             self.store.delete(fact, reason="undo of the first write")
             return None
         previous = written[-2]
+        # the write undone found the fact retired (an approval over a retired key): it goes
+        # back to retired, not into every prompt
+        status = "retired" if _retired_before_last_write(versions) else "active"
         restored = FactWrite(
             type=previous["type"],
             scope=previous["scope"],
@@ -310,7 +313,7 @@ class FactDrawer:
             body=previous["body"],
             confidence=float(previous["confidence"]),
             proof=previous["proof"],
-            status="active",
+            status=status,
             source=previous["source"],
             last_verified=(
                 datetime.fromisoformat(previous["last_verified"])
@@ -414,3 +417,11 @@ class FactDrawer:
         self.store.set_embedding(
             fact.id, np.asarray(vector, dtype=np.float32), self.config.embed_model
         )
+
+
+def _retired_before_last_write(versions: Sequence[FactVersion]) -> bool:
+    """Whether the fact was retired just before its last content write (`fact_set`)."""
+    for index in range(len(versions) - 1, 0, -1):
+        if versions[index].event == "fact_set":
+            return versions[index - 1].fact.get("status") == "retired"
+    return False

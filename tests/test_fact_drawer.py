@@ -51,6 +51,21 @@ def test_writing_an_existing_key_overwrites_it_and_keeps_every_version(
     ]
 
 
+def test_undo_of_an_approval_over_a_retired_fact_leaves_it_retired(drawer: FactDrawer) -> None:
+    """A rule the user retired, then a candidate for its key approved (it "replaces" the
+    retired one), then undo: the old rule came back active, into every prompt."""
+    drawer.set("k:r", "rule", "The old rule body.")
+    drawer.retire("k:r")
+    proposal = FactProposal(type="rule", key="k:r", body="The new rule body.", source="user")
+    candidate = drawer.propose(proposal, origin="cli").candidate
+    assert candidate is not None
+    drawer.approve(candidate.id)
+    restored = drawer.undo("k:r")
+    assert restored is not None and restored.body == "The old rule body."
+    assert restored.status == "retired"
+    assert "k:r" not in [f.key for f in drawer.for_prompt("rules for k").facts]  # not sent
+
+
 def test_undo_restores_the_previous_version_and_a_first_write_goes(drawer: FactDrawer) -> None:
     drawer.set("db:staging", "fact", "Staging runs Postgres 15.")
     drawer.set("db:staging", "fact", "Staging runs Postgres 16.")
