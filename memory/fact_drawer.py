@@ -348,7 +348,7 @@ class FactDrawer:
 
         `carry`: facts that must be in this prompt whatever the cap (the "can't" check of the
         previous reply)."""
-        active = self.store.visible(self.workspace, statuses=["active"])
+        active = _unshadowed(self.store.visible(self.workspace, statuses=["active"]))
         if not active:
             return InjectedFacts([], "")
         injected = self.ranking.inject(active, message, query_vector, carry=carry)
@@ -425,3 +425,11 @@ def _retired_before_last_write(versions: Sequence[FactVersion]) -> bool:
         if versions[index].event == "fact_set":
             return versions[index - 1].fact.get("status") == "retired"
     return False
+
+
+def _unshadowed(facts: Sequence[Fact]) -> list[Fact]:
+    """The facts without a global one whose key this workspace has a fact of its own for:
+    the workspace's wins, as `facts get` says (both went into the prompt, the global first,
+    with bodies that may contradict)."""
+    own = {f.key for f in facts if f.scope != "global"}
+    return [f for f in facts if f.scope != "global" or f.key not in own]

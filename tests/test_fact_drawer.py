@@ -66,6 +66,18 @@ def test_undo_of_an_approval_over_a_retired_fact_leaves_it_retired(drawer: FactD
     assert "k:r" not in [f.key for f in drawer.for_prompt("rules for k").facts]  # not sent
 
 
+def test_a_workspace_fact_shadows_the_global_fact_of_its_key_in_the_prompt(
+    drawer: FactDrawer,
+) -> None:
+    """Both went into the prompt, the global one first, with contradicting bodies."""
+    drawer.set("deploy:blyck", "procedure", "Workspace says: deploy with rsync.")
+    drawer.set("deploy:blyck", "procedure", "Global says: deploy with npm.", scope="global")
+    drawer.set("lint:all", "rule", "Run just lint before a commit.", scope="global")
+    block = drawer.for_prompt("How do I deploy blyck?").block
+    assert "deploy with rsync" in block and "deploy with npm" not in block
+    assert "just lint" in block  # a global fact no workspace fact shadows stays
+
+
 def test_undo_restores_the_previous_version_and_a_first_write_goes(drawer: FactDrawer) -> None:
     drawer.set("db:staging", "fact", "Staging runs Postgres 15.")
     drawer.set("db:staging", "fact", "Staging runs Postgres 16.")
