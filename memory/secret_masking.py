@@ -135,6 +135,26 @@ _DETECTORS: tuple[_Detector, ...] = (
         re.compile(_TOKEN_BEFORE + r"npm_[A-Za-z0-9]{36,}" + _TOKEN_AFTER),
     ),
     _Detector(
+        "pypi_token",
+        ("pypi-",),
+        re.compile(_TOKEN_BEFORE + r"pypi-AgE[A-Za-z0-9_-]{50,}" + _TOKEN_AFTER),
+    ),
+    _Detector(
+        "docker_token",
+        ("dckr_pat_",),
+        re.compile(_TOKEN_BEFORE + r"dckr_pat_[A-Za-z0-9_-]{20,}" + _TOKEN_AFTER),
+    ),
+    _Detector(
+        "shopify_token",
+        ("shpat_", "shpss_", "shpca_", "shppa_"),
+        re.compile(_TOKEN_BEFORE + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _TOKEN_AFTER),
+    ),
+    _Detector(
+        "square_token",
+        ("sq0csp-", "sq0atp-"),
+        re.compile(_TOKEN_BEFORE + r"sq0(?:csp|atp)-[0-9A-Za-z_-]{22,}" + _TOKEN_AFTER),
+    ),
+    _Detector(
         "slack_webhook",
         ("hooks.slack.com/services/",),
         re.compile(r"hooks\.slack\.com/services/(?P<secret>[A-Za-z0-9_/-]{16,})"),
@@ -185,6 +205,15 @@ _DETECTORS: tuple[_Detector, ...] = (
         folded=True,
         group="secret",
         accept=accept_bearer,
+    ),
+    _Detector(
+        "token_auth",
+        ("authorization",),
+        re.compile(
+            r"(?i:authorization)[ \t]*:[ \t]*(?i:token)[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)"
+        ),
+        folded=True,
+        group="secret",
     ),
     _Detector(
         "basic_auth",

@@ -228,6 +228,27 @@ MASKED = [
         "//registry.npmjs.org/:_authToken=[REDACTED:npm_token]",
     ),
     ("npm_AbCdEf0123456789AbCdEf0123456789AbCd", "[REDACTED:npm_token]"),
+    (
+        "password = pypi-AgEIcHlwaS5vcmcCJGI4YjY1NzU3LTkzZjQtNGM1Ny1hZjY1LTY4ZjYy",
+        "password = [REDACTED:pypi_token]",
+    ),
+    (
+        "twine upload -p pypi-AgEIcHlwaS5vcmcCJGI4YjY1NzU3LTkzZjQtNGM1Ny1hZjY1LTY4ZjYy dist/*",
+        "twine upload -p [REDACTED:pypi_token] dist/*",
+    ),
+    (
+        "docker login -u me --password-stdin <<< dckr_pat_AbCdEf0123456789AbCdEf01",
+        "docker login -u me --password-stdin <<< [REDACTED:docker_token]",
+    ),
+    (
+        "X-Shopify-Access-Token: shpat_0123456789abcdef0123456789abcdef",
+        "X-Shopify-Access-Token: [REDACTED:shopify_token]",
+    ),
+    ("square secret sq0csp-AbCdEf0123456789AbCdEf0123", "square secret [REDACTED:square_token]"),
+    (
+        "curl -H 'Authorization: token 0123456789abcdef0123456789abcdef01234567' api",
+        "curl -H 'Authorization: token [REDACTED:token_auth]' api",
+    ),
     ("mysql -u root -pS3cr3tPass appdb", "mysql -u root -p[REDACTED:password] appdb"),
     ("mysqldump -h db -u app -p'x7#kL9' app", "mysqldump -h db -u app -p'[REDACTED:password]' app"),
     ("mysql --password S3cr3t -u root", "mysql --password [REDACTED:password] -u root"),
@@ -313,6 +334,8 @@ MUST_NOT_MASK = [
     "The password was reset yesterday.",
     "hf_hub_download(repo_id='x') and npm_config_cache are names",
     "the xapp- prefix marks Slack app tokens",
+    "PyPI tokens start with pypi- and Docker's with dckr_pat_.",
+    "Authorization: token please, not a password",
     "Password: yes, it was reset.",
     "Is the password: wrong, or the user name?",
     "my password is: expired and I cannot log in",
