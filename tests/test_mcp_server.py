@@ -140,6 +140,20 @@ async def test_the_tools_have_schemas_annotations_and_descriptions(
     assert tools["memory_forget"].input_schema["required"] == ["id"]
     assert search["properties"]["role"]["anyOf"][0]["enum"] == list(get_args(Role))
     assert resources == {"straylight://longterm", "straylight://facts"}
+    # what each tool returns is named too (every output schema was an empty open object)
+    outputs = {name: tool.output_schema or {} for name, tool in tools.items()}
+    hit = outputs["memory_search"]["$defs"]["SearchHit"]
+    assert set(hit["required"]) == {"id", "role", "date", "score", "pinned", "content"}
+    assert (
+        outputs["memory_save"]["required"] == ["id"]
+        and "note" in outputs["memory_save"]["properties"]
+    )
+    assert set(outputs["memory_forget"]["required"]) == {"id", "forgotten"}
+    load = set(outputs["memory_load_doc"]["required"])
+    assert load == {"path", "added", "updated", "unchanged", "removed", "embed_requests"}
+    assert "facts" in outputs["memory_read"]["required"]
+    assert set(outputs["memory_write"]["required"]) == {"status", "candidate", "note"}
+    assert {"points", "index", "ollama", "headroom"} <= set(outputs["memory_status"]["required"])
 
 
 async def test_save_search_forget_and_their_errors(env: Env, workspace: Path) -> None:
