@@ -254,8 +254,13 @@ async def fetch_show(
             )
     except Exception as error:  # classified and re-raised
         seconds = timeout if timeout is not None else _read_timeout(client)
-        raise classify(
-            error, host=host_of(client), model=name, timeout=seconds, streamed=False
+        raise classify(  # with its own `timeout`, a metadata call: the line names that limit
+            error,
+            host=host_of(client),
+            model=name,
+            timeout=seconds,
+            streamed=False,
+            metadata=timeout is not None,
         ) from error
     cache[key] = (digest, answer)
     return answer

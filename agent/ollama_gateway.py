@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,10 @@ if TYPE_CHECKING:
     from agent.settings_models import OllamaConfig
 
 log = logging.getLogger("straylight.gateway")
+
+SHOW_RETRY_SECONDS = 60.0
+"""A model's /api/show that timed out is not asked again for this long (one turn asks for
+its capabilities and its window before and after the reply: 5 s each)."""
 
 
 def answer_text(content: str) -> str:
@@ -98,6 +103,7 @@ class OllamaGateway:
         self._client: ollama.AsyncClient | None = None
         self._windows: dict[tuple[str, int | None], WindowChoice] = {}
         self._stalled = False  # a request timed out and Ollama has not answered since
+        self._show_timed_out: dict[str, float] = {}  # model → when its /api/show timed out
         self.not_pulled: set[str] = set()  # models /api/show last said Ollama does not have
 
     @classmethod
@@ -348,11 +354,18 @@ class OllamaGateway:
         if self._stalled:
             log.info("/api/show of %s not asked: Ollama timed out and has not answered", model)
             return None
+        timed_out_at = self._show_timed_out.get(normalise_name(model))
+        if timed_out_at is not None and time.monotonic() - timed_out_at < SHOW_RETRY_SECONDS:
+            log.info("/api/show of %s not asked again: it timed out a moment ago", model)
+            return None
         try:
             shown = await fetch_show(client, model, timeout=self.metadata_timeout)
         except GatewayError as error:  # unknown, not fatal
             if timed_out(error):
                 self._stalled = True
+                # the chat's own answer ends the stall, but not this one's: the turn's
+                # later asks (its window after the reply) would wait the limit again
+                self._show_timed_out[normalise_name(model)] = time.monotonic()
             if isinstance(error, ModelNotPulled):  # the chat names it: nothing else to say
                 self.not_pulled.add(model)
             log.info("could not read /api/show of %s: %s", model, error)

@@ -7,6 +7,7 @@ it does not trust; and it reads OLLAMA_HOST with quotes and blanks around it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -126,3 +127,21 @@ def test_an_ollama_whose_think_is_a_boolean_only_is_asked_again_with_true(
     assert asked.stdout == "Paris.\n"
     assert "takes no thinking level" in asked.stderr and "think true" in asked.stderr
     assert [r["think"] for r in standin.chat_requests()] == ["high", True]
+
+
+def test_a_slow_show_is_waited_for_once_a_turn_and_names_the_right_setting(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    """/api/show that does not answer: the turn waited its 5 s for the model's capabilities,
+    and again after the reply for its window (the chat's answer had ended the stall), and
+    the log named STRAYLIGHT_HTTP_TIMEOUT_SECONDS where the limit is the connect timeout."""
+    standin.fail_next("delay", seconds=8.0, path="/api/show", count=None)
+    asked = run_cli(env, "ask", "hello there")
+    standin.clear_faults()
+    assert asked.returncode == 0, asked.stderr
+    shows = [r for r in standin.requests if r.path == "/api/show" and r.body["model"] == "llama3.2"]
+    (chat,) = [r for r in standin.requests if r.path == "/api/chat"]
+    assert shows and all(r.received < chat.received for r in shows)  # none after the reply
+    logged = (home / "straylight.log").read_text(encoding="utf-8")
+    assert "raise STRAYLIGHT_CONNECT_TIMEOUT_SECONDS" in logged
+    assert "STRAYLIGHT_HTTP_TIMEOUT_SECONDS" not in logged
