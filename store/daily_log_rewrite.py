@@ -145,8 +145,10 @@ def drop_conversation(
 def supersede_last_exchange(daily_log: DailyLog, conversation_id: str) -> list[LogMessage]:
     """Mark the conversation's last user message and everything after it in that
     conversation (its reply, a failed one too) superseded; those messages, the user's
-    first ([] when the conversation has no live user message). Only the newest day file
-    holding it is rewritten (an exchange is written on one day)."""
+    first ([] when the conversation has no live user message). An exchange that went on
+    past midnight (the question in one day file, its reply in the next) is found across the
+    day files, and each file that holds a part of it is rewritten."""
+    later: list[tuple[date, list[int], list[LogMessage]]] = []  # newest first
     for day in reversed(daily_log.days()):
         messages = daily_log.read_day(day)
         live = [
@@ -157,11 +159,17 @@ def supersede_last_exchange(daily_log: DailyLog, conversation_id: str) -> list[L
         if not live:
             continue
         users = [i for i in live if messages[i].role == "user"]
-        if not users:
-            return []
+        if not users:  # replies only: the question is on an earlier day
+            later.append((day, live, messages))
+            continue
         chosen = [i for i in live if i >= users[-1]]
         rewrite_day(daily_log, day, _superseding(set(chosen)))
-        return [messages[i] for i in chosen]
+        for later_day, indexes, _ in later:
+            rewrite_day(daily_log, later_day, _superseding(set(indexes)))
+        taken = [messages[i] for i in chosen]
+        for _, indexes, later_messages in reversed(later):  # oldest first after the question
+            taken += [later_messages[i] for i in indexes]
+        return taken
     return []
 
 

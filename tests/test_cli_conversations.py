@@ -504,3 +504,29 @@ def test_history_and_the_listing_leave_superseded_messages_out(
     assert_ok(run_cli(env, "ask", "next", "-c", cid))
     sent = [m["content"] for m in standin.chat_requests()[-1]["messages"][1:]]
     assert sent == [FIRST, REPLY, "next"]
+
+
+def test_an_exchange_past_midnight_is_superseded_on_both_days(home: Path) -> None:
+    """A question at 23:59 whose reply ended at 00:01 is split over two day files: /retry
+    and edit looked only at the newest day, found no question there, and said "Nothing to
+    retry" (the edit then sent the new text beside the old exchange)."""
+    from datetime import UTC, date, datetime
+
+    from store.daily_log import LogMessage
+    from store.daily_log_rewrite import supersede_last_exchange
+
+    log = DailyLog(home / "conversation")
+    first, second = date(2031, 2, 2), date(2031, 2, 3)
+    before = datetime(2031, 2, 2, 23, 59, tzinfo=UTC)
+    after = datetime(2031, 2, 3, 0, 1, tzinfo=UTC)
+    log.append(LogMessage("user", "Earlier question?", conversation_id="late", time=before), first)
+    log.append(
+        LogMessage("assistant", "Earlier answer.", conversation_id="late", time=before), first
+    )
+    log.append(LogMessage("user", "Late question?", conversation_id="late", time=before), first)
+    log.append(LogMessage("assistant", "Late answer.", conversation_id="late", time=after), second)
+    taken = supersede_last_exchange(log, "late")
+    assert [m.content for m in taken] == ["Late question?", "Late answer."]
+    assert [m.status for m in log.read_day(first)] == ["complete", "complete", "superseded"]
+    assert [m.status for m in log.read_day(second)] == ["superseded"]
+    assert [m.content for m in log.recent("late", 10)] == ["Earlier question?", "Earlier answer."]
