@@ -147,7 +147,7 @@ async def main() -> None:
     holder = {}
 
     def on_stop(signum):
-        holder["signals"].taken()  # the loop took the stop ...
+        holder["signals"].taken(shutdown=True)  # the chat's loop took the stop ...
         time.sleep(60)  # ... and its shutdown then blocks (a writer on a terminal that is gone)
 
     signals = stop_signals.StopSignals(asyncio.get_running_loop(), (signal.SIGHUP,), on_stop)

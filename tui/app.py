@@ -174,7 +174,7 @@ class StraylightApp(MemoryApp):
 
     def _stop_by_signal(self, signum: signal.Signals) -> None:
         if self._stop_signals is not None:
-            self._stop_signals.taken()
+            self._stop_signals.taken(shutdown=True)
         log.warning("stopped by %s", signum.name)
         self.engine.stop_reason = f"stopped by {signum.name}"
         self.quitting = True  # no reflection pass first: the user may be gone

@@ -9,11 +9,11 @@ behind it on the writer's queue, or `ask`'s own write to the full pipe, and the 
 waited for ever. A Python-level handler still runs there (a blocked write or lock acquire
 lets signal handlers run): it hands the stop to the loop (`call_soon_threadsafe`, as
 asyncio's docs advise) and starts a timer; if the loop has not taken the stop within
-`GRACE_SECONDS`, the process ends with 128 + the signal; once the loop has taken it, its
-shutdown gets `SHUTDOWN_SECONDS` (Textual's own shutdown can block on a terminal that is
-gone). What the loop would have kept (a partial reply) is lost then; the user's message is
-in the daily log already, and the lock and the database are as after a crash, which they
-are built for.
+`GRACE_SECONDS`, the process ends with 128 + the signal; once the chat's loop has taken
+it, its shutdown gets `SHUTDOWN_SECONDS` (Textual's own shutdown can block on a terminal
+that is gone; `ask`'s save after the reply is never cut short). What the loop would have
+kept (a partial reply) is lost then; the user's message is in the daily log already, and
+the lock and the database are as after a crash, which they are built for.
 """
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ log = logging.getLogger("straylight.tui")
 
 GRACE_SECONDS = 5.0
 """How long the event loop has to take a stop signal before the process ends without it."""
-SHUTDOWN_SECONDS = 20.0
-"""How long the shutdown may take once the loop took the stop: Textual's own shutdown can
-block too (its writer thread on a terminal that is gone: SIGHUP with a screen open left the
-chat hung for ever, holding the data dir)."""
+SHUTDOWN_SECONDS = 45.0
+"""How long the chat's shutdown may take once its loop took the stop (`taken(shutdown=True)`;
+it waits up to 30 s for the last turn's save), for Textual's own shutdown can block (its
+writer thread on a terminal that is gone: SIGHUP with a screen open left the chat hung for
+ever, holding the data dir)."""
 
 
 class StopSignals:
@@ -66,13 +67,15 @@ class StopSignals:
             signal.signal(signum, previous)  # type: ignore[arg-type]
         self._previous = {}
 
-    def taken(self) -> None:
-        """The loop has taken the stop: the shutdown gets `SHUTDOWN_SECONDS` before the
-        process ends without it (a normal exit comes first; the timer dies with it)."""
+    def taken(self, *, shutdown: bool = False) -> None:
+        """The loop has taken the stop: no forced exit; with `shutdown` (the chat, whose
+        own shutdown can block) the shutdown gets `SHUTDOWN_SECONDS` first (a normal exit
+        comes before it; the timer dies with the process)."""
         stop = self._stop
         if self._watchdog is not None:
             self._watchdog.cancel()
-        if stop is not None:
+            self._watchdog = None
+        if shutdown and stop is not None:
             self._watchdog = self._arm(SHUTDOWN_SECONDS, stop)
 
     def _caught(self, signum: int, _frame: FrameType | None) -> None:
