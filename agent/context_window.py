@@ -51,11 +51,6 @@ _FILLED_SHARE: Final = 0.9
 """A count at 90 % of the window or more: the budget never sends that much (it keeps an
 eighth of the window or more for the reply, and a margin), so the estimate ran low."""
 _ABOVE_ESTIMATE: Final = 1.1
-_HALF_SHARE: Final = 0.5
-_FAR_ABOVE_ESTIMATE: Final = 1.8
-"""A count at half the window or more and 1.8 times the estimate or more: Ollama drops whole
-messages, so a cut prompt's count can be well below the window; the calibration rejects such
-a ratio as implausible, so nothing else would tell."""
 _CUT_PLAUSIBLE_SHARE: Final = 0.75
 """A prompt estimated below 75 % of the window was not cut (that would take an estimate a
 third too low): a short count there is the prompt cache. Ollama before 0.31 counts only the
@@ -212,18 +207,17 @@ def detect_truncation(
 def detect_filled_window(
     estimate: int, prompt_eval_count: int | None, window: int, model_max: int | None = None
 ) -> Overflow | None:
-    """Ollama read well over the estimate and (nearly) filled the window, or far over it
-    and half the window: the estimate runs low, so the prompt may have been longer than the
-    window and lost its front, with nothing else to tell (a text that tokenizes far finer
-    than estimated: code, hex, another model's vocabulary). A cut cannot be proven from the
-    count; it is named as possible."""
+    """Ollama read over the estimate and (nearly) filled the window: the estimate runs low,
+    so the prompt may have been longer than the window and lost its front, with nothing else
+    to tell (a text that tokenizes far finer than estimated: code, hex, another model's
+    vocabulary). A cut cannot be proven from the count; it is named as possible. (A count
+    far above the estimate at half the window was named too, for a week of one session: on
+    a first turn with nothing to cut it was a false alarm, and the raise it made stuck.)"""
     if not prompt_eval_count or estimate <= 0 or window <= 0:
         return None
-    filled = prompt_eval_count >= _FILLED_SHARE * window
-    filled = filled and prompt_eval_count > _ABOVE_ESTIMATE * estimate
-    far_above = prompt_eval_count >= _HALF_SHARE * window
-    far_above = far_above and prompt_eval_count >= _FAR_ABOVE_ESTIMATE * estimate
-    if not (filled or far_above):
+    if prompt_eval_count < _FILLED_SHARE * window:
+        return None
+    if prompt_eval_count <= _ABOVE_ESTIMATE * estimate:
         return None
     return Overflow(
         "truncated",

@@ -181,12 +181,16 @@ class ModelCalibration:
     factor: float = 1.0
     observations: int = 0
     rejected: int = 0
+    counted: bool = False
+    """The factor was raised by one count (`note_counted`), not averaged: a lower count
+    after it may bring it down (`observe`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "factor": round(self.factor, 4),
             "observations": self.observations,
             "rejected": self.rejected,
+            "counted": self.counted,
         }
 
     @classmethod
@@ -198,6 +202,7 @@ class ModelCalibration:
             factor=min(COUNTED_FACTOR_MAX, max(FACTOR_MIN, factor)),
             observations=max(0, int(data.get("observations", 0))),
             rejected=max(0, int(data.get("rejected", 0))),
+            counted=data.get("counted") is True,
         )
 
 
@@ -240,6 +245,12 @@ class TokenEstimator:
         actual_content = prompt_eval_count + max(0, cached) - sent.overhead
         expected = sent.content * calibration.factor
         ratio = actual_content / expected
+        if calibration.counted and ratio < _ACCEPT_LOW:
+            # one count raised it (a paste that tokenized badly, say); what the model reads
+            # now is far less: step back down rather than reject every count from now on
+            calibration.factor = max(FACTOR_MIN, calibration.factor / _STEP_MAX)
+            calibration.rejected += 1  # (still `counted`: until a count agrees with it)
+            return False
         if not _ACCEPT_LOW <= ratio <= _ACCEPT_HIGH and calibration.observations > 0:
             calibration.rejected += 1
             return False
@@ -255,6 +266,7 @@ class TokenEstimator:
         upper = max(FACTOR_MAX, calibration.factor)
         calibration.factor = min(upper, max(FACTOR_MIN, new))
         calibration.observations += 1
+        calibration.counted = False  # an ordinary count agrees with it now
         return True
 
     def note_truncation(self, model: str) -> None:
@@ -276,6 +288,7 @@ class TokenEstimator:
             return False
         needed = content / sent.content
         calibration.factor = min(COUNTED_FACTOR_MAX, max(calibration.factor, needed))
+        calibration.counted = True
         calibration.rejected += 1
         return True
 

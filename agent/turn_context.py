@@ -44,10 +44,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("straylight.context")
 
-_TRUSTED_COUNT_SHARE = 0.25
-"""A count of a quarter of the window or more is large enough that a chat template's own
-text (tens to a few hundred tokens the estimate cannot see) does not make it look high."""
-
 IMAGE_TOKENS = 768
 """What one image on a message costs in the window: Ollama's own estimate for a CLIP image
 in its truncation heuristic (models differ: llava's 576 patches, gemma3's 256, plus their
@@ -249,12 +245,7 @@ class TurnContext:
             log.warning("%s", filled.message)
             estimator.note_counted(model, budgeted.estimate, done.prompt_eval_count)
             return filled
-        counted = done.prompt_eval_count
-        used = estimator.observe(model, budgeted.estimate, counted)
-        if not used and counted is not None and counted >= choice.window * _TRUSTED_COUNT_SHARE:
-            # rejected as implausible, but a count is a floor of the prompt's size: one above
-            # the estimate raises it now, before the conversation grows into a cut
-            estimator.note_counted(model, budgeted.estimate, counted)
+        estimator.observe(model, budgeted.estimate, done.prompt_eval_count)
         return None
 
     async def _loaded_window(self, model: str) -> int | None:

@@ -112,9 +112,10 @@ def test_truncation_is_told_apart_from_a_cache_hit() -> None:
 def test_a_count_far_above_the_estimate_that_fills_the_window_is_a_possible_cut() -> None:
     # nearly full and above the estimate: the budget never sends that much
     assert detect_filled_window(2400, 3899, 4096) is not None
-    # half full and far above: whole messages dropped leave a count well below the window
-    filled = detect_filled_window(1100, 2500, 4096)
-    assert filled is not None and "may have cut" in filled.message and "2,500" in filled.message
+    filled = detect_filled_window(2400, 3899, 4096)
+    assert filled is not None and "may have cut" in filled.message and "3,899" in filled.message
+    # far above but half the window: nothing said (a first turn has nothing to cut)
+    assert detect_filled_window(1100, 2500, 4096) is None
     # what the budget sends, a count within its error, a small prompt: nothing to say
     assert detect_filled_window(3000, 3200, 4096) is None
     assert detect_filled_window(1100, 1900, 4096) is None

@@ -141,6 +141,24 @@ def test_ollamas_count_above_the_estimate_raises_the_factor_to_it_and_is_kept() 
     assert estimator.factor(MODEL) == COUNTED_FACTOR_MAX
 
 
+def test_a_factor_one_count_raised_comes_back_down_when_the_counts_do() -> None:
+    """One turn that tokenized badly (a base64 paste filling the window) raised the factor to
+    its count; every ordinary count after it was then rejected as implausibly low, and the
+    wrong factor stayed for good (self-review). It steps back down until a count agrees."""
+    estimator = TokenEstimator()
+    sent = PromptEstimate(content=1000.0, messages=4)
+    for _ in range(3):
+        estimator.observe(MODEL, sent, sent.overhead + 1000)
+    assert estimator.factor(MODEL) == pytest.approx(1.0, abs=0.05)
+    estimator.note_counted(MODEL, sent, sent.overhead + 3000)
+    assert estimator.factor(MODEL) == pytest.approx(3.0)
+    for _ in range(8):
+        estimator.observe(MODEL, sent, sent.overhead + 1000)
+    assert estimator.factor(MODEL) == pytest.approx(1.0, abs=0.1)
+    restored = TokenEstimator.from_json(json.loads(json.dumps(estimator.to_json())))
+    assert restored.factor(MODEL) == pytest.approx(estimator.factor(MODEL), abs=1e-3)
+
+
 # ------------------------------------------------- against the stand-in's prompt_eval_count
 
 
