@@ -325,6 +325,7 @@ class FactStore:
 
 
 def same_body(body: str) -> str:
-    """A candidate's body as the gate compares it: case folded, punctuation and runs of
-    blanks as one blank."""
-    return " ".join("".join(c if c.isalnum() else " " for c in body.casefold()).split())
+    """A candidate's body as the gate compares it: case folded, runs of blanks as one, the
+    sentence's closing marks (`.`, `!`, `?`) dropped — not other punctuation, which can be
+    the whole difference (`C#` and `C++`, `>= 3.11` and `< 3.11`)."""
+    return " ".join(body.casefold().split()).rstrip(".!?… ")

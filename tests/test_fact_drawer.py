@@ -236,6 +236,17 @@ def test_a_rejected_candidate_said_again_in_other_case_is_not_proposed_again(
         type="rule", key="rule:fridays", body="Never touch PROD on Mondays.", source="user"
     )
     assert drawer.propose(other, origin="promotion").candidate is not None
+    # punctuation inside can be the whole difference (self-review: C# blocked C++)
+    for first, second in (("the project uses C#", "the project uses C++"), (">= 3.11", "< 3.11")):
+        made = drawer.propose(
+            FactProposal(type="fact", key="lang:main", body=first, source="user"), origin="cli"
+        ).candidate
+        assert made is not None
+        drawer.reject(made.id)
+        then = FactProposal(type="fact", key="lang:main", body=second, source="user")
+        assert drawer.propose(then, origin="cli").candidate is not None, (first, second)
+        for pending in drawer.pending():
+            drawer.reject(pending.id)
 
 
 def test_a_pending_duplicate_is_not_proposed_twice(drawer: FactDrawer) -> None:
