@@ -133,7 +133,7 @@ def _accept_plain_word(match: re.Match[str], key_start: int, value_end: int) -> 
         return False
     is_password = match.group("kw").lower().startswith(("pass", "pwd"))
     return _is_whole_line(text, key_start, value_end) or (
-        is_password and _ends_clause(text, value_end, or_conjunction=True)
+        is_password and _ends_clause(text, value_end)
     )
 
 
@@ -165,15 +165,12 @@ _ANSWER_WORDS = frozenset(
 )
 
 
-_CONJUNCTION_AFTER_RE = re.compile(r"[ \t]+(?:and|but|so|or|then)\b", re.IGNORECASE)
-
-
-def _ends_clause(text: str, end: int, *, or_conjunction: bool = False) -> bool:
-    """Whether the plain word ending at ``end`` ends its clause (``password: letmein, ok``;
-    with ``or_conjunction`` also before ``and``, ``but``, ``so``, ``or``, ``then``) and is
-    not an answer about the password (``Password: yes``)."""
-    at_end = end >= len(text) or text[end] in "\r\n.,;!?)"
-    if not at_end and not (or_conjunction and _CONJUNCTION_AFTER_RE.match(text, end)):
+def _ends_clause(text: str, end: int) -> bool:
+    """Whether the plain word ending at ``end`` ends its clause (``password: letmein, ok``)
+    and is not an answer about the password (``Password: yes``). Not before ``and`` &c.:
+    ``password: blank and save`` is an instruction (tried and dropped, thirty-second session:
+    `Set the password: blank and save`, `my password is: whatever and I dont care`)."""
+    if end < len(text) and text[end] not in "\r\n.,;!?)":
         return False
     start = end
     while start > 0 and not text[start - 1].isspace():
@@ -301,8 +298,7 @@ def accept_curl_user(match: re.Match[str]) -> bool:
 
 
 def accept_password_prose(match: re.Match[str]) -> bool:
-    """``my password is: X`` (a word that ends its clause or comes before ``and`` …) or
-    ``password is hunter2``."""
+    """``my password is: X`` (a word that ends its clause) or ``password is hunter2``."""
     start, end = prose_span(match)
     value = match.string[start:end]
     if _is_stand_in(value):
@@ -312,7 +308,7 @@ def accept_password_prose(match: re.Match[str]) -> bool:
     random = _looks_random(value)
     if random is not None:
         return random
-    return bool(match.group("colon")) and _ends_clause(match.string, end, or_conjunction=True)
+    return bool(match.group("colon")) and _ends_clause(match.string, end)
 
 
 def prose_span(match: re.Match[str]) -> tuple[int, int]:

@@ -258,11 +258,6 @@ MASKED = [
     ("my password is hunter2, remember it", "my password is [REDACTED:password], remember it"),
     ("the wifi password: letmein, ok?", "the wifi password: [REDACTED:password], ok?"),
     (
-        "my password is: correcthorsebattery and the user is bob",
-        "my password is: [REDACTED:password] and the user is bob",
-    ),
-    ("the wifi password: letmein or so", "the wifi password: [REDACTED:password] or so"),
-    (
         "the passphrase was Tr0ub4dor&3 back then",
         "the passphrase was [REDACTED:password] back then",
     ),
@@ -340,6 +335,12 @@ MUST_NOT_MASK = [
     "Is the password: wrong, or the user name?",
     "my password is: expired and I cannot log in",
     "my password is stored and encrypted",
+    # a plain word before "and" &c. is an instruction more often than a password
+    "Set the password: blank and save",
+    "password: Enter or leave empty",
+    "password: mandatory and checked",
+    "my password is: whatever and I dont care",
+    "pwd: home then ls",
 ]
 
 
