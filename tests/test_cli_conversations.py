@@ -84,6 +84,7 @@ def test_list_json_has_the_contract_fields_and_a_proposed_title(
         ("## Sourdough   at altitude\nmore details", "Sourdough at altitude"),
         ("**Bold** start and `code` here", "Bold start and code here"),  # was "Bold** start…"
         ("Why does __init__.py matter?", "Why does __init__.py matter?"),
+        ("Compute 2**10 and 3**5 in python", "Compute 2**10 and 3**5 in python"),
     ],
 )
 def test_a_proposed_title_drops_markdown_marks(

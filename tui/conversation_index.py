@@ -193,7 +193,8 @@ def _distinct(values: Iterable[str]) -> tuple[str, ...]:
 TITLE_WIDTH = 80  # characters of a title proposed from the first message
 
 
-_EMPHASIS_RE = re.compile(r"(\*\*|`)(?=\S)(.+?)(?<=\S)\1")  # not `__`: `__init__`
+# bold and code marks around words; not `__` (`__init__`), not inside a word (`2**10`)
+_EMPHASIS_RE = re.compile(r"(?<![\w*`])(\*\*|`)(?=\S)(.+?)(?<=\S)\1(?![\w*`])")
 
 
 def propose_title(first_message: str) -> str:
