@@ -308,8 +308,9 @@ def parse_context_error(
         what = f"The prompt is larger than the model's window ({ctx:,} tokens)"
     else:
         what = "The prompt is larger than the model's window"
-    if ctx and window and ctx < window and not model_max:
-        # Ollama ran a smaller window than the one sent (the model's maximum, unknown to us)
+    if ctx and window and ctx < window:
+        # Ollama ran a smaller window than the one sent (the model's maximum, unknown to us,
+        # or a server that does not apply num_ctx)
         fix = f"set num_ctx to {ctx:,} and Straylight cuts whole messages itself and says which"
     else:
         fix = _fix(ctx, model_max)

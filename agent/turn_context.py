@@ -327,7 +327,9 @@ class TurnContext:
         if overflow is None:
             return None, False
         real = overflow.window
-        if choice is not None and choice.model_max is None and real and real < choice.window:
+        # a window smaller than the one sent: the model's maximum, which /api/show hid, or a
+        # server that does not apply num_ctx (its default runs whatever was sent)
+        if choice is not None and real and real < choice.window:
             self._learn(model, real)  # the next turns fit
             return overflow, True
         return overflow, False

@@ -308,3 +308,21 @@ def test_a_server_that_does_not_apply_num_ctx_is_found_out_by_ps_and_named(
     for number in cut:
         assert "the model runs with a 4,096-token window" in turns[number].stderr, turns[number]
         assert "Ollama did not apply it" in turns[number].stderr
+
+
+def test_a_server_that_does_not_apply_num_ctx_and_refuses_is_fitted_to_its_window(
+    env: Env, server: OllamaStandIn
+) -> None:
+    """The server runs its 4,096 default whatever num_ctx says (8,192 here, the model's
+    maximum known) and answers an over-long prompt with a 400 naming its window: every turn
+    from the first refusal on failed with exit 5. The window it names is learnt and the
+    turn is fitted to it and sent again."""
+    server.context_mode = "error"
+    server.configure_model("deaf:3b", applies_num_ctx=False)
+    server.set_models(["deaf:3b", "nomic-embed-text"])
+    env = {**env, "STRAYLIGHT_MODEL": "deaf:3b", "STRAYLIGHT_NUM_CTX": "8192"}
+    turns = converse(env, server, turns=8, size=12)
+    assert all(turn.returncode == 0 for turn in turns), [t.stderr for t in turns]
+    refused = [turn.number for turn in turns if "Ollama refused the prompt" in turn.stderr]
+    assert refused, "the scenario did not happen: the server never refused"
+    assert all(turns[n].history_cut for n in refused)

@@ -138,9 +138,10 @@ def test_a_400_naming_the_context_is_named_with_the_fix(
     truncating.context_mode = "error"
     truncating.fail_next("status", status=400, message=context_error(8889, 4096), path="/api/chat")
     proc = run_cli(env, "ask", "hello")
-    assert_one_line(proc, 5, "raise num_ctx")
     assert "The prompt (8,889 tokens) is larger than the model's window (4,096)" in proc.stderr
-    assert "raise num_ctx (the model holds up to 131,072)" in proc.stderr
+    # it runs 4,096 where 16,384 was sent: the server does not apply num_ctx, so the fix is
+    # to send what it runs (the model's maximum, 131,072, does not help)
+    assert_one_line(proc, 5, "set num_ctx to 4,096")
 
 
 def test_a_message_too_long_for_the_window_is_not_sent(env: Env, truncating: OllamaStandIn) -> None:
