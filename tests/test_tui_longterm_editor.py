@@ -209,3 +209,59 @@ def test_a_failing_editor_on_a_real_terminal_gives_one_line_and_the_chat_goes_on
             process.kill()
             process.wait()
         os.close(leader)
+
+
+def test_a_full_disk_in_the_chat_names_the_file_as_ask_does(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """A day log that cannot grow (a file-size limit: EFBIG, as a full disk's ENOSPC) showed
+    `⚠ OSError: [Errno 27] File too large: '…' (details in …)`; `ask` says
+    `cannot write …: File too large`, and so does the chat now."""
+    import resource
+
+    from tests.support.cli import run_cli
+
+    home = tmp_path / "home"
+    env = cli_env(
+        home, tmp_path, OLLAMA_HOST=standin.host, STRAYLIGHT_JOBS_ENABLED="false", TERM="xterm"
+    )
+    standin.script_reply("Noted.")
+    assert run_cli(env, "ask", "A first message so the day file exists.").returncode == 0
+    (day_file,) = (home / "conversation").glob("*.md")
+    with day_file.open("a", encoding="utf-8") as padding:
+        padding.write("<!-- padding -->\n" * 4000)
+    limit = day_file.stat().st_size + 16  # the next message does not fit
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    asked_before = sum(r.path == "/api/tags" for r in standin.requests)
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        cli_command(),
+        cwd=REPO_ROOT,
+        env=env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        start_new_session=True,
+        preexec_fn=limited,  # a limit for the child alone, set before its exec
+    )
+    os.close(follower)
+    try:
+        deadline = time.monotonic() + 30
+        while sum(r.path == "/api/tags" for r in standin.requests) <= asked_before:
+            assert time.monotonic() < deadline, "the TUI did not start"
+            _drain(leader, 0.1)
+        os.write(leader, b"Where does the ferry leave from?\r")
+        screen = _drain(leader, 4.0).decode("utf-8", "replace")
+        text = "".join(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", " ", screen).replace("▌", "").split())
+        assert "cannotwrite" in text and "Filetoolarge" in text, text[-2000:]
+        assert "OSError" not in text
+        os.write(leader, b"\x11")
+        process.wait(timeout=15)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(leader)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import errno
 import json
 import logging
 import os
@@ -20,7 +19,15 @@ from typing import Any
 
 from agent.gateway_errors import EXIT_OK, EXIT_USAGE
 from agent.settings import ResolvedSettings, SettingsError, load_settings, misnamed_variables
-from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, one_line, read_stdin_text, stdin_kept
+from tui.cli_output import (
+    EXIT_UNEXPECTED,
+    FULL_OR_FAILING,
+    PROG,
+    cannot_write,
+    fail,
+    read_stdin_text,
+    stdin_kept,
+)
 from tui.cli_parser import build_parser
 from tui.cli_shorthands import expand_shorthands
 from tui.command_kinds import may_create_data_dir, reads_only
@@ -196,10 +203,9 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
 
         if (unwritable := unwritable_data_dir(error, settings.home)) is not None:
             return fail(unwritable, EXIT_USAGE)
-        if isinstance(error, OSError) and error.errno in _FULL_OR_FAILING:  # a full disk: 1
+        if isinstance(error, OSError) and error.errno in FULL_OR_FAILING:  # a full disk: 1
             log.error("cannot write: %s", error)
-            what = "the output" if error.filename is None else one_line(str(error.filename))
-            return fail(f"cannot write {what}: {error.strerror or error}", EXIT_UNEXPECTED)
+            return fail(cannot_write(error), EXIT_UNEXPECTED)
         if (unusable := unusable_data_dir(error, settings.home)) is not None:
             return fail(unusable, EXIT_USAGE)
         if isinstance(error, DatabaseError):
@@ -218,7 +224,6 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
         )
 
 
-_FULL_OR_FAILING = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 """A write that failed for the device's sake (a full disk, a quota or file-size limit, an I/O
 error): a file's (named) or the output's (stdout on /dev/full), exit 1."""
 

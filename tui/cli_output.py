@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import re
 import sys
@@ -31,6 +32,17 @@ def one_line(text: str) -> str:
     from tui.display_text import printable
 
     return printable(text).replace("\n", "\u240a")
+
+
+FULL_OR_FAILING = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""A write that failed for the disk (full, over a quota or a file-size limit, failing): one
+line naming the file, not "unexpected error" (`ask`, the chat)."""
+
+
+def cannot_write(error: OSError) -> str:
+    """`cannot write FILE: REASON` for a write `FULL_OR_FAILING` stopped."""
+    what = "the output" if error.filename is None else one_line(str(error.filename))
+    return f"cannot write {what}: {error.strerror or error}"
 
 
 STDIN_MAX_BYTES = 16 << 20

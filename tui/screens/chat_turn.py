@@ -227,10 +227,13 @@ class ChatTurn(ChatFacts):
             log.exception("turn failed")
             finished = True
             await reply.finish(status="failed")
-            await self.notice(
-                f"⚠ {type(error).__name__}: {error} (details in {self.settings.log_file})",
-                kind="error",
-            )
+            from tui.cli_output import FULL_OR_FAILING, cannot_write
+
+            if isinstance(error, OSError) and error.errno in FULL_OR_FAILING:  # as `ask` says
+                said = f"⚠ {cannot_write(error)}"
+            else:
+                said = f"⚠ {type(error).__name__}: {error} (details in {self.settings.log_file})"
+            await self.notice(said, kind="error")
         finally:
             self.replying = False
             if not finished and reply.status in ("waiting", "streaming"):
