@@ -4,10 +4,6 @@ missing editor is one line and nothing changes."""
 from __future__ import annotations
 
 import os
-import pty
-import re
-import select
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent.settings import Settings
-from tests.support.cli import REPO_ROOT, cli_command, cli_env
+from tests.support.cli import cli_env, read_terminal_for, screen_text, start_tui
 from tests.support.ollama_standin import OllamaStandIn
 from tests.support.pilot_helpers import type_text, wait_until
 from tui.app import StraylightApp
@@ -146,23 +142,6 @@ async def test_an_editor_quit_without_saving_says_longterm_md_is_unchanged(
         assert said.startswith("longterm.md unchanged")
 
 
-def _drain(fd: int, seconds: float) -> bytes:
-    """What the TUI wrote to its terminal within `seconds` (less if it closed it)."""
-    out = b""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.05)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # the TUI ended: its side of the terminal is closed
-                break
-            if not chunk:
-                break
-            out += chunk
-    return out
-
-
 @pytest.mark.parametrize("editor", ["false", "no-such-editor-here"])
 def test_a_failing_editor_on_a_real_terminal_gives_one_line_and_the_chat_goes_on(
     tmp_path: Path, standin: OllamaStandIn, editor: str
@@ -179,26 +158,14 @@ def test_a_failing_editor_on_a_real_terminal_gives_one_line_and_the_chat_goes_on
         EDITOR=editor,
     )
     env.pop("VISUAL", None)
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        cli_command(),
-        cwd=REPO_ROOT,
-        env=env,
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        start_new_session=True,
-    )
-    os.close(follower)
+    process, leader = start_tui(env)
     try:
         deadline = time.monotonic() + 30
         while not any(r.path == "/api/tags" for r in standin.requests):
             assert time.monotonic() < deadline, "the TUI did not start"
-            _drain(leader, 0.1)
+            read_terminal_for(leader, 0.1)
         os.write(leader, b"\x07")  # Ctrl+G
-        screen = _drain(leader, 3.0).decode("utf-8", "replace")
-        # the toast wraps its line: compare the text without escapes, borders and blanks
-        text = "".join(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", " ", screen).replace("▌", "").split())
+        text = screen_text(read_terminal_for(leader, 3.0))  # the toast wraps its line
         named = "exitedwithstatus1" if editor == "false" else "notfoundonPATH"
         assert named in text, text[-2000:]
         os.write(leader, b"\x11")  # Ctrl+Q
@@ -236,26 +203,14 @@ def test_a_full_disk_in_the_chat_names_the_file_as_ask_does(
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     asked_before = sum(r.path == "/api/tags" for r in standin.requests)
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        cli_command(),
-        cwd=REPO_ROOT,
-        env=env,
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        start_new_session=True,
-        preexec_fn=limited,  # a limit for the child alone, set before its exec
-    )
-    os.close(follower)
+    process, leader = start_tui(env, preexec_fn=limited)  # the limit for the child alone
     try:
         deadline = time.monotonic() + 30
         while sum(r.path == "/api/tags" for r in standin.requests) <= asked_before:
             assert time.monotonic() < deadline, "the TUI did not start"
-            _drain(leader, 0.1)
+            read_terminal_for(leader, 0.1)
         os.write(leader, b"Where does the ferry leave from?\r")
-        screen = _drain(leader, 4.0).decode("utf-8", "replace")
-        text = "".join(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", " ", screen).replace("▌", "").split())
+        text = screen_text(read_terminal_for(leader, 4.0))
         assert "cannotwrite" in text and "Filetoolarge" in text, text[-2000:]
         assert "OSError" not in text
         os.write(leader, b"\x11")

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import signal
 import subprocess
 import sys
@@ -19,35 +17,24 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import REPO_ROOT, cli_command, cli_env, run_cli_process
+from tests.support.cli import (
+    REPO_ROOT,
+    cli_env,
+    read_terminal_for,
+    run_cli_process,
+    start_tui,
+)
 from tests.support.ollama_standin import OllamaStandIn
 
 WAIT = 30.0
 LEAVE_ALTERNATE_SCREEN = b"\x1b[?1049l"
 
 
-def _read(fd: int, seconds: float) -> bytes:
-    """What the TUI wrote to its terminal within `seconds` (less if it closed it)."""
-    out = b""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.05)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # the TUI ended: its side of the terminal is closed
-                break
-            if not chunk:
-                break
-            out += chunk
-    return out
-
-
 def _wait_for(condition: object, what: str, fd: int) -> None:
     deadline = time.monotonic() + WAIT
     while not condition():  # type: ignore[operator]
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        _read(fd, 0.1)  # keep the terminal drained: a full pty would block the TUI
+        read_terminal_for(fd, 0.1)  # keep the terminal drained: a full pty would block the TUI
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
@@ -60,25 +47,15 @@ def test_a_stop_signal_mid_reply_keeps_what_arrived(
     )
     standin.script_reply(" ".join(f"word{i}" for i in range(300)))
     standin.token_delay = 0.05
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        cli_command(),
-        cwd=REPO_ROOT,
-        env=env,
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        start_new_session=True,
-    )
-    os.close(follower)
+    process, leader = start_tui(env)
     try:
         # the first frame is painted, then Ollama is checked: the message box takes text
         _wait_for(lambda: any(r.path == "/api/tags" for r in standin.requests), "start", leader)
         os.write(leader, b"tell me a long story\r")
         _wait_for(lambda: standin.chat_requests(), "the reply", leader)
-        _read(leader, 1.0)  # some words arrive
+        read_terminal_for(leader, 1.0)  # some words arrive
         process.send_signal(signum)
-        screen = _read(leader, WAIT)
+        screen = read_terminal_for(leader, WAIT)
         assert process.wait(timeout=WAIT) == 128 + signum
         assert LEAVE_ALTERNATE_SCREEN in screen  # the terminal is given back
     finally:
@@ -97,7 +74,7 @@ def test_a_stop_signal_mid_reply_keeps_what_arrived(
     assert history[1]["reason"] == f"stopped by {signum.name}"
 
 
-def test_a_stop_signal_ends_a_tui_whose_terminal_is_not_read(
+def test_a_stop_signal_ends_a_tui_whose_terminal_is_notread_terminal_for(
     tmp_path: Path, standin: OllamaStandIn
 ) -> None:
     """Nobody reads the terminal (a frozen ssh session, a lost pty): the screen writer
@@ -109,17 +86,7 @@ def test_a_stop_signal_ends_a_tui_whose_terminal_is_not_read(
     )
     standin.script_reply(" ".join(f"word{i} " * 20 for i in range(400)))
     standin.token_delay = 0.01
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        cli_command(),
-        cwd=REPO_ROOT,
-        env=env,
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        start_new_session=True,
-    )
-    os.close(follower)
+    process, leader = start_tui(env)
     try:
         _wait_for(lambda: any(r.path == "/api/tags" for r in standin.requests), "start", leader)
         os.write(leader, b"tell me a long story\r")

@@ -17,6 +17,7 @@ import io
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -296,6 +297,53 @@ def on_a_terminal(env: Env, *args: str) -> str:
     os.close(leader)
     assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
     return shown
+
+
+def read_terminal_for(fd: int, seconds: float) -> bytes:
+    """What a child wrote to the pseudo-terminal whose `fd` end this is within `seconds`
+    (less once it closed its end)."""
+    import select
+
+    out = b""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the child ended: its side of the terminal is closed
+                break
+            if not chunk:
+                break
+            out += chunk
+    return out
+
+
+def screen_text(screen: bytes) -> str:
+    """A terminal's output as one run of text: escapes, the notices' border and all blanks
+    removed, so a line the screen wrapped can be found whole (`"cannotwrite" in …`)."""
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", " ", screen.decode("utf-8", "replace"))
+    return "".join(text.replace("\u258c", "").split())
+
+
+def start_tui(env: Env, **popen: Any) -> tuple[subprocess.Popen[bytes], int]:
+    """The chat as a user starts it, on a pseudo-terminal of its own (its own session):
+    the process and the terminal's other end."""
+    import pty
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        cli_command(),
+        cwd=REPO_ROOT,
+        env=env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        start_new_session=True,
+        **popen,
+    )
+    os.close(follower)
+    return process, leader
 
 
 def read_terminal(leader: int) -> str:
