@@ -147,5 +147,6 @@ def test_a_conversation_header_shows_a_logged_model_name_with_control_characters
     ]
     header = str(describe("c1", messages, current=False))
     _assert_shown_as_symbols(header)
-    _id_line, facts = header.split("\n")  # the model's line break does not start a third line
+    # the title proposed from "hi", the id, the facts: the model's line break adds no line
+    _title, _id_line, facts = header.split("\n")
     assert facts.startswith("2 messages · ") and facts.endswith("␊second line"), facts
