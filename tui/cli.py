@@ -131,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if (empty := empty_argument(args)) is not None:  # before the data dir is made or locked
         return fail(empty, EXIT_USAGE)
     if args.command is None and (no_terminal := chat_terminal_problem()) is not None:
-        return fail(no_terminal, EXIT_USAGE)  # before the data dir is made, locked or logged
+        return _refuse_chat(settings.home, no_terminal)  # before the dir is made or locked
     from tui.logging_setup import setup_file_logging, silence_logging
 
     # `config` shows the settings even for an unusable data dir
@@ -254,6 +254,23 @@ def _is_terminal(stream: object) -> bool:
         return stream is not None and bool(stream.isatty())  # type: ignore[attr-defined]
     except (OSError, ValueError):  # a closed stream
         return False
+
+
+def _refuse_chat(home: Path, no_terminal: str) -> int:
+    """The chat cannot run without a terminal (exit 2); a data dir another process holds is
+    named first, as for a second chat in a terminal (exit 6). Asked, not taken: nothing is
+    made, locked or logged for a refusal."""
+    from store.data_dir_check import check_not_in_use
+    from store.data_dir_lock import DataDirLocked
+
+    try:
+        if home.is_dir():
+            check_not_in_use(home)
+    except DataDirLocked as locked:
+        return fail(str(locked), EXIT_DATA_DIR_IN_USE)
+    except OSError:
+        pass
+    return fail(no_terminal, EXIT_USAGE)
 
 
 def _dispatch(args: argparse.Namespace, resolved: ResolvedSettings) -> int:
