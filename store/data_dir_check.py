@@ -54,7 +54,7 @@ OWNER_SOCKET = "straylight.sock"  # store/owner_socket.py: a socket or nothing
 
 
 class WritableByOthers(UnsafeDataDir):
-    """The data dir (or `conversation/`) can be written by other users."""
+    """The data dir, `conversation/` or `longterm.md` can be written by other users."""
 
     def __init__(self, path: Path, mode: int) -> None:
         super().__init__(errno.EPERM, "is writable by other users", path)
@@ -88,6 +88,7 @@ def check_data_dir(home: Path) -> None:
     _check_mode(home, info)
     for name in OWN_FILES:
         _check_file(home / name)
+    _check_not_writable_by_others(home / "longterm.md")
     check_socket_path(home / OWNER_SOCKET)
     conversation = home / CONVERSATION_DIR
     found = lstat_unlinked(conversation)
@@ -108,6 +109,15 @@ def _check_file(path: Path) -> None:
     info = lstat_unlinked(path)
     if info is not None and not stat.S_ISREG(info.st_mode):
         raise NotRegularFile(path)
+
+
+def _check_not_writable_by_others(path: Path) -> None:
+    """`longterm.md` goes into every prompt, and it is the one file people make by hand (a
+    copy, an editor under umask 000): one other users can write is refused like a folder
+    they can write to. Straylight's own files are made 0600."""
+    info = lstat_unlinked(path)
+    if info is not None and stat.S_IMODE(info.st_mode) & stat.S_IWOTH:
+        raise WritableByOthers(path, stat.S_IMODE(info.st_mode))
 
 
 def check_socket_path(path: Path) -> None:

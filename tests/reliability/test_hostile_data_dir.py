@@ -194,6 +194,19 @@ def test_a_data_dir_others_can_write_to_is_refused_with_the_fix(world: Workspace
     assert_ok(world.run("status"))
 
 
+def test_a_longterm_md_others_can_write_to_is_refused_with_the_fix(world: Workspace) -> None:
+    """`longterm.md` goes into every prompt: one made by hand under umask 000 (mode 666)
+    let any local user write into the chat's system prompt, and it was used without a word.
+    Group-writable stays allowed (a user-private group is the common setup)."""
+    longterm = world.home / "longterm.md"
+    os.chmod(longterm, 0o666)
+    line = assert_one_line(world.run("ask", "hi"), 2, "longterm.md is writable by other users")
+    assert f"chmod go-w {longterm}" in line
+    assert world.standin.chat_requests() == []
+    os.chmod(longterm, 0o664)
+    assert_ok(world.run("status"))
+
+
 def test_the_data_dir_itself_may_be_a_link(world: Workspace) -> None:
     """The user's own choice (`--home` naming a link): allowed."""
     link = world.root / "home-link"
