@@ -42,23 +42,19 @@ class RecallResult:
     around: tuple[RecallHit, ...] = ()
     """The turns next to the first hits (`RecallTuning.neighbour_window`), in the block after
     the hits; not ranked, so not among `hits`. Each carries its hit's score."""
-    placed: tuple[int, ...] | None = None
-    """Which of `hits` then `around` each entry is (an index into them), in the block's order;
-    None: the first `len(entries)` of them."""
+    placed: tuple[int, ...] = ()
+    """Which of `hits` then `around` each entry is (an index into them), in the block's order
+    (`placed_entries` gives it with the entries)."""
 
     def in_block(self) -> list[RecallHit]:
         """The hits and turns whose entries the block holds, in its order."""
         shown = [*self.hits, *self.around]
-        if self.placed is None:
-            return shown[: len(self.entries)]
         return [shown[i] for i in self.placed]
 
     def hits_in_block(self) -> set[int]:
         """The places in `hits` of those whose entry the block holds."""
         if not self.block:
             return set()
-        if self.placed is None:
-            return set(range(min(len(self.entries), len(self.hits))))
         return {i for i in self.placed if i < len(self.hits)}
 
     def to_json(self) -> dict[str, Any]:
