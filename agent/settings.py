@@ -10,6 +10,7 @@ where each came from: `describe()` gives, for every setting, its value and its s
 from __future__ import annotations
 
 import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -134,6 +135,7 @@ def _read_config_bytes(path: Path) -> bytes:
     that has one, `--config <(…)`, is read to its end)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
+        _refuse_writable_by_others(path, os.fstat(fd))
         os.set_blocking(fd, True)
         chunks: list[bytes] = []
         left = CONFIG_MAX_BYTES + 1
@@ -143,6 +145,19 @@ def _read_config_bytes(path: Path) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def _refuse_writable_by_others(path: Path, info: os.stat_result) -> None:
+    """A config.toml other users can write to (one made by hand under umask 000) is refused
+    like such a `longterm.md`: whoever can write it can point `ollama_host` elsewhere and
+    receive every prompt. The file's own mode is what is checked, as opened (a group-writable
+    one is accepted; a pipe, `--config <(…)`, is the user's own)."""
+    mode = stat.S_IMODE(info.st_mode)
+    if stat.S_ISREG(info.st_mode) and mode & stat.S_IWOTH:
+        raise SettingsError(
+            f"config file {path} is writable by other users (mode {mode:o}), who could "
+            f"send your prompts elsewhere; run: chmod go-w {path}"
+        )
 
 
 def read_config_file(path: Path) -> dict[str, object]:

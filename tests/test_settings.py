@@ -653,6 +653,32 @@ def test_config_path_that_cannot_be_read(tmp_path: Path) -> None:
     assert_one_line(str(raised.value), str(directory))
 
 
+def test_config_file_other_users_can_write_is_refused(config_file: Path) -> None:
+    # Whoever can write it can set ollama_host and receive every prompt.
+    config_file.parent.mkdir(parents=True)
+    config_file.write_text('ollama_host = "http://127.0.0.1:11434"\n')
+    config_file.chmod(0o666)
+    with pytest.raises(SettingsError) as raised:
+        load_settings(environ={}, config_path=config_file)
+    assert_one_line(str(raised.value), str(config_file), "other users", "chmod go-w")
+    config_file.chmod(0o664)  # group-writable: accepted, like longterm.md
+    assert load_settings(environ={}, config_path=config_file).settings.ollama.host == (
+        "http://127.0.0.1:11434"
+    )
+
+
+def test_other_writable_config_stops_the_command_in_one_line(
+    run_main: Any, tmp_path: Path
+) -> None:
+    config = tmp_path / "open.toml"
+    config.write_text('model = "llama3.2"\n')
+    config.chmod(0o646)
+    code, _, err = run_main("--config", str(config), "config")
+    assert code == 2
+    err = err.strip()
+    assert "\n" not in err and "writable by other users" in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize(
     ("env_name", "text"),
     [
