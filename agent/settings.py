@@ -148,12 +148,19 @@ def _read_config_bytes(path: Path) -> bytes:
 
 
 def _refuse_writable_by_others(path: Path, info: os.stat_result) -> None:
-    """A config.toml other users can write to (one made by hand under umask 000) is refused
-    like such a `longterm.md`: whoever can write it can point `ollama_host` elsewhere and
-    receive every prompt. The file's own mode is what is checked, as opened (a group-writable
-    one is accepted; a pipe, `--config <(…)`, is the user's own)."""
+    """A config.toml other users can write to (one made by hand under umask 000), or one
+    another user owns, is refused like such a `longterm.md`: whoever can write it can point
+    `ollama_host` elsewhere and receive every prompt. The file is checked as opened (a
+    group-writable one is accepted; a pipe, `--config <(…)`, is the user's own)."""
     mode = stat.S_IMODE(info.st_mode)
-    if stat.S_ISREG(info.st_mode) and mode & stat.S_IWOTH:
+    if not stat.S_ISREG(info.st_mode):
+        return
+    if info.st_uid not in (os.getuid(), 0):
+        raise SettingsError(
+            f"config file {path} belongs to another user (uid {info.st_uid}), who could "
+            f"send your prompts elsewhere; use a config file of your own"
+        )
+    if mode & stat.S_IWOTH:
         raise SettingsError(
             f"config file {path} is writable by other users (mode {mode:o}), who could "
             f"send your prompts elsewhere; run: chmod go-w {path}"

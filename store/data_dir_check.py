@@ -67,6 +67,21 @@ class WritableByOthers(UnsafeDataDir):
         )
 
 
+class OwnedByAnother(UnsafeDataDir):
+    """The data dir, `conversation/` or `longterm.md` belongs to another user, who can change
+    its mode and contents whenever they like."""
+
+    def __init__(self, path: Path, uid: int) -> None:
+        super().__init__(errno.EPERM, "belongs to another user", path)
+        self.uid = uid
+
+    def __str__(self) -> str:
+        return (
+            f"{self.path} belongs to another user (uid {self.uid}), who could replace what "
+            f"Straylight reads; use a data dir of your own (--home)"
+        )
+
+
 class NotAFolder(UnsafeDataDir):
     """Something other than a folder where `conversation/` belongs (a file, a FIFO)."""
 
@@ -116,7 +131,10 @@ def _check_not_writable_by_others(path: Path) -> None:
     copy, an editor under umask 000): one other users can write is refused like a folder
     they can write to. Straylight's own files are made 0600."""
     info = lstat_unlinked(path)
-    if info is not None and stat.S_IMODE(info.st_mode) & stat.S_IWOTH:
+    if info is None:
+        return
+    _check_owner(path, info)
+    if stat.S_IMODE(info.st_mode) & stat.S_IWOTH:
         raise WritableByOthers(path, stat.S_IMODE(info.st_mode))
 
 
@@ -129,7 +147,14 @@ def check_socket_path(path: Path) -> None:
         raise NotASocket(path)
 
 
+def _check_owner(path: Path, info: os.stat_result) -> None:
+    """Yours or root's (a data dir under /var made by an admin for you is root's)."""
+    if info.st_uid not in (os.getuid(), 0):
+        raise OwnedByAnother(path, info.st_uid)
+
+
 def _check_mode(path: Path, info: os.stat_result) -> None:
+    _check_owner(path, info)
     mode = stat.S_IMODE(info.st_mode)
     if mode & stat.S_IWOTH or (mode & stat.S_IWGRP and not _private_group(info.st_gid)):
         raise WritableByOthers(path, mode)
