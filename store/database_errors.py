@@ -18,6 +18,7 @@ _CORRUPT_MARKERS = (
     "Corrupt database file",
     "checksum",
 )
+_WAL_MARKER = "while replaying WAL file"
 _PID_PATTERN = re.compile(r"\bPID\s+(\d+)")
 
 
@@ -46,6 +47,23 @@ class CorruptDatabase(DatabaseError):
         super().__init__(
             f"{path} is damaged ({problem}); it was left untouched — "
             "restore it from a backup or move it aside"
+        )
+
+
+class CorruptWal(CorruptDatabase):
+    """The write-ahead log beside the database is damaged (a write cut by a crash or a bad
+    disk). Moving the database aside would throw away every point; moving the log aside
+    loses only the writes since the last checkpoint, so that is the advice."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        wal = path.with_name(path.name + ".wal")
+        self.path = wal
+        self.problem = problem
+        DatabaseError.__init__(
+            self,
+            f"{wal} is damaged ({problem}); it and {path.name} were left untouched — move "
+            f"the .wal aside to open the database without the writes since its last "
+            f"checkpoint (mv {wal} {wal}.damaged), or restore both from a backup",
         )
 
 
@@ -97,8 +115,18 @@ def classify_open_error(path: Path, error: duckdb.Error) -> DatabaseError:
         problem = "empty file" if file_size(path) == 0 else "not a DuckDB database"
         return CorruptDatabase(path, problem)
     if any(marker in message for marker in _CORRUPT_MARKERS):
-        return CorruptDatabase(path, _first_line(error).removeprefix("IO Error: "))
+        problem = _first_line(error).removeprefix("IO Error: ")
+        if _WAL_MARKER in message:
+            return CorruptWal(path, _wal_problem(problem))
+        return CorruptDatabase(path, problem)
     return DatabaseError(f"cannot open {path}: {_first_line(error)}")
+
+
+def _wal_problem(problem: str) -> str:
+    """DuckDB's reason without the path it names again (`Failure while replaying WAL file
+    "…": Corrupt WAL file: entry at byte position 91 …` → `Corrupt WAL file: entry …`)."""
+    _, found, reason = problem.partition('": ')
+    return reason if found and reason else problem
 
 
 def file_size(path: Path) -> int:

@@ -485,3 +485,54 @@ def test_a_file_system_without_locks_is_named_not_taken_for_another_process(
         f"the file system of {tmp_path} does not support file locks, which the database "
         "needs to write: use a data dir on a local disk (--home)"
     )
+
+
+WAL_LEFT_BY_A_CRASH = """
+import os, sys
+from pathlib import Path
+from store.database import open_database
+from store.point_store import NewPoint, PointStore
+from tests.test_database import CLOCK, NOW
+path = Path(sys.argv[1])
+db = open_database(path, clock=CLOCK)
+PointStore(db).add_many([NewPoint(role="user", content="kept", source="turn", created_at=NOW)])
+db.checkpoint()  # "kept" is in the database file itself
+PointStore(db).add_many([NewPoint(role="user", content="late", source="turn", created_at=NOW)])
+os._exit(0)  # killed: "late" is only in the .wal
+"""
+
+
+def test_a_damaged_write_ahead_log_is_named_and_moving_it_aside_keeps_the_database(
+    db_path: Path,
+) -> None:
+    """A .wal damaged by a crash or a bad disk was reported as a damaged `straylight.duckdb`
+    with "move it aside": following that gave an empty memory, where moving the log aside
+    loses only the writes since the last checkpoint."""
+    db_path.parent.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", WAL_LEFT_BY_A_CRASH, str(db_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    wal = db_path.with_name(db_path.name + ".wal")
+    damaged = bytearray(wal.read_bytes())
+    damaged[len(damaged) // 2 : len(damaged) // 2 + 4] = b"\xff\xff\xff\xff"
+    wal.write_bytes(bytes(damaged))
+    database_before = db_path.read_bytes()
+
+    with pytest.raises(CorruptDatabase) as raised:
+        open_database(db_path, clock=CLOCK)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith(f"{wal} is damaged (")
+    assert f"mv {wal} {wal}.damaged" in message
+    assert raised.value.path == wal
+    assert db_path.read_bytes() == database_before and wal.read_bytes() == bytes(damaged)
+
+    wal.rename(wal.with_name(wal.name + ".damaged"))  # the advice
+    with open_database(db_path, clock=CLOCK) as db, db.cursor() as con:
+        assert con.execute("SELECT content FROM points").fetchall() == [("kept",)]
