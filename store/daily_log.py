@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
@@ -266,6 +267,20 @@ def _header_fragment(region: str) -> str:
     return ""
 
 
+_FOLDER_LOCKS: dict[str, threading.RLock] = {}
+_FOLDER_LOCKS_GUARD = threading.Lock()
+
+
+def folder_lock(root: Path) -> threading.RLock:
+    """The one lock of a `conversation/` folder in this process. Appends and rewrites take
+    it: a rewrite reads a day file and renames a new one over it, so an append in between
+    (the chat's turn while a shell's `conversations delete` runs in the data dir's owner)
+    was lost. Only the owner writes the folder, so a lock of the process is enough."""
+    key = os.path.realpath(root)
+    with _FOLDER_LOCKS_GUARD:
+        return _FOLDER_LOCKS.setdefault(key, threading.RLock())
+
+
 @dataclass(slots=True)
 class DailyLog:
     """The `conversation/` folder of a data dir."""
@@ -275,16 +290,22 @@ class DailyLog:
     def path_for(self, day: date) -> Path:
         return self.root / f"{day.isoformat()}.md"
 
+    @property
+    def lock(self) -> threading.RLock:
+        """Held while a day file is appended to or rewritten (`folder_lock`)."""
+        return folder_lock(self.root)
+
     def append(self, message: LogMessage, day: date) -> Path:
         """Append one message to the file of `day` (one write, fsync, mode 0600)."""
-        ensure_private_dir(self.root, tighten_existing=True)
-        path = self.path_for(day)
-        separator, cut_short = _separator_needed(path)
-        if cut_short:  # the message before was cut short by a crash: say so, durably
-            message = replace(message, extra={**message.extra, PREVIOUS_CUT_SHORT: "yes"})
-        data = format_message(message).encode("utf-8")
-        append_private_bytes(path, separator + data)
-        return path
+        with self.lock:
+            ensure_private_dir(self.root, tighten_existing=True)
+            path = self.path_for(day)
+            separator, cut_short = _separator_needed(path)
+            if cut_short:  # the message before was cut short by a crash: say so, durably
+                message = replace(message, extra={**message.extra, PREVIOUS_CUT_SHORT: "yes"})
+            data = format_message(message).encode("utf-8")
+            append_private_bytes(path, separator + data)
+            return path
 
     def days(self) -> list[date]:
         """Dates that have a log file, oldest first."""

@@ -95,20 +95,21 @@ def rewrite_day(daily_log: DailyLog, day: date, decide: Decide) -> int:
     """Rewrite the file of `day` atomically as `decide` says; how many messages changed
     (0: the file is left untouched)."""
     path = daily_log.path_for(day)
-    try:
-        raw = read_private_bytes(path)  # never through a link
-    except FileNotFoundError:
-        return 0
-    text = raw.decode("utf-8", errors="surrogateescape")
-    new_text, changed = rewrite_text(text, decide)
-    if not changed:
-        return 0
-    if not HEADER_RE.search(new_text) and not new_text.strip():
-        path.unlink()
-        fsync_dir(path.parent)
-    else:
-        replace_file(path, new_text.encode("utf-8", errors="surrogateescape"))
-    return changed
+    with daily_log.lock:  # no append between the read and the rename (`folder_lock`)
+        try:
+            raw = read_private_bytes(path)  # never through a link
+        except FileNotFoundError:
+            return 0
+        text = raw.decode("utf-8", errors="surrogateescape")
+        new_text, changed = rewrite_text(text, decide)
+        if not changed:
+            return 0
+        if not HEADER_RE.search(new_text) and not new_text.strip():
+            path.unlink()
+            fsync_dir(path.parent)
+        else:
+            replace_file(path, new_text.encode("utf-8", errors="surrogateescape"))
+        return changed
 
 
 def replace_file(path: Path, data: bytes) -> None:
@@ -125,6 +126,13 @@ def drop_conversation(
     """Remove every message of a conversation from the day files `days` (default: all of
     them): (messages, days changed). The list's summary file (`conversation-index.json`),
     when there is one, is brought up to date too: it held the conversation's first line."""
+    with daily_log.lock:  # two deletes of one conversation: the second finds nothing
+        return _drop_conversation(daily_log, conversation_id, days)
+
+
+def _drop_conversation(
+    daily_log: DailyLog, conversation_id: str, days: Iterable[date] | None
+) -> tuple[int, list[date]]:
     removed = 0
     changed: list[date] = []
     for day in daily_log.days() if days is None else sorted(set(days)):
@@ -148,6 +156,11 @@ def supersede_last_exchange(daily_log: DailyLog, conversation_id: str) -> list[L
     first ([] when the conversation has no live user message). An exchange that went on
     past midnight (the question in one day file, its reply in the next) is found across the
     day files, and each file that holds a part of it is rewritten."""
+    with daily_log.lock:  # the indexes chosen here are the ones rewritten
+        return _supersede_last_exchange(daily_log, conversation_id)
+
+
+def _supersede_last_exchange(daily_log: DailyLog, conversation_id: str) -> list[LogMessage]:
     later: list[tuple[date, list[int], list[LogMessage]]] = []  # newest first
     for day in reversed(daily_log.days()):
         messages = daily_log.read_day(day)

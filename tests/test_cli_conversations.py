@@ -531,3 +531,28 @@ def test_an_exchange_past_midnight_is_superseded_on_both_days(home: Path) -> Non
     assert [m.status for m in log.read_day(first)] == ["complete", "complete", "superseded"]
     assert [m.status for m in log.read_day(second)] == ["superseded"]
     assert [m.content for m in log.recent("late", 10)] == ["Earlier question?", "Earlier answer."]
+
+
+def test_a_delete_that_finds_its_conversation_gone_meanwhile_says_so(
+    env: Env, standin: OllamaStandIn, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two clients deleting one conversation through the data dir's owner both found it
+    listed, and both printed `deleted …`; the second now finds nothing to drop (the logs'
+    rewrites take turns) and names the id as unknown, exit 1."""
+    import asyncio
+
+    from agent.settings import load_settings
+    from tui.cli_conversations import _delete, _find
+
+    cid = ask(env, standin, FIRST)
+    daily_log = DailyLog(home / "conversation")
+    seen_by_the_second_client = _find(daily_log, cid)
+    assert seen_by_the_second_client is not None
+    assert_ok(run_cli(env, "conversations", "delete", cid, "--yes"))
+
+    settings = load_settings(environ=env).settings
+    capsys.readouterr()
+    code = asyncio.run(_delete(settings, daily_log, seen_by_the_second_client, assume_yes=True))
+    out, err = capsys.readouterr()
+    assert (code, out) == (1, "")
+    assert f"no conversation {cid!r}" in err

@@ -311,3 +311,28 @@ def test_a_cut_on_a_line_end_at_a_block_boundary_is_still_truncated(tmp_path: Pa
     assert [m.status for m in log.read_day(DAY)] == ["complete", "truncated"]
     log.append(LogMessage("user", "second", conversation_id="c"), DAY)
     assert [m.status for m in log.read_day(DAY)] == ["complete", "truncated", "complete"]
+
+
+def test_a_message_appended_while_a_day_is_rewritten_is_kept(tmp_path: Path) -> None:
+    """A rewrite (a shell's `conversations delete`, run in the data dir's owner) reads the
+    day file and renames a new one over it: the chat's message appended in between was
+    lost. The append now waits for the rewrite."""
+    import threading
+
+    from store.daily_log_rewrite import rewrite_day
+
+    log = DailyLog(tmp_path / "conversation")
+    log.append(LogMessage("user", "delete me", "2026-11-29-aaaa", T0), DAY)
+    appender = threading.Thread(
+        target=log.append, args=(LogMessage("user", "keep me", "2026-11-29-bbbb", T0), DAY)
+    )
+
+    def drop_while_the_chat_appends(_index: int, message: LogMessage) -> str:
+        if not appender.is_alive() and appender.ident is None:
+            appender.start()
+            appender.join(timeout=1.0)  # the old code appended here, then renamed over it
+        return "drop" if message.conversation_id == "2026-11-29-aaaa" else "keep"
+
+    assert rewrite_day(log, DAY, drop_while_the_chat_appends) == 1
+    appender.join()
+    assert [m.content for m in log.read_day(DAY)] == ["keep me"]

@@ -236,6 +236,8 @@ async def _delete(
         day_names = [day.isoformat() for day in info.days]
         removed = notes.remove(cid, messages=info.messages, days=day_names)
         dropped, days_changed = drop_conversation(daily_log, cid, days_from_start(daily_log, cid))
+    if not dropped:  # another client deleted it meanwhile (both ran in the data dir's owner)
+        return _unknown(cid)
     kept = f" ({removed.pinned_kept} pinned kept)" if removed.pinned_kept else ""
     print(
         f"deleted {cid}: {counted(dropped, 'message')} from "
