@@ -67,6 +67,18 @@ class CorruptWal(CorruptDatabase):
         )
 
 
+class DatabaseNotPermitted(DatabaseError):
+    """The file's mode shuts this user out (`chmod 000`, a copy made with other modes): a
+    data dir that cannot be used, as the command line says it (exit 2), with the fix."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        super().__init__(
+            f"cannot open {path}: permission denied; Straylight keeps it 0600 — run: "
+            f"chmod u+rw {path}"
+        )
+
+
 class SchemaTooNew(DatabaseError):
     """The file was migrated by a newer Straylight than this one."""
 
@@ -111,6 +123,8 @@ def classify_open_error(path: Path, error: duckdb.Error) -> DatabaseError:
         )
     if any(marker in message for marker in _LOCK_MARKERS):
         return DataDirInUse(path.parent, parse_lock_pid(message))
+    if "Permission denied" in message:
+        return DatabaseNotPermitted(path)
     if "not a valid DuckDB database file" in message:
         problem = "empty file" if file_size(path) == 0 else "not a DuckDB database"
         return CorruptDatabase(path, problem)

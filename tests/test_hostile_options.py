@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -111,6 +111,44 @@ def test_a_data_dir_this_user_may_not_enter_is_one_line_exit_2(
     assert str(folder) in line
 
 
+def _without_root_bypass() -> list[str]:
+    """A command prefix under which file modes apply (root reads any file)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("root reads any file, and setpriv is not there to drop that")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+
+
+@pytest.mark.parametrize(
+    ("name", "command"),
+    [
+        ("conversation/TODAY.md", ["status"]),
+        ("conversation/TODAY.md", ["history"]),
+        ("straylight.log", ["remember", "a note"]),
+    ],
+)
+def test_a_file_of_the_data_dir_shut_by_its_mode_is_named_with_the_fix(
+    env: Env, home: Path, name: str, command: list[str]
+) -> None:
+    """A daily log with mode 000 made `status` and `history` say the data dir could not be
+    written and that the reading commands (they themselves) work on it; an unwritable
+    `straylight.log` said "cannot use data dir: Permission denied" without naming it."""
+    prefix = _without_root_bypass()
+    today = datetime.now(UTC).date()
+    DailyLog(home / "conversation").append(LogMessage("user", "hello", "2026-11-29-abcd"), today)
+    (home / "straylight.log").touch()
+    shut = home / name.replace("TODAY", today.isoformat())
+    shut.chmod(0)
+    try:
+        proc = run_process([*prefix, *cli_command(*command)], env)
+    finally:
+        shut.chmod(0o600)
+    line = one_line_exit_2(proc, f"cannot read or write {shut} (mode 0)", f"chmod u+rw {shut}")
+    assert "data dir" not in line
+
+
 def test_an_empty_model_name_is_refused(env: Env, standin: OllamaStandIn) -> None:
     one_line_exit_2(run_cli(env, "--model", "", "ask", "hi"), "--model", "must not be empty")
     assert standin.chat_requests() == []
@@ -174,3 +212,23 @@ def test_a_hand_written_year_one_id_does_not_break_the_history_walk(tmp_path: Pa
         LogMessage("user", "old", conversation_id="00010101-000000-abcdef"), date(2031, 2, 3)
     )
     assert [m.content for m in log.recent("00010101-000000-abcdef", 5)] == ["old"]
+
+
+def test_a_database_shut_by_its_mode_is_exit_2_with_the_fix_and_the_logs_still_list(
+    env: Env, home: Path
+) -> None:
+    """`chmod 000 straylight.duckdb` was "cannot open …: IO Error: Cannot open file …",
+    exit 1, and `conversations` failed where a damaged database only leaves titles out."""
+    prefix = _without_root_bypass()
+    assert run_cli(env, "ask", "a question to list").returncode == 0
+    database = home / "straylight.duckdb"
+    database.chmod(0)
+    try:
+        status = run_process([*prefix, *cli_command("status")], env)
+        listing = run_process([*prefix, *cli_command("conversations")], env)
+    finally:
+        database.chmod(0o600)
+    one_line_exit_2(status, f"cannot open {database}: permission denied", f"chmod u+rw {database}")
+    assert listing.returncode == 0, listing.stderr
+    assert "a question to list" in listing.stdout
+    assert f"chmod u+rw {database}" in listing.stderr

@@ -148,7 +148,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             setup_file_logging(settings.log_file)
         except OSError as error:
-            return fail(f"cannot use data dir {settings.home}: {error.strerror or error}", 2)
+            from tui.data_dir_access import unwritable_data_dir
+
+            line = unwritable_data_dir(error, settings.home)
+            where = f" ({error.filename})" if error.filename else ""
+            fallback = f"cannot use data dir {settings.home}: {error.strerror or error}{where}"
+            return fail(line or fallback, 2)
     else:  # read-only commands never create the data dir, nor write it: errors only
         try:
             if settings.home.is_dir():
@@ -191,6 +196,7 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
     except Exception as error:
         from store.data_dir_lock import DataDirLocked
         from store.database import DatabaseError, DataDirInUse
+        from store.database_errors import DatabaseNotPermitted
         from store.private_files import UnsafeDataDir
 
         if isinstance(error, DataDirLocked):
@@ -208,6 +214,8 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
             return fail(cannot_write(error), EXIT_UNEXPECTED)
         if (unusable := unusable_data_dir(error, settings.home)) is not None:
             return fail(unusable, EXIT_USAGE)
+        if isinstance(error, DatabaseNotPermitted):  # the file's mode: a usage error
+            return fail(str(error), EXIT_USAGE)
         if isinstance(error, DatabaseError):
             log.error("database error: %s", error)
             return fail(str(error), EXIT_UNEXPECTED)

@@ -165,12 +165,12 @@ async def _read_notes(settings: Settings, read: Callable[[Any], _T]) -> _T | Non
     when there are none, or, with one warning line, when the database is damaged: the
     conversations are in the daily logs, so they are still listed and exported, as `history`
     still reads them."""
-    from store.database_errors import CorruptDatabase
+    from store.database_errors import CorruptDatabase, DatabaseNotPermitted
 
     try:
         async with _notes(settings, create=False) as notes:
             return read(notes) if notes is not None else None
-    except CorruptDatabase as damaged:
+    except (CorruptDatabase, DatabaseNotPermitted) as damaged:
         warning = f"{damaged}; set titles and system prompts are left out"
         print(f"{PROG}: warning: {one_line(warning)}", file=sys.stderr)
         return None

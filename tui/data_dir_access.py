@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,13 +32,37 @@ def unwritable_data_dir(error: BaseException, home: Path) -> str | None:
         return None
     if error.filename is None or not _inside(Path(str(error.filename)), home):
         return None
-    if (foreign := foreign_owner(Path(str(error.filename)), home)) is not None:
+    path = Path(str(error.filename))
+    if (foreign := foreign_owner(path, home)) is not None:
         return foreign
+    if error.errno != errno.EROFS and (mode_line := _file_mode_line(path, home)) is not None:
+        return mode_line
     why = "it is on a read-only file system" if error.errno == errno.EROFS else "no permission"
     return (
         f"cannot write to data dir {home} ({why}); the reading commands (status, recall, "
         f"history, conversations, facts list) work on it, this one writes: copy it somewhere "
         f"writable and use --home COPY"
+    )
+
+
+def _file_mode_line(path: Path, home: Path) -> str | None:
+    """A file of the data dir whose own mode shuts this user out (`chmod 000` on a daily
+    log or `straylight.log`) while the data dir itself may be written: that file, named
+    with the fix, and not "cannot write to data dir" (which `status` and `history` said
+    of a log they could not read). None for the data dir itself or a folder in it."""
+    try:
+        info = path.lstat()
+        folder = home.stat()
+    except OSError:
+        return None
+    mine = os.geteuid()
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != mine or folder.st_uid != mine:
+        return None  # (another user's file: `foreign_owner` says so)
+    if folder.st_mode & 0o300 != 0o300 or info.st_mode & 0o600 == 0o600:
+        return None  # the data dir itself is shut, or the file's mode is not the cause
+    return (
+        f"cannot read or write {one_line(str(path))} (mode {stat.S_IMODE(info.st_mode):o}): "
+        f"Straylight keeps it 0600; run: chmod u+rw {one_line(str(path))}"
     )
 
 
