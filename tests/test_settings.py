@@ -679,9 +679,7 @@ def test_config_file_of_another_user_is_refused(config_file: Path) -> None:
     assert_one_line(str(raised.value), str(config_file), "another user (uid 4242)")
 
 
-def test_other_writable_config_stops_the_command_in_one_line(
-    run_main: Any, tmp_path: Path
-) -> None:
+def test_other_writable_config_stops_the_command_in_one_line(run_main: Any, tmp_path: Path) -> None:
     config = tmp_path / "open.toml"
     config.write_text('model = "llama3.2"\n')
     config.chmod(0o646)
