@@ -3,6 +3,8 @@ store changes, checked through the real DuckDB file."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.pilot import Pilot
 
 from agent.settings import Settings
@@ -248,6 +250,34 @@ async def test_pin_and_forget_notices_quote_a_short_message_whole(
         await pilot.press("y")
         await wait_until(pilot, lambda: said()[-1].startswith("Forgot"), what="forgotten")
         assert said()[-1] == "Forgot 1 memory point."
+
+
+async def test_pinning_a_message_over_a_points_limit_is_refused_and_the_chat_goes_on(
+    make_settings: Callable[..., Settings], standin: OllamaStandIn
+) -> None:
+    """A pasted message too long for the window is logged but not sent nor saved; p on it
+    (a new pinned point over the 65,536 characters a point holds) stopped the whole chat:
+    "the TUI stopped on an unexpected error: PointTooLarge", exit 1."""
+    from tui.widgets.chat_message import ChatNotice
+
+    paste = "A very long paste about sourdough hydration and starters. " * 1_200  # ~70,000
+    app = StraylightApp(make_settings(ollama_host=standin.host, num_ctx=4096))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+
+        def said() -> list[str]:
+            return [str(n.render()) for n in app.query(ChatNotice)]
+
+        app.query_one(ChatInput).load_text(paste)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any("Not sent" in n for n in said()), what="not sent")
+        await app.engine.drain()
+        await pilot.press("ctrl+up")
+        assert isinstance(app.focused, ChatMessage) and app.focused.text == paste
+        await pilot.press("p")
+        await wait_until(pilot, lambda: "Not pinned" in said()[-1], what="the refusal")
+        assert "a memory holds at most 65,536" in said()[-1]
+        assert app.is_running and points_with(app, paste) == []
 
 
 async def test_at_80x24_ctrl_r_unfolds_the_sidebar_and_shows_the_recalled_hits(

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from memory.point_limits import PointTooLarge
+from tui.cli_output import one_line
 from tui.screens.chat_navigation import ChatNavigation
 from tui.widgets.chat_message import ChatMessage
 
@@ -77,7 +79,13 @@ class ChatSelection(ChatNavigation):
             problem = self.straylight.memory_problem
             await self.notice(f"Memory is not available: {problem}", kind="error")
             return
-        point_id, created = await _pin(memory, message, self.conversation_id)
+        try:
+            point_id, created = await _pin(memory, message, self.conversation_id)
+        except Exception as error:
+            if not _memory_refused(error):
+                raise
+            await self.notice(f"Not pinned: {one_line(str(error))}", kind="error")
+            return
         note = "pinned as a new memory" if created else "pinned"
         await self.notice(f"#{point_id} {note}: {_preview(message.text)}")
         self.refresh_memory_status()
@@ -94,7 +102,13 @@ class ChatSelection(ChatNavigation):
         async def answered(yes: bool | None) -> None:
             if not yes:
                 return
-            gone = await _forget(memory, message)
+            try:
+                gone = await _forget(memory, message)
+            except Exception as error:
+                if not _memory_refused(error):
+                    raise
+                await self.notice(f"Not forgotten: {one_line(str(error))}", kind="error")
+                return
             points = "point" if len(gone) == 1 else "points"
             text = f"Forgot {len(gone)} memory {points}." if gone else "No memory point for it."
             await self.notice(text, kind="info" if gone else "warning")
@@ -135,6 +149,15 @@ async def _forget(memory: TurnMemory, message: ChatMessage) -> list[int]:
             gone.append(point_id)
     message.point_id = None  # gone: a later p or f looks for the points holding its text
     return gone
+
+
+def _memory_refused(error: Exception) -> bool:
+    """A pin or forget the memory refused (a text over a point's limit: nothing stored; a
+    full disk; a damaged database), said in the chat rather than stopping it. The database's
+    errors are imported only here: duckdb stays out of the first frame."""
+    from store.database_errors import DatabaseError
+
+    return isinstance(error, PointTooLarge | OSError | DatabaseError)
 
 
 def _preview(text: str, limit: int = 60) -> str:
