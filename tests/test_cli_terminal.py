@@ -42,6 +42,21 @@ def test_history_ask_and_recall_show_escape_sequences_as_symbols_on_a_terminal(
     assert HOSTILE in piped.stdout  # a pipe gets the text as stored
 
 
+def test_status_shows_a_model_name_with_an_escape_sequence_as_symbols_on_a_terminal(
+    cli_env: Callable[..., dict[str, str]], standin: OllamaStandIn
+) -> None:
+    """`status` printed the chat and embedding model names raw (from `--model`, config.toml
+    or the environment): `\\e]52;…` wrote the terminal's clipboard."""
+    env = cli_env(
+        OLLAMA_HOST=standin.host,
+        STRAYLIGHT_MODEL="m\x1b]52;c;aGk=\x07",
+        STRAYLIGHT_EMBED_MODEL="e\x1b]0;PWNED\x07",
+    )
+    shown = on_a_terminal(env, "status")
+    assert "\x1b" not in shown and "\x07" not in shown, shown
+    assert "m␛]52;c;aGk=␇ (not pulled)" in shown and "e␛]0;PWNED␇" in shown
+
+
 def test_a_file_name_with_an_escape_sequence_is_printed_back_as_symbols_on_a_terminal(
     cli_env: Callable[..., dict[str, str]], standin: OllamaStandIn, tmp_path: Path
 ) -> None:

@@ -78,30 +78,30 @@ async def status(settings: Settings, *, as_json: bool) -> int:
     # offline, or error: answered but failed (Ollama's words: one line, no ESC sequence)
     down = f"{ollama.state}: {one_line(ollama.error or '')}"
     state = f"online, Ollama {ollama.version}" if ollama.reachable else down
-    print(f"data dir   {settings.home}")
-    print(for_terminal(f"ollama     {ollama.host} ({state})"))  # the server's version too
+    _say(f"data dir   {settings.home}")
+    _say(f"ollama     {ollama.host} ({state})")  # the server's version too
     pulled = report["ollama"]["model_pulled"]
     model_note = "" if pulled is None else (" (pulled)" if pulled else " (not pulled)")
-    print(f"model      {settings.ollama.model}{model_note}")
+    _say(f"model      {settings.ollama.model}{model_note}")
     for missing in report["ollama"]["missing_models"] or ():
-        print(f"missing    {_missing_text(missing)}")
-    print(f"longterm   {longterm.size_bytes:,} / {longterm.budget_bytes:,} bytes")
+        _say(f"missing    {_missing_text(missing)}")
+    _say(f"longterm   {longterm.size_bytes:,} / {longterm.budget_bytes:,} bytes")
     if longterm_warning:
-        print(f"warning    {longterm_warning}")
-    print(f"today      {counted(len(today_messages), 'message')} in {today.isoformat()}.md")
+        _say(f"warning    {longterm_warning}")
+    _say(f"today      {counted(len(today_messages), 'message')} in {today.isoformat()}.md")
     points = memory["points"]
-    print(
+    _say(
         f"memory     {counted(points['total'], 'point')} ({points['user']:,} user, "
         f"{points['assistant']:,} assistant, {points['doc']:,} doc; {points['pinned']:,} pinned, "
         f"{points['without_vector']:,} without vector)"
     )
     skips = ", ".join(f"{rule} {count}" for rule, count in memory["skips"].items()) or "none"
-    print(f"skipped    {skips}")
+    _say(f"skipped    {skips}")
     index = memory["index"]
     note = f" ({index_note})" if index_note else ""
-    print(f"index      {index['state']}, {counted(index['size'], 'vector')}{note}")
+    _say(f"index      {index['state']}, {counted(index['size'], 'vector')}{note}")
     mib = memory["ram_estimate_bytes"] / 2**20
-    print(f"ram        ~{mib:,.1f} MiB estimated, headroom {memory['headroom']}")
+    _say(f"ram        ~{mib:,.1f} MiB estimated, headroom {memory['headroom']}")
     embed_pulled = report["ollama"]["embed_model_pulled"]
     embed_note = (
         ""
@@ -110,27 +110,34 @@ async def status(settings: Settings, *, as_json: bool) -> int:
         if embed_pulled
         else f" (not pulled: run `straylight pull {settings.memory.embed_model}`)"
     )
-    print(
+    _say(
         f"embedding  {settings.memory.embed_model}{embed_note}, "
         f"{counted(memory['embed_requests'], 'request')} so far"
     )
     if (embedding := memory.get("embedding")) and embedding["changed_from"]:
-        print(
+        _say(
             f"warning    embedding model changed from {embedding['changed_from']}: "
             f"{counted(embedding['to_embed'], 'point')} "
             f"wait{'s' if embedding['to_embed'] == 1 else ''} for backfill "
             "(recall uses words meanwhile)"
         )
     cards = memory["hypotheses"]
-    print(f"hypotheses {cards['open']} open, {cards['overdue']} overdue")
+    _say(f"hypotheses {cards['open']} open, {cards['overdue']} overdue")
     facts = memory["facts"]
-    print(
+    _say(
         f"facts      {facts['active']} active, {facts['stale']} stale, {facts['retired']} "
         f"retired; {counted(facts['pending_candidates'], 'candidate')} pending "
         f"({memory['workspace']})"
     )
-    print(f"context    {context_line(memory['context'], context_notes)}")
+    _say(f"context    {context_line(memory['context'], context_notes)}")
     return EXIT_OK
+
+
+def _say(line: str) -> None:
+    """A line of the report: names and paths from flags, config.toml and Ollama may hold
+    control characters (`--model $'\\e]52;…'` writes the clipboard), shown as symbols on a
+    terminal as every other command shows them."""
+    print(for_terminal(line))
 
 
 def _missing_json(settings: Settings, pulled: tuple[str, ...] | None) -> list[Any] | None:
