@@ -556,3 +556,29 @@ def test_a_delete_that_finds_its_conversation_gone_meanwhile_says_so(
     out, err = capsys.readouterr()
     assert (code, out) == (1, "")
     assert f"no conversation {cid!r}" in err
+
+
+@pytest.mark.parametrize("fmt", ["md", "json"])
+def test_an_export_whose_reader_leaves_exits_141(env: Env, home: Path, fmt: str) -> None:
+    """`conversations export ID | head`: one large write met the reader's going as a short
+    write Python does not report, and the command exited 0 with most of it dropped."""
+    from datetime import UTC, datetime
+
+    from store.daily_log import LogMessage
+
+    when = datetime.now(UTC)
+    log = DailyLog(home / "conversation")
+    for number in range(120):
+        text = f"message {number}: " + "sourdough " * 300
+        log.append(LogMessage("user", text, "2026-12-06-abcd", when), when.date())
+    process = subprocess.Popen(
+        cli_command("conversations", "export", "2026-12-06-abcd", "--format", fmt),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.read1(100)
+    process.stdout.close()  # `head` has what it wanted
+    assert process.wait(60) == 141
+    assert process.stderr.read() == b""

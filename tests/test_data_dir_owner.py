@@ -102,19 +102,18 @@ def test_a_data_dir_served_by_another_user_s_process_is_one_line(shared_root: Pa
     home = shared_root / "home"
     env = cli_env(home, shared_root, OLLAMA_HOST="127.0.0.1:9", HOME=str(shared_root))
     assert_ok(run_cli(env, "remember", "The night ferry leaves from pier four at nine."))
-    os.chown(home, NOBODY, NOBODY)
     ready_read, ready_write = os.pipe()
     pid = os.fork()
     if pid == 0:  # a listener as nobody on the data dir's socket
         try:
             os.close(ready_read)
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            server.bind(str(home / SOCKET_FILENAME))  # (the data dir stays the user's own:
+            (home / SOCKET_FILENAME).chmod(0o777)  # one of another user's is refused first)
             os.setgroups([])
             os.setresgid(NOBODY, NOBODY, NOBODY)
             os.setresuid(NOBODY, NOBODY, NOBODY)
-            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            server.bind(str(home / SOCKET_FILENAME))
-            (home / SOCKET_FILENAME).chmod(0o777)
-            server.listen(4)
+            server.listen(4)  # a peer's credentials are the listener's at listen()
             os.write(ready_write, b"1")
             while True:
                 server.accept()[0].close()

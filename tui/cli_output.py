@@ -15,7 +15,20 @@ EXIT_UNEXPECTED = 1  # an error nobody foresaw: one line, details in straylight.
 
 def print_json(data: Any) -> None:
     """Indented UTF-8 JSON on stdout (times and other odd values as strings)."""
-    print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    write_stdout(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+STDOUT_CHUNK = 1 << 16
+
+
+def write_stdout(text: str) -> None:
+    """`text` on stdout in 64 KiB pieces, each flushed. One large write to a pipe whose
+    reader left midway (`export … | head`) is a short write Python does not report: the
+    rest was dropped and the command exited 0. A piece after the reader left raises
+    `BrokenPipeError`, which the command line turns into exit 141."""
+    for start in range(0, len(text), STDOUT_CHUNK):
+        sys.stdout.write(text[start : start + STDOUT_CHUNK])
+        sys.stdout.flush()
 
 
 def fail(message: str, code: int) -> int:

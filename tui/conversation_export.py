@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import errno
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from agent.gateway_errors import EXIT_OK, EXIT_USAGE
 from store.clock import format_instant
 from store.daily_log import LogMessage
-from tui.cli_output import EXIT_UNEXPECTED, fail, for_terminal
+from tui.cli_output import EXIT_UNEXPECTED, fail, for_terminal, write_stdout
 from tui.conversation_index import ConversationInfo
 from tui.display_text import counted
 
@@ -73,7 +72,7 @@ def export_to(
     render = export_json if fmt == "json" else export_markdown
     text = render(info, title, system, messages)
     if output is None or output == "-":  # `-o -`: standard output, as `-` is stdin elsewhere
-        sys.stdout.write(for_terminal(text) if fmt == "md" else text)
+        write_stdout(for_terminal(text) if fmt == "md" else text)  # `| head`: 141
         return EXIT_OK
     from store.private_files import write_private_text
 
