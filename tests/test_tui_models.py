@@ -366,3 +366,26 @@ async def test_at_80_columns_the_capabilities_give_way_and_the_loaded_memory_sho
             lambda: "completion,tools,thinking" in shown_row(table, "qwen3:8b"),
             what="the capabilities whole at 120 columns",
         )
+
+
+async def test_a_model_pulled_from_the_open_screen_takes_its_warning_away(
+    make_settings, srv: OllamaStandIn
+) -> None:
+    """F8 with the chat model missing: the pull box is filled and Enter pulls it, but the
+    line "The chat model … is not pulled (the chat cannot reply)" stayed on the open screen
+    after the pull (the sidebar already said pulled); only reopening F8 cleared it."""
+    app = StraylightApp(make_settings(ollama_host=srv.host, jobs_enabled=False, model="llava"))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: bool(app.missing_models), what="the missing model")
+        await pilot.press("f8")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelsScreen), what="models")
+        screen = app.screen
+        assert isinstance(screen, ModelsScreen)
+        line = screen.query_one("#screen-missing")
+        assert line.display and "llava is not pulled" in str(line.render())
+        assert isinstance(app.focused, Input) and app.focused.value == "llava"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.model_pulls.states["llava"].done, what="pulled")
+        await wait_until(pilot, lambda: not app.missing_models, what="checked again")
+        await wait_until(pilot, lambda: not line.display, what="the warning gone")
+        assert app.screen is screen

@@ -125,6 +125,7 @@ class ChatTurn(ChatFacts):
         """A notice with a Pull button for each configured model Ollama does not have, once
         per model until it is pulled; the app keeps the list (palette, memory screens)."""
         from agent.model_catalog import missing_models
+        from tui.screens.memory_screen import MemoryScreen
         from tui.widgets.missing_model import MissingModelNotice
 
         missing = missing_models(
@@ -133,6 +134,9 @@ class ChatTurn(ChatFacts):
             embed_model=self.straylight.settings.memory.embed_model,
         )
         self.straylight.missing_models = missing
+        for screen in self.app.screen_stack:  # an open models screen drops a pulled one's line
+            if isinstance(screen, MemoryScreen) and screen.is_mounted:
+                screen.show_missing_models()
         for model in missing:
             if model not in self._offered_pulls:
                 self._offered_pulls.add(model)

@@ -64,7 +64,13 @@ class MemoryScreen(Screen[ResultT]):
         return Text("\n".join(f"⚠ {model.line()} (F8 in the chat pulls it)" for model in missing))
 
     def on_mount(self) -> None:
+        self.show_missing_models()
+
+    def show_missing_models(self) -> None:
+        """The warning line as the last Ollama check left the list: called again after each
+        check, so a model pulled (from the models screen too) takes its line away."""
         line = self.query_one("#screen-missing", Static)
+        line.update(self._missing_text())
         line.display = bool(getattr(self.app, "missing_models", ()))
 
     def compose_body(self) -> ComposeResult:
