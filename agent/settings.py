@@ -331,7 +331,7 @@ def load_settings(
     _check_ram_lines(settings, provenance)
     for name in SETTING_PATHS:
         provenance.setdefault(name, Provenance("default", None))
-    return ResolvedSettings(settings, provenance, path, path.is_file())
+    return ResolvedSettings(settings, provenance, path, path.exists())  # a FIFO was read too
 
 
 def _check_ram_lines(settings: Settings, provenance: Mapping[str, Provenance]) -> None:

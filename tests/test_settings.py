@@ -824,6 +824,15 @@ def test_config_text_says_when_the_platform_file_is_missing(run_main: Any) -> No
     assert "straylight/config.toml" in first and "not found" in first
 
 
+def test_config_text_does_not_call_a_fifo_it_read_not_found(run_main: Any, tmp_path: Path) -> None:
+    fifo = tmp_path / "settings.toml"
+    os.mkfifo(fifo)  # nobody writes to it: read as empty, as the README says
+    code, out, _ = run_main("--config", str(fifo), "config")
+    assert code == 0
+    first = out.splitlines()[0]
+    assert str(fifo) in first and "not found" not in first
+
+
 def test_a_named_config_file_that_does_not_exist_is_an_error(
     run_main: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
