@@ -37,8 +37,9 @@ SHOW_TIMEOUT_SECONDS = 5.0
 """How long one /api/show may take while listing: a slow answer must not stall the list."""
 SHOW_CONCURRENCY = 8
 LIST_TIMEOUT_SECONDS = 10.0
-"""How long /api/tags and /api/ps may take: a hung server must not hold `models` for the
-chat's long read timeout."""
+"""How long /api/tags and /api/ps may take unless the caller gives the settings' limit
+(`connect_timeout_seconds`): a hung server must not hold `models` for the chat's long read
+timeout."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,41 +306,53 @@ async def running_models(client: ollama.AsyncClient) -> dict[str, RunningModel]:
 
 
 async def _show_or_none(
-    client: ollama.AsyncClient, name: str, digest: str | None, gate: asyncio.Semaphore
+    client: ollama.AsyncClient,
+    name: str,
+    digest: str | None,
+    gate: asyncio.Semaphore,
+    timeout: float,
 ) -> ShownModel | None:
     async with gate:
         try:
-            return await asyncio.wait_for(
-                show_model(client, name, digest=digest), SHOW_TIMEOUT_SECONDS
-            )
+            return await asyncio.wait_for(show_model(client, name, digest=digest), timeout)
         except (GatewayError, TimeoutError) as error:
             log.info("could not show %s while listing: %r", name, error)
             return None
 
 
-async def list_models(client: ollama.AsyncClient) -> list[ModelRecord]:
+async def list_models(
+    client: ollama.AsyncClient, *, timeout: float = LIST_TIMEOUT_SECONDS
+) -> list[ModelRecord]:
     """Every pulled model in Ollama's order, with what /api/show and /api/ps add.
 
     /api/tags failing raises a named `GatewayError` (`OllamaUnreachable` when Ollama is
-    down, `ModelError` when it takes longer than `LIST_TIMEOUT_SECONDS`); a failing or slow
-    /api/show only leaves that model's details unknown, a failing /api/ps `loaded`."""
+    down, `ModelError` when it takes longer than `timeout`: the settings' metadata limit,
+    `connect_timeout_seconds`); a failing or slow /api/show (each at most `timeout`, and
+    `SHOW_TIMEOUT_SECONDS`) only leaves that model's details unknown, a failing /api/ps
+    `loaded`."""
     try:
-        tags = await asyncio.wait_for(client.list(), LIST_TIMEOUT_SECONDS)
+        tags = await asyncio.wait_for(client.list(), timeout)
     except TimeoutError as error:
-        seconds = f"{LIST_TIMEOUT_SECONDS:g}"
-        raise ModelError(f"Ollama did not list its models within {seconds} s") from error
+        raise ModelError(
+            f"Ollama did not list its models within {timeout:g} s; raise "
+            "STRAYLIGHT_CONNECT_TIMEOUT_SECONDS if Ollama is just slow"
+        ) from error
     except Exception as error:  # classified and re-raised
         raise named(client, error) from error
     pulled = [model for model in tags.models if model.model]
     gate = asyncio.Semaphore(SHOW_CONCURRENCY)
-    shows = [_show_or_none(client, str(m.model), m.digest, gate) for m in pulled]
-    shown, running = await asyncio.gather(asyncio.gather(*shows), _running_or_none(client))
+    show_timeout = min(timeout, SHOW_TIMEOUT_SECONDS)
+    shows = [_show_or_none(client, str(m.model), m.digest, gate, show_timeout) for m in pulled]
+    running_or_none = _running_or_none(client, timeout)
+    shown, running = await asyncio.gather(asyncio.gather(*shows), running_or_none)
     return [_record(model, facts, running) for model, facts in zip(pulled, shown, strict=True)]
 
 
-async def _running_or_none(client: ollama.AsyncClient) -> dict[str, RunningModel] | None:
+async def _running_or_none(
+    client: ollama.AsyncClient, timeout: float
+) -> dict[str, RunningModel] | None:
     try:
-        return await asyncio.wait_for(running_models(client), LIST_TIMEOUT_SECONDS)
+        return await asyncio.wait_for(running_models(client), timeout)
     except (GatewayError, TimeoutError) as error:
         log.info("could not read /api/ps: %s", error)
         return None

@@ -145,6 +145,18 @@ def test_ollama_down_is_the_same_line_and_code_as_other_commands(
     assert assert_one_line(run_cli(env, "pull", "mistral"), 3, "not reachable") == line
 
 
+def test_models_waits_for_the_list_as_long_as_connect_timeout_seconds_says(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """The README makes `connect_timeout_seconds` the limit of the metadata calls; `models`
+    waited a fixed 10 s for /api/tags whatever it said."""
+    standin.fail_next("delay", path="/api/tags", seconds=3.0)
+    proc = run_cli({**env, "STRAYLIGHT_CONNECT_TIMEOUT_SECONDS": "0.5"}, "models")
+    assert proc.returncode == 5, proc.stderr
+    assert "did not list its models within 0.5 s" in proc.stderr
+    assert "STRAYLIGHT_CONNECT_TIMEOUT_SECONDS" in proc.stderr
+
+
 def test_common_options_work(
     cli_env: Callable[..., Env], standin: OllamaStandIn, tmp_path: Path
 ) -> None:

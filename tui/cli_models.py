@@ -59,7 +59,7 @@ async def _models(settings: Settings, *, as_json: bool) -> int:
 
     gateway = OllamaGateway.from_config(settings.ollama)
     try:
-        records = await list_models(gateway.client())
+        records = await list_models(gateway.client(), timeout=gateway.connect_timeout)
     except GatewayError as error:
         return fail(str(error), error.exit_code)
     finally:

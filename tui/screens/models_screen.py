@@ -146,7 +146,8 @@ class ModelsScreen(MemoryScreen[ModelChoice | None]):
         from agent.model_catalog import list_models
 
         try:
-            records = await list_models(self.straylight.gateway.client())
+            gateway = self.straylight.gateway
+            records = await list_models(gateway.client(), timeout=gateway.connect_timeout)
         except GatewayError as error:
             self.post_message(ModelsListed([], str(error)))
             return
