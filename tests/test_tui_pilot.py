@@ -253,6 +253,25 @@ async def test_a_remember_over_the_limit_is_refused_and_stays_in_the_box(
         assert app.chat.engine.memory.store.status()["points"]["total"] == 0
 
 
+async def test_a_remember_whose_embedding_fails_says_it_has_no_vector_yet(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """`straylight remember` names an embedding that failed ("no vector yet: …; found by
+    its words until backfill"); `/remember` only said "Remembered #1 (pinned)."."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        standin.fail_next("status", path="/api/embed", status=500, count=None)
+        box = app.query_one(ChatInput)
+        box.focus()
+        box.load_text("/remember the crane inspection is due on the fifth")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(notices(app)), what="the notice")
+        said = notices(app)[-1]
+        assert said.startswith("Remembered #1 (pinned; no vector yet: ")
+        assert "HTTP 500" in said and said.endswith("found by its words until backfill).")
+
+
 async def test_a_screen_command_with_an_unknown_word_stays_in_the_box(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

@@ -45,7 +45,15 @@ async def _remember(memory: TurnMemory, text: str, notice: Notice) -> None:
         await notice("Usage: /remember TEXT", kind="error")
         return
     point_id = await memory.remember(text)
-    if memory.store.config.enabled:
+    point = await asyncio.to_thread(memory.store.points.get, point_id)
+    if memory.store.config.enabled and point is not None and point.embedding is None:
+        why = memory.embed_problem or "Ollama was not reachable"  # as `remember` says it
+        await notice(
+            f"Remembered #{point_id} (pinned; no vector yet: {why}; found by its words "
+            "until backfill).",
+            kind="warning",
+        )
+    elif memory.store.config.enabled:
         await notice(f"Remembered #{point_id} (pinned).")
     else:
         await notice(
