@@ -144,8 +144,13 @@ class BackgroundSaves:
             self._failures.append(error)
 
     async def drain(self, timeout: float = 30.0) -> list[BaseException]:
-        """Wait for the saves; the errors of those that failed since the last drain."""
+        """Wait for the saves; the errors of those that failed since the last drain, and a
+        `TimeoutError` when one is still running after `timeout` (the process that ends
+        now would lose it: said, not left silent)."""
+        late: list[BaseException] = []
         if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=timeout)
+            _, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
+            if pending:
+                late.append(TimeoutError(f"still saving after {timeout:g} s"))
         failures, self._failures = self._failures, []
-        return failures
+        return failures + late

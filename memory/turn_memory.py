@@ -49,6 +49,12 @@ them for the whole HTTP timeout (`ollama_http_timeout_seconds`, 300 s by default
 embedding model loaded from disk answers within a few seconds, so 20 s only gives up on a
 server that is not coming back."""
 
+SAVE_EMBED_SECONDS = 20.0
+"""How long a turn's save waits for the reply's vector before it stores the point without
+one (the backfill embeds it later). Without a limit a stalled embedding outlasted the 30 s
+`ask` (and the chat's quit) wait for the save, and the reply's point was lost without a
+word."""
+
 
 ProgressFn = Callable[[int, int], None]
 EMBED_BATCH = 16  # texts per /api/embed request in backfill and ingest
@@ -172,6 +178,18 @@ class TurnMemory:
         # search goes by words, and the note says why.
         return (vector if self.embed_problem is None else None), False
 
+    async def _timed_save_vector(self, text: str) -> list[float] | None:
+        """The vector of a point the turn saves, or None (stored without one, found by its
+        words until the backfill) when Ollama gives none within `SAVE_EMBED_SECONDS`."""
+        try:
+            return await asyncio.wait_for(self.embed_one(text), SAVE_EMBED_SECONDS)
+        except TimeoutError:
+            self.embed_problem = (
+                f"Ollama did not answer the reply's embedding within {SAVE_EMBED_SECONDS:g} s: "
+                "saved without a vector, the backfill embeds it later"
+            )
+            return None
+
     async def recall_for_turn(
         self, query: str, *, exclude_contents: Sequence[str], context: str = ""
     ) -> TurnRecall:
@@ -241,7 +259,7 @@ class TurnMemory:
             )
             if rule is not None:
                 return user, SaveResult(None, rule)
-            reply_vector = await self.embed_one(reply_text)
+            reply_vector = await self._timed_save_vector(reply_text)
             reply = await asyncio.to_thread(
                 functools.partial(
                     save,

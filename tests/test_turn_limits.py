@@ -200,6 +200,53 @@ async def test_the_tui_says_when_a_stalled_embedding_left_recall_to_words(
         ), shown
 
 
+def test_a_reply_whose_embedding_stalls_is_saved_without_a_vector_not_lost(
+    cli_env: Callable[..., Env],
+    standin: OllamaStandIn,
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reply's embedding had no limit: one that stalled past the 30 s `ask` waits for
+    the save (Ollama swapping the embedding model in) lost the reply's point, exit 0 and
+    no word. It now waits `SAVE_EMBED_SECONDS`, stores the point without a vector (the
+    backfill embeds it) and says so."""
+    from memory import turn_memory
+
+    monkeypatch.setattr(turn_memory, "QUERY_EMBED_SECONDS", 0.3)
+    monkeypatch.setattr(turn_memory, "SAVE_EMBED_SECONDS", 0.3)
+    reply = "Tomasz repairs vintage radios in his garage every weekend, it seems."
+    standin.script_reply(reply)
+    standin.fail_next("delay", seconds=3.0, path="/api/embed", count=None)
+    env = cli_env(OLLAMA_HOST=standin.url, STRAYLIGHT_NOW=NOW)
+    proc = run_cli(env, "ask", "my neighbour Tomasz repairs vintage radios in his garage")
+    standin.clear_faults()
+    assert proc.returncode == 0, proc.stderr
+    assert "the reply's embedding within 0.3 s" in proc.stderr
+    with duckdb.connect(str(home / "straylight.duckdb"), read_only=True) as db:
+        rows = db.execute("SELECT role, embedding IS NULL FROM points ORDER BY id").fetchall()
+    assert rows == [("user", True), ("assistant", True)]
+
+
+async def test_a_save_still_running_when_the_wait_ends_is_reported_not_dropped() -> None:
+    """`drain` stopped waiting after its timeout and reported nothing: `ask` exited 0 and
+    the save died with the process. A save still running is now a failure of the drain."""
+    import asyncio
+    from typing import Any, cast
+
+    from agent.turn_saves import BackgroundSaves
+
+    saves = BackgroundSaves(cast(Any, lambda: None), cast(Any, None))
+    stalled = asyncio.get_running_loop().create_task(asyncio.sleep(30))
+    saves._tasks.add(stalled)  # (what `start` adds: a save whose embedding stalls)
+    try:
+        failures = await saves.drain(timeout=0.05)
+    finally:
+        stalled.cancel()
+    assert [str(failure) for failure in failures] == ["still saving after 0.05 s"]
+    saves._tasks.clear()
+    assert await saves.drain(timeout=0.05) == []
+
+
 def test_a_length_stop_without_num_predict_names_the_window_and_the_fixes() -> None:
     """No num_predict was sent: the model's own limit or a full window stopped it. The line
     said "(Ollama's length limit (done_reason length))" and named no fix."""
