@@ -243,6 +243,12 @@ async def test_send_and_newline_follow_the_keymap(
     app = StraylightApp(settings)
     async with app.run_test(size=(80, 24)) as pilot:
         box = app.screen.query_one(TextArea)
+        # The hints name the keys as remapped ("Enter sends" was hard-coded).
+        assert box.placeholder == "Message — Ctrl+S sends, Enter new line, F1 help"
+        from tui.widgets.chat_message import EmptyChatHint
+
+        (welcome,) = app.query(EmptyChatHint)
+        assert "Type below and press Ctrl+S · Enter new line · F1 help" in str(welcome.render())
         await type_text(pilot, "two")
         await pilot.press("enter")
         await type_text(pilot, "lines")

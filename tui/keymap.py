@@ -84,6 +84,21 @@ def binding_keys(keys: str) -> list[str]:
     return [part.strip() for part in keys.split(",") if part.strip()]
 
 
+def key_label(keymap: Mapping[str, str], binding_id: str, default: str) -> str:
+    """How a hint names the key of `binding_id`: the first key `[keymap]` gives it
+    (`"ctrl+s"` → `Ctrl+S`), else `default` (the hint's own words for the default keys)."""
+    keys = binding_keys(keymap.get(binding_id, ""))
+    if not keys:
+        return default
+    return "+".join(_key_part(part) for part in keys[0].split("+"))
+
+
+def _key_part(part: str) -> str:
+    if len(part) == 1 or (part[:1] == "f" and part[1:].isdigit()):
+        return part.upper()
+    return part.capitalize()
+
+
 def split_keymap(keymap: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     """(the entries Textual should apply, the unknown ids), keys normalised (no spaces)."""
     known = {

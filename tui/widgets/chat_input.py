@@ -10,10 +10,29 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
-from tui.keymap import binding_keys
+from tui.keymap import binding_keys, key_label, split_keymap
 
 SEND_KEYS = frozenset({"enter"})
 NEWLINE_KEYS = frozenset({"ctrl+j", "shift+enter", "alt+enter"})
+
+
+def key_hints(app: object) -> tuple[str, str, str]:
+    """(send, new line, help) as the hints name them, the app's `[keymap]` applied (read
+    from its settings: the hints are made before the app's mount applies it): a remapped
+    send key is not "Enter" any more."""
+    settings = getattr(app, "settings", None)
+    keymap = split_keymap(settings.keymap)[0] if settings is not None else {}
+    return (
+        key_label(keymap, "send", "Enter"),
+        key_label(keymap, "newline", "Ctrl+J"),
+        key_label(keymap, "help", "F1"),
+    )
+
+
+def input_hint(app: object) -> str:
+    """The empty message box's placeholder."""
+    send, newline, help_key = key_hints(app)
+    return f"Message — {send} sends, {newline} new line, {help_key} help"
 
 
 class ChatInput(TextArea):
@@ -46,8 +65,11 @@ class ChatInput(TextArea):
             soft_wrap=True,
             show_line_numbers=False,
             tab_behavior="focus",
-            placeholder="Message — Enter sends, Ctrl+J new line, F1 help",
+            placeholder=input_hint(None),
         )
+
+    def on_mount(self) -> None:
+        self.placeholder = input_hint(self.app)
 
     def _keys_of(self, binding_id: str, default: frozenset[str]) -> frozenset[str]:
         """The keys of `send` or `newline`: config.toml's [keymap] as the app applied it

@@ -15,6 +15,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from tui.display_text import printable
+from tui.widgets.chat_input import key_hints
 
 if TYPE_CHECKING:
     from textual.timer import Timer
@@ -243,6 +244,7 @@ class EmptyChatHint(Static):
                 "and longterm.md goes into every prompt.\n"
                 "Type below and press Enter · Ctrl+J new line · F1 help · Ctrl+P commands"
             )
+        send, newline, help_key = key_hints(self.app)
         home, embed = settings.home, settings.memory.embed_model
         text = Text("A new conversation. Every message is kept in today's log in ")
         text.append(_shown_path(home / "conversation"), style="bold")
@@ -266,7 +268,10 @@ class EmptyChatHint(Static):
                 "(recall works by words until then).",
                 style="yellow",
             )
-        text.append("\nType below and press Enter · Ctrl+J new line · F1 help · Ctrl+P commands")
+        text.append(
+            f"\nType below and press {send} · {newline} new line · {help_key} help · "
+            "Ctrl+P commands"
+        )
         return text
 
 
