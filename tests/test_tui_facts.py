@@ -103,6 +103,9 @@ async def test_editing_then_approving_stores_the_edited_body(
         await pilot.press("enter")
         await wait_until(pilot, lambda: last_reply_done(app), what="the turn to finish")
         assert [f.body for f in facts(app).list_facts()] == ["npm run dist builds the app."]
+        # The card shows what was approved (it kept the model's words under "approved").
+        shown = str(app.query_one(CandidatePrompt).query_one(".candidate-body").render())
+        assert "npm run dist builds the app. (edited)" in shown and "blyck" not in shown
 
 
 async def test_rejecting_inline_leaves_no_fact(settings: Settings, standin: OllamaStandIn) -> None:

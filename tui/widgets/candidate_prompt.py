@@ -39,21 +39,28 @@ class CandidatePrompt(Vertical, can_focus=True):
         c = self.candidate
         title = Text("The model wants to remember a fact", style="bold")
         yield Static(title, classes="candidate-title")
-        summary = Text()
-        summary.append(f"{c.type} ", style="bold")
-        summary.append(c.key, style="bold cyan")
-        summary.append(f" ({c.scope})\n")
-        summary.append(c.body)
-        if self.replaces is not None:
-            summary.append("\nreplaces: ", style="bold yellow")
-            summary.append(self.replaces)
-        yield Static(summary, classes="candidate-body")
+        yield Static(self._summary(c.body), classes="candidate-body")
         yield Input(c.body, id="candidate-edit", classes="-hidden", select_on_focus=False)
         with Horizontal(classes="candidate-buttons"):
             yield Button("Approve (a)", id="approve", variant="success", compact=True)
             yield Button("Edit (e)", id="edit", compact=True)
             yield Button("Reject (r)", id="reject", variant="error", compact=True)
             yield Button("Later (l)", id="later", compact=True)
+
+    def _summary(self, body: str, *, edited: bool = False) -> Text:
+        """Type, key, scope and the body: the model's, or the one approved after `e`."""
+        c = self.candidate
+        summary = Text()
+        summary.append(f"{c.type} ", style="bold")
+        summary.append(c.key, style="bold cyan")
+        summary.append(f" ({c.scope})\n")
+        summary.append(body)
+        if edited:
+            summary.append(" (edited)", style="italic")
+        if self.replaces is not None:
+            summary.append("\nreplaces: ", style="bold yellow")
+            summary.append(self.replaces)
+        return summary
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -100,6 +107,10 @@ class CandidatePrompt(Vertical, can_focus=True):
         self.query_one(".candidate-title", Static).update(
             Text(f"Fact {self.candidate.key}: {words[approval.verdict]}", style="bold")
         )
+        if approval.body is not None and approval.body != self.candidate.body:
+            # what was approved, not the model's words the editor changed
+            body = self.query_one(".candidate-body", Static)
+            body.update(self._summary(approval.body, edited=True))
         self.query_one(".candidate-buttons").display = False
         self.query_one("#candidate-edit", Input).display = False
         self.can_focus = False
