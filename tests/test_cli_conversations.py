@@ -582,3 +582,27 @@ def test_an_export_whose_reader_leaves_exits_141(env: Env, home: Path, fmt: str)
     process.stdout.close()  # `head` has what it wanted
     assert process.wait(60) == 141
     assert process.stderr.read() == b""
+
+
+def test_messages_in_a_day_file_dated_before_the_id_are_exported_and_deleted(
+    env: Env, standin: OllamaStandIn, home: Path
+) -> None:
+    """A message written while the clock was behind (or a day file copied in) lies in a
+    file dated before the conversation's id: `conversations` listed it, but `export` left
+    it out and `delete` left it on disk, then called the id unknown."""
+    cid = ask(env, standin, "first message about the garden shed roof")
+    earlier = {**env, "STRAYLIGHT_NOW": "2031-01-20T10:00:00Z"}  # two weeks before NOW
+    standin.script_reply(REPLY)
+    assert_ok(run_cli(earlier, "ask", "-c", cid, "second message while the clock was wrong"))
+    assert [row["messages"] for row in listing(env)] == [4]
+
+    exported = run_cli(env, "conversations", "export", cid, "--format", "json")
+    assert_ok(exported)
+    contents = [m["content"] for m in json.loads(exported.stdout)["messages"]]
+    assert "second message while the clock was wrong" in contents and len(contents) == 4
+
+    proc = run_cli(env, "conversations", "delete", cid, "--yes")
+    assert_ok(proc)
+    assert proc.stdout.startswith(f"deleted {cid}: 4 messages from 2 daily logs, ")
+    assert listing(env) == []
+    assert not any(cid in day.read_text("utf-8") for day in (home / "conversation").glob("*.md"))

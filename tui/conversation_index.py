@@ -171,13 +171,27 @@ def load_conversation(
 
 
 def days_from_start(daily_log: DailyLog, conversation_id: str) -> list[date]:
-    """The day files that can hold messages of this conversation, oldest first."""
+    """The day files that can hold messages of this conversation, oldest first: those from
+    the day before its id's date on, and any earlier one the logs' summary finds it in (a
+    message written while the clock was behind, a day file copied in from elsewhere)."""
     all_days = daily_log.days()
     started = start_date(conversation_id)
     if started is None:
         return all_days
     earliest = started - timedelta(days=1)
-    return [day for day in all_days if day >= earliest]
+    found_earlier = set(_days_holding(daily_log, conversation_id, before=earliest))
+    return [day for day in all_days if day >= earliest or day in found_earlier]
+
+
+def _days_holding(daily_log: DailyLog, conversation_id: str, *, before: date) -> list[date]:
+    """The days before `before` whose files hold a live message of the conversation."""
+    with closing(DailyLogIndex(daily_log).entries()) as entries:
+        return [
+            entry.day
+            for entry in entries
+            if entry.day < before
+            and any(row.conversation_id == conversation_id for row in entry.conversations)
+        ]
 
 
 def _start_key(summary: ConversationSummary) -> float:
@@ -277,18 +291,16 @@ def _info_from_rows(
 
 
 def conversation_info(daily_log: DailyLog, conversation_id: str) -> ConversationInfo | None:
-    """One conversation's row (its proposed title) from the logs' summary, counting only the
-    day files that can hold it (those of `days_from_start`); None when no live message of
+    """One conversation's row (its proposed title) from the logs' summary, over every day
+    file, as `conversations` lists it (a message in a file dated before the id's date
+    counts: the clock was behind, or the file was copied in); None when no live message of
     it is found."""
-    started = start_date(conversation_id)
-    earliest = started - timedelta(days=1) if started is not None else date.min
     rows: list[tuple[date, DayConversation]] = []
     with closing(DailyLogIndex(daily_log).entries()) as entries:
         for entry in entries:
-            if entry.day >= earliest:
-                rows.extend(
-                    (entry.day, row)
-                    for row in entry.conversations
-                    if row.conversation_id == conversation_id
-                )
+            rows.extend(
+                (entry.day, row)
+                for row in entry.conversations
+                if row.conversation_id == conversation_id
+            )
     return _info_from_rows(conversation_id, rows, None) if rows else None
