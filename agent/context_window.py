@@ -272,7 +272,7 @@ def _numbers_from_json(text: str) -> tuple[int | None, int | None]:
     for _ in range(3):
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # a server's error text, nested deep
             return None, None
         if isinstance(data, dict) and "error" in data:
             inner = data["error"]

@@ -360,9 +360,11 @@ def classify(
     # A line that is JSON but not an object (`[1]`, `"x"`, `null`): the client calls `.get`
     # on it and raises AttributeError, or passes it as `**reply` (/api/tags, /api/embed) and
     # raises TypeError. Malformed all the same.
+    # JSON nested past Python's recursion limit (an error body or a line of `[[[[…`): the
+    # client's `json.loads` raises RecursionError.
     not_an_object = isinstance(error, TypeError) and "must be a mapping" in str(error)
     if not_an_object or isinstance(
-        error, json.JSONDecodeError | pydantic.ValidationError | AttributeError
+        error, json.JSONDecodeError | pydantic.ValidationError | AttributeError | RecursionError
     ):
         if streamed:
             return StreamCutOff("Ollama sent a malformed line")
@@ -390,7 +392,7 @@ def _status_body(response: httpx.Response) -> str:
         return ""
     try:
         parsed = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a server's error body, nested deep
         parsed = None
     if isinstance(parsed, dict) and isinstance(parsed.get("error"), str):
         text = parsed["error"]

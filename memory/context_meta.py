@@ -32,7 +32,7 @@ def _read(db: Database, key: str) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 

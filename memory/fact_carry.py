@@ -24,7 +24,7 @@ _MAX_CONVERSATIONS: Final = 64
 def _read(raw: str | None) -> dict[str, list[str]]:
     try:
         data = json.loads(raw) if raw else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     if not isinstance(data, dict):
         return {}

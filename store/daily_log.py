@@ -127,7 +127,7 @@ def _read_meta(line: str) -> dict[str, object] | None:
         return None
     try:
         value = json.loads(match.group(1))
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested ten thousand deep: a hostile edit)
         return {}
     return value if isinstance(value, dict) else {}
 

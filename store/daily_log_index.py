@@ -182,7 +182,7 @@ class DailyLogIndex:
         try:
             with os.fdopen(fd, "rb") as handle:
                 data = json.loads(handle.read())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # derived: made again from the logs
             return {}
         if not isinstance(data, dict) or data.get("version") != INDEX_VERSION:
             return {}

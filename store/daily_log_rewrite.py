@@ -72,7 +72,7 @@ def _superseded_block(block: str) -> str:
     if match is not None:
         try:
             value = json.loads(match.group(1))
-        except ValueError:
+        except (ValueError, RecursionError):
             value = {}
         meta = value if isinstance(value, dict) else {}
         meta["status"] = SUPERSEDED

@@ -273,7 +273,7 @@ def _parse(
             int(header["id_sum"]),
         )
         table = {name: header["sections"][name] for name in sections_of(version)}
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise LexicalFileError(f"the header is unreadable ({exc})") from None
     if identity is not None:
         _check_state(state, identity, generation)

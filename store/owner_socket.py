@@ -187,7 +187,7 @@ class FrameReader:
 def _decode(line: bytes) -> dict[str, Any]:
     try:
         frame = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise OwnerSocketError("a frame that is not JSON") from None
     if not isinstance(frame, dict):
         raise OwnerSocketError("a frame that is not a JSON object")

@@ -232,3 +232,29 @@ def test_a_database_shut_by_its_mode_is_exit_2_with_the_fix_and_the_logs_still_l
     assert listing.returncode == 0, listing.stderr
     assert "a question to list" in listing.stdout
     assert f"chmod u+rw {database}" in listing.stderr
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # JSON nested past Python's recursion limit
+
+
+def test_json_nested_past_the_recursion_limit_is_damage_not_a_traceback(
+    env: Env, home: Path, standin: OllamaStandIn
+) -> None:
+    """A day file's metadata line, the derived `conversation-index.json` and an Ollama
+    error body nested 100,000 deep were "unexpected error: RecursionError" (exit 1): each is
+    read as the damaged or unknown text it is."""
+    today = datetime.now(UTC).date()
+    day_file = home / "conversation" / f"{today.isoformat()}.md"
+    day_file.parent.mkdir(parents=True)
+    day_file.write_text(f"### user\n<!-- straylight {DEEP} -->\nhello from a hand edit\n")
+    (home / "conversation-index.json").write_text(DEEP)
+
+    history = run_cli(env, "history")
+    assert history.returncode == 0 and "hello from a hand edit" in history.stdout, history
+    listed = run_cli(env, "conversations")
+    assert listed.returncode == 0 and "hello from a hand edit" in listed.stdout, listed
+
+    standin.fail_next("status", status=500, body=DEEP, path="/api/chat")
+    asked = run_cli(env, "ask", "hi")
+    assert asked.returncode != 1 and "RecursionError" not in asked.stderr, asked
+    assert "Traceback" not in asked.stderr and asked.stderr.count("\n") <= 2, asked.stderr

@@ -44,7 +44,7 @@ def _repaired(data: str | bytes) -> Any | None:
     is no JSON or holds none (then pydantic's refusal stands)."""
     try:
         parsed = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     repaired = without_lone_surrogates(parsed)
     return None if repaired == parsed else repaired
