@@ -342,6 +342,17 @@ class TurnEngine:
             if isinstance(error, ContextOverflow):  # `status` reports the prompt that did not fit
                 await self.context.save(replace(context, headroom="critical"))
             yield ReplyFailed(error, partial)
+        except Exception as raised:  # (a full disk at a commit): the reply says what failed
+            if outcome is None:  # not "cancelled by the user": nobody cancelled
+                partial = mask_secrets("".join(parts))
+                why = mask_secrets(" ".join(str(raised).split()))
+                broke: tuple[MessageStatus, str | None] = (
+                    "cut_off" if partial else "failed",
+                    f"{type(raised).__name__}: {why}",
+                )
+                outcome = broke
+                self._log_reply(partial, conversation_id, model, broke)
+            raise
         finally:
             if outcome is None:
                 # Cancelled (Esc, Ctrl-C, the consumer went away): keep what arrived.

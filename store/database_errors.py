@@ -5,6 +5,7 @@ it must not be created (`NoDatabase`); `classify_open_error` reads DuckDB's mess
 
 from __future__ import annotations
 
+import errno
 import re
 from pathlib import Path
 
@@ -141,6 +142,36 @@ def _wal_problem(problem: str) -> str:
     "…": Corrupt WAL file: entry at byte position 91 …` → `Corrupt WAL file: entry …`)."""
     _, found, reason = problem.partition('": ')
     return reason if found and reason else problem
+
+
+_FILE_ERROR = re.compile(
+    r"(?:Could not write|Could not read|Could not open|Cannot open|Failed to create) file "
+    r'"(?P<path>[^"]+)": (?P<reason>No space left on device|Permission denied|'
+    r"Read-only file system|Disk quota exceeded|Input/output error|File too large)"
+)
+_ERRNO = {
+    "No space left on device": errno.ENOSPC,
+    "Permission denied": errno.EACCES,
+    "Read-only file system": errno.EROFS,
+    "Disk quota exceeded": errno.EDQUOT,
+    "Input/output error": errno.EIO,
+    "File too large": errno.EFBIG,
+}
+
+
+def as_os_error(error: BaseException) -> OSError | None:
+    """The OSError inside a DuckDB error raised while the database was in use (a commit
+    whose `.wal` the full disk cannot grow, a data dir that does not let it make the
+    `.wal`): `OSError(ENOSPC, …, path)`, so it is said as the disk or permission problem it
+    is, naming the file, and not as "unexpected error: TransactionException". None for
+    anything else."""
+    if not isinstance(error, duckdb.Error):
+        return None
+    found = _FILE_ERROR.search(str(error))
+    if found is None:
+        return None
+    reason = found.group("reason")
+    return OSError(_ERRNO[reason], reason, found.group("path"))
 
 
 def file_size(path: Path) -> int:

@@ -536,3 +536,29 @@ def test_a_damaged_write_ahead_log_is_named_and_moving_it_aside_keeps_the_databa
     wal.rename(wal.with_name(wal.name + ".damaged"))  # the advice
     with open_database(db_path, clock=CLOCK) as db, db.cursor() as con:
         assert con.execute("SELECT content FROM points").fetchall() == [("kept",)]
+
+
+@pytest.mark.parametrize(
+    ("message", "code", "reason"),
+    [
+        ('Could not write file "{wal}": No space left on device', 28, "No space left on device"),
+        ('Cannot open file "{wal}": Permission denied', 13, "Permission denied"),
+        ('Could not write file "{wal}": File too large', 27, "File too large"),
+    ],
+)
+def test_a_commit_that_meets_the_disk_is_an_os_error_naming_the_file(
+    tmp_path: Path, message: str, code: int, reason: str
+) -> None:
+    """DuckDB reports a full disk (or a folder it may not make its `.wal` in) at a commit
+    as a TransactionException: the command said "unexpected error: TransactionException"."""
+    from store.database_errors import as_os_error
+
+    wal = str(tmp_path / "straylight.duckdb.wal")
+    error = duckdb.TransactionException(
+        "TransactionContext Error: Failed to commit: " + message.format(wal=wal)
+    )
+    found = as_os_error(error)
+    assert found is not None
+    assert (found.errno, found.strerror, found.filename) == (code, reason, wal)
+    assert as_os_error(duckdb.TransactionException("Conflict on tuple deletion")) is None
+    assert as_os_error(OSError(28, "No space left on device")) is None

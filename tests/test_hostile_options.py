@@ -258,3 +258,26 @@ def test_json_nested_past_the_recursion_limit_is_damage_not_a_traceback(
     asked = run_cli(env, "ask", "hi")
     assert asked.returncode != 1 and "RecursionError" not in asked.stderr, asked
     assert "Traceback" not in asked.stderr and asked.stderr.count("\n") <= 2, asked.stderr
+
+
+def test_a_data_dir_folder_shut_to_writes_is_refused_before_anything_is_logged(
+    env: Env, home: Path, standin: OllamaStandIn
+) -> None:
+    """`chmod 500` on a copied data dir whose files stay writable: DuckDB could not make its
+    `.wal`, so `ask` logged the message, then said "unexpected error: TransactionException"
+    and marked the reply "cancelled by the user". Refused first now, as a read-only mount."""
+    prefix = _without_root_bypass()
+    assert run_cli(env, "ask", "the copper kettle is in the attic").returncode == 0
+    requests = len(standin.chat_requests())
+    before = {p.name: p.stat().st_size for p in home.rglob("*") if p.is_file()}
+    home.chmod(0o500)
+    try:
+        asked = run_process([*prefix, *cli_command("ask", "where is the copper kettle?")], env)
+        listed = run_process([*prefix, *cli_command("status")], env)
+    finally:
+        home.chmod(0o700)
+    line = one_line_exit_2(asked, f"cannot write to data dir {home} (no permission)")
+    assert "unexpected error" not in line
+    assert {p.name: p.stat().st_size for p in home.rglob("*") if p.is_file()} == before
+    assert len(standin.chat_requests()) == requests
+    assert listed.returncode == 0, listed.stderr

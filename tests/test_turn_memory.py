@@ -406,3 +406,21 @@ async def test_an_embedding_request_that_found_no_ollama_is_not_counted(
         assert store.status()["embed_requests"] == embed_requests(standin) == 1
     finally:
         store.close()
+
+
+async def test_a_turn_that_fails_on_an_error_logs_the_reply_as_failed_not_cancelled(
+    engine: TurnEngine, standin: OllamaStandIn
+) -> None:
+    """A database write that failed inside the turn (a full disk at its first commit) left
+    the reply in the log as `cancelled`, "cancelled by the user": nobody cancelled."""
+    from store.database import DatabaseError
+
+    standin.script_reply(REPLY)
+    store = engine.memory.store  # type: ignore[union-attr]
+    store.wait_until_ready()  # (its loads in the background are done)
+    store.db.close()  # every write now fails
+    with pytest.raises(DatabaseError):
+        await turn(engine, FACT, "failing")
+    reply = engine.daily_log.recent("failing", 5)[-1]
+    assert (reply.role, reply.status) == ("assistant", "failed")
+    assert reply.reason is not None and reply.reason.startswith("DatabaseError: ")

@@ -31,7 +31,7 @@ from tui.cli_output import (
 from tui.cli_parser import build_parser
 from tui.cli_shorthands import expand_shorthands
 from tui.command_kinds import may_create_data_dir, reads_only
-from tui.data_dir_access import data_dir_problem, hint_missing_home
+from tui.data_dir_access import data_dir_problem, hint_missing_home, shut_data_dir
 
 log = logging.getLogger("straylight.cli")
 EXIT_INTERRUPTED = 130
@@ -145,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:  # links, odd files, a data dir others can write to: one line
         return fail(problem, EXIT_USAGE)
     if may_create_data_dir(args):
+        if (shut := shut_data_dir(settings.home)) is not None:  # before anything is written
+            return fail(shut, EXIT_USAGE)
         try:
             setup_file_logging(settings.log_file)
         except OSError as error:
@@ -205,8 +207,12 @@ def _run(args: argparse.Namespace, resolved: ResolvedSettings, *, forwarded: boo
             return fail(str(error), EXIT_USAGE)
         if isinstance(error, DataDirInUse):  # a reading command meets DuckDB's lock
             return fail(str(error), EXIT_DATA_DIR_IN_USE)
+        from store.database_errors import as_os_error
         from tui.data_dir_access import unusable_data_dir, unwritable_data_dir
 
+        if (inside := as_os_error(error)) is not None:  # DuckDB's commit met a full disk
+            log.error("database write failed: %s", error)
+            error = inside
         if (unwritable := unwritable_data_dir(error, settings.home)) is not None:
             return fail(unwritable, EXIT_USAGE)
         if isinstance(error, OSError) and error.errno in FULL_OR_FAILING:  # a full disk: 1

@@ -231,8 +231,11 @@ async def _ask(
         failures = await _drain_saying_so(engine)  # the points are saved before the end
         if failures and code == EXIT_OK:  # (a failed reply has its line already)
             from store.database import database_path
+            from store.database_errors import as_os_error
 
-            cause = " ".join(str(failures[0]).split()) or type(failures[0]).__name__
+            inside = as_os_error(failures[0])  # a full disk at the commit: the file, the reason
+            disk = f"cannot write {inside.filename}: {inside.strerror}" if inside else None
+            cause = disk or " ".join(str(failures[0]).split()) or type(failures[0]).__name__
             code = fail(
                 f"the turn is in the daily log, but its memory points were not saved to "
                 f"{database_path(settings.home)}: {cause}",

@@ -66,6 +66,21 @@ def _file_mode_line(path: Path, home: Path) -> str | None:
     )
 
 
+def shut_data_dir(home: Path) -> str | None:
+    """For a command that writes: the line for a data dir whose folder this user may not
+    write to (`chmod 500` on a copied backup), where its files still may be. Found only
+    when DuckDB could not make its `.wal` ("unexpected error: TransactionException"), after
+    `ask` had logged the message. None when it may be written (or does not exist yet)."""
+    if not home.is_dir() or os.access(home, os.W_OK | os.X_OK):
+        return None
+    try:
+        read_only = bool(os.statvfs(home).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    code = errno.EROFS if read_only else errno.EACCES
+    return unwritable_data_dir(OSError(code, os.strerror(code), str(home)), home)
+
+
 def unusable_data_dir(error: BaseException, home: Path) -> str | None:
     """The line for any other OSError on the data dir or a file in it (a path that cannot
     be a folder: `--home /proc/x`), as the commands that make the data dir say it; else None."""
