@@ -21,7 +21,6 @@ def test_every_binding_id_in_the_app_is_documented() -> None:
     from tui.screens.confirm_screen import ConfirmScreen
     from tui.screens.conversation_reader import ConversationReader
     from tui.screens.conversations_screen import ConversationsScreen
-    from tui.screens.fact_rows import EditInput
     from tui.screens.facts_screen import FactsScreen
     from tui.screens.help_screen import HelpScreen
     from tui.screens.hypotheses_screen import HypothesesScreen
@@ -31,6 +30,7 @@ def test_every_binding_id_in_the_app_is_documented() -> None:
     from tui.widgets.candidate_prompt import CandidatePrompt
     from tui.widgets.chat_input import ChatInput
     from tui.widgets.chat_message import ChatMessage
+    from tui.widgets.edit_input import EditInput
     from tui.widgets.recalled_hits import RecalledHits
 
     ids = {

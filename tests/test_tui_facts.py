@@ -108,6 +108,30 @@ async def test_editing_then_approving_stores_the_edited_body(
         assert "npm run dist builds the app. (edited)" in shown and "blyck" not in shown
 
 
+async def test_esc_in_the_cards_editor_leaves_the_edit_not_the_reply(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """Esc while editing the inline card fell through to the chat: the whole reply was
+    cancelled and the card left for later. It now leaves the edit only, as on F4."""
+    standin.script_reply("", tool_calls=[WRITE])
+    standin.script_reply("Saved.")
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot, app)
+        await send(pilot, "remember how we build")
+        await wait_until(pilot, lambda: len(app.query(CandidatePrompt)) == 1, what="prompt")
+        card = app.query_one(CandidatePrompt)
+        await pilot.press("e")
+        await type_text(pilot, " (draft)")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not card.result.done() and app.replying
+        await pilot.press("a")
+        await wait_until(pilot, lambda: last_reply_done(app), what="the turn to finish")
+        assert [f.body for f in facts(app).list_facts()] == ["npm run dist builds blyck."]
+        assert "Saved." in [m.text for m in app.query(ChatMessage)]
+
+
 async def test_rejecting_inline_leaves_no_fact(settings: Settings, standin: OllamaStandIn) -> None:
     standin.script_reply("", tool_calls=[WRITE])
     standin.script_reply("Fine, forgotten.")

@@ -19,7 +19,6 @@ from typing import ClassVar, Generic, TypeVar
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Input, Label, Static
@@ -27,6 +26,7 @@ from textual.worker import get_current_worker
 
 from tui.display_text import ellipsize, first_line
 from tui.screens.memory_screen import MemoryScreen
+from tui.widgets.edit_input import EditInput
 
 log = logging.getLogger("straylight.tui")
 
@@ -62,21 +62,6 @@ class ThreadDone(Message):
 
     callback: Callable[..., None]
     args: tuple[object, ...]
-
-
-class EditInput(Input):
-    """The one-line editor of a record screen: Enter submits (`Input.Submitted`), Esc cancels
-    the edit (`EditInput.Cancelled`) instead of closing the screen."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel edit", id="edit_cancel"),
-    ]
-
-    class Cancelled(Message):
-        """The user left the editor without saving."""
-
-    def action_cancel(self) -> None:
-        self.post_message(self.Cancelled())
 
 
 class RecordScreen(MemoryScreen[None], Generic[RecordT]):

@@ -13,6 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Static
 
 from agent.turn_events import Approval
+from tui.widgets.edit_input import EditInput
 
 if TYPE_CHECKING:
     from store.fact_records import Candidate
@@ -40,7 +41,7 @@ class CandidatePrompt(Vertical, can_focus=True):
         title = Text("The model wants to remember a fact", style="bold")
         yield Static(title, classes="candidate-title")
         yield Static(self._summary(c.body), classes="candidate-body")
-        yield Input(c.body, id="candidate-edit", classes="-hidden", select_on_focus=False)
+        yield EditInput(c.body, id="candidate-edit", classes="-hidden", select_on_focus=False)
         with Horizontal(classes="candidate-buttons"):
             yield Button("Approve (a)", id="approve", variant="success", compact=True)
             yield Button("Edit (e)", id="edit", compact=True)
@@ -74,6 +75,15 @@ class CandidatePrompt(Vertical, can_focus=True):
         editor.remove_class("-hidden")
         editor.focus()
         editor.cursor_position = len(editor.value)
+
+    def on_edit_input_cancelled(self, event: EditInput.Cancelled) -> None:
+        """Esc in the editor leaves the edit (it cancelled the whole streaming reply): the
+        body goes back to the model's, the card keeps its keys."""
+        event.stop()
+        editor = self.query_one("#candidate-edit", EditInput)
+        editor.value = self.candidate.body
+        editor.add_class("-hidden")
+        self.focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
