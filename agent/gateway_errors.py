@@ -172,6 +172,23 @@ def proxy_failed(host: str, proxy: str, reason: str) -> OllamaUnreachable:
     )
 
 
+def proxy_unusable(host: str, error: ImportError | ValueError) -> GatewayError:
+    """The environment names a proxy httpx cannot use to reach a remote Ollama (SOCKS
+    without the `socksio` package, a scheme such as `ftp://`): the client could not even be
+    made, which ended every command in "unexpected error: ImportError". Ollama is as good
+    as unreachable: said with the fix. Anything else stays the error it is."""
+    from agent.ollama_host import parse_ollama_host
+
+    proxy = environment_proxy(host)
+    if proxy is None:
+        raise error
+    if isinstance(error, ImportError):
+        reason = "SOCKS needs the socksio package: pip install socksio"
+    else:
+        reason = one_line(str(error))
+    return proxy_failed(parse_ollama_host(host), proxy, reason)
+
+
 def environment_proxy(host: str) -> str | None:
     """The proxy the client takes to `host` from the environment (HTTP_PROXY, HTTPS_PROXY or
     ALL_PROXY, minus NO_PROXY), as httpx picks it; None for this machine (never proxied:

@@ -26,6 +26,7 @@ from agent.gateway_errors import (
     OllamaUnreachable,
     StreamCutOff,
     classify,
+    proxy_unusable,
 )
 from agent.gateway_values import (
     ChatDelta,
@@ -136,18 +137,25 @@ class OllamaGateway:
             ollama = import_ollama()
             host = self.host or os.environ.get("OLLAMA_HOST") or ""
             timeout = httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
-            self._client = ollama.AsyncClient(
-                host=host,
-                timeout=timeout,
-                follow_redirects=False,
-                trust_env=not is_loopback_host(host),
-                # This machine over plain HTTP (the usual Ollama) never speaks TLS: no proxy,
-                # no redirect followed. Its client skips loading the certificate store (20-40
-                # ms of every command's start); any other host verifies certificates.
-                verify=not is_plain_loopback(host),
-                event_hooks={"response": [self._on_response]},
-            )
+            try:
+                self._client = self._new_client(ollama, host, timeout)
+            except (ImportError, ValueError) as error:  # the proxy of the environment
+                raise proxy_unusable(host, error) from error
         return self._client
+
+    def _new_client(self, module: Any, host: str, timeout: Any) -> ollama.AsyncClient:
+        client: ollama.AsyncClient = module.AsyncClient(
+            host=host,
+            timeout=timeout,
+            follow_redirects=False,
+            trust_env=not is_loopback_host(host),
+            # This machine over plain HTTP (the usual Ollama) never speaks TLS: no proxy,
+            # no redirect followed. Its client skips loading the certificate store (20-40
+            # ms of every command's start); any other host verifies certificates.
+            verify=not is_plain_loopback(host),
+            event_hooks={"response": [self._on_response]},
+        )
+        return client
 
     def client(self) -> ollama.AsyncClient:
         """The underlying client, for the model catalogue (agent/model_catalog.py)."""
@@ -207,9 +215,9 @@ class OllamaGateway:
         """Version and pulled models; never raises."""
         ollama = import_ollama()
 
-        client = self._get_client()
         timeout = self.metadata_timeout
         try:
+            client = self._get_client()  # (a proxy it cannot use: a status line too)
             response = await client._client.get("/api/version", timeout=timeout)
             response.raise_for_status()
             version = str(response.json().get("version", "")) or None

@@ -167,6 +167,35 @@ async def test_a_proxy_that_is_down_is_named_not_the_remote_ollama(
 
 
 @pytest.mark.parametrize(
+    ("variable", "proxy", "reason"),
+    [
+        (
+            "ALL_PROXY",
+            "socks5://127.0.0.1:9",
+            "SOCKS needs the socksio package: pip install socksio",
+        ),
+        ("HTTP_PROXY", "ftp://127.0.0.1:9", "Unknown scheme for proxy URL"),
+    ],
+)
+def test_a_proxy_the_client_cannot_use_is_named_by_status_and_ask(
+    cli_env: Callable[..., dict[str, str]], variable: str, proxy: str, reason: str
+) -> None:
+    """SOCKS without socksio, or a scheme httpx has no transport for: the client could not
+    be made, and `status` and `ask` ended in "unexpected error: ImportError", exit 1."""
+    env = cli_env(OLLAMA_HOST="http://ollama.invalid:11434")
+    for name in PROXY_VARIABLES:
+        env.pop(name, None)
+    env[variable] = proxy
+    status = run_cli(env, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    ollama = json.loads(status.stdout)["ollama"]
+    assert ollama["reachable"] is False and f"the proxy {proxy} on the way" in ollama["error"]
+    assert reason in ollama["error"]
+    line = assert_one_line(run_cli(env, "ask", "hello"), EXIT_UNREACHABLE)
+    assert f"the proxy {proxy} on the way to Ollama at http://ollama.invalid:11434" in line
+
+
+@pytest.mark.parametrize(
     ("cause", "expected"),
     [
         (
