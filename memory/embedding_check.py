@@ -5,13 +5,13 @@ without a vector (backfill tries again later) and recall falls back to words. Ch
 vectors enter memory (`TurnMemory.embed_texts`, `MemoryStore.save`, backfill, recall's query),
 so no caller can store one or rank with one.
 
-"Absurd": a component above `MAX_COMPONENT` in size. Real embedding models give components
-well below 10 (unit-length ones below 1); at 1e38 the float32 cosine overflows and recall
-shows "nan" scores. A zero vector has no direction, so no cosine; nor, in the index, has one
-whose largest component is below `MIN_COMPONENT`: `vectors.usearch` keeps f16, which turns such
-components into zeros (or a few bits), so the index could never match the database's vector
-and every open would find it stale. A real model's vector is far above it (a unit vector of
-any dimension below 16,384 has a component of at least 1/128).
+"Absurd": more than `MAX_DIMENSIONS` numbers, or a component above `MAX_COMPONENT` in size. Real
+embedding models give components well below 10 (unit-length ones below 1); at 1e38 the float32
+cosine overflows and recall shows "nan" scores. A zero vector has no direction, so no cosine;
+nor, in the index, has one whose largest component is below `MIN_COMPONENT`: `vectors.usearch`
+keeps f16, which turns such components into zeros (or a few bits), so the index could never
+match the database's vector and every open would find it stale. A real model's vector is far
+above it (a unit vector of any dimension below 16,384 has a component of at least 1/128).
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ import numpy as np
 
 MAX_COMPONENT = 1e6
 MIN_COMPONENT = 1e-4
+MAX_DIMENSIONS = 16_384
+"""More numbers than any embedding model gives (the largest common ones give 4,096): a
+server's 3,000,000-number vectors were adopted by the backfill, ~6 MB of index a point."""
 
 
 def vector_problem(vector: Sequence[float] | None) -> str | None:
@@ -35,6 +38,9 @@ def vector_problem(vector: Sequence[float] | None) -> str | None:
         return "no vector"
     if len(vector) == 0:
         return "an empty vector"
+    if len(vector) > MAX_DIMENSIONS:
+        most = f"{MAX_DIMENSIONS:,}"
+        return f"a vector of {len(vector):,} numbers (no embedding model gives more than {most})"
     values = np.asarray(vector)
     if values.ndim != 1 or values.dtype.kind not in "biuf":  # strings, None, nested: loop
         return _problem_by_component(vector)

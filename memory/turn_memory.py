@@ -50,10 +50,11 @@ embedding model loaded from disk answers within a few seconds, so 20 s only give
 server that is not coming back."""
 
 SAVE_EMBED_SECONDS = 20.0
-"""How long a turn's save waits for the reply's vector before it stores the point without
-one (the backfill embeds it later). Without a limit a stalled embedding outlasted the 30 s
-`ask` (and the chat's quit) wait for the save, and the reply's point was lost without a
-word."""
+"""How long a turn's save waits for the reply's vector (and `remember`, `/remember` and MCP
+`memory_save` for theirs) before it stores the point without one (the backfill embeds it
+later); an MCP client gives up on a tool after about 60 s and may call it again. Without a
+limit a stalled embedding outlasted the 30 s `ask` (and the chat's quit) wait for the save,
+and the reply's point was lost without a word."""
 
 
 ProgressFn = Callable[[int, int], None]
@@ -178,14 +179,16 @@ class TurnMemory:
         # search goes by words, and the note says why.
         return (vector if self.embed_problem is None else None), False
 
-    async def _timed_save_vector(self, text: str) -> list[float] | None:
-        """The vector of a point the turn saves, or None (stored without one, found by its
+    async def _timed_save_vector(
+        self, text: str, what: str = "the reply's embedding"
+    ) -> list[float] | None:
+        """The vector of a point being saved, or None (stored without one, found by its
         words until the backfill) when Ollama gives none within `SAVE_EMBED_SECONDS`."""
         try:
             return await asyncio.wait_for(self.embed_one(text), SAVE_EMBED_SECONDS)
         except TimeoutError:
             self.embed_problem = (
-                f"Ollama did not answer the reply's embedding within {SAVE_EMBED_SECONDS:g} s: "
+                f"Ollama did not answer {what} within {SAVE_EMBED_SECONDS:g} s: "
                 "saved without a vector, the backfill embeds it later"
             )
             return None
@@ -293,7 +296,7 @@ class TurnMemory:
         """Pin `text`; `PointTooLarge` (nothing stored) over `TEXT_MAX_CHARS`."""
         if (too_long := text_size_problem(text)) is not None:
             raise PointTooLarge(too_long)
-        vector = await self.embed_one(text)
+        vector = await self._timed_save_vector(text, "the embedding")  # (MCP memory_save)
         return await asyncio.to_thread(
             functools.partial(
                 self.store.remember,

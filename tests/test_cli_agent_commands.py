@@ -124,6 +124,20 @@ def test_mcp_doc_roots_from_the_file_and_the_environment(tmp_path: Path) -> None
         load_settings(environ={}, config_path=config)
 
 
+def test_a_path_longer_than_any_file_can_have_is_refused_at_once(tmp_path: Path) -> None:
+    """`memory_load_doc` with `"a/" * 1_000_000` resolved the path for minutes (each part
+    re-joins the growing string) while the server answered no other call. A path longer
+    than Linux opens is refused before it is resolved."""
+    from tui.mcp_doc_roots import PATH_MAX, allowed_doc
+
+    longest = str(tmp_path / ("a/" * ((PATH_MAX - len(str(tmp_path))) // 2 - 1)))
+    with pytest.raises(ValueError, match=r"^no such file: "):
+        allowed_doc(longest, [tmp_path])  # still looked for
+    too_long = str(tmp_path / ("a/" * 5_000))
+    with pytest.raises(ValueError, match=r"^the path is 1\d,\d\d\d characters; a path holds at"):
+        allowed_doc(too_long, [tmp_path])
+
+
 def test_doc_roots_are_the_workspace_and_the_configured_folders_never_slash_or_home(
     tmp_path: Path,
 ) -> None:

@@ -55,3 +55,12 @@ def test_a_vector_below_what_f16_holds_is_refused() -> None:
         "a vector whose largest component is 2e-30 (less than 1e-04)"
     )
     assert vector_problem([1e-4, 0.0]) is None
+
+
+def test_a_vector_longer_than_any_embedding_model_gives_is_refused() -> None:
+    """A server's 3,000,000-number vectors were adopted by the backfill (~6 MB of index a
+    point); more than 16,384 numbers is now an absurd vector like NaN."""
+    assert vector_problem([0.01] * 16_384) is None
+    assert vector_problem(np.full(3_000_000, 0.01)) == (
+        "a vector of 3,000,000 numbers (no embedding model gives more than 16,384)"
+    )

@@ -255,3 +255,24 @@ def test_a_length_stop_without_num_predict_names_the_window_and_the_fixes() -> N
     assert "context window" in cut and "raise num_ctx" in cut and "num_predict" in cut
     empty = reply_end_notice("length", None, answered=False, thought_chars=500)
     assert empty is not None and "context window" in empty and "raise num_predict" in empty
+
+
+def test_remember_with_a_stalled_embedding_stores_the_point_and_says_so(
+    cli_env: Callable[..., Env],
+    standin: OllamaStandIn,
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`remember` (and MCP `memory_save`, which runs it) waited for a stalled embedding up to
+    the 300 s HTTP timeout without a word; an MCP client gives up at ~60 s and calls again,
+    and each call pinned another copy. It now waits `SAVE_EMBED_SECONDS`."""
+    from memory import turn_memory
+
+    monkeypatch.setattr(turn_memory, "SAVE_EMBED_SECONDS", 0.3)
+    standin.fail_next("delay", seconds=3.0, path="/api/embed", count=None)
+    env = cli_env(OLLAMA_HOST=standin.url, STRAYLIGHT_NOW=NOW)
+    proc = run_cli(env, "remember", "the guest wifi is called Cumulus")
+    standin.clear_faults()
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("remembered #1 (no vector yet: Ollama did not answer the ")
+    assert "embedding within 0.3 s" in proc.stdout

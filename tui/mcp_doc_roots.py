@@ -39,12 +39,20 @@ def doc_roots(
     return resolved
 
 
+PATH_MAX = 4096
+"""The longest path Linux opens (bytes). A longer one names no file, and resolving it took
+minutes (`Path.resolve` joins the growing string at every part: `"a/" * 1_000_000`), while
+the server answered none of its client's other calls."""
+
+
 def allowed_doc(raw: str, roots: Iterable[Path]) -> Path:
     """The real path of `raw` if it is a file under one of `roots`; else ValueError saying
     why (one line). The fence comes first: of a path outside the roots the caller learns
     that, not whether a file is there."""
     if not raw.strip():
         raise ValueError("memory_load_doc needs a path")
+    if len(raw.encode("utf-8", "surrogatepass")) > PATH_MAX:  # resolving it is quadratic
+        raise ValueError(f"the path is {len(raw):,} characters; a path holds at most {PATH_MAX:,}")
     named = safe_derived_name(raw)  # a NUL or a newline in it: the line stays one line
     given = Path(os.path.expanduser(raw))
     plain = Path(os.path.abspath(given))  # `..` folded: only a symlink makes it differ
