@@ -75,6 +75,34 @@ async def test_select_pin_copy_and_forget_a_message(
         assert isinstance(app.focused, ChatInput)
 
 
+async def test_two_moves_in_one_frame_move_the_selection_twice(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """A held arrow key (or two presses in one write) moved one message, not two: each
+    move started from the focused message, and the focus of the first arrives later."""
+    standin.script_reply(REPLY)
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await first_turn(app, pilot, QUESTION)
+        standin.script_reply("A second reply.")
+        await type_text(pilot, "and one more")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(list(app.query(ChatMessage))) == 4, what="4")
+        await wait_until(pilot, lambda: not app.replying, what="the second reply")
+        chat = list(app.query(ChatMessage))
+        await pilot.press("ctrl+up")
+        assert app.focused is chat[-1]
+        screen = app.screen
+        screen.action_select_message(-1)  # two Up presses before the focus moves
+        screen.action_select_message(-1)
+        await pilot.pause()
+        assert app.focused is chat[-3]
+        screen.action_select_message(1)
+        screen.action_select_message(1)
+        await pilot.pause()
+        assert app.focused is chat[-1]
+
+
 async def test_pin_after_forget_makes_one_new_point_and_f_forgets_it(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

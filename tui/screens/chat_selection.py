@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from textual import events
+
 from memory.point_limits import PointTooLarge
 from tui.cli_output import one_line
 from tui.screens.chat_navigation import ChatNavigation
@@ -27,12 +29,25 @@ class ChatSelection(ChatNavigation):
 
     conversation_id: str  # the conversation the chat shows
 
+    _moving_to: ChatMessage | None = None  # the message a move chose, until it has the focus
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        # (the focus events of two quick moves may arrive in either order: only the last
+        # move's, or a focus elsewhere, ends the move)
+        if event.widget is self._moving_to or not isinstance(event.widget, ChatMessage):
+            self._moving_to = None
+
     def action_select_message(self, step: int) -> None:
-        """Ctrl+Up selects the last message; Up/Down on a message move the selection."""
+        """Ctrl+Up selects the last message; Up/Down on a message move the selection. A
+        move starts from the message the last move chose: Textual gives it the focus a
+        moment later, and two presses in one frame (a held arrow key) both started from the
+        old one, moving one message instead of two."""
         chat = list(self.query(ChatMessage))
         if not chat:
             return
         current = self.focused
+        if isinstance(current, ChatMessage) and self._moving_to in chat:
+            current = self._moving_to
         if step == 0 or not isinstance(current, ChatMessage) or current not in chat:
             target = chat[-1]
         else:
@@ -41,6 +56,7 @@ class ChatSelection(ChatNavigation):
                 self.action_focus_input()
                 return
             target = chat[max(index, 0)]
+        self._moving_to = target
         target.focus()
         target.scroll_visible(animate=False)
 
