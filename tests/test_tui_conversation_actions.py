@@ -8,6 +8,7 @@ The real app against the real-HTTP stand-in, a real DuckDB and usearch in a temp
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -643,3 +644,28 @@ async def test_r_on_the_message_of_a_failed_exchange_retries_it(
             what="the retried exchange",
         )
         assert not any("Only the last reply" in str(n.message) for n in app._notifications)
+
+
+@pytest.mark.parametrize("hostile", ["ABSOLUTE", "../../pwned", "..", ".hidden"])
+def test_an_export_stays_in_exports_whatever_id_a_copied_day_file_names(
+    tmp_path: Path, hostile: str
+) -> None:
+    """A day file copied in (the README invites it) names its conversation: an absolute id
+    or one with `..` was joined as a path, and e on the conversations screen replaced the
+    user's file outside the data dir without a question."""
+    precious = tmp_path / "precious"
+    precious.with_suffix(".md").write_text("precious notes\n")
+    cid = str(precious) if hostile == "ABSOLUTE" else hostile
+    log = DailyLog(tmp_path / "home" / "conversation")
+    when = datetime(2026, 11, 29, 10, tzinfo=UTC)
+    log.append(LogMessage("user", "a copied-in question", cid, when), when.date())
+    path = export_conversation(log, None, cid)
+    exports = tmp_path / "home" / "exports"
+    assert path.parent == exports and path.name.endswith(".md")
+    assert not path.name.startswith(".")
+    assert "a copied-in question" in path.read_text()
+    assert precious.with_suffix(".md").read_text() == "precious notes\n"
+    assert sorted(p.name for p in tmp_path.rglob("*.md") if exports not in p.parents) == [
+        "2026-11-29.md",
+        "precious.md",
+    ]

@@ -5,6 +5,7 @@ except the title prompt."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -106,6 +107,17 @@ def export_conversation(
     messages = load_conversation(daily_log, conversation_id, info.days)
     folder = daily_log.root.parent / EXPORT_FOLDER
     ensure_private_dir(folder, tighten_existing=True)  # Straylight's own folder: never a link
-    path = folder / f"{conversation_id or 'unnamed'}.md"
+    path = folder / export_file_name(conversation_id)
     write_private_text(path, export_markdown(info, title, system, messages))
     return path
+
+
+_UNSAFE_IN_A_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def export_file_name(conversation_id: str) -> str:
+    """`ID.md` inside `exports/`, whatever the id: one a copied-in day file names (`/home/you/
+    notes`, `../../x`) was joined as a path, and the export replaced a file outside the data
+    dir. Anything but letters, digits, `.`, `_` and `-` becomes `_`; no leading dot."""
+    name = _UNSAFE_IN_A_NAME.sub("_", conversation_id).lstrip(".") or "unnamed"
+    return f"{name[:200]}.md"
