@@ -185,6 +185,8 @@ def read_config_file(path: Path) -> dict[str, object]:
         raise SettingsError(f"config file {path}: not UTF-8 (byte {error.start})") from None
     except tomllib.TOMLDecodeError as error:
         raise SettingsError(f"config file {path}: invalid TOML: {error}") from None
+    except RecursionError:  # `a = [[[[…` a few hundred deep: tomllib recurses per level
+        raise SettingsError(f"config file {path}: invalid TOML: nested too deep") from None
     values: dict[str, object] = {}
     written_as: dict[str, str] = {}  # setting -> the key that set it
     for raw_key, value in data.items():

@@ -345,10 +345,9 @@ class TurnEngine:
         except Exception as raised:  # (a full disk at a commit): the reply says what failed
             if outcome is None:  # not "cancelled by the user": nobody cancelled
                 partial = mask_secrets("".join(parts))
-                why = mask_secrets(" ".join(str(raised).split()))
                 broke: tuple[MessageStatus, str | None] = (
                     "cut_off" if partial else "failed",
-                    f"{type(raised).__name__}: {why}",
+                    mask_secrets(_failure_reason(raised)),
                 )
                 outcome = broke
                 self._log_reply(partial, conversation_id, model, broke)
@@ -434,3 +433,15 @@ def _request_messages(
     if image is not None:
         messages[-1] = {**messages[-1], "images": [image.data]}
     return messages
+
+
+def _failure_reason(error: Exception) -> str:
+    """A failed turn's reason in the log: a write the disk stopped as `cannot write FILE:
+    REASON` (DuckDB's commit wraps it in a TransactionException), else the error's class
+    and its first words on one line."""
+    from store.database_errors import as_os_error
+
+    inside = as_os_error(error)
+    if inside is not None:
+        return f"cannot write {inside.filename}: {inside.strerror}"
+    return f"{type(error).__name__}: {' '.join(str(error).split())}"

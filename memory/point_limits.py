@@ -15,6 +15,10 @@ TEXT_MAX_CHARS = 65_536
 """`remember` / `/remember` / `memory_save`, and each section of an imported document."""
 
 
+HEADING_SHOWN = 80
+"""The most of a section's heading a refusal repeats (a 1 MB heading made a 1 MB line)."""
+
+
 class PointTooLarge(ValueError):
     """A text or document over its limit; `str()` is the user's one line."""
 
@@ -34,9 +38,14 @@ def section_size_problem(path: Path, key: str, content: str) -> str | None:
     """Why the section `key` of `path` is too long to store, or None."""
     if len(content) <= TEXT_MAX_CHARS:
         return None
+    from memory.secret_masking import mask_secrets  # (not on the chat's start path)
+
+    heading = str(mask_secrets(key))  # the line goes to the terminal and MCP's agent
+    if len(heading) > HEADING_SHOWN:
+        heading = heading[: HEADING_SHOWN - 1] + "…"
     return (
-        f"{path}: section {key!r} is {len(content):,} characters; a section holds at most"
-        f" {TEXT_MAX_CHARS:,}: split it with more headings"
+        f"{path}: section {heading!r} is {len(content):,} characters; a section holds at"
+        f" most {TEXT_MAX_CHARS:,}: split it with more headings"
     )
 
 

@@ -129,6 +129,9 @@ def classify_open_error(path: Path, error: duckdb.Error) -> DatabaseError:
     if "not a valid DuckDB database file" in message:
         problem = "empty file" if file_size(path) == 0 else "not a DuckDB database"
         return CorruptDatabase(path, problem)
+    if _WAL_MARKER in message and "does not match database file" in message:
+        problem = _first_line(error).removeprefix("IO Error: ")  # a database restored by cp
+        return CorruptWal(path, _wal_problem(problem))  # beside a crash's .wal
     if any(marker in message for marker in _CORRUPT_MARKERS):
         problem = _first_line(error).removeprefix("IO Error: ")
         if _WAL_MARKER in message:

@@ -958,6 +958,21 @@ def test_import_doc_with_one_section_over_the_limit_stores_none_of_it(
     assert status(env)["points"]["total"] == 0
 
 
+def test_a_section_over_the_limit_is_named_by_its_heading_masked_and_cut(
+    env: Env, tmp_path: Path
+) -> None:
+    """The refusal repeated the heading as written: a token in it reached the terminal (and
+    MCP's agent), and a 1 MB heading made a 1 MB line."""
+    doc = tmp_path / "deploy.md"
+    token = "ghp_" + "Z" * 36
+    doc.write_text(f"## deploy token {token}\n" + "x" * 70_000 + "\n", encoding="utf-8")
+    line = assert_one_line(run_cli(env, "import-doc", str(doc)), 2, "[REDACTED:", "65,536")
+    assert token not in line
+    doc.write_text("## " + "h" * 1_000_000 + "\n" + "x" * 70_000 + "\n", encoding="utf-8")
+    line = assert_one_line(run_cli(env, "import-doc", str(doc)), 2, "65,536")
+    assert len(line) < 500 and "…'" in line
+
+
 def test_remember_over_65536_characters_is_refused_and_stores_nothing(env: Env) -> None:
     long_text = "The ferry timetable changes. " * 2_300  # about 66,700 characters
     assert len(long_text) > 65_536

@@ -562,3 +562,29 @@ def test_a_commit_that_meets_the_disk_is_an_os_error_naming_the_file(
     assert (found.errno, found.strerror, found.filename) == (code, reason, wal)
     assert as_os_error(duckdb.TransactionException("Conflict on tuple deletion")) is None
     assert as_os_error(OSError(28, "No space left on device")) is None
+
+
+def test_a_write_ahead_log_of_another_database_is_named_with_the_same_advice(
+    db_path: Path, tmp_path: Path
+) -> None:
+    """A crash left a .wal, then `straylight.duckdb` was restored from a backup with cp:
+    "cannot open …: IO Error: Failure while replaying WAL file …: WAL does not match
+    database file", exit 1 on every command, and no advice."""
+    db_path.parent.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", WAL_LEFT_BY_A_CRASH, str(db_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    backup = tmp_path / "backup.duckdb"
+    open_database(backup, clock=CLOCK).close()
+    db_path.write_bytes(backup.read_bytes())  # the restore
+    wal = db_path.with_name(db_path.name + ".wal")
+    with pytest.raises(CorruptDatabase) as raised:
+        open_database(db_path, clock=CLOCK)
+    assert raised.value.path == wal
+    assert "does not match" in str(raised.value) and f"mv {wal} {wal}.damaged" in str(raised.value)

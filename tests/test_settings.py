@@ -646,6 +646,16 @@ def test_config_file_that_is_not_utf8(config_file: Path) -> None:
     assert_one_line(str(raised.value), str(config_file), "UTF-8")
 
 
+def test_config_file_nested_too_deep_is_one_line(config_file: Path) -> None:
+    """`a = [[[[…]]]]` 1,000 deep (2 KB) printed a thousand-line RecursionError traceback
+    for every command."""
+    config_file.parent.mkdir(parents=True)
+    config_file.write_text("a = " + "[" * 1000 + "]" * 1000 + "\n")
+    with pytest.raises(SettingsError) as raised:
+        load_settings(environ={}, config_path=config_file)
+    assert_one_line(str(raised.value), str(config_file), "nested too deep")
+
+
 def test_config_path_that_cannot_be_read(tmp_path: Path) -> None:
     directory = tmp_path / "a-directory.toml"
     directory.mkdir()
