@@ -428,8 +428,15 @@ def _request_messages(
     budgeted: BudgetedPrompt, image: ImageAttachment | None
 ) -> list[dict[str, Any]]:
     """The chat request's messages from a budget; the image on the user's message (the client
-    sends the bytes base64-encoded)."""
-    messages: list[dict[str, Any]] = list(budgeted.kept.chat_messages())
+    sends the bytes base64-encoded). Each content masked as it leaves: the recalled points
+    and known facts were masked when they were stored, by the patterns of that day (a store
+    older than a pattern holds its secrets as they were typed)."""
+    messages: list[dict[str, Any]] = [
+        {**message, "content": mask_secrets(message["content"])}
+        if isinstance(message.get("content"), str)
+        else message
+        for message in budgeted.kept.chat_messages()
+    ]
     if image is not None:
         messages[-1] = {**messages[-1], "images": [image.data]}
     return messages

@@ -138,7 +138,8 @@ class TurnTools:
             yield step.used
             if step.proposed:
                 yield CandidatesProposed(step.proposed)
-            messages.append({"role": "tool", "content": step.result, "tool_name": call.name})
+            result = mask_secrets(step.result)  # a fact stored before its pattern existed
+            messages.append({"role": "tool", "content": result, "tool_name": call.name})
         if capped:  # told once, in the place of the calls that did not run
             name = calls[len(admitted)].name
             messages.append(

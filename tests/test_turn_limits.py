@@ -276,3 +276,41 @@ def test_remember_with_a_stalled_embedding_stores_the_point_and_says_so(
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("remembered #1 (no vector yet: Ollama did not answer the ")
     assert "embedding within 0.3 s" in proc.stdout
+
+
+def test_a_fact_stored_before_its_secret_pattern_existed_reaches_the_model_masked(
+    cli_env: Callable[..., Env], standin: OllamaStandIn, home: Path
+) -> None:
+    """Recalled points and known facts were masked only when stored: a store older than a
+    pattern (issue 15 added `hf_`, `npm_`, `xapp-`) sent its secrets to the model raw. The
+    request is masked as it leaves now."""
+    token = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz012345"
+    env = cli_env(OLLAMA_HOST=standin.url, STRAYLIGHT_NOW=NOW)
+    body = "The model registry token for the staging deploy is kept in the vault."
+    set_fact = ["facts", "set", "deploy:registry", "--type", "fact", "--body", body]
+    assert run_cli(env, *set_fact).returncode == 0
+    with duckdb.connect(str(home / "straylight.duckdb")) as db:  # as an older version kept it
+        db.execute("UPDATE facts SET body = ? WHERE key = 'deploy:registry'", [f"{body} {token}"])
+    standin.script_reply("Noted.")
+    proc = run_cli(env, "ask", "what is the registry token for the staging deploy?")
+    assert proc.returncode == 0, proc.stderr
+    (request,) = standin.chat_requests()
+    sent = json.dumps(request)
+    assert "deploy:registry" in sent and token not in sent and "[REDACTED:" in sent
+
+
+def test_recall_shows_a_point_stored_before_its_secret_pattern_existed_masked(
+    cli_env: Callable[..., Env], standin: OllamaStandIn, home: Path
+) -> None:
+    """`recall` (and MCP `memory_search`, which runs it for an agent's model) printed such a
+    point's secret as it was stored."""
+    token = "npm_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    env = cli_env(OLLAMA_HOST=standin.url, STRAYLIGHT_NOW=NOW)
+    text = "The package registry publish credential for the harbour project"
+    assert run_cli(env, "remember", text).returncode == 0
+    with duckdb.connect(str(home / "straylight.duckdb")) as db:  # as an older version kept it
+        db.execute("UPDATE points SET content = ?", [f"{text} {token}"])
+    for args in (["recall", "harbour registry credential"], ["recall", "harbour", "--json"]):
+        proc = run_cli(env, *args)
+        assert proc.returncode == 0, proc.stderr
+        assert "harbour" in proc.stdout and token not in proc.stdout, proc.stdout

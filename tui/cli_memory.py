@@ -108,11 +108,15 @@ def recall_json(result: RecallResult) -> dict[str, Any]:
     """`recall --json`: recall's fields plus `date`, the local day of each hit (its daily
     log's day), and `in_block`, whether the hit's entry is in `block` (what the prompt
     gets: the budget cuts the lowest-ranked hits whole; memory off gives an empty block)."""
+    from memory.secret_masking import mask_secrets
+
     data = result.to_json()
     in_block = result.hits_in_block()
     for place, (hit, shown) in enumerate(zip(result.hits, data["hits"], strict=True)):
         shown["date"] = hit.created_at.astimezone().date().isoformat()
         shown["in_block"] = place in in_block
+        shown["content"] = str(mask_secrets(shown["content"]))  # (see `_print_recall`)
+    data["block"] = str(mask_secrets(data["block"]))
     return data
 
 
@@ -125,8 +129,10 @@ def _print_recall(
     if as_json:
         print_json(recall_json(result))
         return EXIT_OK
-    if result.block:
-        print(for_terminal(result.block))
+    if result.block:  # masked again: a point stored before its secret's pattern existed
+        from memory.secret_masking import mask_secrets
+
+        print(for_terminal(mask_secrets(result.block)))
     elif result.hits:
         why = (
             f"none fits memory_max_chars = {config.max_chars}"
