@@ -347,14 +347,25 @@ async def test_command_runner_forwards_to_another_owner(
 
 
 @pytest.mark.parametrize(
-    ("signum", "code", "line"),
+    ("signum", "code", "line", "reason"),
     [
-        (signal.SIGINT, 130, "straylight: interrupted\n"),
-        (signal.SIGTERM, 143, "straylight: stopped by SIGTERM\n"),
+        (signal.SIGINT, 130, "straylight: interrupted\n", "cancelled by the user"),
+        (
+            signal.SIGTERM,
+            143,  # the line and the logged reason `ask` alone gives (they said less)
+            "straylight: stopped by SIGTERM (what arrived is kept in the log, marked cancelled)\n",
+            "stopped by SIGTERM",
+        ),
     ],
 )
 def test_ctrl_c_in_a_client_cancels_its_command_in_the_owner(
-    home: Path, tmp_path: Path, standin: OllamaStandIn, signum: int, code: int, line: str
+    home: Path,
+    tmp_path: Path,
+    standin: OllamaStandIn,
+    signum: int,
+    code: int,
+    line: str,
+    reason: str,
 ) -> None:
     env = env_for(home, tmp_path, standin)
     assert_ok(run_cli_process(env, "remember", "The night ferry leaves from pier four."))
@@ -392,6 +403,8 @@ def test_ctrl_c_in_a_client_cancels_its_command_in_the_owner(
     history = json.loads(run_cli_process(env, "history", "--json").stdout)
     said = [(m["role"], m["content"]) for m in history]
     assert ("user", "Count slowly again") in said  # logged before the reply began
+    cancelled = [m for m in history if m["status"] == "cancelled"]
+    assert [m["reason"] for m in cancelled] == [reason]
     assert (
         said.count(("assistant", "one two three four five six seven eight nine ten eleven twelve"))
         == 1

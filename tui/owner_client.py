@@ -192,7 +192,13 @@ def forward(home: Path, request: CommandRequest, out: TextIO, err: TextIO) -> in
             elif "exit" in frame:
                 code = frame["exit"]
                 return code if isinstance(code, int) else EXIT_UNEXPECTED
-    except BaseException:
+    except BaseException as stopped:
+        # A signal, or the reader of stdout gone: the owner is told why before the connection
+        # closes, so a cancelled reply's logged reason is the one `ask` alone gives it.
+        reason = _stop_reason(stopped)
+        if reason is not None:
+            with contextlib.suppress(OSError):
+                sock.sendall(encode_frame({"stop": reason}))
         # Ctrl+C, a signal or the owner gone mid-reply: the error line that follows must not
         # run on from the partial reply (as `ask` run here ends it); a reader gone keeps its error
         if open_line:
@@ -202,6 +208,16 @@ def forward(home: Path, request: CommandRequest, out: TextIO, err: TextIO) -> in
         raise
     finally:
         sock.close()  # before the command ended (Ctrl+C, a closed pipe): the owner cancels it
+
+
+def _stop_reason(error: BaseException) -> str | None:
+    """Why the client stops the owner's command, as `ask` alone logs it; None for Ctrl+C
+    (the owner's plain cancel is "cancelled by the user") and anything else."""
+    if isinstance(error, Stopped):
+        return f"stopped by {error}"
+    if isinstance(error, BrokenPipeError):
+        return "the reader of the output went away"
+    return None
 
 
 def output_of_owner(argv: Sequence[str], resolved: ResolvedSettings) -> tuple[int, str] | None:
@@ -268,8 +284,11 @@ def _forward_or_own(
                 return forward(home, request, sys.stdout, sys.stderr)
         except NotServed:
             pass
-        except Stopped as stop:
-            return fail(f"stopped by {stop}", 128 + stop.signum)
+        except Stopped as stop:  # the line `ask` alone gives (the owner logged it so)
+            kept = (
+                "" if command != "ask" else " (what arrived is kept in the log, marked cancelled)"
+            )
+            return fail(f"stopped by {stop}{kept}", 128 + stop.signum)
         except OwnerGone as error:
             log.warning("%s", error)
             return fail(f"{error}; it may or may not have been done", EXIT_UNEXPECTED)

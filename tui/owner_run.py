@@ -87,6 +87,7 @@ class CommandRun:
         self.exit_code: int | None = None
         self.cancelled = False
         self.cancel_reason: str | None = None  # the owner's, when it is not the client's
+        self.client_reason: str | None = None  # the client's, when it said why
         self.on_cancel: list[Callable[[str], None]] = []  # told that reason, on the loop
         self.started = time.monotonic()
         self._done = False
@@ -152,14 +153,17 @@ class CommandRun:
             except Exception:
                 log.exception("reporting a command's end failed")
 
-    def cancel(self, reason: str | None = None) -> None:
+    def cancel(self, reason: str | None = None, *, client_said: str | None = None) -> None:
         """Stop the command as Ctrl+C would (see the module docstring); `reason`: why, when
-        the client did not ask for it (the owner is ending, `OWNER_ENDING`)."""
+        the client did not ask for it (the owner is ending, `OWNER_ENDING`); `client_said`:
+        why the client stopped it (a signal, its reader gone), for the log's reply only —
+        the client says the rest itself."""
         with self._state:
             if self._done or self.cancelled or self._thread.ident is None:
                 return
             self.cancelled = True
             self.cancel_reason = reason
+            self.client_reason = client_said
             for loop in reversed(self.loops):
                 if loop.is_running() and not loop.is_closed():
                     with contextlib.suppress(RuntimeError):  # closed meanwhile: interrupt
@@ -168,9 +172,10 @@ class CommandRun:
             _interrupt(self._thread.ident)
 
     def _cancel_loop(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self.cancel_reason is not None:
+        why = self.cancel_reason or self.client_reason
+        if why is not None:
             for told in self.on_cancel:  # e.g. `ask` names it as its reply's reason
-                told(self.cancel_reason)
+                told(why)
         _cancel_all_tasks(loop)
 
 

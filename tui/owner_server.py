@@ -245,6 +245,7 @@ class OwnerServer:
         log.debug("PID %s asks for %s", pid, run.command)
         try:
             run.start()
+            said = b""  # the client's frames after its request: a `stop` with its reason
             while True:  # until the command ended (shutdown below) or the client left
                 try:
                     data = conn.recv(4096)
@@ -252,6 +253,9 @@ class OwnerServer:
                     data = b""
                 if not data:
                     break
+                said = (said + data)[-STOP_FRAME_BYTES:]
+                if (reason := _stop_reason(said)) is not None and not run.done:
+                    run.cancel(client_said=reason)  # `ask` logs it as its reply's reason
             if not run.done:
                 run.cancel()
             run.join()
@@ -263,3 +267,22 @@ class OwnerServer:
                 self.on_finished(request.argv, run.exit_code)
             except Exception:
                 log.exception("the after-command hook failed")
+
+
+STOP_FRAME_BYTES = 1024
+
+
+def _stop_reason(said: bytes) -> str | None:
+    """The reason of a `{"stop": REASON}` frame the client sent before it leaves (a signal,
+    its stdout's reader gone: tui/owner_client.py), else None."""
+    import json
+
+    *lines, _rest = said.split(b"\n")
+    for line in reversed(lines):
+        try:
+            frame = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(frame, dict) and isinstance(reason := frame.get("stop"), str):
+            return reason[:200]
+    return None
