@@ -302,6 +302,27 @@ async def test_forget_asks_first_n_keeps_and_y_forgets(settings: Settings) -> No
         assert f"#{screen.cursor_point_id()}" in preview(app)
 
 
+async def test_a_point_forgotten_elsewhere_leaves_the_list_and_the_count(
+    settings: Settings,
+) -> None:
+    """`straylight forget N` in another terminal, then p on #N: the row went, but the title
+    kept counting it."""
+    app = StraylightApp(calm(settings))
+    async with app.run_test(size=SIZE) as pilot:
+        store = await open_memory(pilot, app)
+        ids = add_sample(store)
+        screen = await open_browser(pilot, app, rows=len(SAMPLE))
+        title = screen.query_one("#screen-title", Static)
+        assert f"{len(SAMPLE)} points" in str(title.render())
+        target = screen.cursor_point_id()
+        assert target is not None and store.forget(target)  # (the shell's forget)
+        await pilot.press("p")
+        await wait_until(pilot, lambda: target not in listed_ids(app), what="row gone")
+        assert status(app) == f"#{target} is not in the memory any more."
+        assert f"{len(SAMPLE) - 1} points" in str(title.render()), str(title.render())
+        assert set(listed_ids(app)) == set(ids.values()) - {target}
+
+
 async def test_esc_after_a_search_keeps_the_browser_and_the_keys_go_to_the_list(
     settings: Settings,
 ) -> None:

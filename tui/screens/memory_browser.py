@@ -215,9 +215,12 @@ class MemoryBrowserScreen(BrowserList):
 
     def on_point_changed(self, message: PointChanged) -> None:
         point_id = message.point_id
-        if not message.done:
+        if not message.done:  # forgotten elsewhere (the shell, an MCP client)
             self.say(f"#{point_id} is not in the memory any more.", error=True)
+            if point_id in self.rows and self.total is not None:
+                self.total -= 1  # the title counted it
             self._drop_row(point_id)
+            self._show_title()
             return
         if message.action == "forget":
             self._drop_row(point_id)
