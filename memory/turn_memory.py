@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -56,6 +57,10 @@ later); an MCP client gives up on a tool after about 60 s and may call it again.
 limit a stalled embedding outlasted the 30 s `ask` (and the chat's quit) wait for the save,
 and the reply's point was lost without a word."""
 
+
+SLOW_EMBED_FAILURE_SECONDS = 5.0
+"""An import's batch that failed after waiting this long (a stalled or timed-out embedding)
+stops the embedding of the rest: stored without vectors, for the backfill."""
 
 ProgressFn = Callable[[int, int], None]
 EMBED_BATCH = 16  # texts per /api/embed request in backfill and ingest
@@ -373,11 +378,20 @@ class TurnMemory:
         problem: str | None = None  # the first batch's problem: a later batch's success
         for start in range(0, len(todo), EMBED_BATCH):  # does not undo it
             batch = todo[start : start + EMBED_BATCH]
+            asked = time.monotonic()
             got, reached = await self._embed_counted([text for _source, text in batch])
+            slow = time.monotonic() - asked >= SLOW_EMBED_FAILURE_SECONDS
             problem = problem or self.embed_problem
             requests += reached
             for index, (source, _text) in enumerate(batch):
                 vectors[source] = _compact(got[index]) if got else None
+            if got is None and (slow or not reached):  # a timeout, Ollama away: the rest
+                # waits for the backfill too (each batch waited the whole HTTP timeout again:
+                # 15 min for 40 sections); a quick refusal (one HTTP 500) lets the next try
+                vectors.update((source, None) for source, _text in todo[start + len(batch) :])
+                if progress is not None:
+                    progress(len(todo), len(todo))
+                break
             if progress is not None:
                 progress(min(start + EMBED_BATCH, len(todo)), len(todo))
         self.embed_problem = problem

@@ -811,6 +811,27 @@ def test_import_doc_names_sections_left_without_a_vector_by_an_early_batch(
     assert len(notes) == 1 and "16 sections stored without a vector" in notes[0], proc.stderr
 
 
+def test_import_doc_stops_embedding_after_a_batch_that_timed_out(
+    env: Env, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    """Each batch of 16 waited the whole HTTP timeout again when the embedding stalled
+    (three in a row for 40 sections; 15 minutes at the default): after one that timed out,
+    the rest are stored without vectors for the backfill, as the backfill itself stops."""
+    doc = tmp_path / "long.md"
+    doc.write_text(
+        "\n".join(f"## Part {i}\nThe body of part {i} names gadget {i * 7}.\n" for i in range(40)),
+        encoding="utf-8",
+    )
+    standin.fail_next("delay", seconds=8.0, path=EMBED, count=None)
+    before = sum(1 for r in standin.requests if r.path == EMBED)
+    proc = run_cli({**env, "STRAYLIGHT_HTTP_TIMEOUT_SECONDS": "6"}, "import-doc", str(doc))
+    standin.clear_faults()
+    assert_ok(proc)
+    assert sum(1 for r in standin.requests if r.path == EMBED) - before == 1
+    assert status(env)["points"]["without_vector"] == 40
+    assert "40 sections stored without a vector" in proc.stderr
+
+
 # ------------------------------------------------------------------ a second process
 
 HOLDER = """

@@ -272,6 +272,27 @@ async def test_a_remember_whose_embedding_fails_says_it_has_no_vector_yet(
         assert "HTTP 500" in said and said.endswith("found by its words until backfill).")
 
 
+async def test_a_slash_command_waiting_on_ollama_leaves_the_chat_usable(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """`/recall` (or `/import`, `/remember`) waited on the embedding inside the screen's
+    message handler: typing, F1 and Ctrl+Q did nothing until it ended (20 s for a stalled
+    embedding, minutes for an import). It runs in a worker now."""
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        standin.fail_next("delay", seconds=3.0, path="/api/embed")
+        box = app.query_one(ChatInput)
+        box.focus()
+        box.load_text("/recall the harbour crane")
+        await pilot.press("enter")
+        await type_text(pilot, "typed meanwhile")
+        assert box.text == "typed meanwhile"
+        assert not any("recall" in n.lower() for n in notices(app)), notices(app)
+        await wait_until(pilot, lambda: bool(notices(app)), timeout=10, what="the recall")
+        assert box.text == "typed meanwhile"
+
+
 async def test_a_screen_command_with_an_unknown_word_stays_in_the_box(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

@@ -78,13 +78,25 @@ async def run_slash_command(chat: ChatScreen, line: str) -> None:
         from tui.conversation_commands import run_conversation_command
 
         await run_conversation_command(chat, command, argument)
-    else:
-        await _run_store_command(chat, command, argument)
+    else:  # in a worker: `/import` of 320 sections, or an embedding that stalls, froze the
+        # whole chat (typing, F1, Ctrl+Q) until it ended; one at a time, in the order typed
+        chat.run_worker(
+            _run_store_command(chat, command, argument),
+            name=f"slash {command}",
+            group="slash-commands",
+            exit_on_error=False,
+        )
 
 
 async def _run_store_command(chat: ChatScreen, command: str, argument: str) -> None:
     """A memory, fact or hypothesis command: its failure is named on screen (detailed in
-    the log), and the sidebar's counts are refreshed after."""
+    the log), and the sidebar's counts are refreshed after. Commands typed while one runs
+    wait for it (the chat's lock), so they run and answer in the order they were typed."""
+    async with chat.store_commands:
+        await _run_store_command_now(chat, command, argument)
+
+
+async def _run_store_command_now(chat: ChatScreen, command: str, argument: str) -> None:
     from tui.fact_commands import run_fact_command, run_hypothesis_command
     from tui.memory_commands import run_memory_command
 

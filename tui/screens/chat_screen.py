@@ -13,6 +13,7 @@ Workers do the I/O and report back with messages; the handlers update widgets.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar
 
@@ -73,6 +74,7 @@ class ChatScreen(ChatTurn):
         self._unsaved: dict[int, tuple[ChatMessage, ChatMessage]] = {}  # turn → its messages
         self._offered_pulls: set[MissingModel] = set()  # missing models with a notice shown
         self.pending_image: ImageAttachment | None = None  # `/image PATH`, for the next message
+        self.store_commands = asyncio.Lock()  # `/import`, `/recall`…: one at a time, in order
 
     # ---- layout ---------------------------------------------------------------------
     def compose(self) -> ComposeResult:
