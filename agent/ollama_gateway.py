@@ -346,7 +346,16 @@ class OllamaGateway:
             named = self._named(error, model=model, timeout=self.read_timeout, streamed=False)
             log.warning("structured chat with %s failed: %s (%r)", model, named, error)
             raise named from error
-        return answer_text(response.message.content or "")
+        content = response.message.content or ""
+        answer = answer_text(content)
+        if not answer.strip():  # a thinking model that only thought: named as the chat names it
+            thought = len(response.message.thinking or "") + len(content) - len(answer)
+            raise ModelError(
+                f"{model} gave no answer, only {thought:,} characters of thinking (not kept)"
+                if thought
+                else f"{model} gave no answer (an empty reply)"
+            )
+        return answer
 
     async def show(self, model: str) -> Any | None:
         """The raw /api/show answer (the client's ShowResponse: `model_info`, `parameters`,

@@ -214,6 +214,22 @@ def test_reflect_proposes_candidates_from_the_latest_conversation(
     assert [c["origin"] for c in json_of(env, "candidates", "list")] == ["reflection"]
 
 
+def test_reflect_with_a_model_that_only_thinks_says_so(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """A thinking model whose structured reply held only thinking: `reflect` printed
+    "dropped (not JSON: Expecting value): " and counted a dropped item that did not exist."""
+    standin.set_models(["llama3.2", "qwen3:8b", "nomic-embed-text"])
+    env = env_for(tmp_path, standin)
+    standin.script_reply("Noted.")
+    assert_ok(run_cli(env, "ask", "We decided: blyck uses Postgres 16 from now on."))
+    standin.script_reply("", thinking="The user decided on Postgres 16 for blyck, so maybe")
+    proc = run_cli(env, "--model", "qwen3:8b", "reflect")
+    assert proc.returncode == 5, (proc.returncode, proc.stdout, proc.stderr)
+    assert "gave no answer, only 51 characters of thinking" in proc.stderr
+    assert "not JSON" not in proc.stdout + proc.stderr
+
+
 def test_reflect_refuses_a_conversation_value_no_id_can_be_without_repeating_it(
     tmp_path: Path, standin: OllamaStandIn
 ) -> None:
