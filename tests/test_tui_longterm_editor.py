@@ -63,6 +63,23 @@ async def test_ctrl_g_edits_longterm_md_and_the_sidebar_reloads_it(
         )
 
 
+async def test_an_edit_from_another_terminal_reaches_the_sidebar_without_a_focus_event(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """A terminal that reports no focus (tmux's default) left an outside edit of
+    longterm.md unshown in the sidebar until the next turn or Ollama poll (30 s); the file's
+    size and time are looked at every 2 s now. (The headless test terminal sends no focus
+    events either.)"""
+    path = settings.home / "longterm.md"
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: longterm_bytes(app) > 0, what="longterm.md read")
+        with path.open("a", encoding="utf-8") as handle:  # the other terminal's editor
+            handle.write("- " + "the harbour crane is red. " * 400 + "\n")
+        size = path.stat().st_size
+        await wait_until(pilot, lambda: longterm_bytes(app) == size, timeout=8, what="shown")
+
+
 async def test_a_missing_editor_is_one_line_and_the_file_is_left_alone(
     settings: Settings, standin: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:

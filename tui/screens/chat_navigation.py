@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -169,6 +170,26 @@ class ChatNavigation(Screen[None]):
                 }
             )
         )
+
+    LONGTERM_CHECK_SECONDS = 2.0
+    _longterm_seen: tuple[int, int] | None = None
+
+    def watch_longterm_file(self) -> None:
+        """Look at longterm.md's size and time every `LONGTERM_CHECK_SECONDS`, and re-read
+        it when they changed: a terminal that reports no focus (tmux by default) left an
+        outside edit unshown until the next turn or Ollama poll (30 s)."""
+        self.set_interval(self.LONGTERM_CHECK_SECONDS, self._check_longterm)
+
+    @work(thread=True, exclusive=True, group="longterm-check", exit_on_error=False)
+    def _check_longterm(self) -> None:
+        try:
+            info = os.stat(self.engine.longterm.path, follow_symlinks=False)
+            seen: tuple[int, int] | None = (info.st_size, info.st_mtime_ns)
+        except OSError:
+            seen = None
+        if seen != self._longterm_seen:
+            self._longterm_seen = seen
+            self.refresh_longterm()
 
     def refresh_counts(self) -> None:
         """Every count the sidebar shows, read again (facts, candidates, points, longterm)."""

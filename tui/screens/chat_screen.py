@@ -91,6 +91,7 @@ class ChatScreen(ChatTurn):
         self.query_one(ChatInput).focus()
         self.chat_log.anchor()
         self.publish_sidebar()
+        self.watch_longterm_file()
 
     def on_screen_suspend(self) -> None:
         """A screen opens over the chat: the chat's objects, alive and unchanged while it is
