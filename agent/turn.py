@@ -263,6 +263,11 @@ class TurnEngine:
                         yield ContextNotice(told)
                     messages = _request_messages(budgeted, image)
                     continue
+                if calls and tools is None and rounds == 0:  # none were offered (memory_tools
+                    # off, a model without tools): a server that calls them anyway is not obeyed
+                    names = ", ".join(sorted({call.name for call in calls}))
+                    log.warning("%s called tools that were not offered (%s): not run", model, names)
+                    calls = []
                 if calls and rounds < MAX_ROUNDS:
                     rounds += 1
                     first_round = False

@@ -314,3 +314,21 @@ def test_recall_shows_a_point_stored_before_its_secret_pattern_existed_masked(
         proc = run_cli(env, *args)
         assert proc.returncode == 0, proc.stderr
         assert "harbour" in proc.stdout and token not in proc.stdout, proc.stdout
+
+
+def test_tool_calls_when_no_tools_were_offered_are_not_run(
+    cli_env: Callable[..., Env], standin: OllamaStandIn, home: Path
+) -> None:
+    """With `memory_tools = false` no tool is offered; a server that answers with
+    `memory_write` calls anyway had them run (8 candidates waited for approval, and an
+    un-offered `memory_read` was answered with the stored facts)."""
+    standin.script_reply("Noted.", tool_calls=writes(3, 0))
+    env = cli_env(OLLAMA_HOST=standin.url, STRAYLIGHT_NOW=NOW, MEMORY_TOOLS="false")
+    proc = run_cli(env, "ask", "the staging box reboots on Sundays")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "Noted.\n"
+    (request,) = standin.chat_requests()
+    assert not request.get("tools")
+    with duckdb.connect(str(home / "straylight.duckdb"), read_only=True) as db:
+        (candidates,) = db.execute("SELECT count(*) FROM candidates").fetchone() or (0,)
+    assert candidates == 0
