@@ -90,7 +90,7 @@ async def pull_model(client: ollama.AsyncClient, name: str) -> AsyncIterator[Pul
                 "qwen3:8b or hf.co/USER/REPO:TAG (letters, digits, _ - ., no spaces)"
             ) from error
         if error.status_code == 403 or (error.status_code == 404 and not detail.strip()):
-            raise PullFailed(str(named(client, error, name))) from error  # not Ollama's own
+            raise named(client, error, name) from error  # not Ollama's own: exit 5, as for ask
         raise PullFailed(detail or "Ollama refused the pull") from error
     except (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout) as error:
         raise named(client, error, name) from error

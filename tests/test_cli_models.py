@@ -208,6 +208,16 @@ def test_a_pull_failing_midway_exits_1_with_the_message(env: Env, standin: Ollam
     assert "mistral:latest" not in standin.models
 
 
+def test_a_pull_answered_404_with_an_empty_body_is_exit_5_as_for_ask(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """README: a 404 from a server that is not Ollama is a 5; `ask` and `models` gave 5 and
+    `pull` 1 for the same server."""
+    standin.fail_next("status", path="/api/pull", status=404, body="")
+    line = assert_one_line(run_cli(env, "pull", "mistral"), 5, "HTTP 404 with an empty body")
+    assert "is" in line and "an Ollama server?" in line
+
+
 def test_a_pull_refused_with_a_page_of_html_is_one_line(env: Env, standin: OllamaStandIn) -> None:
     # A proxy or another web server at OLLAMA_HOST answers with its error page.
     page = "<html>\n<head><title>502 Bad Gateway</title></head>\n<body>nginx</body>\n</html>"
