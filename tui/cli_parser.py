@@ -141,7 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         allow_abbrev=False,
         description="Terminal chat for local Ollama models, with a memory that lasts.",
-        epilog="Without a command, the chat TUI starts.",
+        epilog=(
+            "Without a command, the chat TUI starts. `straylight help COMMAND [ACTION]` is "
+            "that command's --help."
+        ),
     )
     _common_options(parser, top=True)
     parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
