@@ -216,10 +216,13 @@ class OllamaGateway:
         ollama = import_ollama()
 
         timeout = self.metadata_timeout
+        version: str | None = None
+        answered = False  # /api/version came back: a server is there
         try:
             client = self._get_client()  # (a proxy it cannot use: a status line too)
             response = await client._client.get("/api/version", timeout=timeout)
             response.raise_for_status()
+            answered = True
             version = str(response.json().get("version", "")) or None
             # `client.list()` takes no timeout: the same request through the client's
             # `_request` (its errors, its parsing) with the metadata timeout.
@@ -229,7 +232,12 @@ class OllamaGateway:
             metadata = self.connect_timeout <= self.read_timeout  # the limit it came from
             named = self._named(error, model="", timeout=timeout, streamed=False, metadata=metadata)
             log.info("ollama check failed: %r", error)
-            return OllamaStatus(self.host, reachable=False, error=str(named), error_kind=named.kind)
+            kind = named.kind
+            if answered and kind in ("unreachable", "timeout"):
+                kind = "model_error"  # it answered /api/version: up, its list failing, not offline
+            return OllamaStatus(
+                self.host, reachable=False, version=version, error=str(named), error_kind=kind
+            )
         return OllamaStatus(self.host, reachable=True, version=version, models=models)
 
     async def check_with_capabilities(self) -> OllamaStatus:

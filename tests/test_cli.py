@@ -776,6 +776,22 @@ def test_status_names_a_failing_ollama_apart_from_an_offline_one(
     assert "runner terminated" in report["ollama"]["error"]
     line = next(x for x in run_cli(env, "status").stdout.splitlines() if x.startswith("ollama"))
     assert "(error: Ollama answered HTTP 500: runner terminated)" in line, line
+    assert report["ollama"]["version"] is not None  # it answered /api/version: said
+
+
+def test_status_calls_a_server_whose_list_is_slow_an_error_not_offline(
+    env: Env, standin: OllamaStandIn
+) -> None:
+    """/api/version answered at once, /api/tags not within the limit: it read "offline"
+    and dropped the version, though a server had answered."""
+    standin.fail_next("delay", count=None, path="/api/tags", seconds=3.0)
+    slow = dict(env, STRAYLIGHT_CONNECT_TIMEOUT_SECONDS="0.5")
+    report = status_json(slow)["ollama"]
+    line = next(x for x in run_cli(slow, "status").stdout.splitlines() if x.startswith("ollama"))
+    standin.clear_faults()
+    assert report["reachable"] is False and report["version"] is not None
+    assert "0.5 s" in report["error"]
+    assert "(error: " in line and "offline" not in line, line
 
 
 @pytest.mark.parametrize(("size", "over"), [(8192, False), (8193, True)])
