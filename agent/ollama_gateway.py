@@ -82,6 +82,11 @@ def timed_out(error: GatewayError) -> bool:
     return isinstance(error, ModelTimeout)
 
 
+CONNECT_FAILURE_SECONDS = 10.0
+"""How long a connect timeout is taken as the answer for the next chat or embedding request
+of the same process, rather than waited for again."""
+
+
 class OllamaGateway:
     """Chat and health checks against one Ollama host."""
 
@@ -104,6 +109,7 @@ class OllamaGateway:
         self._client: ollama.AsyncClient | None = None
         self._windows: dict[tuple[str, int | None], WindowChoice] = {}
         self._stalled = False  # a request timed out and Ollama has not answered since
+        self._connect_timed_out: tuple[float, OllamaUnreachable] | None = None
         self._show_timed_out: dict[str, float] = {}  # model → when its /api/show timed out
         self.not_pulled: set[str] = set()  # models /api/show last said Ollama does not have
 
@@ -192,11 +198,26 @@ class OllamaGateway:
         )
         if timed_out(named):
             self._stalled = True
+        if isinstance(named, OllamaUnreachable) and named.connect_timed_out is not None:
+            self._connect_timed_out = (time.monotonic(), named)
         return named
+
+    def _raise_if_just_unreachable(self) -> None:
+        """A host that did not take a connection a moment ago (`CONNECT_FAILURE_SECONDS`) is
+        named again at once: `ask` waited the connect timeout for the query's embedding,
+        then again for the chat (12 s for a 5 s limit). Any answer clears it; the status
+        check always tries."""
+        if self._connect_timed_out is None:
+            return
+        when, error = self._connect_timed_out
+        if time.monotonic() - when < CONNECT_FAILURE_SECONDS:
+            raise error
+        self._connect_timed_out = None
 
     async def _on_response(self, response: httpx.Response) -> None:
         """Every answer ends a stall; a 3xx answer is refused (see `_refuse_redirect`)."""
         self._stalled = False
+        self._connect_timed_out = None
         self._refuse_redirect(response)
 
     def _refuse_redirect(self, response: httpx.Response) -> None:
@@ -264,6 +285,7 @@ class OllamaGateway:
         Raises a `GatewayError`; a stream that ends without Ollama's final chunk raises
         `StreamCutOff`. Cancelling the consumer closes the HTTP stream.
         """
+        self._raise_if_just_unreachable()
         client = self._get_client()
         streamed = False
         finished = False
@@ -412,6 +434,7 @@ class OllamaGateway:
         Vectors come back in input order; a reply with the wrong count is a `ModelError`.
         It carries `keep_alive` as the chat does: the setting is for both models.
         """
+        self._raise_if_just_unreachable()
         client = self._get_client()
         try:
             response = await client.embed(

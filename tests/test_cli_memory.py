@@ -1084,3 +1084,29 @@ def test_ask_says_what_it_waits_for_when_the_turns_save_is_slow(
     assert proc.returncode == 0, err
     assert out.startswith("w0 w1")
     assert "note: saving this turn's memory (waiting up to 30 s" in err, err
+
+
+async def test_a_connect_timeout_is_not_waited_for_twice_in_one_turn(
+    listening_but_full: str,
+) -> None:
+    """`ask` to a host that takes no connection waited the connect timeout for the query's
+    embedding, then again for the chat (12 s for a 5 s limit, where the README promises a
+    dead host is named quickly): the chat's request now gets the same answer at once."""
+    from agent.gateway_errors import OllamaUnreachable
+    from agent.ollama_gateway import OllamaGateway
+
+    gateway = OllamaGateway(listening_but_full, connect_timeout=0.5)
+    try:
+        with pytest.raises(OllamaUnreachable) as first:
+            await gateway.embed("nomic-embed-text", ["the harbour crane"])
+        assert first.value.connect_timed_out == 0.5
+        with pytest.raises(OllamaUnreachable) as again:
+            async for _event in gateway.stream_chat(
+                "llama3.2", [{"role": "user", "content": "hi"}]
+            ):
+                pass
+        assert again.value is first.value  # named from the first try, not waited for again
+        status = await gateway.check()  # the status check always tries
+        assert not status.reachable and status.error_kind == "unreachable"
+    finally:
+        await gateway.aclose()
