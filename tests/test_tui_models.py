@@ -389,3 +389,24 @@ async def test_a_model_pulled_from_the_open_screen_takes_its_warning_away(
         await wait_until(pilot, lambda: not app.missing_models, what="checked again")
         await wait_until(pilot, lambda: not line.display, what="the warning gone")
         assert app.screen is screen
+
+
+async def test_at_80_columns_a_long_name_gives_way_and_size_and_loaded_stay_whole(
+    make_settings,
+) -> None:
+    """With an `hf.co/…` name at 80 columns the size read `2.0 G` and `loaded` was off the
+    screen, though the capabilities had given way as far as they could."""
+    long_name = "hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF:Q4_K_M"
+    models = ("llama3.2", "nomic-embed-text", long_name, "deepseek-r1:8b-0528-qwen3-q4_K_M")
+    with OllamaStandIn(models=models, embed_dim=8) as server:
+        app = StraylightApp(make_settings(ollama_host=server.host, jobs_enabled=False))
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = await open_models(pilot, app)
+            await pilot.pause()
+            table = screen.query_one(DataTable)
+            assert all(len(line) <= 80 for line in shown_lines(table))
+            for name, (_n, _caps, window, size, loaded) in rows(screen).items():
+                line = shown_row(table, name[:12])
+                assert line.rstrip().endswith(loaded), (line, loaded)
+                assert f" {size} " in line and window in line, line
+            assert "…" in shown_row(table, "hf.co/")

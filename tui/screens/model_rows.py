@@ -4,7 +4,8 @@ The capabilities column is the one that gives way: a row such as `completion,vis
 thinking` beside a long name pushes `loaded` past an 80-column terminal, where a DataTable
 would cut it without a mark. When the natural widths do not fit, `completion` (which every
 chat model has) is left out of the column, and when that is not enough the column is
-narrowed and its cells end in `…`; the name, window, size and loaded memory stay whole.
+narrowed and its cells end in `…`; then the names are (`hf.co/…` ones are long), down to
+`NAME_MIN`; the window, size and loaded memory stay whole.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def model_cells(
     memory."""
     from memory.model_names import normalise_name
 
-    name = Text(printable(record.name))
+    name = Text(printable(record.name), no_wrap=True, overflow="ellipsis")
     key = normalise_name(record.name)
     if key == normalise_name(chat):
         name.append(" ◆chat", style="bold green")
@@ -85,14 +86,42 @@ def model_cells(
     )
 
 
+NAME: Final = COLUMNS.index("model")
+NAME_MIN: Final = 16  # `hf.co/bartowski…`: enough to tell the models apart
+
+
 def capabilities_width(rows: list[tuple[Text, ...]], available: int) -> int | None:
     """The capabilities column's width so that the row fits `available` cells, or None
     when every column fits as it is (the column then sizes itself). Never narrower than
     its heading."""
-    widths = [cell_len(heading) for heading in COLUMNS]
-    for row in rows:
-        widths = [max(width, cell.cell_len) for width, cell in zip(widths, row, strict=True)]
+    over = _over(rows, available)
+    if over <= 0:
+        return None
+    widths = _natural_widths(rows)
+    return max(cell_len(COLUMNS[CAPABILITIES]), widths[CAPABILITIES] - over)
+
+
+def name_width(
+    rows: list[tuple[Text, ...]], available: int, capabilities: int | None
+) -> int | None:
+    """The name column's width when the row still does not fit with the capabilities at
+    `capabilities` (a long `hf.co/…` name at 80 columns cut the size and hid `loaded`): the
+    names end in `…`, never narrower than `NAME_MIN`; None when they fit whole."""
+    widths = _natural_widths(rows)
+    if capabilities is not None:
+        widths[CAPABILITIES] = capabilities
     over = sum(widths) + CELL_PADDING * len(COLUMNS) - available
     if over <= 0:
         return None
-    return max(cell_len(COLUMNS[CAPABILITIES]), widths[CAPABILITIES] - over)
+    return max(min(NAME_MIN, widths[NAME]), widths[NAME] - over)
+
+
+def _natural_widths(rows: list[tuple[Text, ...]]) -> list[int]:
+    widths = [cell_len(heading) for heading in COLUMNS]
+    for row in rows:
+        widths = [max(width, cell.cell_len) for width, cell in zip(widths, row, strict=True)]
+    return widths
+
+
+def _over(rows: list[tuple[Text, ...]], available: int) -> int:
+    return sum(_natural_widths(rows)) + CELL_PADDING * len(COLUMNS) - available

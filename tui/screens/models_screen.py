@@ -25,7 +25,7 @@ from textual.widgets import DataTable, Input, ProgressBar, Static
 from tui.display_text import counted
 from tui.screens.confirm_screen import ConfirmScreen
 from tui.screens.memory_screen import MemoryScreen
-from tui.screens.model_rows import COLUMNS, capabilities_width, model_cells
+from tui.screens.model_rows import COLUMNS, capabilities_width, model_cells, name_width
 
 if TYPE_CHECKING:
     from textual.events import Resize
@@ -179,9 +179,11 @@ class ModelsScreen(MemoryScreen[ModelChoice | None]):
         if narrowed is not None:  # too wide: first without `completion`, then cut with …
             rows = [model_cells(r, chat=chat, embed=embed, short=True) for r in self.records]
             narrowed = capabilities_width(rows, width)
+        names = name_width(rows, width, narrowed)  # then the long names give way, with …
+        widths = {"capabilities": narrowed, "model": names}
         table.clear(columns=True)
         for heading in COLUMNS:
-            table.add_column(heading, width=narrowed if heading == "capabilities" else None)
+            table.add_column(heading, width=widths.get(heading))
         for record, cells in zip(self.records, rows, strict=True):
             table.add_row(*cells, key=record.name)
         if self.records:
