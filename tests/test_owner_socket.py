@@ -617,3 +617,27 @@ def test_a_stopped_owner_is_in_use_not_a_hang(
         os.kill(owner.process.pid, signal.SIGCONT)
         standin.token_delay = 0.0
         owner.kill()
+
+
+def test_a_chat_starting_while_a_short_command_owns_the_dir_waits_for_it(
+    home: Path, tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """A `remember` (or an `ask`) holding the data dir as the chat started made it exit 6
+    at once ("in use by PID …"): a one-shot command's owner now says it ends, and the chat
+    waits for it, as a forwarded command waits for a brief holder."""
+    from tui.owner_handover import handover_answer, lock_for_chat
+
+    env = env_for(home, tmp_path, standin)
+    assert_ok(run_cli_process(env, "remember", "The night ferry leaves from pier four."))
+    standin.script_reply("one two three four five six")
+    standin.token_delay = 0.3
+    owner = SlowOwner(env, "Count a little")
+    try:
+        assert handover_answer(home) == "ending"
+        lock = lock_for_chat(home)  # the old code raised DataDirLocked here
+        lock.release()
+        code, out, _err = owner.finish()  # taken once the command had let go: it finished
+        assert code == 0 and out.startswith("one two three four five six")
+    finally:
+        standin.token_delay = 0.0
+        owner.kill()

@@ -332,7 +332,7 @@ def _forward_or_own(
 
         server = None
         if command in SERVING_COMMANDS:  # while it runs, it serves the others
-            server = OwnerServer.start_soft(home)
+            server = OwnerServer.start_soft(home, one_shot=True)
         try:
             return run_here()  # ours now: the command's own lock is this one (re-entrant)
         finally:

@@ -45,7 +45,7 @@ def handover_frame(home: Path) -> dict[str, object]:
     return {"handover": True, "home": str(home)}
 
 
-Answer = Literal["agreed", "busy", "absent", "refused"]
+Answer = Literal["agreed", "busy", "ending", "absent", "refused"]
 
 
 def ask_handover(home: Path) -> bool:
@@ -55,8 +55,9 @@ def ask_handover(home: Path) -> bool:
 
 def handover_answer(home: Path) -> Answer:
     """What the owner of `home` says to a handover: agreed, busy (running another client's
-    command; ask again), absent (no socket answers: an owner that is still opening its
-    memory, or ending), or refused."""
+    command; ask again), ending (a one-shot command such as `remember` that lets go when it
+    ends), absent (no socket answers: an owner that is still opening its memory, or
+    ending), or refused."""
     from store.owner_socket import FrameReader, OwnerSocketError, connect, send_frame
 
     try:
@@ -77,7 +78,9 @@ def handover_answer(home: Path) -> Answer:
         return "refused"
     if answer.get("handover") is True:
         return "agreed"
-    return "busy" if answer.get("busy") is True else "refused"
+    if answer.get("busy") is True:
+        return "busy"
+    return "ending" if answer.get("ends") is True else "refused"
 
 
 def lock_for_chat(home: Path, on_wait: Callable[[], None] | None = None) -> DataDirLock:
@@ -101,8 +104,8 @@ def lock_for_chat(home: Path, on_wait: Callable[[], None] | None = None) -> Data
         busy_until = time.monotonic() + BUSY_SECONDS
         absent_until = started + HANDOVER_SECONDS
         while (answer == "busy" and time.monotonic() < busy_until) or (
-            answer == "absent" and time.monotonic() < absent_until
-        ):
+            answer in ("absent", "ending") and time.monotonic() < absent_until
+        ):  # (a `remember` that held the dir at the chat's start: it ended a moment later)
             pause()
             with contextlib.suppress(DataDirLocked):  # the owner may have quit meanwhile
                 return DataDirLock(home).acquire()

@@ -69,10 +69,12 @@ class OwnerServer:
         on_finished: FinishedFn | None = None,
         on_handover: HandoverFn | None = None,
         grace_seconds: float = GRACE_SECONDS,
+        one_shot: bool = False,
     ) -> None:
         self.home = home
         self.on_finished = on_finished
         self.on_handover = on_handover
+        self.one_shot = one_shot  # a command that ends by itself (`remember`), not a chat
         self.grace_seconds = grace_seconds
         self._listener: Listener | None = None
         self._wake_r, self._wake_w = socket.socketpair()
@@ -88,9 +90,11 @@ class OwnerServer:
         home: Path,
         on_finished: FinishedFn | None = None,
         on_handover: HandoverFn | None = None,
+        *,
+        one_shot: bool = False,
     ) -> OwnerServer | None:
         """Start serving, or log why not and return None (the others then wait for the lock)."""
-        server = cls(home, on_finished=on_finished, on_handover=on_handover)
+        server = cls(home, on_finished=on_finished, on_handover=on_handover, one_shot=one_shot)
         try:
             return server.start()
         except Exception:
@@ -184,6 +188,8 @@ class OwnerServer:
         answer: dict[str, object] = {"handover": agreed}
         if same_dir and busy and self.on_handover is not None:
             answer["busy"] = True
+        if same_dir and self.one_shot:  # it lets go when its command ends: worth waiting for
+            answer["ends"] = True
         with contextlib.suppress(OSError):
             send_frame(conn, answer)
 
