@@ -155,7 +155,8 @@ def _refuse_writable_by_others(path: Path, info: os.stat_result) -> None:
     mode = stat.S_IMODE(info.st_mode)
     if not stat.S_ISREG(info.st_mode):
         return
-    if info.st_uid not in (os.getuid(), 0):
+    me = os.geteuid()
+    if me != 0 and info.st_uid not in (me, 0):  # (root: as for the data dir, not refused)
         raise SettingsError(
             f"config file {path} belongs to another user (uid {info.st_uid}), who could "
             f"send your prompts elsewhere; use a config file of your own"

@@ -128,3 +128,33 @@ def test_a_data_dir_served_by_another_user_s_process_is_one_line(shared_root: Pa
         os.waitpid(pid, 0)
     assert line.startswith(f"straylight: {home} is served by a Straylight process of another"), line
     assert "refused a peer running as uid 65534" in line and line.endswith("stop it, or use --home")
+
+
+OTHER = 4242  # a user who is neither nobody nor root
+
+
+@pytest.mark.parametrize("name", ["", "conversation", "longterm.md", "config.toml"])
+def test_a_data_dir_or_file_another_user_owns_is_refused_but_not_to_root(
+    shared_root: Path, name: str
+) -> None:
+    """Its owner can change its mode and contents whenever they like (a config.toml could
+    point `ollama_host` elsewhere and receive every prompt): refused in one line, exit 2,
+    for a user. Root is not refused (a container over a bind-mounted data dir, a backup
+    extracted with its owners kept)."""
+    home = shared_root / "home"
+    config = shared_root / "config.toml"
+    env = cli_env(home, shared_root, OLLAMA_HOST="127.0.0.1:9", HOME=str(shared_root))
+    env["STRAYLIGHT_CONFIG"] = str(config)
+    config.write_text('model = "llama3.2"\n')
+    assert_ok(run_cli(env, "remember", "The night ferry leaves from pier four at nine."))
+    assert_ok(run_cli(env, "status"))  # (this process imports what the child will use)
+    (home / "conversation").mkdir(mode=0o700, exist_ok=True)
+    (home / "longterm.md").write_text("- I take my tea without sugar.\n")
+    for path in [shared_root, *shared_root.rglob("*")]:
+        os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+    path = {"": home, "config.toml": config}.get(name, home / name)
+    os.chown(path, OTHER, OTHER, follow_symlinks=False)
+    code, said = as_nobody(env, "status")
+    assert code == 2 and said.count("\n") == 1, said
+    assert f"{path} belongs to another user (uid {OTHER})" in said, said
+    assert_ok(run_cli(env, "status"))  # root

@@ -101,6 +101,17 @@ async def test_two_moves_in_one_frame_move_the_selection_twice(
         screen.action_select_message(1)
         await pilot.pause()
         assert app.focused is chat[-1]
+        # A click then moves from the clicked message, also after a move that went nowhere
+        # (Ctrl+Up on the last message) or back to where a move came from.
+        await pilot.press("ctrl+up")
+        await pilot.pause()
+        for clicked in (1, 3, 2):
+            await pilot.click(chat[clicked])
+            await pilot.pause()
+            assert app.focused is chat[clicked]
+            await pilot.press("up")
+            await pilot.pause()
+            assert app.focused is chat[clicked - 1], chat.index(app.focused)
 
 
 async def test_pin_after_forget_makes_one_new_point_and_f_forgets_it(

@@ -293,6 +293,28 @@ async def test_a_slash_command_waiting_on_ollama_leaves_the_chat_usable(
         assert box.text == "typed meanwhile"
 
 
+async def test_ctrl_q_lets_a_running_slash_command_finish_first(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """Slash commands run in a worker; Ctrl+Q right after `/remember` (its embedding slow, a
+    model loading from disk) cancelled it with the app: no point, no word, exit 0."""
+    import duckdb
+
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        standin.fail_next("delay", seconds=2.0, path="/api/embed")
+        box = app.query_one(ChatInput)
+        box.focus()
+        box.load_text("/remember the ferry leaves from pier four")
+        await pilot.press("enter")
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: not app.is_running, timeout=15, what="the quit")
+    with duckdb.connect(str(settings.home / "straylight.duckdb"), read_only=True) as db:
+        rows = db.execute("SELECT content, pinned FROM points").fetchall()
+    assert rows == [("the ferry leaves from pier four", True)]
+
+
 async def test_a_screen_command_with_an_unknown_word_stays_in_the_box(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

@@ -10,6 +10,7 @@ tui/app_jobs.py, the palette's entries tui/app_palette.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from collections.abc import Callable, Iterable
@@ -22,6 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
+from textual.worker import Worker
 
 from agent.ollama_gateway import OllamaGateway
 from agent.settings import Settings
@@ -36,6 +38,7 @@ from tui.keymap import key_conflicts, split_keymap
 from tui.model_pulls import ModelPulls
 from tui.owner_live import CandidateWatch
 from tui.screens.chat_screen import ChatScreen
+from tui.slash_router import SLASH_GROUP
 from tui.startup_timer import seconds_since_start
 from tui.widgets.chat_input import ChatInput
 
@@ -52,6 +55,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("straylight.tui")
 
 REFLECT_ON_QUIT_SECONDS = 30.0  # quitting waits this long at most for the reflection pass
+FINISH_ON_QUIT_SECONDS = 30.0  # and this long for a slash command still running
 
 
 class ThemeNotSaved(Message):
@@ -96,6 +100,7 @@ class StraylightApp(MemoryApp):
         self.scheduler: JobScheduler | None = None
         self.job_alerts: dict[str, tuple[str, ...]] = {}  # job name → its current alert lines
         self.quitting = False
+        self._finishing_commands = False  # Ctrl+Q waits for the running slash commands once
         self.crashed = False
         self._stop_signals: StopSignals | None = None  # SIGTERM / SIGHUP quit as Ctrl+Q does
         self.memory_session: MemorySession | None = None
@@ -278,9 +283,17 @@ class StraylightApp(MemoryApp):
         self.chat.check_status()
 
     async def action_quit(self) -> None:
-        """Quit; the session's reflection pass runs first, in a worker so the screen stays
-        live (at most 30 s; Ctrl+Q again quits at once)."""
+        """Quit; a slash command still running (`/remember` waiting on its embedding, an
+        `/import`) ends first, then the session's reflection pass runs, each in a worker so
+        the screen stays live (at most 30 s each; Ctrl+Q again quits at once)."""
         chat = self.chat
+        running = [w for w in self.workers if w.group == SLASH_GROUP and not w.is_finished]
+        if running and not self._finishing_commands:
+            self._finishing_commands = True
+            names = ", ".join(sorted({w.name.removeprefix("slash ") for w in running}))
+            self.notify(f"Finishing {names} before quitting… (Ctrl+Q again quits now)")
+            self.finish_commands_then_quit(running)
+            return
         if self.quitting or not chat.unreflected_turns or self.engine.facts is None:
             self.exit()
             return
@@ -289,6 +302,17 @@ class StraylightApp(MemoryApp):
         chat.cancel_reply()
         self.notify("Reflecting on the session before quitting… (Ctrl+Q again quits now)")
         self.reflect_then_exit(chat.conversation_id)
+
+    @work(exclusive=True, group="quit-commands", exit_on_error=False)
+    async def finish_commands_then_quit(self, running: list[Worker[Any]]) -> None:
+        """The slash commands a Ctrl+Q found running, waited for: they were cancelled with
+        the app, and a `/remember` whose embedding was slow was lost without a word."""
+        waits = [worker.wait() for worker in running]
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(
+                asyncio.gather(*waits, return_exceptions=True), FINISH_ON_QUIT_SECONDS
+            )
+        await self.action_quit()
 
     @work(exclusive=True, group="quit", exit_on_error=False)
     async def reflect_then_exit(self, conversation_id: str) -> None:

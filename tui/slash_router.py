@@ -83,9 +83,13 @@ async def run_slash_command(chat: ChatScreen, line: str) -> None:
         chat.run_worker(
             _run_store_command(chat, command, argument),
             name=f"slash {command}",
-            group="slash-commands",
+            group=SLASH_GROUP,
             exit_on_error=False,
         )
+
+
+SLASH_GROUP = "slash-commands"
+"""The workers of the store commands (`/remember`, `/import`, …): Ctrl+Q waits for them."""
 
 
 async def _run_store_command(chat: ChatScreen, command: str, argument: str) -> None:

@@ -29,13 +29,13 @@ class ChatSelection(ChatNavigation):
 
     conversation_id: str  # the conversation the chat shows
 
-    _moving_to: ChatMessage | None = None  # the message a move chose, until it has the focus
+    # The last move: (the focused widget it started from, the message it chose). While the
+    # focus is still on either, the next move starts from the chosen one.
+    _last_move: tuple[object, ChatMessage] | None = None
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        # (the focus events of two quick moves may arrive in either order: only the last
-        # move's, or a focus elsewhere, ends the move)
-        if event.widget is self._moving_to or not isinstance(event.widget, ChatMessage):
-            self._moving_to = None
+        if self._last_move is not None and event.widget is self._last_move[1]:
+            self._last_move = (None, self._last_move[1])  # arrived: where it came from is over
 
     def action_select_message(self, step: int) -> None:
         """Ctrl+Up selects the last message; Up/Down on a message move the selection. A
@@ -46,8 +46,10 @@ class ChatSelection(ChatNavigation):
         if not chat:
             return
         current = self.focused
-        if isinstance(current, ChatMessage) and self._moving_to in chat:
-            current = self._moving_to
+        if self._last_move is not None and self._last_move[1] in chat:
+            started_from, chosen = self._last_move
+            if current is started_from or current is chosen:  # (a click elsewhere: not)
+                current = chosen
         if step == 0 or not isinstance(current, ChatMessage) or current not in chat:
             target = chat[-1]
         else:
@@ -56,7 +58,7 @@ class ChatSelection(ChatNavigation):
                 self.action_focus_input()
                 return
             target = chat[max(index, 0)]
-        self._moving_to = target
+        self._last_move = (self.focused, target)
         target.focus()
         target.scroll_visible(animate=False)
 
