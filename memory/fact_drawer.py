@@ -348,7 +348,7 @@ class FactDrawer:
 
         `carry`: facts that must be in this prompt whatever the cap (the "can't" check of the
         previous reply)."""
-        active = _unshadowed(self.store.visible(self.workspace, statuses=["active"]))
+        active = unshadowed(self.store.visible(self.workspace, statuses=["active"]))
         if not active:
             return InjectedFacts([], "")
         injected = self.ranking.inject(active, message, query_vector, carry=carry)
@@ -427,7 +427,7 @@ def _retired_before_last_write(versions: Sequence[FactVersion]) -> bool:
     return False
 
 
-def _unshadowed(facts: Sequence[Fact]) -> list[Fact]:
+def unshadowed(facts: Sequence[Fact]) -> list[Fact]:
     """The facts without a global one whose key this workspace has a fact of its own for:
     the workspace's wins, as `facts get` says (both went into the prompt, the global first,
     with bodies that may contradict)."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from memory.fact_types import FactError, FactProposal
 from store.database import Database
 from store.fact_records import Candidate, Fact, FactWrite
+from store.fact_store import same_body
 
 if TYPE_CHECKING:
     from memory.fact_drawer import FactDrawer
@@ -72,7 +73,8 @@ def _through_gate(
     if drawer.store.has_candidate(drawer.workspace, new.key, new.body, "pending"):
         return GateOutcome(None, "already pending")
     known = drawer.store.find(new.scope, new.workspace, new.key)
-    if known is not None and known.body == new.body and known.status == "active":
+    same = known is not None and same_body(known.body) == same_body(new.body)
+    if known is not None and same and known.status == "active":  # (as the checks above)
         return GateOutcome(None, "already a fact")
     if drawer.store.has_candidate(drawer.workspace, new.key, new.body, "approved"):
         return GateOutcome(None, "approved before")  # maybe edited since: do not undo that
@@ -156,7 +158,9 @@ def replaces(drawer: FactDrawer, candidate: Candidate) -> Fact | None:
     scope, workspace and key), or None."""
     workspace = "" if candidate.scope == "global" else candidate.workspace
     current = drawer.store.find(candidate.scope, workspace, candidate.key)
-    return current if current is not None and current.body != candidate.body else None
+    if current is None or same_body(current.body) == same_body(candidate.body):
+        return None  # the same body, said in another case or with a closing mark
+    return current
 
 
 def reject(

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
 from memory.dream import CardDraft, DreamSource, pick_sources
-from memory.fact_drawer import FactDrawer
+from memory.fact_drawer import FactDrawer, unshadowed
 from memory.fact_types import KEY_MAX_CHARS, FactProposal, normalise_key
 from memory.text.words import STOPWORDS, detect_language, raw_tokens
 from store.fact_records import Candidate, Fact
@@ -152,7 +152,8 @@ class Hypotheses:
         """What a dream run may link in `workspace` (`memory.dream.pick_sources` over its
         active facts and the newest `POOL_POINTS` pinned points, leaving out what an open
         card already cites), and how many memories were usable."""
-        facts = FactStore(self.db).visible(workspace, statuses=["active"])
+        # a global fact this workspace has its own of the same key for is not seen from here
+        facts = unshadowed(FactStore(self.db).visible(workspace, statuses=["active"]))
         points = PointStore(self.db).list_points(pinned=True, limit=POOL_POINTS, newest_first=True)
         points.reverse()  # oldest first: ties in picking go to the older memory
         covered = self.store.cited_by_open(workspace=workspace)

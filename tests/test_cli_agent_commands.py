@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 
 from agent.settings import SettingsError, load_settings
-from tests.support.cli import DAY, NOW, Env, assert_one_line, cli_env, printed_json, run_cli
+from tests.support.cli import (
+    DAY,
+    NOW,
+    Env,
+    assert_ok,
+    assert_one_line,
+    cli_env,
+    printed_json,
+    run_cli,
+)
 from tests.support.ollama_standin import OllamaStandIn
 
 
@@ -154,3 +163,17 @@ def test_doc_roots_are_the_workspace_and_the_configured_folders_never_slash_or_h
     (tmp_path / "x.md").write_text("# x\n")
     with pytest.raises(ValueError, match=r"outside the folders .*: there are none"):
         allowed_doc(str(tmp_path / "x.md"), [])
+
+
+def test_a_fact_said_again_in_another_case_or_with_a_full_stop_is_already_a_fact(
+    env: Env,
+) -> None:
+    """The gate's rejected, pending and approved checks compare bodies case-folded and
+    without closing marks; its "already a fact" check compared them as typed, so the same
+    fact came back as a candidate that "replaces" itself."""
+    body = "This PC can deploy blyck: npm run dist, aws s3 sync"
+    assert_ok(run_cli(env, "facts", "set", "deploy:blyck", "--type", "capability", "--body", body))
+    args = ("candidates", "propose", "deploy:blyck", "--type", "capability", "--body")
+    for again in (body, body.lower() + ".", body.upper() + "!"):
+        assert_one_line(run_cli(env, *args, again), 1, "already a fact")
+    assert printed_json(run_cli(env, "candidates", "list", "--json")) == []

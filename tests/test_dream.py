@@ -464,3 +464,19 @@ async def test_a_window_too_small_for_two_memories_sends_no_dream(
     assert outcome.reason == "the model's 1,024-token window is too small for two memories"
     assert outcome.sources[0] == ids[0]
     assert standin.chat_requests() == []
+
+
+def test_the_dream_never_sees_a_global_fact_the_workspace_shadows(drawer: FactDrawer) -> None:
+    """`facts get` and the prompt carry the workspace's fact of a key the global scope has
+    too; the dream was offered both, and linked them in a card ("contradict the rule")."""
+    from memory.hypotheses import Hypotheses
+
+    own = drawer.set("deploy:blyck", "rule", "Blyck deploys from CI only, never by hand.")
+    shadowed = drawer.set(
+        "deploy:blyck", "capability", "Blyck deploys with npm run dist and aws s3.", scope="global"
+    )
+    drawer.set("db:blyck", "fact", "Blyck's database is Postgres 16 on rds.")
+    sources, usable = Hypotheses.of(drawer).dream_sources(WS)
+    offered = {source.id for source in sources}
+    assert f"fact:{own.id}" in offered and f"fact:{shadowed.id}" not in offered
+    assert usable == 2
