@@ -322,7 +322,14 @@ class FactDrawer:
             ),
             requires=tuple(previous["requires"]),
         )
-        return self.store.write(restored, reason="undo", event="fact_undo")
+        back = self.store.write(restored, reason="undo", event="fact_undo")
+        # the version comes back with the confidence it had then: the periods without a
+        # verification since its `last_verified` are charged again by the next decay (the
+        # count kept said they were, and the fact stayed that much too sure for good)
+        from store import confidence_rows
+
+        confidence_rows.set_fact_decay_periods(self.db, back.id, 0)
+        return back
 
     # --- the gate (memory.fact_gate) ------------------------------------------------------
     propose = fact_gate.propose  # a proposal becomes a pending candidate, or is refused

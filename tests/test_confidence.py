@@ -500,3 +500,22 @@ def test_report_summary() -> None:
         "2 facts and 2 pinned points lower"
     )
     assert ConfidenceReport(facts=["a"]).summary() == "1 fact lower"
+
+
+def test_an_undo_does_not_give_back_the_confidence_decay_took(open_at: OpenAt) -> None:
+    """Undo restored the old version's confidence (1.0) but kept the count of periods
+    already charged: the fact stayed 0.15 too sure for good (issue 5: undo is no
+    verification)."""
+    with open_at(0) as db:
+        FactDrawer(db, "demo").set("deploy:blyck", "procedure", DEPLOY_BODY)
+    with open_at(101) as db:
+        decay_confidence(db, db.clock.now())
+        assert fact(db, "deploy:blyck").confidence == 0.85  # 3×30 days
+        drawer = FactDrawer(db, "demo")
+        drawer.set("deploy:blyck", "procedure", DEPLOY_BODY + " Then tag the release.")
+        drawer.undo("deploy:blyck")
+        decay_confidence(db, db.clock.now())
+        assert fact(db, "deploy:blyck").confidence == 0.85  # charged again, not given back
+    with open_at(121) as db:
+        decay_confidence(db, db.clock.now())
+        assert fact(db, "deploy:blyck").confidence == 0.80  # 4×30 days
