@@ -115,6 +115,7 @@ class TurnContext:
         self._loaded = False  # the stored calibration was read
         self._stored_windows: dict[str, int] | None = None  # learnt by earlier processes
         self._new_windows: dict[str, int] = {}  # learnt here, not saved yet
+        self._checked: set[str] = set()  # models whose stored window /api/ps was asked about
         self._last_refusal: tuple[GatewayError, Overflow | None] | None = None  # read once
 
     async def window(self, model: str) -> WindowChoice:
@@ -127,6 +128,16 @@ class TurnContext:
             stored = (await self._learnt_before()).get(normalise_name(model))
             if choice.model_max is None and stored is not None and stored < choice.window:
                 choice = WindowChoice(stored, "loaded", stored)  # a guess again: what it ran
+            elif stored is not None and stored < choice.window and model not in self._checked:
+                # /api/show told the maximum, yet an earlier process saw Ollama run less (a
+                # server that does not apply num_ctx): every `ask` was cut again. Asked once
+                # a process: what the model runs now (a server fixed since: not kept)
+                self._checked.add(model)
+                loaded = await self._loaded_window(model)
+                runs = stored if loaded is None else loaded
+                if runs < choice.window:
+                    self._learn(model, runs)
+                    choice = self._learnt[model]
         self._windows[model] = choice
         return choice
 

@@ -308,6 +308,13 @@ def test_a_server_that_does_not_apply_num_ctx_is_found_out_by_ps_and_named(
     for number in cut:
         assert "the model runs with a 4,096-token window" in turns[number].stderr, turns[number]
         assert "Ollama did not apply it" in turns[number].stderr
+    # Each `ask` is a process of its own: the window learnt is kept, and the next ones fit
+    # the turn to it themselves (every later `ask` was cut by Ollama again, unnamed counts).
+    assert len(cut) == 1, cut
+    later = turns[cut[0] + 1 :]
+    assert later and all(turn.history_cut for turn in later[1:]), [t.stderr for t in later]
+    sent = [r.get("options", {}).get("num_ctx") for r in server.chat_requests()]
+    assert sent[-len(later) :] == [4096] * len(later), sent
 
 
 def test_a_server_that_does_not_apply_num_ctx_and_refuses_is_fitted_to_its_window(
