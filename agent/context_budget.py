@@ -100,10 +100,14 @@ class BudgetedPrompt:
         """The sidebar's line: "context 3.1k / 8k"."""
         return f"context {format_tokens(self.total)} / {format_tokens(self.window)}"
 
-    def refusal(self, *, own_system: bool = False) -> str:
+    def refusal(self, *, own_system: bool = False, model_max: int | None = None) -> str:
         """The one-line message when `fits` is False. `own_system`: `system` is the
         conversation's own system prompt (`/system`, `ask --system`), not the persona; when
-        it is most of what does not fit, the line names it, as the user can shorten it."""
+        it is most of what does not fit, the line names it, as the user can shorten it.
+        `model_max`: the most the model holds; a window already there is not "raised"."""
+        raise_it = "raise num_ctx"
+        if model_max is not None and model_max <= self.window:
+            raise_it = f"use a model with a larger window (this one holds {model_max:,})"
         # the count `fits` judged (the chat template included), so the window minus it is
         # what is left for the reply
         needed = self.fixed_total
@@ -114,20 +118,21 @@ class BudgetedPrompt:
                     f"Not sent: this conversation's system prompt alone takes about "
                     f"{self.tokens['system']:,} of the model's {self.window:,}-token window, "
                     f"leaving under {MIN_REPLY_TOKENS} for the reply. Shorten or clear it, or "
-                    "raise num_ctx."
+                    f"{raise_it}."
                 )
             tools = self.tokens.get("tools", 0)
             without = f" (or set memory_tools = false: the tools take about {tools:,})"
             return (
                 f"Not sent: the persona, rules and tool definitions alone take about "
                 f"{fixed:,} of the model's {self.window:,}-token window, leaving under "
-                f"{MIN_REPLY_TOKENS} for the reply. Raise num_ctx{without if tools else ''}."
+                f"{MIN_REPLY_TOKENS} for the reply. {raise_it.capitalize()}"
+                f"{without if tools else ''}."
             )
         top = "system prompt" if own_system else "persona"
         return (
             f"Not sent: the message needs about {self.tokens['user']:,} tokens and, with the "
             f"{top} and rules, {needed:,} of the model's {self.window:,}-token window, "
-            f"leaving under {MIN_REPLY_TOKENS} for the reply. Shorten it or raise num_ctx."
+            f"leaving under {MIN_REPLY_TOKENS} for the reply. Shorten it or {raise_it}."
         )
 
 

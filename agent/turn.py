@@ -205,7 +205,8 @@ class TurnEngine:
                 yield LimitNotice(think_unsent)
 
             if not budgeted.fits:  # Ollama would mangle it: not sent, named (it is logged)
-                raise ContextOverflow(budgeted.refusal(own_system=bool(system)))
+                most = (await self.context.window(model)).model_max
+                raise ContextOverflow(budgeted.refusal(own_system=bool(system), model_max=most))
             rounds = 0
             first_round = True  # a tool round starts a new deadline for the first event
             refits = 0  # a prompt Ollama refused as too long is fitted again, a few times

@@ -178,6 +178,14 @@ def test_a_message_too_long_for_the_window_is_refused_with_the_fix() -> None:
     assert result.headroom == "critical"
     assert result.kept.user == parts.user  # never cut, not sent either
     assert "raise num_ctx" in result.refusal() and "4,096-token window" in result.refusal()
+    # A window already at the model's maximum is not raised (num_ctx is capped there): the
+    # line said "raise num_ctx", which changed nothing.
+    at_most = result.refusal(model_max=4096)
+    assert "num_ctx" not in at_most
+    assert at_most.endswith(
+        "Shorten it or use a model with a larger window (this one holds 4,096)."
+    )
+    assert "raise num_ctx" in result.refusal(model_max=131_072)
 
 
 def test_a_window_too_small_for_the_persona_alone_asks_for_num_ctx() -> None:
