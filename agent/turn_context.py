@@ -257,7 +257,7 @@ class TurnContext:
             estimator.note_counted(model, budgeted.estimate, done.prompt_eval_count)
             return filled
         estimator.observe(model, budgeted.estimate, done.prompt_eval_count)
-        return None
+        return reply_ran_past(done, choice.window)
 
     async def _loaded_window(self, model: str) -> int | None:
         """The window Ollama loaded `model` with (`/api/ps`), None when it cannot say."""
@@ -363,3 +363,21 @@ class TurnContext:
             await asyncio.to_thread(save_turn_context, memory.store.db, calibration, saved, windows)
         except Exception:
             log.exception("saving the context report failed")
+
+
+def reply_ran_past(done: ChatDone, window: int) -> Overflow | None:
+    """The prompt fitted, but the prompt and the reply together (a thinking model's long
+    reasoning counts in `eval_count`) took more than the window: Ollama shifts the context
+    then, dropping part of what came first (the persona, longterm.md, the memory) while the
+    model still answers — without a word, where the issue wants one."""
+    prompt, reply = done.prompt_eval_count or 0, done.eval_count or 0
+    if not prompt or prompt + reply <= window:
+        return None
+    message = (
+        f"the prompt ({prompt:,} tokens) and the reply ({reply:,}, thinking included) took "
+        f"more than the {window:,}-token window: Ollama dropped part of the context while "
+        "the model answered (the persona and memory at its start among it); raise num_ctx, "
+        "or set think lower for a thinking model"
+    )
+    log.warning("%s", message)
+    return Overflow("truncated", message, prompt + reply, window)

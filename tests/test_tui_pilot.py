@@ -315,6 +315,30 @@ async def test_ctrl_q_lets_a_running_slash_command_finish_first(
     assert rows == [("the ferry leaves from pier four", True)]
 
 
+async def test_ctrl_q_again_while_a_slash_command_finishes_quits_now(
+    settings: Settings, standin: OllamaStandIn
+) -> None:
+    """The notice says "Ctrl+Q again quits now": with turns not yet reflected on, the second
+    press started the reflection instead (up to 30 s more)."""
+    standin.script_reply("Noted.")
+    app = StraylightApp(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine.memory is not None, what="memory open")
+        await type_text(pilot, "the harbour crane is red")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.chat.unreflected_turns == 1, what="a turn")
+        standin.fail_next("delay", seconds=20.0, path="/api/embed")
+        standin.fail_next("delay", seconds=20.0, path="/api/chat")  # a reflection would wait
+        box = app.query_one(ChatInput)
+        box.load_text("/remember the ferry leaves from pier four")
+        await pilot.press("enter")
+        await pilot.press("ctrl+q")
+        told = lambda: any("Finishing" in n.message for n in app._notifications)  # noqa: E731
+        await wait_until(pilot, told, what="told")
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: not app.is_running, timeout=10, what="the quit")
+
+
 async def test_a_screen_command_with_an_unknown_word_stays_in_the_box(
     settings: Settings, standin: OllamaStandIn
 ) -> None:

@@ -10,7 +10,6 @@ tui/app_jobs.py, the palette's entries tui/app_palette.py.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 from collections.abc import Callable, Iterable
@@ -286,14 +285,21 @@ class StraylightApp(MemoryApp):
         """Quit; a slash command still running (`/remember` waiting on its embedding, an
         `/import`) ends first, then the session's reflection pass runs, each in a worker so
         the screen stays live (at most 30 s each; Ctrl+Q again quits at once)."""
-        chat = self.chat
+        if self._finishing_commands:  # Ctrl+Q again: now, as the notice says
+            self.quitting = True
+            self.exit()
+            return
         running = [w for w in self.workers if w.group == SLASH_GROUP and not w.is_finished]
-        if running and not self._finishing_commands:
+        if running:
             self._finishing_commands = True
             names = ", ".join(sorted({w.name.removeprefix("slash ") for w in running}))
             self.notify(f"Finishing {names} before quitting… (Ctrl+Q again quits now)")
             self.finish_commands_then_quit(running)
             return
+        await self._quit_after_reflection()
+
+    async def _quit_after_reflection(self) -> None:
+        chat = self.chat
         if self.quitting or not chat.unreflected_turns or self.engine.facts is None:
             self.exit()
             return
@@ -307,12 +313,14 @@ class StraylightApp(MemoryApp):
     async def finish_commands_then_quit(self, running: list[Worker[Any]]) -> None:
         """The slash commands a Ctrl+Q found running, waited for: they were cancelled with
         the app, and a `/remember` whose embedding was slow was lost without a word."""
-        waits = [worker.wait() for worker in running]
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(
-                asyncio.gather(*waits, return_exceptions=True), FINISH_ON_QUIT_SECONDS
-            )
-        await self.action_quit()
+        waits = [asyncio.ensure_future(worker.wait()) for worker in running]
+        try:
+            await asyncio.wait(waits, timeout=FINISH_ON_QUIT_SECONDS)
+        finally:  # (Ctrl+Q again: the app cancels this worker; nothing left unread)
+            for waiting in waits:
+                waiting.cancel()
+                waiting.add_done_callback(_read_outcome)
+        await self._quit_after_reflection()
 
     @work(exclusive=True, group="quit", exit_on_error=False)
     async def reflect_then_exit(self, conversation_id: str) -> None:
@@ -355,3 +363,9 @@ def run_app(settings: Settings, config_path: Path | None = None) -> int:
     if app.crashed:
         return 1
     return app.return_code or (result if isinstance(result, int) else 0)
+
+
+def _read_outcome(done: asyncio.Future[Any]) -> None:
+    """Read a finished wait's outcome, so asyncio does not report it as never retrieved."""
+    if not done.cancelled():
+        done.exception()

@@ -247,10 +247,13 @@ async def _ask(
             later = (
                 "" if "backfill" in problem else "; `straylight jobs run backfill` adds them later"
             )
-            reminders.append(
-                f"{PROG}: note: no embedding this turn ({problem}): memory was searched and "
-                f"saved by its words only{later}"
-            )
+            if REPLY_EMBEDDING in problem:  # the search had its vector: only the reply not
+                reminders.append(f"{PROG}: note: the reply was saved without a vector ({problem})")
+            else:
+                reminders.append(
+                    f"{PROG}: note: no embedding this turn ({problem}): memory was searched "
+                    f"and saved by its words only{later}"
+                )
         if code == EXIT_OK and any(isinstance(event, MemstatusDue) for event in after_turn):
             reminders += await run_memstatus(settings, memory, gateway)
     except BaseException:
@@ -346,6 +349,8 @@ def conversation_system_prompt(memory: Any, conversation_id: str, given: str | N
         notes.set_system_prompt(conversation_id, given.strip() or None)
     return notes.get(conversation_id).system_prompt
 
+
+REPLY_EMBEDDING = "the reply's embedding"  # in the problem a late reply vector names
 
 SAVE_NOTE_AFTER = 5.0
 """Seconds the turn's save may take before `ask` says what it waits for."""
