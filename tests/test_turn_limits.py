@@ -332,3 +332,22 @@ def test_tool_calls_when_no_tools_were_offered_are_not_run(
     with duckdb.connect(str(home / "straylight.duckdb"), read_only=True) as db:
         (candidates,) = db.execute("SELECT count(*) FROM candidates").fetchone() or (0,)
     assert candidates == 0
+
+
+def test_a_reply_that_runs_past_the_window_is_named(
+    cli_env: Callable[..., Env], standin: OllamaStandIn
+) -> None:
+    """The prompt fitted, but prompt and reply together (a thinking model's reasoning
+    counts in `eval_count`) took more than the window: Ollama shifts the context then and
+    drops part of what opened the prompt (the persona, the memory), without a word."""
+    standin.script_reply("word " * 2500)
+    env = cli_env(
+        OLLAMA_HOST=standin.url, STRAYLIGHT_NOW=NOW, STRAYLIGHT_NUM_CTX="2048", MEMORY_TOOLS="false"
+    )
+    proc = run_cli(env, "ask", "tell me a long story")
+    assert proc.returncode == 0, proc.stderr
+    assert "took more than the 2,048-token window" in proc.stderr, proc.stderr
+    assert "Ollama dropped part of the context while the model answered" in proc.stderr
+    standin.script_reply("A short answer.")
+    quiet = run_cli(env, "ask", "and a short one")
+    assert "took more than" not in quiet.stderr, quiet.stderr
