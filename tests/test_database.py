@@ -502,12 +502,8 @@ os._exit(0)  # killed: "late" is only in the .wal
 """
 
 
-def test_a_damaged_write_ahead_log_is_named_and_moving_it_aside_keeps_the_database(
-    db_path: Path,
-) -> None:
-    """A .wal damaged by a crash or a bad disk was reported as a damaged `straylight.duckdb`
-    with "move it aside": following that gave an empty memory, where moving the log aside
-    loses only the writes since the last checkpoint."""
+def crash_leaving_a_wal(db_path: Path) -> None:
+    """A database in a new data dir with one point checkpointed and one only in its .wal."""
     db_path.parent.mkdir()
     proc = subprocess.run(
         [sys.executable, "-c", WAL_LEFT_BY_A_CRASH, str(db_path)],
@@ -518,6 +514,15 @@ def test_a_damaged_write_ahead_log_is_named_and_moving_it_aside_keeps_the_databa
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_damaged_write_ahead_log_is_named_and_moving_it_aside_keeps_the_database(
+    db_path: Path,
+) -> None:
+    """A .wal damaged by a crash or a bad disk was reported as a damaged `straylight.duckdb`
+    with "move it aside": following that gave an empty memory, where moving the log aside
+    loses only the writes since the last checkpoint."""
+    crash_leaving_a_wal(db_path)
     wal = db_path.with_name(db_path.name + ".wal")
     damaged = bytearray(wal.read_bytes())
     damaged[len(damaged) // 2 : len(damaged) // 2 + 4] = b"\xff\xff\xff\xff"
@@ -570,16 +575,7 @@ def test_a_write_ahead_log_of_another_database_is_named_with_the_same_advice(
     """A crash left a .wal, then `straylight.duckdb` was restored from a backup with cp:
     "cannot open …: IO Error: Failure while replaying WAL file …: WAL does not match
     database file", exit 1 on every command, and no advice."""
-    db_path.parent.mkdir()
-    proc = subprocess.run(
-        [sys.executable, "-c", WAL_LEFT_BY_A_CRASH, str(db_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    crash_leaving_a_wal(db_path)
     backup = tmp_path / "backup.duckdb"
     open_database(backup, clock=CLOCK).close()
     db_path.write_bytes(backup.read_bytes())  # the restore
