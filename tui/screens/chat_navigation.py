@@ -173,23 +173,31 @@ class ChatNavigation(Screen[None]):
 
     LONGTERM_CHECK_SECONDS = 2.0
     _longterm_seen: tuple[int, int] | None = None
+    _longterm_looked = False  # the first look (at the start) only learns what is there
 
     def watch_longterm_file(self) -> None:
         """Look at longterm.md's size and time every `LONGTERM_CHECK_SECONDS`, and re-read
         it when they changed: a terminal that reports no focus (tmux by default) left an
         outside edit unshown until the next turn or Ollama poll (30 s)."""
+        self._look_at_longterm()  # what the start shows: the baseline
         self.set_interval(self.LONGTERM_CHECK_SECONDS, self._check_longterm)
 
-    @work(thread=True, exclusive=True, group="longterm-check", exit_on_error=False)
     def _check_longterm(self) -> None:
+        if self.app.screen is self:  # under a screen: its closing refreshes the counts
+            self._look_at_longterm()
+
+    @work(thread=True, exclusive=True, group="longterm-check", exit_on_error=False)
+    def _look_at_longterm(self) -> None:
         try:
             info = os.stat(self.engine.longterm.path, follow_symlinks=False)
             seen: tuple[int, int] | None = (info.st_size, info.st_mtime_ns)
         except OSError:
             seen = None
+        first, self._longterm_looked = not self._longterm_looked, True
         if seen != self._longterm_seen:
             self._longterm_seen = seen
-            self.refresh_longterm()
+            if not first:
+                self.refresh_longterm()
 
     def refresh_counts(self) -> None:
         """Every count the sidebar shows, read again (facts, candidates, points, longterm)."""
