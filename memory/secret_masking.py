@@ -150,6 +150,16 @@ _DETECTORS: tuple[_Detector, ...] = (
         re.compile(_TOKEN_BEFORE + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _TOKEN_AFTER),
     ),
     _Detector(
+        "vault_token",
+        ("hvs.", "hvb."),
+        re.compile(_TOKEN_BEFORE + r"hv[sb]\.[A-Za-z0-9_-]{24,}" + _TOKEN_AFTER),
+    ),
+    _Detector(
+        "digitalocean_token",
+        ("dop_v1_", "doo_v1_", "dor_v1_"),
+        re.compile(_TOKEN_BEFORE + r"do[por]_v1_[a-f0-9]{64}" + _TOKEN_AFTER),
+    ),
+    _Detector(
         "square_token",
         ("sq0csp-", "sq0atp-"),
         re.compile(_TOKEN_BEFORE + r"sq0(?:csp|atp)-[0-9A-Za-z_-]{22,}" + _TOKEN_AFTER),

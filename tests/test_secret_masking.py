@@ -246,6 +246,14 @@ MASKED = [
     ),
     ("square secret sq0csp-AbCdEf0123456789AbCdEf0123", "square secret [REDACTED:square_token]"),
     (
+        "export VAULT_TOKEN=hvs.CAESIJlWh8OxQyYcN3cVZfTkNv4xXh0bGkHDa3b2c1d0Wq9yGh4KHGh2cy5",
+        "export VAULT_TOKEN=[REDACTED:vault_token]",
+    ),
+    (
+        "doctl auth init -t dop_v1_" + "0123456789abcdef" * 4,
+        "doctl auth init -t [REDACTED:digitalocean_token]",
+    ),
+    (
         "curl -H 'Authorization: token 0123456789abcdef0123456789abcdef01234567' api",
         "curl -H 'Authorization: token [REDACTED:token_auth]' api",
     ),
@@ -330,6 +338,7 @@ MUST_NOT_MASK = [
     "hf_hub_download(repo_id='x') and npm_config_cache are names",
     "the xapp- prefix marks Slack app tokens",
     "PyPI tokens start with pypi- and Docker's with dckr_pat_.",
+    "Vault tokens start with hvs. and DigitalOcean's with dop_v1_.",
     "Authorization: token please, not a password",
     "Password: yes, it was reset.",
     "Is the password: wrong, or the user name?",
