@@ -152,11 +152,12 @@ def _refuse_writable_by_others(path: Path, info: os.stat_result) -> None:
     another user owns, is refused like such a `longterm.md`: whoever can write it can point
     `ollama_host` elsewhere and receive every prompt. The file is checked as opened (a
     group-writable one is accepted; a pipe, `--config <(…)`, is the user's own)."""
+    from store.data_dir_check import owned_by_another  # (only when a config file exists)
+
     mode = stat.S_IMODE(info.st_mode)
     if not stat.S_ISREG(info.st_mode):
         return
-    me = os.geteuid()
-    if me != 0 and info.st_uid not in (me, 0):  # (root: as for the data dir, not refused)
+    if owned_by_another(info):  # as for the data dir
         raise SettingsError(
             f"config file {path} belongs to another user (uid {info.st_uid}), who could "
             f"send your prompts elsewhere; use a config file of your own"

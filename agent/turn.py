@@ -196,9 +196,8 @@ class TurnEngine:
             images = 0 if image is None else 1
             budgeted, context = await self.context.budget(model, material, images=images)
             yield context
-            messages = await asyncio.to_thread(
-                _request_messages, budgeted, image
-            )  # masking: off the loop
+            # (masked in a thread: a prompt of a long longterm.md is tens of KB)
+            messages = await asyncio.to_thread(_request_messages, budgeted, image)
             options = await self.context.options(model)
             think, think_unsent = await self.tools.think_for(model, self.think)
             if think_unsent is not None:
@@ -264,9 +263,7 @@ class TurnEngine:
                     yield context
                     if refits == 1:  # said once: the budget's line names what was left out
                         yield ContextNotice(told)
-                    messages = await asyncio.to_thread(
-                        _request_messages, budgeted, image
-                    )  # masking: off the loop
+                    messages = await asyncio.to_thread(_request_messages, budgeted, image)
                     continue
                 if calls and tools is None and rounds == 0:  # none were offered (memory_tools
                     # off, a model without tools): a server that calls them anyway is not obeyed

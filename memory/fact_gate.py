@@ -73,8 +73,11 @@ def _through_gate(
     if drawer.store.has_candidate(drawer.workspace, new.key, new.body, "pending"):
         return GateOutcome(None, "already pending")
     known = drawer.store.find(new.scope, new.workspace, new.key)
-    same = known is not None and same_body(known.body) == same_body(new.body)
-    if known is not None and same and known.status == "active":  # (as the checks above)
+    if (  # bodies compared as the checks above compare them
+        known is not None
+        and known.status == "active"
+        and same_body(known.body) == same_body(new.body)
+    ):
         return GateOutcome(None, "already a fact")
     if drawer.store.has_candidate(drawer.workspace, new.key, new.body, "approved"):
         return GateOutcome(None, "approved before")  # maybe edited since: do not undo that

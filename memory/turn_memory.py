@@ -58,6 +58,10 @@ limit a stalled embedding outlasted the 30 s `ask` (and the chat's quit) wait fo
 and the reply's point was lost without a word."""
 
 
+REPLY_EMBEDDING = "the reply's embedding"
+"""What `embed_problem` names when the reply's vector came too late (`ask` then says only the
+reply lacks one: the search had its vector)."""
+
 SLOW_EMBED_FAILURE_SECONDS = 5.0
 """An import's batch that failed after waiting this long (a stalled or timed-out embedding)
 stops the embedding of the rest: stored without vectors, for the backfill."""
@@ -185,7 +189,7 @@ class TurnMemory:
         return (vector if self.embed_problem is None else None), False
 
     async def _timed_save_vector(
-        self, text: str, what: str = "the reply's embedding"
+        self, text: str, what: str = REPLY_EMBEDDING
     ) -> list[float] | None:
         """The vector of a point being saved, or None (stored without one, found by its
         words until the backfill) when Ollama gives none within `SAVE_EMBED_SECONDS`."""

@@ -147,12 +147,17 @@ def check_socket_path(path: Path) -> None:
         raise NotASocket(path)
 
 
-def _check_owner(path: Path, info: os.stat_result) -> None:
-    """Yours or root's (a data dir under /var made by an admin for you is root's). Root
-    itself is not refused a user's data dir: a container run as root over a bind-mounted
-    one, a backup extracted with its owners kept (the reading commands must work on it)."""
+def owned_by_another(info: os.stat_result) -> bool:
+    """Whether a file or folder is neither yours nor root's (a data dir under /var made by
+    an admin for you is root's). Root itself is refused nothing: a container run as root
+    over a bind-mounted data dir, a backup extracted with its owners kept (the reading
+    commands must work on it). config.toml is judged the same way (agent/settings.py)."""
     me = os.geteuid()
-    if me != 0 and info.st_uid not in (me, 0):
+    return me != 0 and info.st_uid not in (me, 0)
+
+
+def _check_owner(path: Path, info: os.stat_result) -> None:
+    if owned_by_another(info):
         raise OwnedByAnother(path, info.st_uid)
 
 

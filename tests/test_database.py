@@ -126,8 +126,14 @@ def test_a_write_ahead_log_made_after_a_checkpoint_is_private_too(db_path: Path)
     promises 0600 for every file. Run in a child, so the umask here is left alone."""
     db_path.parent.mkdir()
     os.chmod(db_path.parent, 0o755)  # a data dir the user chose: it keeps its mode
+    assert in_a_child(WAL_AFTER_CHECKPOINT, db_path).strip() == "0o600"
+
+
+def in_a_child(script: str, db_path: Path) -> str:
+    """`script` run by a Python process of its own on `db_path`; its stdout (it must end
+    with exit 0)."""
     proc = subprocess.run(
-        [sys.executable, "-c", WAL_AFTER_CHECKPOINT, str(db_path)],
+        [sys.executable, "-c", script, str(db_path)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -135,7 +141,7 @@ def test_a_write_ahead_log_made_after_a_checkpoint_is_private_too(db_path: Path)
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "0o600"
+    return proc.stdout
 
 
 def test_create_false_creates_nothing(tmp_path: Path) -> None:
@@ -505,15 +511,7 @@ os._exit(0)  # killed: "late" is only in the .wal
 def crash_leaving_a_wal(db_path: Path) -> None:
     """A database in a new data dir with one point checkpointed and one only in its .wal."""
     db_path.parent.mkdir()
-    proc = subprocess.run(
-        [sys.executable, "-c", WAL_LEFT_BY_A_CRASH, str(db_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    in_a_child(WAL_LEFT_BY_A_CRASH, db_path)
 
 
 def test_a_damaged_write_ahead_log_is_named_and_moving_it_aside_keeps_the_database(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.gateway_errors import EXIT_MODEL_ERROR, EXIT_OK, EXIT_USAGE
 from agent.settings import Settings
-from tui.cli_output import EXIT_UNEXPECTED, PROG, fail, for_terminal
+from tui.cli_output import EXIT_UNEXPECTED, PROG, cannot_write, fail, for_terminal
 
 if TYPE_CHECKING:
     from agent.turn import TurnEngine
@@ -234,7 +234,7 @@ async def _ask(
             from store.database_errors import as_os_error
 
             inside = as_os_error(failures[0])  # a full disk at the commit: the file, the reason
-            disk = f"cannot write {inside.filename}: {inside.strerror}" if inside else None
+            disk = cannot_write(inside) if inside else None
             cause = disk or " ".join(str(failures[0]).split()) or type(failures[0]).__name__
             code = fail(
                 f"the turn is in the daily log, but its memory points were not saved to "
@@ -247,6 +247,8 @@ async def _ask(
             later = (
                 "" if "backfill" in problem else "; `straylight jobs run backfill` adds them later"
             )
+            from memory.turn_memory import REPLY_EMBEDDING
+
             if REPLY_EMBEDDING in problem:  # the search had its vector: only the reply not
                 reminders.append(f"{PROG}: note: the reply was saved without a vector ({problem})")
             else:
@@ -349,8 +351,6 @@ def conversation_system_prompt(memory: Any, conversation_id: str, given: str | N
         notes.set_system_prompt(conversation_id, given.strip() or None)
     return notes.get(conversation_id).system_prompt
 
-
-REPLY_EMBEDDING = "the reply's embedding"  # in the problem a late reply vector names
 
 SAVE_NOTE_AFTER = 5.0
 """Seconds the turn's save may take before `ask` says what it waits for."""
